@@ -1,0 +1,1 @@
+"""allocator: see README.md."""

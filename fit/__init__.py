@@ -1,0 +1,1 @@
+"""fit: see README.md."""

@@ -1,0 +1,1 @@
+"""grid: see README.md."""

@@ -1,0 +1,162 @@
+"""Bring your own runs: a CSV or Parquet table of results -> registry runs and metrics.
+
+``parse_column_map`` and ``rows_to_runs`` are pure (table in, runs out) and check
+everything before anything is written; ``read_table`` is the file edge.
+
+Map targets: ``run_id``, ``model_size`` (a parameter count N, or a label),
+``model_params``, ``train_tokens`` (D), ``train_flops`` (C), ``score`` (higher is
+better), ``loss`` (lower is better), ``benchmark``, ``seed``, and any axis name.
+Missing D or C is derived with C = 6 N D. Unmapped columns are kept as run metadata.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import re
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from grid.models import MetricResult, RunSpec
+from grid.split import heldout_mask
+from toolscale.errors import UsageError
+
+__all__ = ["FIXED_TARGETS", "ImportError_", "parse_column_map", "read_table", "rows_to_runs"]
+
+FIXED_TARGETS = ("run_id", "model_size", "model_params", "train_tokens", "train_flops", "score", "loss",
+                 "benchmark", "seed")
+_AXIS = re.compile(r"^[a-z][a-z0-9_]*$")
+
+
+class ImportError_(UsageError):
+    """A table that cannot be imported (named so as not to shadow the builtin)."""
+
+
+def parse_column_map(items: Sequence[str], axes: Sequence[str] | None = None) -> dict[str, str]:
+    """``["Model Size=model_size", ...]`` -> ``{target: column}``.
+
+    ``axes`` (from a config) restricts axis targets to known names; without it any
+    snake_case name that is not a fixed target is an axis.
+    """
+    mapping: dict[str, str] = {}
+    for item in items:
+        if "=" not in item:
+            raise ImportError_(f"--map must be COLUMN=FIELD, got {item!r}")
+        column, target = (s.strip() for s in item.rsplit("=", 1))
+        if not column or not target:
+            raise ImportError_(f"--map must be COLUMN=FIELD, got {item!r}")
+        if target not in FIXED_TARGETS:
+            if axes is not None and target not in axes:
+                raise ImportError_(f"--map target {target!r} is not a field or a config axis; fields: "
+                                   f"{', '.join(FIXED_TARGETS)}; axes: {', '.join(axes)}")
+            if not _AXIS.match(target):
+                raise ImportError_(f"--map target {target!r} must be a field ({', '.join(FIXED_TARGETS)}) "
+                                   "or a snake_case axis name")
+        if target in mapping:
+            raise ImportError_(f"--map target {target!r} is mapped twice")
+        mapping[target] = column
+    if "score" not in mapping and "loss" not in mapping:
+        raise ImportError_("--map must map a column to score (higher is better) or loss (lower is better)")
+    return mapping
+
+
+def read_table(path: str | Path) -> list[dict[str, Any]]:
+    """Rows of a ``.csv`` or ``.parquet`` file as dicts; ImportError_ for unreadable or empty files."""
+    import pandas as pd
+
+    p = Path(path)
+    if not p.is_file():
+        raise ImportError_(f"file not found: {p}")
+    suffix = p.suffix.lower()
+    try:
+        if suffix == ".csv":
+            frame = pd.read_csv(p)
+        elif suffix in (".parquet", ".pq"):
+            frame = pd.read_parquet(p)
+        else:
+            raise ImportError_(f"{p}: expected a .csv or .parquet file, got {suffix or 'no extension'}")
+    except pd.errors.EmptyDataError:
+        raise ImportError_(f"{p}: the file is empty") from None
+    except (ValueError, OSError) as err:
+        raise ImportError_(f"{p}: cannot read: {str(err).splitlines()[0]}") from None
+    if frame.empty:
+        raise ImportError_(f"{p}: the file has a header but no rows")
+    return frame.to_dict(orient="records")
+
+
+def _number(row: dict[str, Any], column: str, line: int, target: str) -> float:
+    value = row[column]
+    try:
+        x = float(value)
+    except (TypeError, ValueError):
+        raise ImportError_(f"row {line}: column {column!r} ({target}) must be a number, got {value!r}") from None
+    if not math.isfinite(x):
+        raise ImportError_(f"row {line}: column {column!r} ({target}) must be finite, got {value!r}")
+    return x
+
+
+def rows_to_runs(rows: Sequence[dict[str, Any]], mapping: dict[str, str], *, experiment: str,
+                 benchmark: str | None = None, heldout_fraction: float = 0.25
+                 ) -> tuple[list[str], list[RunSpec], list[list[MetricResult]]]:
+    """Validate every row and build runs with their metrics; returns ``(axes, runs, metrics)``.
+
+    Rows are numbered from 2 (the header is line 1), as a spreadsheet shows them.
+    """
+    if not rows:
+        raise ImportError_("the table has no rows")
+    columns = list(rows[0].keys())
+    missing = [c for c in mapping.values() if c not in columns]
+    if missing:
+        raise ImportError_(f"column {missing[0]!r} not in the file; columns: {', '.join(map(str, columns))}")
+    if benchmark is None and "benchmark" not in mapping:
+        raise ImportError_("name the benchmark: --benchmark NAME, or --map COLUMN=benchmark")
+    axes = [t for t in mapping if t not in FIXED_TARGETS]
+    used = set(mapping.values())
+    runs: list[RunSpec] = []
+    metrics: list[list[MetricResult]] = []
+    flops: list[float] = []
+    for i, row in enumerate(rows):
+        line = i + 2
+        recipe = {a: _number(row, mapping[a], line, a) for a in axes}
+        size_raw = row[mapping["model_size"]] if "model_size" in mapping else None
+        params = _number(row, mapping["model_params"], line, "model_params") if "model_params" in mapping else None
+        if params is None and size_raw is not None:
+            try:
+                params = float(size_raw)
+            except (TypeError, ValueError):
+                params = None
+        tokens = _number(row, mapping["train_tokens"], line, "train_tokens") if "train_tokens" in mapping else None
+        c = _number(row, mapping["train_flops"], line, "train_flops") if "train_flops" in mapping else None
+        if c is None and params and tokens:
+            c = 6.0 * params * tokens
+        if tokens is None and params and c:
+            tokens = c / (6.0 * params)
+        seed = int(_number(row, mapping["seed"], line, "seed")) if "seed" in mapping else 0
+        bench = str(row[mapping["benchmark"]]) if "benchmark" in mapping else benchmark
+        ms = []
+        if "score" in mapping:
+            ms.append(MetricResult(benchmark=bench, metric="score", score=_number(row, mapping["score"], line, "score"),
+                                   higher_is_better=True))
+        if "loss" in mapping:
+            ms.append(MetricResult(benchmark=bench, metric="loss", score=_number(row, mapping["loss"], line, "loss"),
+                                   higher_is_better=False))
+        meta = {str(k): (v if not isinstance(v, float) or math.isfinite(v) else None)
+                for k, v in row.items() if k not in used}
+        key = str(row[mapping["run_id"]]) if "run_id" in mapping else hashlib.sha256(
+            json.dumps(row, sort_keys=True, default=str).encode()).hexdigest()[:16]
+        run_id = "i-" + hashlib.sha256(f"{experiment}\0{key}".encode()).hexdigest()[:16]
+        label = str(size_raw) if size_raw is not None else (f"{params:.3g}" if params else "unknown")
+        runs.append(RunSpec(run_id=run_id, experiment=experiment, design_version="import", recipe=recipe,
+                            model_size=label, model_params=params, train_tokens=tokens, train_flops=c, seed=seed,
+                            metadata={"import_key": key, "columns": meta}))
+        metrics.append(ms)
+        flops.append(c if c is not None else math.nan)
+    if all(math.isfinite(f) for f in flops):
+        mask = heldout_mask(flops, heldout_fraction)
+        runs = [r.model_copy(update={"split": "heldout" if h else "fit"}) for r, h in zip(runs, mask)]
+    ids = [r.run_id for r in runs]
+    if len(set(ids)) != len(ids):
+        raise ImportError_("two rows have the same run_id; map a unique column to run_id")
+    return axes, runs, metrics

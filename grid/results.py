@@ -1,0 +1,68 @@
+"""Result files: what a job writes instead of touching the registry.
+
+A job writes ``<folder>/<run_id>.result.json`` with :func:`write_result`: to a
+temporary file in the same folder, fsynced, then renamed, so a reader sees the
+whole file or none. :func:`read_results` parses a folder of them and reports the
+files it cannot use (truncated, not JSON, wrong shape) without failing.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import tempfile
+from pathlib import Path
+
+from pydantic import ValidationError
+
+from grid.models import RunResult
+
+__all__ = ["RESULT_SUFFIX", "result_path", "write_result", "read_results"]
+
+RESULT_SUFFIX = ".result.json"
+
+
+def result_path(folder: str | Path, run_id: str) -> Path:
+    """Where the result of ``run_id`` lives under ``folder``."""
+    return Path(folder) / f"{run_id}{RESULT_SUFFIX}"
+
+
+def write_result(folder: str | Path, result: RunResult) -> Path:
+    """Write ``result`` atomically (temp file + fsync + rename); returns its path."""
+    target = result_path(folder, result.run_id)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{result.run_id}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(result.model_dump_json(indent=1))
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, target)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return target
+
+
+def read_results(folder: str | Path) -> tuple[list[tuple[RunResult, str, str]], list[str]]:
+    """Parse every result file under ``folder`` (recursively).
+
+    Returns ``([(result, sha256 of the bytes, path), ...], problems)``; each problem is
+    one line naming a file that was not usable and why.
+    """
+    good: list[tuple[RunResult, str, str]] = []
+    problems: list[str] = []
+    root = Path(folder)
+    if not root.exists():
+        return good, [f"{root}: no such folder"]
+    for path in sorted(root.rglob(f"*{RESULT_SUFFIX}")):
+        data = path.read_bytes()
+        try:
+            result = RunResult.model_validate_json(data)
+        except ValidationError as err:
+            first = err.errors()[0]
+            kind = "truncated or not JSON" if first["type"] == "json_invalid" else first["msg"]
+            problems.append(f"{path}: not a valid result file ({kind})")
+            continue
+        good.append((result, hashlib.sha256(data).hexdigest(), str(path)))
+    return good, problems

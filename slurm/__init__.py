@@ -1,0 +1,1 @@
+"""slurm: see README.md."""

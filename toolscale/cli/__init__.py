@@ -1,0 +1,86 @@
+"""The umbrella CLI: ``toolscale <command>``; a thin layer over library calls.
+
+``main(argv) -> int`` parses, calls one library function per command, renders a
+table or ``--json``. Each command group lives in its own module here and exposes
+``register(subparsers)``; tests call ``main([...])`` directly.
+
+Errors: a :class:`toolscale.errors.ToolscaleError` prints one line on stderr and
+returns its exit code (2 for usage errors, 1 for failures); ``--debug`` shows the
+traceback instead.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+import traceback
+from collections.abc import Sequence
+
+from toolscale.errors import ToolscaleError
+
+__all__ = ["main", "allocate_main", "build_parser", "COMMAND_MODULES"]
+
+COMMAND_MODULES = ("project", "grid", "synth", "envs", "probe", "train", "launch", "fit", "allocate", "demo")
+"""Modules of :mod:`toolscale.cli` contributing subcommands, in ``--help`` order."""
+
+EPILOG = """\
+examples:
+  toolscale init my.toml && toolscale validate my.toml
+  toolscale grid design my.toml --dry-run --json
+  toolscale launch --config my.toml --executor local --wait
+  toolscale fit --experiment E --benchmark heldout-calls --json
+  allocate --budget 50000 --benchmark heldout-calls --experiment E
+  toolscale demo              # the whole pipeline on CPU, in minutes
+
+Run `toolscale COMMAND --help` for each command's options and examples."""
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="toolscale",
+        description="Scaling laws for the synthetic training data of tool-using agents: design a grid, "
+                    "synthesise data, train, evaluate, fit joint laws, and allocate a data budget.",
+        epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--debug", action="store_true", help="show Python tracebacks for errors")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", title="commands")
+    for name in COMMAND_MODULES:
+        importlib.import_module(f"toolscale.cli.{name}").register(sub)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run one command; returns the process exit code."""
+    parser = build_parser()
+    argv = list(sys.argv[1:] if argv is None else argv)
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:  # argparse: --help (0) or a usage error (2)
+        return int(exc.code or 0)
+    if not getattr(args, "func", None):
+        parser.print_help()
+        return 2
+    try:
+        return int(args.func(args) or 0)
+    except ToolscaleError as err:
+        if args.debug:
+            traceback.print_exc()
+        print(f"toolscale: error: {err}", file=sys.stderr)
+        return err.exit_code
+    except KeyboardInterrupt:
+        print("toolscale: interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:  # `toolscale export | head`
+        sys.stderr.close()
+        return 0
+
+
+def allocate_main(argv: Sequence[str] | None = None) -> int:
+    """The ``allocate`` console script: same as ``toolscale allocate``."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    debug = ["--debug"] if "--debug" in argv else []
+    return main([*debug, "allocate", *[a for a in argv if a != "--debug"]])
+
+
+def _entry() -> None:  # pragma: no cover - console script shim
+    sys.exit(main())

@@ -1,0 +1,92 @@
+"""Small helpers shared by the command modules: registry resolution, JSON and tables."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+from pathlib import Path
+from typing import Any
+
+from toolscale.config import ExperimentConfig, load_config
+
+__all__ = ["add_registry_args", "registry_path", "config_of", "emit_json", "print_table", "Formatter",
+           "positive_float"]
+
+Formatter = argparse.RawDescriptionHelpFormatter
+DEFAULT_REGISTRY = "./toolscale.duckdb"
+
+
+def add_registry_args(p: argparse.ArgumentParser, config_required: bool = False) -> None:
+    """``--registry PATH`` and ``--config CONFIG`` (the config's registry path is used when given)."""
+    p.add_argument("--config", required=config_required, metavar="CONFIG", help="experiment config (TOML)")
+    p.add_argument("--registry", metavar="PATH",
+                   help=f"DuckDB registry file (default: the config's, else {DEFAULT_REGISTRY})")
+
+
+def config_of(args: argparse.Namespace) -> ExperimentConfig | None:
+    """The loaded config named by ``--config``, or None."""
+    path = getattr(args, "config", None)
+    return load_config(path) if path else None
+
+
+def registry_path(args: argparse.Namespace, config: ExperimentConfig | None = None) -> str:
+    """``--registry``, else the config's ``experiment.registry``, else ``./toolscale.duckdb``."""
+    if getattr(args, "registry", None):
+        return args.registry
+    config = config or config_of(args)
+    return config.experiment.registry if config else DEFAULT_REGISTRY
+
+
+def _clean(obj: Any) -> Any:
+    if isinstance(obj, float) and not math.isfinite(obj):
+        return None
+    if isinstance(obj, dict):
+        return {str(k): _clean(v) for k, v in obj.items()}
+    if isinstance(obj, list | tuple):
+        return [_clean(v) for v in obj]
+    if hasattr(obj, "model_dump"):
+        return _clean(obj.model_dump(mode="json"))
+    if isinstance(obj, Path):
+        return str(obj)
+    return obj
+
+
+def emit_json(obj: Any) -> None:
+    """Print ``obj`` as JSON on stdout (NaN and inf become null)."""
+    print(json.dumps(_clean(obj), indent=2, default=str))
+
+
+def print_table(rows: list[dict[str, Any]], title: str | None = None, file=None) -> None:
+    """A rich table of ``rows`` (dicts with the same keys) on stdout."""
+    from rich.console import Console
+    from rich.table import Table
+
+    console = Console(file=file or sys.stdout)
+    if not rows:
+        console.print(f"{title}: (none)" if title else "(none)")
+        return
+    table = Table(title=title)
+    for key in rows[0]:
+        table.add_column(str(key))
+    for row in rows:
+        table.add_row(*[_fmt(v) for v in row.values()])
+    console.print(table)
+
+
+def _fmt(v: Any) -> str:
+    if isinstance(v, float):
+        return f"{v:.4g}"
+    return "" if v is None else str(v)
+
+
+def positive_float(text: str) -> float:
+    """argparse type: a finite number > 0 (the error names the value)."""
+    try:
+        x = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a positive number, got {text!r}") from None
+    if not math.isfinite(x) or x <= 0:
+        raise argparse.ArgumentTypeError(f"must be a positive number, got {text}")
+    return x

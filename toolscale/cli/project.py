@@ -1,0 +1,192 @@
+"""Commands on the config and the registry: init, validate, status, export, import-runs, ingest."""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import sys
+from importlib import resources
+from pathlib import Path
+
+from toolscale.cli._common import Formatter, add_registry_args, emit_json, print_table, registry_path
+from toolscale.config import load_config
+from toolscale.errors import ConfigError, UsageError
+
+__all__ = ["register", "example_config_text"]
+
+
+def example_config_text(preset: str = "default") -> str:
+    """The commented example config shipped with the package (``default`` or ``micro``)."""
+    try:
+        return resources.files("toolscale.presets").joinpath(f"{preset}.toml").read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise UsageError(f"unknown preset {preset!r}; known: default, micro") from None
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("init", help="write a commented example config (five data axes + support depth)",
+                       formatter_class=Formatter,
+                       epilog="example:\n  toolscale init experiment.toml\n  toolscale init micro.toml --preset micro")
+    p.add_argument("path", nargs="?", default="toolscale.toml", help="where to write (default: toolscale.toml)")
+    p.add_argument("--preset", default="default", choices=["default", "micro"], help="which example")
+    p.add_argument("--force", action="store_true", help="overwrite an existing file")
+    p.set_defaults(func=_init)
+
+    p = sub.add_parser("validate", help="check a config and print what is wrong, field by field",
+                       formatter_class=Formatter, epilog="example:\n  toolscale validate experiment.toml --json")
+    p.add_argument("config", help="config file (TOML)")
+    p.add_argument("--json", action="store_true", help="print the validated config as JSON")
+    p.set_defaults(func=_validate)
+
+    p = sub.add_parser("status", help="runs by state per experiment, running jobs, and the last failures",
+                       formatter_class=Formatter, epilog="example:\n  toolscale status --json")
+    add_registry_args(p)
+    p.add_argument("--experiment", help="only this experiment")
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.set_defaults(func=_status)
+
+    p = sub.add_parser("export", help="write every run with its axes and metrics as CSV or Parquet",
+                       formatter_class=Formatter,
+                       epilog="example:\n  toolscale export --experiment E --format parquet --out runs.parquet")
+    add_registry_args(p)
+    p.add_argument("--experiment", help="only this experiment")
+    p.add_argument("--format", choices=["csv", "parquet"], default="csv", help="file format (default csv)")
+    p.add_argument("--out", help="output file (default: stdout for csv)")
+    p.set_defaults(func=_export)
+
+    p = sub.add_parser("import-runs", help="load results produced elsewhere (CSV/Parquet) so fit and allocate use them",
+                       formatter_class=Formatter,
+                       epilog="example:\n  toolscale import-runs chinchilla.csv --experiment chinchilla "
+                              "--benchmark pile-loss \\\n    --map 'Model Size=model_size' "
+                              "--map 'Training FLOP=train_flops' --map loss=loss")
+    p.add_argument("file", help="a .csv or .parquet file")
+    p.add_argument("--experiment", required=True, help="experiment to import into (created if missing)")
+    p.add_argument("--map", action="append", default=[], metavar="COLUMN=FIELD",
+                   help="map a column to run_id, model_size, model_params, train_tokens, train_flops, score, "
+                        "loss, benchmark, seed, or an axis name (repeatable)")
+    p.add_argument("--benchmark", help="benchmark name when the file has no benchmark column")
+    p.add_argument("--heldout-fraction", type=float, default=0.25,
+                   help="share of runs (top training FLOPs) marked held out (default 0.25)")
+    add_registry_args(p)
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.set_defaults(func=_import_runs)
+
+    p = sub.add_parser("ingest", help="ingest result files written by jobs (idempotent, all or nothing)",
+                       formatter_class=Formatter, epilog="example:\n  toolscale ingest runs/ --json")
+    p.add_argument("folder", help="folder holding *.result.json files (searched recursively)")
+    add_registry_args(p)
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.set_defaults(func=_ingest)
+
+
+def _init(args: argparse.Namespace) -> int:
+    path = Path(args.path)
+    if path.exists() and not args.force:
+        raise UsageError(f"{path} exists; pass --force to overwrite it")
+    path.write_text(example_config_text(args.preset), encoding="utf-8")
+    print(f"wrote {path}; next: toolscale validate {path}")
+    return 0
+
+
+def _validate(args: argparse.Namespace) -> int:
+    try:
+        cfg = load_config(args.config)
+    except ConfigError as err:
+        for line in str(err).splitlines():
+            print(line, file=sys.stderr)
+        n = len(str(err).splitlines())
+        print(f"toolscale: error: {args.config} is not valid ({n} problem{'s' if n > 1 else ''})", file=sys.stderr)
+        return 2
+    if args.json:
+        emit_json(cfg)
+    else:
+        print(f"{args.config}: valid — experiment {cfg.experiment.name!r}, {len(cfg.axes)} axes "
+              f"({', '.join(a.name for a in cfg.axes)}), {len(cfg.ladder)} model sizes, executor {cfg.executor.kind}")
+    return 0
+
+
+def _status(args: argparse.Namespace) -> int:
+    from grid.registry import Registry
+
+    with Registry(registry_path(args), read_only=True) as reg:
+        counts = reg.status_counts(args.experiment)
+        running = [r for r in reg.runs(args.experiment, status=["submitted", "running"])]
+        failures = reg.last_failures(5, args.experiment)
+    experiments = {e: {**c, "total": sum(c.values())} for e, c in counts.items()}
+    if args.json:
+        emit_json({"experiments": experiments, "total": sum(c["total"] for c in experiments.values()),
+                   "running": [{"run_id": r.run_id, "status": r.status, "job_id": r.job_id} for r in running],
+                   "failures": failures})
+        return 0
+    print_table([{"experiment": e, **c} for e, c in experiments.items()], title="runs by state")
+    if running:
+        print_table([{"run_id": r.run_id, "status": r.status, "job_id": r.job_id, "model": r.model_size}
+                     for r in running[:20]], title="submitted / running")
+    if failures:
+        print_table([{"run_id": f["run_id"], "attempts": f["attempts"],
+                      "error": (f["error"] or "").strip().splitlines()[-1][:100] if f["error"] else ""}
+                     for f in failures], title="last failures")
+    return 0
+
+
+def _export(args: argparse.Namespace) -> int:
+    import pandas as pd
+
+    from grid.registry import Registry
+
+    with Registry(registry_path(args), read_only=True) as reg:
+        if args.experiment:
+            reg.experiment(args.experiment)
+        rows = reg.export_rows(args.experiment)
+    frame = pd.DataFrame(rows)
+    if args.format == "parquet":
+        if not args.out:
+            raise UsageError("--format parquet needs --out FILE")
+        frame.to_parquet(args.out, index=False)
+    elif args.out:
+        frame.to_csv(args.out, index=False)
+    else:
+        frame.to_csv(sys.stdout, index=False)
+    if args.out:
+        print(f"wrote {len(frame)} runs to {args.out}", file=sys.stderr)
+    return 0
+
+
+def _import_runs(args: argparse.Namespace) -> int:
+    from grid.importer import parse_column_map, read_table, rows_to_runs
+    from grid.registry import Registry
+
+    cfg = load_config(args.config) if args.config else None
+    axes = [a.name for a in cfg.axes] if cfg else None
+    mapping = parse_column_map(args.map, axes)
+    rows = read_table(args.file)
+    axes_found, runs, metrics = rows_to_runs(rows, mapping, experiment=args.experiment, benchmark=args.benchmark,
+                                             heldout_fraction=args.heldout_fraction)
+    with Registry(registry_path(args, cfg)) as reg:
+        new = reg.import_runs(args.experiment, axes_found, runs, metrics)
+    out = {"experiment": args.experiment, "rows": len(runs), "new_runs": new, "axes": axes_found,
+           "heldout": sum(r.split == "heldout" for r in runs)}
+    if args.json:
+        emit_json(out)
+    else:
+        print(f"imported {len(runs)} rows into {args.experiment!r} ({new} new, {out['heldout']} held out); "
+              f"axes: {', '.join(axes_found) or 'none'}")
+    return 0
+
+
+def _ingest(args: argparse.Namespace) -> int:
+    from grid.registry import Registry
+    from grid.results import read_results
+
+    results, problems = read_results(args.folder)
+    with Registry(registry_path(args)) as reg:
+        report = reg.ingest(results)
+    report["problems"] = problems + report["problems"]
+    if args.json:
+        emit_json(dict(report))
+    else:
+        print(f"ingested {report['ingested']} results ({report['duplicate']} already in, "
+              f"{report['unknown_run']} unknown runs, {len(report['problems'])} problems)")
+        for p in report["problems"]:
+            print(f"  {p}", file=sys.stderr)
+    return 0

@@ -1,0 +1,403 @@
+"""The experiment config: one frozen pydantic model, loaded from TOML.
+
+Every stage reads its section from here and nothing else; the config is validated
+once (``load_config``) and then trusted. Sections:
+
+- ``[experiment]``: name, registry path, seeds, budget unit, target model size.
+- ``[[axes]]``: the data axes of the scaling law (diversity or quality knobs).
+- ``[[ladder]]``: the model-size ladder (built from config, or ``pretrained``).
+- ``[design]``: the experimental design over axes x ladder (grid/).
+- ``[synth]``: MCP servers and synthesis settings (synth/).
+- ``[probe]``: the groundedness probe (probes/).
+- ``[train]`` / ``[eval]``: training and benchmark settings (train/, eval/).
+- ``[executor]``: local, debug or slurm, with SLURM pass-through (slurm/).
+- ``[cost]``: training-compute cost in the budget unit (allocator/).
+"""
+
+from __future__ import annotations
+
+import math
+import tomllib
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from toolscale.errors import ConfigError
+
+__all__ = [
+    "AxisSpec",
+    "ModelSize",
+    "DesignSpec",
+    "SynthSpec",
+    "ProbeSpec",
+    "TrainSpec",
+    "EvalSpec",
+    "SlurmSpec",
+    "ExecutorSpec",
+    "CostSpec",
+    "ExperimentSpec",
+    "ExperimentConfig",
+    "load_config",
+    "parse_config",
+    "format_validation_error",
+    "DEFAULT_AXES",
+    "BUDGET_UNITS",
+]
+
+BUDGET_UNITS = ("usd", "gpu_hours")
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid", use_attribute_docstrings=True)
+
+
+class AxisSpec(_Frozen):
+    """One data axis of the scaling law."""
+
+    name: str = Field(pattern=r"^[a-z][a-z0-9_]*$")
+    """Identifier, snake_case; becomes the registry column ``axis_<name>``."""
+    kind: Literal["diversity", "quality"]
+    """``diversity`` (more of something) or ``quality`` (better supervision)."""
+    unit: str
+    """Unit of the real level, e.g. ``tools``, ``tasks``, ``databases``, ``fraction``, ``hops``."""
+    min: float
+    """Lowest real level in the design (in ``unit``)."""
+    max: float
+    """Highest real level in the design (in ``unit``)."""
+    levels: int = Field(default=3, ge=1)
+    """Number of distinct levels for multi-level designs."""
+    spacing: Literal["log", "linear"] = "log"
+    """Spacing of the levels between min and max."""
+    integer: bool = False
+    """Round real levels to integers (axes that count things)."""
+    cost_per_unit: float = Field(default=0.0, ge=0.0)
+    """Cost of one unit of this axis, in the budget unit (e.g. usd per tool integrated)."""
+    baseline: float | None = None
+    """Level a diversity-only allocation holds this axis at (quality axes); default ``min``."""
+
+    @model_validator(mode="after")
+    def _check_range(self) -> "AxisSpec":
+        if not (math.isfinite(self.min) and math.isfinite(self.max)):
+            raise ValueError(f"axis {self.name!r}: min and max must be finite, got {self.min}..{self.max}")
+        if self.max <= self.min:
+            raise ValueError(
+                f"axis {self.name!r}: empty range, max ({self.max}) must be greater than min ({self.min})"
+            )
+        if self.spacing == "log" and self.min <= 0:
+            raise ValueError(f"axis {self.name!r}: log spacing needs min > 0, got {self.min}")
+        if self.baseline is not None and not (self.min <= self.baseline <= self.max):
+            raise ValueError(f"axis {self.name!r}: baseline {self.baseline} outside {self.min}..{self.max}")
+        return self
+
+    @property
+    def baseline_level(self) -> float:
+        """The level a diversity-only plan holds this axis at."""
+        return self.min if self.baseline is None else self.baseline
+
+
+class ModelSize(_Frozen):
+    """One rung of the model ladder: built from config, or loaded with ``from_pretrained``."""
+
+    name: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
+    """Name used on the command line and in the registry (e.g. ``tiny-s``)."""
+    architecture: Literal["llama", "qwen3"] = "llama"
+    """Config family for proxy models built from scratch."""
+    hidden_size: int = Field(default=64, ge=8)
+    """Model width (proxy models)."""
+    num_layers: int = Field(default=2, ge=1)
+    """Transformer blocks (proxy models)."""
+    num_heads: int = Field(default=2, ge=1)
+    """Attention heads (proxy models)."""
+    intermediate_size: int | None = None
+    """MLP width; default 4 x hidden_size rounded (proxy models)."""
+    vocab_size: int = Field(default=2048, ge=256)
+    """Tokenizer vocabulary trained locally for proxy models."""
+    max_seq_len: int = Field(default=1024, ge=64)
+    """Longest sequence in tokens; longer conversations are truncated."""
+    pretrained: str | None = None
+    """Local folder or hub id for ``from_pretrained`` (cluster runs); None builds from config."""
+    params: int | None = None
+    """Parameter count N if known (pretrained models); proxy models compute theirs."""
+    max_steps: int = Field(default=200, ge=1)
+    """Optimizer steps of one SFT run."""
+    batch_size: int = Field(default=8, ge=1)
+    """Sequences per optimizer step."""
+    learning_rate: float = Field(default=1e-3, gt=0)
+    """Peak learning rate."""
+    gpus: int = Field(default=0, ge=0)
+    """GPUs per run (SLURM)."""
+    cpus: int = Field(default=1, ge=1)
+    """CPUs per run (SLURM / local)."""
+    mem_gb: float = Field(default=4.0, gt=0)
+    """Memory per run in GiB (SLURM)."""
+    timeout_min: int = Field(default=30, ge=1)
+    """Wall-clock limit per run in minutes (SLURM)."""
+
+
+class DesignSpec(_Frozen):
+    """The experimental design over the data axes, crossed with the ladder (grid/)."""
+
+    kind: Literal["fractional", "gsd", "lhs", "full"] = "gsd"
+    """Two-level fractional factorial, generalized subset design, Latin hypercube, or full factorial."""
+    resolution: int = Field(default=4, ge=3, le=6)
+    """Minimum resolution for two-level fractional designs."""
+    generators: str | None = None
+    """Explicit pyDOE3 ``fracfact`` generator string (e.g. ``"a b c d abc acd"``); None picks one."""
+    gsd_reduction: int = Field(default=4, ge=1)
+    """Reduction factor of the generalized subset design (runs ~ full / reduction)."""
+    lhs_samples: int = Field(default=20, ge=2)
+    """Points of a Latin hypercube design."""
+    center_points: int = Field(default=2, ge=0)
+    """Center points added to the design (noise and curvature)."""
+    replicates: int = Field(default=1, ge=1)
+    """Seeds per design point (replicated seeds give a noise estimate)."""
+    foldover: list[str] = Field(default_factory=list)
+    """Axes to fold over (break their aliases); empty for no fold-over."""
+    token_multipliers: list[float] = Field(default_factory=lambda: [1.0])
+    """Training-token multiples crossed with each point (1.0 = the recipe's dataset once)."""
+    heldout_fraction: float = Field(default=0.25, ge=0.0, lt=1.0)
+    """Share of runs, by top training FLOPs, held out from the fit."""
+    min_extrapolation_factor: float = Field(default=16.0, ge=1.0)
+    """Required ratio of the largest held-out run's FLOPs to the largest fitted run's."""
+    seed: int = 0
+    """Seed of randomized designs (LHS) and of the run seeds."""
+
+
+class SynthSpec(_Frozen):
+    """Synthesis settings (synth/)."""
+
+    servers: list[str] = Field(default_factory=list)
+    """Extra stdio MCP servers as command lines (``"python -m pkg.server"``); bundled ones always count."""
+    heldout_servers: list[str] = Field(default_factory=list)
+    """Bundled server names reserved for evaluation; empty uses the package default."""
+    error_rate: float = Field(default=0.2, ge=0.0, le=1.0)
+    """Probability that a tool call gets an injected error (timeout, unreachable, invalid argument)."""
+    defect_rate: float = Field(default=0.3, ge=0.0, le=1.0)
+    """Share of actions synthesised non-derivable before repair (makes quality a real axis)."""
+    max_chain_len: int = Field(default=4, ge=1)
+    """Longest tool chain in a task."""
+    backend: Literal["live", "emulator"] = "emulator"
+    """Roll out against live stdio servers or the stateful emulator."""
+    judge_threshold: float = Field(default=0.7, ge=0.0, le=1.0)
+    """Minimum mean judge score a trajectory needs to be kept."""
+    llm_url: str | None = None
+    """Optional OpenAI-compatible endpoint for text generation and judging; never needed."""
+
+
+class ProbeSpec(_Frozen):
+    """The groundedness probe (probes/)."""
+
+    model: str = "probe"
+    """Ladder-style name of the probe model (built from the fields below)."""
+    hidden_size: int = Field(default=64, ge=8)
+    """Probe model width."""
+    num_layers: int = Field(default=2, ge=1)
+    """Probe model depth."""
+    train_steps: int = Field(default=60, ge=1)
+    """Probe training steps (once per dataset sample)."""
+    sample_size: int = Field(default=64, ge=1)
+    """Trajectories the probe trains on."""
+    max_cost_share: float = Field(default=0.05, gt=0.0, le=1.0)
+    """Budget for probe FLOPs as a share of the target training run's FLOPs."""
+    repair: Literal["resynthesize", "downweight"] = "resynthesize"
+    """What the repair knob does to flagged actions."""
+
+
+class TrainSpec(_Frozen):
+    """SFT settings shared by every rung (train/)."""
+
+    objective: Literal["sft", "grpo"] = "sft"
+    """Training objective; SFT and RL laws are fitted separately."""
+    threads: int = Field(default=2, ge=1)
+    """torch CPU threads per run."""
+    save_checkpoints: bool = True
+    """Write checkpoints so a preempted run resumes."""
+
+
+class EvalSpec(_Frozen):
+    """Benchmarks scored after training (eval/)."""
+
+    benchmarks: list[str] = Field(default_factory=lambda: ["heldout-calls"])
+    """Benchmark names from eval's registry; the first is the default for fit and allocate."""
+    limit: int | None = Field(default=None, ge=1)
+    """Items per benchmark (None = all)."""
+    backend: Literal["transformers", "openai", "vllm"] = "transformers"
+    """Generation backend."""
+    endpoint: str | None = None
+    """OpenAI-compatible server URL (vLLM) for the ``openai`` backend."""
+
+
+class SlurmSpec(_Frozen):
+    """SLURM pass-through parameters."""
+
+    partition: str | None = None
+    """``--partition``."""
+    account: str | None = None
+    """``--account``."""
+    qos: str | None = None
+    """``--qos``."""
+    constraint: str | None = None
+    """``--constraint``."""
+    additional_parameters: dict[str, str | int | bool] = Field(default_factory=dict)
+    """Extra sbatch flags, e.g. ``{mail_type = "FAIL"}``."""
+
+
+class ExecutorSpec(_Frozen):
+    """Where runs execute (slurm/)."""
+
+    kind: Literal["local", "slurm", "debug"] = "local"
+    """submitit executor."""
+    max_parallel: int = Field(default=1, ge=1)
+    """Runs at once (SLURM array parallelism, local workers)."""
+    max_attempts: int = Field(default=2, ge=1)
+    """Attempts per run before it stays failed."""
+    folder: str = "./runs"
+    """Root of submitit folders and result files."""
+    slurm: SlurmSpec = Field(default_factory=SlurmSpec)
+    """SLURM parameters."""
+
+
+class CostSpec(_Frozen):
+    """Training compute as a cost in the budget unit (allocator/)."""
+
+    per_pflop: float = Field(default=0.0, ge=0.0)
+    """Cost of 1e15 training FLOPs in the budget unit; 0 ignores compute in allocations."""
+    tokens_per_task: float = Field(default=400.0, gt=0.0)
+    """Average training tokens a synthesised task adds (for compute cost)."""
+
+
+class ExperimentSpec(_Frozen):
+    """Identity and bookkeeping of the experiment."""
+
+    name: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
+    """Experiment name, unique in the registry."""
+    registry: str = "./toolscale.duckdb"
+    """Path of the DuckDB registry file."""
+    seeds: list[int] = Field(default_factory=lambda: [0])
+    """Base seeds; replicates draw from these."""
+    budget_unit: Literal["usd", "gpu_hours"] = "usd"
+    """Unit of every cost and budget."""
+    target_model_size: str | None = None
+    """Ladder rung the allocator plans for by default (None = the largest)."""
+
+
+class ExperimentConfig(_Frozen):
+    """A whole experiment: what to vary, what to train, where to run, what it costs."""
+
+    experiment: ExperimentSpec
+    """Identity and bookkeeping."""
+    axes: list[AxisSpec]
+    """Data axes (at least one)."""
+    ladder: list[ModelSize]
+    """Model sizes (at least one)."""
+    design: DesignSpec = Field(default_factory=DesignSpec)
+    """Experimental design."""
+    synth: SynthSpec = Field(default_factory=SynthSpec)
+    """Synthesis."""
+    probe: ProbeSpec = Field(default_factory=ProbeSpec)
+    """Groundedness probe."""
+    train: TrainSpec = Field(default_factory=TrainSpec)
+    """Training."""
+    eval: EvalSpec = Field(default_factory=EvalSpec)
+    """Evaluation."""
+    executor: ExecutorSpec = Field(default_factory=ExecutorSpec)
+    """Executor."""
+    cost: CostSpec = Field(default_factory=CostSpec)
+    """Compute cost."""
+
+    @field_validator("axes")
+    @classmethod
+    def _unique_axes(cls, axes: list[AxisSpec]) -> list[AxisSpec]:
+        if not axes:
+            raise ValueError("at least one axis is required")
+        names = [a.name for a in axes]
+        dup = sorted({n for n in names if names.count(n) > 1})
+        if dup:
+            raise ValueError(f"duplicate axis names: {', '.join(dup)}")
+        return axes
+
+    @field_validator("ladder")
+    @classmethod
+    def _unique_sizes(cls, ladder: list[ModelSize]) -> list[ModelSize]:
+        if not ladder:
+            raise ValueError("at least one model size is required")
+        names = [m.name for m in ladder]
+        dup = sorted({n for n in names if names.count(n) > 1})
+        if dup:
+            raise ValueError(f"duplicate model size names: {', '.join(dup)}")
+        return ladder
+
+    @model_validator(mode="after")
+    def _cross_checks(self) -> "ExperimentConfig":
+        sizes = [m.name for m in self.ladder]
+        target = self.experiment.target_model_size
+        if target is not None and target not in sizes:
+            raise ValueError(f"experiment.target_model_size {target!r} is not in the ladder ({', '.join(sizes)})")
+        axes = [a.name for a in self.axes]
+        bad = [f for f in self.design.foldover if f not in axes]
+        if bad:
+            raise ValueError(f"design.foldover names unknown axes {bad}; known: {', '.join(axes)}")
+        return self
+
+    def axis(self, name: str) -> AxisSpec:
+        """The axis called ``name``; ConfigError listing the known ones otherwise."""
+        for a in self.axes:
+            if a.name == name:
+                return a
+        raise ConfigError(f"unknown axis {name!r}; known: {', '.join(a.name for a in self.axes)}")
+
+    def model_size(self, name: str) -> ModelSize:
+        """The ladder rung called ``name``; ConfigError listing the known ones otherwise."""
+        for m in self.ladder:
+            if m.name == name:
+                return m
+        raise ConfigError(f"unknown model size {name!r}; known: {', '.join(m.name for m in self.ladder)}")
+
+    @property
+    def target_size(self) -> ModelSize:
+        """The rung allocations plan for (the configured target, else the last rung)."""
+        name = self.experiment.target_model_size
+        return self.model_size(name) if name else self.ladder[-1]
+
+
+DEFAULT_AXES: tuple[str, ...] = (
+    "tool_diversity",
+    "task_count",
+    "db_diversity",
+    "repair_rate",
+    "coverage_quota",
+    "support_depth",
+)
+
+
+def format_validation_error(err: ValidationError, source: str = "config") -> list[str]:
+    """One line per problem: ``source: field.path: message (got value)``."""
+    lines = []
+    for e in err.errors():
+        loc = ".".join(str(p) for p in e["loc"]) or "(top level)"
+        msg = e["msg"].removeprefix("Value error, ")
+        got = e.get("input")
+        shown = "" if isinstance(got, dict | list) or got is None else f" (got {got!r})"
+        lines.append(f"{source}: {loc}: {msg}{shown}")
+    return lines
+
+
+def parse_config(data: dict, source: str = "config") -> ExperimentConfig:
+    """Validate a config mapping; ConfigError whose message lists every problem, one per line."""
+    try:
+        return ExperimentConfig.model_validate(data)
+    except ValidationError as err:
+        raise ConfigError("\n".join(format_validation_error(err, source))) from None
+
+
+def load_config(path: str | Path) -> ExperimentConfig:
+    """Read and validate a TOML config; ConfigError naming the file and each bad field."""
+    p = Path(path)
+    if not p.is_file():
+        raise ConfigError(f"config file not found: {p}")
+    try:
+        data = tomllib.loads(p.read_text(encoding="utf-8"))
+    except tomllib.TOMLDecodeError as err:
+        raise ConfigError(f"{p}: not valid TOML: {err}") from None
+    return parse_config(data, source=str(p))
