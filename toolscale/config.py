@@ -134,6 +134,40 @@ class ModelSize(_Frozen):
     timeout_min: int = Field(default=30, ge=1)
     """Wall-clock limit per run in minutes (SLURM)."""
 
+    @property
+    def ffn_size(self) -> int:
+        """MLP width: ``intermediate_size`` or 4 x hidden_size."""
+        return self.intermediate_size or 4 * self.hidden_size
+
+    @property
+    def approx_params(self) -> float:
+        """Parameters N of the proxy model this rung builds (or ``params`` for pretrained ones).
+
+        Llama/Qwen3 layout with untied input and output embeddings and no biases:
+        ``N = 2 V h + L (4 h^2 + 3 h f + 2 h) + h`` (+ ``2 L d_head`` for Qwen3's q/k norms),
+        with V the vocabulary, h the width, f the MLP width and L the layers.
+        train/ builds models whose parameter count equals this number (tested there).
+        """
+        if self.params is not None:
+            return float(self.params)
+        h, f, v, n_layers = self.hidden_size, self.ffn_size, self.vocab_size, self.num_layers
+        per_layer = 4 * h * h + 3 * h * f + 2 * h
+        if self.architecture == "qwen3":
+            per_layer += 2 * (h // self.num_heads)
+        return float(2 * v * h + n_layers * per_layer + h)
+
+    @property
+    def approx_params_nonembedding(self) -> float:
+        """N without the input and output embeddings (``N - 2 V h``)."""
+        if self.params is not None:
+            return float(self.params)
+        return self.approx_params - 2 * self.vocab_size * self.hidden_size
+
+    @property
+    def planned_tokens(self) -> float:
+        """Training tokens D one run plans to see: steps x batch x max_seq_len (an upper bound)."""
+        return float(self.max_steps * self.batch_size * self.max_seq_len)
+
 
 class DesignSpec(_Frozen):
     """The experimental design over the data axes, crossed with the ladder (grid/)."""
