@@ -72,7 +72,7 @@ def read_table(path: str | Path) -> list[dict[str, Any]]:
     suffix = p.suffix.lower()
     try:
         if suffix == ".csv":
-            frame = pd.read_csv(p)
+            frame = pd.read_csv(p, keep_default_na=False)  # "n/a" stays text, reported by name
         elif suffix in (".parquet", ".pq"):
             frame = pd.read_parquet(p)
         else:

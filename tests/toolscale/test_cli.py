@@ -1,0 +1,36 @@
+"""The umbrella CLI: help lists every command with an example; errors are one line with the right code."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+from toolscale.cli import build_parser, main
+
+
+def test_help_lists_every_subcommand_with_a_description(capsys) -> None:
+    parser = build_parser()
+    sub = next(a for a in parser._actions if a.dest == "command")
+    assert sub.choices, "no subcommands registered"
+    for name, p in sub.choices.items():
+        helps = {c.dest: c.help for c in sub._choices_actions}
+        assert helps.get(name), f"subcommand {name} has no one-line help"
+        assert "example" in (p.epilog or ""), f"subcommand {name} has no example in its epilog"
+    assert main(["--help"]) == 0
+    out = capsys.readouterr().out
+    for name in sub.choices:
+        assert name in out
+
+
+def test_user_error_is_one_line_without_traceback(tmp_path) -> None:
+    proc = subprocess.run([sys.executable, "-m", "toolscale.cli", "status", "--registry", str(tmp_path / "none.duckdb")],
+                          capture_output=True, text=True)
+    assert proc.returncode == 1
+    assert "Traceback" not in proc.stderr
+    assert proc.stderr.strip().count("\n") == 0
+    assert "registry not found" in proc.stderr
+
+
+def test_usage_error_exit_code_two(capsys) -> None:
+    assert main(["import-runs"]) == 2
+    assert main(["no-such-command"]) == 2

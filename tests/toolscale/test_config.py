@@ -1,0 +1,110 @@
+"""Config: round trip, the shipped presets, and every validation error names its field."""
+
+from __future__ import annotations
+
+import tomllib
+
+import pytest
+
+from toolscale.cli import main
+from toolscale.cli.project import example_config_text
+from toolscale.config import DEFAULT_AXES, ExperimentConfig, load_config, parse_config
+from toolscale.errors import ConfigError
+
+
+def _base() -> dict:
+    return tomllib.loads(example_config_text("default"))
+
+
+@pytest.mark.parametrize("preset", ["default", "micro"])
+def test_presets_validate_and_have_default_axes(preset: str) -> None:
+    cfg = parse_config(tomllib.loads(example_config_text(preset)))
+    assert tuple(a.name for a in cfg.axes) == DEFAULT_AXES
+    assert {a.kind for a in cfg.axes} == {"diversity", "quality"}
+    assert len(cfg.ladder) >= 2
+
+
+def test_round_trip_through_json_is_identical() -> None:
+    cfg = parse_config(_base())
+    again = ExperimentConfig.model_validate_json(cfg.model_dump_json())
+    assert again == cfg
+    assert again.model_dump() == cfg.model_dump()
+
+
+def test_config_is_frozen() -> None:
+    cfg = parse_config(_base())
+    with pytest.raises(Exception):
+        cfg.experiment.name = "other"  # type: ignore[misc]
+
+
+@pytest.mark.parametrize(
+    ("mutate", "needle"),
+    [
+        (lambda d: d["experiment"].update(colour="red"), "experiment.colour: Extra inputs are not permitted"),
+        (lambda d: d["axes"][0].update(max=2.0, min=4.0), "empty range"),
+        (lambda d: d["axes"][0].update(kind="quantity"), "axes.0.kind"),
+        (lambda d: d["axes"][1].update(name="tool_diversity"), "duplicate axis names: tool_diversity"),
+        (lambda d: d["axes"][0].update(min=0.0), "log spacing needs min > 0"),
+        (lambda d: d["axes"].clear(), "at least one axis"),
+        (lambda d: d["ladder"][0].update(hidden_size=2), "ladder.0.hidden_size"),
+        (lambda d: d["experiment"].update(target_model_size="huge"), "'huge' is not in the ladder"),
+        (lambda d: d["experiment"].update(budget_unit="eur"), "experiment.budget_unit"),
+        (lambda d: d["executor"].update(kind="k8s"), "executor.kind"),
+        (lambda d: d["design"].update(foldover=["nope"]), "unknown axes ['nope']"),
+        (lambda d: d["axes"][3].update(cost_per_unit=-1), "axes.3.cost_per_unit"),
+    ],
+)
+def test_each_validation_error_names_the_field(mutate, needle: str) -> None:
+    data = _base()
+    mutate(data)
+    with pytest.raises(ConfigError) as err:
+        parse_config(data, source="x.toml")
+    assert needle in str(err.value)
+    assert str(err.value).startswith("x.toml:")
+
+
+def test_several_errors_are_listed_one_per_line() -> None:
+    data = _base()
+    data["experiment"]["colour"] = "red"
+    data["ladder"][0]["num_layers"] = 0
+    with pytest.raises(ConfigError) as err:
+        parse_config(data)
+    lines = str(err.value).splitlines()
+    assert len(lines) == 2
+    assert any("ladder.0.num_layers" in line for line in lines)
+
+
+def test_load_config_errors(tmp_path) -> None:
+    with pytest.raises(ConfigError, match="config file not found"):
+        load_config(tmp_path / "missing.toml")
+    bad = tmp_path / "bad.toml"
+    bad.write_text("[experiment\nname = 'x'")
+    with pytest.raises(ConfigError, match="not valid TOML"):
+        load_config(bad)
+
+
+def test_approx_params_matches_formula() -> None:
+    cfg = parse_config(_base())
+    m = cfg.ladder[0]
+    h, f, v, n = m.hidden_size, m.ffn_size, m.vocab_size, m.num_layers
+    assert m.approx_params == 2 * v * h + n * (4 * h * h + 3 * h * f + 2 * h) + h
+    assert m.approx_params_nonembedding == m.approx_params - 2 * v * h
+
+
+def test_init_then_validate_cli(tmp_path, capsys) -> None:
+    path = tmp_path / "exp.toml"
+    assert main(["init", str(path)]) == 0
+    assert main(["validate", str(path)]) == 0
+    assert "valid" in capsys.readouterr().out
+    assert main(["init", str(path)]) == 2  # refuses to overwrite
+    assert "exists" in capsys.readouterr().err
+
+
+def test_validate_cli_prints_field_by_field(tmp_path, capsys) -> None:
+    path = tmp_path / "exp.toml"
+    path.write_text(example_config_text("default").replace('kind = "diversity"\nunit = "tools"', 'kind = "lots"\nunit = "tools"', 1)
+                    .replace("levels = 4", "levels = 0", 1))
+    assert main(["validate", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert "axes.0.kind" in err and "axes.0.levels" in err
+    assert "2 problems" in err

@@ -1,0 +1,7 @@
+"""``python -m toolscale.cli``."""
+
+import sys
+
+from toolscale.cli import main
+
+sys.exit(main())
