@@ -75,6 +75,8 @@ class AxisSpec(_Frozen):
     """Cost of one unit of this axis, in the budget unit (e.g. usd per tool integrated)."""
     baseline: float | None = None
     """Level a diversity-only allocation holds this axis at (quality axes); default ``min``."""
+    cost_scales_with: str | None = None
+    """Another axis whose level multiplies this one's cost (e.g. repair cost per task: ``task_count``)."""
 
     @model_validator(mode="after")
     def _check_range(self) -> "AxisSpec":
@@ -369,6 +371,10 @@ class ExperimentConfig(_Frozen):
         if target is not None and target not in sizes:
             raise ValueError(f"experiment.target_model_size {target!r} is not in the ladder ({', '.join(sizes)})")
         axes = [a.name for a in self.axes]
+        for a in self.axes:
+            if a.cost_scales_with is not None and (a.cost_scales_with not in axes or a.cost_scales_with == a.name):
+                raise ValueError(f"axis {a.name!r}: cost_scales_with must name another axis, got "
+                                 f"{a.cost_scales_with!r}; known: {', '.join(axes)}")
         bad = [f for f in self.design.foldover if f not in axes]
         if bad:
             raise ValueError(f"design.foldover names unknown axes {bad}; known: {', '.join(axes)}")
