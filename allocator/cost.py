@@ -1,0 +1,16 @@
+"""The cost model the experiment config declares (the pure model lives in :mod:`allocator.models`)."""
+
+from __future__ import annotations
+
+from allocator.models import AxisCost, CostModel
+from toolscale.config import ExperimentConfig
+
+__all__ = ["cost_model_from_config"]
+
+
+def cost_model_from_config(config: ExperimentConfig) -> CostModel:
+    """``[[axes]].cost_per_unit`` / ``cost_scales_with`` and ``[cost]`` as a :class:`CostModel`."""
+    return CostModel(
+        unit=config.experiment.budget_unit,
+        axes=[AxisCost(name=a.name, per_unit=a.cost_per_unit, scales_with=a.cost_scales_with) for a in config.axes],
+        per_pflop=config.cost.per_pflop, tokens_per_task=config.cost.tokens_per_task)

@@ -1,0 +1,218 @@
+"""The equal-budget allocation: maximise the predicted score subject to total cost <= budget.
+
+Pure: ``solve(request, surface) -> AllocationPlan``. ``surface`` is the fitted law as
+callables (see :class:`Surface`); the cost model travels in the request.
+
+Method: each axis' level is mapped from ``u`` in [0, 1] (log or linear between its
+bounds); SLSQP maximises the score under the budget constraint from several starts
+(the cheapest plan, an equal-spend plan, seeded random plans shrunk into the
+budget, and any warm starts given), keeping the best feasible point. The KKT
+conditions are then checked: at an optimum with a binding budget, every interior
+axis returns the same score per unit of budget (``dS/dx_i / dC/dx_i = lambda``).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+from scipy.optimize import minimize
+
+from allocator.errors import AllocatorError
+from allocator.models import AllocationPlan, AllocationRequest, AxisBounds, Optimality, Plan
+
+__all__ = ["Surface", "ScoreFn", "solve", "solve_levels", "make_plan", "check_optimality", "min_cost"]
+
+ScoreFn = Callable[[Mapping[str, float], float], float]
+"""``score(levels, model_params) -> predicted score`` (higher is better)."""
+
+
+@dataclass(frozen=True)
+class Surface:
+    """A fitted law as callables: the point estimate and its bootstrap draws."""
+
+    score: ScoreFn
+    draws: Sequence[ScoreFn] = field(default_factory=tuple)
+
+
+def _to_level(b: AxisBounds, u: float) -> float:
+    u = min(max(u, 0.0), 1.0)
+    if b.log and b.lower > 0:
+        return float(math.exp(math.log(b.lower) + u * (math.log(b.upper) - math.log(b.lower))))
+    return float(b.lower + u * (b.upper - b.lower))
+
+
+def _to_u(b: AxisBounds, level: float) -> float:
+    if b.upper == b.lower:
+        return 0.0
+    if b.log and b.lower > 0:
+        return (math.log(level) - math.log(b.lower)) / (math.log(b.upper) - math.log(b.lower))
+    return (level - b.lower) / (b.upper - b.lower)
+
+
+def _levels(axes: Sequence[AxisBounds], u: np.ndarray, fixed: Mapping[str, float]) -> dict[str, float]:
+    free = [a for a in axes if a.name not in fixed]
+    out = {a.name: _to_level(a, float(x)) for a, x in zip(free, u)}
+    out.update(fixed)
+    return out
+
+
+def min_cost(request: AllocationRequest, fixed: Mapping[str, float] | None = None) -> float:
+    """Cost of the cheapest plan (every free axis at its lower bound), in the budget unit."""
+    fixed = dict(fixed or {})
+    levels = {a.name: fixed.get(a.name, a.lower) for a in request.axes}
+    return request.cost.total(levels, request.model_params)
+
+
+def _shrink_into_budget(request: AllocationRequest, u: np.ndarray, fixed: Mapping[str, float]) -> np.ndarray:
+    """Scale ``u`` toward 0 until the plan fits the budget (bisection on the scale)."""
+    budget = request.budget.value
+    if request.cost.total(_levels(request.axes, u, fixed), request.model_params) <= budget:
+        return u
+    lo, hi = 0.0, 1.0
+    for _ in range(40):
+        mid = (lo + hi) / 2
+        if request.cost.total(_levels(request.axes, u * mid, fixed), request.model_params) <= budget:
+            lo = mid
+        else:
+            hi = mid
+    return u * lo
+
+
+def solve_levels(request: AllocationRequest, score: ScoreFn, *, fixed: Mapping[str, float] | None = None,
+                 warm: Sequence[Mapping[str, float]] = (), starts: int | None = None) -> dict[str, float]:
+    """Best feasible levels of the free axes (those not in ``fixed``) for ``score``."""
+    fixed = dict(fixed or {})
+    free = [a for a in request.axes if a.name not in fixed]
+    budget, n_params = request.budget.value, request.model_params
+    if min_cost(request, fixed) > budget * (1 + 1e-12):
+        raise AllocatorError(f"budget {request.budget} is below the cheapest feasible plan "
+                             f"({min_cost(request, fixed):,.2f} {request.budget.unit})")
+    if not free:
+        return dict(fixed)
+
+    def objective(u: np.ndarray) -> float:
+        return -score(_levels(request.axes, u, fixed), n_params)
+
+    def slack(u: np.ndarray) -> float:
+        return (budget - request.cost.total(_levels(request.axes, u, fixed), n_params)) / budget
+
+    rng = np.random.default_rng(request.seed)
+    candidates = [np.zeros(len(free)), _shrink_into_budget(request, np.ones(len(free)), fixed)]
+    candidates += [_shrink_into_budget(request, rng.uniform(0, 1, len(free)), fixed)
+                   for _ in range((starts or request.starts))]
+    candidates += [np.clip([_to_u(a, w.get(a.name, a.lower)) for a in free], 0, 1) for w in warm]
+    best_u, best_val = None, -math.inf
+    for u0 in candidates:
+        u0 = _shrink_into_budget(request, np.asarray(u0, dtype=float), fixed)
+        trial = [u0]
+        res = minimize(objective, u0, method="SLSQP", bounds=[(0.0, 1.0)] * len(free),
+                       constraints=[{"type": "ineq", "fun": slack}], options={"maxiter": 200, "ftol": 1e-10})
+        trial.append(_shrink_into_budget(request, np.clip(res.x, 0, 1), fixed))
+        for u in trial:
+            val = -objective(u)
+            if slack(u) >= -1e-12 and val > best_val:
+                best_u, best_val = u, val
+    return _levels(request.axes, best_u, fixed)
+
+
+def make_plan(request: AllocationRequest, levels: Mapping[str, float], score: ScoreFn) -> Plan:
+    """Levels, spend per axis, total cost and predicted score as a :class:`Plan`."""
+    spend = request.cost.spend(levels, request.model_params)
+    return Plan(levels=dict(levels), spend=spend, total_cost=float(sum(spend.values())),
+                predicted_score=float(score(levels, request.model_params)))
+
+
+def _marginals(request: AllocationRequest, levels: Mapping[str, float], score: ScoreFn) -> dict[str, float]:
+    """Score points per budget unit of a small spend increase on each axis (forward difference)."""
+    out = {}
+    base_s, base_c = score(levels, request.model_params), request.cost.total(levels, request.model_params)
+    for a in request.axes:
+        step = max(abs(levels[a.name]) * 1e-4, (a.upper - a.lower) * 1e-6, 1e-9)
+        bumped = {**levels, a.name: levels[a.name] + step}
+        dc = request.cost.total(bumped, request.model_params) - base_c
+        ds = score(bumped, request.model_params) - base_s
+        out[a.name] = ds / dc if dc > 0 else math.inf if ds > 0 else 0.0
+    return out
+
+
+def check_optimality(request: AllocationRequest, levels: Mapping[str, float], score: ScoreFn,
+                     tol: float = 0.05) -> Optimality:
+    """KKT check: interior axes share one marginal value; lower-bound axes are worth less, upper-bound more."""
+    marg = _marginals(request, levels, score)
+    interior, at_bound = [], {}
+    for a in request.axes:
+        u = _to_u(a, levels[a.name])
+        if u <= 1e-4:
+            at_bound[a.name] = "lower: the next unit is worth less than elsewhere"
+        elif u >= 1 - 1e-4:
+            at_bound[a.name] = "upper: capped by its allowed range"
+        else:
+            interior.append(a.name)
+    binding = request.cost.total(levels, request.model_params) >= request.budget.value * (1 - 1e-3)
+    vals = [marg[n] for n in interior if math.isfinite(marg[n])]
+    gap = 0.0
+    if len(vals) >= 2:
+        scale = max(abs(float(np.mean(vals))), 1e-12)
+        gap = (max(vals) - min(vals)) / scale
+    lam = float(np.mean(vals)) if vals else None
+    ok = gap <= tol
+    if lam is not None and binding:
+        for name, why in at_bound.items():
+            if why.startswith("lower") and marg[name] > lam * (1 + tol) + 1e-12:
+                ok = False
+    return Optimality(marginal_per_cost=marg, interior=interior, at_bound=at_bound, max_relative_gap=gap,
+                      budget_binding=binding, ok=ok)
+
+
+def _extrapolation(request: AllocationRequest, levels: Mapping[str, float]) -> dict[str, float]:
+    out = {}
+    for a in request.axes:
+        x = levels[a.name]
+        if x > a.fitted_max * (1 + 1e-6):
+            out[a.name] = x / a.fitted_max if a.fitted_max else math.inf
+        elif x < a.fitted_min * (1 - 1e-6):
+            out[a.name] = a.fitted_min / x if x else math.inf
+    return out
+
+
+def _interval(values: Sequence[float]) -> tuple[float, float] | None:
+    if not values:
+        return None
+    lo, hi = np.percentile(np.asarray(values, dtype=float), [5, 95])
+    return float(lo), float(hi)
+
+
+def solve(request: AllocationRequest, surface: Surface, *, redraws: int = 50,
+          warm: Sequence[Mapping[str, float]] = ()) -> AllocationPlan:
+    """The recommended plan, the diversity-only baseline, and their uncertainty over bootstrap draws.
+
+    ``redraws`` bootstrap draws are re-solved (warm-started from the point solution) for
+    the spread of spend per axis; every draw scores both plans for the intervals.
+    """
+    levels = solve_levels(request, surface.score, warm=warm)
+    plan = make_plan(request, levels, surface.score)
+    fixed = {a.name: a.baseline for a in request.axes if a.kind == "quality"}
+    base_levels = solve_levels(request, surface.score, fixed=fixed)
+    baseline = make_plan(request, base_levels, surface.score)
+    n = request.model_params
+    plan_draws = [d(levels, n) for d in surface.draws]
+    base_draws = [d(base_levels, n) for d in surface.draws]
+    gains = [p - b for p, b in zip(plan_draws, base_draws)]
+    spreads: dict[str, list[float]] = {}
+    for d in list(surface.draws)[:redraws]:
+        lv = solve_levels(request, d, warm=[levels], starts=2)
+        for k, v in request.cost.spend(lv, n).items():
+            spreads.setdefault(k, []).append(v)
+    extra = _extrapolation(request, levels)
+    return AllocationPlan(
+        budget=request.budget, benchmark=request.benchmark, model_params=n, plan=plan,
+        interval=_interval(plan_draws), spend_spread={k: _interval(v) for k, v in spreads.items()},
+        baseline=baseline, baseline_interval=_interval(base_draws),
+        gain_over_baseline=plan.predicted_score - baseline.predicted_score, gain_interval=_interval(gains),
+        p_beats_baseline=float(np.mean([g > 0 for g in gains])) if gains else None,
+        marginal_value=_marginals(request, levels, surface.score),
+        optimality=check_optimality(request, levels, surface.score), extrapolation=bool(extra),
+        extrapolation_detail=extra, draws_used=len(surface.draws))
