@@ -1,0 +1,285 @@
+"""Contracts of the synthesis package: tool documents, recipes, trajectory rows, judge verdicts, manifests.
+
+Only pydantic and the standard library are imported here (plus the package's error classes, which are
+plain exceptions), so the models can be used anywhere without pulling in the MCP SDK or networkx.
+Third-party types (the MCP SDK's ``Tool``) are converted to :class:`ToolDoc` at one adapter,
+:mod:`synth.collect`.
+"""
+
+from __future__ import annotations
+
+import difflib
+import math
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from synth.errors import RecipeError
+
+__all__ = ["ToolDoc", "Recipe", "AXIS_KNOBS", "STRUCTURES", "JUDGE_DIMENSIONS", "Message", "TrajectoryMeta",
+           "TrajectoryRow", "JudgeVerdict", "Quarantined", "CollectedServer", "CollectReport", "Manifest"]
+
+STRUCTURES: tuple[str, ...] = ("chain", "fan-in", "fan-out", "parallel")
+"""Dependency structures a task can have (the coverage quota applies to each)."""
+
+JUDGE_DIMENSIONS: tuple[str, ...] = ("query_understanding", "query_planning", "tool_call_understanding",
+                                     "tool_call_planning", "tool_call_success", "conciseness", "final_answer")
+"""The seven trajectory-judge dimensions of ASTRA (seed 000, Q3), averaged with equal weights."""
+
+AXIS_KNOBS: tuple[str, ...] = ("tool_diversity", "task_count", "db_diversity", "repair_rate", "coverage_quota",
+                               "support_depth")
+"""Recipe fields that are grid axes (the names used in ``[[axes]]`` of the experiment config)."""
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class ToolDoc(_Frozen):
+    """One tool's document in OpenAI function-calling form (pinned interface 10)."""
+
+    server: str
+    """Server (group) the tool belongs to; chains never cross servers."""
+    name: str
+    """Function name, unique within its server."""
+    description: str
+    """What the tool does (never empty for a stored doc)."""
+    parameters: dict[str, Any] = Field(default_factory=lambda: {"type": "object", "properties": {}})
+    """JSON schema of the arguments (``type: object`` with ``properties`` and ``required``)."""
+    output_fields: list[str] = Field(default_factory=list)
+    """Names of the fields the tool's result carries (top level and inside result lists); may be empty."""
+
+    def to_openai(self) -> dict[str, Any]:
+        """``{"type": "function", "function": {"name", "description", "parameters"}}``."""
+        return {"type": "function",
+                "function": {"name": self.name, "description": self.description, "parameters": self.parameters}}
+
+    @property
+    def required(self) -> list[str]:
+        """Names of the required arguments."""
+        return list(self.parameters.get("required", []))
+
+
+class Recipe(_Frozen):
+    """The knobs of one grid point (pinned interface 6): what the dataset should look like.
+
+    Axis knobs (:data:`AXIS_KNOBS`) come from the grid; the rest are settings from the config's ``[synth]``.
+    """
+
+    tool_diversity: int = Field(default=16, ge=1)
+    """Distinct tools (across servers) the dataset may draw from, in tools."""
+    task_count: int = Field(default=128, ge=1)
+    """Tasks synthesised (trajectories before judge filtering), in tasks."""
+    db_diversity: int = Field(default=2, ge=1)
+    """Distinct database instances (seed x schema variant) per server, in databases."""
+    repair_rate: float = Field(default=0.0, ge=0.0, le=1.0)
+    """Share of actions flagged non-derivable that are re-synthesised to be derivable, a fraction."""
+    coverage_quota: float = Field(default=0.0, ge=0.0, le=0.25)
+    """Minimum share of tasks of each dependency structure (chain, fan-in, fan-out, parallel), a fraction."""
+    support_depth: int = Field(default=2, ge=1, le=8)
+    """Maximum distance in assistant turns between a supporting observation and the action, in hops."""
+    seed: int = 0
+    """Seed of every random choice (same recipe and seed: byte-identical dataset)."""
+    error_rate: float = Field(default=0.2, ge=0.0, le=0.9)
+    """Probability that a tool call gets an injected error (timeout, unreachable, invalid argument)."""
+    defect_rate: float = Field(default=0.3, ge=0.0, le=1.0)
+    """Probability that a task gets a non-derivable action (skipped lookup or memorised constant) before repair."""
+    max_chain_len: int = Field(default=4, ge=1, le=8)
+    """Most tool calls in a task's plan (retries not counted), in calls."""
+    backend: Literal["emulator", "live"] = "emulator"
+    """Run bundled tools in-process (``emulator``) or over stdio MCP (``live``, one session per server)."""
+    judge_threshold: float = Field(default=0.7, ge=0.0, le=1.0)
+    """Minimum mean judge score for a trajectory to be kept."""
+    domains: tuple[str, ...] | None = None
+    """Restrict to these bundled training domains; None uses all non-held-out ones."""
+    include_heldout: bool = False
+    """Allow held-out domains (only for evaluation sets; never for training data)."""
+    narratives: bool = False
+    """Also write ``narratives.jsonl`` (mid-training documents, seed 001)."""
+    llm_url: str | None = None
+    """Optional OpenAI-compatible endpoint for an LLM judge; never needed."""
+
+    @model_validator(mode="after")
+    def _check(self) -> "Recipe":
+        if self.domains is not None and len(self.domains) == 0:
+            raise ValueError("domains must be None or a non-empty list of domain names")
+        return self
+
+    @classmethod
+    def from_axes(cls, levels: dict[str, Any], seed: int = 0, **settings: Any) -> "Recipe":
+        """A recipe from grid axis levels (``{axis: level}``) plus ``[synth]`` settings.
+
+        Integer knobs are rounded to the nearest integer (design levels may be real). Keys that are neither
+        recipe fields nor known ``[synth]`` settings raise :class:`~synth.errors.RecipeError`. Settings that
+        only the config knows (``servers``, ``heldout_servers``) are ignored.
+
+        Examples
+        --------
+        >>> Recipe.from_axes({"tool_diversity": 12.4, "repair_rate": 0.5}, seed=3).tool_diversity
+        12
+        """
+        ignored = {"servers", "heldout_servers"}
+        data: dict[str, Any] = {}
+        for key, value in {**levels, **settings}.items():
+            if key in ignored:
+                continue
+            if key not in cls.model_fields or key == "seed":
+                close = difflib.get_close_matches(key, list(cls.model_fields), n=1)
+                hint = f" (did you mean {close[0]!r}?)" if close else ""
+                raise RecipeError(f"unknown recipe knob {key!r}{hint}; expected one of "
+                                  f"{', '.join(k for k in cls.model_fields if k != 'seed')}")
+            if cls.model_fields[key].annotation is int and isinstance(value, float):
+                if not math.isfinite(value):
+                    raise RecipeError(f"recipe knob {key!r} must be a finite number, got {value!r}")
+                value = int(round(value))
+            data[key] = value
+        return cls.model_validate({**data, "seed": seed})
+
+    def axes(self) -> dict[str, float]:
+        """The requested axis values ``{axis: value}``."""
+        return {k: float(getattr(self, k)) for k in AXIS_KNOBS}
+
+
+class Message(_Frozen):
+    """One chat message; every message carries the same keys so Arrow sees one struct type."""
+
+    role: Literal["system", "user", "assistant", "tool"]
+    """Speaker."""
+    content: str
+    """Text ("" for an assistant turn that only calls tools)."""
+    tool_calls: list[dict[str, Any]] | None = None
+    """Assistant tool calls ``{"id", "type": "function", "function": {"name", "arguments": <JSON string>}}``."""
+    tool_call_id: str | None = None
+    """For a tool message: the id of the call it answers."""
+    name: str | None = None
+    """For a tool message: the tool's name."""
+
+
+class TrajectoryMeta(_Frozen):
+    """The ``meta`` JSON of a trajectory row (pinned interface 1, plus synthesis details)."""
+
+    task_id: str
+    """Stable task identifier within the dataset."""
+    server: str
+    """Server (domain) the tools belong to."""
+    db_id: str
+    """Database instance, ``domain:sSEED:vVARIANT``."""
+    chain: list[str]
+    """Planned tool names in call order (the chain signature)."""
+    structure: Literal["chain", "fan-in", "fan-out", "parallel"]
+    """Dependency structure of the plan."""
+    nonderivable_calls: list[str]
+    """Tool-call ids whose arguments are not derivable from visible history (defects still present)."""
+    repaired_calls: list[str]
+    """Tool-call ids that were flagged non-derivable and re-synthesised."""
+    seed: int
+    """Per-task seed."""
+    support_depth: int = 0
+    """Largest distance (assistant turns) between a supporting observation and an action; 0 if none."""
+    injected_errors: list[str] = Field(default_factory=list)
+    """Kinds of the tool errors injected, in order."""
+    judge: dict[str, float] = Field(default_factory=dict)
+    """Judge scores per dimension and ``mean``."""
+    task_kind: Literal["chain", "server"] = "chain"
+    """Chain-conditioned task or server-only task."""
+    augmentation: list[str] = Field(default_factory=list)
+    """Augmentations applied to the query (paraphrase, complication, persona)."""
+
+
+class TrajectoryRow(_Frozen):
+    """One row of ``train.jsonl`` (pinned interface 1)."""
+
+    messages: list[Message]
+    """The whole conversation."""
+    tools: str
+    """JSON string of the OpenAI tool schemas offered."""
+    meta: str
+    """JSON string of a :class:`TrajectoryMeta`."""
+
+
+class JudgeVerdict(_Frozen):
+    """A judge's verdict on one trajectory (fail-closed: no usable score means rejected)."""
+
+    accepted: bool
+    """Whether the trajectory is kept."""
+    scores: dict[str, float]
+    """Score per dimension in [0, 1] (empty when the judge failed)."""
+    mean: float | None
+    """Arithmetic mean of the seven dimensions; None when the judge failed."""
+    reason: str | None = None
+    """Why it was rejected (``judge_error: ...``, ``below_threshold``), None if accepted."""
+    judge_failed: bool = False
+    """True when the judge raised, timed out, or returned a missing/invalid score."""
+
+
+class Quarantined(_Frozen):
+    """A server or tool set aside at collection, with the reason."""
+
+    server: str
+    """Server name."""
+    tool: str | None
+    """Tool name, or None when the whole server is quarantined."""
+    reason: str
+    """Why (fewer than 3 tools, empty description, duplicate name, schema does not convert, crashed...)."""
+
+
+class CollectedServer(_Frozen):
+    """One server's collected tools."""
+
+    server: str
+    """Server name."""
+    source: str
+    """Command line, file, or ``bundled:<domain>``."""
+    tools: list[ToolDoc]
+    """Tools kept."""
+
+
+class CollectReport(_Frozen):
+    """Result of one collection."""
+
+    servers: list[CollectedServer]
+    """Servers kept, with their tools."""
+    quarantined: list[Quarantined]
+    """Servers and tools set aside, with reasons."""
+
+    @property
+    def n_tools(self) -> int:
+        """Tools kept, over all servers."""
+        return sum(len(s.tools) for s in self.servers)
+
+
+class Manifest(_Frozen):
+    """What a dataset was asked to be and what it measured to be (``DIR/manifest.json``)."""
+
+    dataset_id: str
+    """Content hash of the recipe and the synthesis version (same for same recipe and seed)."""
+    synth_version: str
+    """Version of the synthesis code's output format."""
+    recipe: Recipe
+    """The recipe built."""
+    requested: dict[str, float]
+    """Requested axis values ``{axis: value}``."""
+    measured: dict[str, float]
+    """Measured values: the axes, plus ``derivable_share``, ``error_rate``, ``mean_support_depth``, ..."""
+    counts: dict[str, int]
+    """Counts: tasks, chains sampled/kept, trajectories, accepted, rejected, messages, tool calls, tokens..."""
+    structure_counts: dict[str, int]
+    """Accepted trajectories per dependency structure."""
+    chain_signatures: dict[str, int]
+    """Accepted trajectories per chain signature (``server:tool>tool>...``)."""
+    dropped_chains: dict[str, int]
+    """Chains dropped by argument-flow verification or deduplication, per reason."""
+    rejections: dict[str, int]
+    """Trajectories rejected, per reason (judge errors included)."""
+    judge_failure_rate: float
+    """Share of judged trajectories whose judge failed (each such sample was rejected)."""
+    servers: list[str]
+    """Servers the dataset draws from."""
+    tools: list[str]
+    """Tools offered (``server.tool``), sorted."""
+    db_ids: list[str]
+    """Database instances used, sorted."""
+    files: dict[str, str]
+    """Written files (name -> sha256 of contents)."""
+    probe: dict[str, Any] | None = None
+    """Filled by probes/ (measured groundedness, coverage, cost share); None until probed."""
