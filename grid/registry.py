@@ -340,6 +340,46 @@ class Registry:
                                  [rid, status, error or job_id, now(), SCHEMA_VERSION])
         return changed
 
+    def mark_submitted(self, job_ids: dict[str, str]) -> int:
+        """Record one submission per run (``run_id -> scheduler job id``) in one transaction.
+
+        Each run becomes ``submitted`` with its job id, ``attempts + 1`` and its error
+        cleared; a ``submitted`` event is logged. Returns rows changed.
+        """
+        changed = 0
+        stamp = now()
+        with self.transaction():
+            for rid, job_id in job_ids.items():
+                cur = self.con.execute(
+                    "UPDATE runs SET status = 'submitted', job_id = ?, error = NULL, attempts = attempts + 1, "
+                    "submitted_at = ?, finished_at = NULL WHERE run_id = ? RETURNING run_id", [job_id, stamp, rid])
+                changed += len(cur.fetchall())
+                self.con.execute("INSERT INTO run_events VALUES (?, 'submitted', ?, ?, ?)",
+                                 [rid, job_id, stamp, SCHEMA_VERSION])
+        return changed
+
+    def set_statuses(self, changes: dict[str, tuple[str, str | None]]) -> int:
+        """Move many runs at once (``run_id -> (status, error or None)``) in one transaction.
+
+        Terminal states (done, failed, cancelled) set ``finished_at``; an event is logged
+        per run. Returns rows changed.
+        """
+        for status, _ in changes.values():
+            if status not in RUN_STATUSES:
+                raise RegistryError(f"status must be one of {', '.join(RUN_STATUSES)}, got {status!r}")
+        changed = 0
+        stamp = now()
+        with self.transaction():
+            for rid, (status, error) in changes.items():
+                finished = stamp if status in ("done", "failed", "cancelled") else None
+                cur = self.con.execute(
+                    "UPDATE runs SET status = ?, error = coalesce(?, error), finished_at = ? WHERE run_id = ? "
+                    "RETURNING run_id", [status, error, finished, rid])
+                changed += len(cur.fetchall())
+                self.con.execute("INSERT INTO run_events VALUES (?, ?, ?, ?, ?)",
+                                 [rid, status, error, stamp, SCHEMA_VERSION])
+        return changed
+
     def events(self, run_id: str) -> list[tuple[str, str | None]]:
         """(event, detail) of a run, oldest first."""
         return [tuple(r) for r in self.con.execute(
