@@ -1,0 +1,117 @@
+"""Solver invariants (budget, monotonicity, determinism), regret on known truths, KKT check, bad input."""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pytest
+
+from allocator.errors import AllocatorError
+from allocator.models import AllocationRequest, AxisBounds, AxisCost, Budget, CostModel
+from allocator.solver import Surface, min_cost, solve, solve_levels
+
+AXES = [
+    AxisBounds(name="tool_diversity", kind="diversity", unit="tools", lower=4, upper=160, fitted_min=4,
+               fitted_max=40, baseline=4),
+    AxisBounds(name="task_count", kind="diversity", unit="tasks", lower=64, upper=4096, fitted_min=64,
+               fitted_max=1024, baseline=64),
+    AxisBounds(name="repair_rate", kind="quality", unit="fraction", lower=0.0, upper=1.0, fitted_min=0.0,
+               fitted_max=1.0, log=False, baseline=0.0),
+]
+COST = CostModel(unit="usd", axes=[AxisCost(name="tool_diversity", per_unit=150.0),
+                                   AxisCost(name="task_count", per_unit=0.8),
+                                   AxisCost(name="repair_rate", per_unit=1.2, scales_with="task_count")])
+
+
+def multiplicative(levels, n):
+    q = 0.4 + 0.6 * levels["repair_rate"]
+    return 0.9 - 0.5 * levels["tool_diversity"] ** -0.5 / q - 0.3 * levels["task_count"] ** -0.4
+
+
+def additive(levels, n):
+    return (0.9 - 0.4 * levels["tool_diversity"] ** -0.45 - 0.3 * levels["task_count"] ** -0.35
+            - 0.08 * (1.0 - levels["repair_rate"]) ** 2)
+
+
+def _request(budget: float, **kw) -> AllocationRequest:
+    return AllocationRequest(budget=Budget(value=budget), benchmark="b", model_params=1e6, axes=AXES, cost=COST, **kw)
+
+
+@pytest.mark.parametrize("truth", [multiplicative, additive])
+def test_never_over_budget_and_monotone_in_budget(truth) -> None:
+    scores, warm = [], []
+    for budget in np.geomspace(1000, 40000, 8):
+        plan = solve(_request(float(budget)), Surface(score=truth), warm=warm)
+        assert plan.plan.total_cost <= budget * (1 + 1e-9)
+        scores.append(plan.plan.predicted_score)
+        warm = [plan.plan.levels]
+    assert all(b >= a - 1e-9 for a, b in zip(scores, scores[1:])), scores
+
+
+def test_same_inputs_same_plan() -> None:
+    a = solve(_request(5000), Surface(score=multiplicative))
+    b = solve(_request(5000), Surface(score=multiplicative))
+    assert a.model_dump() == b.model_dump()
+
+
+def _brute_force(truth, budget: float, n: int = 70) -> float:
+    grids = [np.geomspace(4, 160, n), np.geomspace(64, 4096, n), np.linspace(0, 1, n)]
+    t, k, r = (g.ravel() for g in np.meshgrid(*grids, indexing="ij"))
+    levels = {"tool_diversity": t, "task_count": k, "repair_rate": r}
+    cost = 150 * t + 0.8 * k + 1.2 * r * k
+    s = truth(levels, 1e6)
+    return float(np.max(np.where(cost <= budget, s, -np.inf)))
+
+
+@pytest.mark.parametrize("truth", [multiplicative, additive])
+@pytest.mark.parametrize("budget", [3000.0, 12000.0])
+def test_regret_under_one_percent_of_the_gain(truth, budget: float) -> None:
+    plan = solve(_request(budget), Surface(score=truth))
+    optimum = max(_brute_force(truth, budget), plan.plan.predicted_score)
+    cheapest = truth({a.name: a.lower for a in AXES}, 1e6)
+    regret = optimum - truth(plan.plan.levels, 1e6)
+    assert regret <= 0.01 * (optimum - cheapest), (regret, optimum - cheapest)
+
+
+def test_kkt_check_at_the_optimum_and_baseline_is_diversity_only() -> None:
+    plan = solve(_request(5000), Surface(score=multiplicative))
+    assert plan.optimality.ok
+    assert plan.optimality.budget_binding
+    assert plan.optimality.max_relative_gap < 0.05
+    assert plan.baseline.levels["repair_rate"] == 0.0
+    assert plan.gain_over_baseline > 0
+    # a non-optimal point fails the check
+    from allocator.solver import check_optimality
+
+    skewed = {"tool_diversity": 4.0, "task_count": (5000 - 600) / (0.8 + 1.2 * 0.5), "repair_rate": 0.5}
+    assert not check_optimality(_request(5000), skewed, multiplicative).ok
+
+
+def test_extrapolation_is_flagged_with_its_factor() -> None:
+    plan = solve(_request(60000), Surface(score=multiplicative))
+    assert plan.extrapolation
+    assert any(v > 1 for v in plan.extrapolation_detail.values())
+    small = solve(_request(2000), Surface(score=multiplicative))
+    assert not small.extrapolation
+
+
+def test_bootstrap_draws_give_intervals_and_probability() -> None:
+    draws = [lambda lv, n, s=s: multiplicative(lv, n) + s for s in np.linspace(-0.02, 0.02, 21)]
+    plan = solve(_request(5000), Surface(score=multiplicative, draws=draws), redraws=5)
+    lo, hi = plan.interval
+    assert lo < plan.plan.predicted_score < hi
+    assert plan.p_beats_baseline == 1.0  # a constant shift never changes the ranking
+    assert set(plan.spend_spread) == {"tool_diversity", "task_count", "repair_rate"}
+
+
+def test_budget_below_cheapest_plan_names_the_minimum() -> None:
+    req = _request(100.0)
+    with pytest.raises(AllocatorError, match=f"cheapest feasible plan \\({min_cost(req):,.2f} usd\\)"):
+        solve_levels(req, multiplicative)
+
+
+@pytest.mark.parametrize("value", [0.0, -5.0, float("nan"), float("inf")])
+def test_budget_must_be_positive_and_finite(value: float) -> None:
+    with pytest.raises(ValueError):
+        Budget(value=value)
