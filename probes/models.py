@@ -1,0 +1,268 @@
+"""Contracts of the probes package: provenance labels, probe scores, calibration, coverage, cost.
+
+Imports only pydantic and the standard library. Every model is frozen with
+``extra="forbid"``; field docstrings give units.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+__all__ = [
+    "MatchKind",
+    "ActionStatus",
+    "ArgumentSource",
+    "ActionProvenance",
+    "TrajectoryProvenance",
+    "ActionScore",
+    "ConfusionMatrix",
+    "CalibrationReport",
+    "CoverageReport",
+    "ProbeCost",
+    "RepairRecord",
+    "ProbeSummary",
+    "STRUCTURES",
+]
+
+MatchKind = Literal["exact", "normalised", "structured", "schema", "none"]
+"""How an argument value was traced: verbatim substring, after normalisation, equal to a parsed JSON
+leaf/sub-object of an observation, fixed by the tool schema (enum or boolean), or not at all."""
+
+ActionStatus = Literal["ok", "malformed_arguments", "unknown_tool"]
+"""Whether an action could be traced at all; anything but ``ok`` is non-derivable."""
+
+STRUCTURES = ("chain", "fan-in", "fan-out", "parallel")
+"""Dependency structures counted by compositional coverage."""
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid", use_attribute_docstrings=True)
+
+
+class ArgumentSource(_Frozen):
+    """Where one argument value (a leaf of the arguments object) comes from."""
+
+    path: str
+    """Dotted path of the leaf in the arguments object (``filters.city``, ``ids.0``)."""
+    value: str
+    """The value as compact JSON text."""
+    match: MatchKind
+    """Kind of match found; ``none`` means not derivable from the visible history."""
+    sources: list[int] = Field(default_factory=list)
+    """Message indices (in ``messages``) of the observations holding the value; empty for schema/none."""
+
+
+class ActionProvenance(_Frozen):
+    """Symbolic provenance of one assistant tool call."""
+
+    call_id: str
+    """The tool call's id (``call_1``)."""
+    tool: str
+    """Called tool name (as written, even when unknown)."""
+    message_index: int
+    """Index of the assistant message holding the call."""
+    status: ActionStatus
+    """``ok`` when the call could be traced; otherwise the reason it could not."""
+    derivable: bool
+    """True when every argument value traces to the visible history (or the tool schema)."""
+    arguments: list[ArgumentSource] = Field(default_factory=list)
+    """One entry per argument leaf."""
+    supports: list[int] = Field(default_factory=list)
+    """Message indices of the observations (user turns, tool outputs) that support this action."""
+    parents: list[str] = Field(default_factory=list)
+    """Call ids of earlier actions whose tool output supports this action."""
+    depth: int = Field(default=1, ge=1)
+    """Support depth in tool hops: 1 when supported only by the user query, else 1 + max parent depth."""
+    reason: str | None = None
+    """Why the action is non-derivable (first untraced argument or the status), None when derivable."""
+
+
+class TrajectoryProvenance(_Frozen):
+    """Provenance of every action of one trajectory."""
+
+    index: int
+    """Row index of the trajectory in the dataset (0-based)."""
+    task_id: str | None = None
+    """``meta.task_id`` when present."""
+    actions: list[ActionProvenance] = Field(default_factory=list)
+    """Actions in order of appearance."""
+    injected: list[str] | None = None
+    """``meta.nonderivable_calls``: ground-truth ids of injected non-derivable calls (None when absent)."""
+    problems: list[str] = Field(default_factory=list)
+    """Trajectory-level problems (``no actions``, ``empty tool output for call_3``...)."""
+
+
+class ActionScore(_Frozen):
+    """Counterfactual-masking score of one action."""
+
+    trajectory: int
+    """Row index of the trajectory."""
+    call_id: str
+    """The tool call's id."""
+    n_tokens: int = Field(ge=0)
+    """Scored action tokens (the arguments JSON), in tokens."""
+    logp_full: float | None = None
+    """Mean log-probability per token of the action given the full history (nats/token)."""
+    logp_masked: float | None = None
+    """Same with the supporting observations masked (nats/token)."""
+    logp_control: float | None = None
+    """Same with an equal-length mask on non-supporting spans (nats/token)."""
+    mask_tokens: int = Field(default=0, ge=0)
+    """Tokens masked in the support mask."""
+    control_tokens: int = Field(default=0, ge=0)
+    """Tokens masked in the control mask (equal to ``mask_tokens`` unless the history is too short)."""
+    groundedness: float | None = None
+    """Normalised collapse in [0, 1); None when the probe failed for this action."""
+    grounded: bool = False
+    """Probe verdict at the calibrated threshold; always False when ``groundedness`` is None."""
+    derivable: bool
+    """Symbolic provenance label."""
+    injected: bool | None = None
+    """Ground-truth label: True when the call was injected non-derivable (None without labels)."""
+    error: str | None = None
+    """Why the probe could not score this action (e.g. truncated history), else None."""
+
+
+class ConfusionMatrix(_Frozen):
+    """Probe verdict against reference labels; positive = grounded (derivable)."""
+
+    tp: int = Field(ge=0)
+    """Grounded by the probe and derivable by the reference."""
+    fp: int = Field(ge=0)
+    """Grounded by the probe, non-derivable by the reference."""
+    tn: int = Field(ge=0)
+    """Flagged by the probe and non-derivable by the reference."""
+    fn: int = Field(ge=0)
+    """Flagged by the probe but derivable by the reference."""
+
+    @property
+    def n(self) -> int:
+        """Number of actions counted."""
+        return self.tp + self.fp + self.tn + self.fn
+
+    @property
+    def agreement(self) -> float | None:
+        """Share of actions where probe and reference agree, ``(tp + tn) / n``; None when empty."""
+        return (self.tp + self.tn) / self.n if self.n else None
+
+
+class CalibrationReport(_Frozen):
+    """Threshold chosen on a calibration split, agreement measured on a separate evaluation split."""
+
+    reference: Literal["injected", "provenance"]
+    """Labels calibrated against: synth's injected labels when present, else symbolic provenance."""
+    threshold: float
+    """Decision threshold on the groundedness score: grounded iff score >= threshold."""
+    n_calibration: int = Field(ge=0)
+    """Actions in the calibration split."""
+    n_evaluation: int = Field(ge=0)
+    """Actions in the evaluation split."""
+    calibration_agreement: float | None = None
+    """Agreement on the calibration split at the chosen threshold (in-sample, optimistic)."""
+    agreement: float | None = None
+    """Agreement on the evaluation split (the reported figure)."""
+    balanced_accuracy: float | None = None
+    """Mean of true-positive and true-negative rates on the evaluation split."""
+    auc: float | None = None
+    """Area under the ROC curve of the score on the evaluation split (0.5 = chance)."""
+    confusion: ConfusionMatrix
+    """Confusion matrix on the evaluation split."""
+    target: float = 0.85
+    """Agreement target of the research plan."""
+
+
+class CoverageReport(_Frozen):
+    """Compositional coverage of a dataset's dependency graphs (see :func:`probes.coverage.coverage`)."""
+
+    k: int = Field(ge=1)
+    """Largest support depth counted (deeper instances count at depth k)."""
+    quota: int = Field(ge=1)
+    """Trajectories a (structure, depth) cell needs to count as fully covered."""
+    score: float = Field(ge=0.0, le=1.0)
+    """Coverage score in [0, 1]."""
+    cells: dict[str, int] = Field(default_factory=dict)
+    """Trajectories holding each cell, keyed ``structure@depth`` (e.g. ``fan-in@2``)."""
+    depth_histogram: dict[int, int] = Field(default_factory=dict)
+    """Actions per support depth (in hops)."""
+    mean_depth: float | None = None
+    """Mean support depth of the derivable actions (hops)."""
+    structures: dict[str, int] = Field(default_factory=dict)
+    """Trajectories containing each structure at any depth."""
+
+
+class ProbeCost(_Frozen):
+    """FLOPs the probe spends, against the target training run's FLOPs."""
+
+    params: float = Field(ge=0)
+    """Probe model parameters N."""
+    train_tokens: float = Field(ge=0)
+    """Tokens the probe trained on (non-padding), D_train."""
+    train_flops: float = Field(ge=0)
+    """Probe training FLOPs, ``6 N D_train``."""
+    score_tokens: float = Field(ge=0)
+    """Tokens processed by scoring forward passes (non-padding), D_score."""
+    score_flops: float = Field(ge=0)
+    """Probe scoring FLOPs, ``2 N D_score``."""
+    total_flops: float = Field(ge=0)
+    """``train_flops + score_flops``."""
+    target_train_flops: float | None = None
+    """FLOPs of the target training run (None when unknown)."""
+    share: float | None = None
+    """``total_flops / target_train_flops`` (None when the target is unknown)."""
+    budget_share: float = Field(gt=0)
+    """Allowed share (ProbeSpec.max_cost_share)."""
+    within_budget: bool | None = None
+    """``share <= budget_share`` (None when the target is unknown)."""
+
+
+class RepairRecord(_Frozen):
+    """One repair operation applied to a flagged action."""
+
+    trajectory: int
+    """Row index of the trajectory."""
+    call_id: str
+    """The repaired call."""
+    operation: str
+    """Registered repair operation (``resynthesize``, ``downweight``)."""
+    applied: bool
+    """False when the operation could not be applied (then ``reason`` says why)."""
+    weight: float | None = None
+    """Loss weight given to the action (downweight), else None."""
+    reason: str | None = None
+    """What was done, or why nothing could be."""
+
+
+class ProbeSummary(_Frozen):
+    """What ``probe_dataset`` measured for one dataset (pinned interface 7)."""
+
+    dataset: str
+    """Dataset folder (as given)."""
+    n_trajectories: int = Field(ge=0)
+    """Trajectories read."""
+    n_actions: int = Field(ge=0)
+    """Tool calls scored."""
+    measured_groundedness: float | None
+    """Share of actions the probe judges grounded at the calibrated threshold (probe failures count as
+    not grounded); None when there are no actions."""
+    symbolic_groundedness: float | None
+    """Share of actions derivable by symbolic provenance."""
+    coverage: float
+    """Compositional coverage score in [0, 1]."""
+    agreement: float | None
+    """Probe agreement with the injected labels on the evaluation split (None without labels)."""
+    provenance_agreement: float | None = None
+    """Symbolic provenance agreement with the injected labels on all actions (None without labels)."""
+    probe_cost_share: float | None
+    """Probe FLOPs / target training FLOPs (None when the target is unknown)."""
+    calibration: CalibrationReport | None = None
+    """Threshold and confusion matrix (None when the data cannot be split into two labelled splits)."""
+    coverage_report: CoverageReport
+    """Depth distribution and structure coverage."""
+    cost: ProbeCost
+    """FLOP accounting."""
+    scores_path: str | None = None
+    """File holding the per-action scores (JSONL)."""
+    problems: list[str] = Field(default_factory=list)
+    """Data problems found (actions without arguments, unknown tools, empty outputs...)."""
