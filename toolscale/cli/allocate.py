@@ -1,9 +1,156 @@
-"""Subcommands of this group are registered here (being built; see the issue tracker)."""
+"""``allocate`` (also ``toolscale allocate``) and ``toolscale serve-mcp``."""
 
 from __future__ import annotations
 
 import argparse
+import math
+
+from toolscale.cli._common import Formatter, add_registry_args, config_of, emit_json, print_table, registry_path
+from toolscale.errors import UsageError
+
+__all__ = ["register", "plan_json"]
+
+EXAMPLES = """\
+examples:
+  allocate --budget 50000 --benchmark heldout-calls
+  allocate --budget 50000 --benchmark bfcl --experiment E --model-size tiny-l --json
+  allocate --budget 1000 --benchmark heldout-calls --sweep 1000:100000:12 --plot sweep.png
+  allocate --budget 50000 --benchmark pile --experiment imported --config my.toml"""
+
+
+def _budget(text: str) -> float:
+    try:
+        x = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a positive number, got {text!r}") from None
+    if not math.isfinite(x) or x <= 0:
+        raise argparse.ArgumentTypeError(f"must be a positive number, got {text}")
+    return x
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    """Add this group's subcommands to the CLI."""
+    p = sub.add_parser("allocate", help="spend a budget across tools, tasks, databases and supervision quality",
+                       description="Maximise the fitted law's predicted score under a budget; compare with the "
+                                   "diversity-only allocation at the same budget.",
+                       formatter_class=Formatter, epilog=EXAMPLES)
+    p.add_argument("--budget", type=_budget, required=True, help="total budget, in --unit")
+    p.add_argument("--benchmark", required=True, help="target benchmark (one with a stored fit)")
+    p.add_argument("--unit", help="budget unit: usd or gpu_hours (default: the experiment's)")
+    p.add_argument("--experiment", help="experiment whose fit to use (default: the only one with a fit)")
+    p.add_argument("--model-size", help="ladder rung name or parameter count (default: the config's target size)")
+    p.add_argument("--law", help="use the newest fit of this law (default: the newest fit)")
+    p.add_argument("--draws", type=int, help="bootstrap draws to use (default: all stored)")
+    p.add_argument("--sweep", metavar="MIN:MAX:STEPS", help="plans over a budget range (log-spaced); writes a plot")
+    p.add_argument("--plot", default="allocation_sweep.png", help="where --sweep writes its plot")
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+    add_registry_args(p)
+    p.set_defaults(func=_allocate)
+
+    p = sub.add_parser("serve-mcp", help="serve allocate, list_benchmarks and fit_summary as MCP tools over stdio",
+                       formatter_class=Formatter,
+                       epilog="example:\n  toolscale serve-mcp --registry toolscale.duckdb   "
+                              "# then connect any MCP client over stdio")
+    add_registry_args(p)
+    p.set_defaults(func=_serve)
+
+
+def plan_json(plan, context: dict) -> dict:
+    """The JSON contract of ``allocate --json``."""
+    return {
+        "budget": plan.budget.value, "unit": plan.budget.unit, "benchmark": plan.benchmark,
+        "experiment": context["experiment"], "law": context["law"], "fit_id": context["fit_id"],
+        "simulated": context["simulated"], "model_params": plan.model_params,
+        "spend": plan.plan.spend, "levels": plan.plan.levels, "total_cost": plan.plan.total_cost,
+        "predicted_score": plan.plan.predicted_score, "interval": plan.interval,
+        "spend_spread": plan.spend_spread, "marginal_value": plan.marginal_value,
+        "baseline": {"spend": plan.baseline.spend, "levels": plan.baseline.levels,
+                     "predicted_score": plan.baseline.predicted_score, "interval": plan.baseline_interval},
+        "gain_over_baseline": plan.gain_over_baseline, "gain_interval": plan.gain_interval,
+        "p_beats_baseline": plan.p_beats_baseline, "extrapolation": plan.extrapolation,
+        "extrapolation_detail": plan.extrapolation_detail, "optimality": plan.optimality.model_dump(),
+        "draws_used": plan.draws_used, "allocation_id": context.get("allocation_id")}
+
+
+def _sweep_budgets(text: str) -> list[float]:
+    import numpy as np
+
+    try:
+        lo, hi, steps = text.split(":")
+        lo_f, hi_f, n = float(lo), float(hi), int(steps)
+    except ValueError:
+        raise UsageError(f"--sweep must be MIN:MAX:STEPS, got {text!r}") from None
+    if not (0 < lo_f < hi_f and n >= 2):
+        raise UsageError(f"--sweep needs 0 < MIN < MAX and STEPS >= 2, got {text!r}")
+    return [float(x) for x in np.geomspace(lo_f, hi_f, n)]
+
+
+def _allocate(args: argparse.Namespace) -> int:
+    from allocator.service import plan_allocation
+
+    cfg = config_of(args)
+    kwargs = dict(benchmark=args.benchmark, unit=args.unit, experiment=args.experiment,
+                  model_size=args.model_size, config=cfg, law=args.law, draws=args.draws)
+    if args.sweep:
+        return _sweep(args, kwargs)
+    plan, ctx = plan_allocation(registry_path(args, cfg), budget=args.budget, **kwargs)
+    if args.json:
+        emit_json(plan_json(plan, ctx))
+    else:
+        _render(plan, ctx)
+    return 0
+
+
+def _sweep(args: argparse.Namespace, kwargs: dict) -> int:
+    from allocator.plots import sweep_plot
+    from allocator.service import plan_allocation
+
+    plans, warm = [], []
+    for budget in _sweep_budgets(args.sweep):
+        plan, ctx = plan_allocation(registry_path(args, kwargs["config"]), budget=budget, warm=warm, redraws=0,
+                                    **kwargs)
+        warm = [plan.plan.levels]
+        plans.append((plan, ctx))
+    sweep_plot([p for p, _ in plans], args.plot)
+    if args.json:
+        emit_json({"plans": [plan_json(p, c) for p, c in plans], "plot": args.plot})
+    else:
+        print_table([{"budget": p.budget.value, "score": p.plan.predicted_score, "baseline": p.baseline.predicted_score,
+                      **{f"{k} spend": v for k, v in p.plan.spend.items()}} for p, _ in plans],
+                    title=f"allocation sweep ({plans[0][0].budget.unit})")
+        print(f"plot: {args.plot}")
+    return 0
+
+
+def _render(plan, ctx: dict) -> None:
+    unit = plan.budget.unit
+    label = " (SIMULATED data)" if ctx["simulated"] else ""
+    print(f"Allocation of {plan.budget} for {plan.benchmark} — experiment {ctx['experiment']}, law {ctx['law']}{label}")
+    rows = []
+    for name, level in plan.plan.levels.items():
+        spread = plan.spend_spread.get(name)
+        rows.append({"axis": name, "level": level, f"spend ({unit})": plan.plan.spend.get(name, 0.0),
+                     "spend 90% range": f"{spread[0]:.4g}-{spread[1]:.4g}" if spread else "",
+                     "baseline level": plan.baseline.levels.get(name), "next unit buys": plan.marginal_value.get(name)})
+    if "compute" in plan.plan.spend:
+        rows.append({"axis": "compute", "level": None, f"spend ({unit})": plan.plan.spend["compute"],
+                     "spend 90% range": "", "baseline level": None, "next unit buys": None})
+    print_table(rows)
+    iv = f" (90% interval {plan.interval[0]:.4f}-{plan.interval[1]:.4f})" if plan.interval else ""
+    print(f"predicted score: {plan.plan.predicted_score:.4f}{iv}; total cost {plan.plan.total_cost:,.2f} {unit}")
+    giv = f" (90% interval {plan.gain_interval[0]:+.4f} to {plan.gain_interval[1]:+.4f})" if plan.gain_interval else ""
+    pb = f"; P(beats baseline) = {plan.p_beats_baseline:.2f}" if plan.p_beats_baseline is not None else ""
+    print(f"diversity-only baseline: {plan.baseline.predicted_score:.4f}; gain {plan.gain_over_baseline:+.4f}{giv}{pb}")
+    best = max(plan.marginal_value.items(), key=lambda kv: kv[1] if math.isfinite(kv[1]) else -1)
+    print(f"the next {unit} buys the most on: {best[0]} ({best[1]:.3g} score points per {unit})")
+    if plan.extrapolation:
+        detail = ", ".join(f"{k} x{v:.2f}" for k, v in plan.extrapolation_detail.items())
+        print(f"WARNING: extrapolation beyond the fitted range ({detail}); treat the prediction with care")
+    if not plan.optimality.ok:
+        print(f"note: optimality check not met (relative gap {plan.optimality.max_relative_gap:.3f})")
+
+
+def _serve(args: argparse.Namespace) -> int:
+    from allocator.mcp_server import build_server
+
+    build_server(registry_path(args), config=config_of(args)).run("stdio")
+    return 0

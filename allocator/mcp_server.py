@@ -1,0 +1,56 @@
+"""``toolscale serve-mcp``: the allocator as MCP tools over stdio, so an agent can ask directly.
+
+Tools: ``allocate(budget, benchmark, experiment?, model_size?, unit?)``,
+``list_benchmarks()``, ``fit_summary(benchmark, experiment?)``. Each opens the
+registry read-only for the call (allocations asked over MCP are not stored).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from toolscale.config import ExperimentConfig
+
+__all__ = ["build_server"]
+
+
+def build_server(registry: str, config: ExperimentConfig | None = None):
+    """An ``MCPServer`` answering from the registry at ``registry``."""
+    from mcp.server.mcpserver import MCPServer
+
+    from allocator.service import benchmarks_with_fits, load_fit, plan_allocation, resolve_experiment
+    from grid.registry import Registry
+    from toolscale.cli.allocate import plan_json
+
+    server = MCPServer("toolscale-allocator", instructions="Ask how to spend a synthetic-data budget: "
+                       "new tools, new tasks, new databases, or better supervision.")
+
+    @server.tool()
+    def allocate(budget: float, benchmark: str, experiment: str | None = None, model_size: str | None = None,
+                 unit: str | None = None) -> dict[str, Any]:
+        """Best spend of `budget` per data axis for `benchmark`, with the predicted score, its interval,
+        and the comparison with a diversity-only allocation."""
+        plan, ctx = plan_allocation(registry, budget=budget, benchmark=benchmark, experiment=experiment,
+                                    model_size=model_size, unit=unit, config=config, save=False, redraws=10)
+        return plan_json(plan, ctx)
+
+    @server.tool()
+    def list_benchmarks() -> dict[str, list[str]]:
+        """Benchmarks that have a fitted law, with the experiments they were fitted on."""
+        with Registry(registry, read_only=True) as reg:
+            return benchmarks_with_fits(reg)
+
+    @server.tool()
+    def fit_summary(benchmark: str, experiment: str | None = None) -> dict[str, Any]:
+        """The newest fit for `benchmark`: law, parameters with intervals, held-out error."""
+        with Registry(registry, read_only=True) as reg:
+            exp = resolve_experiment(reg, benchmark, experiment)
+            fit_id, fit = load_fit(reg, exp, benchmark)
+        return {"fit_id": fit_id, "experiment": exp, "law": fit.law, "params": fit.params,
+                "intervals": {k: [v.lo, v.hi] for k, v in fit.intervals.items()},
+                "heldout_mae": fit.heldout.mae if fit.heldout else None,
+                "interval_coverage": fit.heldout.interval_coverage if fit.heldout else None,
+                "extrapolation_factor": fit.heldout.extrapolation_factor if fit.heldout else None,
+                "n_points": fit.n_points, "simulated": fit.simulated}
+
+    return server

@@ -1,0 +1,182 @@
+"""The allocator's edge: registry + config -> request and surface -> plan, and back to the registry.
+
+``plan_allocation`` is what the CLI and the MCP server call; everything it does past
+loading is :func:`allocator.solver.solve`.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from allocator.cost import cost_model_from_config
+from allocator.errors import AllocatorError, AllocatorUsageError
+from allocator.models import UNITS, AllocationPlan, AllocationRequest, AxisBounds, Budget
+from allocator.solver import Surface, solve
+from grid.registry import Registry
+from toolscale.config import ExperimentConfig, parse_config
+
+__all__ = ["MAX_EXTRAPOLATION", "resolve_experiment", "load_fit", "make_surface", "build_request",
+           "plan_allocation", "benchmarks_with_fits", "config_for"]
+
+MAX_EXTRAPOLATION = 4.0
+"""Diversity axes may be planned up to this multiple of their largest fitted level (flagged as extrapolation)."""
+
+
+def benchmarks_with_fits(reg: Registry, experiment: str | None = None) -> dict[str, list[str]]:
+    """``{benchmark: [experiments with a fit]}``."""
+    out: dict[str, list[str]] = {}
+    for f in reg.fits(experiment):
+        exps = out.setdefault(f["benchmark"], [])
+        if f["experiment"] not in exps:
+            exps.append(f["experiment"])
+    return out
+
+
+def resolve_experiment(reg: Registry, benchmark: str, experiment: str | None) -> str:
+    """The experiment to plan from: the one given, or the only one with a fit for ``benchmark``."""
+    fitted = benchmarks_with_fits(reg)
+    if benchmark not in fitted:
+        known = ", ".join(sorted(fitted)) or "none (run `toolscale fit` first)"
+        raise AllocatorUsageError(f"no fit for benchmark {benchmark!r}; benchmarks with fits: {known}")
+    if experiment is not None:
+        if experiment not in fitted[benchmark]:
+            raise AllocatorUsageError(f"experiment {experiment!r} has no fit for {benchmark!r}; experiments "
+                                      f"with one: {', '.join(fitted[benchmark])}")
+        return experiment
+    if len(fitted[benchmark]) > 1:
+        raise AllocatorUsageError(f"several experiments have fits for {benchmark!r} "
+                                  f"({', '.join(fitted[benchmark])}); pass --experiment")
+    return fitted[benchmark][0]
+
+
+def load_fit(reg: Registry, experiment: str, benchmark: str, law: str | None = None) -> tuple[str, Any]:
+    """The newest stored fit ``(fit_id, FitResult)``; refuses fits that did not converge."""
+    from fit.models import FitResult
+
+    rows = [f for f in reg.fits(experiment, benchmark) if law is None or f["law"] == law]
+    if not rows:
+        raise AllocatorUsageError(f"no fit of law {law!r} for {experiment}/{benchmark}; laws fitted: "
+                                  f"{', '.join(sorted({f['law'] for f in reg.fits(experiment, benchmark)}))}")
+    row = rows[0]
+    fit = FitResult.model_validate(row["payload"])
+    if not fit.converged:
+        raise AllocatorError(f"the newest {fit.law} fit for {experiment}/{benchmark} did not converge "
+                             f"({fit.message or 'no message'}); refit before allocating")
+    return row["fit_id"], fit
+
+
+def config_for(reg: Registry, experiment: str, config: ExperimentConfig | None) -> ExperimentConfig:
+    """The config given, else the one stored with the experiment by `grid design` / `simulate`."""
+    if config is not None:
+        return config
+    stored = reg.experiment(experiment).get("config")
+    if not stored:
+        raise AllocatorUsageError(f"experiment {experiment!r} has no stored config (imported runs?); "
+                                  "pass --config CONFIG for its axes and cost model")
+    return parse_config(stored, source=f"registry config of {experiment}")
+
+
+def make_surface(fit: Any, *, tokens: float) -> Surface:
+    """The fitted law and its bootstrap draws as score callables.
+
+    Inputs that are not data axes are filled from the plan's context: ``N`` is the
+    planned model size, ``D`` the planned training tokens, ``C = 6 N D``. Loss laws
+    are negated (the solver maximises).
+    """
+    from fit.laws import law_of
+
+    law = law_of(fit)
+    sign = -1.0 if fit.target == "loss" else 1.0
+
+    def make(params: dict[str, float]):
+        def score(levels, n_params: float) -> float:
+            X = {k: np.atleast_1d(np.asarray(v, dtype=float)) for k, v in levels.items()}
+            X.setdefault("N", np.atleast_1d(float(n_params)))
+            X.setdefault("D", np.atleast_1d(float(tokens)))
+            X.setdefault("C", 6.0 * X["N"] * X["D"])
+            return sign * float(np.asarray(law.predict(params, X)).ravel()[0])
+        return score
+
+    return Surface(score=make(dict(fit.params)), draws=[make(d) for d in fit.bootstrap])
+
+
+def build_request(config: ExperimentConfig, *, budget: Budget, benchmark: str, model_params: float,
+                  fitted_ranges: dict[str, tuple[float, float]] | None = None, starts: int = 12
+                  ) -> AllocationRequest:
+    """Bounds per axis (fitted range, diversity axes allowed up to ``MAX_EXTRAPOLATION`` x) and the cost model.
+
+    Every config axis is in the request; axes the law does not use add cost and no
+    score, so the solver leaves them at their lower bound.
+    """
+    if budget.unit != config.experiment.budget_unit:
+        raise AllocatorUsageError(f"--unit {budget.unit} does not match the experiment's cost unit "
+                                  f"{config.experiment.budget_unit}; costs are not converted")
+    bounds = []
+    for a in config.axes:
+        lo, hi = (fitted_ranges or {}).get(a.name, (a.min, a.max))
+        upper = hi * MAX_EXTRAPOLATION if a.kind == "diversity" else a.max
+        if a.unit == "fraction":
+            upper = min(upper, 1.0)
+        bounds.append(AxisBounds(name=a.name, kind=a.kind, unit=a.unit, lower=lo, upper=max(upper, hi),
+                                 fitted_min=lo, fitted_max=hi, log=a.spacing == "log" and lo > 0,
+                                 baseline=min(max(a.baseline_level, lo), hi)))
+    return AllocationRequest(budget=budget, benchmark=benchmark, model_params=model_params, axes=bounds,
+                             cost=cost_model_from_config(config), starts=starts)
+
+
+def _fitted_ranges(reg: Registry, experiment: str) -> dict[str, tuple[float, float]]:
+    runs = reg.runs(experiment, status="done", split="fit")
+    ranges: dict[str, tuple[float, float]] = {}
+    for r in runs:
+        for k, v in r.recipe.items():
+            lo, hi = ranges.get(k, (math.inf, -math.inf))
+            ranges[k] = (min(lo, v), max(hi, v))
+    return {k: v for k, v in ranges.items() if v[1] > v[0]}
+
+
+def _model_params(config: ExperimentConfig, model_size: str | None) -> tuple[float, float]:
+    """(N, D) of ``--model-size``: a ladder name or a parameter count; default the config's target size."""
+    if model_size is None:
+        size = config.target_size
+        return size.approx_params, size.planned_tokens
+    try:
+        n = float(model_size)
+    except ValueError:
+        size = config.model_size(model_size)
+        return size.approx_params, size.planned_tokens
+    if not math.isfinite(n) or n <= 0:
+        raise AllocatorUsageError(f"--model-size must be a ladder name or a positive parameter count, got {model_size}")
+    return n, config.target_size.planned_tokens
+
+
+def plan_allocation(registry: str, *, budget: float, benchmark: str, unit: str | None = None,
+                    experiment: str | None = None, model_size: str | None = None,
+                    config: ExperimentConfig | None = None, law: str | None = None, draws: int | None = None,
+                    redraws: int = 30, save: bool = True, warm: Sequence[dict] = ()) -> tuple[AllocationPlan, dict]:
+    """Load the fit, solve, store the plan; returns ``(plan, context)`` (context: experiment, fit id, law)."""
+    if unit is not None and unit not in UNITS:
+        raise AllocatorUsageError(f"--unit must be one of {', '.join(UNITS)}, got {unit!r}")
+    if not (isinstance(budget, int | float) and math.isfinite(budget) and budget > 0):
+        raise AllocatorUsageError(f"--budget must be a positive number, got {budget}")
+    with Registry(registry, read_only=not save) as reg:
+        exp = resolve_experiment(reg, benchmark, experiment)
+        fit_id, fit = load_fit(reg, exp, benchmark, law)
+        cfg = config_for(reg, exp, config)
+        ranges = _fitted_ranges(reg, exp)
+        n_params, tokens = _model_params(cfg, model_size)
+        b = Budget(value=budget, unit=unit or cfg.experiment.budget_unit)
+        request = build_request(cfg, budget=b, benchmark=benchmark, model_params=n_params, fitted_ranges=ranges)
+        if draws is not None:
+            fit = fit.model_copy(update={"bootstrap": fit.bootstrap[:draws]})
+        plan = solve(request, make_surface(fit, tokens=tokens), redraws=redraws, warm=warm)
+        context = {"experiment": exp, "fit_id": fit_id, "law": fit.law, "simulated": fit.simulated,
+                   "unit": b.unit}
+        if save:
+            context["allocation_id"] = reg.save_allocation(
+                experiment=exp, benchmark=benchmark, budget=budget, unit=b.unit, fit_id=fit_id,
+                payload=plan.model_dump(mode="json"))
+    return plan, context
