@@ -238,6 +238,24 @@ class ProbeSpec(_Frozen):
     """Budget for probe FLOPs as a share of the target training run's FLOPs."""
     repair: Literal["resynthesize", "downweight"] = "resynthesize"
     """What the repair knob does to flagged actions."""
+    num_heads: int = Field(default=2, ge=1)
+    """Probe attention heads."""
+    vocab_size: int = Field(default=512, ge=263)
+    """Probe tokenizer vocabulary (byte-level BPE trained on the sample), in tokens."""
+    max_seq_len: int = Field(default=512, ge=64)
+    """Longest probe window in tokens; longer histories keep their last ``max_seq_len`` tokens."""
+    batch_size: int = Field(default=8, ge=1)
+    """Sequences per probe training step and per scoring batch."""
+    learning_rate: float = Field(default=3e-3, gt=0)
+    """Probe peak learning rate (AdamW, linear warm-up then cosine decay)."""
+    calibration_fraction: float = Field(default=0.5, gt=0.0, lt=1.0)
+    """Share of trajectories in the calibration split; the rest measure agreement."""
+    coverage_depth: int = Field(default=3, ge=1)
+    """Largest support depth k counted by compositional coverage (hops)."""
+    coverage_quota: int = Field(default=1, ge=1)
+    """Trajectories a (structure, depth) cell needs to count as covered."""
+    seed: int = 0
+    """Seed of the probe's sample, initialisation and calibration split."""
 
 
 class TrainSpec(_Frozen):
