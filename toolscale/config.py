@@ -178,10 +178,12 @@ class DesignSpec(_Frozen):
     """Two-level fractional factorial, generalized subset design, Latin hypercube, or full factorial."""
     resolution: int = Field(default=4, ge=3, le=6)
     """Minimum resolution for two-level fractional designs."""
+    fraction_points: int | None = Field(default=None, ge=2)
+    """Points of a two-level fractional design (a power of two); None = the fewest reaching ``resolution``."""
     generators: str | None = None
     """Explicit pyDOE3 ``fracfact`` generator string (e.g. ``"a b c d abc acd"``); None picks one."""
     gsd_reduction: int = Field(default=4, ge=1)
-    """Reduction factor of the generalized subset design (runs ~ full / reduction)."""
+    """Reduction factor of the generalized subset design (points ~ full factorial / reduction; 1 = full)."""
     lhs_samples: int = Field(default=20, ge=2)
     """Points of a Latin hypercube design."""
     center_points: int = Field(default=2, ge=0)
@@ -196,6 +198,12 @@ class DesignSpec(_Frozen):
     """Share of runs, by top training FLOPs, held out from the fit."""
     min_extrapolation_factor: float = Field(default=16.0, ge=1.0)
     """Required ratio of the largest held-out run's FLOPs to the largest fitted run's."""
+    heldout_points: int | None = Field(default=None, ge=1)
+    """Design points the top-FLOPs cell (largest rung x largest token multiplier) is crossed with, a
+    D-optimal subset; None sizes it so that cell is the held-out share: ceil(f / (1 - f) x other runs)."""
+    constraints: list[str] = Field(default_factory=list)
+    """Constraints between axes, ``"task_count >= tool_diversity"`` or ``"a <= 2 * b"``; violated points
+    move their left-hand axis onto the bound."""
     seed: int = 0
     """Seed of randomized designs (LHS) and of the run seeds."""
 
