@@ -1,0 +1,329 @@
+"""Fitting a law to points: Huber loss, L-BFGS-B from a grid of starts, keep the best.
+
+The objective is Chinchilla's Approach 3 as the Epoch AI replication ran it
+(Besiroglu et al. 2024, arXiv 2404.10102): the mean Huber loss of the residuals
+(log residuals ``log y - log f`` for a loss, raw residuals ``y - f`` for a score),
+minimised by L-BFGS-B over the parameters, amplitudes in log space. Every start of
+the law's grid is scored in one vectorised pass; L-BFGS-B runs from the
+``n_starts`` best, and the best optimum is polished once more from where it ended.
+
+:func:`fit_law` is the one entry point: it fits the ``fit`` points, and adds
+bootstrap intervals (:mod:`fit.bootstrap`) and held-out metrics (:mod:`fit.holdout`)
+when asked; it never reads or writes anything.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+import numpy as np
+from scipy.optimize import minimize
+
+from fit.errors import FitError, FitInputError
+from fit.laws import Law
+from fit.models import FitResult, Points
+
+__all__ = ["fit_law", "fit_params", "OptimumInfo", "huber", "residuals", "check_points", "replicate_sd"]
+
+_EPS = 1e-300
+
+
+def huber(r: np.ndarray, delta: float) -> np.ndarray:
+    """Huber loss ``r^2 / 2`` for ``|r| <= delta``, ``delta (|r| - delta / 2)`` beyond."""
+    a = np.abs(r)
+    return np.where(a <= delta, 0.5 * r * r, delta * (a - 0.5 * delta))
+
+
+def residuals(law: Law, y: np.ndarray, pred: np.ndarray) -> np.ndarray:
+    """``log y - log pred`` for loss targets (``pred <= 0`` gives a huge residual), ``y - pred`` for scores."""
+    if law.target == "loss":
+        return np.log(y) - np.log(np.maximum(pred, _EPS))
+    return y - pred
+
+
+@dataclass(frozen=True)
+class OptimumInfo:
+    """The outcome of one minimisation (internal to fit/, but returned by :func:`fit_params`)."""
+
+    params: dict[str, float]
+    objective: float
+    converged: bool
+    message: str
+    at_bounds: tuple[str, ...]
+    n_starts: int
+
+
+class _Problem:
+    """Vector <-> named parameters, bounds and the vectorised objective for one law and data set."""
+
+    def __init__(self, law: Law, X: Mapping[str, np.ndarray], y: np.ndarray, delta: float):
+        self.law, self.X, self.y, self.delta = law, X, y, delta
+        self.names = law.param_names
+        self.is_log = np.array([p in law.log_params for p in self.names])
+        lo = np.array([law.bounds[p][0] for p in self.names], dtype=float)
+        hi = np.array([law.bounds[p][1] for p in self.names], dtype=float)
+        self.lo = np.where(self.is_log, np.log(lo), lo)
+        self.hi = np.where(self.is_log, np.log(hi), hi)
+
+    def to_theta(self, params: Mapping[str, float]) -> np.ndarray:
+        v = np.array([float(params[p]) for p in self.names])
+        return np.clip(np.where(self.is_log, np.log(np.maximum(v, _EPS)), v), self.lo, self.hi)
+
+    def to_params(self, theta: np.ndarray) -> dict[str, float]:
+        v = np.where(self.is_log, np.exp(theta), theta)
+        return {p: float(x) for p, x in zip(self.names, v)}
+
+    def objective_batch(self, thetas: np.ndarray) -> np.ndarray:
+        """Mean Huber loss divided by delta, for each row of ``thetas`` (shape ``(B, k)``)."""
+        vals = np.where(self.is_log, np.exp(thetas), thetas)
+        params = {p: vals[:, i:i + 1] for i, p in enumerate(self.names)}
+        with np.errstate(all="ignore"):
+            pred = np.asarray(self.law.fn(params, self.X), dtype=float)
+            if pred.ndim == 1:
+                pred = np.broadcast_to(pred, (thetas.shape[0], self.y.shape[0]))
+            r = residuals(self.law, self.y, pred)
+            obj = huber(r, self.delta).mean(axis=1) / self.delta
+        return np.where(np.isfinite(obj), obj, np.inf)
+
+    def fun_and_grad(self, theta: np.ndarray) -> tuple[float, np.ndarray]:
+        """Objective and its forward-difference gradient, from one batched evaluation."""
+        k = theta.shape[0]
+        h = 1e-7 * np.maximum(1.0, np.abs(theta))
+        step_up = theta + h <= self.hi
+        h = np.where(step_up, h, -h)
+        batch = np.repeat(theta[None, :], k + 1, axis=0)
+        batch[np.arange(1, k + 1), np.arange(k)] += h
+        vals = self.objective_batch(batch)
+        f0 = vals[0]
+        if not np.isfinite(f0):
+            return 1e30, np.zeros(k)
+        grad = (vals[1:] - f0) / h
+        grad = np.where(np.isfinite(grad), grad, 0.0)
+        return float(f0), grad
+
+
+def _grid(law: Law, max_grid: int, seed: int) -> list[dict[str, float]]:
+    """The law's full starting grid, or ``max_grid`` seeded draws from it when it is larger."""
+    names = law.param_names
+    values = [law.start_grid[p] for p in names]
+    total = math.prod(len(v) for v in values)
+    if total <= max_grid:
+        return [dict(zip(names, combo)) for combo in itertools.product(*values)]
+    rng = np.random.default_rng(seed)
+    picks = np.stack([rng.integers(0, len(v), size=max_grid) for v in values], axis=1)
+    picks = np.unique(picks, axis=0)
+    return [{p: values[j][row[j]] for j, p in enumerate(names)} for row in picks]
+
+
+def _minimise(prob: _Problem, starts: list[np.ndarray], maxiter: int) -> OptimumInfo:
+    bounds = list(zip(prob.lo, prob.hi))
+    options = {"maxiter": maxiter, "ftol": 1e-13, "gtol": 1e-10, "maxcor": 20}
+    best = None
+    for theta0 in starts:
+        res = minimize(prob.fun_and_grad, theta0, jac=True, method="L-BFGS-B", bounds=bounds, options=options)
+        if best is None or res.fun < best.fun:
+            best = res
+    assert best is not None  # noqa: S101 - starts is never empty (internal invariant)
+    polish = minimize(prob.fun_and_grad, best.x, jac=True, method="L-BFGS-B", bounds=bounds, options=options)
+    final = polish if polish.fun <= best.fun else best
+    stalled = abs(best.fun - polish.fun) <= 1e-7 * (1.0 + abs(best.fun))
+    converged = bool(np.isfinite(final.fun) and final.fun < 1e29 and (polish.success or stalled))
+    span = prob.hi - prob.lo
+    near = (np.abs(final.x - prob.lo) <= 1e-6 * span) | (np.abs(prob.hi - final.x) <= 1e-6 * span)
+    at_bounds = tuple(p for p, b in zip(prob.names, near) if b)
+    msg = str(polish.message)
+    if not converged:
+        msg = (f"L-BFGS-B did not converge ({msg}; {polish.nit} iterations, objective {final.fun:.6g}, "
+               f"change on polishing {best.fun - polish.fun:.3g})")
+    return OptimumInfo(params=prob.to_params(final.x), objective=float(final.fun * prob.delta), converged=converged,
+                       message=msg, at_bounds=at_bounds, n_starts=len(starts))
+
+
+def check_points(points: Points, law: Law) -> None:
+    """Raise :class:`FitInputError` for data the law cannot be fitted to (one line, naming the problem)."""
+    needed = law.axes
+    missing = [a for a in needed if a not in points.inputs]
+    if missing:
+        raise FitInputError(f"law {law.name!r} needs inputs {', '.join(needed)}; the points lack "
+                            f"{', '.join(missing)} (have {', '.join(points.inputs) or 'none'})")
+    y = points.y_array()
+    bad = np.flatnonzero(~np.isfinite(y))
+    if bad.size:
+        rid = points.run_ids[bad[0]] if points.run_ids else f"point {bad[0]}"
+        raise FitInputError(f"{points.benchmark or 'target'}: non-finite value {y[bad[0]]} for {rid}; "
+                            "every fitted value must be finite")
+    if law.target == "loss" and np.any(y <= 0):
+        i = int(np.flatnonzero(y <= 0)[0])
+        rid = points.run_ids[i] if points.run_ids else f"point {i}"
+        raise FitInputError(f"law {law.name!r} fits a positive loss; got {y[i]} for {rid}")
+    if law.target == "score" and (np.any(y < -1.0) or np.any(y > 2.0)):
+        i = int(np.flatnonzero((y < -1.0) | (y > 2.0))[0])
+        rid = points.run_ids[i] if points.run_ids else f"point {i}"
+        raise FitInputError(f"law {law.name!r} fits a score in [0, 1]; got {y[i]} for {rid} "
+                            "(fit a loss with a loss law such as 'chinchilla')")
+    for inp in law.inputs:
+        x = np.asarray(points.inputs[inp.name], dtype=float)
+        if not np.all(np.isfinite(x)):
+            raise FitInputError(f"input {inp.name!r} has non-finite values; every run needs a finite level")
+        if inp.kind in ("size", "tokens", "flops", "diversity") and np.any(x <= 0):
+            raise FitInputError(f"input {inp.name!r} must be > 0 for a power law; got {x[x <= 0][0]}")
+        if inp.kind != "metric" and np.unique(x).size < 2:
+            raise FitInputError(f"axis {inp.name!r} has a single level ({x[0]:g}) in the fitted runs; "
+                                "a law cannot learn its effect (vary it in the design or drop it from the law)")
+    if points.n < law.n_params + 1:
+        raise FitInputError(f"law {law.name!r} has {law.n_params} parameters and needs at least "
+                            f"{law.n_params + 1} fitted runs; got {points.n}")
+
+
+def fit_params(law: Law, X: Mapping[str, np.ndarray], y: np.ndarray, *, huber_delta: float | None = None,
+               n_starts: int = 8, max_grid: int = 8192, maxiter: int = 2000, seed: int = 0,
+               starts: list[Mapping[str, float]] | None = None) -> OptimumInfo:
+    """Minimise the Huber objective of one (single-stage) law; no validation, no uncertainty.
+
+    ``starts`` replaces the grid (bootstrap refits start from the full-data optimum).
+    """
+    delta = law.huber_delta if huber_delta is None else huber_delta
+    prob = _Problem(law, X, y, delta)
+    if starts is not None:
+        thetas = [prob.to_theta(s) for s in starts]
+    else:
+        grid = _grid(law, max_grid, seed)
+        cand = np.stack([prob.to_theta(g) for g in grid])
+        scores = np.concatenate([prob.objective_batch(cand[i:i + 512]) for i in range(0, len(cand), 512)])
+        order = np.argsort(scores, kind="stable")
+        thetas = [cand[i] for i in order[:max(1, n_starts)]]
+    return _minimise(prob, thetas, maxiter)
+
+
+def _fit_any(law: Law, points: Points, *, huber_delta: float | None, n_starts: int, max_grid: int,
+             seed: int, starts: list[Mapping[str, float]] | None = None) -> OptimumInfo:
+    """Fit a law (chaining the stages of a two-step law, each on its own observed data)."""
+    X = points.X()
+    y = points.y_array()
+    if law.stages is None:
+        return fit_params(law, X, y, huber_delta=huber_delta, n_starts=n_starts, max_grid=max_grid, seed=seed,
+                          starts=starts)
+    stage1, stage2, inter = law.stages
+    s1 = fit_params(stage1, X, X[inter], n_starts=n_starts, max_grid=max_grid, seed=seed,
+                    starts=None if starts is None else [{k: s[k] for k in stage1.param_names} for s in starts])
+    s2 = fit_params(stage2, X, y, huber_delta=huber_delta, n_starts=n_starts, max_grid=max_grid, seed=seed,
+                    starts=None if starts is None else [{k: s[k] for k in stage2.param_names} for s in starts])
+    pred = law.predict({**s1.params, **s2.params}, X)
+    delta = law.huber_delta if huber_delta is None else huber_delta
+    return OptimumInfo(params={**s1.params, **s2.params},
+                       objective=float(huber(residuals(law, y, pred), delta).mean()),
+                       converged=s1.converged and s2.converged,
+                       message=f"stage 1 ({stage1.name}): {s1.message}; stage 2 ({stage2.name}): {s2.message}",
+                       at_bounds=s1.at_bounds + s2.at_bounds, n_starts=s1.n_starts + s2.n_starts)
+
+
+def replicate_sd(points: Points, law: Law) -> float | None:
+    """Pooled within-group SD of ``y`` (log y for losses) over replicate groups of 2+ runs; None without any."""
+    if not points.groups:
+        return None
+    y = points.y_array()
+    if law.target == "loss":
+        y = np.log(y)
+    groups: dict[str, list[float]] = {}
+    for g, v in zip(points.groups, y):
+        groups.setdefault(g, []).append(float(v))
+    ss, dof = 0.0, 0
+    for vals in groups.values():
+        if len(vals) >= 2:
+            a = np.asarray(vals)
+            ss += float(((a - a.mean()) ** 2).sum())
+            dof += len(vals) - 1
+    return math.sqrt(ss / dof) if dof else None
+
+
+def fit_law(points: Points, law: Law, *, huber_delta: float | None = None, n_starts: int = 8,
+            max_grid: int = 8192, seed: int = 0, n_bootstrap: int = 0, n_jobs: int | None = None,
+            interval_level: float = 0.90, holdout_rule: str = "", holdout_source: str = "",
+            require_convergence: bool = False) -> FitResult:
+    """Fit ``law`` to the ``fit`` points; bootstrap and score the ``heldout`` points when asked.
+
+    Parameters
+    ----------
+    points : the data; points whose split is ``heldout`` are never fitted, only predicted.
+    law : a registered law (:func:`fit.laws.get_law`).
+    huber_delta : Huber threshold in residual units (log units for a loss); default the law's
+        (``1e-3`` for ``chinchilla`` as in the Epoch replication, ``0.05`` score points otherwise).
+    n_starts : L-BFGS-B runs, from the best-scoring points of the starting grid.
+    max_grid : largest starting grid scored; larger grids are subsampled (seeded).
+    seed : seed of grid subsampling and of the bootstrap.
+    n_bootstrap : bootstrap refits over runs (0: none). They give ``intervals`` (95%) and the
+        prediction intervals of the held-out check.
+    n_jobs : worker processes for the bootstrap (default: every core).
+    interval_level : nominal level of held-out prediction intervals.
+    holdout_rule, holdout_source : recorded as given (see :mod:`fit.holdout`).
+    require_convergence : raise :class:`fit.errors.FitError` with diagnostics instead of
+        returning a result with ``converged=False``.
+
+    Returns
+    -------
+    FitResult
+        Frozen; ``params`` by name, diagnostics, AIC/BIC, bootstrap draws and held-out metrics.
+
+    Notes
+    -----
+    With residuals ``r_i`` the objective is ``(1/n) sum_i H_delta(r_i)``;
+    ``ll = -n/2 (log(2 pi s^2) + 1)`` with ``s^2 = RSS / n``; ``AIC = 2k - 2 ll``;
+    ``BIC = k ln n - 2 ll``.
+
+    Examples
+    --------
+    >>> from fit.laws import get_law
+    >>> from fit.models import Points
+    >>> import numpy as np
+    >>> N = np.repeat([1e8, 3e8, 1e9, 3e9], 4); D = np.tile([2e9, 6e9, 2e10, 6e10], 4)
+    >>> L = 1.8 + 400 * N ** -0.34 + 2000 * D ** -0.36
+    >>> fit = fit_law(Points(inputs={"N": list(N), "D": list(D)}, y=list(L), target="loss"), get_law("chinchilla"))
+    >>> round(fit.params["alpha"], 2), round(fit.params["E"], 2)
+    (0.34, 1.8)
+    """
+    from fit.bootstrap import bootstrap_draws, param_intervals
+    from fit.holdout import heldout_metrics
+
+    if law.target != points.target and law.stages is None:
+        raise FitInputError(f"law {law.name!r} fits a {law.target}, but the points hold a {points.target} "
+                            f"({points.benchmark}/{points.metric})")
+    split = points.split_array()
+    train = points.subset(split == "fit")
+    test = points.subset(split == "heldout")
+    check_points(train, law)
+    t0 = time.perf_counter()
+    opt = _fit_any(law, train, huber_delta=huber_delta, n_starts=n_starts, max_grid=max_grid, seed=seed)
+    elapsed = time.perf_counter() - t0
+    if require_convergence and not opt.converged:
+        raise FitError(f"law {law.name!r} on {train.n} runs: {opt.message}; at bounds: "
+                       f"{', '.join(opt.at_bounds) or 'none'}")
+    X, y = train.X(), train.y_array()
+    r = residuals(law, y, law.predict(opt.params, X))
+    n, k = train.n, law.n_params
+    rss = float((r * r).sum())
+    s2 = max(rss / n, 1e-300)
+    ll = -0.5 * n * (math.log(2 * math.pi * s2) + 1.0)
+    delta = law.huber_delta if huber_delta is None else huber_delta
+    draws: list[dict[str, float]] = []
+    if n_bootstrap > 0:
+        draws = bootstrap_draws(train, law, opt.params, n_bootstrap=n_bootstrap, seed=seed, huber_delta=delta,
+                                n_jobs=n_jobs)
+    result = FitResult(
+        law=law.name, inputs=list(law.inputs), params=opt.params, target=law.target, loss=opt.objective,
+        converged=opt.converged, message=opt.message, at_bounds=list(opt.at_bounds), n_points=n, n_params=k,
+        data_hash=train.data_hash(), huber_delta=delta, n_starts=opt.n_starts,
+        residual_sd=math.sqrt(rss / max(n - k, 1)), replicate_sd=replicate_sd(train, law), log_likelihood=ll,
+        aic=2 * k - 2 * ll, bic=k * math.log(n) - 2 * ll, bootstrap=draws,
+        bootstrap_seed=seed if draws else None, intervals=param_intervals(opt.params, draws) if draws else {},
+        holdout_rule=holdout_rule or ("none" if test.n == 0 else "split"),
+        holdout_source=holdout_source or ("none" if test.n == 0 else "points' split"),
+        experiment=points.experiment, benchmark=points.benchmark, metric=points.metric, simulated=points.simulated,
+        fit_seconds=elapsed)
+    if test.n:
+        result = result.model_copy(update={"heldout": heldout_metrics(
+            result, law, test, train_flops=train.flops, level=interval_level, seed=seed)})
+    return result

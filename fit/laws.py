@@ -1,0 +1,416 @@
+"""A registry of named scaling-law forms.
+
+A :class:`Law` is data plus one vectorised formula: parameter names, bounds and a
+starting grid (natural units), the inputs it reads (with their normalisation), the
+target it predicts (``score`` or ``loss``) and which parameters the fitter works on
+in log space. The fitter (:func:`fit.fitting.fit_law`) knows nothing about any
+particular form.
+
+Registered forms (``known_laws()``):
+
+``chinchilla``
+    ``L(N, D) = E + A / N^alpha + B / D^beta`` (Hoffmann et al. 2022, Approach 3).
+``saturating``
+    ``S = S_max - sum_k A_k t_k^(-alpha_k)`` over model size and every data axis.
+``additive`` (hypothesis: quality acts on its own failure modes)
+    ``S = S0 - A_N n^(-alpha_N) + G(x) + Q(q)``.
+``multiplicative`` (hypothesis: quality scales what diversity buys)
+    ``S = S0 - A_N n^(-alpha_N) + G(x) (1 + Q(q))``.
+``interaction`` (nests ``additive`` at ``kappa = 0``)
+    ``S = S0 - A_N n^(-alpha_N) + G(x) + Q(q) + kappa G(x) Q(q)``.
+``sigmoid`` / ``two_step``
+    ``S = lo + (hi - lo) / (1 + exp(k (L - L0)))`` on an observed loss ``L``; chained
+    with ``chinchilla`` it predicts a benchmark score from N and D (OLMo model ladder).
+
+with ``G(x) = sum_i G_i (1 - t_i^(-alpha_i))`` over diversity axes (``t_i = x_i / ref_i``,
+the gain over the reference level, saturating at ``G_i``) and
+``Q(q) = sum_j H_j (1 - (1 + w_j)^(-beta_j))`` over quality axes
+(``w_j = (q_j - lo_j) / (hi_j - lo_j)``, 0 at the lowest design level, 1 at the highest).
+
+Adding a form takes a few lines and no change to the fitter::
+
+    from fit.laws import Law, register_law
+    from fit.models import LawInput
+
+    register_law(Law(
+        name="kaplan_n", target="loss", inputs=(LawInput(name="N", kind="size"),),
+        param_names=("Nc", "alpha"), bounds={"Nc": (1e3, 1e16), "alpha": (0.01, 2)},
+        start_grid={"Nc": (1e8, 1e13), "alpha": (0.05, 0.3)}, log_params=frozenset({"Nc"}),
+        fn=lambda p, X: (X["N"] / p["Nc"]) ** -p["alpha"], formula="L = (N / Nc)^-alpha"))
+
+A law whose form depends on the experiment's axes is registered as a factory
+``inputs -> Law``; ``get_law(name, inputs=...)`` specialises it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from fit.errors import FitInputError, UnknownLawError
+from fit.models import FitResult, LawInput, Target
+
+__all__ = [
+    "Law",
+    "LawFactory",
+    "register_law",
+    "get_law",
+    "law_of",
+    "known_laws",
+    "default_inputs",
+    "normalise",
+    "HYPOTHESES",
+]
+
+Params = Mapping[str, Any]
+ArrayMap = Mapping[str, np.ndarray]
+
+
+@dataclass(frozen=True)
+class Law:
+    """A named law form.
+
+    Parameters
+    ----------
+    name : registry name.
+    target : ``score`` (higher is better, raw residuals) or ``loss`` (positive, log residuals).
+    inputs : the inputs the formula reads, with their normalisation (:class:`fit.models.LawInput`).
+    param_names : parameter names, in a fixed order (only the fitter's internal vector uses it).
+    bounds : ``name -> (low, high)`` in natural units.
+    start_grid : ``name -> candidate starting values`` in natural units.
+    fn : ``fn(params, X) -> prediction``; ``params`` values may be arrays of shape ``(B, 1)``
+        (one row per candidate) and must broadcast against the ``(n,)`` input arrays.
+    log_params : parameters fitted as ``log(value)`` (positive amplitudes).
+    formula : the formula, for reports.
+    huber_delta : default Huber threshold in residual units (log units for losses).
+    stages : for a two-step law, ``(stage1, stage2, intermediate)``: stage 1 predicts the
+        intermediate input of stage 2 (e.g. a loss from N and D); each stage is fitted on
+        its own observed data and the prediction chains them.
+    """
+
+    name: str
+    target: Target
+    inputs: tuple[LawInput, ...]
+    param_names: tuple[str, ...]
+    bounds: dict[str, tuple[float, float]]
+    start_grid: dict[str, tuple[float, ...]]
+    fn: Callable[[Params, ArrayMap], np.ndarray]
+    log_params: frozenset[str] = frozenset()
+    formula: str = ""
+    huber_delta: float = 0.05
+    stages: tuple["Law", "Law", str] | None = field(default=None, repr=False)
+
+    def __post_init__(self) -> None:
+        names = set(self.param_names)
+        missing = [p for p in self.param_names if p not in self.bounds or p not in self.start_grid]
+        extra = [p for p in (*self.bounds, *self.start_grid) if p not in names]
+        if missing or extra or len(names) != len(self.param_names):
+            raise ValueError(f"law {self.name!r}: every parameter needs bounds and a start grid "
+                             f"(missing {missing}, unknown {sorted(set(extra))})")
+        for p, (lo, hi) in self.bounds.items():
+            if not lo < hi:
+                raise ValueError(f"law {self.name!r}: bounds of {p} must satisfy low < high, got ({lo}, {hi})")
+            if p in self.log_params and lo <= 0:
+                raise ValueError(f"law {self.name!r}: log-space parameter {p} needs a positive lower bound")
+
+    @property
+    def axes(self) -> tuple[str, ...]:
+        """Names of the inputs the law reads (keys of ``X``)."""
+        return tuple(i.name for i in self.inputs)
+
+    @property
+    def n_params(self) -> int:
+        """Number of free parameters."""
+        return len(self.param_names)
+
+    def input(self, name: str) -> LawInput:
+        """The input called ``name``."""
+        for i in self.inputs:
+            if i.name == name:
+                return i
+        raise FitInputError(f"law {self.name!r} has no input {name!r}; inputs: {', '.join(self.axes)}")
+
+    def predict(self, params: Params, X: Mapping[str, Any]) -> np.ndarray:
+        """Predicted target at the points ``X`` (``input name -> values`` in natural units).
+
+        ``params`` maps every name in ``param_names`` to a value. Raises
+        :class:`fit.errors.FitInputError` naming a missing parameter or input.
+        """
+        missing = [p for p in self.param_names if p not in params]
+        if missing:
+            raise FitInputError(f"law {self.name!r}: missing parameters {', '.join(missing)}; "
+                                f"needs {', '.join(self.param_names)}")
+        needed = self.axes if self.stages is None else self.stages[0].axes
+        absent = [a for a in needed if a not in X]
+        if absent:
+            raise FitInputError(f"law {self.name!r}: missing inputs {', '.join(absent)}; needs {', '.join(needed)}")
+        arrays = {k: np.asarray(v, dtype=float) for k, v in X.items()}
+        return np.asarray(self.fn({p: params[p] for p in self.param_names}, arrays), dtype=float)
+
+
+LawFactory = Callable[[Sequence[LawInput] | None], Law]
+_REGISTRY: dict[str, LawFactory] = {}
+
+HYPOTHESES: dict[str, str] = {
+    "additive": "quality axes add their own saturating gains, independent of diversity",
+    "multiplicative": "quality scales the diversity gains (low groundedness discounts what diversity buys)",
+}
+"""The two hypotheses of the research plan (seed 003) and the law of each."""
+
+
+def register_law(law: Law | LawFactory, name: str | None = None, *, replace: bool = False) -> None:
+    """Register a :class:`Law` (fixed inputs) or a factory ``inputs -> Law`` under ``name``."""
+    if isinstance(law, Law):
+        fixed = law
+        key = name or law.name
+
+        def factory(inputs: Sequence[LawInput] | None = None) -> Law:
+            return fixed
+    else:
+        if name is None:
+            raise ValueError("register_law: a factory needs a name")
+        key, factory = name, law
+    if key in _REGISTRY and not replace:
+        raise ValueError(f"law {key!r} is already registered (pass replace=True)")
+    _REGISTRY[key] = factory
+
+
+def known_laws() -> list[str]:
+    """Registered law names, sorted."""
+    return sorted(_REGISTRY)
+
+
+def get_law(name: str, inputs: Sequence[LawInput] | None = None) -> Law:
+    """The law registered as ``name``, specialised to ``inputs`` when the form takes any.
+
+    ``inputs=None`` uses :func:`default_inputs` (model size plus the default preset's six
+    axes). Unknown names raise :class:`fit.errors.UnknownLawError` listing the known ones.
+    """
+    if name not in _REGISTRY:
+        import difflib
+
+        close = difflib.get_close_matches(name, _REGISTRY, n=1)
+        hint = f" (did you mean {close[0]!r}?)" if close else ""
+        raise UnknownLawError(f"unknown law {name!r}{hint}; known laws: {', '.join(known_laws())}")
+    return _REGISTRY[name](inputs)
+
+
+def law_of(fit: FitResult) -> Law:
+    """Rebuild the law a stored :class:`FitResult` was fitted with (same inputs, same normalisation)."""
+    return get_law(fit.law, fit.inputs)
+
+
+def default_inputs() -> tuple[LawInput, ...]:
+    """Model size and the six axes of ``toolscale/presets/default.toml`` with their design ranges."""
+    return (
+        LawInput(name="N", kind="size", ref=1e5),
+        LawInput(name="tool_diversity", kind="diversity", ref=4.0),
+        LawInput(name="task_count", kind="diversity", ref=64.0),
+        LawInput(name="db_diversity", kind="diversity", ref=1.0),
+        LawInput(name="repair_rate", kind="quality", lo=0.0, hi=1.0),
+        LawInput(name="coverage_quota", kind="quality", lo=0.0, hi=0.2),
+        LawInput(name="support_depth", kind="quality", lo=1.0, hi=4.0),
+    )
+
+
+def normalise(inp: LawInput, x: np.ndarray) -> np.ndarray:
+    """``x / ref`` for ratio inputs, ``(x - lo) / (hi - lo)`` for quality inputs, ``x`` for metrics."""
+    if inp.kind == "quality":
+        return (x - inp.lo) / (inp.hi - inp.lo)
+    if inp.kind == "metric":
+        return x
+    return x / inp.ref
+
+
+# ---------------------------------------------------------------------------
+# chinchilla
+# ---------------------------------------------------------------------------
+def _chinchilla(inputs: Sequence[LawInput] | None = None) -> Law:
+    """``L(N, D) = E + A / N^alpha + B / D^beta``.
+
+    Amplitudes ``E, A, B`` are fitted as logs; the starting grid is the Epoch AI
+    replication's (Besiroglu et al. 2024, arXiv 2404.10102): ``alpha, beta in
+    {0, 0.5, ..., 2}``, ``log E in {-1, -0.5, ..., 1}``, ``log A, log B in {0, 5, ..., 25}``
+    (0 replaced by 0.02 because the bounds exclude it); Huber delta ``1e-3`` on log loss.
+    """
+    if inputs is None:
+        inputs = (LawInput(name="N", kind="size"), LawInput(name="D", kind="tokens"))
+    n_in = _one(inputs, "size", "chinchilla")
+    d_in = _one(inputs, "tokens", "chinchilla")
+
+    def fn(p: Params, X: ArrayMap) -> np.ndarray:
+        n = normalise(n_in, X[n_in.name])
+        d = normalise(d_in, X[d_in.name])
+        return p["E"] + p["A"] * n ** (-p["alpha"]) + p["B"] * d ** (-p["beta"])
+
+    return Law(
+        name="chinchilla", target="loss", inputs=(n_in, d_in), param_names=("E", "A", "alpha", "B", "beta"),
+        bounds={"E": (1e-3, 50.0), "A": (1e-3, 1e14), "alpha": (1e-3, 3.0), "B": (1e-3, 1e14), "beta": (1e-3, 3.0)},
+        start_grid={"E": tuple(float(np.exp(v)) for v in (-1.0, -0.5, 0.0, 0.5, 1.0)),
+                    "A": tuple(float(np.exp(v)) for v in (0.0, 5.0, 10.0, 15.0, 20.0, 25.0)),
+                    "alpha": (0.02, 0.5, 1.0, 1.5, 2.0),
+                    "B": tuple(float(np.exp(v)) for v in (0.0, 5.0, 10.0, 15.0, 20.0, 25.0)),
+                    "beta": (0.02, 0.5, 1.0, 1.5, 2.0)},
+        fn=fn, log_params=frozenset({"E", "A", "B"}), huber_delta=1e-3,
+        formula="L(N, D) = E + A / N^alpha + B / D^beta")
+
+
+def _one(inputs: Sequence[LawInput], kind: str, law: str) -> LawInput:
+    found = [i for i in inputs if i.kind == kind]
+    if len(found) != 1:
+        raise FitInputError(f"law {law!r} needs exactly one {kind!r} input, got {len(found)}")
+    return found[0]
+
+
+# ---------------------------------------------------------------------------
+# score laws over model size and data axes
+# ---------------------------------------------------------------------------
+def _split_inputs(inputs: Sequence[LawInput] | None, law: str) -> tuple[LawInput, list[LawInput], list[LawInput]]:
+    inputs = tuple(default_inputs() if inputs is None else inputs)
+    size = _one(inputs, "size", law)
+    div = [i for i in inputs if i.kind == "diversity"]
+    qual = [i for i in inputs if i.kind == "quality"]
+    other = [i.name for i in inputs if i.kind not in ("size", "diversity", "quality")]
+    if other:
+        raise FitInputError(f"law {law!r} takes model size, diversity and quality inputs; "
+                            f"cannot use {', '.join(other)}")
+    return size, div, qual
+
+
+def _saturating(inputs: Sequence[LawInput] | None = None) -> Law:
+    """``S = S_max - sum_k A_k t_k^(-alpha_k)`` over model size and every axis.
+
+    ``t = x / ref`` for size and diversity inputs, ``t = 1 + w`` for quality inputs.
+    Amplitudes ``A_k`` are fitted as logs.
+    """
+    size, div, qual = _split_inputs(inputs, "saturating")
+    terms = [size, *div, *qual]
+    names = ["S_max"]
+    bounds: dict[str, tuple[float, float]] = {"S_max": (-1.0, 3.0)}
+    grid: dict[str, tuple[float, ...]] = {"S_max": (0.5, 0.9)}
+    for t in terms:
+        names += [f"A_{t.name}", f"alpha_{t.name}"]
+        bounds[f"A_{t.name}"] = (1e-6, 10.0)
+        bounds[f"alpha_{t.name}"] = (1e-3, 5.0)
+        grid[f"A_{t.name}"] = (0.03, 0.2)
+        grid[f"alpha_{t.name}"] = (0.3, 1.0)
+
+    def fn(p: Params, X: ArrayMap) -> np.ndarray:
+        out = p["S_max"]
+        for t in terms:
+            x = normalise(t, X[t.name])
+            base = 1.0 + x if t.kind == "quality" else x
+            out = out - p[f"A_{t.name}"] * base ** (-p[f"alpha_{t.name}"])
+        return out
+
+    return Law(name="saturating", target="score", inputs=tuple(terms), param_names=tuple(names), bounds=bounds,
+               start_grid=grid, fn=fn, log_params=frozenset(n for n in names if n.startswith("A_")),
+               formula="S = S_max - sum_k A_k t_k^(-alpha_k)")
+
+
+def _hypothesis(kind: str) -> LawFactory:
+    def factory(inputs: Sequence[LawInput] | None = None) -> Law:
+        size, div, qual = _split_inputs(inputs, kind)
+        if not div or not qual:
+            raise FitInputError(f"law {kind!r} needs at least one diversity and one quality axis "
+                                f"(got {len(div)} diversity, {len(qual)} quality)")
+        names = ["S0", "A_N", "alpha_N"]
+        bounds: dict[str, tuple[float, float]] = {"S0": (-1.0, 2.0), "A_N": (1e-6, 10.0), "alpha_N": (1e-3, 3.0)}
+        grid: dict[str, tuple[float, ...]] = {"S0": (0.1, 0.4, 0.7), "A_N": (0.05, 0.3), "alpha_N": (0.2, 0.6, 1.2)}
+        for d in div:
+            names += [f"G_{d.name}", f"alpha_{d.name}"]
+            bounds[f"G_{d.name}"] = (1e-6, 3.0)
+            bounds[f"alpha_{d.name}"] = (1e-3, 5.0)
+            grid[f"G_{d.name}"] = (0.02, 0.1)
+            grid[f"alpha_{d.name}"] = (0.3, 1.0)
+        h_hi = 30.0 if kind == "multiplicative" else 3.0
+        h_grid = (0.2, 1.0) if kind == "multiplicative" else (0.02, 0.1)
+        for q in qual:
+            names += [f"H_{q.name}", f"beta_{q.name}"]
+            bounds[f"H_{q.name}"] = (1e-6, h_hi)
+            bounds[f"beta_{q.name}"] = (1e-2, 10.0)
+            grid[f"H_{q.name}"] = h_grid
+            grid[f"beta_{q.name}"] = (0.5, 2.0)
+        if kind == "interaction":
+            names.append("kappa")
+            bounds["kappa"] = (-10.0, 50.0)
+            grid["kappa"] = (0.0, 2.0, 8.0)
+
+        def fn(p: Params, X: ArrayMap) -> np.ndarray:
+            n = normalise(size, X[size.name])
+            gain = 0.0
+            for d in div:
+                gain = gain + p[f"G_{d.name}"] * (1.0 - normalise(d, X[d.name]) ** (-p[f"alpha_{d.name}"]))
+            qual_gain = 0.0
+            for q in qual:
+                qual_gain = qual_gain + p[f"H_{q.name}"] * (1.0 - (1.0 + normalise(q, X[q.name])) ** (-p[f"beta_{q.name}"]))
+            base = p["S0"] - p["A_N"] * n ** (-p["alpha_N"])
+            if kind == "additive":
+                return base + gain + qual_gain
+            if kind == "multiplicative":
+                return base + gain * (1.0 + qual_gain)
+            return base + gain + qual_gain + p["kappa"] * gain * qual_gain
+
+        formula = {
+            "additive": "S = S0 - A_N n^(-alpha_N) + G(x) + Q(q)",
+            "multiplicative": "S = S0 - A_N n^(-alpha_N) + G(x) (1 + Q(q))",
+            "interaction": "S = S0 - A_N n^(-alpha_N) + G(x) + Q(q) + kappa G(x) Q(q)",
+        }[kind] + "; G(x) = sum_i G_i (1 - t_i^(-alpha_i)), Q(q) = sum_j H_j (1 - (1 + w_j)^(-beta_j))"
+        logs = frozenset(n for n in names if n.split("_")[0] in ("A", "G", "H"))
+        return Law(name=kind, target="score", inputs=(size, *div, *qual), param_names=tuple(names), bounds=bounds,
+                   start_grid=grid, fn=fn, log_params=logs, formula=formula)
+
+    factory.__doc__ = f"The {kind!r} form (see the module docstring)."
+    return factory
+
+
+# ---------------------------------------------------------------------------
+# two-step: loss from N and D, then a sigmoid to accuracy (OLMo model ladder)
+# ---------------------------------------------------------------------------
+def _sigmoid(inputs: Sequence[LawInput] | None = None) -> Law:
+    """``S = lo + (hi - lo) / (1 + exp(k (L - L0)))``: accuracy falls as the loss ``L`` rises (``k > 0``)."""
+    if inputs is None:
+        inputs = (LawInput(name="L", kind="metric"),)
+    loss_in = _one(inputs, "metric", "sigmoid")
+
+    def fn(p: Params, X: ArrayMap) -> np.ndarray:
+        z = np.clip(p["k"] * (X[loss_in.name] - p["L0"]), -60.0, 60.0)
+        return p["lo"] + (p["hi"] - p["lo"]) / (1.0 + np.exp(z))
+
+    return Law(name="sigmoid", target="score", inputs=(loss_in,), param_names=("lo", "hi", "k", "L0"),
+               bounds={"lo": (-0.5, 1.0), "hi": (0.0, 1.5), "k": (1e-2, 100.0), "L0": (1e-3, 50.0)},
+               start_grid={"lo": (0.0, 0.2), "hi": (0.6, 1.0), "k": (1.0, 5.0, 20.0), "L0": (0.5, 1.5, 3.0, 6.0)},
+               fn=fn, log_params=frozenset({"k", "L0"}), formula="S = lo + (hi - lo) / (1 + exp(k (L - L0)))")
+
+
+def _two_step(inputs: Sequence[LawInput] | None = None) -> Law:
+    """Chinchilla loss from ``(N, D)``, then :func:`_sigmoid` to the score (OLMo ladder's two steps).
+
+    Fitting needs the observed loss as the input ``L`` of each point (stage 2) and fits
+    stage 1 on ``L`` itself; prediction chains ``sigmoid(chinchilla(N, D))``.
+    """
+    base = tuple(i for i in (inputs or ()) if i.kind in ("size", "tokens")) or None
+    loss_name = next((i.name for i in (inputs or ()) if i.kind == "metric"), "L")
+    stage1 = _chinchilla(base)
+    stage2 = _sigmoid((LawInput(name=loss_name, kind="metric"),))
+
+    def fn(p: Params, X: ArrayMap) -> np.ndarray:
+        loss = stage1.fn({k: p[k] for k in stage1.param_names}, X)
+        return stage2.fn({k: p[k] for k in stage2.param_names}, {loss_name: loss})
+
+    names = stage1.param_names + stage2.param_names
+    return Law(name="two_step", target="score", inputs=(*stage1.inputs, *stage2.inputs), param_names=names,
+               bounds={**stage1.bounds, **stage2.bounds}, start_grid={**stage1.start_grid, **stage2.start_grid},
+               fn=fn, log_params=stage1.log_params | stage2.log_params,
+               formula=f"{stage1.formula}; {stage2.formula}", stages=(stage1, stage2, loss_name))
+
+
+register_law(_chinchilla, "chinchilla")
+register_law(_saturating, "saturating")
+for _kind in ("additive", "multiplicative", "interaction"):
+    register_law(_hypothesis(_kind), _kind)
+register_law(_sigmoid, "sigmoid")
+register_law(_two_step, "two_step")
