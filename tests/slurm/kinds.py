@@ -1,0 +1,54 @@
+"""Small job kinds for the launcher tests (loaded by file path inside jobs, see slurm.jobs)."""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+from slurm.job import save_checkpoint
+
+
+def succeed(run, workdir: Path, checkpoint):
+    """Finishes at once with one metric derived from the recipe."""
+    return {"metrics": [{"benchmark": "toy", "metric": "score", "score": float(sum(run.recipe.values()))}],
+            "train": {"params": 1000.0, "train_tokens": 2000.0, "train_flops": 6 * 1000.0 * 2000.0, "steps": 1},
+            "dataset_id": "d-test", "extra": {"pid": os.getpid()}}
+
+
+def boom(run, workdir: Path, checkpoint):
+    """Always raises."""
+    raise RuntimeError(f"boom in {run.run_id}")
+
+
+def flaky(run, workdir: Path, checkpoint):
+    """Raises on its first attempt (marker file in the workdir), succeeds on the next."""
+    marker = Path(workdir) / "tried"
+    if not marker.exists():
+        marker.write_text("1")
+        raise RuntimeError("first attempt fails")
+    return succeed(run, workdir, checkpoint)
+
+
+def sleeper(run, workdir: Path, checkpoint):
+    """Sleeps SLEEP_S seconds (env, default 60), then finishes."""
+    time.sleep(float(os.environ.get("TOOLSCALE_TEST_SLEEP_S", "60")))
+    return succeed(run, workdir, checkpoint)
+
+
+def counter(run, workdir: Path, checkpoint):
+    """Counts to TOOLSCALE_TEST_STEPS (env, default 40) one step per second, checkpointing every step.
+
+    Resumes from the checkpoint after a requeue; reports how many steps each start did.
+    """
+    target = int(os.environ.get("TOOLSCALE_TEST_STEPS", "40"))
+    state = dict(checkpoint or {"step": 0, "starts": []})
+    state["starts"] = [*state["starts"], state["step"]]
+    save_checkpoint(workdir, state)
+    while state["step"] < target:
+        time.sleep(float(os.environ.get("TOOLSCALE_TEST_STEP_S", "1")))
+        state["step"] += 1
+        save_checkpoint(workdir, state)
+    out = succeed(run, workdir, checkpoint)
+    out["extra"] = {"starts": state["starts"], "steps": state["step"]}
+    return out

@@ -1,0 +1,64 @@
+"""toolscale launch / sync / cancel / status through main([...])."""
+
+from __future__ import annotations
+
+import json
+
+from grid.registry import Registry
+from toolscale.cli import main
+
+
+def test_launch_debug_json_then_status_and_sync(make, capsys):
+    env = make(n_runs=2)
+    assert main(["launch", "--config", str(env.config_path), "--executor", "debug", "--job-kind", "succeed",
+                 "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert sorted(out["launch"]["submitted"]) == sorted(env.run_ids)
+    assert main(["status", "--registry", str(env.registry), "--json"]) == 0
+    status = json.loads(capsys.readouterr().out)
+    assert status["experiments"]["sl-test"]["done"] == 2
+    assert main(["sync", "--config", str(env.config_path), "--json"]) == 0
+    rep = json.loads(capsys.readouterr().out)
+    assert rep["ingested"] == 0 and rep["duplicate"] == 2 and rep["counts"]["done"] == 2
+
+
+def test_launch_failures_show_in_status(make, capsys):
+    env = make(n_runs=1, max_attempts=1)
+    assert main(["launch", "--config", str(env.config_path), "--executor", "debug", "--job-kind", "boom"]) == 0
+    assert "submitted 1 runs" in capsys.readouterr().out
+    assert main(["status", "--registry", str(env.registry)]) == 0
+    text = capsys.readouterr().out
+    assert "last failures" in text and "boom in" in text
+
+
+def test_unknown_job_kind_is_one_line_exit_2(make, capsys):
+    env = make(n_runs=1)
+    assert main(["launch", "--config", str(env.config_path), "--job-kind", "nope"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("toolscale: error: unknown job kind 'nope'") and err.count("\n") == 1
+
+
+def test_bad_max_parallel_names_the_value(make, capsys):
+    env = make(n_runs=1)
+    assert main(["launch", "--config", str(env.config_path), "--max-parallel", "0"]) == 2
+    assert "must be a positive integer, got 0" in capsys.readouterr().err
+
+
+def test_sync_and_cancel_need_an_experiment(capsys, tmp_path):
+    assert main(["sync", "--registry", str(tmp_path / "r.duckdb")]) == 2
+    assert "needs --config CONFIG or --experiment NAME" in capsys.readouterr().err
+    assert main(["cancel", "--registry", str(tmp_path / "r.duckdb")]) == 2
+
+
+def test_cancel_records_live_runs(make, capsys):
+    env = make(n_runs=2)
+    with Registry(env.registry) as reg:
+        reg.mark_submitted({env.run_ids[0]: "DEBUG_7"})
+    assert main(["cancel", "--config", str(env.config_path), "--json"]) == 0
+    rep = json.loads(capsys.readouterr().out)
+    assert rep["cancelled"] == [env.run_ids[0]]
+    assert rep["errors"] == [f"job DEBUG_7 of run {env.run_ids[0]} is in no launch manifest under "
+                             f"{env.folder}; not signalled"]
+    with Registry(env.registry, read_only=True) as reg:
+        assert {r.run_id: r.status for r in reg.runs("sl-test")} == {env.run_ids[0]: "cancelled",
+                                                                      env.run_ids[1]: "pending"}

@@ -1,0 +1,169 @@
+"""launch / sync / cancel through the debug (in-process) and local (subprocess) executors."""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+
+import pytest
+
+from grid.registry import Registry
+from slurm.errors import SubmitError, UnknownJobKindError
+from slurm.launcher import cancel, launch, read_manifests
+from slurm.paths import LaunchPaths
+from slurm.sync import sync, wait
+
+
+def test_debug_launch_runs_every_pending_run_and_ingests(make, rows):
+    env = make(n_runs=3, sizes=("s", "m"))
+    rep = launch(env.config, env.registry, executor="debug", job_kind="succeed")
+    assert sorted(rep.submitted) == sorted(env.run_ids)
+    assert rep.arrays == 2  # one submission per ladder rung
+    got = rows(env)
+    assert {r.status for r in got.values()} == {"done"}
+    assert got[env.run_ids[1]].metrics == {"toy/score": 2.0}
+    assert all(r.attempts == 1 and r.job_id.startswith("DEBUG_") for r in got.values())
+    assert got[env.run_ids[0]].train_flops == pytest.approx(1.2e7)
+    again = sync(env.registry, config=env.config)
+    assert again.ingested == 0 and again.duplicate == len(env.run_ids)
+    assert launch(env.config, env.registry, executor="debug", job_kind="succeed").submitted == []
+
+
+def test_each_launch_gets_a_fresh_submitit_folder_and_manifest(make):
+    env = make(n_runs=2)
+    a = launch(env.config, env.registry, executor="debug", job_kind="boom")
+    b = launch(env.config, env.registry, executor="debug", job_kind="succeed", resume=True)
+    assert a.launch_id != b.launch_id
+    manifests = read_manifests(LaunchPaths.of(env.folder), env.config.experiment.name)
+    assert [m.launch_id for m in manifests] == [a.launch_id, b.launch_id]
+    assert manifests[0].submitit_folder != manifests[1].submitit_folder
+    assert set(manifests[1].jobs) == set(env.run_ids)
+
+
+def test_raising_job_is_failed_with_traceback_and_retried_up_to_max_attempts(make, rows):
+    env = make(n_runs=2, max_attempts=3)
+    launch(env.config, env.registry, executor="debug", job_kind="boom")
+    for _ in range(5):
+        sync(env.registry, config=env.config)
+    for r in rows(env).values():
+        assert r.status == "failed"
+        assert r.attempts == 3
+        assert "RuntimeError: boom in" in r.error and "Traceback" in r.error
+    with Registry(env.registry, read_only=True) as reg:
+        events = [e for e, _ in reg.events(env.run_ids[0])]
+    assert events.count("submitted") == 3 and events.count("failed") == 3
+    # earlier attempts' result files are kept aside, never re-ingested
+    kept = sorted(p.name for p in (env.folder / "attempts").iterdir())
+    assert f"{env.run_ids[0]}.1.result.json" in kept
+
+
+def test_flaky_job_succeeds_on_retry(make, rows):
+    env = make(n_runs=1)
+    launch(env.config, env.registry, executor="debug", job_kind="flaky")
+    assert rows(env)[env.run_ids[0]].status == "failed"
+    rep = sync(env.registry, config=env.config)
+    assert rep.retried == env.run_ids
+    sync(env.registry, config=env.config)
+    r = rows(env)[env.run_ids[0]]
+    assert (r.status, r.attempts, r.error) == ("done", 2, None)
+
+
+def test_no_retry_leaves_failed_runs(make, rows):
+    env = make(n_runs=1)
+    launch(env.config, env.registry, executor="debug", job_kind="boom")
+    rep = sync(env.registry, config=env.config, retry=False)
+    assert rep.retried == [] and rows(env)[env.run_ids[0]].attempts == 1
+
+
+def test_truncated_result_file_is_reported_not_ingested(make, rows):
+    env = make(n_runs=2)
+    launch(env.config, env.registry, executor="debug", job_kind="succeed")
+    bad = LaunchPaths.of(env.folder).result("sl-test-s-9")
+    good_text = LaunchPaths.of(env.folder).result(env.run_ids[0]).read_text()
+    bad.write_text(good_text[: len(good_text) // 2])
+    rep = sync(env.registry, config=env.config)
+    assert rep.ingested == 0
+    assert any("sl-test-s-9.result.json" in p and "truncated" in p for p in rep.problems)
+
+
+def test_truncated_result_of_a_live_run_keeps_it_out_of_done(make, rows):
+    env = make(n_runs=1)
+    with Registry(env.registry) as reg:
+        reg.mark_submitted({env.run_ids[0]: "DEBUG_1"})
+    path = LaunchPaths.of(env.folder).result(env.run_ids[0])
+    path.parent.mkdir(parents=True)
+    path.write_text('{"run_id": "%s", "experiment": "sl-test", "status": "do' % env.run_ids[0])
+    rep = sync(env.registry, config=env.config, retry=False)
+    assert rep.ingested == 0 and len(rep.problems) == 1
+    assert rows(env)[env.run_ids[0]].status != "done"
+
+
+def test_unknown_job_kind_is_a_usage_error_and_runs_stay_pending(make, rows):
+    env = make(n_runs=1)
+    with pytest.raises(UnknownJobKindError, match="unknown job kind 'nope'; known: .*pipeline"):
+        launch(env.config, env.registry, executor="debug", job_kind="nope")
+    assert rows(env)[env.run_ids[0]].status == "pending"
+
+
+def test_bad_extra_sbatch_flag_is_a_submit_error(tmp_path, make, rows):
+    env = make(n_runs=1, slurm='[executor.slurm]\nadditional_parameters = { time = "5" }')
+    with pytest.raises(SubmitError, match="'time' is set by toolscale"):
+        launch(env.config, env.registry, executor="debug", job_kind="succeed")
+    assert rows(env)[env.run_ids[0]].status == "pending"
+
+
+@pytest.mark.integration
+def test_local_executor_runs_subprocesses_with_max_parallel(make, rows):
+    env = make(n_runs=3, executor="local", max_parallel=2)
+    rep = launch(env.config, env.registry, job_kind="succeed")
+    assert len(rep.submitted) == 2 and len(rep.left_pending) == 1
+    final = wait(env.registry, config=env.config, poll_s=0.3, timeout_s=60,
+                 top_up=lambda: launch(env.config, env.registry, job_kind="succeed"))
+    assert final.counts["done"] == 3 and final.active == 0
+    got = rows(env)
+    pids = {json.loads(json.dumps(r.metadata))["pid"] for r in got.values()}
+    assert os.getpid() not in pids and len(pids) == 3  # each run in its own process
+
+
+@pytest.mark.integration
+def test_local_cancel_then_resume(make, rows, monkeypatch):
+    monkeypatch.setenv("TOOLSCALE_TEST_SLEEP_S", "60")
+    env = make(n_runs=1, executor="local")
+    rep = launch(env.config, env.registry, job_kind="sleeper")
+    pid = int(rep.job_ids[env.run_ids[0]])
+    out = cancel(env.config, env.registry, experiment=env.config.experiment.name)
+    assert out.cancelled == env.run_ids and out.errors == []
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline and sync(env.registry, config=env.config).active:
+        time.sleep(0.2)
+    from slurm.launcher import LOCAL_JOBS
+    job = LOCAL_JOBS.get(str(pid))
+    if job is not None:
+        job._process.wait(timeout=20)
+    assert rows(env)[env.run_ids[0]].status == "cancelled"
+    monkeypatch.setenv("TOOLSCALE_TEST_SLEEP_S", "0")
+    assert launch(env.config, env.registry, job_kind="succeed").submitted == []  # plain launch: pending only
+    again = launch(env.config, env.registry, job_kind="sleeper", resume=True)
+    assert again.submitted == env.run_ids
+    wait(env.registry, config=env.config, poll_s=0.3, timeout_s=60)
+    r = rows(env)[env.run_ids[0]]
+    assert (r.status, r.attempts) == ("done", 2)
+
+
+@pytest.mark.integration
+def test_launcher_killed_between_submit_and_registry_update_is_recovered_by_sync(make, rows, monkeypatch):
+    env = make(n_runs=2, executor="local")
+
+    def killed(self, job_ids):
+        raise KeyboardInterrupt("launcher killed")
+
+    monkeypatch.setattr(Registry, "mark_submitted", killed)
+    with pytest.raises(KeyboardInterrupt):
+        launch(env.config, env.registry, job_kind="succeed")
+    monkeypatch.undo()
+    assert {r.status for r in rows(env).values()} == {"pending"}
+    final = wait(env.registry, config=env.config, poll_s=0.3, timeout_s=60)
+    got = rows(env)
+    assert final.counts["done"] == 2
+    assert all(r.status == "done" and r.attempts == 1 for r in got.values())

@@ -1,0 +1,54 @@
+"""Ladder rung + SLURM spec -> submitit parameters (pure), and the sbatch file they make."""
+
+from __future__ import annotations
+
+import pytest
+
+from slurm.errors import SubmitError
+from slurm.resources import executor_parameters
+from toolscale.config import ModelSize, SlurmSpec
+
+
+def _sbatch(params: dict) -> str:
+    from submitit.slurm.slurm import _make_sbatch_string
+
+    shared = {"timeout_min": "time", "cpus_per_task": "cpus_per_task", "mem_gb": "mem",
+              "gpus_per_node": "gpus_per_node", "name": "job_name"}
+    kw = {shared[k]: v for k, v in params.items() if k in shared}
+    kw["mem"] = f"{int(kw['mem'])}GB"
+    kw.update({k[len("slurm_"):]: v for k, v in params.items() if k.startswith("slurm_")})
+    return _make_sbatch_string(command="python -m x", folder="/f", map_count=10, **kw)
+
+
+def test_rung_resources_and_pass_through():
+    size = ModelSize(name="l", cpus=4, mem_gb=16, gpus=1, timeout_min=90)
+    spec = SlurmSpec(partition="gpu", account="acct", qos="high", constraint="a100",
+                     additional_parameters={"mail_type": "FAIL", "exclusive": True})
+    p = executor_parameters(size, spec, max_parallel=3, job_name="ts-e-l")
+    assert p["timeout_min"] == 90 and p["cpus_per_task"] == 4 and p["mem_gb"] == 16.0 and p["gpus_per_node"] == 1
+    assert p["slurm_partition"] == "gpu" and p["slurm_account"] == "acct" and p["slurm_qos"] == "high"
+    text = _sbatch(p)
+    for line in ["--partition=gpu", "--account=acct", "--qos=high", "--constraint=a100", "--cpus-per-task=4",
+                 "--mem=16GB", "--gpus-per-node=1", "--time=90", "--array=0-9%3", "--mail-type=FAIL",
+                 "#SBATCH --exclusive", "--signal=USR2@60", "--job-name=ts-e-l"]:
+        assert line in text, f"{line!r} missing from:\n{text}"
+
+
+def test_cpu_rung_has_no_gpu_and_unset_options_are_absent():
+    p = executor_parameters(ModelSize(name="s"), SlurmSpec(), max_parallel=1, job_name="j")
+    assert "gpus_per_node" not in p and "slurm_partition" not in p and "slurm_additional_parameters" not in p
+    assert "--partition" not in _sbatch(p)
+
+
+def test_signal_delay_fits_inside_short_time_limits():
+    p = executor_parameters(ModelSize(name="s", timeout_min=1), SlurmSpec(), max_parallel=1, job_name="j",
+                            signal_delay_s=300)
+    assert p["slurm_signal_delay_s"] == 55
+
+
+@pytest.mark.parametrize(("extra", "message"), [({"time": "10"}, "'time' is set by toolscale"),
+                                                 ({"Bad Flag": 1}, "'Bad Flag' is not an sbatch flag name")])
+def test_bad_extra_flags_are_rejected(extra, message):
+    with pytest.raises(SubmitError, match=message):
+        executor_parameters(ModelSize(name="s"), SlurmSpec(additional_parameters=extra), max_parallel=1,
+                            job_name="j")
