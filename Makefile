@@ -14,6 +14,7 @@ $(VPY):
 # Reinstall only when pyproject.toml changed since the last install.
 $(STAMP): pyproject.toml | $(VPY)
 	$(VPY) -m pip install -q -e '.[dev]'
+	test -f .cache/bfcl/bfcl_eval-2026.3.23-py3-none-any.whl || $(VPY) -m pip download -q --no-deps bfcl-eval==2026.3.23 -d .cache/bfcl || echo "warning: BFCL data wheel not downloaded; the bfcl benchmark is unavailable"
 	touch $(STAMP)
 
 install: $(STAMP)

@@ -1,0 +1,353 @@
+"""Generation backends behind one small interface, registered by name and imported lazily.
+
+A backend turns :class:`~eval.models.ChatRequest` objects into completion *text* in the pinned
+tool-call format (interface 3), which :func:`eval.parsing.parse_output` then reads; backends that
+can also score a given continuation (transformers) feed the likelihood metrics.
+
+* ``transformers`` (default): ``generate`` on the CPU (or the model's device), greedy, batched
+  with left padding; ``score`` sums the log-probabilities of the assistant tokens of a
+  conversation (the chat template's ``{% generation %}`` mask, else the last assistant turn).
+* ``openai``: any OpenAI-compatible ``/chat/completions`` endpoint (how a vLLM server is used on GPU
+  machines), via the standard library's ``urllib``; structured ``tool_calls`` in the response are
+  written back in the pinned text format.
+* ``vllm``: vLLM in-process, only where ``import vllm`` works (never beside our pinned torch here).
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import urllib.error
+import urllib.request
+from pathlib import Path
+from typing import Any, Protocol, runtime_checkable
+
+from eval.errors import BackendError
+from eval.models import ChatRequest, ContinuationScore
+from eval.parsing import CLOSE_TAG, OPEN_TAG
+from toolscale.errors import UsageError
+
+__all__ = ["Backend", "BACKENDS", "get_backend", "TransformersBackend", "OpenAIBackend", "VLLMBackend",
+           "tool_calls_to_text"]
+
+
+@runtime_checkable
+class Backend(Protocol):
+    """What the runner needs from a model."""
+
+    name: str
+
+    def generate(self, requests: list[ChatRequest], *, max_new_tokens: int) -> list[str]:
+        """One greedy completion (text, special tokens removed) per request, in order."""
+        ...  # pragma: no cover
+
+    def score(self, requests: list[ChatRequest]) -> list[ContinuationScore] | None:
+        """Log-likelihood of each conversation's assistant turns, or None when unsupported."""
+        ...  # pragma: no cover
+
+
+BACKENDS: dict[str, str] = {
+    "transformers": "eval.backends:TransformersBackend",
+    "openai": "eval.backends:OpenAIBackend",
+    "vllm": "eval.backends:VLLMBackend",
+}
+"""Backend name -> ``"module:class"``; each class takes ``(model, **options)``."""
+
+
+def get_backend(name: str, model: str, **options: Any) -> Backend:
+    """Instantiate backend ``name`` for ``model`` (a folder, a hub id on a cluster, or a served model name)."""
+    if name not in BACKENDS:
+        raise UsageError(f"unknown backend {name!r}; known: {', '.join(BACKENDS)}")
+    module, attr = BACKENDS[name].split(":")
+    return getattr(importlib.import_module(module), attr)(model, **options)
+
+
+def _clean_messages(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Messages for a chat template: ``None`` fields dropped, tool-call arguments as one-line JSON strings."""
+    try:
+        from train.chat import normalize_messages
+    except ImportError:  # pragma: no cover - train is part of this checkout
+        return [{k: v for k, v in m.items() if v is not None} for m in messages]
+    return normalize_messages(messages)
+
+
+# --------------------------------------------------------------------------------------------- transformers
+
+
+class TransformersBackend:
+    """A causal LM loaded with ``from_pretrained`` from a folder (offline), greedy decoding.
+
+    Parameters
+    ----------
+    model : str
+        Model folder (model + tokenizer with a chat template), or a loaded ``(model, tokenizer)``
+        is passed through ``model_obj``/``tokenizer_obj``.
+    batch_size : int
+        Requests per forward pass.
+    device : str
+        ``cpu`` (default) or ``cuda``.
+    threads : int or None
+        ``torch.set_num_threads`` when given.
+    """
+
+    name = "transformers"
+
+    def __init__(self, model: str, *, batch_size: int = 8, device: str = "cpu", threads: int | None = None,
+                 model_obj: Any = None, tokenizer_obj: Any = None) -> None:
+        import torch
+
+        if threads:
+            torch.set_num_threads(threads)
+        self.batch_size = max(1, int(batch_size))
+        self.device = device
+        self.tokenizer = tokenizer_obj if tokenizer_obj is not None else self._load_tokenizer(model)
+        self.model = model_obj if model_obj is not None else self._load_model(model)
+        self.model.to(device)
+        self.model.eval()
+        if self.tokenizer.pad_token_id is None:
+            self.tokenizer.pad_token = self.tokenizer.eos_token
+        if not getattr(self.tokenizer, "chat_template", None):
+            raise BackendError(f"the tokenizer of {model!r} has no chat template; expected one that renders tools "
+                               "and <tool_call> blocks (train.chat.CHAT_TEMPLATE)")
+        self.generated_tokens = 0
+        """Tokens generated so far (for throughput figures)."""
+
+    @staticmethod
+    def _load_tokenizer(path: str) -> Any:
+        if not Path(path).exists():
+            raise BackendError(f"model folder {path!r} does not exist; expected a folder written by "
+                               "save_pretrained (or 'gold')")
+        try:
+            from train.tokenizer import load_tokenizer
+
+            return load_tokenizer(path)
+        except ImportError:  # pragma: no cover
+            from transformers import AutoTokenizer
+
+            return AutoTokenizer.from_pretrained(path)
+        except Exception as err:  # train's own error type, or transformers'
+            raise BackendError(f"cannot load a tokenizer from {path!r}: {str(err).splitlines()[0]}") from None
+
+    @staticmethod
+    def _load_model(path: str) -> Any:
+        from transformers import AutoModelForCausalLM
+
+        try:
+            return AutoModelForCausalLM.from_pretrained(path)
+        except (OSError, ValueError) as err:
+            raise BackendError(f"cannot load a model from {path!r}: {str(err).splitlines()[0]}") from None
+
+    def _prompt_ids(self, request: ChatRequest) -> list[int]:
+        text = self.tokenizer.apply_chat_template(_clean_messages(request.messages), tools=request.tools,
+                                                  tokenize=False, add_generation_prompt=True)
+        return self.tokenizer(text, add_special_tokens=False)["input_ids"]
+
+    def generate(self, requests: list[ChatRequest], *, max_new_tokens: int = 128) -> list[str]:
+        """Greedy completions, ``batch_size`` at a time, left-padded; sorted by length to waste little padding."""
+        import torch
+
+        prompts = [self._prompt_ids(r) for r in requests]
+        order = sorted(range(len(prompts)), key=lambda i: len(prompts[i]))
+        out: list[str] = [""] * len(prompts)
+        pad = self.tokenizer.pad_token_id
+        eos = self.tokenizer.eos_token_id
+        for start in range(0, len(order), self.batch_size):
+            batch = order[start:start + self.batch_size]
+            width = max(len(prompts[i]) for i in batch)
+            ids = torch.full((len(batch), width), pad, dtype=torch.long)
+            mask = torch.zeros((len(batch), width), dtype=torch.long)
+            for row, i in enumerate(batch):  # left padding: generation continues right after each prompt
+                n = len(prompts[i])
+                ids[row, width - n:] = torch.tensor(prompts[i], dtype=torch.long)
+                mask[row, width - n:] = 1
+            with torch.no_grad():
+                gen = self.model.generate(input_ids=ids.to(self.device), attention_mask=mask.to(self.device),
+                                          max_new_tokens=max_new_tokens, do_sample=False, pad_token_id=pad,
+                                          eos_token_id=eos)
+            new = gen[:, width:].cpu()
+            for row, i in enumerate(batch):
+                tokens = new[row].tolist()
+                if eos is not None and eos in tokens:
+                    tokens = tokens[:tokens.index(eos) + 1]
+                self.generated_tokens += len(tokens)
+                out[i] = self.tokenizer.decode(tokens, skip_special_tokens=True)
+        return out
+
+    def _scored_ids(self, request: ChatRequest) -> tuple[list[int], list[int]]:
+        """(token ids, 0/1 mask of the assistant tokens to score) for one conversation."""
+        messages = _clean_messages(request.messages)
+        enc = self.tokenizer.apply_chat_template(messages, tools=request.tools, tokenize=True, return_dict=True,
+                                                 return_assistant_tokens_mask=True)
+        ids = list(enc["input_ids"])
+        mask = list(enc.get("assistant_masks") or [])
+        if len(mask) == len(ids) and any(mask):
+            return ids, mask
+        # no {% generation %} markers: score the last assistant turn as the continuation of its prompt
+        last = max(i for i, m in enumerate(messages) if m.get("role") == "assistant")
+        prompt = self.tokenizer.apply_chat_template(messages[:last], tools=request.tools, tokenize=False,
+                                                    add_generation_prompt=True)
+        full = self.tokenizer.apply_chat_template(messages[:last + 1], tools=request.tools, tokenize=False)
+        if not full.startswith(prompt):
+            raise BackendError("the chat template does not render an assistant turn as a continuation of its "
+                               "generation prompt; cannot score continuations")
+        p = self.tokenizer(prompt, add_special_tokens=False)["input_ids"]
+        c = self.tokenizer(full[len(prompt):], add_special_tokens=False)["input_ids"]
+        return p + c, [0] * len(p) + [1] * len(c)
+
+    def score(self, requests: list[ChatRequest]) -> list[ContinuationScore]:
+        """Sum of log p(token | prefix) over each conversation's assistant tokens, in nats.
+
+        Notes
+        -----
+        ``logprob = sum_t m_t * log softmax(z_{t-1})[x_t]`` with ``m`` the assistant mask; the mean
+        per-token loss of a set of items is ``-sum logprob / sum n_tokens``.
+        """
+        import torch
+
+        encoded = [self._scored_ids(r) for r in requests]
+        order = sorted(range(len(encoded)), key=lambda i: len(encoded[i][0]))
+        out: list[ContinuationScore | None] = [None] * len(encoded)
+        pad = self.tokenizer.pad_token_id
+        for start in range(0, len(order), self.batch_size):
+            batch = order[start:start + self.batch_size]
+            width = max(len(encoded[i][0]) for i in batch)
+            ids = torch.full((len(batch), width), pad, dtype=torch.long)
+            attn = torch.zeros((len(batch), width), dtype=torch.long)
+            tmask = torch.zeros((len(batch), width), dtype=torch.float32)
+            for row, i in enumerate(batch):  # right padding for scoring
+                x, m = encoded[i]
+                ids[row, :len(x)] = torch.tensor(x, dtype=torch.long)
+                attn[row, :len(x)] = 1
+                tmask[row, :len(m)] = torch.tensor(m, dtype=torch.float32)
+            with torch.no_grad():
+                logits = self.model(input_ids=ids.to(self.device), attention_mask=attn.to(self.device)).logits
+            logp = torch.log_softmax(logits[:, :-1].float(), dim=-1).cpu()
+            target = ids[:, 1:]
+            tok_lp = logp.gather(-1, target.unsqueeze(-1)).squeeze(-1) * tmask[:, 1:]
+            for row, i in enumerate(batch):
+                n = int(tmask[row, 1:].sum().item())
+                out[i] = ContinuationScore(logprob=float(tok_lp[row].sum().item()), n_tokens=n)
+        return [s for s in out if s is not None]
+
+
+# --------------------------------------------------------------------------------------------- openai
+
+
+def tool_calls_to_text(content: str | None, tool_calls: list[dict[str, Any]] | None) -> str:
+    """An OpenAI response message as text in the pinned format (content, then one block per call).
+
+    Arguments that are not valid JSON are kept as a JSON string, which the parser flags as malformed.
+    """
+    parts = [content or ""]
+    for call in tool_calls or []:
+        fn = call.get("function") or {}
+        args: Any = fn.get("arguments", {})
+        if isinstance(args, str):
+            try:
+                args = json.loads(args) if args.strip() else {}
+            except ValueError:
+                pass  # stays a string: malformed
+        parts.append(OPEN_TAG + json.dumps({"name": fn.get("name"), "arguments": args}, ensure_ascii=False)
+                     + CLOSE_TAG)
+    return "".join(parts)
+
+
+class OpenAIBackend:
+    """An OpenAI-compatible chat-completions endpoint (e.g. ``vllm serve MODEL``), greedy, one request each.
+
+    Parameters
+    ----------
+    model : str
+        Served model name; ``""`` or ``"auto"`` asks ``GET {endpoint}/models`` for the first one.
+    endpoint : str
+        Base URL, e.g. ``http://localhost:8000/v1``.
+    api_key : str or None
+        Sent as a bearer token when given.
+    timeout_s : float
+        Per-request timeout in seconds.
+    """
+
+    name = "openai"
+
+    def __init__(self, model: str, *, endpoint: str | None = None, api_key: str | None = None,
+                 timeout_s: float = 120.0, **_: Any) -> None:
+        if not endpoint:
+            raise UsageError("the openai backend needs an endpoint URL, e.g. http://localhost:8000/v1; got none")
+        if not endpoint.startswith(("http://", "https://")):
+            raise UsageError(f"endpoint must be an http(s) URL, got {endpoint!r}")
+        self.endpoint = endpoint.rstrip("/")
+        self.api_key = api_key
+        self.timeout_s = timeout_s
+        self.model = model if model and model != "auto" else self._first_model()
+
+    def _call(self, path: str, payload: dict[str, Any] | None = None) -> dict[str, Any]:
+        url = f"{self.endpoint}/{path}"
+        data = json.dumps(payload).encode() if payload is not None else None
+        req = urllib.request.Request(url, data=data, method="POST" if data else "GET",
+                                     headers={"Content-Type": "application/json",
+                                              **({"Authorization": f"Bearer {self.api_key}"} if self.api_key else {})})
+        try:
+            with urllib.request.urlopen(req, timeout=self.timeout_s) as resp:  # noqa: S310 - user-given URL
+                return json.loads(resp.read().decode("utf-8"))
+        except urllib.error.HTTPError as err:
+            body = err.read().decode("utf-8", "replace")[:200].replace("\n", " ")
+            raise BackendError(f"{url} answered HTTP {err.code}: {body}") from None
+        except (urllib.error.URLError, OSError, ValueError) as err:
+            raise BackendError(f"cannot reach {url}: {err}") from None
+
+    def _first_model(self) -> str:
+        data = self._call("models").get("data") or []
+        if not data:
+            raise BackendError(f"{self.endpoint}/models lists no model; pass the served model name")
+        return str(data[0]["id"])
+
+    def generate(self, requests: list[ChatRequest], *, max_new_tokens: int = 128) -> list[str]:
+        """One chat completion per request (temperature 0)."""
+        out = []
+        for r in requests:
+            payload: dict[str, Any] = {"model": self.model, "messages": _clean_messages(r.messages),
+                                       "temperature": 0.0, "max_tokens": max_new_tokens}
+            if r.tools:
+                payload["tools"] = r.tools
+            resp = self._call("chat/completions", payload)
+            try:
+                msg = resp["choices"][0]["message"]
+            except (KeyError, IndexError, TypeError):
+                raise BackendError(f"unexpected response from {self.endpoint}: {str(resp)[:200]}") from None
+            out.append(tool_calls_to_text(msg.get("content"), msg.get("tool_calls")))
+        return out
+
+    def score(self, requests: list[ChatRequest]) -> None:
+        """Not supported over chat completions: the likelihood metrics are left out."""
+        return None
+
+
+# --------------------------------------------------------------------------------------------- vllm
+
+
+class VLLMBackend:
+    """vLLM in-process (GPU machines only; vLLM cannot be installed beside our pinned torch)."""
+
+    name = "vllm"
+
+    def __init__(self, model: str, **options: Any) -> None:
+        try:
+            vllm = importlib.import_module("vllm")
+        except ImportError:
+            raise BackendError("the vllm backend needs the vllm package, which is not importable here; "
+                               "serve the model with `vllm serve` and use --backend openai") from None
+        self._vllm = vllm
+        self.llm = vllm.LLM(model=model, **{k: v for k, v in options.items() if k in ("dtype", "max_model_len")})
+
+    def generate(self, requests: list[ChatRequest], *, max_new_tokens: int = 128) -> list[str]:
+        """Greedy completions through the model's own chat template."""
+        params = self._vllm.SamplingParams(temperature=0.0, max_tokens=max_new_tokens)
+        out = []
+        for r in requests:  # tools differ per request, and LLM.chat takes one tools list per call
+            res = self.llm.chat([_clean_messages(r.messages)], params, tools=r.tools, use_tqdm=False)
+            out.append(res[0].outputs[0].text)
+        return out
+
+    def score(self, requests: list[ChatRequest]) -> None:
+        """Not implemented for vLLM: the likelihood metrics are left out."""
+        return None

@@ -1,0 +1,92 @@
+"""The benchmark registry: name -> metadata and a lazily imported item loader.
+
+Every benchmark reports a headline ``score`` (higher is better, in [0, 1]) and continuous metrics
+beside it, which vary smoothly with scale where accuracy is step-like at small scale
+(DataDecide, Magnusson et al. 2025):
+
+* ``field_match`` -- share of expected fields (function name, each argument) right, from the
+  generated text (:func:`eval.ast_match.match_item`);
+* ``call_logprob`` -- mean over items of the log-likelihood (nats) of the reference answer's
+  tokens given the prompt (higher is better);
+* ``loss`` -- held-out assistant-token loss: the reference answer's mean negative log-likelihood
+  per token, in nats/token (lower is better).
+
+The two likelihood metrics need a backend that scores continuations (transformers); the
+``gold`` pseudo-model and generation-only endpoints report the others only.
+"""
+
+from __future__ import annotations
+
+import difflib
+import importlib
+from collections.abc import Callable
+from typing import Any
+
+from eval.errors import UnknownBenchmarkError
+from eval.models import BenchmarkInfo
+
+__all__ = ["register_benchmark", "get_benchmark", "list_benchmarks", "load_items", "CALL_METRICS", "ENV_METRICS"]
+
+CALL_METRICS: dict[str, str] = {
+    "score": "share of items answered exactly right (AST match; no call on irrelevance items)",
+    "field_match": "share of expected fields (name, arguments) right, from the generated calls",
+    "call_logprob": "mean log-likelihood of the reference call's tokens, nats (needs a scoring backend)",
+    "loss": "reference answer's mean NLL per token, nats/token, lower is better (needs a scoring backend)",
+}
+ENV_METRICS: dict[str, str] = {
+    "score": "pass rate: share of episodes whose F1 reward is 1",
+    "f1": "mean F1 reward of the episode's calls against the target calls",
+    "call_logprob": "mean log-likelihood of the reference trajectory's assistant tokens, nats",
+    "loss": "reference trajectory's assistant-token NLL per token, nats/token, lower is better",
+}
+
+_REGISTRY: dict[str, BenchmarkInfo] = {}
+
+
+def register_benchmark(info: BenchmarkInfo) -> BenchmarkInfo:
+    """Add a benchmark (its loader stays a ``"module:attr"`` string until first use)."""
+    _REGISTRY[info.name] = info
+    return info
+
+
+def get_benchmark(name: str) -> BenchmarkInfo:
+    """The registered benchmark called ``name``; a one-line error with suggestions otherwise."""
+    try:
+        return _REGISTRY[name]
+    except (KeyError, TypeError):
+        close = difflib.get_close_matches(str(name), list(_REGISTRY), n=1)
+        hint = f"; did you mean {close[0]!r}?" if close else ""
+        raise UnknownBenchmarkError(f"unknown benchmark {name!r}; known: {', '.join(sorted(_REGISTRY))}{hint}") from None
+
+
+def list_benchmarks() -> list[BenchmarkInfo]:
+    """All registered benchmarks, by name."""
+    return [_REGISTRY[k] for k in sorted(_REGISTRY)]
+
+
+def load_items(name: str, **kwargs: Any) -> list[Any]:
+    """The items of benchmark ``name`` (imports its loader on first use)."""
+    info = get_benchmark(name)
+    module, attr = info.loader.split(":")
+    loader: Callable[..., list[Any]] = getattr(importlib.import_module(module), attr)
+    return loader(**kwargs)
+
+
+register_benchmark(BenchmarkInfo(
+    name="heldout-calls", version="1", kind="calls", loader="eval.heldout:load_heldout_calls",
+    description="single-step calls on the held-out bundled servers (synth.servers HELDOUT_DOMAINS), "
+                "BFCL-style AST match of function name, required arguments and values, plus irrelevance "
+                "items whose right answer is no call; score = share right",
+    metrics=CALL_METRICS))
+register_benchmark(BenchmarkInfo(
+    name="heldout-env", version="1", kind="env", loader="eval.heldout:load_heldout_env",
+    description="multi-turn episodes in executable environments (synth.envs) built from the held-out "
+                "servers; score = pass rate (F1 reward 1), f1 = mean F1 reward",
+    metrics=ENV_METRICS))
+register_benchmark(BenchmarkInfo(
+    name="bfcl", version="v4-2026.3.23", kind="calls", loader="eval.bfcl:load_bfcl", aggregate="category_mean",
+    description="Berkeley Function Calling Leaderboard v4, non-live AST categories simple (python), "
+                "multiple, parallel, parallel_multiple, irrelevance; score = unweighted mean of the "
+                "category accuracies (BFCL's summary), acc_<category> each",
+    metrics={**CALL_METRICS, "score": "unweighted mean of the per-category accuracies",
+             "acc_<category>": "accuracy within one BFCL category"}))

@@ -1,0 +1,132 @@
+"""Contracts of the eval package: tool calls, benchmark items, match results, benchmark metadata.
+
+Only pydantic and the standard library are imported here, so every other package can read
+these types without pulling in torch.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+__all__ = ["ToolCall", "ParsedOutput", "ChatRequest", "CallItem", "MatchResult", "ContinuationScore", "BenchmarkInfo",
+           "EnvItem", "Category", "CATEGORIES"]
+
+Category = Literal["simple", "multiple", "parallel", "parallel_multiple", "irrelevance"]
+CATEGORIES: tuple[str, ...] = ("simple", "multiple", "parallel", "parallel_multiple", "irrelevance")
+"""BFCL's single-turn AST categories, in BFCL's order."""
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class ToolCall(_Frozen):
+    """One function call, as parsed from a model's text or built from a reference answer."""
+
+    name: str
+    """Function name, exactly as the model wrote it."""
+    arguments: dict[str, Any] = Field(default_factory=dict)
+    """Argument values by parameter name (JSON values)."""
+
+
+class ParsedOutput(_Frozen):
+    """What :func:`eval.parsing.parse_output` finds in one completion."""
+
+    calls: list[ToolCall] = Field(default_factory=list)
+    """Well-formed tool calls, in order."""
+    content: str = ""
+    """Text outside the ``<tool_call>`` blocks, stripped."""
+    malformed: list[str] = Field(default_factory=list)
+    """Why each malformed call attempt was rejected (one short reason each)."""
+
+    @property
+    def attempted(self) -> bool:
+        """True when the completion tried to call a tool at all (well-formed or not)."""
+        return bool(self.calls or self.malformed)
+
+
+class ChatRequest(_Frozen):
+    """What a backend is asked: a conversation so far and the tools offered (OpenAI formats)."""
+
+    messages: list[dict[str, Any]]
+    """OpenAI-format messages (pinned interface 1); for scoring, including the assistant turns to score."""
+    tools: list[dict[str, Any]] | None = None
+    """OpenAI tool schemas ``{"type": "function", "function": {...}}``, or None."""
+
+
+class CallItem(_Frozen):
+    """One single-step function-calling item, scored by AST match (BFCL semantics).
+
+    ``functions`` are BFCL-style function descriptions ``{name, description, parameters}`` whose
+    parameter types may be BFCL's (``dict``, ``float``, ``tuple``, ``any``...) or JSON schema's
+    (``object``, ``number``...). ``ground_truth`` is BFCL's possible-answer form: one dict
+    ``{function_name: {param: [allowed values...]}}`` per expected call, ``""`` among the allowed
+    values meaning "may be omitted"; empty for irrelevance items (the right answer is no call).
+    """
+
+    id: str
+    """Item id (BFCL's id, or ``heldout-<domain>-<n>``)."""
+    category: Category
+    """BFCL category; decides how calls are matched."""
+    messages: list[dict[str, Any]]
+    """The prompt: OpenAI-format messages, ending with the user's turn."""
+    functions: list[dict[str, Any]]
+    """Function descriptions offered to the model."""
+    ground_truth: list[dict[str, dict[str, list[Any]]]] = Field(default_factory=list)
+    """Possible answers, one ``{name: {param: [allowed...]}}`` per expected call."""
+    source: str = "bfcl"
+    """Where the item comes from (``bfcl``, or the held-out server's domain)."""
+
+
+class EnvItem(_Frozen):
+    """One multi-turn episode of the ``heldout-env`` benchmark (a serialised ``synth.envs`` sample)."""
+
+    id: str
+    """Episode id."""
+    sample: dict[str, Any]
+    """The environment sample as ``EnvSample.model_dump(mode="json")``."""
+
+
+class MatchResult(_Frozen):
+    """The verdict on one item."""
+
+    valid: bool
+    """True when the completion is a correct answer (all calls matched, or no call for irrelevance)."""
+    error: str = ""
+    """Why not, in one line (empty when valid)."""
+    error_type: str = ""
+    """A short machine-readable error class, e.g. ``wrong_count``, ``value_error:string``."""
+    field_match: float = 0.0
+    """Share of expected fields matched, in [0, 1]: function names and argument values, best assignment."""
+
+
+class ContinuationScore(_Frozen):
+    """Log-likelihood of a given continuation under a model."""
+
+    logprob: float
+    """Sum of token log-probabilities of the continuation, in nats."""
+    n_tokens: int
+    """Number of continuation tokens scored."""
+
+
+class BenchmarkInfo(_Frozen):
+    """A registered benchmark's metadata."""
+
+    name: str
+    """Registry name, e.g. ``heldout-calls``."""
+    version: str
+    """Bumped whenever items or scoring change, so scores of different versions are never mixed."""
+    higher_is_better: bool = True
+    """Direction of the headline ``score``."""
+    description: str
+    """What one point of score means."""
+    kind: Literal["calls", "env"] = "calls"
+    """``calls``: single-step AST-matched items; ``env``: multi-turn episodes in executable environments."""
+    loader: str
+    """``"module:function"`` returning the items, imported lazily."""
+    aggregate: Literal["mean", "category_mean"] = "mean"
+    """How item verdicts become ``score``: the mean over items, or the unweighted mean of per-category means."""
+    metrics: dict[str, str] = Field(default_factory=dict)
+    """Metric name -> what it measures (headline ``score`` included)."""

@@ -1,0 +1,308 @@
+"""Score a model (or the ``gold`` pseudo-model) on a registered benchmark (pinned interface 5).
+
+:func:`evaluate` is the one entry point: it loads the benchmark's items, picks ``limit`` of them
+(stratified by category, seeded), asks a backend for completions, parses and matches them, and
+returns :class:`grid.models.MetricResult` rows: the headline ``score`` plus continuous metrics.
+The aggregation (:func:`call_metrics`, :func:`env_metrics`) is pure and tested on its own.
+
+``gold`` answers every item with its reference (the first allowed value of each argument, no call
+on irrelevance items; the target calls in an environment), through the same parser and matcher,
+so it must score 1.0 on every benchmark: a check of the scorer itself.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from collections import defaultdict
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from eval.ast_match import gold_calls, match_item
+from eval.backends import Backend, get_backend
+from eval.benchmarks import get_benchmark, load_items
+from eval.errors import EvalError
+from eval.models import BenchmarkInfo, CallItem, ChatRequest, ContinuationScore, EnvItem, MatchResult
+from eval.parsing import format_tool_call, parse_output
+from eval.prompts import IRRELEVANT_ANSWER, item_request, reference_request
+from grid.models import MetricResult
+from toolscale.errors import UsageError
+
+__all__ = ["evaluate", "select_items", "gold_completion", "call_metrics", "env_metrics", "mean_stderr",
+           "GOLD", "DEFAULT_MAX_NEW_TOKENS"]
+
+GOLD = "gold"
+"""The pseudo-model that answers with the reference answers."""
+DEFAULT_MAX_NEW_TOKENS = {"calls": 192, "env": 128}
+"""Generated tokens per completion (a call item), or per turn (an episode)."""
+
+
+def mean_stderr(values: Sequence[float]) -> tuple[float, float]:
+    """Mean and its standard error ``s / sqrt(n)`` (sample standard deviation; 0 for one value)."""
+    n = len(values)
+    if n == 0:
+        return float("nan"), float("nan")
+    m = sum(values) / n
+    if n == 1:
+        return m, 0.0
+    var = sum((v - m) ** 2 for v in values) / (n - 1)
+    return m, math.sqrt(var / n)
+
+
+def select_items(items: Sequence[Any], limit: int | None, seed: int = 0) -> list[Any]:
+    """``limit`` items, stratified: each category shuffled with ``seed``, then taken round-robin.
+
+    Without a limit all items are kept, in order. Items without a ``category`` form one stratum.
+    """
+    if limit is None:
+        return list(items)
+    if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
+        raise UsageError(f"limit must be a positive integer, got {limit!r}")
+    strata: dict[str, list[Any]] = defaultdict(list)
+    for it in items:
+        strata[getattr(it, "category", "")].append(it)
+    rng = random.Random(seed)
+    queues = []
+    for key in sorted(strata):
+        group = list(strata[key])
+        rng.shuffle(group)
+        queues.append(group)
+    out: list[Any] = []
+    while len(out) < limit and any(queues):
+        for q in queues:
+            if q and len(out) < limit:
+                out.append(q.pop(0))
+    return out
+
+
+def gold_completion(item: CallItem) -> str:
+    """The reference answer of a call item as completion text (the pinned format)."""
+    calls = gold_calls(item)
+    return "".join(format_tool_call(c) for c in calls) if calls else IRRELEVANT_ANSWER
+
+
+def _metric(info: BenchmarkInfo, metric: str, values: Sequence[float], higher: bool = True) -> MetricResult | None:
+    if not values:
+        return None
+    m, se = mean_stderr(values)
+    return MetricResult(benchmark=info.name, metric=metric, version=info.version, score=m, stderr=se,
+                        n_items=len(values), higher_is_better=higher)
+
+
+def call_metrics(info: BenchmarkInfo, items: Sequence[CallItem], results: Sequence[MatchResult],
+                 scores: Sequence[ContinuationScore] | None = None) -> list[MetricResult]:
+    """Aggregate item verdicts (and optional reference likelihoods) into metric rows.
+
+    Notes
+    -----
+    ``score`` is the share of items right (``aggregate="mean"``), or the unweighted mean of the
+    per-category shares (``"category_mean"``, BFCL's summary) with standard error
+    ``sqrt(sum_c se_c^2) / K``. ``loss = -sum_i logprob_i / sum_i n_i`` over the items with calls
+    (nats/token), its standard error from the per-item mean losses; ``call_logprob`` is the mean of
+    ``logprob_i`` (nats). Irrelevance items carry no reference call and are left out of both.
+    """
+    if len(items) != len(results):
+        raise EvalError(f"{len(items)} items but {len(results)} results")
+    by_cat: dict[str, list[float]] = defaultdict(list)
+    for it, r in zip(items, results, strict=True):
+        by_cat[it.category].append(float(r.valid))
+    rows: list[MetricResult] = []
+    if info.aggregate == "category_mean":
+        stats = [mean_stderr(v) for v in by_cat.values()]
+        k = len(stats)
+        score = sum(m for m, _ in stats) / k
+        se = math.sqrt(sum(s ** 2 for _, s in stats)) / k
+        rows.append(MetricResult(benchmark=info.name, metric="score", version=info.version, score=score,
+                                 stderr=se, n_items=len(items), higher_is_better=True))
+    else:
+        rows.append(_metric(info, "score", [float(r.valid) for r in results]))  # type: ignore[arg-type]
+    rows.append(_metric(info, "field_match", [r.field_match for r in results]))  # type: ignore[arg-type]
+    for cat in sorted(by_cat):
+        rows.append(_metric(info, f"acc_{cat}", by_cat[cat]))  # type: ignore[arg-type]
+    if scores is not None:
+        pairs = [(s.logprob, s.n_tokens) for it, s in zip(items, scores, strict=True)
+                 if it.ground_truth and s.n_tokens > 0]
+        if pairs:
+            rows.append(_metric(info, "call_logprob", [lp for lp, _ in pairs]))
+            loss = -sum(lp for lp, _ in pairs) / sum(n for _, n in pairs)
+            _, se = mean_stderr([-lp / n for lp, n in pairs])
+            rows.append(MetricResult(benchmark=info.name, metric="loss", version=info.version, score=loss,
+                                     stderr=se, n_items=len(pairs), higher_is_better=False))
+    return [r for r in rows if r is not None]
+
+
+def env_metrics(info: BenchmarkInfo, rewards: Sequence[float],
+                scores: Sequence[ContinuationScore] | None = None) -> list[MetricResult]:
+    """Pass rate (``score``: F1 reward of 1), mean F1, and the reference trajectories' likelihood metrics."""
+    rows = [_metric(info, "score", [float(r >= 1.0 - 1e-9) for r in rewards]), _metric(info, "f1", list(rewards))]
+    if scores:
+        pairs = [(s.logprob, s.n_tokens) for s in scores if s.n_tokens > 0]
+        if pairs:
+            rows.append(_metric(info, "call_logprob", [lp for lp, _ in pairs]))
+            _, se = mean_stderr([-lp / n for lp, n in pairs])
+            rows.append(MetricResult(benchmark=info.name, metric="loss", version=info.version,
+                                     score=-sum(lp for lp, _ in pairs) / sum(n for _, n in pairs), stderr=se,
+                                     n_items=len(pairs), higher_is_better=False))
+    return [r for r in rows if r is not None]
+
+
+# ----------------------------------------------------------------------------------------------- episodes
+
+
+def _run_episodes(items: Sequence[EnvItem], policy: Callable[[list[ChatRequest]], list[str]]) -> list[float]:
+    """Play every episode to its end, all of them in lockstep (one batched policy call per turn)."""
+    from synth.envs.api import Environment
+    from synth.envs.models import EnvSample
+
+    envs = [Environment(EnvSample.model_validate(it.sample)) for it in items]
+    tools = [it.sample.get("tools") for it in items]
+    convs: list[list[dict[str, Any]]] = [[{"role": "user", "content": env.reset()}] for env in envs]
+    active = list(range(len(envs)))
+    max_turns = max((int(it.sample.get("max_turns", 32)) for it in items), default=0)
+    for _ in range(max_turns):
+        active = [i for i in active if not envs[i].done]
+        if not active:
+            break
+        texts = policy([ChatRequest(messages=convs[i], tools=tools[i]) for i in active])
+        still = []
+        for i, text in zip(active, texts, strict=True):
+            parsed = parse_output(text)
+            if not parsed.calls or parsed.malformed:  # a final answer, or an unusable attempt: the episode ends
+                continue
+            calls = [{"id": f"call_{len(convs[i])}_{k}", "type": "function",
+                      "function": {"name": c.name, "arguments": c.arguments}} for k, c in enumerate(parsed.calls)]
+            convs[i].append({"role": "assistant", "content": parsed.content, "tool_calls": calls})
+            for c, tc in zip(parsed.calls, calls, strict=True):
+                if envs[i].done:
+                    break
+                obs = envs[i].step({"name": c.name, "arguments": c.arguments})
+                convs[i].append({"role": "tool", "tool_call_id": tc["id"], "name": c.name, "content": obs})
+            still.append(i)
+        active = still
+    return [float(env.reward()) for env in envs]
+
+
+def _gold_env_policy(items: Sequence[EnvItem]) -> Callable[[list[ChatRequest]], list[str]]:
+    """A policy that issues each episode's target calls, one per turn, then stops."""
+    plans: dict[str, list[str]] = {}
+    for it in items:
+        plans[_key(it.sample.get("tools"), it.sample.get("prompt"))] = [
+            format_tool_call({"name": t["tool"], "arguments": t["arguments"]}) for t in it.sample.get("targets", [])]
+
+    def policy(requests: list[ChatRequest]) -> list[str]:
+        out = []
+        for r in requests:
+            plan = plans.get(_key(r.tools, r.messages[0].get("content")), [])
+            turn = sum(1 for m in r.messages if m.get("role") == "assistant")
+            out.append(plan[turn] if turn < len(plan) else "Done.")
+        return out
+
+    return policy
+
+
+def _key(tools: Any, prompt: Any) -> str:
+    import json
+
+    return json.dumps([tools, prompt], sort_keys=True, default=str)
+
+
+def _reference_trajectory(item: EnvItem) -> ChatRequest:
+    """Prompt, the target calls with their observations, and the main answer: the conversation to score."""
+    from synth.envs.api import Environment
+    from synth.envs.models import EnvSample
+
+    env = Environment(EnvSample.model_validate(item.sample))
+    messages: list[dict[str, Any]] = [{"role": "user", "content": env.reset()}]
+    for k, t in enumerate(item.sample.get("targets", []), 1):
+        call = {"id": f"call_{k}", "type": "function", "function": {"name": t["tool"], "arguments": t["arguments"]}}
+        messages.append({"role": "assistant", "content": "", "tool_calls": [call]})
+        obs = env.step({"name": t["tool"], "arguments": t["arguments"]})
+        messages.append({"role": "tool", "tool_call_id": f"call_{k}", "name": t["tool"], "content": obs})
+    messages.append({"role": "assistant", "content": str(item.sample.get("main_answer") or "Done.")})
+    return ChatRequest(messages=messages, tools=item.sample.get("tools"))
+
+
+# ----------------------------------------------------------------------------------------------- evaluate
+
+
+class _NoModel:
+    """Stands in for the backend when the gold pseudo-model answers (never asked anything)."""
+
+    name = GOLD
+
+    def generate(self, requests: list[ChatRequest], *, max_new_tokens: int) -> list[str]:  # pragma: no cover
+        raise EvalError("the gold pseudo-model does not generate")
+
+    def score(self, requests: list[ChatRequest]) -> None:  # pragma: no cover
+        return None
+
+
+def evaluate(model_dir_or_gold: str, benchmark: str, *, limit: int | None = None, seed: int = 0,
+             backend: str | Backend = "transformers", endpoint: str | None = None, batch_size: int = 8,
+             max_new_tokens: int | None = None, threads: int | None = None,
+             items: Sequence[Any] | None = None) -> list[MetricResult]:
+    """Score a model on one benchmark.
+
+    Parameters
+    ----------
+    model_dir_or_gold : str
+        A folder written by ``save_pretrained`` (model + tokenizer with chat template), a served
+        model name for the ``openai`` backend, or ``"gold"`` (the reference answers).
+    benchmark : str
+        A registered benchmark (:func:`eval.benchmarks.get_benchmark`).
+    limit : int or None
+        Items to score (stratified by category, seeded); None = all.
+    seed : int
+        Seed of the item selection.
+    backend : str or Backend
+        ``transformers`` (default), ``openai`` (needs ``endpoint``), ``vllm``, or a backend object.
+    endpoint : str or None
+        Base URL of an OpenAI-compatible server.
+    batch_size, max_new_tokens, threads
+        Generation settings (tokens per completion, or per turn in an episode).
+    items : sequence or None
+        Items to use instead of the benchmark's own (tests, custom suites).
+
+    Returns
+    -------
+    list of MetricResult
+        ``score`` first, then ``field_match``/``f1``, per-category accuracies, and ``call_logprob``
+        and ``loss`` when the backend scores continuations (not for ``gold``).
+
+    Examples
+    --------
+    >>> [m.score for m in evaluate("gold", "bfcl", limit=20) if m.metric == "score"]   # doctest: +SKIP
+    [1.0]
+    """
+    info = get_benchmark(benchmark)
+    all_items = list(items) if items is not None else load_items(info.name)
+    if not all_items:
+        raise EvalError(f"benchmark {info.name!r} has no items")
+    chosen = select_items(all_items, limit, seed)
+    gold = isinstance(model_dir_or_gold, str) and model_dir_or_gold == GOLD
+    model: Backend = _NoModel()
+    if not gold:
+        if isinstance(backend, str):
+            options: dict[str, Any] = {"endpoint": endpoint} if backend == "openai" else {
+                "batch_size": batch_size, "threads": threads} if backend == "transformers" else {}
+            model = get_backend(backend, str(model_dir_or_gold), **options)
+        else:
+            model = backend
+    new_tokens = max_new_tokens or DEFAULT_MAX_NEW_TOKENS[info.kind]
+
+    if info.kind == "env":
+        if gold:
+            rewards = _run_episodes(chosen, _gold_env_policy(chosen))
+            return env_metrics(info, rewards)
+        rewards = _run_episodes(chosen, lambda reqs: model.generate(reqs, max_new_tokens=new_tokens))
+        scores = model.score([_reference_trajectory(it) for it in chosen])
+        return env_metrics(info, rewards, scores)
+
+    if gold:
+        texts = [gold_completion(it) for it in chosen]
+        scores = None
+    else:
+        texts = model.generate([item_request(it) for it in chosen], max_new_tokens=new_tokens)
+        scores = model.score([reference_request(it) for it in chosen])
+    results = [match_item(it, parse_output(t)) for it, t in zip(chosen, texts, strict=True)]
+    return call_metrics(info, chosen, results, scores)

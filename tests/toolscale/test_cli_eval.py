@@ -1,0 +1,49 @@
+"""`toolscale eval`: the command-line contract (gold scores 1.0, --json fields, one-line errors)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from toolscale.cli import main
+
+from ..eval.test_bfcl import needs_wheel
+
+
+@needs_wheel
+def test_eval_gold_bfcl_json(capsys):
+    assert main(["eval", "--model", "gold", "--benchmark", "bfcl", "--limit", "25", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert {"benchmark", "version", "score", "stderr", "n_items"} <= set(out)
+    assert out["benchmark"] == "bfcl" and out["score"] == 1.0 and out["n_items"] == 25
+    assert out["metrics"]["field_match"]["score"] == 1.0
+
+
+@needs_wheel
+def test_eval_table(capsys):
+    assert main(["eval", "--model", "gold", "--benchmark", "bfcl", "--limit", "5"]) == 0
+    assert "score 1.0000" in capsys.readouterr().out
+
+
+def test_eval_list(capsys):
+    assert main(["eval", "--list", "--json"]) == 0
+    names = {b["name"] for b in json.loads(capsys.readouterr().out)}
+    assert {"heldout-calls", "heldout-env", "bfcl"} <= names
+
+
+@pytest.mark.parametrize("argv, needle, code", [
+    (["eval", "--model", "gold", "--benchmark", "nope"], "unknown benchmark 'nope'", 2),
+    (["eval", "--model", "gold"], "needs --model", 2),
+    pytest.param(["eval", "--model", "/no/such/dir", "--benchmark", "bfcl", "--limit", "1"], "does not exist", 1,
+                 marks=needs_wheel),
+])
+def test_eval_errors_are_one_line(capsys, argv, needle, code):
+    assert main(argv) == code
+    err = capsys.readouterr().err.strip()
+    assert needle in err and len(err.splitlines()) == 1
+
+
+def test_eval_bad_limit(capsys):
+    assert main(["eval", "--model", "gold", "--benchmark", "bfcl", "--limit", "0"]) == 2
+    assert "must be a positive integer, got 0" in capsys.readouterr().err
