@@ -1,0 +1,213 @@
+"""Contracts of the executable-environment branch (ASTRA RL branch): pydantic only.
+
+An :class:`EnvSample` mirrors one row of the exported ``envs.jsonl`` artifact (see :mod:`synth.envs.io` for
+the on-disk schema). It deliberately keeps tool schemas and tool sources as two *lists*, exactly as they are
+serialised, so that a defective artifact (two tools with one name, a schema without source) loads as it is and
+is rejected by :func:`synth.envs.validate.check_sample` instead of being silently repaired by a dict merge.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+__all__ = ["SCHEMA_VERSION", "QANode", "ToolSource", "Distractor", "Target", "EnvSample", "SandboxLimits",
+           "CallOutcome", "SandboxRun", "CheckResult", "Tier", "Structure"]
+
+SCHEMA_VERSION = "toolscale-env/1"
+"""Value of the ``schema`` field of every artifact row this code writes."""
+
+Tier = Literal["high", "medium", "low"]
+Structure = Literal["single-hop", "multi-hop", "parallel-multi-hop"]
+
+_FROZEN = ConfigDict(frozen=True, extra="forbid")
+
+
+class QANode(BaseModel):
+    """One sub-question of the QA dependency graph."""
+
+    model_config = _FROZEN
+
+    id: str
+    """Node id, unique within the sample (e.g. ``"q1"``)."""
+    question: str
+    """The atomic sub-question in natural language."""
+    answer: str | None = None
+    """Its answer as a canonical string (numbers without trailing ``.0``); None is a defect the checks reject."""
+    tool: str | None = None
+    """Name of the tool that answers it; None for a reasoning-only node (aggregation)."""
+    arguments: dict[str, Any] | None = None
+    """The golden call's arguments (tool nodes only)."""
+    depends_on: list[str] = Field(default_factory=list)
+    """Ids of the nodes whose answers this node needs (the DAG's incoming edges)."""
+    mode: Literal["serial", "parallel"] = "serial"
+    """``parallel``: no dependency on a sibling branch, may run concurrently; ``serial``: needs a prior answer."""
+
+
+class ToolSource(BaseModel):
+    """Executable Python source of one tool: it defines a function named like the tool."""
+
+    model_config = _FROZEN
+
+    name: str
+    """Tool name; the source must define a top-level function of this name."""
+    source: str
+    """Python source (standard library only); the function returns a JSON-serialisable value."""
+
+
+class Distractor(BaseModel):
+    """An irrelevant tool mixed into the tool list, with its similarity tier."""
+
+    model_config = _FROZEN
+
+    name: str
+    """Tool name (its schema is in ``EnvSample.tools``)."""
+    tier: Tier
+    """``high`` (similarity > 0.85), ``medium`` (0.4-0.85) or ``low`` (< 0.4)."""
+    similarity: float
+    """Max cosine similarity (0-1) to a gold tool, TF-IDF over character n-grams of name, description, params."""
+
+
+class Target(BaseModel):
+    """A reward target: the golden call of one tool-needing sub-question and the answer it must produce."""
+
+    model_config = _FROZEN
+
+    node: str
+    """Id of the sub-question node."""
+    tool: str
+    """Tool name of the golden call."""
+    arguments: dict[str, Any]
+    """Arguments of the golden call."""
+    answer: str
+    """Canonical answer string that the tool's output must contain (as a value, see ``reward.answer_in_output``)."""
+
+
+class EnvSample(BaseModel):
+    """One executable environment: a prompt, tools (schemas + sources), a QA graph and its targets."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", populate_by_name=True)
+
+    schema_: str = Field(default=SCHEMA_VERSION, alias="schema")
+    """Artifact schema version (``toolscale-env/1``)."""
+    env_id: str
+    """Stable id of the sample (unique within a file)."""
+    domain: str = ""
+    """Bundled server domain the facts come from (``""`` for hand-written samples)."""
+    seed: int = 0
+    """Seed the sample was generated with (database seed and sampling seed)."""
+    prompt: str
+    """The user query the policy sees (targets are never shown)."""
+    structure: Structure = "multi-hop"
+    """Shape of the dependency graph."""
+    hop_budget: int = 0
+    """H: the hop budget the graph was generated under (number of tool hops on its longest path <= H)."""
+    main_question: str = ""
+    """The main (multi-hop) question."""
+    main_answer: str | None = None
+    """Answer of the main question (canonical string)."""
+    nodes: list[QANode]
+    """Sub-questions with their dependencies."""
+    tools: list[dict[str, Any]]
+    """OpenAI tool schemas ``{type: function, function: {name, description, parameters}}``, distractors included."""
+    tool_sources: list[ToolSource]
+    """One executable source per tool schema (same names)."""
+    distractors: list[Distractor] = Field(default_factory=list)
+    """Which of ``tools`` are distractors, with their tier."""
+    targets: list[Target]
+    """Reward targets, one per tool-needing node."""
+    max_turns: int = 32
+    """Maximum number of tool calls in an episode."""
+    meta: dict[str, Any] = Field(default_factory=dict)
+    """Free-form provenance (db_id, generator, tables used...)."""
+
+    def tool_names(self) -> list[str]:
+        """Names of ``tools`` in order (duplicates kept: the validator reports them)."""
+        return [str((t.get("function") or {}).get("name", "")) for t in self.tools]
+
+
+class SandboxLimits(BaseModel):
+    """Resource limits of one sandbox run."""
+
+    model_config = _FROZEN
+
+    cpu_s: float = 5.0
+    """CPU-time limit of the child process (seconds, RLIMIT_CPU)."""
+    memory_mb: int = 512
+    """Address-space limit of the child (MiB, RLIMIT_AS)."""
+    wall_s: float = 10.0
+    """Wall-clock limit (seconds); the child is killed past it."""
+    file_kb: int = 1024
+    """Largest file the child may write (KiB, RLIMIT_FSIZE)."""
+    network: Literal["auto", "netns", "block"] = "auto"
+    """``netns``: a fresh network namespace (needs CAP_SYS_ADMIN); ``block``: socket creation refused by an
+    audit hook; ``auto``: the namespace when the machine allows it, else the block."""
+
+
+class CallOutcome(BaseModel):
+    """Result of one tool call inside the sandbox."""
+
+    model_config = _FROZEN
+
+    name: str
+    """Tool called."""
+    ok: bool
+    """False when the tool raised, is unknown, or returned a non-JSON value."""
+    output: str
+    """The observation: the returned string, or the return value as JSON (sorted keys); the error text if not ok."""
+    stdout: str = ""
+    """What the tool printed (captured, truncated to 4 KiB)."""
+
+
+class SandboxRun(BaseModel):
+    """Result of one sandbox process (a batch of calls)."""
+
+    model_config = _FROZEN
+
+    status: Literal["ok", "cpu_limit", "memory_limit", "wall_limit", "violation", "crashed"]
+    """``ok`` when the process finished within limits without a policy violation."""
+    isolation: str
+    """Which network isolation applied: ``netns`` or ``socket-blocked``."""
+    calls: list[CallOutcome] = Field(default_factory=list)
+    """One outcome per requested call, in order (empty when the process died)."""
+    violations: list[str] = Field(default_factory=list)
+    """Policy violations seen (network, file write outside the work dir, process spawn, native code)."""
+    detail: str = ""
+    """One line on a failure (signal, stderr tail)."""
+    wall_s: float = 0.0
+    """Wall-clock time of the run (seconds)."""
+
+    @property
+    def failed(self) -> bool:
+        """True unless the run finished within limits with no violation."""
+        return self.status != "ok"
+
+    def reason(self) -> str:
+        """One line saying why the run failed (empty when it did not)."""
+        if not self.failed:
+            return ""
+        text = {"cpu_limit": "CPU-time limit exceeded", "memory_limit": "memory limit exceeded",
+                "wall_limit": "wall-clock limit exceeded", "crashed": "sandbox process crashed",
+                "violation": "sandbox policy violation"}[self.status]
+        extra = "; ".join(self.violations) or self.detail
+        return f"{text}: {extra}" if extra else text
+
+
+class CheckResult(BaseModel):
+    """Verdict of the artifact check on one row."""
+
+    model_config = _FROZEN
+
+    row: int
+    """1-based line number in the JSONL file."""
+    env_id: str
+    """The row's env_id (``"?"`` when the row does not parse)."""
+    ok: bool
+    """True only when every check passed."""
+    reasons: list[str] = Field(default_factory=list)
+    """Why the row was rejected (one line each)."""
+    isolation: str = ""
+    """Network isolation the replay ran under (``netns`` / ``socket-blocked``; empty when not replayed)."""
+    replay_s: float = 0.0
+    """Wall-clock seconds spent replaying the row's golden calls (both runs)."""

@@ -1,0 +1,155 @@
+"""The F1 trajectory reward of the ASTRA RL branch, and how a tool call "hits" a target.
+
+Notes
+-----
+For a rollout with ``n`` target sub-tasks of which ``n_hat`` were hit, using ``c`` tool calls in total:
+
+.. math::
+
+    R = \\frac{\\hat n}{n}, \\qquad P = \\frac{\\hat n}{c}, \\qquad F_1 = \\frac{2 P R}{P + R}
+      = \\frac{2 \\hat n}{n + c}
+
+Precision here is call efficiency (target sub-tasks solved per tool call), not classification precision:
+recall alone rewards calling everything, precision alone rewards stopping early; F1 keeps both (seed 000, Q4).
+Worked values: all 4 targets in 4 calls gives 1.0, all 4 in 6 calls 0.8, 3 of 4 in 4 calls 0.75.
+
+A call hits a target when it names the target's tool and its observation contains the target answer as a
+value (:func:`answer_in_output`); each target is hit at most once and each call hits at most one target, so
+repeating a successful call only adds to ``c``.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from toolscale.errors import UsageError
+
+__all__ = ["f1_reward", "canonical_answer", "answer_in_output", "match_targets"]
+
+
+def f1_reward(hit: int, targets: int, calls: int) -> float:
+    """F1 of sub-task coverage and call efficiency.
+
+    Parameters
+    ----------
+    hit : int
+        Targets hit by the rollout (``n_hat``), ``0 <= hit <= min(targets, calls)``.
+    targets : int
+        Target sub-tasks of the sample (``n``), >= 0.
+    calls : int
+        Tool calls the rollout made (``c``), >= 0.
+
+    Returns
+    -------
+    float
+        ``2 * hit / (targets + calls)`` in [0, 1]. With no targets the reward is 1.0 when no tool was called
+        (abstaining was right) and 0.0 otherwise.
+
+    Examples
+    --------
+    >>> f1_reward(4, 4, 4), f1_reward(4, 4, 6), f1_reward(3, 4, 4)
+    (1.0, 0.8, 0.75)
+    """
+    for name, value in (("hit", hit), ("targets", targets), ("calls", calls)):
+        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+            raise UsageError(f"f1_reward: {name} must be a non-negative integer, got {value!r}")
+    if hit > min(targets, calls):
+        raise UsageError(f"f1_reward: hit must be <= min(targets, calls) = {min(targets, calls)}, got {hit}")
+    if targets == 0:
+        return 1.0 if calls == 0 else 0.0
+    if calls == 0:
+        return 0.0
+    return 2.0 * hit / (targets + calls)
+
+
+def canonical_answer(value: Any) -> str:
+    """The canonical string of an answer value: integral floats without ``.0``, JSON for containers.
+
+    >>> canonical_answer(600.0), canonical_answer("  RES987654 "), canonical_answer(True)
+    ('600', 'RES987654', 'true')
+    """
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, float):
+        if math.isfinite(value) and value == int(value) and abs(value) < 1e15:
+            return str(int(value))
+        return repr(round(value, 6))
+    if value is None:
+        return "null"
+    if isinstance(value, str):
+        return value.strip()
+    return json.dumps(value, sort_keys=True, ensure_ascii=False)
+
+
+def _leaves(value: Any) -> Iterable[Any]:
+    if isinstance(value, dict):
+        for v in value.values():
+            yield from _leaves(v)
+    elif isinstance(value, list):
+        for v in value:
+            yield from _leaves(v)
+    else:
+        yield value
+
+
+def answer_in_output(answer: str, output: str) -> bool:
+    """True when ``output`` (an observation) contains ``answer`` as a value.
+
+    The output is parsed as JSON when it is JSON: the answer must equal the canonical string of one leaf value,
+    or occur inside a string leaf on word boundaries. Plain-text output: the answer must occur on word
+    boundaries. Matching is case-sensitive; an empty answer never matches.
+
+    >>> answer_in_output("600", '{"fee": 600.0, "currency": "INR"}'), answer_in_output("60", '{"fee": 600}')
+    (True, False)
+    """
+    answer = answer.strip()
+    if not answer:
+        return False
+    try:
+        parsed = json.loads(output)
+    except (json.JSONDecodeError, TypeError, ValueError):
+        return _in_text(answer, str(output))
+    if not isinstance(parsed, dict | list):
+        parsed = [parsed]
+    for leaf in _leaves(parsed):
+        if canonical_answer(leaf) == answer:
+            return True
+        if isinstance(leaf, str) and _in_text(answer, leaf):
+            return True
+    return False
+
+
+def _in_text(answer: str, text: str) -> bool:
+    pattern = r"(?<![\w.])" + re.escape(answer) + r"(?![\w])"
+    return re.search(pattern, text) is not None
+
+
+def match_targets(targets: Sequence[Any], calls: Sequence[tuple[str, str]]) -> list[int | None]:
+    """Assign calls to targets; returns, per call, the index of the target it hit (or None).
+
+    Parameters
+    ----------
+    targets : sequence of objects with ``tool`` and ``answer`` attributes (:class:`synth.envs.models.Target`)
+    calls : sequence of ``(tool_name, observation)`` in call order
+
+    Each target is hit at most once (the first call that produces it), each call hits at most one target (the
+    first not-yet-hit target it satisfies, in target order).
+    """
+    hit_by: list[int | None] = []
+    taken: set[int] = set()
+    for name, output in calls:
+        found = None
+        for i, t in enumerate(targets):
+            if i not in taken and t.tool == name and answer_in_output(t.answer, output):
+                found = i
+                break
+        if found is not None:
+            taken.add(found)
+        hit_by.append(found)
+    return hit_by

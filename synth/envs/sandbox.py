@@ -1,0 +1,277 @@
+"""Run generated tool code out of process, under limits, without network.
+
+Generated code never runs in the caller's process. :func:`run_calls` starts ONE child interpreter per batch
+of calls (all golden calls of a sample go into one run) with:
+
+- CPU time (``RLIMIT_CPU``), address space (``RLIMIT_AS``), file size (``RLIMIT_FSIZE``) and a wall-clock
+  timeout after which the child is killed;
+- an empty temporary working directory (removed afterwards) and a stripped environment (no ``PYTHONPATH``,
+  no site-packages: ``python -S -s -P -B``, standard library only);
+- no network: the child first enters a fresh network namespace (``unshare(CLONE_NEWNET)`` through libc; it
+  needs CAP_SYS_ADMIN, e.g. root) where only a down loopback exists; where that is not allowed it refuses
+  socket creation instead. Which one applied is reported as ``SandboxRun.isolation`` (``netns`` or
+  ``socket-blocked``). In both cases an audit hook (PEP 578) *records* any network attempt, file write
+  outside the work directory, process spawn or native-code load as a policy violation, and refuses all but
+  the network attempt under ``netns`` (the namespace already makes it fail). A violation fails the run even
+  when the tool code catches the exception.
+
+The audit hook is a tripwire for buggy or over-eager generated code, not a jail against an adversary; the
+resource limits and the namespace are enforced by the kernel.
+
+A run that exceeds a limit, crashes or violates the policy has ``failed == True``: callers reject the sample.
+Per-call exceptions (bad arguments, a ``KeyError`` in the tool) are *not* run failures: they come back as
+``CallOutcome(ok=False)`` and are what an agent sees as an error observation.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from synth.envs.errors import SandboxError
+from synth.envs.models import CallOutcome, SandboxLimits, SandboxRun
+
+__all__ = ["run_calls", "RUNNER_SOURCE"]
+
+RUNNER_SOURCE = r'''
+import io, json, os, resource, sys
+
+def _main():
+    payload = json.loads(sys.stdin.read())
+    nonce = payload["nonce"]
+    lim = payload["limits"]
+    out = os.fdopen(os.dup(1), "w", encoding="utf-8")
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, 1)
+    os.dup2(devnull, 2)
+    isolation = "socket-blocked"
+    if lim["network"] in ("auto", "netns"):
+        try:
+            import ctypes
+            libc = ctypes.CDLL(None, use_errno=True)
+            if libc.unshare(0x40000000) == 0:  # CLONE_NEWNET
+                isolation = "netns"
+        except Exception:
+            pass
+        if lim["network"] == "netns" and isolation != "netns":
+            out.write(nonce + json.dumps({"fatal": "network namespace unavailable"}))
+            out.flush()
+            return
+    out.write(nonce + "ISO:" + isolation + "\n")
+    out.flush()
+    cpu = max(1, int(lim["cpu_s"] + 0.999))
+    resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu + 1))
+    mem = int(lim["memory_mb"]) * 1024 * 1024
+    resource.setrlimit(resource.RLIMIT_AS, (mem, mem))
+    fsize = int(lim["file_kb"]) * 1024
+    resource.setrlimit(resource.RLIMIT_FSIZE, (fsize, fsize))
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+    root = os.path.realpath(os.getcwd())
+    violations = []
+    write_flags = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_APPEND | os.O_TRUNC
+    block_net = isolation != "netns"
+
+    def _inside(path):
+        try:
+            if isinstance(path, int):
+                return True
+            p = os.fsdecode(path)
+            return os.path.realpath(os.path.join(root, p)).startswith(root + os.sep)
+        except Exception:
+            return False
+
+    def _note(text):
+        if text not in violations:
+            violations.append(text)
+
+    def hook(event, args):
+        if event in ("socket.__new__", "socket.connect", "socket.bind", "socket.getaddrinfo",
+                     "socket.gethostbyname", "socket.sendto", "socket.socketpair"):
+            if event == "socket.__new__" and len(args) > 1 and args[1] == 1:  # AF_UNIX
+                return
+            _note("network access attempted (" + event + ")")
+            if block_net:
+                raise PermissionError("network access is disabled in this sandbox")
+        elif event == "open":
+            path, mode, flags = args
+            writing = (isinstance(mode, str) and any(c in mode for c in "wax+")) or (
+                isinstance(flags, int) and flags & write_flags)
+            if writing and not _inside(path):
+                _note("file write outside the work directory (" + os.fsdecode(path) + ")")
+                raise PermissionError("writing outside the work directory is not allowed")
+        elif event in ("os.remove", "os.rename", "os.rmdir", "os.mkdir", "os.chmod", "os.chown", "os.link",
+                       "os.symlink", "os.truncate", "shutil.rmtree", "os.utime"):
+            paths = [a for a in args if isinstance(a, (str, bytes))]
+            if any(not _inside(p) for p in paths):
+                _note("file change outside the work directory (" + event + ")")
+                raise PermissionError("changing files outside the work directory is not allowed")
+        elif event in ("os.system", "subprocess.Popen", "os.exec", "os.posix_spawn", "os.spawn", "os.fork",
+                       "os.forkpty", "os.kill", "os.killpg", "pty.spawn"):
+            _note("process control attempted (" + event + ")")
+            raise PermissionError("process control is not allowed")
+        elif event in ("ctypes.dlopen", "ctypes.dlsym", "ctypes.cdata", "resource.setrlimit", "resource.prlimit",
+                       "sys.setrecursionlimit" ):
+            _note("forbidden operation (" + event + ")")
+            raise PermissionError(event + " is not allowed")
+
+    sys.addaudithook(hook)
+    results = []
+    status = None
+    for call in payload["calls"]:
+        name = call["name"]
+        src = payload["tools"].get(name)
+        buf = io.StringIO()
+        real_stdout, real_stderr = sys.stdout, sys.stderr
+        sys.stdout = sys.stderr = buf
+        try:
+            if src is None:
+                raise LookupError("unknown tool " + repr(name))
+            ns = {"__name__": "tool_" + name}
+            exec(compile(src, "<tool " + name + ">", "exec"), ns)
+            fn = ns.get(name)
+            if not callable(fn):
+                raise LookupError("source does not define a function " + repr(name))
+            value = fn(**call["arguments"])
+            if isinstance(value, str):
+                text = value
+            else:
+                text = json.dumps(value, sort_keys=True, ensure_ascii=False, allow_nan=False)
+            results.append({"name": name, "ok": True, "output": text})
+        except MemoryError:
+            status = "memory_limit"
+            results.append({"name": name, "ok": False, "output": "MemoryError"})
+        except RecursionError as exc:
+            results.append({"name": name, "ok": False, "output": "RecursionError: " + str(exc)[:200]})
+        except BaseException as exc:
+            if isinstance(exc, (KeyboardInterrupt, SystemExit)):
+                kind = type(exc).__name__
+                results.append({"name": name, "ok": False, "output": kind + " raised by the tool"})
+            else:
+                results.append({"name": name, "ok": False, "output": type(exc).__name__ + ": " + str(exc)[:500]})
+        finally:
+            sys.stdout, sys.stderr = real_stdout, real_stderr
+        results[-1]["stdout"] = buf.getvalue()[:4096]
+        if status:
+            break
+    out.write(nonce + json.dumps({"isolation": isolation, "calls": results, "violations": violations,
+                                  "status": status}, ensure_ascii=False))
+    out.flush()
+
+_main()
+'''
+
+
+def _child_env(hash_seed: int) -> dict[str, str]:
+    return {"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8", "LC_ALL": "C.UTF-8", "PYTHONHASHSEED": str(hash_seed),
+            "PYTHONIOENCODING": "utf-8", "PYTHONDONTWRITEBYTECODE": "1"}
+
+
+def run_calls(tools: Mapping[str, str], calls: Sequence[Mapping[str, Any]], *,
+              limits: SandboxLimits | None = None, hash_seed: int = 0) -> SandboxRun:
+    """Run ``calls`` against tool ``sources`` in one sandboxed child process.
+
+    Parameters
+    ----------
+    tools : mapping
+        Tool name -> Python source defining a function of that name (standard library only).
+    calls : sequence of mappings
+        ``{"name": str, "arguments": dict}`` in order; each runs in a fresh namespace of its tool's source
+        (no state shared between calls or tools).
+    limits : SandboxLimits, optional
+        CPU seconds, memory MiB, wall seconds, file KiB, network mode; defaults as in :class:`SandboxLimits`.
+    hash_seed : int
+        ``PYTHONHASHSEED`` of the child: two runs with different seeds also expose set/dict-order dependence.
+
+    Returns
+    -------
+    SandboxRun
+        ``status`` ``ok`` with one :class:`CallOutcome` per call, or the failure (limit, crash, violation).
+    """
+    limits = limits or SandboxLimits()
+    nonce = "@@sbx-" + secrets.token_hex(8) + "@@"
+    payload = json.dumps({"nonce": nonce, "limits": limits.model_dump(), "tools": dict(tools),
+                          "calls": [{"name": str(c["name"]), "arguments": dict(c.get("arguments") or {})}
+                                    for c in calls]}, ensure_ascii=False)
+    cmd = [sys.executable, "-S", "-s", "-P", "-B", "-c", RUNNER_SOURCE]
+    t0 = time.perf_counter()
+    try:
+        with tempfile.TemporaryDirectory(prefix="toolscale-sbx-") as work:
+            proc = subprocess.Popen(cmd, cwd=work, env=_child_env(hash_seed), stdin=subprocess.PIPE,
+                                    stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
+            try:
+                out, err = proc.communicate(payload.encode("utf-8"), timeout=limits.wall_s)
+            except subprocess.TimeoutExpired:
+                _kill(proc)
+                out, err = proc.communicate()
+                return SandboxRun(status="wall_limit", isolation=_isolation_of(out, nonce, limits),
+                                  detail=f"killed after {limits.wall_s:g} s", wall_s=time.perf_counter() - t0)
+    except OSError as exc:
+        raise SandboxError(f"cannot start the sandbox interpreter {sys.executable!r}: {exc}") from exc
+    wall = time.perf_counter() - t0
+    text = out.decode("utf-8", "replace")
+    pos = text.rfind(nonce + "{")
+    rc = proc.returncode
+    isolation = _isolation_of(out, nonce, limits)
+    if pos < 0:
+        return SandboxRun(status=_status_of_rc(rc), isolation=isolation, detail=_describe_rc(rc, err), wall_s=wall)
+    try:
+        data = json.loads(text[pos + len(nonce):])
+    except json.JSONDecodeError:
+        return SandboxRun(status="crashed", isolation=isolation, detail="sandbox output was cut off", wall_s=wall)
+    if "fatal" in data:
+        raise SandboxError(f"sandbox: {data['fatal']} (network mode {limits.network!r})")
+    outcomes = [CallOutcome(**c) for c in data["calls"]]
+    violations = list(data["violations"])
+    if data["status"] == "memory_limit":
+        status = "memory_limit"
+    elif violations:
+        status = "violation"
+    elif rc != 0:
+        status = _status_of_rc(rc)
+    else:
+        status = "ok"
+    detail = "" if status == "ok" else (_describe_rc(rc, err) if rc else "")
+    return SandboxRun(status=status, isolation=data["isolation"], calls=outcomes, violations=violations,
+                      detail=detail, wall_s=wall)
+
+
+def _kill(proc: subprocess.Popen) -> None:
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        proc.kill()
+
+
+def _isolation_of(out: bytes, nonce: str, limits: SandboxLimits) -> str:
+    """The isolation the child announced before running any tool code."""
+    text = out.decode("utf-8", "replace")
+    key = nonce + "ISO:"
+    pos = text.find(key)
+    if pos >= 0:
+        return text[pos + len(key):].split("\n", 1)[0]
+    return "socket-blocked" if limits.network == "block" else "unknown"
+
+
+def _status_of_rc(rc: int) -> str:
+    if rc in (-signal.SIGXCPU, -signal.SIGKILL):
+        return "cpu_limit"
+    return "crashed"
+
+
+def _describe_rc(rc: int, err: bytes) -> str:
+    if rc < 0:
+        try:
+            sig = signal.Signals(-rc).name
+        except ValueError:
+            sig = str(-rc)
+        return f"child killed by {sig}"
+    tail = err.decode("utf-8", "replace").strip().splitlines()[-1:] if err else []
+    return f"child exited with status {rc}" + (f": {tail[0][:200]}" if tail else "")

@@ -1,0 +1,93 @@
+"""synth/envs/sandbox.py: limits, no network, no writes outside the work dir, per-call isolation."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from synth.envs.models import SandboxLimits
+from synth.envs.sandbox import run_calls
+
+pytestmark = pytest.mark.integration
+
+FAST = SandboxLimits(cpu_s=1, wall_s=5, memory_mb=256)
+
+
+def _one(body: str, limits: SandboxLimits = FAST, **args):
+    src = "def f(**kw):\n" + "".join("    " + line + "\n" for line in body.splitlines())
+    return run_calls({"f": src}, [{"name": "f", "arguments": args}], limits=limits)
+
+
+def test_batch_of_calls_runs_in_one_process_with_error_observations():
+    src = "def add(a, b):\n    return {'sum': a + b}\n"
+    run = run_calls({"add": src}, [{"name": "add", "arguments": {"a": 1, "b": 2}},
+                                   {"name": "add", "arguments": {"a": 1}},
+                                   {"name": "missing", "arguments": {}}], limits=FAST)
+    assert run.status == "ok"
+    assert [c.ok for c in run.calls] == [True, False, False]
+    assert run.calls[0].output == '{"sum": 3}'
+    assert "missing 1 required positional argument" in run.calls[1].output
+    assert "unknown tool 'missing'" in run.calls[2].output
+
+
+def test_calls_share_no_state():
+    src = "_N = []\ndef count():\n    _N.append(1)\n    return len(_N)\n"
+    run = run_calls({"count": src}, [{"name": "count", "arguments": {}}] * 3, limits=FAST)
+    assert [c.output for c in run.calls] == ["1", "1", "1"]
+
+
+def test_infinite_loop_is_stopped_by_the_cpu_limit():
+    run = _one("while True:\n    pass")
+    assert run.failed and run.status == "cpu_limit"
+    assert "CPU-time limit" in run.reason()
+
+
+def test_sleeping_forever_is_stopped_by_the_wall_clock():
+    run = _one("import time\ntime.sleep(60)", limits=SandboxLimits(cpu_s=5, wall_s=1))
+    assert run.failed and run.status == "wall_limit"
+
+
+def test_memory_bomb_is_stopped_by_the_memory_limit():
+    run = _one("x = []\nwhile True:\n    x.append(bytearray(10_000_000))")
+    assert run.failed and run.status == "memory_limit"
+
+
+@pytest.mark.parametrize("mode", ["auto", "block"])
+def test_network_attempt_is_blocked_and_rejected(mode):
+    body = ("import socket\ns = socket.socket()\ns.settimeout(1)\ntry:\n    s.connect(('1.1.1.1', 80))\n"
+            "    return 'connected'\nexcept OSError as e:\n    return 'refused: ' + str(e)")
+    run = _one(body, limits=SandboxLimits(cpu_s=2, wall_s=5, network=mode))
+    assert run.failed and run.status == "violation"
+    assert any("network access attempted" in v for v in run.violations)
+    if mode == "block":
+        assert run.isolation == "socket-blocked"
+    assert run.isolation in ("netns", "socket-blocked")
+    assert not any(c.output == "connected" for c in run.calls)
+
+
+def test_write_outside_work_dir_is_refused(tmp_path: Path):
+    target = tmp_path / "escaped.txt"
+    run = _one(f"open({str(target)!r}, 'w').write('x')\nreturn 1")
+    assert run.failed and any("outside the work directory" in v for v in run.violations)
+    assert not target.exists()
+
+
+def test_writes_inside_the_empty_work_dir_are_allowed():
+    run = _one("import os\nbefore = os.listdir('.')\nopen('a.txt', 'w').write('hi')\n"
+               "return {'before': before, 'read': open('a.txt').read()}")
+    assert run.status == "ok"
+    assert run.calls[0].output == '{"before": [], "read": "hi"}'
+
+
+def test_environment_is_stripped_and_no_site_packages():
+    run = _one("import os, sys\nreturn {'env': sorted(os.environ), 'site': any('site-packages' in p for p in sys.path)}")
+    assert run.status == "ok"
+    out = run.calls[0].output
+    assert '"site": false' in out
+    assert "HOME" not in out and "VIRTUAL_ENV" not in out
+
+
+def test_subprocess_is_refused():
+    run = _one("import subprocess\nreturn subprocess.run(['true']).returncode")
+    assert run.failed and any("process control" in v for v in run.violations)
