@@ -33,3 +33,23 @@ def tokenizer(rows):
     from train.tokenizer import train_tokenizer
 
     return train_tokenizer([render(r["messages"], r["tools"]) for r in rows], 400)
+
+
+@pytest.fixture(scope="session")
+def tiny_data() -> Path:
+    """The hand-written dataset folder (8 rows: single calls, two-step chains, parallel calls with a retry)."""
+    return TINY_DATA
+
+
+def _write_rows(folder: Path, rows: list) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    with open(folder / "train.jsonl", "w", encoding="utf-8") as f:
+        for row in rows:
+            f.write(json.dumps(row, ensure_ascii=False) + "\n")
+    return folder
+
+
+@pytest.fixture(scope="session")
+def write_rows():
+    """``write_rows(folder, rows) -> folder``: a dataset folder with ``train.jsonl``."""
+    return _write_rows

@@ -1,0 +1,61 @@
+"""``toolscale train``: the command-line contract of issue 8 (one real, short SFT run)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from toolscale.cli import main
+
+TINY_DATA = Path(__file__).parents[1] / "train" / "fixtures" / "tiny"
+
+
+@pytest.fixture(autouse=True)
+def _one_thread():
+    import torch
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
+def test_train_json(tmp_path, capsys):
+    out = tmp_path / "model"
+    code = main(["train", "--data", str(TINY_DATA), "--model-size", "tiny-s", "--out", str(out),
+                 "--max-steps", "3", "--threads", "1", "--json"])
+    captured = capsys.readouterr()
+    assert code == 0, captured.err
+    report = json.loads(captured.out)  # nothing but the JSON on stdout
+    assert report["model_size"] == "tiny-s" and report["steps"] == 3
+    assert report["train_flops"] == 6 * report["params"] * report["train_tokens"]
+    assert (out / "config.json").is_file() and (out / "tokenizer.json").is_file()
+
+
+def test_train_text_and_config(tmp_path, capsys):
+    cfg = tmp_path / "c.toml"
+    main(["init", str(cfg), "--preset", "micro"])
+    capsys.readouterr()
+    code = main(["train", "--config", str(cfg), "--data", str(TINY_DATA), "--model-size", "tiny-s",
+                 "--out", str(tmp_path / "m"), "--max-steps", "2", "--threads", "1"])
+    out = capsys.readouterr().out
+    assert code == 0 and "trained tiny-s" in out and "for 2 steps" in out
+
+
+@pytest.mark.parametrize("argv,message", [
+    (["--model-size", "huge"], "unknown model size 'huge'; known: tiny-s"),
+    (["--model-size", "tiny-s", "--max-steps", "0"], "must be a positive integer, got 0"),
+])
+def test_bad_input_one_line_exit_2(tmp_path, capsys, argv, message):
+    code = main(["train", "--data", str(TINY_DATA), "--out", str(tmp_path / "m"), *argv])
+    err = capsys.readouterr().err
+    assert code == 2 and message in err
+    assert not (tmp_path / "m").exists()
+
+
+def test_missing_data_folder(tmp_path, capsys):
+    code = main(["train", "--data", str(tmp_path / "nope"), "--model-size", "tiny-s", "--out", str(tmp_path / "m")])
+    err = capsys.readouterr().err.strip()
+    assert code == 2 and "does not exist" in err and len(err.splitlines()) == 1

@@ -1,0 +1,167 @@
+"""Real SFT runs with TRL on the hand-written rows: loss falls, masks, accounting, determinism, resume."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import torch
+
+from grid.models import TrainStats
+from toolscale.config import ModelSize
+from toolscale.errors import UsageError
+from train.checkpoint import last_checkpoint
+from train.data import read_rows, tokenize_rows
+from train.errors import TrainDataError
+from train.models import build_model, load_model
+from train.sft import make_trainer, read_stats, sft_config, train_sft
+from train.tokenizer import load_tokenizer
+
+SIZE = ModelSize(name="t", hidden_size=32, num_layers=1, num_heads=2, vocab_size=400, max_steps=40,
+                 batch_size=4, learning_rate=3e-3, max_seq_len=512)
+
+
+@pytest.fixture(scope="module")
+def run(tiny_data, tmp_path_factory):
+    torch.set_num_threads(1)
+    out = tmp_path_factory.mktemp("run")
+    stats = train_sft(tiny_data, SIZE, out, seed=0, save_steps=0)
+    return out, stats
+
+
+def _assistant_loss(model, examples) -> float:
+    """Mean next-token loss over assistant tokens (the SFT objective) of ``examples``."""
+    total, n = 0.0, 0
+    with torch.no_grad():
+        for ex in examples:
+            ids = torch.tensor([ex["input_ids"]])
+            labels = torch.tensor([[t if m else -100 for t, m in zip(ex["input_ids"], ex["assistant_masks"])]])
+            k = int((labels[0, 1:] != -100).sum())
+            total += float(model(input_ids=ids, labels=labels).loss) * k
+            n += k
+    return total / n
+
+
+def test_loss_falls_and_accounting(run):
+    out, stats = run
+    saved = read_stats(out)
+    curve = saved["loss_curve"]
+    assert [p["step"] for p in curve] == list(range(1, 41))
+    assert sum(p["loss"] for p in curve[-5:]) / 5 < sum(p["loss"] for p in curve[:5]) / 5 - 1.0
+    assert isinstance(stats, TrainStats) and stats.steps == 40
+    assert stats.params == SIZE.approx_params and stats.params_nonembedding == SIZE.approx_params_nonembedding
+    assert stats.train_tokens == curve[-1]["tokens"] > 0
+    assert stats.train_flops == 6 * stats.params * stats.train_tokens
+    assert stats.final_loss == curve[-1]["loss"] and stats.wall_s > 0
+    assert TrainStats.model_validate(saved["train"]) == stats
+    assert saved["data"]["n_rows"] == 8
+
+
+def test_tokens_seen_count_real_tokens_only(run, tiny_data):
+    """D counts non-padding tokens: at most batch x steps sequences, each at most its true length."""
+    out, stats = run
+    lengths = [len(e["input_ids"]) for e in
+               tokenize_rows(read_rows(tiny_data), load_tokenizer(out), SIZE.max_seq_len)["examples"]]
+    per_epoch = sum(lengths)
+    steps_per_epoch = len(lengths) / SIZE.batch_size
+    assert stats.train_tokens == per_epoch * (40 / steps_per_epoch)  # 8 rows, batch 4: exact epochs
+    assert stats.train_tokens < 40 * SIZE.batch_size * max(lengths)
+
+
+def test_saved_folder_reloads_trained_weights(run, tiny_data):
+    out, _ = run
+    tokenizer = load_tokenizer(out)
+    examples = tokenize_rows(read_rows(tiny_data), tokenizer, SIZE.max_seq_len)["examples"]
+    trained = load_model(out).eval()
+    again = load_model(out).eval()
+    ids = torch.tensor([examples[0]["input_ids"]])
+    with torch.no_grad():
+        assert torch.equal(trained(ids).logits, again(ids).logits)
+    fresh = build_model(SIZE, seed=0).eval()
+    assert _assistant_loss(trained, examples) < _assistant_loss(fresh, examples) - 1.0
+    assert tokenizer.chat_template and "generation" in tokenizer.chat_template
+
+
+def test_only_assistant_tokens_carry_loss(rows, tokenizer, tmp_path):
+    """TRL's labels are -100 on system, user and tool tokens; the plain loss equals TRL's fused loss."""
+    data = tokenize_rows(rows, tokenizer, 512)
+    from datasets import Dataset
+
+    model = build_model(SIZE, seed=0)
+    trainer = make_trainer(model, tokenizer, Dataset.from_list(data["examples"]),
+                           sft_config(SIZE, tmp_path, max_steps=1))
+    for ex, prepared in zip(data["examples"], trainer.train_dataset, strict=True):
+        learned = [t for t, lab in zip(prepared["input_ids"], prepared["labels"]) if lab != -100]
+        assert learned == [t for t, m in zip(ex["input_ids"], ex["assistant_masks"]) if m]
+    text = tokenizer.decode([t for t, lab in zip(trainer.train_dataset[7]["input_ids"],
+                                                 trainer.train_dataset[7]["labels"]) if lab != -100])
+    for m in rows[7]["messages"]:
+        if m["role"] in ("user", "tool"):
+            assert m["content"] not in text
+    batch = next(iter(trainer.get_train_dataloader()))
+    fused = make_trainer(model, tokenizer, Dataset.from_list(data["examples"]),
+                         sft_config(SIZE, tmp_path, max_steps=1), plain_loss=False)
+    with torch.no_grad():
+        plain_loss = trainer.compute_loss(model, dict(batch))
+        fused_loss = fused.compute_loss(model, dict(batch))
+    assert torch.allclose(plain_loss, fused_loss, rtol=1e-4)
+
+
+def test_seeded_runs_are_deterministic(tiny_data, tmp_path):
+    size = SIZE.model_copy(update={"max_steps": 6})
+    a = train_sft(tiny_data, size, tmp_path / "a", seed=3, save_steps=0)
+    b = train_sft(tiny_data, size, tmp_path / "b", seed=3, save_steps=0)
+    c = train_sft(tiny_data, size, tmp_path / "c", seed=4, save_steps=0)
+    curve = lambda p: [x["loss"] for x in read_stats(p)["loss_curve"]]  # noqa: E731
+    assert curve(tmp_path / "a") == curve(tmp_path / "b") != curve(tmp_path / "c")
+    assert a.train_tokens == b.train_tokens
+
+
+class _Preempted(Exception):
+    pass
+
+
+def test_preempted_run_resumes_from_last_checkpoint(tiny_data, tmp_path):
+    size = SIZE.model_copy(update={"max_steps": 10})
+    whole = train_sft(tiny_data, size, tmp_path / "whole", seed=1, save_steps=0)
+
+    def preempt(step, total, loss):
+        if step == 6:
+            raise _Preempted
+
+    out = tmp_path / "cut"
+    with pytest.raises(_Preempted):
+        train_sft(tiny_data, size, out, seed=1, save_steps=4, on_step=preempt)
+    assert last_checkpoint(out).name == "checkpoint-4" and read_stats(out) is None
+    resumed = train_sft(tiny_data, size, out, seed=1, save_steps=4)
+    assert read_stats(out)["resumed_from"] == "checkpoint-4"
+    assert resumed.steps == 10 and resumed.train_tokens == whole.train_tokens
+    a, b = read_stats(tmp_path / "whole")["loss_curve"], read_stats(out)["loss_curve"]
+    assert [p["step"] for p in b] == list(range(1, 11))
+    assert [p["loss"] for p in b] == pytest.approx([p["loss"] for p in a], rel=1e-5)
+    # a finished identical run is not trained again
+    assert train_sft(tiny_data, size, out, seed=1, save_steps=4) == resumed
+
+
+def test_no_resume_starts_over(tiny_data, tmp_path):
+    size = SIZE.model_copy(update={"max_steps": 4})
+    train_sft(tiny_data, size, tmp_path, seed=0, save_steps=2)
+    assert last_checkpoint(tmp_path).name == "checkpoint-4"
+    train_sft(tiny_data, size, tmp_path, seed=0, save_steps=0, resume=False)
+    assert last_checkpoint(tmp_path) is None and read_stats(tmp_path)["resumed_from"] is None
+
+
+def test_pretrained_rung_trains_from_a_folder(run, tiny_data, tmp_path):
+    out, _ = run
+    size = ModelSize(name="p", pretrained=str(out), max_steps=3, batch_size=4, learning_rate=1e-3, max_seq_len=512)
+    stats = train_sft(tiny_data, size, tmp_path, save_steps=0)
+    assert stats.steps == 3 and stats.params == SIZE.approx_params
+    assert json.loads((tmp_path / "config.json").read_text())["model_type"] == "llama"
+
+
+def test_bad_arguments(tiny_data, tmp_path):
+    with pytest.raises(UsageError, match="max_steps"):
+        train_sft(tiny_data, SIZE, tmp_path, max_steps=0)
+    with pytest.raises(TrainDataError, match="does not exist"):
+        train_sft(tmp_path / "none", SIZE, tmp_path / "out")
+    assert not (tmp_path / "out").exists()

@@ -1,0 +1,220 @@
+"""Supervised fine-tuning with TRL's ``SFTTrainer`` (pinned interface 4).
+
+:func:`train_sft` trains one model of a ladder rung on one synthesised dataset and writes a
+``from_pretrained``-loadable folder (model + tokenizer) plus ``train_stats.json``. Proxy rungs
+get a byte-level BPE tokenizer trained on the dataset itself and a model built from config;
+``pretrained`` rungs load their own model, tokenizer and chat template.
+
+Settings chosen for tiny CPU models (TRL's defaults are for GPUs; measured on 2 cores):
+float32 (``SFTConfig(use_cpu=True)`` defaults to bf16), no gradient checkpointing (default on),
+the rung's learning rate (TRL's default 2e-5 barely moves a random model), no packing (3.5x
+slower on CPU), and the plain causal-LM loss instead of TRL's tiled fused LM head (1.4-1.6x
+slower on CPU); see ``benchmarks/train_throughput.py``. Loss is on assistant tokens only.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import math
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from grid.models import TrainStats
+from toolscale.config import ModelSize
+from toolscale.errors import UsageError
+from train.accounting import AccountingCallback, loss_curve, read_accounting, training_flops
+from train.checkpoint import STATS_FILE, checkpoint_dir, clear_checkpoints, last_checkpoint
+from train.data import dataset_id, read_rows, render_corpus, tokenize_rows
+from train.errors import TrainError
+
+__all__ = ["train_sft", "sft_config", "read_stats", "make_trainer", "quiet_progress"]
+
+
+def sft_config(size: ModelSize, output_dir: str | Path, *, max_steps: int, seed: int = 0,
+               save_steps: int = 0, logging_steps: int | None = None, **overrides: Any):
+    """The ``SFTConfig`` of one run (the one adapter between our settings and TRL's).
+
+    ``save_steps=0`` disables checkpoints. ``overrides`` replace any field (benchmarks use it
+    to compare TRL's defaults).
+    """
+    import torch
+    from trl import SFTConfig
+
+    gpu = torch.cuda.is_available()
+    kwargs: dict[str, Any] = dict(
+        output_dir=str(output_dir), use_cpu=not gpu, bf16=gpu and torch.cuda.is_bf16_supported(), fp16=False,
+        activation_checkpointing=False, learning_rate=size.learning_rate, lr_scheduler_type="cosine",
+        warmup_steps=max(1, max_steps // 20), weight_decay=0.0, max_grad_norm=1.0,
+        per_device_train_batch_size=size.batch_size, gradient_accumulation_steps=1, max_steps=max_steps,
+        max_length=size.max_seq_len, packing=False, assistant_only_loss=False, seed=seed, data_seed=seed,
+        logging_steps=logging_steps or max(1, max_steps // 200), logging_first_step=True,
+        save_strategy="steps" if save_steps else "no", save_steps=save_steps or 500, save_total_limit=1,
+        report_to="none", disable_tqdm=True, include_num_input_tokens_seen="non_padding",
+        dataloader_num_workers=0, remove_unused_columns=True, dataset_num_proc=None)
+    kwargs.update(overrides)
+    return SFTConfig(**kwargs)
+
+
+def make_trainer(model, tokenizer, dataset, config, *, plain_loss: bool = True, callbacks=()):
+    """An ``SFTTrainer`` over a pre-tokenized dataset (``input_ids`` + ``assistant_masks``).
+
+    ``plain_loss=True`` computes the model's own causal-LM loss on the labels TRL built
+    (assistant tokens only) instead of TRL's fused LM head; TRL's token-accuracy and entropy
+    metrics are then not logged.
+    """
+    from transformers import PrinterCallback, ProgressCallback, Trainer
+    from trl import SFTTrainer
+
+    class _PlainLossSFTTrainer(SFTTrainer):
+        def compute_loss(self, model, inputs, return_outputs=False, num_items_in_batch=None):
+            return Trainer.compute_loss(self, model, inputs, return_outputs=return_outputs,
+                                        num_items_in_batch=num_items_in_batch)
+
+    cls = _PlainLossSFTTrainer if plain_loss else SFTTrainer
+    trainer = cls(model=model, args=config, train_dataset=dataset, processing_class=tokenizer,
+                  callbacks=list(callbacks))
+    for cb in (PrinterCallback, ProgressCallback):  # both print to stdout; the CLI draws its own bar
+        trainer.remove_callback(cb)
+    return trainer
+
+
+@contextlib.contextmanager
+def quiet_progress():
+    """Silence the progress bars of datasets and transformers (they write to the terminal) for a block."""
+    import datasets
+    from transformers.utils import logging as hf_logging
+
+    ds_on, hf_on = datasets.is_progress_bar_enabled(), hf_logging.is_progress_bar_enabled()
+    datasets.disable_progress_bars()
+    hf_logging.disable_progress_bar()
+    try:
+        yield
+    finally:
+        if ds_on:
+            datasets.enable_progress_bars()
+        if hf_on:
+            hf_logging.enable_progress_bar()
+
+
+def read_stats(out_dir: str | Path) -> dict[str, Any] | None:
+    """The ``train_stats.json`` of a finished run, or None."""
+    path = Path(out_dir) / STATS_FILE
+    return json.loads(path.read_text(encoding="utf-8")) if path.is_file() else None
+
+
+def _tokenizer_for(size: ModelSize, out_dir: Path, rows, resume: bool):
+    from train.tokenizer import load_tokenizer, train_tokenizer
+
+    if size.pretrained:
+        tok = load_tokenizer(size.pretrained)
+        if not tok.chat_template or "generation" not in tok.chat_template:
+            raise TrainError(f"the chat template of {size.pretrained!r} has no {{% generation %}} markers; "
+                             "assistant-only loss needs them")
+        if tok.pad_token is None:
+            tok.pad_token = tok.eos_token
+        return tok
+    if resume and (out_dir / "tokenizer.json").is_file():
+        return load_tokenizer(out_dir)
+    tok = train_tokenizer(render_corpus(rows), size.vocab_size)
+    tok.save_pretrained(out_dir)  # before training, so a resumed run uses the very same ids
+    return tok
+
+
+def train_sft(data_dir: str | Path, size: ModelSize, out_dir: str | Path, *, max_steps: int | None = None,
+              seed: int = 0, threads: int | None = None, resume: bool = True, save_steps: int | None = None,
+              on_step: Callable[[int, int, float | None], None] | None = None) -> TrainStats:
+    """Train one model with SFT on a synthesised dataset; write it to ``out_dir``.
+
+    Parameters
+    ----------
+    data_dir
+        Dataset folder written by synth (``DIR/train.jsonl``, pinned interface 1), or the JSONL file.
+    size
+        Ladder rung: built from config (proxy) or ``pretrained``.
+    out_dir
+        Run folder: the final model and tokenizer (``from_pretrained``-loadable), ``train_stats.json``
+        and ``checkpoints/``.
+    max_steps
+        Optimizer steps; default ``size.max_steps``.
+    seed
+        Seeds the initialisation, the data order and dropout; same seed, same run (CPU).
+    threads
+        torch CPU threads (None leaves torch's setting).
+    resume
+        Pick up the last complete checkpoint in ``out_dir`` (a preempted run), and return the stored
+        accounting of an identical finished run without training again. False starts over.
+    save_steps
+        Steps between checkpoints; default ``max(10, max_steps // 4)``; 0 disables them.
+    on_step
+        Progress hook ``on_step(step, max_steps, last_loss)``.
+
+    Returns
+    -------
+    grid.models.TrainStats
+        N (with and without embeddings), D (non-padding tokens seen), ``6 N D``, wall seconds
+        (all sessions), final loss, steps. ``train_stats.json`` also holds the loss curve.
+    """
+    import torch
+
+    from train.models import build_model, count_params, load_model
+
+    steps = size.max_steps if max_steps is None else max_steps
+    if not isinstance(steps, int) or steps < 1:
+        raise UsageError(f"max_steps must be a positive integer, got {steps!r}")
+    if threads is not None:
+        if threads < 1:
+            raise UsageError(f"threads must be >= 1, got {threads}")
+        torch.set_num_threads(threads)
+    out = Path(out_dir)
+    rows = read_rows(data_dir)
+    data_id = dataset_id(data_dir)
+    previous = read_stats(out) if resume else None
+    if previous and previous.get("dataset_id") == data_id and previous.get("model_size") == size.name \
+            and previous.get("steps") == steps and previous.get("seed") == seed:
+        return TrainStats.model_validate(previous["train"])
+    if not resume:
+        clear_checkpoints(out)
+    out.mkdir(parents=True, exist_ok=True)
+
+    tokenizer = _tokenizer_for(size, out, rows, resume)
+    data = tokenize_rows(rows, tokenizer, size.max_seq_len)
+    if not data["examples"]:
+        raise TrainError(f"no row of {data_dir} keeps an assistant token within max_seq_len={size.max_seq_len}")
+    if size.pretrained:
+        model = load_model(size.pretrained)
+    else:
+        model = build_model(size, seed=seed)
+        if len(tokenizer) > model.config.vocab_size:
+            raise TrainError(f"tokenizer has {len(tokenizer)} tokens, model vocabulary {model.config.vocab_size}")
+    params, params_nonemb = count_params(model)
+
+    from datasets import Dataset
+
+    dataset = Dataset.from_list(data["examples"])
+    every = max(10, steps // 4) if save_steps is None else save_steps
+    config = sft_config(size, checkpoint_dir(out), max_steps=steps, seed=seed, save_steps=every)
+    checkpoint = last_checkpoint(out) if resume else None
+    accounting = AccountingCallback(read_accounting(checkpoint).get("wall_s", 0.0), on_step=on_step)
+    with quiet_progress():
+        trainer = make_trainer(model, tokenizer, dataset, config, callbacks=[accounting])
+        trainer.train(resume_from_checkpoint=str(checkpoint) if checkpoint else None)
+        trainer.model.save_pretrained(out)
+        tokenizer.save_pretrained(out)
+
+    state = trainer.state
+    curve = loss_curve(state.log_history)
+    tokens = float(state.num_input_tokens_seen)
+    final_loss = curve[-1]["loss"] if curve else None
+    stats = TrainStats(params=float(params), params_nonembedding=float(params_nonemb), train_tokens=tokens,
+                       train_flops=training_flops(params, tokens), wall_s=accounting.wall_s,
+                       final_loss=final_loss if final_loss is None or math.isfinite(final_loss) else None,
+                       steps=int(state.global_step))
+    payload = {"train": stats.model_dump(mode="json"), "loss_curve": curve, "dataset_id": data_id,
+               "model_size": size.name, "steps": steps, "seed": seed, "resumed_from": checkpoint and checkpoint.name,
+               "data": {k: v for k, v in data.items() if k != "examples"}}
+    tmp = out / (STATS_FILE + ".tmp")
+    tmp.write_text(json.dumps(payload, indent=1), encoding="utf-8")
+    tmp.replace(out / STATS_FILE)
+    return stats
