@@ -47,3 +47,24 @@ def test_eval_errors_are_one_line(capsys, argv, needle, code):
 def test_eval_bad_limit(capsys):
     assert main(["eval", "--model", "gold", "--benchmark", "bfcl", "--limit", "0"]) == 2
     assert "must be a positive integer, got 0" in capsys.readouterr().err
+
+
+def test_eval_gold_heldout_calls(capsys):
+    assert main(["eval", "--model", "gold", "--benchmark", "heldout-calls", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["score"] == 1.0 and out["n_items"] > 100 and out["version"]
+
+
+def test_eval_tiny_model_heldout_calls(tmp_path, capsys):
+    """A real (random, tiny) model folder through the command: garbage output scored, not crashed."""
+    from eval.heldout import build_heldout_calls
+
+    from ..eval.tiny_model import save_tiny_model
+
+    model = save_tiny_model(tmp_path / "m", build_heldout_calls(calls_per_domain=4, parallel_per_domain=1,
+                                                                irrelevant_per_domain=1))
+    assert main(["eval", "--model", model, "--benchmark", "heldout-calls", "--limit", "4", "--max-new-tokens", "16",
+                 "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["n_items"] == 4 and 0.0 <= out["score"] <= 0.5  # only irrelevance items can be right
+    assert out["metrics"]["loss"]["score"] > 0 and out["metrics"]["loss"]["higher_is_better"] is False

@@ -1,0 +1,197 @@
+"""Items of the held-out benchmarks, built from the bundled servers reserved for evaluation.
+
+``heldout-calls`` (:func:`build_heldout_calls`): single-step requests to the servers of
+``synth.servers.db.HELDOUT_DOMAINS`` (never seen in training data). Each user request names every
+argument value (taken from a seeded database, so the call is valid: it is executed once with
+``synth.servers.catalog.call_tool`` and dropped if the server rejects it); the model is offered all
+of the domain's tools and must pick the right one (BFCL category ``multiple``), or two calls for
+a two-part request (``parallel``), or no call at all when the request belongs to another held-out
+domain whose tools are not offered (``irrelevance``). Matching is BFCL's AST match.
+
+``heldout-env`` (:func:`load_heldout_env`): multi-turn episodes in ``synth.envs`` executable
+environments built from the held-out domains.
+
+Both are deterministic: the same code version gives the same items (the benchmark version is
+bumped when this module changes them).
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import random
+from typing import Any
+
+from eval.errors import BenchmarkDataError
+from eval.models import CallItem, EnvItem
+
+__all__ = ["build_heldout_calls", "load_heldout_calls", "load_heldout_env", "CALLS_PER_DOMAIN",
+           "PARALLEL_PER_DOMAIN", "IRRELEVANT_PER_DOMAIN", "ENV_EPISODES", "BENCHMARK_SEED"]
+
+CALLS_PER_DOMAIN = 48
+"""Single-call items per held-out domain (category ``multiple``)."""
+PARALLEL_PER_DOMAIN = 12
+"""Two-call items per held-out domain (category ``parallel``)."""
+IRRELEVANT_PER_DOMAIN = 16
+"""No-call items per held-out domain (category ``irrelevance``)."""
+ENV_EPISODES = 40
+"""Episodes of ``heldout-env``."""
+BENCHMARK_SEED = 20_260_101
+"""Seed of the benchmark's own sampling (fixed: part of the benchmark's definition)."""
+
+_TEMPLATES = ("Please {intent}.", "Can you {intent}?", "I need to {intent}.", "{Intent}, please.",
+              "Could you {intent} for me?")
+_N_DB_SEEDS = 6
+
+
+def _import_synth() -> tuple[Any, Any]:
+    try:
+        from synth.servers import catalog, db
+    except ImportError as err:
+        raise BenchmarkDataError(f"heldout-calls needs synth.servers (bundled servers): {err}") from None
+    return catalog, db
+
+
+def _value(param: Any, tool: Any, db: dict[str, list[dict]], row: dict[str, Any], rng: random.Random,
+           db_module: Any) -> Any:
+    """A value the user can state for ``param``: from the chosen row, a referenced table, or its source spec."""
+    source = getattr(param, "source", "row") or ""
+    col = getattr(param, "col", param.name)
+    if source.startswith("int:"):
+        lo, hi = (int(x) for x in source.split(":")[1:3])
+        return rng.randint(lo, hi)
+    if source.startswith("choice:"):
+        return rng.choice(source.split(":", 1)[1].split("|"))
+    if source.startswith("col:"):
+        table, column = source[4:].split(".")
+        return rng.choice(db[table])[column]
+    if source == "names":
+        return f"{rng.choice(db_module.FIRST)} {rng.choice(db_module.LAST)}"
+    for p_name, table, column in getattr(tool, "refs", ()):
+        if p_name == param.name:
+            return rng.choice(db[table])[column]
+    return row.get(col)
+
+
+def _request(tool: Any, args: dict[str, Any]) -> str:
+    """The user's words for one call: the tool's intent phrase with the values filled in."""
+    intent = getattr(tool, "intent", "") or f"use {tool.name}"
+    try:
+        return intent.format(**args)
+    except (KeyError, IndexError, ValueError):
+        return f"{intent} ({', '.join(f'{k}={v}' for k, v in args.items())})"
+
+
+def _sentence(parts: list[str], rng: random.Random) -> str:
+    intent = " and ".join(parts)
+    return rng.choice(_TEMPLATES).format(intent=intent, Intent=intent[:1].upper() + intent[1:])
+
+
+def _sample_call(domain: str, catalog: Any, db_module: Any, rng: random.Random) -> tuple[Any, dict[str, Any], str] | None:
+    """(tool def, arguments, request phrase) of one valid call, or None when the server rejects it."""
+    tool = rng.choice(catalog.SERVERS[domain].tools)
+    db = db_module.make_database(domain, rng.randrange(_N_DB_SEEDS), rng.randrange(db_module.N_VARIANTS))
+    rows = db.get(tool.table) or [{}]
+    row = rng.choice(rows)
+    args = {}
+    placeholders = getattr(tool, "intent", "")
+    for p in tool.params:
+        if not p.required and "{" + p.name + "}" not in placeholders:
+            continue
+        v = _value(p, tool, db, row, rng, db_module)
+        if v is None:
+            return None
+        args[p.name] = v
+    try:
+        catalog.call_tool(domain, copy.deepcopy(db), tool.name, args)
+    except Exception:  # noqa: BLE001 - synth.errors.ToolCallError, or any rejection: not an item
+        return None
+    return tool, args, _request(tool, args)
+
+
+def _answer(tool: Any, args: dict[str, Any]) -> dict[str, dict[str, list[Any]]]:
+    """BFCL possible-answer form; optional parameters not asked for may be omitted only."""
+    expected: dict[str, list[Any]] = {k: [v] for k, v in args.items()}
+    for p in tool.params:
+        if p.name not in expected:
+            expected[p.name] = [""]
+    return {tool.name: expected}
+
+
+def build_heldout_calls(*, calls_per_domain: int = CALLS_PER_DOMAIN, parallel_per_domain: int = PARALLEL_PER_DOMAIN,
+                        irrelevant_per_domain: int = IRRELEVANT_PER_DOMAIN, seed: int = BENCHMARK_SEED,
+                        domains: tuple[str, ...] | None = None) -> list[CallItem]:
+    """The ``heldout-calls`` items (deterministic for fixed arguments).
+
+    Parameters
+    ----------
+    calls_per_domain, parallel_per_domain, irrelevant_per_domain : int
+        Items of each category per domain.
+    seed : int
+        Sampling seed (the benchmark uses :data:`BENCHMARK_SEED`).
+    domains : tuple of str or None
+        Server domains; default ``HELDOUT_DOMAINS``. Irrelevance items need at least two.
+    """
+    catalog, db_module = _import_synth()
+    domains = tuple(domains or db_module.HELDOUT_DOMAINS)
+    unknown = [d for d in domains if d not in catalog.SERVERS]
+    if unknown:
+        raise BenchmarkDataError(f"unknown server domain {unknown[0]!r}; expected one of {', '.join(catalog.SERVERS)}")
+    items: list[CallItem] = []
+    for domain in domains:
+        rng = random.Random(f"{seed}:{domain}")
+        functions = [d.to_openai()["function"] for d in catalog.tool_docs(domain)]
+
+        seen: set[str] = set()
+
+        def draw() -> tuple[Any, dict[str, Any], str]:
+            for _ in range(200):
+                got = _sample_call(domain, catalog, db_module, rng)  # noqa: B023 - rng of this domain
+                key = json.dumps([got[0].name, got[1]], sort_keys=True, default=str) if got else ""
+                if got and key not in seen:  # noqa: B023
+                    seen.add(key)  # noqa: B023
+                    return got
+            raise BenchmarkDataError(f"server {domain!r}: no new valid call found in 200 draws")
+
+        for n in range(calls_per_domain):
+            tool, args, phrase = draw()
+            items.append(CallItem(id=f"heldout-{domain}-{n}", category="multiple", source=domain,
+                                  messages=[{"role": "user", "content": _sentence([phrase], rng)}],
+                                  functions=functions, ground_truth=[_answer(tool, args)]))
+        for n in range(parallel_per_domain):
+            (t1, a1, p1), (t2, a2, p2) = draw(), draw()
+            if (t1.name, a1) == (t2.name, a2):
+                continue
+            items.append(CallItem(id=f"heldout-{domain}-par{n}", category="parallel", source=domain,
+                                  messages=[{"role": "user", "content": _sentence([p1, p2], rng)}],
+                                  functions=functions, ground_truth=[_answer(t1, a1), _answer(t2, a2)]))
+        others = [d for d in domains if d != domain]
+        for n in range(irrelevant_per_domain if others else 0):
+            other = others[n % len(others)]
+            got = None
+            for _ in range(100):
+                got = _sample_call(other, catalog, db_module, rng)
+                if got:
+                    break
+            if not got:
+                raise BenchmarkDataError(f"server {other!r}: no valid call found in 100 draws")
+            items.append(CallItem(id=f"heldout-{domain}-irr{n}", category="irrelevance", source=domain,
+                                  messages=[{"role": "user", "content": _sentence([got[2]], rng)}],
+                                  functions=functions, ground_truth=[]))
+    return items
+
+
+def load_heldout_calls() -> list[CallItem]:
+    """The registered ``heldout-calls`` items (loader of :mod:`eval.benchmarks`)."""
+    return build_heldout_calls()
+
+
+def load_heldout_env(n: int = ENV_EPISODES, seed: int = BENCHMARK_SEED) -> list[EnvItem]:
+    """``heldout-env`` episodes: ``synth.envs.build.build_envs`` on the held-out domains."""
+    try:
+        from synth.envs.build import build_envs
+        from synth.servers.db import HELDOUT_DOMAINS
+    except ImportError as err:
+        raise BenchmarkDataError(f"heldout-env needs synth.envs (executable environments): {err}") from None
+    samples = build_envs(n, seed, domains=HELDOUT_DOMAINS)
+    return [EnvItem(id=s.env_id, sample=s.model_dump(mode="json", by_alias=True)) for s in samples]
