@@ -13,7 +13,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 __all__ = ["SCHEMA_VERSION", "QANode", "ToolSource", "Distractor", "Target", "EnvSample", "SandboxLimits",
-           "CallOutcome", "SandboxRun", "CheckResult", "Tier", "Structure"]
+           "CallOutcome", "SandboxRun", "CheckResult", "DistractorSpec", "Tier", "Structure"]
 
 SCHEMA_VERSION = "toolscale-env/1"
 """Value of the ``schema`` field of every artifact row this code writes."""
@@ -211,3 +211,20 @@ class CheckResult(BaseModel):
     """Network isolation the replay ran under (``netns`` / ``socket-blocked``; empty when not replayed)."""
     replay_s: float = 0.0
     """Wall-clock seconds spent replaying the row's golden calls (both runs)."""
+
+
+class DistractorSpec(BaseModel):
+    """How many irrelevant tools of each similarity tier to mix into an environment."""
+
+    model_config = _FROZEN
+
+    high: int = Field(default=1, ge=0)
+    """Distractors with similarity > 0.85 to a gold tool (count)."""
+    medium: int = Field(default=2, ge=0)
+    """Distractors with similarity in [0.4, 0.85] (count)."""
+    low: int = Field(default=2, ge=0)
+    """Distractors with similarity < 0.4 (count)."""
+
+    def counts(self) -> dict[str, int]:
+        """``{tier: count}``."""
+        return {"high": self.high, "medium": self.medium, "low": self.low}

@@ -13,9 +13,9 @@ Precision here is call efficiency (target sub-tasks solved per tool call), not c
 recall alone rewards calling everything, precision alone rewards stopping early; F1 keeps both (seed 000, Q4).
 Worked values: all 4 targets in 4 calls gives 1.0, all 4 in 6 calls 0.8, 3 of 4 in 4 calls 0.75.
 
-A call hits a target when it names the target's tool and its observation contains the target answer as a
-value (:func:`answer_in_output`); each target is hit at most once and each call hits at most one target, so
-repeating a successful call only adds to ``c``.
+A call hits a target when it is the target's golden call (same tool, canonically equal arguments) and its
+observation contains the target answer as a value (:func:`answer_in_output`); each target is hit at most once
+and each call hits at most one target, so repeating a successful call only adds to ``c``.
 """
 
 from __future__ import annotations
@@ -130,26 +130,42 @@ def _in_text(answer: str, text: str) -> bool:
     return re.search(pattern, text) is not None
 
 
-def match_targets(targets: Sequence[Any], calls: Sequence[tuple[str, str]]) -> list[int | None]:
+def match_targets(targets: Sequence[Any], calls: Sequence[tuple]) -> list[int | None]:
     """Assign calls to targets; returns, per call, the index of the target it hit (or None).
 
     Parameters
     ----------
-    targets : sequence of objects with ``tool`` and ``answer`` attributes (:class:`synth.envs.models.Target`)
-    calls : sequence of ``(tool_name, observation)`` in call order
+    targets : sequence of objects with ``tool``, ``arguments`` and ``answer`` attributes
+        (:class:`synth.envs.models.Target`)
+    calls : sequence of ``(tool_name, observation, arguments)`` in call order; a 2-tuple
+        ``(tool_name, observation)`` skips the argument comparison
 
-    Each target is hit at most once (the first call that produces it), each call hits at most one target (the
-    first not-yet-hit target it satisfies, in target order).
+    A call hits a not-yet-hit target when it names the target's tool, its arguments equal the golden arguments
+    (compared canonically: ``600`` equals ``600.0``, strings case-insensitively after stripping) and its
+    observation contains the target answer. Each target is hit at most once and each call hits at most one
+    target, so repeating a call never earns a second hit.
     """
     hit_by: list[int | None] = []
     taken: set[int] = set()
-    for name, output in calls:
-        found = None
+    for call in calls:
+        name, output = call[0], call[1]
+        args = call[2] if len(call) > 2 else None
+        pick = None
         for i, t in enumerate(targets):
-            if i not in taken and t.tool == name and answer_in_output(t.answer, output):
-                found = i
+            if i in taken or t.tool != name:
+                continue
+            if args is not None and not _same_args(t.arguments, args):
+                continue
+            if answer_in_output(t.answer, output):
+                pick = i
                 break
-        if found is not None:
-            taken.add(found)
-        hit_by.append(found)
+        if pick is not None:
+            taken.add(pick)
+        hit_by.append(pick)
     return hit_by
+
+
+def _same_args(a: Any, b: Any) -> bool:
+    if not isinstance(a, dict) or not isinstance(b, dict) or set(a) != set(b):
+        return False
+    return all(canonical_answer(a[k]).casefold() == canonical_answer(b[k]).casefold() for k in a)

@@ -1,9 +1,148 @@
-"""Subcommands of this group are registered here (being built; see the issue tracker)."""
+"""``toolscale envs build|check``: executable RL environments (ASTRA RL branch) and their artifact check."""
 
 from __future__ import annotations
 
 import argparse
+import sys
+from pathlib import Path
+
+from toolscale.cli._common import Formatter, emit_json
+from toolscale.errors import UsageError
+
+__all__ = ["register"]
+
+
+def _tiers(text: str) -> dict[str, int]:
+    """argparse type for ``high=1,medium=2,low=2``."""
+    out: dict[str, int] = {}
+    for part in filter(None, (p.strip() for p in text.split(","))):
+        tier, _, count = part.partition("=")
+        if tier not in ("high", "medium", "low") or not count.isdigit():
+            raise argparse.ArgumentTypeError(f"expected tier=count pairs like high=1,medium=2,low=2, got {part!r}")
+        out[tier] = int(count)
+    return out
+
+
+def _nonneg_int(text: str) -> int:
+    try:
+        v = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a non-negative integer, got {text!r}") from None
+    if v < 0:
+        raise argparse.ArgumentTypeError(f"must be a non-negative integer, got {v}")
+    return v
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    """Add this group's subcommands to the CLI."""
+    """Add ``envs build`` and ``envs check``."""
+    p = sub.add_parser("envs", help="executable RL environments from QA dependency graphs (build, check)",
+                       formatter_class=Formatter,
+                       epilog="examples:\n  toolscale envs build --out envs/ --n 50 --seed 0\n"
+                              "  toolscale envs check envs/envs.jsonl --json")
+    es = p.add_subparsers(dest="envs_command", metavar="SUBCOMMAND", title="subcommands")
+
+    b = es.add_parser("build", help="generate, compile, validate and write DIR/envs.jsonl",
+                      formatter_class=Formatter,
+                      epilog="example:\n  toolscale envs build --out envs/ --n 50 --seed 0 "
+                             "--distractors high=1,medium=2,low=2")
+    b.add_argument("--out", required=True, metavar="DIR", help="output folder (envs.jsonl is written there)")
+    b.add_argument("--n", type=_nonneg_int, default=50, help="number of environments (default 50)")
+    b.add_argument("--seed", type=int, default=0, help="database and sampling seed (default 0)")
+    b.add_argument("--domains", help="comma-separated server domains (default: the training domains)")
+    b.add_argument("--heldout", action="store_true", help="use the held-out domains (for evaluation)")
+    b.add_argument("--hop-budget", type=int, default=3, metavar="H", help="max tool hops per graph (default 3)")
+    b.add_argument("--distractors", type=_tiers, default={"high": 1, "medium": 2, "low": 2},
+                   help="distractor tools per tier (default high=1,medium=2,low=2; '' for none)")
+    b.add_argument("--json", action="store_true", help="machine-readable summary")
+    b.set_defaults(func=_build)
+
+    c = es.add_parser("check", help="replay every golden call of an envs.jsonl in the sandbox; exit 1 if any "
+                                    "row is rejected", formatter_class=Formatter,
+                      epilog="example:\n  toolscale envs check envs/envs.jsonl --json")
+    c.add_argument("file", help="an envs.jsonl artifact (any producer)")
+    c.add_argument("--cpu-s", type=float, default=5.0, help="CPU seconds per sandbox run (default 5)")
+    c.add_argument("--memory-mb", type=int, default=512, help="memory limit per sandbox run in MiB (default 512)")
+    c.add_argument("--wall-s", type=float, default=10.0, help="wall-clock seconds per sandbox run (default 10)")
+    c.add_argument("--network", choices=["auto", "netns", "block"], default="auto",
+                   help="network isolation: namespace, socket block, or auto (default)")
+    c.add_argument("--json", action="store_true", help="machine-readable report")
+    c.set_defaults(func=_check)
+
+    p.set_defaults(func=lambda args: (p.print_help(), 2)[1])
+
+
+def _progress(total: int | None, label: str):
+    if not sys.stderr.isatty():
+        return None, None
+    from rich.progress import Progress
+
+    prog = Progress(transient=True)
+    task = prog.add_task(label, total=total)
+    return prog, (lambda *_: prog.advance(task))
+
+
+def _build(args: argparse.Namespace) -> int:
+    from synth.envs.build import build_envs_report
+    from synth.envs.io import dump_envs
+
+    domains = None
+    if args.heldout:
+        from synth.servers.db import HELDOUT_DOMAINS
+
+        domains = list(HELDOUT_DOMAINS)
+    if args.domains:
+        domains = [d.strip() for d in args.domains.split(",") if d.strip()]
+    if args.hop_budget < 1:
+        raise UsageError(f"--hop-budget must be >= 1, got {args.hop_budget}")
+    samples, rejected = build_envs_report(args.n, args.seed, domains, args.distractors or None,
+                                          hop_budget=args.hop_budget)
+    out = Path(args.out)
+    if out.exists() and not out.is_dir():
+        raise UsageError(f"--out {out} exists and is not a folder")
+    path = dump_envs(samples, out / "envs.jsonl")
+    summary = {"path": str(path), "written": len(samples), "requested": args.n, "rejected_draws": len(rejected),
+               "structures": _count(s.structure for s in samples), "domains": _count(s.domain for s in samples),
+               "rejections": [{"env_id": r.env_id, "reasons": r.reasons} for r in rejected]}
+    if args.json:
+        emit_json(summary)
+    else:
+        print(f"wrote {len(samples)} environments to {path} ({len(rejected)} draws rejected); "
+              f"next: toolscale envs check {path}")
+    return 0 if len(samples) == args.n else 1
+
+
+def _count(values) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for v in values:
+        out[v] = out.get(v, 0) + 1
+    return out
+
+
+def _check(args: argparse.Namespace) -> int:
+    from synth.envs.models import SandboxLimits
+    from synth.envs.validate import check_file, summarize
+
+    if args.cpu_s <= 0 or args.wall_s <= 0 or args.memory_mb < 64:
+        raise UsageError(f"limits must be positive (--memory-mb >= 64); got --cpu-s {args.cpu_s} "
+                         f"--wall-s {args.wall_s} --memory-mb {args.memory_mb}")
+    limits = SandboxLimits(cpu_s=args.cpu_s, memory_mb=args.memory_mb, wall_s=args.wall_s, network=args.network)
+    prog, tick = _progress(None, "replaying")
+    if prog:
+        with prog:
+            results = check_file(args.file, limits=limits, progress=tick)
+    else:
+        results = check_file(args.file, limits=limits)
+    summary = summarize(results)
+    bad = [r for r in results if not r.ok]
+    if args.json:
+        emit_json({**summary, "file": args.file,
+                   "rejected_rows": [{"row": r.row, "env_id": r.env_id, "reasons": r.reasons} for r in bad]})
+    else:
+        for r in bad:
+            print(f"REJECTED row {r.row} ({r.env_id}):")
+            for reason in r.reasons:
+                print(f"  - {reason}")
+        iso = ", ".join(summary["isolation"]) or "none (nothing replayed)"
+        print(f"{args.file}: {summary['passed']} of {summary['rows']} rows pass, {summary['rejected']} rejected "
+              f"(network isolation: {iso})")
+    return 1 if bad or not results else 0
