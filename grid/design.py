@@ -8,7 +8,8 @@
 3. coded -> real levels with constraints (:mod:`grid.levels`);
 4. crossing with *cells* = (ladder rung, token multiplier): every cell gets every point,
    except the top-FLOPs cell, which gets a D-optimal subset sized so that it is the
-   held-out share (``design.heldout_points`` overrides the size);
+   held-out share (``design.heldout_points`` overrides the size). With a held-out share and
+   two or more rungs, the top rung runs only at its largest token multiplier;
 5. the split: :func:`grid.split.heldout_mask` on planned FLOPs (``6 N D``), recorded in
    each run's ``split`` before any result exists, and a check that the largest held-out
    run sits at least ``design.min_extrapolation_factor`` above the largest fitted run.
@@ -207,9 +208,14 @@ def build_design(config: ExperimentConfig) -> Design:
             point_seeds.append([_seed(config, r) for r in range(spec.replicates)])
 
     cells = _cells(config)
-    flops = [6.0 * n * d for _, _, _, n, d in cells]
     f = spec.heldout_fraction
-    top = int(np.argmax(flops))
+    top = int(np.argmax([6.0 * n * d for _, _, _, n, d in cells]))
+    if f > 0 and len(config.ladder) > 1:
+        # The top rung runs only at its largest multiple: its smaller multiples would be fitted runs at
+        # the largest N and shrink the extrapolation range the held-out check is about.
+        top_rung = cells[top][0].name
+        cells = [c for i, c in enumerate(cells) if c[0].name != top_rung or i == top]
+        top = int(np.argmax([6.0 * n * d for _, _, _, n, d in cells]))
     per_cell = len(points) * spec.replicates
     cell_points: list[list[int]] = [list(range(len(points))) for _ in cells]
     if f > 0:

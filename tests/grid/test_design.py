@@ -1,0 +1,191 @@
+"""grid/design.py: build_design over axes x ladder, the split, versions, presets and bad input."""
+
+from __future__ import annotations
+
+import copy
+import math
+import tomllib
+from importlib import resources
+
+import pytest
+
+from grid.design import DesignError, build_design, design_version
+from grid.split import heldout_mask
+from toolscale.config import parse_config
+
+AXES = [
+    {"name": "tool_diversity", "kind": "diversity", "unit": "tools", "min": 4, "max": 32, "integer": True},
+    {"name": "task_count", "kind": "diversity", "unit": "tasks", "min": 64, "max": 512, "integer": True},
+    {"name": "repair_rate", "kind": "quality", "unit": "fraction", "min": 0.0, "max": 1.0, "spacing": "linear"},
+    {"name": "support_depth", "kind": "quality", "unit": "hops", "min": 1, "max": 4, "spacing": "linear",
+     "integer": True},
+]
+LADDER = [
+    {"name": "s", "hidden_size": 32, "num_layers": 1, "vocab_size": 256, "max_seq_len": 64, "max_steps": 10},
+    {"name": "l", "hidden_size": 64, "num_layers": 2, "vocab_size": 256, "max_seq_len": 64, "max_steps": 60},
+]
+
+
+def cfg(design: dict | None = None, axes: list | None = None, ladder: list | None = None, **experiment):
+    return parse_config({"experiment": {"name": "t", **experiment}, "axes": axes or AXES,
+                         "ladder": ladder or LADDER, "design": {"kind": "fractional", **(design or {})}})
+
+
+def preset(name: str):
+    text = resources.files("toolscale.presets").joinpath(f"{name}.toml").read_text(encoding="utf-8")
+    return parse_config(tomllib.loads(text))
+
+
+def test_planned_n_d_flops_and_split():
+    c = cfg({"center_points": 1})
+    d = build_design(c)
+    assert d.summary["resolution"] == 4 and d.summary["points"] == 9  # 2^(4-1) IV + 1 center
+    for r in d.runs:
+        size = c.model_size(r.model_size)
+        assert r.model_params == size.approx_params
+        assert r.train_tokens == size.planned_tokens * r.token_multiplier
+        assert r.train_flops == pytest.approx(6 * r.model_params * r.train_tokens)
+        assert r.design_version == d.version and r.metadata["split_rule"] == "top-flops:0.25"
+    assert [r.split == "heldout" for r in d.runs] == heldout_mask([r.train_flops for r in d.runs], 0.25)
+    # 9 points on s; l gets ceil(1/3 * 9) = 3 points, exactly the held-out quarter
+    assert [(cell.model_size, cell.runs, cell.split) for cell in d.cells] == [("s", 9, "fit"), ("l", 3, "heldout")]
+    assert d.summary["heldout_runs"] == 3 and d.summary["fit_runs"] == 9
+    assert len({r.run_id for r in d.runs}) == len(d.runs)
+
+
+def test_extrapolation_factor_is_computed_from_flops():
+    d = build_design(cfg())
+    s, l = cfg().ladder
+    expected = (l.approx_params * l.planned_tokens) / (s.approx_params * s.planned_tokens)
+    assert d.summary["extrapolation_factor"] == pytest.approx(expected, rel=1e-5)
+    assert expected >= 16
+
+
+def test_too_small_extrapolation_is_an_error_naming_the_fix():
+    ladder = copy.deepcopy(LADDER)
+    ladder[1]["max_steps"] = 20
+    with pytest.raises(DesignError, match=r"only \d.*x the largest fitted.*raise rung 'l' max_steps to >= \d+"):
+        build_design(cfg(ladder=ladder))
+    # the suggested step count is enough
+    msg = ""
+    try:
+        build_design(cfg(ladder=ladder))
+    except DesignError as err:
+        msg = str(err)
+    ladder[1]["max_steps"] = int(msg.rsplit(">= ", 1)[1].split()[0])
+    assert build_design(cfg(ladder=ladder)).summary["extrapolation_factor"] >= 16
+
+
+def test_token_multipliers_make_flops_levels_for_one_rung():
+    d = build_design(cfg({"token_multipliers": [1.0, 2.0, 32.0], "center_points": 0}, ladder=[LADDER[0]]))
+    steps = sorted({r.metadata["max_steps"] for r in d.runs})
+    assert steps == [10, 20, 320]
+    held = {r.token_multiplier for r in d.runs if r.split == "heldout"}
+    assert held == {32.0} and d.summary["extrapolation_factor"] == pytest.approx(16.0)
+    # 8 points x 2 fitted cells = 16; top cell ceil(16 / 3) = 6 points
+    assert d.summary["runs"] == 22 and d.summary["heldout_runs"] == 6
+
+
+def test_one_flops_level_cannot_hold_out():
+    with pytest.raises(DesignError, match="at least two FLOPs levels"):
+        build_design(cfg(ladder=[LADDER[0]]))
+    d = build_design(cfg({"heldout_fraction": 0.0}, ladder=[LADDER[0]]))
+    assert all(r.split == "fit" for r in d.runs) and d.summary["extrapolation_factor"] is None
+
+
+def test_replicates_and_center_points_get_distinct_seeds():
+    d = build_design(cfg({"center_points": 3, "replicates": 2}, seeds=[7, 9]))
+    center = [r for r in d.runs if r.metadata["center"] and r.model_size == "s"]
+    assert sorted(r.seed for r in center) == [7, 9, 10, 11, 12, 13]
+    corner = [r for r in d.runs if r.metadata["point"] == 0 and r.model_size == "s"]
+    assert sorted(r.seed for r in corner) == [7, 9]
+
+
+def test_version_is_stable_and_tracks_design_parts():
+    a, b = cfg(), cfg()
+    assert design_version(a) == design_version(b)
+    assert [r.run_id for r in build_design(a).runs] == [r.run_id for r in build_design(b).runs]
+    assert design_version(cfg({"center_points": 3})) != design_version(a)
+    axes = copy.deepcopy(AXES)
+    axes[0]["max"] = 40
+    assert design_version(cfg(axes=axes)) != design_version(a)
+
+
+def test_gsd_levels_and_curvature():
+    d = build_design(cfg({"kind": "gsd", "gsd_reduction": 2, "center_points": 0},
+                         axes=[{**a, "levels": 3} for a in AXES]))
+    assert all(n == 3 for n in d.summary["level_counts"].values())
+    assert d.summary["resolution"] is None and d.summary["points"] == 41  # ~ 81 / 2
+    assert d.summary["levels"]["repair_rate"] == [0.0, 0.5, 1.0]
+
+
+def test_lhs_is_seeded():
+    one = build_design(cfg({"kind": "lhs", "lhs_samples": 10, "seed": 3}))
+    two = build_design(cfg({"kind": "lhs", "lhs_samples": 10, "seed": 3}))
+    other = build_design(cfg({"kind": "lhs", "lhs_samples": 10, "seed": 4}))
+    assert one.points == two.points and one.points != other.points
+
+
+def test_foldover_breaks_resolution_iii_aliases():
+    three = build_design(cfg({"fraction_points": 4, "resolution": 3}, axes=AXES[:3]))
+    assert three.summary["resolution"] == 3 and not three.summary["qd_clear_of_main"]
+    folded = build_design(cfg({"fraction_points": 4, "resolution": 3, "foldover": ["tool_diversity", "task_count",
+                                                                                      "repair_rate"]}, axes=AXES[:3]))
+    assert folded.summary["resolution"] is None and folded.summary["points"] == 8 + 2
+    assert folded.summary["qd_clear_of_main"]
+
+
+def test_constraints_are_applied_and_counted():
+    axes = copy.deepcopy(AXES)
+    axes[1] = {**axes[1], "min": 4, "max": 512}
+    d = build_design(cfg({"constraints": ["task_count >= 2 * tool_diversity"]}, axes=axes))
+    assert d.summary["constrained_points"] > 0
+    assert all(p["task_count"] >= 2 * p["tool_diversity"] for p in d.points)
+
+
+@pytest.mark.parametrize("design,axes,message", [
+    ({"fraction_points": 8, "resolution": 5}, None, "resolution V over 4 axes cannot be reached with "
+                                                    "design.fraction_points = 8.*16 points reach it"),
+    ({"fraction_points": 12}, None, "power of two, got 12"),
+    ({"kind": "gsd"}, [{**AXES[0], "levels": 1}, *AXES[1:]], "'tool_diversity' has 1 level"),
+    ({"kind": "full"}, [{**AXES[3], "levels": 5}, *AXES[:3]], "'support_depth': 5 levels collapse"),
+    ({"constraints": ["task_count <= tool_diversity", "tool_diversity <= 2 * task_count"]}, None,
+     "cannot hold|conflict"),
+    ({"constraints": ["task_count >> tool_diversity"]}, None, "not of the form"),
+    ({"generators": "a b c"}, None, "has 3 words; the config has 4 axes"),
+    ({"kind": "gsd", "foldover": ["tool_diversity"]}, None, "fold-over|foldover applies"),
+    ({"heldout_points": 50}, None, "heldout_points = 50 exceeds"),
+])
+def test_bad_design_input_is_one_clear_line(design, axes, message):
+    with pytest.raises(DesignError, match=message) as info:
+        build_design(cfg(design, axes=axes))
+    assert "\n" not in str(info.value)
+
+
+def test_micro_preset_size_and_split():
+    d = build_design(preset("micro"))
+    s = d.summary
+    assert 16 <= s["runs"] <= 24
+    assert len({r.model_size for r in d.runs}) == 2
+    assert s["resolution"] >= 4 and s["qd_clear_of_main"]
+    assert s["heldout_runs"] == math.ceil(0.25 * s["runs"])
+    assert s["extrapolation_factor"] >= 16
+    assert {r.model_size for r in d.runs if r.split == "heldout"} == {d.cells[-1].model_size}
+
+
+def test_default_preset_is_about_300_runs():
+    d = build_design(preset("default"))
+    s = d.summary
+    assert 270 <= s["runs"] <= 330
+    assert s["extrapolation_factor"] >= 16 and 0.25 <= s["heldout_share"] < 0.26
+    assert all(n >= 3 for n in s["level_counts"].values())  # curvature per axis
+    assert s["qd_clear_of_main"]
+
+
+def test_top_rung_runs_only_at_its_largest_multiple():
+    d = build_design(cfg({"token_multipliers": [0.5, 1.0], "center_points": 0}))
+    cells = [(c.model_size, c.token_multiplier, c.split) for c in d.cells]
+    assert cells == [("s", 0.5, "fit"), ("s", 1.0, "fit"), ("l", 1.0, "heldout")]
+    # without a held-out share every rung is crossed with every multiple
+    d = build_design(cfg({"token_multipliers": [0.5, 1.0], "heldout_fraction": 0.0}))
+    assert len(d.cells) == 4 and all(c.split == "fit" for c in d.cells)

@@ -1,0 +1,91 @@
+"""``toolscale grid design`` and grid/planner.py: the command-line contract and registry writes."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from grid.registry import Registry
+from toolscale.cli import main
+
+
+@pytest.fixture
+def micro(tmp_path: Path) -> Path:
+    path = tmp_path / "micro.toml"
+    assert main(["init", str(path), "--preset", "micro"]) == 0
+    text = path.read_text().replace('registry = "./toolscale.duckdb"', f'registry = "{tmp_path / "reg.duckdb"}"')
+    path.write_text(text)
+    return path
+
+
+def _run(capsys, *argv: str) -> tuple[int, str, str]:
+    code = main(list(argv))
+    out = capsys.readouterr()
+    return code, out.out, out.err
+
+
+def test_dry_run_json_contract(micro, capsys):
+    code, out, _ = _run(capsys, "grid", "design", str(micro), "--dry-run", "--json")
+    assert code == 0
+    report = json.loads(out)
+    for key in ("runs", "resolution", "levels", "heldout_runs", "extrapolation_factor"):
+        assert key in report
+    assert 16 <= report["runs"] <= 24 and report["resolution"] == 4
+    assert report["extrapolation_factor"] >= 16 and report["written"] is None
+    assert set(report["levels"]) == {"tool_diversity", "task_count", "db_diversity", "repair_rate",
+                                     "coverage_quota", "support_depth"}
+    assert not (micro.parent / "reg.duckdb").exists()  # dry run writes nothing
+
+
+def test_design_writes_pending_runs_and_rerun_changes_nothing(micro, capsys):
+    code, out, _ = _run(capsys, "grid", "design", str(micro))
+    assert code == 0 and "recorded 24 pending runs" in out
+    with Registry(micro.parent / "reg.duckdb", read_only=True) as reg:
+        runs = reg.runs("toolscale-micro")
+        designs = reg.designs("toolscale-micro")
+    assert len(runs) == 24 and {r.status for r in runs} == {"pending"}
+    assert sum(r.split == "heldout" for r in runs) == 6
+    assert len(designs) == 1 and designs[0]["summary"]["runs"] == 24
+    code, out, _ = _run(capsys, "grid", "design", str(micro), "--json")
+    assert code == 0 and json.loads(out)["written"]["new_runs"] == 0
+    with Registry(micro.parent / "reg.duckdb", read_only=True) as reg:
+        assert len(reg.runs("toolscale-micro")) == 24 and len(reg.designs("toolscale-micro")) == 1
+
+
+def test_changed_config_needs_new_version(micro, capsys):
+    assert _run(capsys, "grid", "design", str(micro))[0] == 0
+    micro.write_text(micro.read_text().replace("center_points = 2 ", "center_points = 3 "))
+    code, _, err = _run(capsys, "grid", "design", str(micro))
+    assert code == 2 and "already has design version" in err and "--new-version" in err
+    assert len(err.strip().splitlines()) == 1
+    with Registry(micro.parent / "reg.duckdb", read_only=True) as reg:
+        assert len(reg.runs("toolscale-micro")) == 24  # nothing written
+    code, out, _ = _run(capsys, "grid", "design", str(micro), "--new-version", "--json")
+    written = json.loads(out)["written"]
+    assert code == 0 and written["new_runs"] > 0 and len(written["other_versions"]) == 1
+    with Registry(micro.parent / "reg.duckdb", read_only=True) as reg:
+        versions = {r.design_version for r in reg.runs("toolscale-micro")}
+    assert len(versions) == 2
+
+
+def test_text_output_names_the_essentials(micro, capsys):
+    code, out, _ = _run(capsys, "grid", "design", str(micro), "--dry-run")
+    assert code == 0
+    assert "resolution IV" in out and "held out" in out and "dry run: nothing written" in out
+    assert "clear of main effects" in out
+
+
+def test_bad_config_is_one_line_exit_2(micro, capsys):
+    micro.write_text(micro.read_text().replace("fraction_points = 16 ", "fraction_points = 8 "))
+    code, _, err = _run(capsys, "grid", "design", str(micro))
+    assert code == 2
+    assert "resolution IV over 6 axes cannot be reached" in err and "16 points reach it" in err
+    assert len(err.strip().splitlines()) == 1
+    assert not (micro.parent / "reg.duckdb").exists()
+
+
+def test_help_has_an_example(capsys):
+    code, out, _ = _run(capsys, "grid", "design", "--help")
+    assert code == 0 and "toolscale grid design my.toml --dry-run" in out
