@@ -165,7 +165,9 @@ class TrajectoryMeta(_Frozen):
     db_id: str
     """Database instance, ``domain:sSEED:vVARIANT``."""
     chain: list[str]
-    """Planned tool names in call order (the chain signature)."""
+    """Planned tool names in call order, side calls included."""
+    signature: str = ""
+    """Signature of the chain the task came from (``server:tool>tool>...``, dedup key)."""
     structure: Literal["chain", "fan-in", "fan-out", "parallel"]
     """Dependency structure of the plan."""
     nonderivable_calls: list[str]

@@ -118,13 +118,7 @@ class Environment:
                 pending[key] = {"name": name, "arguments": args}
         if pending:
             keys = list(pending)
-            run = run_calls(self._sources, [pending[k] for k in keys], limits=self.limits)
-            if run.failed:
-                for k in keys:
-                    self._cache[k] = json.dumps({"error": f"tool failed: {run.reason()}"})
-            else:
-                for k, outcome in zip(keys, run.calls, strict=True):
-                    self._cache[k] = outcome.output if outcome.ok else json.dumps({"error": outcome.output})
+            self._run(keys, pending)
         out = []
         for name, args, problem in parsed:
             if problem:
@@ -136,6 +130,18 @@ class Environment:
             self.calls.append((name, obs, args or {}))
             out.append(obs)
         return out
+
+    def _run(self, keys: list[str], pending: dict[str, dict[str, Any]]) -> None:
+        run = run_calls(self._sources, [pending[k] for k in keys], limits=self.limits)
+        if run.failed and len(keys) > 1:  # find the call that broke the batch; the others still get answers
+            for k in keys:
+                self._run([k], pending)
+            return
+        if run.failed:
+            self._cache[keys[0]] = json.dumps({"error": f"tool failed: {run.reason()}"})
+            return
+        for k, outcome in zip(keys, run.calls, strict=True):
+            self._cache[k] = outcome.output if outcome.ok else json.dumps({"error": outcome.output})
 
     def finish(self, answer: str | None = None) -> None:
         """End the episode (optionally recording the final answer)."""

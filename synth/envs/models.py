@@ -140,6 +140,8 @@ class SandboxLimits(BaseModel):
     """Wall-clock limit (seconds); the child is killed past it."""
     file_kb: int = 1024
     """Largest file the child may write (KiB, RLIMIT_FSIZE)."""
+    output_chars: int = 65536
+    """Longest observation a call may return (characters); longer ones are a failed call."""
     network: Literal["auto", "netns", "block"] = "auto"
     """``netns``: a fresh network namespace (needs CAP_SYS_ADMIN); ``block``: socket creation refused by an
     audit hook; ``auto``: the namespace when the machine allows it, else the block."""

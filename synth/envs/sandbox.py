@@ -144,7 +144,11 @@ def _main():
                 text = value
             else:
                 text = json.dumps(value, sort_keys=True, ensure_ascii=False, allow_nan=False)
-            results.append({"name": name, "ok": True, "output": text})
+            if len(text) > lim["output_chars"]:
+                results.append({"name": name, "ok": False, "output": "OutputTooLarge: the tool returned "
+                                + str(len(text)) + " characters (limit " + str(lim["output_chars"]) + ")"})
+            else:
+                results.append({"name": name, "ok": True, "output": text})
         except MemoryError:
             status = "memory_limit"
             results.append({"name": name, "ok": False, "output": "MemoryError"})

@@ -1,0 +1,505 @@
+"""Knobs -> dataset: the SFT trajectory dataset of one grid point (pinned interface 6).
+
+:func:`synthesize` is the pure core (recipe in, rows and manifest out); :func:`build_dataset` writes
+``DIR/train.jsonl`` and ``DIR/manifest.json`` atomically (a failure leaves earlier files untouched).
+
+How each knob acts:
+
+``tool_diversity``
+    the first T tools of a seeded order of the training servers (servers in seeded order, tools in
+    graph order from their entry tools), so more diversity is a superset of less;
+``task_count``
+    tasks synthesised (before the judge filters);
+``db_diversity``
+    database instances ``(seed, variant)`` per server, assigned round-robin to the server's tasks;
+``coverage_quota``
+    ``ceil(quota * task_count)`` tasks are reserved for each structure (chain, fan-in, fan-out,
+    parallel); the rest follow the natural mix of random walks;
+``support_depth``
+    each task draws a target depth uniformly from ``1..support_depth`` and gets ``depth - 1`` side calls
+    between one supplier and its consumer (:func:`synth.plans.deepen`);
+``defect_rate`` / ``repair_rate``
+    each action becomes non-derivable with probability ``defect_rate`` (a skipped lookup: its supplier
+    runs hidden; or a memorised constant: the query omits its value); each such defect is re-synthesised
+    (undone) with probability ``repair_rate``. Labels in ``meta`` come from the provenance check of the
+    final conversation (:mod:`synth.provenance`), not from the plan.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import os
+import random
+import re
+from collections import Counter, defaultdict
+from pathlib import Path
+from typing import Any
+
+from synth.backends import EmulatorBackend, InProcessBackend, RoutingBackend
+from synth.errors import RecipeError, ServerError, SynthError
+from synth.judge import LLMJudge, RuleJudge, judge_trajectory
+from synth.models import STRUCTURES, Manifest, Recipe, ToolDoc
+from synth.plans import (Call, Chain, Plan, ServerSpec, deepen, fan_in_chains, fan_out_chains, max_hops,
+                         parallel_chains, sample_chains)
+from synth.provenance import provenance
+from synth.rollout import execute
+from synth.servers import catalog
+from synth.servers.db import DOMAINS, HELDOUT_DOMAINS, TRAIN_DOMAINS, db_id, db_instances, make_database
+from synth.tasks import instantiate, render_query
+
+__all__ = ["SYNTH_VERSION", "select_tools", "bundled_spec", "document_spec", "synthesize", "build_dataset",
+           "dataset_id", "approx_tokens", "SynthResult"]
+
+SYNTH_VERSION = "1"
+"""Version of the output format and synthesis logic (part of the dataset id)."""
+
+SERVER_TASK_SHARE = 0.15
+"""Share of natural tasks generated from a server alone (one entry tool) rather than from a chain."""
+
+_TOK = re.compile(r"\w+|[^\w\s]")
+
+
+def approx_tokens(text: str) -> int:
+    """Approximate token count: words and punctuation marks (a tokenizer-free proxy)."""
+    return len(_TOK.findall(text))
+
+
+def dataset_id(recipe: Recipe, extra: str = "") -> str:
+    """Content hash of the recipe, the synthesis version and any extra tool documents (16 hex digits)."""
+    blob = json.dumps({"recipe": recipe.model_dump(mode="json"), "v": SYNTH_VERSION, "extra": extra}, sort_keys=True)
+    return hashlib.sha256(blob.encode()).hexdigest()[:16]
+
+
+def _domains(recipe: Recipe) -> list[str]:
+    if recipe.domains is None:
+        return list(TRAIN_DOMAINS) if not recipe.include_heldout else list(DOMAINS)
+    for d in recipe.domains:
+        if d not in DOMAINS:
+            raise RecipeError(f"unknown domain {d!r} in recipe.domains; expected some of {', '.join(DOMAINS)}")
+        if d in HELDOUT_DOMAINS and not recipe.include_heldout:
+            raise RecipeError(f"domain {d!r} is held out for evaluation; set include_heldout = true only for "
+                              "evaluation sets")
+    return list(dict.fromkeys(recipe.domains))
+
+
+def _graph_order(spec: ServerSpec) -> list[str]:
+    order = list(spec.entries)
+    frontier = list(order)
+    while frontier:
+        nxt = []
+        for t in frontier:
+            for s in sorted(spec.graph.successors(t)):
+                if s not in order:
+                    order.append(s)
+                    nxt.append(s)
+        frontier = nxt
+    return order + sorted(t for t in spec.docs if t not in order)
+
+
+def bundled_spec(domain: str, tools: list[str] | None = None) -> ServerSpec:
+    """The synthesis view of a bundled server (optionally restricted to ``tools``)."""
+    server = catalog.SERVERS[domain]
+    keep = [t for t in server.tools if tools is None or t.name in tools]
+    docs = {t.name: t.doc(domain) for t in keep}
+    sources: dict[str, dict[str, str]] = {}
+    for t in keep:
+        src = {}
+        for p in t.params:
+            if p.required and p.source is not None:
+                src[p.name] = f"row:{t.table}.{p.col}" if p.source == "row" else p.source
+        sources[t.name] = src
+    return ServerSpec(domain, docs, sources, {t.name: t.intent for t in keep}, kind="bundled")
+
+
+def document_spec(server: str, docs: list[ToolDoc]) -> ServerSpec:
+    """The synthesis view of a document-only server (tools known only from their documents).
+
+    Output fields missing from a document are inferred: a tool outputs ``X_id`` when another tool
+    requires ``X_id`` and the tool's name or description mentions ``X``. A required parameter can come
+    from the query unless it is such an inferred id (then only an earlier output can supply it).
+    """
+    by_name = {d.name: d for d in docs}
+    ids = {p for d in docs for p in d.required if p.endswith("_id")}
+    inferred: dict[str, ToolDoc] = {}
+    for d in docs:
+        if d.output_fields:
+            inferred[d.name] = d
+            continue
+        text = (d.name + " " + d.description).lower()
+        outs = sorted(i for i in ids if i[:-3] and i[:-3] in text and i not in d.required)
+        inferred[d.name] = d.model_copy(update={"output_fields": outs or ["result"]})
+    produced = {f for d in inferred.values() for f in d.output_fields}
+    sources: dict[str, dict[str, str]] = {}
+    intents: dict[str, str] = {}
+    for name, d in by_name.items():
+        props = d.parameters.get("properties", {})
+        src = {}
+        for p in d.required:
+            if p.endswith("_id") and p in produced:
+                continue
+            spec = props.get(p, {}) if isinstance(props.get(p), dict) else {}
+            typ = spec.get("type", "string")
+            if "enum" in spec and spec["enum"]:
+                typ = "enum=" + "|".join(str(x) for x in spec["enum"])
+            src[p] = f"gen:{typ}:{p}"
+        sources[name] = src
+        ph = " and ".join(f"{p.replace('_', ' ')} {{{p}|that {p.replace('_', ' ')}}}" for p in d.required)
+        intents[name] = f"use {name} ({d.description.rstrip('.').lower()[:80]})" + (f" with {ph}" if ph else "")
+    return ServerSpec(server, inferred, sources, intents, kind="document")
+
+
+def select_tools(recipe: Recipe, extra_specs: dict[str, ServerSpec] | None = None) -> dict[str, ServerSpec]:
+    """The servers and tools a recipe draws from (see the module docstring)."""
+    specs = {d: bundled_spec(d) for d in _domains(recipe)}
+    specs.update(extra_specs or {})
+    total = sum(len(s.docs) for s in specs.values())
+    if recipe.tool_diversity > total:
+        raise RecipeError(f"tool_diversity = {recipe.tool_diversity} exceeds the {total} tools available on "
+                          f"{len(specs)} training servers; use at most {total} or add servers")
+    order = sorted(specs)
+    random.Random(f"toolscale-tools:{recipe.seed}").shuffle(order)
+    chosen: dict[str, ServerSpec] = {}
+    need = recipe.tool_diversity
+    for name in order:
+        if need <= 0:
+            break
+        spec = specs[name]
+        tools = _graph_order(spec)[:need]
+        need -= len(tools)
+        if spec.kind == "bundled":
+            chosen[name] = bundled_spec(name, tools)
+        else:
+            chosen[name] = ServerSpec(name, {t: spec.docs[t] for t in tools},
+                                      {t: spec.sources[t] for t in tools}, {t: spec.intents[t] for t in tools},
+                                      kind=spec.kind)
+    return chosen
+
+
+class SynthResult:
+    """Rows (JSON lines, in task order), narratives (JSON lines) and the manifest of one synthesis."""
+
+    def __init__(self, rows: list[str], manifest: Manifest, narratives: list[str]):
+        self.rows = rows
+        self.manifest = manifest
+        self.narratives = narratives
+
+
+def _make_backend(recipe: Recipe, extra_docs: list[ToolDoc], backend: Any) -> RoutingBackend:
+    emulator = EmulatorBackend(extra_docs) if extra_docs else None
+    if backend is not None:
+        return RoutingBackend(backend, emulator)
+    if recipe.backend == "live":
+        from synth.live import LiveBackend
+        return RoutingBackend(LiveBackend(), emulator)
+    return RoutingBackend(InProcessBackend(), emulator)
+
+
+def _pick_defects(calls: list[Call], rng: random.Random, defect_rate: float, repair_rate: float) -> None:
+    hidden_by: dict[int, int] = {}
+    for c in calls:
+        if rng.random() >= defect_rate:
+            continue
+        options = []
+        refs = [a[1] for a in c.args.values() if a[0] == "ref"]
+        for j in refs:
+            sup = calls[j]
+            if not sup.hidden and not sup.side and j not in hidden_by:
+                options.append(("skipped_lookup", j))
+        for p, a in sorted(c.args.items()):
+            if a[0] == "q" and isinstance(a[1], str):
+                options.append(("memorised_constant", p))
+        if not options:
+            continue
+        kind, target = options[rng.randrange(len(options))]
+        c.defect = kind
+        repaired = rng.random() < repair_rate
+        c.repaired = repaired
+        if repaired:
+            continue
+        if kind == "skipped_lookup":
+            calls[target].hidden = True
+            hidden_by[target] = c.idx
+        else:
+            c.vague.add(target)
+
+
+def synthesize(recipe: Recipe, *, extra_docs: list[ToolDoc] | None = None, judge: Any = None,
+               backend: Any = None, progress: Any = None) -> SynthResult:
+    """Build the dataset of one grid point in memory (the pure core of :func:`build_dataset`).
+
+    Parameters
+    ----------
+    recipe : Recipe
+        The knobs.
+    extra_docs : list of ToolDoc, optional
+        Document-only tools (e.g. collected or imported from ASTRA's ``mcp_servers.jsonl``), rolled out
+        against the schema-driven emulator.
+    judge : object, optional
+        A judge with ``score(messages) -> {dimension: score}``; default :class:`~synth.judge.RuleJudge`
+        (or :class:`~synth.judge.LLMJudge` when ``recipe.llm_url`` is set).
+    backend : object, optional
+        Backend for bundled servers (default: in-process, or live stdio when ``recipe.backend == "live"``).
+    progress : callable, optional
+        Called as ``progress(done, total)`` after each task.
+    """
+    extra_docs = list(extra_docs or [])
+    extra_specs: dict[str, ServerSpec] = {}
+    by_server: dict[str, list[ToolDoc]] = defaultdict(list)
+    for d in extra_docs:
+        by_server[d.server].append(d)
+    for s, docs in sorted(by_server.items()):
+        if s in catalog.SERVERS:
+            raise RecipeError(f"extra tool documents use the bundled server name {s!r}; rename the server")
+        extra_specs[s] = document_spec(s, docs)
+    specs = select_tools(recipe, extra_specs)
+    if judge is None:
+        judge = LLMJudge(recipe.llm_url) if recipe.llm_url else RuleJudge()
+    seed = recipe.seed
+    dropped: Counter[str] = Counter()
+    pools: dict[str, list[Chain]] = {}
+    n_walks_total = 0
+    for name, spec in sorted(specs.items()):
+        n_walks = 30 * len(spec.docs) * recipe.max_chain_len
+        n_walks_total += n_walks
+        pool = sample_chains(spec, random.Random(f"{seed}:pool:{name}"), recipe.max_chain_len, n_walks, dropped)
+        deep = [c for c in pool if max_hops(c.steps, c.turns) > recipe.support_depth]
+        dropped["exceeds_support_depth"] += len(deep)
+        pools[name] = [c for c in pool if max_hops(c.steps, c.turns) <= recipe.support_depth]
+    targeted: dict[tuple[str, str], list[Chain]] = {}
+
+    def templates(server: str, structure: str) -> list[Chain]:
+        key = (server, structure)
+        if key not in targeted:
+            spec, pool = specs[server], pools[server]
+            if structure == "fan-out":
+                cands = fan_out_chains(spec, pool)
+            elif structure == "fan-in":
+                cands = fan_in_chains(spec, pool)
+            elif structure == "parallel":
+                cands = parallel_chains(spec)
+            else:
+                cands = [c for c in pool if c.structure == "chain" and len(c.steps) >= 2]
+            targeted[key] = [c for c in cands if max_hops(c.steps, c.turns) <= recipe.support_depth]
+        return targeted[key]
+
+    n = recipe.task_count
+    per = min(math.ceil(recipe.coverage_quota * n), n // len(STRUCTURES)) if recipe.coverage_quota > 0 else 0
+    slots = [s for s in STRUCTURES for _ in range(per)] + ["natural"] * (n - per * len(STRUCTURES))
+    alloc_rng = random.Random(f"{seed}:alloc")
+    alloc_rng.shuffle(slots)
+    servers = sorted(specs)
+    weights = [len(specs[s].docs) for s in servers]
+    instances = db_instances(recipe.db_diversity, seed)
+    server_counter: Counter[str] = Counter()
+    notes: Counter[str] = Counter()
+
+    tasks: list[tuple[int, str, Chain, str, tuple[int, int]]] = []
+    for i, slot in enumerate(slots):
+        server = alloc_rng.choices(servers, weights)[0]
+        chain, kind = None, "chain"
+        if slot != "natural":
+            rot = servers[servers.index(server):] + servers[:servers.index(server)]
+            for s in rot:
+                cands = templates(s, slot)
+                if cands:
+                    server, chain = s, cands[alloc_rng.randrange(len(cands))]
+                    break
+            if chain is None:
+                notes[f"quota_unavailable:{slot}"] += 1
+        if chain is None:
+            spec = specs[server]
+            pool = pools[server]
+            if spec.entries and (not pool or alloc_rng.random() < SERVER_TASK_SHARE):
+                t = alloc_rng.choice(spec.entries)
+                chain = sample_single(spec, t)
+                kind = "server"
+            elif pool:
+                chain = pool[alloc_rng.randrange(len(pool))]
+        if chain is None:
+            notes["no_valid_chain"] += 1
+            continue
+        k = server_counter[server]
+        server_counter[server] += 1
+        tasks.append((i, server, chain, kind, instances[k % len(instances)]))
+
+    be = _make_backend(recipe, extra_docs, backend)
+    pristine: dict[tuple, dict] = {}
+    results: dict[int, tuple[str, dict] | None] = {}
+    rejections: Counter[str] = Counter()
+    stats: Counter[str] = Counter()
+    hops_max: list[int] = []
+    judge_failures = 0
+    dead: set[tuple[str, tuple[int, int]]] = set()
+    order = sorted(tasks, key=lambda t: (t[1], t[4], t[0]))
+    tools_json = {s: json.dumps([d.to_openai() for d in specs[s].docs.values()]) for s in servers}
+    narr_src: list[tuple[int, Plan, Any, bool]] = []
+    try:
+        for done, (i, server, chain, kind, inst) in enumerate(order, 1):
+            if progress is not None:
+                progress(done, len(order))
+            if (server, inst) in dead:
+                rejections["server_error"] += 1
+                continue
+            rng = random.Random(f"{seed}:task:{i}")
+            spec = specs[server]
+            depth = rng.randint(1, recipe.support_depth)
+            n_steps = len(chain.steps)
+            chain2, n_side = deepen(chain, spec, depth, rng)
+            key = (server, *inst)
+            if key not in pristine:
+                pristine[key] = make_database(server, *inst) if spec.kind == "bundled" else {}
+            calls = instantiate(chain2, pristine[key], rng)
+            if calls is None:
+                rejections["no_values"] += 1
+                continue
+            for c in calls[n_steps:]:
+                c.side = True
+            _pick_defects(calls, rng, recipe.defect_rate, recipe.repair_rate)
+            plan = Plan(task_id=f"t{i:06d}", server=server, db_id=db_id(server, *inst) if spec.kind == "bundled"
+                        else f"{server}:emulated:s{inst[0]}", instance=inst, calls=calls,
+                        structure=chain.structure, signature=chain.signature, task_kind=kind, seed=seed * 1_000_003 + i)
+            plan.query, plan.augmentation = render_query(plan, spec, rng)
+            try:
+                trace = execute(plan, be, random.Random(f"{seed}:exec:{i}"), recipe.error_rate)
+            except ServerError as err:
+                rejections["server_error"] += 1
+                dead.add((server, inst))
+                stats[f"server_error:{server}"] += 1
+                del err
+                continue
+            stats["trajectories"] += 1
+            prov = provenance(trace.messages)
+            nonderiv = [p.call_id for p in prov if not p.derivable]
+            repaired_ids = [cid for c in calls if c.repaired for cid in trace.ids_by_plan.get(c.idx, [])]
+            repaired_ids = [cid for cid in repaired_ids if cid not in nonderiv]
+            verdict = judge_trajectory(judge, trace.messages, recipe.judge_threshold)
+            if verdict.judge_failed:
+                judge_failures += 1
+            stats["defects_planned"] += sum(c.defect is not None for c in calls)
+            stats["defects_repaired"] += sum(c.repaired for c in calls)
+            if not verdict.accepted:
+                rejections[verdict.reason or "rejected"] += 1
+                narr_src.append((i, plan, trace, False))
+                continue
+            hops = max((p.hops for p in prov), default=0)
+            meta = {"task_id": plan.task_id, "server": server, "db_id": plan.db_id,
+                    "chain": [c.tool for c in plan.ordered()], "signature": plan.signature, "structure": plan.structure,
+                    "nonderivable_calls": nonderiv, "repaired_calls": repaired_ids, "seed": plan.seed,
+                    "support_depth": hops, "injected_errors": trace.injected,
+                    "judge": {**{k: round(v, 4) for k, v in verdict.scores.items()}, "mean": round(verdict.mean, 4)},
+                    "task_kind": kind, "augmentation": plan.augmentation}
+            row = {"messages": trace.messages, "tools": tools_json[server], "meta": json.dumps(meta)}
+            results[i] = (json.dumps(row, ensure_ascii=False), {"meta": meta, "prov": prov, "trace": trace})
+            narr_src.append((i, plan, trace, True))
+            hops_max.append(hops)
+    finally:
+        be.close()
+
+    accepted = [results[i] for i in sorted(results)]
+    rows = [r[0] for r in accepted]
+    metas = [r[1]["meta"] for r in accepted]
+    provs = [p for r in accepted for p in r[1]["prov"]]
+    traces = [r[1]["trace"] for r in accepted]
+    n_acc = len(rows)
+    used_tools = sorted({f"{m['server']}.{c}" for m, tr in zip(metas, traces) for c in
+                         {rec.tool for rec in tr.records}})
+    by_srv_db: dict[str, set[str]] = defaultdict(set)
+    for m in metas:
+        by_srv_db[m["server"]].add(m["db_id"])
+    struct = Counter(m["structure"] for m in metas)
+    n_nd = sum(len(m["nonderivable_calls"]) for m in metas)
+    n_rep = sum(len(m["repaired_calls"]) for m in metas)
+    planned_actions = [p for p in provs if not p.retry]
+    attempts = sum(len(tr.records) for tr in traces)
+    injected = sum(len(tr.injected) for tr in traces)
+    tokens = sum(approx_tokens(" ".join((msg["content"] or "") + "".join(
+        c["function"]["arguments"] for c in (msg["tool_calls"] or [])) for msg in tr.messages)) for tr in traces)
+    measured: dict[str, float] = {
+        "tool_diversity": float(len(used_tools)),
+        "task_count": float(n_acc),
+        "db_diversity": (sum(len(v) for v in by_srv_db.values()) / len(by_srv_db)) if by_srv_db else 0.0,
+        "coverage_quota": min(struct.get(s, 0) for s in STRUCTURES) / n_acc if n_acc else 0.0,
+        "support_depth": float(max(hops_max, default=0)),
+        "mean_support_depth": sum(hops_max) / len(hops_max) if hops_max else 0.0,
+        "derivable_share": (sum(p.derivable for p in planned_actions) / len(planned_actions)) if planned_actions else 1.0,
+        "error_rate": injected / attempts if attempts else 0.0,
+        "acceptance_rate": n_acc / stats["trajectories"] if stats["trajectories"] else 0.0,
+        "judge_mean": sum(m["judge"]["mean"] for m in metas) / n_acc if n_acc else 0.0,
+    }
+    if n_nd + n_rep:
+        measured["repair_rate"] = n_rep / (n_nd + n_rep)
+    judged = stats["trajectories"]
+    counts = {"tasks": n, "tasks_planned": len(tasks), "walks": n_walks_total,
+              "chains_kept": sum(len(p) for p in pools.values()), "trajectories": judged, "accepted": n_acc,
+              "rejected": sum(rejections.values()), "messages": sum(len(tr.messages) for tr in traces),
+              "tool_calls": attempts, "injected_errors": injected, "tokens": tokens,
+              "nonderivable_calls": n_nd, "repaired_calls": n_rep,
+              "defects_planned": stats["defects_planned"], "defects_repaired": stats["defects_repaired"],
+              "server_only_tasks": sum(m["task_kind"] == "server" for m in metas),
+              **{k: v for k, v in notes.items()}}
+    chain_sigs = Counter(m["signature"] for m in metas)
+    extra_hash = hashlib.sha256(json.dumps([d.model_dump(mode="json") for d in extra_docs],
+                                           sort_keys=True).encode()).hexdigest() if extra_docs else ""
+    manifest = Manifest(
+        dataset_id=dataset_id(recipe, extra_hash), synth_version=SYNTH_VERSION, recipe=recipe,
+        requested=recipe.axes(), measured={k: round(v, 6) for k, v in measured.items()}, counts=counts,
+        structure_counts={s: struct.get(s, 0) for s in STRUCTURES}, chain_signatures=dict(sorted(chain_sigs.items())),
+        dropped_chains=dict(sorted(dropped.items())), rejections=dict(sorted(rejections.items())),
+        judge_failure_rate=judge_failures / judged if judged else 0.0, servers=servers,
+        tools=sorted(f"{s}.{t}" for s in servers for t in specs[s].docs),
+        db_ids=sorted({m["db_id"] for m in metas}), files={})
+    narratives: list[str] = []
+    if recipe.narratives:
+        from synth.narratives import narrative_documents
+        narratives = narrative_documents(specs, pools, sorted(narr_src, key=lambda x: x[0]))
+    return SynthResult(rows, manifest, narratives)
+
+
+def sample_single(spec: ServerSpec, tool: str) -> Chain:
+    """A one-call chain of an entry tool (a server-only task)."""
+    from synth.plans import Step, schedule
+    step = Step(tool, tuple((p, ("q", spec.sources[tool][p])) for p in spec.docs[tool].required))
+    return Chain(spec.name, (step,), "chain", schedule([step]))
+
+
+def _write_atomic(path: Path, text: str) -> str:
+    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
+    data = text.encode()
+    tmp.write_bytes(data)
+    os.replace(tmp, path)
+    return hashlib.sha256(data).hexdigest()
+
+
+def build_dataset(recipe: Recipe, out_dir: str | Path, *, extra_docs: list[ToolDoc] | None = None,
+                  judge: Any = None, backend: Any = None, progress: Any = None) -> Manifest:
+    """Synthesise the dataset of one grid point and write it to ``out_dir`` (pinned interface 6).
+
+    Writes ``train.jsonl`` (one trajectory row per line, pinned interface 1), ``manifest.json`` and, when
+    ``recipe.narratives``, ``narratives.jsonl``. Files are replaced atomically only after synthesis
+    succeeded, so a failure loses nothing already there. Same recipe and seed: byte-identical files.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> m = build_dataset(Recipe(task_count=8, tool_diversity=6), tempfile.mkdtemp())
+    >>> m.counts["tasks"]
+    8
+    """
+    out = Path(out_dir)
+    if out.exists() and not out.is_dir():
+        raise RecipeError(f"output path {str(out)!r} exists and is not a directory")
+    result = synthesize(recipe, extra_docs=extra_docs, judge=judge, backend=backend, progress=progress)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        files = {"train.jsonl": _write_atomic(out / "train.jsonl", "".join(r + "\n" for r in result.rows))}
+        if recipe.narratives:
+            files["narratives.jsonl"] = _write_atomic(out / "narratives.jsonl",
+                                                      "".join(r + "\n" for r in result.narratives))
+        manifest = result.manifest.model_copy(update={"files": files})
+        _write_atomic(out / "manifest.json", json.dumps(manifest.model_dump(mode="json"), indent=2, sort_keys=True)
+                      + "\n")
+    except OSError as err:
+        raise SynthError(f"cannot write the dataset to {str(out)!r}: {err.strerror or err}") from None
+    return manifest
