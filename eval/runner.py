@@ -150,44 +150,51 @@ def env_metrics(info: BenchmarkInfo, rewards: Sequence[float],
 
 
 def _run_episodes(items: Sequence[EnvItem], policy: Callable[[list[ChatRequest]], list[str]]) -> list[float]:
-    """Play every episode to its end, all of them in lockstep (one batched policy call per turn)."""
+    """Play every episode to its end, all of them in lockstep (one batched policy call per turn).
+
+    A turn's well-formed calls run in order (``Environment.step_many``, cut at the episode's call
+    budget); a turn without a call, or with a malformed attempt, ends the episode.
+    """
     from synth.envs.api import Environment
     from synth.envs.models import EnvSample
 
     envs = [Environment(EnvSample.model_validate(it.sample)) for it in items]
-    tools = [it.sample.get("tools") for it in items]
     convs: list[list[dict[str, Any]]] = [[{"role": "user", "content": env.reset()}] for env in envs]
     active = list(range(len(envs)))
-    max_turns = max((int(it.sample.get("max_turns", 32)) for it in items), default=0)
-    for _ in range(max_turns):
-        active = [i for i in active if not envs[i].done]
-        if not active:
-            break
-        texts = policy([ChatRequest(messages=convs[i], tools=tools[i]) for i in active])
+    while active:
+        texts = policy([ChatRequest(messages=convs[i], tools=envs[i].tools) for i in active])
         still = []
         for i, text in zip(active, texts, strict=True):
+            env = envs[i]
             parsed = parse_output(text)
-            if not parsed.calls or parsed.malformed:  # a final answer, or an unusable attempt: the episode ends
+            if not parsed.calls or parsed.malformed:
+                env.finish(parsed.content or None)
                 continue
-            calls = [{"id": f"call_{len(convs[i])}_{k}", "type": "function",
-                      "function": {"name": c.name, "arguments": c.arguments}} for k, c in enumerate(parsed.calls)]
-            convs[i].append({"role": "assistant", "content": parsed.content, "tool_calls": calls})
-            for c, tc in zip(parsed.calls, calls, strict=True):
-                if envs[i].done:
-                    break
-                obs = envs[i].step({"name": c.name, "arguments": c.arguments})
-                convs[i].append({"role": "tool", "tool_call_id": tc["id"], "name": c.name, "content": obs})
-            still.append(i)
+            calls = parsed.calls[:env.max_turns - env.turns]
+            ids = [f"call_{env.turns + k + 1}" for k in range(len(calls))]
+            convs[i].append({"role": "assistant", "content": parsed.content, "tool_calls": [
+                {"id": cid, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}
+                for cid, c in zip(ids, calls, strict=True)]})
+            observations = env.step_many([{"name": c.name, "arguments": c.arguments} for c in calls])
+            for cid, c, obs in zip(ids, calls, observations, strict=True):
+                convs[i].append({"role": "tool", "tool_call_id": cid, "name": c.name, "content": obs})
+            if not env.done:
+                still.append(i)
         active = still
     return [float(env.reward()) for env in envs]
 
 
+def _golden_calls(item: EnvItem) -> list[dict[str, Any]]:
+    from synth.envs.api import Environment
+    from synth.envs.models import EnvSample
+
+    return Environment(EnvSample.model_validate(item.sample)).golden_calls()
+
+
 def _gold_env_policy(items: Sequence[EnvItem]) -> Callable[[list[ChatRequest]], list[str]]:
-    """A policy that issues each episode's target calls, one per turn, then stops."""
-    plans: dict[str, list[str]] = {}
-    for it in items:
-        plans[_key(it.sample.get("tools"), it.sample.get("prompt"))] = [
-            format_tool_call({"name": t["tool"], "arguments": t["arguments"]}) for t in it.sample.get("targets", [])]
+    """A policy that issues each episode's golden calls (dependency order), one per turn, then answers."""
+    plans = {_key(it.sample.get("tools"), it.sample.get("prompt")): [format_tool_call(c) for c in _golden_calls(it)]
+             for it in items}
 
     def policy(requests: list[ChatRequest]) -> list[str]:
         out = []
@@ -207,17 +214,18 @@ def _key(tools: Any, prompt: Any) -> str:
 
 
 def _reference_trajectory(item: EnvItem) -> ChatRequest:
-    """Prompt, the target calls with their observations, and the main answer: the conversation to score."""
+    """Prompt, the golden calls with their observations, and the main answer: the conversation to score."""
     from synth.envs.api import Environment
     from synth.envs.models import EnvSample
 
     env = Environment(EnvSample.model_validate(item.sample))
     messages: list[dict[str, Any]] = [{"role": "user", "content": env.reset()}]
-    for k, t in enumerate(item.sample.get("targets", []), 1):
-        call = {"id": f"call_{k}", "type": "function", "function": {"name": t["tool"], "arguments": t["arguments"]}}
-        messages.append({"role": "assistant", "content": "", "tool_calls": [call]})
-        obs = env.step({"name": t["tool"], "arguments": t["arguments"]})
-        messages.append({"role": "tool", "tool_call_id": f"call_{k}", "name": t["tool"], "content": obs})
+    calls = env.golden_calls()
+    observations = env.step_many(calls) if calls else []
+    for k, (call, obs) in enumerate(zip(calls, observations, strict=True), 1):
+        messages.append({"role": "assistant", "content": "", "tool_calls": [
+            {"id": f"call_{k}", "type": "function", "function": {"name": call["name"], "arguments": call["arguments"]}}]})
+        messages.append({"role": "tool", "tool_call_id": f"call_{k}", "name": call["name"], "content": obs})
     messages.append({"role": "assistant", "content": str(item.sample.get("main_answer") or "Done.")})
     return ChatRequest(messages=messages, tools=item.sample.get("tools"))
 

@@ -170,3 +170,13 @@ def test_vllm_backend_needs_vllm():
         pytest.skip("vllm is installed here")
     with pytest.raises(BackendError, match="needs the vllm package.*--backend openai"):
         get_backend("vllm", "some/model")
+
+
+def test_random_model_in_environments(model_dir):
+    pytest.importorskip("synth.envs.api")
+    from eval.heldout import load_heldout_env
+
+    env_items = load_heldout_env(n=2)
+    rows = {m.metric: m for m in evaluate(model_dir, "heldout-env", items=env_items, max_new_tokens=16)}
+    assert rows["score"].score == 0.0 and rows["score"].n_items == 2
+    assert rows["loss"].score > 1.0 and rows["call_logprob"].n_items == 2

@@ -67,3 +67,69 @@ def test_gold_scores_one_on_bfcl():
 def test_unknown_benchmark():
     with pytest.raises(UnknownBenchmarkError, match="unknown benchmark 'bfcl4'.*did you mean 'bfcl'"):
         evaluate("gold", "bfcl4")
+
+
+# ------------------------------------------------------------------------------------ heldout-env episodes
+
+@pytest.fixture(scope="module")
+def env_items():
+    pytest.importorskip("synth.envs.api")
+    from eval.heldout import load_heldout_env
+
+    return load_heldout_env(n=4)
+
+
+class Scripted:
+    """An in-process fake backend: answers each request with ``reply(request)``."""
+
+    name = "scripted"
+
+    def __init__(self, reply):
+        self.reply = reply
+        self.requests = []
+
+    def generate(self, requests, *, max_new_tokens):
+        self.requests.extend(requests)
+        return [self.reply(r) for r in requests]
+
+    def score(self, requests):
+        return None
+
+
+def test_gold_passes_every_episode(env_items):
+    rows = {m.metric: m for m in evaluate("gold", "heldout-env", items=env_items)}
+    assert rows["score"].score == 1.0 and rows["f1"].score == 1.0 and rows["score"].n_items == len(env_items)
+
+
+def test_wrong_and_malformed_policies_score_zero_without_crashing(env_items):
+    from eval.parsing import format_tool_call
+
+    tool = env_items[0].sample["tools"][0]["function"]["name"]
+    for reply in (lambda r: "I do not know.", lambda r: '<tool_call>{"name": broken', lambda r: "\x00" * 30):
+        rows = {m.metric: m for m in evaluate("x", "heldout-env", items=env_items, backend=Scripted(reply))}
+        assert rows["score"].score == 0.0 and rows["f1"].score == 0.0
+    # calling an unrelated tool with junk arguments every turn: the episode runs to its call budget, F1 0
+    spam = Scripted(lambda r: format_tool_call({"name": tool, "arguments": {"zz": 1}}))
+    rows = {m.metric: m for m in evaluate("x", "heldout-env", items=env_items[:1], backend=spam)}
+    assert rows["f1"].score == 0.0
+    assert len(spam.requests) == env_items[0].sample.get("max_turns", 32)
+    assert spam.requests[-1].messages[-1]["role"] == "tool"  # observations are fed back
+
+
+def test_half_right_policy_gets_partial_f1(env_items):
+    """Golden calls plus one useless repeat per turn: all targets hit with twice the calls -> F1 = 2n/(n+2n)."""
+    from eval.parsing import format_tool_call
+    from eval.runner import _golden_calls
+
+    plans = {it.sample["prompt"]: _golden_calls(it) for it in env_items}
+
+    def reply(r):
+        plan = plans[r.messages[0]["content"]]
+        turn = sum(m["role"] == "assistant" for m in r.messages)
+        if turn >= len(plan):
+            return "Done."
+        return format_tool_call(plan[turn]) + format_tool_call(plan[turn])
+
+    rows = {m.metric: m for m in evaluate("x", "heldout-env", items=env_items, backend=Scripted(reply))}
+    assert rows["score"].score == 0.0
+    assert rows["f1"].score == pytest.approx(2 / 3)

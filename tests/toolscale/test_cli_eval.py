@@ -68,3 +68,11 @@ def test_eval_tiny_model_heldout_calls(tmp_path, capsys):
     out = json.loads(capsys.readouterr().out)
     assert out["n_items"] == 4 and 0.0 <= out["score"] <= 0.5  # only irrelevance items can be right
     assert out["metrics"]["loss"]["score"] > 0 and out["metrics"]["loss"]["higher_is_better"] is False
+
+
+@pytest.mark.slow
+def test_eval_gold_heldout_env(capsys):
+    pytest.importorskip("synth.envs.api")
+    assert main(["eval", "--model", "gold", "--benchmark", "heldout-env", "--limit", "10", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["score"] == 1.0 and out["n_items"] == 10 and out["metrics"]["f1"]["score"] == 1.0
