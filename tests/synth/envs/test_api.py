@@ -79,3 +79,19 @@ def test_episodes_do_not_share_state():
     b.reset()
     a.step(a.golden_calls()[0])
     assert a.turns == 1 and b.turns == 0
+
+
+def test_a_looping_call_does_not_poison_the_rest_of_a_batch():
+    from synth.envs.models import EnvSample, SandboxLimits
+
+    (sample,) = load_envs(FIX / "astra_baggage_fixed.jsonl")
+    src = "def spin(n):\n    while n:\n        pass\n    return 'never'\n"
+    tools = sample.tools + [{"type": "function", "function": {"name": "spin", "description": "spin", "parameters": {
+        "type": "object", "properties": {"n": {"type": "integer"}}}}}]
+    sources = sample.tool_sources + [sample.tool_sources[0].model_copy(update={"name": "spin", "source": src})]
+    s2 = EnvSample.model_validate({**sample.model_dump(by_alias=True), "tools": tools, "tool_sources": sources})
+    env = Environment(s2, limits=SandboxLimits(cpu_s=1, wall_s=3))
+    env.reset()
+    obs = env.step_many([{"name": "spin", "arguments": {"n": 1}}] + env.golden_calls())
+    assert "CPU-time limit" in obs[0]
+    assert env.hits() == 4 and env.reward() == pytest.approx(2 * 4 / (4 + 5))

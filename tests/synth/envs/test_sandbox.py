@@ -91,3 +91,8 @@ def test_environment_is_stripped_and_no_site_packages():
 def test_subprocess_is_refused():
     run = _one("import subprocess\nreturn subprocess.run(['true']).returncode")
     assert run.failed and any("process control" in v for v in run.violations)
+
+
+def test_huge_output_is_a_failed_call():
+    run = _one("return 'x' * 100000")
+    assert run.status == "ok" and not run.calls[0].ok and "OutputTooLarge" in run.calls[0].output
