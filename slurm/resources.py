@@ -18,8 +18,15 @@ __all__ = ["executor_parameters", "DEFAULT_SIGNAL_DELAY_S", "MIN_TIMEOUT_MIN"]
 DEFAULT_SIGNAL_DELAY_S = 60
 """Seconds before the time limit at which SLURM sends USR2 (submitit checkpoints and requeues).
 
-SLURM checks time limits about every 30 s, so the signal can come up to 30 s late; 60 s
-leaves a checkpoint time to finish before the job is killed."""
+slurmctld checks time limits every 30 s (``PERIODIC_TIMEOUT``) and sends the warning at
+the first check where ``now + delay + 30 >= end``, so USR2 arrives 60-90 s before the
+limit with the default."""
+
+SLURM_CHECK_PERIOD_S = 30
+"""slurmctld's time-limit check period: the warning signal may come this much earlier."""
+
+JOB_STARTUP_S = 10
+"""Seconds a job needs to install submitit's signal handler; an earlier USR2 kills it."""
 
 MIN_TIMEOUT_MIN = 1
 """SLURM's time limits have a resolution of one minute."""
@@ -39,7 +46,9 @@ def executor_parameters(size: ModelSize, slurm: SlurmSpec, *, max_parallel: int,
     slurm : pass-through of partition, account, qos, constraint and extra sbatch flags.
     max_parallel : array tasks running at once (``--array=0-N%max_parallel``).
     job_name : ``--job-name`` of the array.
-    signal_delay_s : seconds before the time limit that USR2 is sent (checkpoint + requeue).
+    signal_delay_s : seconds before the time limit that USR2 is sent (checkpoint + requeue); capped
+        so that even a signal sent one check period early (``limit - delay - 30`` s after the
+        start) comes after the job's first ``JOB_STARTUP_S`` seconds.
 
     Returns
     -------
@@ -73,7 +82,8 @@ def executor_parameters(size: ModelSize, slurm: SlurmSpec, *, max_parallel: int,
         "slurm_qos": slurm.qos,
         "slurm_constraint": slurm.constraint,
         "slurm_array_parallelism": int(max_parallel),
-        "slurm_signal_delay_s": int(min(signal_delay_s, max(10, timeout * 60 - 5))),
+        "slurm_signal_delay_s": int(min(signal_delay_s,
+                                        max(5, timeout * 60 - SLURM_CHECK_PERIOD_S - JOB_STARTUP_S))),
         "slurm_additional_parameters": extra or None,
     }
     return {k: v for k, v in params.items() if v is not None}

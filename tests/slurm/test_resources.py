@@ -43,7 +43,7 @@ def test_cpu_rung_has_no_gpu_and_unset_options_are_absent():
 def test_signal_delay_fits_inside_short_time_limits():
     p = executor_parameters(ModelSize(name="s", timeout_min=1), SlurmSpec(), max_parallel=1, job_name="j",
                             signal_delay_s=300)
-    assert p["slurm_signal_delay_s"] == 55
+    assert p["slurm_signal_delay_s"] == 20  # 60 s limit - 30 s check period - 10 s startup
 
 
 @pytest.mark.parametrize(("extra", "message"), [({"time": "10"}, "'time' is set by toolscale"),
