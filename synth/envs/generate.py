@@ -240,8 +240,9 @@ def sample_plan(db: dict[str, list[dict[str, Any]]], domain: str, rng: random.Ra
             if structure != "single-hop":
                 continue
             path: list[ForeignKey] = []
-        else:
-            path = rng.choice(paths)
+        else:  # a length first (uniform over the lengths this start offers), so long chains are not rare
+            length = rng.choice(sorted({len(p) for p in paths}))
+            path = rng.choice([p for p in paths if len(p) == length])
         if structure == "single-hop":
             chain = _single(db, domain, profile, rng, start)
             if chain is None:

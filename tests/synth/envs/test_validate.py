@@ -86,3 +86,19 @@ def test_arguments_against_schema():
     assert arguments_problems(schema, {}) == ["missing required argument 'a'"]
     assert arguments_problems(schema, {"a": "1", "b": 2}) == ["argument a='1' is not of type integer",
                                                             "unknown argument 'b' (expected one of ['a'])"]
+
+
+def test_committed_fixtures_match_their_generator():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("make_fixtures", FIX / "make_fixtures.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    expected = {"astra_baggage_fixed": [mod.fixed()], "astra_duplicate_name": [mod.duplicate_name()],
+                "astra_random_txn": [mod.random_txn()]}
+    for name, rows in expected.items():
+        got = [json.loads(line) for line in (FIX / f"{name}.jsonl").read_text().splitlines()]
+        assert got == rows, (f"{name}.jsonl is stale; regenerate with "
+                             f".venv/bin/python tests/synth/envs/fixtures/make_fixtures.py")
+    assert (FIX / "bad_inputs.jsonl").read_text().splitlines() == mod.bad_inputs(), \
+        "bad_inputs.jsonl is stale; regenerate with .venv/bin/python tests/synth/envs/fixtures/make_fixtures.py"
