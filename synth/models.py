@@ -12,7 +12,7 @@ import difflib
 import math
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from synth.errors import RecipeError
 
@@ -133,7 +133,12 @@ class Recipe(_Frozen):
                     raise RecipeError(f"recipe knob {key!r} must be a finite number, got {value!r}")
                 value = int(round(value))
             data[key] = value
-        return cls.model_validate({**data, "seed": seed})
+        try:
+            return cls.model_validate({**data, "seed": seed})
+        except ValidationError as err:
+            e = err.errors()[0]
+            loc = ".".join(str(x) for x in e["loc"]) or "recipe"
+            raise RecipeError(f"recipe knob {loc}: {e['msg']} (got {e.get('input')!r})") from None
 
     def axes(self) -> dict[str, float]:
         """The requested axis values ``{axis: value}``."""

@@ -92,9 +92,9 @@ def _fact(tool: str, out: dict) -> str:
         if not items:
             return f"{tool} found no {k}"
         first = items[0]
-        desc = ", ".join(f"{f} {first[f]}" for f in list(first)[:3] if isinstance(first, dict))
+        desc = ", ".join(f"{f} {first[f]}" for f in sorted(first)[:3]) if isinstance(first, dict) else str(first)
         return f"{tool} found {out.get('count', len(items))} {k} (first: {desc})"
-    desc = ", ".join(f"{k} {v}" for k, v in list(out.items())[:4] if not isinstance(v, dict | list))
+    desc = ", ".join(f"{k} {v}" for k, v in sorted(out.items())[:4] if not isinstance(v, dict | list))
     return f"{tool} returned {desc}"
 
 
