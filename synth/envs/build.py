@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 import random
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from synth.envs.compile import merge_tools
@@ -68,8 +68,12 @@ def assemble(plan, *, env_id: str, domain: str, seed: int, hop_budget: int, db_i
 def build_envs_report(n: int, seed: int = 0, domains: Sequence[str] | None = None,
                       distractors: DistractorSpec | dict[str, int] | None = DistractorSpec(), *,
                       hop_budget: int = 3, validate: bool = True, limits: SandboxLimits | None = None,
+                      progress: Callable[[int], None] | None = None,
                       ) -> tuple[list[EnvSample], list[CheckResult]]:
-    """Like :func:`build_envs`, also returning the check results of the rejected draws."""
+    """Like :func:`build_envs`, also returning the check results of the rejected draws.
+
+    ``progress(k)`` is called with the number of accepted samples after each acceptance.
+    """
     from synth.servers.db import DOMAINS, N_VARIANTS, TRAIN_DOMAINS, db_id, make_database
 
     if isinstance(n, bool) or not isinstance(n, int) or n < 0:
@@ -129,6 +133,8 @@ def build_envs_report(n: int, seed: int = 0, domains: Sequence[str] | None = Non
                 rejected.append(result)
                 continue
         accepted.append(sample)
+        if progress:
+            progress(len(accepted))
     return accepted, rejected
 
 

@@ -51,3 +51,10 @@ def test_bad_input_is_one_line(tmp_path: Path, capsys):
     assert main(["envs", "build", "--out", str(tmp_path), "--n", "1", "--domains", "atlantis"]) == 2
     assert "unknown domain(s) ['atlantis']" in capsys.readouterr().err
     assert main(["envs", "build", "--out", str(tmp_path), "--distractors", "extreme=3"]) == 2
+
+
+def test_empty_file_is_a_usage_error(tmp_path: Path, capsys):
+    empty = tmp_path / "empty.jsonl"
+    empty.write_text("\n")
+    assert main(["envs", "check", str(empty)]) == 2
+    assert "has no rows" in capsys.readouterr().err
