@@ -90,8 +90,8 @@ def test_a_looping_call_does_not_poison_the_rest_of_a_batch():
         "type": "object", "properties": {"n": {"type": "integer"}}}}}]
     sources = sample.tool_sources + [sample.tool_sources[0].model_copy(update={"name": "spin", "source": src})]
     s2 = EnvSample.model_validate({**sample.model_dump(by_alias=True), "tools": tools, "tool_sources": sources})
-    env = Environment(s2, limits=SandboxLimits(cpu_s=1, wall_s=3))
+    env = Environment(s2, limits=SandboxLimits(cpu_s=1, wall_s=20))
     env.reset()
     obs = env.step_many([{"name": "spin", "arguments": {"n": 1}}] + env.golden_calls())
-    assert "CPU-time limit" in obs[0]
+    assert "limit exceeded" in obs[0]          # CPU time, or wall clock on a very busy machine
     assert env.hits() == 4 and env.reward() == pytest.approx(2 * 4 / (4 + 5))

@@ -38,7 +38,7 @@ def test_calls_share_no_state():
 
 
 def test_infinite_loop_is_stopped_by_the_cpu_limit():
-    run = _one("while True:\n    pass")
+    run = _one("while True:\n    pass", limits=SandboxLimits(cpu_s=1, wall_s=30))
     assert run.failed and run.status == "cpu_limit"
     assert "CPU-time limit" in run.reason()
 

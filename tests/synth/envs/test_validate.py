@@ -17,7 +17,7 @@ from synth.envs.validate import arguments_problems, check_file, check_sample
 pytestmark = pytest.mark.integration
 
 FIX = Path(__file__).parent / "fixtures"
-FAST = SandboxLimits(cpu_s=1, wall_s=5, memory_mb=256)
+FAST = SandboxLimits(cpu_s=1, wall_s=30, memory_mb=256)
 
 
 def test_fixed_baggage_row_passes():
