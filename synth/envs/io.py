@@ -57,7 +57,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from synth.envs.errors import EnvFormatError
-from synth.envs.models import EnvSample
+from synth.envs.models import SCHEMA_VERSION, EnvSample
 
 __all__ = ["sample_to_row", "parse_row", "iter_rows", "load_envs", "dump_envs"]
 
@@ -78,6 +78,9 @@ def parse_row(obj: Any, row: int = 0) -> EnvSample:
     """Validate one decoded row; raises :class:`EnvFormatError` naming the row and the first bad field."""
     if not isinstance(obj, dict):
         raise EnvFormatError(f"row {row}: expected a JSON object, got {type(obj).__name__}")
+    version = obj.get("schema", SCHEMA_VERSION)
+    if version != SCHEMA_VERSION:
+        raise EnvFormatError(f"row {row}: unsupported schema {version!r}; expected {SCHEMA_VERSION!r}")
     try:
         return EnvSample.model_validate(obj)
     except ValidationError as err:

@@ -44,3 +44,11 @@ def test_strict_load_names_the_bad_row(tmp_path: Path):
 def test_missing_file_is_a_usage_error(tmp_path: Path):
     with pytest.raises(EnvFormatError, match="no such file"):
         load_envs(tmp_path / "nope.jsonl")
+
+
+def test_unknown_schema_version_is_rejected():
+    from synth.envs.io import parse_row
+
+    row = json.loads((FIX / "astra_baggage_fixed.jsonl").read_text())
+    with pytest.raises(EnvFormatError, match="unsupported schema 'toolscale-env/9'"):
+        parse_row({**row, "schema": "toolscale-env/9"}, 4)
