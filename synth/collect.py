@@ -134,20 +134,21 @@ def collect_stdio(commands: Sequence[str | Sequence[str]], *, timeout_s: float =
     quarantined: list[Quarantined] = []
     used: set[str] = set()
     try:
-        for i, cmd in enumerate(commands):
-            argv = split_command(cmd)
+        argvs = [split_command(c) for c in commands]
+        infos = sessions.open_many([(f"collect-{i}", argv) for i, argv in enumerate(argvs)])
+        for i, argv in enumerate(argvs):
             label = " ".join(argv)
             key = f"collect-{i}"
+            given = names[i] if names and names[i] else None
+            info = infos[key]
             try:
-                info = sessions.open(key, argv)
+                if isinstance(info, ServerError):
+                    raise info
                 tools = sessions.list_tools(key)
             except ServerError as err:
-                quarantined.append(Quarantined(server=(names[i] if names and names[i] else label), tool=None,
-                                               reason=str(err)))
+                quarantined.append(Quarantined(server=given or label, tool=None, reason=str(err)))
                 continue
-            finally:
-                sessions.close(key)
-            name = (names[i] if names and names[i] else None) or info.get("name") or label
+            name = given or info.get("name") or label
             if name in used:
                 name = f"{name}#{i}"
             used.add(name)

@@ -77,6 +77,22 @@ class LiveSessions:
         except Exception as err:  # noqa: BLE001 - every start failure is one ServerError
             raise ServerError(f"server {shlex.join(argv)!r} failed to start: {_why(err)}") from None
 
+    def open_many(self, items: Sequence[tuple[str, Sequence[str]]]) -> dict[str, dict[str, Any] | ServerError]:
+        """Start several servers concurrently; ``{key: info or the ServerError}`` (never raises for one)."""
+        futs = []
+        for key, command in items:
+            argv = split_command(command)
+            futs.append((key, argv, asyncio.run_coroutine_threadsafe(self._start(key, argv, None), self._loop)))
+        out: dict[str, dict[str, Any] | ServerError] = {}
+        for key, argv, fut in futs:
+            try:
+                out[key] = fut.result(self.startup_timeout_s + 5)
+            except ServerError as err:
+                out[key] = err
+            except Exception as err:  # noqa: BLE001
+                out[key] = ServerError(f"server {shlex.join(argv)!r} failed to start: {_why(err)}")
+        return out
+
     def list_tools(self, key: str) -> list[Any]:
         """The server's tools (``mcp.types.Tool``), all pages."""
         return self._request(key, "list_tools", None)
@@ -99,9 +115,19 @@ class LiveSessions:
                 pass
 
     def close_all(self) -> None:
-        """Stop every server and the loop thread."""
+        """Stop every server (concurrently) and the loop thread."""
+        tasks = []
         for key in list(self._queues):
-            self.close(key)
+            q = self._queues.pop(key)
+            tasks.append(self._tasks.pop(key, None))
+            self._loop.call_soon_threadsafe(q.put_nowait, ("close", None, None))
+        live = [t for t in tasks if t is not None]
+        if live:
+            try:
+                asyncio.run_coroutine_threadsafe(_wait(asyncio.gather(*live, return_exceptions=True)),
+                                                 self._loop).result(20)
+            except Exception:  # noqa: BLE001 - servers that will not stop are abandoned
+                pass
         self._loop.call_soon_threadsafe(self._loop.stop)
         self._thread.join(5)
         self._devnull.close()

@@ -1,0 +1,133 @@
+"""Knobs -> dataset: format, determinism, and knobs moving the measured axes."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from synth.dataset import build_dataset, synthesize
+from synth.errors import RecipeError
+from synth.models import Manifest, Recipe, TrajectoryMeta, TrajectoryRow
+from synth.servers.db import HELDOUT_DOMAINS
+
+BASE = dict(task_count=96, tool_diversity=16, seed=1)
+
+
+def _m(**kw) -> Manifest:
+    return synthesize(Recipe(**{**BASE, **kw})).manifest
+
+
+def test_rows_follow_the_pinned_format(tmp_path):
+    m = build_dataset(Recipe(**BASE), tmp_path)
+    lines = (tmp_path / "train.jsonl").read_text().splitlines()
+    assert len(lines) == m.counts["accepted"] > 0
+    saved = Manifest.model_validate_json((tmp_path / "manifest.json").read_text())
+    assert saved == m and len(m.files["train.jsonl"]) == 64
+    for line in lines:
+        raw = json.loads(line)
+        assert set(raw) == {"messages", "tools", "meta"} and isinstance(raw["tools"], str)
+        row = TrajectoryRow.model_validate(raw)
+        meta = TrajectoryMeta.model_validate_json(row.meta)
+        assert meta.structure in ("chain", "fan-in", "fan-out", "parallel")
+        tools = {t["function"]["name"] for t in json.loads(row.tools)}
+        ids = set()
+        for msg in raw["messages"]:
+            assert set(msg) == {"role", "content", "tool_calls", "tool_call_id", "name"}
+            for c in msg["tool_calls"] or []:
+                assert c["function"]["name"] in tools and isinstance(json.loads(c["function"]["arguments"]), dict)
+                ids.add(c["id"])
+            if msg["role"] == "tool":
+                assert msg["tool_call_id"] in ids
+        assert set(meta.nonderivable_calls) <= ids and set(meta.repaired_calls) <= ids
+        assert raw["messages"][-1]["role"] == "assistant" and not raw["messages"][-1]["tool_calls"]
+
+
+def test_readable_by_datasets(tmp_path):
+    from datasets import load_dataset
+
+    build_dataset(Recipe(task_count=32, tool_diversity=8, seed=2), tmp_path)
+    ds = load_dataset("json", data_files=str(tmp_path / "train.jsonl"), split="train")
+    first = ds[0]["messages"]
+    call = next(m for m in first if m["tool_calls"])["tool_calls"][0]
+    assert isinstance(call["function"]["arguments"], str) and set(call["function"]) == {"name", "arguments"}
+
+
+def test_same_recipe_same_bytes(tmp_path):
+    r = Recipe(**BASE, coverage_quota=0.2, support_depth=3, repair_rate=0.5)
+    build_dataset(r, tmp_path / "a")
+    build_dataset(r, tmp_path / "b")
+    for f in ("train.jsonl", "manifest.json"):
+        assert (tmp_path / "a" / f).read_bytes() == (tmp_path / "b" / f).read_bytes()
+    build_dataset(r.model_copy(update={"seed": 2}), tmp_path / "c")
+    assert (tmp_path / "a" / "train.jsonl").read_bytes() != (tmp_path / "c" / "train.jsonl").read_bytes()
+
+
+def test_more_tool_diversity_more_distinct_tools():
+    got = [_m(tool_diversity=t, task_count=160).measured["tool_diversity"] for t in (4, 12, 36)]
+    assert got[0] < got[1] < got[2] and got[0] <= 4
+
+
+def test_higher_repair_rate_higher_derivable_share():
+    shares = [_m(repair_rate=r, defect_rate=0.4, task_count=160).measured["derivable_share"] for r in (0.0, 0.5, 1.0)]
+    assert shares[0] < shares[1] < shares[2] == 1.0
+
+
+def test_defect_rate_zero_gives_no_nonderivable_labels():
+    m = _m(defect_rate=0.0)
+    assert m.counts["nonderivable_calls"] == 0 and m.measured["derivable_share"] == 1.0
+
+
+def test_coverage_quota_raises_min_structure_share():
+    low, high = _m(coverage_quota=0.0, task_count=200), _m(coverage_quota=0.2, task_count=200)
+    assert high.measured["coverage_quota"] > low.measured["coverage_quota"]
+    assert high.measured["coverage_quota"] >= 0.15
+    assert all(high.structure_counts[s] > 0 for s in ("chain", "fan-in", "fan-out", "parallel"))
+
+
+def test_support_depth_bounds_and_moves_measured_depth():
+    d1, d4 = _m(support_depth=1, task_count=160), _m(support_depth=4, task_count=160)
+    assert d1.measured["support_depth"] <= 1 and d4.measured["support_depth"] <= 4
+    assert d4.measured["mean_support_depth"] > d1.measured["mean_support_depth"]
+
+
+def test_db_diversity_counts_instances():
+    assert _m(db_diversity=1).measured["db_diversity"] == 1.0
+    assert _m(db_diversity=4).measured["db_diversity"] == 4.0
+
+
+def test_heldout_servers_never_in_training_data():
+    m = _m(tool_diversity=50, task_count=200)
+    assert not set(m.servers) & set(HELDOUT_DOMAINS)
+    assert not any(t.split(".")[0] in HELDOUT_DOMAINS for t in m.tools)
+
+
+def test_judge_that_raises_rejects_everything(tmp_path):
+    class Broken:
+        def score(self, messages):
+            raise TimeoutError("judge timed out")
+
+    m = build_dataset(Recipe(task_count=16, tool_diversity=8), tmp_path, judge=Broken())
+    assert m.counts["accepted"] == 0 and m.judge_failure_rate == 1.0
+    assert m.rejections == {"judge_error:TimeoutError": m.counts["trajectories"]}
+    assert (tmp_path / "train.jsonl").read_text() == ""
+
+
+@pytest.mark.parametrize("kw,match", [
+    (dict(tool_diversity=500), "tool_diversity = 500 exceeds"),
+    (dict(domains=("mars",)), "unknown domain 'mars'"),
+    (dict(domains=(HELDOUT_DOMAINS[0],)), "held out for evaluation"),
+])
+def test_impossible_recipes_error_and_keep_old_files(tmp_path, kw, match):
+    (tmp_path / "train.jsonl").write_text("old\n")
+    with pytest.raises(RecipeError, match=match):
+        build_dataset(Recipe(**{**BASE, **kw}), tmp_path)
+    assert (tmp_path / "train.jsonl").read_text() == "old\n"
+
+
+def test_from_axes_unknown_knob():
+    with pytest.raises(RecipeError, match="did you mean 'task_count'"):
+        Recipe.from_axes({"task_cont": 3})
+    r = Recipe.from_axes({"tool_diversity": 11.6, "support_depth": 2.2, "repair_rate": 0.5}, seed=4,
+                         error_rate=0.1, servers=[])
+    assert (r.tool_diversity, r.support_depth, r.seed, r.error_rate) == (12, 2, 4, 0.1)

@@ -1,0 +1,76 @@
+"""The seven-dimension judge is fail-closed."""
+
+from __future__ import annotations
+
+import json
+import math
+import socket
+
+from synth.judge import LLMJudge, RuleJudge, judge_trajectory
+from synth.models import JUDGE_DIMENSIONS
+from synth.rollout import message
+
+
+def _call(cid, name, **args):
+    return {"id": cid, "type": "function", "function": {"name": name, "arguments": json.dumps(args)}}
+
+
+def good(final="Here is what I found: search_flights found 1 flights (first: flight_id FL-1234).") -> list[dict]:
+    return [message("system", "s"), message("user", "Find flights from Oslo to Lima."),
+            message("assistant", "To do this I will call search_flights.",
+                    [_call("call_1", "search_flights", origin="Oslo", destination="Lima")]),
+            message("tool", json.dumps({"count": 1, "flights": [{"flight_id": "FL-1234"}]}), tool_call_id="call_1",
+                    name="search_flights"),
+            message("assistant", final)]
+
+
+def test_rule_judge_scores_a_clean_trajectory_high():
+    scores = RuleJudge().score(good())
+    assert set(scores) == set(JUDGE_DIMENSIONS) and all(v == 1.0 for v in scores.values())
+    assert judge_trajectory(RuleJudge(), good(), 0.7).accepted
+
+
+def test_failed_call_scores_zero_success_not_half():
+    conv = good("I could not complete search_flights: the tool failed.")
+    conv[3] = message("tool", json.dumps({"error": "timeout", "message": "x"}), tool_call_id="call_1",
+                      name="search_flights")
+    s = RuleJudge().score(conv)
+    assert s["tool_call_success"] == 0.0
+    assert s["final_answer"] > 0  # honest failure answer is faithful
+    conv[-1] = message("assistant", "Here is what I found: FL-1234.")  # claims success anyway
+    assert RuleJudge().score(conv)["final_answer"] == 0.0
+
+
+def test_unfaithful_final_answer_penalised():
+    s = RuleJudge().score(good("The flight is FL-7777 at 99.50."))
+    assert s["final_answer"] < 0.5
+
+
+class Raising:
+    def score(self, messages):
+        raise RuntimeError("judge service down")
+
+
+class Missing:
+    def score(self, messages):
+        return {d: 1.0 for d in JUDGE_DIMENSIONS[:-1]}
+
+
+class NaN:
+    def score(self, messages):
+        return {d: math.nan for d in JUDGE_DIMENSIONS}
+
+
+def test_judge_error_rejects_never_passes():
+    for judge, reason in ((Raising(), "judge_error:RuntimeError"), (Missing(), "judge_error:missing_or_invalid:final_answer"),
+                          (NaN(), "judge_error:missing_or_invalid:query_understanding")):
+        v = judge_trajectory(judge, good(), threshold=0.0)
+        assert not v.accepted and v.judge_failed and v.reason == reason and v.mean is None
+
+
+def test_llm_judge_unreachable_endpoint_rejects():
+    with socket.socket() as s:  # a local port nobody listens on: connection refused, no network
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    v = judge_trajectory(LLMJudge(f"http://127.0.0.1:{port}/v1", timeout_s=2), good(), 0.0)
+    assert not v.accepted and v.judge_failed and v.reason.startswith("judge_error:")
