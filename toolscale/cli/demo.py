@@ -1,9 +1,169 @@
-"""Subcommands of this group are registered here (being built; see the issue tracker)."""
+"""``toolscale demo``: the whole pipeline on this machine, as the sequence of commands a user would type.
+
+Part 1 (real): collect tool docs from the bundled MCP servers over stdio -> the
+``micro`` design -> per run: synthesise, probe, train a tiny proxy model with TRL,
+evaluate on held-out tool suites (local executor) -> fit -> held-out extrapolation
+report -> ``allocate``.
+
+Part 2 (SIMULATED, labelled as such): the default ~300-run design filled from a
+known law, fitted, reported and allocated, to show the full-size path.
+
+Every step is an ordinary ``toolscale`` command, printed before it runs; running
+the demo twice reuses the registry (no duplicate runs: the design is idempotent and
+``launch`` submits only pending runs).
+"""
 
 from __future__ import annotations
 
 import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+from toolscale.cli._common import Formatter
+
+__all__ = ["register", "write_demo_config"]
+
+BENCHMARK = "heldout-calls"
+SIM_EXPERIMENT = "simulated-default"
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    """Add this group's subcommands to the CLI."""
+    p = sub.add_parser("demo", help="run the whole pipeline on CPU in minutes (real micro grid + simulated 300 runs)",
+                       formatter_class=Formatter,
+                       epilog="examples:\n  toolscale demo                  # both parts, into ./demo_out\n"
+                              "  toolscale demo --part simulated # only the simulated full-size path\n"
+                              "  toolscale demo --out /tmp/demo --max-parallel 2")
+    p.add_argument("--out", default="demo_out", help="folder for the registry, runs and reports (default demo_out)")
+    p.add_argument("--part", choices=["all", "real", "simulated"], default="all", help="which part to run")
+    p.add_argument("--max-parallel", type=int, default=2, help="runs trained at once (default 2)")
+    p.add_argument("--budget", type=float, default=5000.0, help="budget of the final allocate (usd)")
+    p.set_defaults(func=_demo)
+
+
+def write_demo_config(out: Path, preset: str, name: str, max_parallel: int) -> Path:
+    """The preset with its registry, run folder and parallelism pointed into ``out``; returns the path."""
+    from toolscale.cli.project import example_config_text
+
+    text = example_config_text(preset)
+    registry = str((out / "toolscale.duckdb").resolve())
+    folder = str((out / "runs").resolve())
+    lines = []
+    section = None
+    for line in text.splitlines():
+        stripped = line.strip()
+        if stripped.startswith("["):
+            section = stripped.strip("[]")
+        key = stripped.split("=", 1)[0].strip() if "=" in stripped and not stripped.startswith("#") else None
+        if section == "experiment" and key == "name":
+            line = f'name = "{name}"'
+        elif section == "experiment" and key == "registry":
+            line = f'registry = "{registry}"'
+        elif section == "executor" and key == "folder":
+            line = f'folder = "{folder}"'
+        elif section == "executor" and key == "max_parallel":
+            line = f"max_parallel = {max_parallel}"
+        lines.append(line)
+    path = out / f"{preset}.toml"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
+class _Steps:
+    """Runs CLI commands in order, echoing each, stopping at the first failure."""
+
+    def __init__(self) -> None:
+        self.timings: list[tuple[str, float]] = []
+
+    def run(self, title: str, argv: list[str], capture_json: bool = False) -> dict | None:
+        from rich.console import Console
+
+        from toolscale.cli import main
+
+        console = Console(stderr=True)
+        console.rule(f"[bold]{title}")
+        console.print(f"$ toolscale {' '.join(argv)}", style="cyan", highlight=False)
+        t0 = time.monotonic()
+        if capture_json:
+            import contextlib
+            import io
+
+            buf = io.StringIO()
+            with contextlib.redirect_stdout(buf):
+                code = main(argv)
+            out = buf.getvalue()
+        else:
+            code = main(argv)
+            out = ""
+        took = time.monotonic() - t0
+        self.timings.append((title, took))
+        if code != 0:
+            from toolscale.errors import ToolscaleError
+
+            raise ToolscaleError(f"demo step {title!r} failed (exit {code}); rerun `toolscale demo` to resume")
+        console.print(f"[dim]{title}: {took:.1f} s[/dim]")
+        return json.loads(out) if capture_json else None
+
+
+def _real(out: Path, steps: _Steps, args: argparse.Namespace) -> dict:
+    cfg = write_demo_config(out, "micro", "demo-micro", args.max_parallel)
+    c = str(cfg)
+    steps.run("1. collect tool docs from the bundled MCP servers (stdio)", ["collect", "--config", c, "--bundled"])
+    steps.run("2. design the micro grid (fractional factorial x two tiny model sizes)", ["grid", "design", c])
+    steps.run("3. synthesise, probe, train and evaluate every run (local executor)",
+              ["launch", "--config", c, "--executor", "local", "--wait", "--resume"])
+    steps.run("4. runs by state", ["status", "--config", c, "--experiment", "demo-micro"])
+    fit = steps.run("5. fit the joint law on the fit split, check the held-out runs",
+                    ["fit", "--config", c, "--experiment", "demo-micro", "--benchmark", BENCHMARK, "--json"],
+                    capture_json=True)
+    report_dir = out / "report"
+    steps.run("6. held-out extrapolation report", ["report", "--config", c, "--experiment", "demo-micro",
+                                                     "--benchmark", BENCHMARK, "--out", str(report_dir)])
+    steps.run("7. allocate a budget", ["allocate", "--config", c, "--budget", f"{args.budget:g}", "--benchmark",
+                                       BENCHMARK, "--experiment", "demo-micro"])
+    return {"config": c, "fit": fit, "report": str(report_dir)}
+
+
+def _simulated(out: Path, steps: _Steps, args: argparse.Namespace) -> dict:
+    cfg = write_demo_config(out, "default", SIM_EXPERIMENT, args.max_parallel)
+    c = str(cfg)
+    steps.run("S1. SIMULATED: fill the default ~300-run design from a known law",
+              ["simulate", "--config", c, "--experiment", SIM_EXPERIMENT])
+    fit = steps.run("S2. SIMULATED: fit and held-out check", ["fit", "--config", c, "--experiment", SIM_EXPERIMENT,
+                                                             "--benchmark", BENCHMARK, "--json"], capture_json=True)
+    report_dir = out / "report-simulated"
+    steps.run("S3. SIMULATED: report", ["report", "--config", c, "--experiment", SIM_EXPERIMENT, "--benchmark",
+                                        BENCHMARK, "--out", str(report_dir)])
+    steps.run("S4. SIMULATED: allocate", ["allocate", "--config", c, "--budget", f"{args.budget * 4:g}",
+                                          "--benchmark", BENCHMARK, "--experiment", SIM_EXPERIMENT])
+    return {"config": c, "fit": fit, "report": str(report_dir)}
+
+
+def _demo(args: argparse.Namespace) -> int:
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    steps = _Steps()
+    t0 = time.monotonic()
+    parts = {}
+    if args.part in ("all", "real"):
+        parts["real"] = _real(out, steps, args)
+    if args.part in ("all", "simulated"):
+        parts["simulated"] = _simulated(out, steps, args)
+    _summary(out, parts, steps, time.monotonic() - t0)
+    return 0
+
+
+def _summary(out: Path, parts: dict, steps: _Steps, total: float) -> None:
+    print("\n=== toolscale demo: summary ===")
+    print(f"registry: {(out / 'toolscale.duckdb').resolve()}")
+    for name, part in parts.items():
+        label = " (SIMULATED data)" if name == "simulated" else ""
+        fit = part.get("fit") or {}
+        held = fit.get("heldout") or fit
+        print(f"{name}{label}: report {Path(part['report']).resolve()}; law {fit.get('law')}; "
+              f"held-out MAE {held.get('heldout_mae')}, 90% interval coverage {held.get('interval_coverage')}, "
+              f"extrapolation factor {held.get('extrapolation_factor')}")
+    print("step times: " + ", ".join(f"{t.split('.')[0]} {s:.0f}s" for t, s in steps.timings))
+    print(f"total: {total / 60:.1f} min")
+    sys.stdout.flush()
