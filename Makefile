@@ -22,8 +22,20 @@ install: $(STAMP)
 demo: install
 	$(VENV)/bin/toolscale demo
 
+# The tests marked `slurm` need the one-node dev cluster: bring it up (or reuse a running one),
+# run pytest, and stop it again only if this target started it, keeping pytest's exit code.
+# TOOLSCALE_SKIP_SLURM=1 runs without it (the slurm tests are then skipped).
 test: install
-	$(VPY) -m pytest -m "not slow and not gpu" $(PYTEST_ARGS)
+	@was_up=1; \
+	if [ "$${TOOLSCALE_SKIP_SLURM:-0}" != 1 ]; then \
+	  slurm/dev-cluster.sh status >/dev/null 2>&1 || was_up=0; \
+	  slurm/dev-cluster.sh up || { echo "make test: the dev SLURM cluster did not start (TOOLSCALE_SKIP_SLURM=1 skips its tests)"; \
+	    [ $$was_up = 1 ] || slurm/dev-cluster.sh down; exit 1; }; \
+	  eval "$$(slurm/dev-cluster.sh env)"; \
+	fi; \
+	$(VPY) -m pytest -m "not slow and not gpu" $(PYTEST_ARGS); rc=$$?; \
+	[ $$was_up = 1 ] || slurm/dev-cluster.sh down; \
+	exit $$rc
 
 test-all: install
 	$(VPY) -m pytest -m "not gpu" $(PYTEST_ARGS)
