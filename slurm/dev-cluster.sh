@@ -22,7 +22,6 @@ CTLD_PORT=$((BASE + 17)); SLURMD_PORT=$((BASE + 18)); DBD_PORT=$((BASE + 19)); D
 ETC="$D/etc"; RUN="$D/run"; LOG="$D/log"; MUNGE_SOCK="$D/munge/munge.socket"
 export SLURM_CONF="$ETC/slurm.conf"
 PACKAGES=(slurmctld slurmd slurm-client munge slurmdbd mariadb-server-core mariadb-client-core)
-DAEMONS=(slurmd slurmctld slurmdbd mariadbd munged)   # stop order
 
 say() { echo "dev-cluster: $*" >&2; }
 die() { say "error: $*"; exit 1; }
@@ -195,17 +194,18 @@ cmd_up() {
   say "up in $((SECONDS - t0)) s: $CPUS CPUs on $(hostname -s), state in $D; eval \"\$($0 env)\" for sbatch/sacct"
 }
 
-stop_daemon() {
-  local name=$1 pid
-  pid="$(pid_of "$name")"
-  [[ -n "$pid" ]] || return 0
-  if kill -0 "$pid" 2>/dev/null; then
-    kill -TERM "$pid" 2>/dev/null || true
-    local end=$((SECONDS + 10))
-    while kill -0 "$pid" 2>/dev/null && [[ $SECONDS -lt $end ]]; do sleep 0.1; done
+stop_daemons() {  # SIGTERM the named daemons together, wait up to 10 s, SIGKILL what is left
+  local name pid pids=() end=$((SECONDS + 10))
+  for name in "$@"; do
+    pid="$(pid_of "$name")"
+    if [[ -n "$pid" ]] && kill -0 "$pid" 2>/dev/null; then kill -TERM "$pid" 2>/dev/null || true; pids+=("$name:$pid"); fi
+  done
+  for entry in "${pids[@]}"; do
+    name=${entry%%:*}; pid=${entry##*:}
+    while kill -0 "$pid" 2>/dev/null && [[ $SECONDS -lt $end ]]; do sleep 0.05; done
     if kill -0 "$pid" 2>/dev/null; then say "$name ($pid) ignored SIGTERM; killing"; kill -KILL "$pid" 2>/dev/null || true; fi
-  fi
-  rm -f "$RUN/$name.pid"
+  done
+  for name in "$@"; do rm -f "$RUN/$name.pid"; done
 }
 
 cmd_down() {
@@ -216,7 +216,9 @@ cmd_down() {
     local end=$((SECONDS + 8))
     while [[ -n "$(squeue -h -o %i 2>/dev/null)" && $SECONDS -lt $end ]]; do sleep 0.2; done
   fi
-  for d in "${DAEMONS[@]}"; do stop_daemon "$d"; done
+  stop_daemons slurmd slurmctld   # slurmctld reports its last state to slurmdbd, so that goes next
+  stop_daemons slurmdbd
+  stop_daemons mariadbd munged
   say "down in $((SECONDS - t0)) s (state kept in $D; remove it for a fresh cluster)"
 }
 

@@ -228,10 +228,11 @@ def wait(registry_path: str | Path, *, config: ExperimentConfig, folder: str | P
          poll_s: float = 5.0, timeout_s: float | None = None, retry: bool = True,
          top_up: Callable[[], object] | None = None,
          progress: Callable[[SyncReport], None] | None = None) -> SyncReport:
-    """Sync every ``poll_s`` seconds until no run is live (and ``top_up`` starts nothing more).
+    """Sync every ``poll_s`` seconds until no run is live and ``top_up`` starts nothing more.
 
-    ``top_up`` is called after each sync (the local executor uses it to start pending
-    runs as slots free up); ``progress`` receives each report. Raises :class:`LaunchError`
+    ``top_up`` is called after each sync that leaves pending runs (the local executor
+    uses it to start them as slots free up) and returns what it started (a report with
+    ``submitted``, or a count); ``progress`` receives each report. Raises :class:`LaunchError`
     after ``timeout_s`` seconds.
     """
     t0 = time.monotonic()
@@ -239,12 +240,21 @@ def wait(registry_path: str | Path, *, config: ExperimentConfig, folder: str | P
         report = sync(registry_path, config=config, folder=folder, retry=retry)
         if progress:
             progress(report)
+        started = 0
         if top_up is not None and report.counts.get("pending", 0):
-            top_up()
-            report = sync(registry_path, config=config, folder=folder, retry=False)
-        if report.active == 0:
+            started = _started(top_up())
+            if started:
+                report = sync(registry_path, config=config, folder=folder, retry=False)
+        if report.active == 0 and not started:
             return report
         if timeout_s is not None and time.monotonic() - t0 > timeout_s:
             raise LaunchError(f"runs still live after {timeout_s:g} s: {report.active} "
                               f"(toolscale sync later picks them up)")
         time.sleep(poll_s)
+
+
+def _started(outcome: object) -> int:
+    submitted = getattr(outcome, "submitted", None)
+    if submitted is not None:
+        return len(submitted)
+    return int(outcome) if isinstance(outcome, int) else int(bool(outcome))
