@@ -131,3 +131,12 @@ def test_from_axes_unknown_knob():
     r = Recipe.from_axes({"tool_diversity": 11.6, "support_depth": 2.2, "repair_rate": 0.5}, seed=4,
                          error_rate=0.1, servers=[])
     assert (r.tool_diversity, r.support_depth, r.seed, r.error_rate) == (12, 2, 4, 0.1)
+
+
+def test_narratives_written_on_request(tmp_path):
+    m = build_dataset(Recipe(task_count=32, tool_diversity=10, narratives=True), tmp_path)
+    docs = [json.loads(x) for x in (tmp_path / "narratives.jsonl").read_text().splitlines()]
+    kinds = {d["kind"] for d in docs}
+    assert kinds == {"ecosystem", "trajectory", "failure"} and "narratives.jsonl" in m.files
+    eco = next(d["text"] for d in docs if d["kind"] == "ecosystem")
+    assert "can be passed as" in eco
