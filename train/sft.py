@@ -183,7 +183,8 @@ def train_sft(data_dir: str | Path, size: ModelSize, out_dir: str | Path, *, max
     if not data["examples"]:
         raise TrainError(f"no row of {data_dir} keeps an assistant token within max_seq_len={size.max_seq_len}")
     if size.pretrained:
-        model = load_model(size.pretrained)
+        with quiet_progress():
+            model = load_model(size.pretrained)
     else:
         model = build_model(size, seed=seed)
         if len(tokenizer) > model.config.vocab_size:

@@ -1,0 +1,182 @@
+"""Reinforcement learning with TRL's ``GRPOTrainer`` on synth's executable environments (the RL objective).
+
+The reward is the F1 environment reward of pinned interface 11 (``2 hit / (targets + calls)``,
+:mod:`synth.envs.reward`): :func:`synth.envs.grpo.make_reward_fn` replays each completion's
+``<tool_call>`` blocks in a fresh :class:`synth.envs.api.Environment` and scores the episode.
+
+Rollouts are single-turn: the policy writes its whole tool plan in one completion and sees no
+observation before it ends (validated tools are deterministic, so the replay gives the same
+observations a multi-turn rollout would have seen, but the policy cannot condition on them).
+Prompts are rendered with the model's chat template (tools in the system turn, pinned interface 3).
+The research plan fits SFT and RL laws separately; accounting is the same as for SFT
+(:mod:`train.accounting`), with D the prompt and completion tokens of the policy updates.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from grid.models import TrainStats
+from toolscale.errors import UsageError
+from train.accounting import AccountingCallback, loss_curve, read_accounting, training_flops
+from train.checkpoint import STATS_FILE, checkpoint_dir, clear_checkpoints, last_checkpoint
+from train.errors import TrainError
+
+__all__ = ["train_grpo", "grpo_config", "grpo_prompts", "load_env_samples"]
+
+
+def load_env_samples(envs: str | Path | Sequence[Any]) -> list[Any]:
+    """Environment samples from an ``envs.jsonl`` path (``synth.envs.io.load_envs``) or a list of them."""
+    if isinstance(envs, str | Path):
+        from synth.envs.io import load_envs
+
+        path = Path(envs)
+        if not path.exists():
+            raise UsageError(f"environment file {str(path)!r} does not exist (expected `toolscale envs build` "
+                             "output)")
+        samples = load_envs(path)
+    else:
+        samples = list(envs)
+    if not samples:
+        raise UsageError("GRPO needs at least one environment sample, got none")
+    return samples
+
+
+def grpo_prompts(samples: Sequence[Any], tokenizer) -> list[dict[str, Any]]:
+    """GRPO dataset rows: a text ``prompt`` (system prompt + tools + user query, ready for the assistant)
+    and the ``env_id`` column the reward function reads."""
+    from synth.envs.grpo import grpo_rows
+
+    from train.chat import normalize_messages
+
+    rows = []
+    for row in grpo_rows(samples):
+        text = tokenizer.apply_chat_template(normalize_messages(row["prompt"]), tools=json.loads(row["tools"]),
+                                             tokenize=False, add_generation_prompt=True)
+        rows.append({"prompt": text, "env_id": row["env_id"]})
+    return rows
+
+
+def grpo_config(output_dir: str | Path, *, max_steps: int, learning_rate: float, num_generations: int,
+                prompts_per_step: int, max_completion_length: int, seed: int = 0, save_steps: int = 0,
+                **overrides: Any):
+    """The ``GRPOConfig`` of one run, with CPU-appropriate settings (float32, no gradient checkpointing,
+    no reference model: ``beta=0``)."""
+    import torch
+    from trl import GRPOConfig
+
+    gpu = torch.cuda.is_available()
+    kwargs: dict[str, Any] = dict(
+        output_dir=str(output_dir), use_cpu=not gpu, bf16=gpu and torch.cuda.is_bf16_supported(), fp16=False,
+        activation_checkpointing=False, learning_rate=learning_rate, lr_scheduler_type="constant",
+        weight_decay=0.0, max_grad_norm=1.0, max_steps=max_steps,
+        per_device_train_batch_size=num_generations * prompts_per_step, num_generations=num_generations,
+        max_completion_length=max_completion_length, temperature=1.0, beta=0.0, seed=seed, data_seed=seed,
+        logging_steps=1, save_strategy="steps" if save_steps else "no", save_steps=save_steps or 500,
+        save_total_limit=1, report_to="none", disable_tqdm=True, dataloader_num_workers=0,
+        log_completions=False)
+    kwargs.update(overrides)
+    return GRPOConfig(**kwargs)
+
+
+def train_grpo(envs: str | Path | Sequence[Any], model_dir: str | Path, out_dir: str | Path, *,
+               max_steps: int = 20, num_generations: int = 4, prompts_per_step: int = 1,
+               max_completion_length: int = 96, learning_rate: float = 1e-4, seed: int = 0,
+               threads: int | None = None, resume: bool = True, save_steps: int = 0,
+               on_step: Callable[[int, int, float | None], None] | None = None) -> TrainStats:
+    """GRPO on executable environments, starting from a trained model folder (usually an SFT run).
+
+    Parameters
+    ----------
+    envs
+        ``envs.jsonl`` written by ``toolscale envs build``, or a list of ``synth.envs.models.EnvSample``.
+    model_dir
+        ``from_pretrained`` folder with model and tokenizer (e.g. :func:`train.sft.train_sft` output).
+    out_dir
+        Run folder: final model + tokenizer, ``train_stats.json``, ``checkpoints/``.
+    max_steps, num_generations, prompts_per_step, max_completion_length, learning_rate
+        Optimizer steps; completions per prompt (the GRPO group); prompts per step; most new tokens per
+        completion; learning rate.
+    seed, threads, resume, save_steps, on_step
+        As in :func:`train.sft.train_sft`.
+
+    Returns
+    -------
+    grid.models.TrainStats
+        ``final_loss`` is the last GRPO loss; ``train_stats.json`` also holds the reward curve.
+    """
+    import torch
+
+    from synth.envs.grpo import make_reward_fn
+    from train.models import count_params, load_model
+    from train.sft import quiet_progress
+    from train.tokenizer import load_tokenizer
+
+    for name, value in (("max_steps", max_steps), ("num_generations", num_generations),
+                        ("prompts_per_step", prompts_per_step), ("max_completion_length", max_completion_length)):
+        if not isinstance(value, int) or value < 1:
+            raise UsageError(f"{name} must be a positive integer, got {value!r}")
+    if num_generations < 2:
+        raise UsageError(f"num_generations must be >= 2 (GRPO compares completions within a group), "
+                         f"got {num_generations}")
+    if threads is not None:
+        torch.set_num_threads(threads)
+    samples = load_env_samples(envs)
+    out = Path(out_dir)
+    if not resume:
+        clear_checkpoints(out)
+    tokenizer = load_tokenizer(model_dir)
+    tokenizer.padding_side = "left"
+    with quiet_progress():
+        model = load_model(model_dir)
+    params, params_nonemb = count_params(model)
+
+    from datasets import Dataset
+
+    dataset = Dataset.from_list(grpo_prompts(samples, tokenizer))
+    config = grpo_config(checkpoint_dir(out), max_steps=max_steps, learning_rate=learning_rate,
+                         num_generations=num_generations, prompts_per_step=prompts_per_step,
+                         max_completion_length=max_completion_length, seed=seed, save_steps=save_steps)
+    checkpoint = last_checkpoint(out) if resume else None
+    accounting = AccountingCallback(read_accounting(checkpoint).get("wall_s", 0.0), on_step=on_step)
+    with quiet_progress():
+        trainer = _trainer(model, tokenizer, dataset, config, make_reward_fn(samples), accounting)
+        trainer.train(resume_from_checkpoint=str(checkpoint) if checkpoint else None)
+        out.mkdir(parents=True, exist_ok=True)
+        trainer.model.save_pretrained(out)
+        tokenizer.padding_side = "right"
+        tokenizer.save_pretrained(out)
+    state = trainer.state
+    curve = loss_curve(state.log_history)
+    rewards = [{"step": int(e["step"]), "reward": float(e["reward"])} for e in state.log_history
+               if "reward" in e and "step" in e]
+    if not rewards:
+        raise TrainError("GRPO logged no reward: the reward function was never called")
+    tokens = float(state.num_input_tokens_seen)
+    final = curve[-1]["loss"] if curve else None
+    stats = TrainStats(params=float(params), params_nonembedding=float(params_nonemb), train_tokens=tokens,
+                       train_flops=training_flops(params, tokens), wall_s=accounting.wall_s,
+                       final_loss=final if final is not None and math.isfinite(final) else None,
+                       steps=int(state.global_step))
+    payload = {"objective": "grpo", "train": stats.model_dump(mode="json"), "loss_curve": curve,
+               "reward_curve": rewards, "n_envs": len(samples), "num_generations": num_generations,
+               "start_model": str(model_dir), "seed": seed, "resumed_from": checkpoint and checkpoint.name}
+    tmp = out / (STATS_FILE + ".tmp")
+    tmp.write_text(json.dumps(payload, indent=1), encoding="utf-8")
+    tmp.replace(out / STATS_FILE)
+    return stats
+
+
+def _trainer(model, tokenizer, dataset, config, reward_fn, accounting):
+    from transformers import PrinterCallback, ProgressCallback
+    from trl import GRPOTrainer
+
+    trainer = GRPOTrainer(model=model, reward_funcs=[reward_fn], args=config, train_dataset=dataset,
+                          processing_class=tokenizer, callbacks=[accounting])
+    for cb in (PrinterCallback, ProgressCallback):
+        trainer.remove_callback(cb)
+    return trainer
