@@ -1,1 +1,16 @@
-"""eval: see README.md."""
+"""eval: benchmark scoring of tool-calling models (pinned interface 5).
+
+Modules, from data to numbers:
+
+* :mod:`eval.models` -- contracts (tool calls, items, match results, benchmark metadata);
+* :mod:`eval.benchmarks` -- the registry: ``heldout-calls``, ``heldout-env``, ``bfcl``;
+* :mod:`eval.bfcl`, :mod:`eval.heldout` -- item loaders (BFCL v4 from the ``bfcl-eval`` wheel; the
+  held-out bundled servers and environments of ``synth``);
+* :mod:`eval.prompts` -- items to chat requests and reference answers;
+* :mod:`eval.parsing` -- tool calls out of model text, malformed output never raising;
+* :mod:`eval.ast_match` -- BFCL's AST matching plus a per-field partial score;
+* :mod:`eval.backends` -- transformers (CPU, batched), OpenAI-compatible endpoints, vLLM;
+* :mod:`eval.runner` -- :func:`~eval.runner.evaluate` and the metric aggregation.
+
+Nothing here imports torch until a transformers backend is built.
+"""

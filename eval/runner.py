@@ -28,7 +28,7 @@ from eval.prompts import IRRELEVANT_ANSWER, item_request, reference_request
 from grid.models import MetricResult
 from toolscale.errors import UsageError
 
-__all__ = ["evaluate", "select_items", "gold_completion", "call_metrics", "env_metrics", "mean_stderr",
+__all__ = ["evaluate", "evaluate_spec", "select_items", "gold_completion", "call_metrics", "env_metrics", "mean_stderr",
            "GOLD", "DEFAULT_MAX_NEW_TOKENS"]
 
 GOLD = "gold"
@@ -314,3 +314,20 @@ def evaluate(model_dir_or_gold: str, benchmark: str, *, limit: int | None = None
         scores = model.score([reference_request(it) for it in chosen])
     results = [match_item(it, parse_output(t)) for it, t in zip(chosen, texts, strict=True)]
     return call_metrics(info, chosen, results, scores)
+
+
+def evaluate_spec(model_dir_or_gold: str, spec: Any, *, seed: int = 0, threads: int | None = None) -> list[MetricResult]:
+    """Every benchmark of a config's ``[eval]`` section (:class:`toolscale.config.EvalSpec`), one model load.
+
+    Returns the metric rows of all benchmarks, in the spec's order (what a job puts in its result file).
+    """
+    gold = model_dir_or_gold == GOLD
+    backend: str | Backend = spec.backend
+    if not gold:
+        options: dict[str, Any] = {"endpoint": spec.endpoint} if spec.backend == "openai" else {
+            "threads": threads} if spec.backend == "transformers" else {}
+        backend = get_backend(spec.backend, str(model_dir_or_gold), **options)
+    rows: list[MetricResult] = []
+    for name in spec.benchmarks:
+        rows.extend(evaluate(model_dir_or_gold, name, limit=spec.limit, seed=seed, backend=backend))
+    return rows
