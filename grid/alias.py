@@ -25,10 +25,13 @@ __all__ = [
     "interaction_aliases",
     "alias_report",
     "ROMAN",
+    "MAX_EXACT_AXES",
 ]
 
 ROMAN = {3: "III", 4: "IV", 5: "V", 6: "VI", 7: "VII", 8: "VIII"}
 _CLEAR_TOL = 1e-8
+MAX_EXACT_AXES = 14
+"""Exact alias maps enumerate all 2^k - 1 effects; above this many axes only the numeric report is made."""
 
 
 class AliasReport(BaseModel):
@@ -164,7 +167,7 @@ def alias_report(coded: np.ndarray, names: Sequence[str], kinds: Sequence[str], 
     words: list[str] = []
     highlights: list[str] = []
     resolution = None
-    if regular and k <= 20:
+    if regular and k <= MAX_EXACT_AXES:
         alias_map, words = two_level_aliases(h)
         resolution = resolution_of(alias_map)
         for group in alias_map:

@@ -150,6 +150,19 @@ def _cells(config: ExperimentConfig) -> list[tuple[ModelSize, float, int, float,
     return out
 
 
+def _top_points(fraction: float, other_runs: int, replicates: int) -> int:
+    """Fewest points K for the top cell such that ``heldout_mask`` holds out exactly that cell.
+
+    ``heldout_mask`` holds out the ``ceil(f n)`` largest runs (ties included), so the top cell's
+    ``T = K x replicates`` runs must satisfy ``ceil(f (other + T)) <= T``; the smallest such T is
+    about ``f / (1 - f) x other``. The same float expression as the mask is used, so the two agree.
+    """
+    k = max(1, math.ceil(math.ceil(fraction / (1 - fraction) * other_runs - 1e-9) / replicates))
+    while math.ceil(fraction * (other_runs + k * replicates)) > k * replicates:
+        k += 1
+    return k
+
+
 def build_design(config: ExperimentConfig) -> Design:
     """Plan every run of the experiment: points x cells x seeds, with the held-out split.
 
@@ -222,8 +235,7 @@ def build_design(config: ExperimentConfig) -> Design:
         if len(cells) < 2:
             raise DesignError("the held-out rule needs at least two FLOPs levels (ladder rungs or "
                               "design.token_multipliers); set design.heldout_fraction = 0 to hold out nothing")
-        other = per_cell * (len(cells) - 1)
-        k = spec.heldout_points or math.ceil(math.ceil(f / (1 - f) * other - 1e-9) / spec.replicates)
+        k = spec.heldout_points or _top_points(f, per_cell * (len(cells) - 1), spec.replicates)
         if spec.heldout_points is not None and k > len(points):
             raise DesignError(f"design.heldout_points = {k} exceeds the {len(points)} design points")
         cell_points[top] = greedy_d_optimal(coded, min(k, len(points)))

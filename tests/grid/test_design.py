@@ -189,3 +189,26 @@ def test_top_rung_runs_only_at_its_largest_multiple():
     # without a held-out share every rung is crossed with every multiple
     d = build_design(cfg({"token_multipliers": [0.5, 1.0], "heldout_fraction": 0.0}))
     assert len(d.cells) == 4 and all(c.split == "fit" for c in d.cells)
+
+
+def test_explicit_generators_below_the_resolution_are_rejected():
+    with pytest.raises(DesignError, match="give resolution III, below design.resolution = 4"):
+        build_design(cfg({"generators": "a b c ab"}))
+    d = build_design(cfg({"generators": "a b c -abc", "center_points": 0}))
+    assert d.summary["resolution"] == 4 and d.summary["generators"] == "a b c -abc"
+    # the sign flips the fourth column relative to "a b c abc"
+    plain = build_design(cfg({"generators": "a b c abc", "center_points": 0}))
+    assert [p["support_depth"] for p in d.points] != [p["support_depth"] for p in plain.points]
+
+
+@pytest.mark.parametrize("fraction,other,replicates", [(0.25, 220, 1), (0.2, 16, 1), (0.25, 18, 2), (0.5, 7, 1),
+                                                       (0.1, 99, 3), (0.3, 1, 1)])
+def test_top_cell_is_exactly_what_the_mask_holds_out(fraction, other, replicates):
+    from grid.design import _top_points
+
+    k = _top_points(fraction, other, replicates)
+    flops = [1.0] * other + [2.0] * (k * replicates)
+    assert heldout_mask(flops, fraction) == [False] * other + [True] * (k * replicates)
+    if k > 1:  # one point fewer would not be enough
+        fewer = [1.0] * other + [2.0] * ((k - 1) * replicates)
+        assert heldout_mask(fewer, fraction) != [False] * other + [True] * ((k - 1) * replicates)
