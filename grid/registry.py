@@ -26,7 +26,7 @@ from typing import Any
 
 import duckdb
 
-from grid.models import RUN_STATUSES, MetricResult, RunRecord, RunResult, RunSpec
+from grid.models import RUN_STATUSES, TERMINAL_STATUSES, MetricResult, RunRecord, RunResult, RunSpec
 from grid.schema import MIGRATIONS, SCHEMA_VERSION, axis_column, axis_column_ddl
 from toolscale.errors import ToolscaleError
 
@@ -230,22 +230,25 @@ class Registry:
             for a in axes:
                 self.con.execute(axis_column_ddl(a))
             for r in runs:
-                if self.con.execute("SELECT 1 FROM runs WHERE run_id = ?", [r.run_id]).fetchone():
-                    continue
-                cols = ["run_id", "experiment", "design_version", "recipe", "model_size", "model_params",
-                        "train_tokens", "train_flops", "seed", "status", "source", "metadata", "created_at",
-                        "schema_version", "split", "code_version"]
-                vals: list[Any] = [r.run_id, r.experiment, r.design_version, _json(r.recipe), r.model_size,
-                                   r.model_params, r.train_tokens, r.train_flops, r.seed, status, source,
-                                   _json({**r.metadata, "token_multiplier": r.token_multiplier}), now(),
-                                   SCHEMA_VERSION, r.split, code]
-                for a, v in r.recipe.items():
-                    cols.append(f'"{axis_column(a)}"')
-                    vals.append(float(v))
-                marks = ", ".join("?" for _ in vals)
-                self.con.execute(f"INSERT INTO runs ({', '.join(cols)}) VALUES ({marks})", vals)
-                inserted += 1
+                inserted += self._insert_run(r, status=status, source=source, code=code)
         return inserted
+
+    def _insert_run(self, r: RunSpec, *, status: str, source: str, code: str) -> bool:
+        """Insert one run unless its id exists (inside the caller's transaction); True if inserted."""
+        if self.con.execute("SELECT 1 FROM runs WHERE run_id = ?", [r.run_id]).fetchone():
+            return False
+        cols = ["run_id", "experiment", "design_version", "recipe", "model_size", "model_params", "train_tokens",
+                "train_flops", "seed", "status", "source", "metadata", "created_at", "finished_at",
+                "schema_version", "split", "code_version"]
+        vals: list[Any] = [r.run_id, r.experiment, r.design_version, _json(r.recipe), r.model_size, r.model_params,
+                           r.train_tokens, r.train_flops, r.seed, status, source,
+                           _json({**r.metadata, "token_multiplier": r.token_multiplier}), now(),
+                           now() if status in TERMINAL_STATUSES else None, SCHEMA_VERSION, r.split, code]
+        for a, v in r.recipe.items():
+            cols.append(f'"{axis_column(a)}"')
+            vals.append(float(v))
+        self.con.execute(f"INSERT INTO runs ({', '.join(cols)}) VALUES ({', '.join('?' for _ in vals)})", vals)
+        return True
 
     _RUN_COLS = ("run_id, experiment, design_version, recipe, model_size, model_params, train_tokens, "
                  "train_flops, seed, status, attempts, job_id, split, error, source, metadata, created_at, "
@@ -479,22 +482,8 @@ class Registry:
         with self.transaction():
             new = 0
             for r, ms in zip(runs, metrics):
-                if self.con.execute("SELECT 1 FROM runs WHERE run_id = ?", [r.run_id]).fetchone():
-                    self._put_metrics(r.run_id, ms)
-                    continue
-                cols = ["run_id", "experiment", "design_version", "recipe", "model_size", "model_params",
-                        "train_tokens", "train_flops", "seed", "status", "source", "metadata", "created_at",
-                        "finished_at", "schema_version", "split", "code_version"]
-                vals: list[Any] = [r.run_id, r.experiment, r.design_version, _json(r.recipe), r.model_size,
-                                   r.model_params, r.train_tokens, r.train_flops, r.seed, "done", source,
-                                   _json(r.metadata), now(), now(), SCHEMA_VERSION, r.split, code]
-                for a, v in r.recipe.items():
-                    cols.append(f'"{axis_column(a)}"')
-                    vals.append(float(v))
-                self.con.execute(f"INSERT INTO runs ({', '.join(cols)}) VALUES ({', '.join('?' for _ in vals)})",
-                                 vals)
+                new += self._insert_run(r, status="done", source=source, code=code)
                 self._put_metrics(r.run_id, ms)
-                new += 1
         return new
 
     # ---- datasets, tools -------------------------------------------------

@@ -5,7 +5,8 @@ from __future__ import annotations
 import argparse
 import math
 
-from toolscale.cli._common import Formatter, add_registry_args, config_of, emit_json, print_table, registry_path
+from toolscale.cli._common import (Formatter, add_registry_args, config_of, emit_json, positive_float, print_table,
+                                   registry_path)
 from toolscale.errors import UsageError
 
 __all__ = ["register", "plan_json"]
@@ -18,22 +19,12 @@ examples:
   allocate --budget 50000 --benchmark pile --experiment imported --config my.toml"""
 
 
-def _budget(text: str) -> float:
-    try:
-        x = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"must be a positive number, got {text!r}") from None
-    if not math.isfinite(x) or x <= 0:
-        raise argparse.ArgumentTypeError(f"must be a positive number, got {text}")
-    return x
-
-
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("allocate", help="spend a budget across tools, tasks, databases and supervision quality",
                        description="Maximise the fitted law's predicted score under a budget; compare with the "
                                    "diversity-only allocation at the same budget.",
                        formatter_class=Formatter, epilog=EXAMPLES)
-    p.add_argument("--budget", type=_budget, required=True, help="total budget, in --unit")
+    p.add_argument("--budget", type=positive_float, required=True, help="total budget, in --unit")
     p.add_argument("--benchmark", required=True, help="target benchmark (one with a stored fit)")
     p.add_argument("--unit", help="budget unit: usd or gpu_hours (default: the experiment's)")
     p.add_argument("--experiment", help="experiment whose fit to use (default: the only one with a fit)")
