@@ -1,0 +1,100 @@
+"""``toolscale collect`` and ``toolscale synth`` through ``main([...])``."""
+
+from __future__ import annotations
+
+import json
+import sys
+import tomllib
+from pathlib import Path
+
+import pytest
+
+from synth.models import Manifest
+from synth.recipe_io import parse_recipe
+from toolscale.cli import main
+
+FAKE = str(Path(__file__).parents[1] / "synth" / "fake_server.py")
+
+
+def test_example_recipe_is_valid(capsys):
+    assert main(["synth", "--example-recipe"]) == 0
+    recipe = parse_recipe(tomllib.loads(capsys.readouterr().out))
+    assert recipe.task_count == 128 and recipe.backend == "emulator"
+
+
+def test_synth_writes_dataset_and_manifest(tmp_path, capsys):
+    r = tmp_path / "r.toml"
+    r.write_text("[recipe]\ntask_count = 24\ntool_diversity = 8\nseed = 2\n")
+    reg = tmp_path / "reg.duckdb"
+    assert main(["synth", "--recipe", str(r), "--out", str(tmp_path / "d"), "--set", "repair_rate=0.5",
+                 "--registry", str(reg), "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    m = Manifest.model_validate(out)
+    assert m.recipe.repair_rate == 0.5 and m.counts["tasks"] == 24
+    assert (tmp_path / "d" / "train.jsonl").read_text().count("\n") == m.counts["accepted"]
+    from grid.registry import Registry
+    with Registry(reg, read_only=True) as rg:
+        assert rg.dataset(m.dataset_id)["manifest"]["counts"]["tasks"] == 24
+
+
+@pytest.mark.parametrize("extra,match", [
+    (["--set", "task_cont=3"], "did you mean 'task_count'"),
+    (["--set", "tool_diversity=999"], "exceeds"),
+    (["--set", "coverage_quota=0.9"], "coverage_quota"),
+])
+def test_synth_bad_knobs_one_line_exit_2(tmp_path, capsys, extra, match):
+    r = tmp_path / "r.toml"
+    r.write_text("task_count = 8\n")
+    assert main(["synth", "--recipe", str(r), "--out", str(tmp_path / "d"), *extra]) == 2
+    err = capsys.readouterr().err
+    assert match in err and err.count("\n") == 1
+    assert not (tmp_path / "d").exists()
+
+
+def test_synth_needs_recipe_and_out(capsys):
+    assert main(["synth"]) == 2
+    assert "--recipe" in capsys.readouterr().err
+    assert main(["synth", "--recipe", "/nonexistent.toml", "--out", "/tmp/x"]) == 2
+    assert "not found" in capsys.readouterr().err
+
+
+def test_collect_astra_file_json(tmp_path, capsys):
+    tool = {"name": "t1", "description": "d", "parameters": {"type": "object", "properties": {}}}
+    row = {"base_info": {"group_info": {"server_name": "Doc"}},
+           "tool_list": [tool, {**tool, "name": "t2"}, {**tool, "name": "t3"}, {**tool, "name": "t4", "description": ""}]}
+    f = tmp_path / "mcp_servers.jsonl"
+    f.write_text(json.dumps(row) + "\n")
+    assert main(["collect", "--astra", str(f), "--registry", str(tmp_path / "r.duckdb"), "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["servers"] == [{"server": "Doc", "source": "mcp_servers.jsonl:1", "tools": ["t1", "t2", "t3"]}]
+    assert out["quarantined"][0]["tool"] == "t4" and out["counts"]["quarantined"] == 1
+
+
+def test_synth_with_collected_document_only_tools(tmp_path, capsys):
+    params = {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}
+    tools = [{"name": "find_venue", "description": "Find a venue in a city; returns venue_id.", "parameters": params},
+             {"name": "get_venue", "description": "Get a venue.", "parameters": {
+                 "type": "object", "properties": {"venue_id": {"type": "string"}}, "required": ["venue_id"]}},
+             {"name": "book_venue", "description": "Book a venue.", "parameters": {
+                 "type": "object", "properties": {"venue_id": {"type": "string"}, "guests": {"type": "integer"}},
+                 "required": ["venue_id", "guests"]}}]
+    f = tmp_path / "m.jsonl"
+    f.write_text(json.dumps({"base_info": {"group_info": {"name": "venues"}}, "tool_list": tools}) + "\n")
+    reg = str(tmp_path / "r.duckdb")
+    assert main(["collect", "--astra", str(f), "--registry", reg]) == 0
+    r = tmp_path / "r.toml"
+    r.write_text('task_count = 24\ntool_diversity = 3\ndomains = ["travel"]\n')
+    capsys.readouterr()
+    # the 7 travel tools plus 3 emulated ones; tool_diversity 3 may land on either server, so ask for all 10
+    assert main(["synth", "--recipe", str(r), "--out", str(tmp_path / "d"), "--set", "tool_diversity=10",
+                 "--with-collected", "--registry", reg, "--json"]) == 0
+    m = Manifest.model_validate(json.loads(capsys.readouterr().out))
+    assert "venues" in m.servers and any(t.startswith("venues.") for t in m.tools)
+
+
+@pytest.mark.integration
+def test_collect_stdio_server_json(tmp_path, capsys):
+    cmd = f"{sys.executable} {FAKE} tools 3"
+    assert main(["collect", "--server", cmd, "--registry", str(tmp_path / "r.duckdb"), "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["servers"][0]["tools"] == ["echo_0", "echo_1", "echo_2"] and out["quarantined"] == []
