@@ -150,6 +150,38 @@ def _cells(config: ExperimentConfig) -> list[tuple[ModelSize, float, int, float,
     return out
 
 
+def _plan_points(config: ExperimentConfig):
+    """Coded points (center points last), center flags, real recipes, constrained count, alias report, info."""
+    spec = config.design
+    axes = {a.name: a for a in config.axes}
+    names = [a.name for a in config.axes]
+    constraints = [parse_constraint(t, names) for t in spec.constraints]
+    h, twin, info = _coded(config)
+    report = alias_report(twin, names, [a.kind for a in config.axes], regular=spec.kind == "fractional")
+    coded = np.vstack([h, np.zeros((spec.center_points, len(names)))]) if spec.center_points else h
+    is_center = [False] * h.shape[0] + [True] * spec.center_points
+    reals = {a.name: coded_to_real(a, coded[:, i]) for i, a in enumerate(config.axes)}
+    points, constrained = [], 0
+    for p in range(coded.shape[0]):
+        recipe, changed = apply_constraints({n: reals[n][p] for n in names}, constraints, axes)
+        points.append(recipe)
+        constrained += changed
+    return coded, is_center, points, constrained, report, info
+
+
+def _point_seeds(config: ExperimentConfig, is_center: list[bool]) -> list[list[int]]:
+    """Seeds of each point: replicate r of a factorial point gets seed index r, center copy c gets c x R + r."""
+    reps = config.design.replicates
+    out, center_no = [], 0
+    for center in is_center:
+        if center:
+            out.append([_seed(config, center_no * reps + r) for r in range(reps)])
+            center_no += 1
+        else:
+            out.append([_seed(config, r) for r in range(reps)])
+    return out
+
+
 def _top_points(fraction: float, other_runs: int, replicates: int) -> int:
     """Fewest points K for the top cell such that ``heldout_mask`` holds out exactly that cell.
 
@@ -192,33 +224,10 @@ def build_design(config: ExperimentConfig) -> Design:
     ``K = ceil(f / (1 - f) x other_runs / replicates)``.
     """
     spec = config.design
-    axes = {a.name: a for a in config.axes}
     names = [a.name for a in config.axes]
-    kinds = [a.kind for a in config.axes]
     version = design_version(config)
-    constraints = [parse_constraint(t, names) for t in spec.constraints]
-
-    h, twin, info = _coded(config)
-    report = alias_report(twin, names, kinds, regular=spec.kind == "fractional")
-    coded = np.vstack([h, np.zeros((spec.center_points, len(names)))]) if spec.center_points else h
-    is_center = [False] * h.shape[0] + [True] * spec.center_points
-
-    reals = {a.name: coded_to_real(a, coded[:, i]) for i, a in enumerate(config.axes)}
-    points, constrained = [], 0
-    for p in range(coded.shape[0]):
-        recipe, changed = apply_constraints({n: reals[n][p] for n in names}, constraints, axes)
-        points.append(recipe)
-        constrained += changed
-
-    # Seeds: replicate r of a factorial point gets seed index r; center copy c gets c * replicates + r.
-    point_seeds: list[list[int]] = []
-    center_no = 0
-    for p in range(len(points)):
-        if is_center[p]:
-            point_seeds.append([_seed(config, center_no * spec.replicates + r) for r in range(spec.replicates)])
-            center_no += 1
-        else:
-            point_seeds.append([_seed(config, r) for r in range(spec.replicates)])
+    coded, is_center, points, constrained, report, info = _plan_points(config)
+    point_seeds = _point_seeds(config, is_center)
 
     cells = _cells(config)
     f = spec.heldout_fraction

@@ -89,3 +89,13 @@ def test_bad_config_is_one_line_exit_2(micro, capsys):
 def test_help_has_an_example(capsys):
     code, out, _ = _run(capsys, "grid", "design", "--help")
     assert code == 0 and "toolscale grid design my.toml --dry-run" in out
+
+
+def test_empty_axis_range_is_one_line_and_writes_nothing(micro, capsys):
+    text = micro.read_text().replace("min = 64\nmax = 1024", "min = 64\nmax = 64")
+    assert text != micro.read_text()
+    micro.write_text(text)
+    code, _, err = _run(capsys, "grid", "design", str(micro))
+    assert code == 2 and "empty range" in err and "task_count" in err
+    assert len(err.strip().splitlines()) == 1
+    assert not (micro.parent / "reg.duckdb").exists()
