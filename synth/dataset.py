@@ -324,7 +324,7 @@ def synthesize(recipe: Recipe, *, extra_docs: list[ToolDoc] | None = None, judge
         server_counter[server] += 1
         tasks.append((i, server, chain, kind, instances[k % len(instances)]))
 
-    be = _make_backend(recipe, extra_docs, backend)
+    be = _make_backend(recipe, [d for s in extra_specs.values() for d in s.docs.values()], backend)
     pristine: dict[tuple, dict] = {}
     results: dict[int, tuple[str, dict] | None] = {}
     rejections: Counter[str] = Counter()

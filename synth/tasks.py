@@ -13,7 +13,7 @@ import random
 from typing import Any
 
 from synth.plans import Call, Chain, Plan, ServerSpec, render_intent
-from synth.servers.db import FIRST, LAST
+from synth.servers.db import CITIES, FIRST, LAST
 
 __all__ = ["sample_value", "instantiate", "render_query", "PERSONAS", "COMPLICATIONS"]
 
@@ -69,6 +69,8 @@ def _gen_value(rest: str, rng: random.Random) -> Any:
         return f"2026-{rng.randint(1, 12):02d}-{rng.randint(1, 28):02d}"
     if "name" in low or "user" in low or "author" in low:
         return f"{rng.choice(FIRST)} {rng.choice(LAST)}"
+    if "city" in low:
+        return rng.choice(CITIES)
     if "email" in low:
         return f"{rng.choice(FIRST).lower()}@example.com"
     return f"{name.split('_')[0]}-{rng.randint(100, 999)}"
