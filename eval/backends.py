@@ -142,6 +142,13 @@ class TransformersBackend:
                                                   tokenize=False, add_generation_prompt=True)
         return self.tokenizer(text, add_special_tokens=False)["input_ids"]
 
+    def _eos_ids(self) -> list[int]:
+        """End-of-turn ids: the tokenizer's eos plus the model's generation config's (pretrained models)."""
+        ids = [self.tokenizer.eos_token_id]
+        gen = getattr(getattr(self.model, "generation_config", None), "eos_token_id", None)
+        ids += gen if isinstance(gen, list) else [gen]
+        return sorted({int(i) for i in ids if i is not None})
+
     def generate(self, requests: list[ChatRequest], *, max_new_tokens: int = 128) -> list[str]:
         """Greedy completions, ``batch_size`` at a time, left-padded; sorted by length to waste little padding."""
         import torch
@@ -150,7 +157,7 @@ class TransformersBackend:
         order = sorted(range(len(prompts)), key=lambda i: len(prompts[i]))
         out: list[str] = [""] * len(prompts)
         pad = self.tokenizer.pad_token_id
-        eos = self.tokenizer.eos_token_id
+        eos = self._eos_ids()
         for start in range(0, len(order), self.batch_size):
             batch = order[start:start + self.batch_size]
             width = max(len(prompts[i]) for i in batch)
@@ -167,8 +174,9 @@ class TransformersBackend:
             new = gen[:, width:].cpu()
             for row, i in enumerate(batch):
                 tokens = new[row].tolist()
-                if eos is not None and eos in tokens:
-                    tokens = tokens[:tokens.index(eos) + 1]
+                stop = next((k for k, t in enumerate(tokens) if t in eos), None)
+                if stop is not None:
+                    tokens = tokens[:stop + 1]
                 self.generated_tokens += len(tokens)
                 out[i] = self.tokenizer.decode(tokens, skip_special_tokens=True)
         return out
@@ -200,7 +208,9 @@ class TransformersBackend:
         Notes
         -----
         ``logprob = sum_t m_t * log softmax(z_{t-1})[x_t]`` with ``m`` the assistant mask; the mean
-        per-token loss of a set of items is ``-sum logprob / sum n_tokens``.
+        per-token loss of a set of items is ``-sum logprob / sum n_tokens``. Batches are left-padded
+        (explicit position ids), so the scored tokens sit at the end of every row and only the last
+        ``K`` positions' logits are computed (``logits_to_keep``): a 150k-token vocabulary stays cheap.
         """
         import torch
 
@@ -214,20 +224,34 @@ class TransformersBackend:
             ids = torch.full((len(batch), width), pad, dtype=torch.long)
             attn = torch.zeros((len(batch), width), dtype=torch.long)
             tmask = torch.zeros((len(batch), width), dtype=torch.float32)
-            for row, i in enumerate(batch):  # right padding for scoring
-                x, m = encoded[i]
-                ids[row, :len(x)] = torch.tensor(x, dtype=torch.long)
-                attn[row, :len(x)] = 1
-                tmask[row, :len(m)] = torch.tensor(m, dtype=torch.float32)
-            with torch.no_grad():
-                logits = self.model(input_ids=ids.to(self.device), attention_mask=attn.to(self.device)).logits
-            logp = torch.log_softmax(logits[:, :-1].float(), dim=-1).cpu()
-            target = ids[:, 1:]
-            tok_lp = logp.gather(-1, target.unsqueeze(-1)).squeeze(-1) * tmask[:, 1:]
             for row, i in enumerate(batch):
-                n = int(tmask[row, 1:].sum().item())
+                x, m = encoded[i]
+                ids[row, width - len(x):] = torch.tensor(x, dtype=torch.long)
+                attn[row, width - len(x):] = 1
+                tmask[row, width - len(m):] = torch.tensor(m, dtype=torch.float32)
+            scored_cols = torch.nonzero(tmask.sum(0) > 0)
+            first = int(scored_cols.min().item()) if len(scored_cols) else width - 1
+            keep = width - max(first - 1, 0)  # logits at positions first-1 .. width-1 predict tokens first .. width
+            positions = (attn.cumsum(-1) - 1).clamp(min=0)
+            with torch.no_grad():
+                logits = self._forward(ids, attn, positions, keep)
+            logp = torch.log_softmax(logits[:, :-1].float(), dim=-1).cpu()
+            target = ids[:, width - keep + 1:]
+            tok_lp = logp.gather(-1, target.unsqueeze(-1)).squeeze(-1) * tmask[:, width - keep + 1:]
+            for row, i in enumerate(batch):
+                n = int(tmask[row, width - keep + 1:].sum().item())
                 out[i] = ContinuationScore(logprob=float(tok_lp[row].sum().item()), n_tokens=n)
         return [s for s in out if s is not None]
+
+    def _forward(self, ids: Any, attn: Any, positions: Any, keep: int) -> Any:
+        """Logits of the last ``keep`` positions (all of them for models without ``logits_to_keep``)."""
+        kwargs = dict(input_ids=ids.to(self.device), attention_mask=attn.to(self.device),
+                      position_ids=positions.to(self.device))
+        try:
+            logits = self.model(**kwargs, logits_to_keep=keep).logits
+        except TypeError:  # an architecture without logits_to_keep
+            logits = self.model(**kwargs).logits
+        return logits[:, -keep:]
 
 
 # --------------------------------------------------------------------------------------------- openai

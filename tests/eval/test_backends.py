@@ -39,6 +39,7 @@ def backend(model_dir):
 
 
 def test_left_padded_batch_equals_one_by_one(backend, items):
+    """Greedy generation in a left-padded batch gives the same text as one prompt at a time."""
     reqs = [item_request(it) for it in items[:4]]
     assert len({len(backend._prompt_ids(r)) for r in reqs}) > 1  # different lengths: padding is exercised
     batched = backend.generate(reqs, max_new_tokens=12)
@@ -57,8 +58,13 @@ def test_score_equals_the_models_own_loss(backend, items):
     with torch.no_grad():
         loss = backend.model(input_ids=x, labels=labels).loss.item()
     assert -s.logprob / s.n_tokens == pytest.approx(loss, rel=1e-4)
-    # batched scoring (right padding) gives the same numbers as one by one
-    batch = backend.score([reference_request(it) for it in items[:3]])
+    # batched scoring (left padding, explicit positions, last-K logits) gives the same numbers as one by one
+    reqs = [reference_request(it) for it in items[:4]]
+    assert len({len(backend._scored_ids(r)[0]) for r in reqs}) > 1
+    batch = backend.score(reqs)
+    for r, b in zip(reqs, batch):
+        (one,) = backend.score([r])
+        assert b.n_tokens == one.n_tokens and b.logprob == pytest.approx(one.logprob, rel=1e-4)
     assert batch[0].logprob == pytest.approx(s.logprob, rel=1e-4)
 
 
@@ -180,3 +186,13 @@ def test_random_model_in_environments(model_dir):
     rows = {m.metric: m for m in evaluate(model_dir, "heldout-env", items=env_items, max_new_tokens=16)}
     assert rows["score"].score == 0.0 and rows["score"].n_items == 2
     assert rows["loss"].score > 1.0 and rows["call_logprob"].n_items == 2
+
+
+@pytest.mark.gpu
+def test_cuda_matches_cpu(model_dir, backend, items):
+    if not torch.cuda.is_available():
+        pytest.skip("no CUDA device")
+    gpu = TransformersBackend(model_dir, batch_size=4, device="cuda")
+    req = reference_request(items[0])
+    assert gpu.score([req])[0].logprob == pytest.approx(backend.score([req])[0].logprob, rel=1e-3)
+    assert all(isinstance(t, str) for t in gpu.generate([item_request(it) for it in items[:4]], max_new_tokens=8))
