@@ -80,7 +80,7 @@ class Recipe(_Frozen):
     """Maximum distance in assistant turns between a supporting observation and the action, in hops."""
     seed: int = 0
     """Seed of every random choice (same recipe and seed: byte-identical dataset)."""
-    error_rate: float = Field(default=0.2, ge=0.0, le=0.9)
+    error_rate: float = Field(default=0.2, ge=0.0, le=1.0)
     """Probability that a tool call gets an injected error (timeout, unreachable, invalid argument)."""
     defect_rate: float = Field(default=0.3, ge=0.0, le=1.0)
     """Probability that a task gets a non-derivable action (skipped lookup or memorised constant) before repair."""
@@ -161,7 +161,12 @@ class Message(_Frozen):
 
 
 class TrajectoryMeta(_Frozen):
-    """The ``meta`` JSON of a trajectory row (pinned interface 1, plus synthesis details)."""
+    """The ``meta`` JSON of a trajectory row (pinned interface 1, plus synthesis details).
+
+    Extra keys are allowed: later stages annotate rows (probes/'s repair adds ``repair_ops``).
+    """
+
+    model_config = ConfigDict(frozen=True, extra="allow")
 
     task_id: str
     """Stable task identifier within the dataset."""

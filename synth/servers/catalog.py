@@ -92,6 +92,13 @@ class ToolDef:
             names = [self.id_field, *names]
         return names
 
+    def phrase(self, args: dict[str, Any]) -> str:
+        """The intent with argument values filled in, e.g. ``"book flight FL-1042 for Ana Costa"``;
+        arguments missing from ``args`` read as references (``"that flight"``)."""
+        from synth.plans import render_intent
+
+        return render_intent(self.intent, lambda p: ("q", args[p]) if p in args else ("ref", None))
+
     def doc(self, server: str) -> ToolDoc:
         props = {p.name: p.schema() for p in self.params}
         req = [p.name for p in self.params if p.required]
