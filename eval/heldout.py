@@ -25,7 +25,7 @@ from typing import Any
 from eval.errors import BenchmarkDataError
 from eval.models import CallItem, EnvItem
 
-__all__ = ["build_heldout_calls", "load_heldout_calls", "load_heldout_env", "CALLS_PER_DOMAIN",
+__all__ = ["build_heldout_calls", "load_heldout_calls", "load_heldout_env", "system_message", "CALLS_PER_DOMAIN",
            "PARALLEL_PER_DOMAIN", "IRRELEVANT_PER_DOMAIN", "ENV_EPISODES", "BENCHMARK_SEED"]
 
 CALLS_PER_DOMAIN = 48
@@ -50,6 +50,18 @@ def _import_synth() -> tuple[Any, Any]:
     except ImportError as err:
         raise BenchmarkDataError(f"heldout-calls needs synth.servers (bundled servers): {err}") from None
     return catalog, db
+
+
+def system_message(domain: str) -> dict[str, str]:
+    """The system turn synthesised training conversations open with (``synth.rollout.system_prompt``),
+    so evaluation prompts have the training data's shape."""
+    try:
+        from synth.rollout import system_prompt
+
+        text = system_prompt(domain)
+    except ImportError:  # pragma: no cover - synth is part of this checkout
+        text = f"You are a careful assistant with access to the {domain} tools."
+    return {"role": "system", "content": text}
 
 
 def _value(param: Any, tool: Any, db: dict[str, list[dict]], row: dict[str, Any], rng: random.Random,
@@ -156,14 +168,15 @@ def build_heldout_calls(*, calls_per_domain: int = CALLS_PER_DOMAIN, parallel_pe
         for n in range(calls_per_domain):
             tool, args, phrase = draw()
             items.append(CallItem(id=f"heldout-{domain}-{n}", category="multiple", source=domain,
-                                  messages=[{"role": "user", "content": _sentence([phrase], rng)}],
+                                  messages=[system_message(domain), {"role": "user", "content": _sentence([phrase], rng)}],
                                   functions=functions, ground_truth=[_answer(tool, args)]))
         for n in range(parallel_per_domain):
             (t1, a1, p1), (t2, a2, p2) = draw(), draw()
             if (t1.name, a1) == (t2.name, a2):
                 continue
             items.append(CallItem(id=f"heldout-{domain}-par{n}", category="parallel", source=domain,
-                                  messages=[{"role": "user", "content": _sentence([p1, p2], rng)}],
+                                  messages=[system_message(domain),
+                                            {"role": "user", "content": _sentence([p1, p2], rng)}],
                                   functions=functions, ground_truth=[_answer(t1, a1), _answer(t2, a2)]))
         others = [d for d in domains if d != domain]
         for n in range(irrelevant_per_domain if others else 0):
@@ -176,7 +189,8 @@ def build_heldout_calls(*, calls_per_domain: int = CALLS_PER_DOMAIN, parallel_pe
             if not got:
                 raise BenchmarkDataError(f"server {other!r}: no valid call found in 100 draws")
             items.append(CallItem(id=f"heldout-{domain}-irr{n}", category="irrelevance", source=domain,
-                                  messages=[{"role": "user", "content": _sentence([got[2]], rng)}],
+                                  messages=[system_message(domain),
+                                            {"role": "user", "content": _sentence([got[2]], rng)}],
                                   functions=functions, ground_truth=[]))
     return items
 

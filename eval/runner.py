@@ -22,6 +22,7 @@ from eval.ast_match import gold_calls, match_item
 from eval.backends import Backend, get_backend
 from eval.benchmarks import get_benchmark, load_items
 from eval.errors import EvalError
+from eval.heldout import system_message
 from eval.models import BenchmarkInfo, CallItem, ChatRequest, ContinuationScore, EnvItem, MatchResult
 from eval.parsing import format_tool_call, parse_output
 from eval.prompts import IRRELEVANT_ANSWER, item_request, reference_request
@@ -159,7 +160,8 @@ def _run_episodes(items: Sequence[EnvItem], policy: Callable[[list[ChatRequest]]
     from synth.envs.models import EnvSample
 
     envs = [Environment(EnvSample.model_validate(it.sample)) for it in items]
-    convs: list[list[dict[str, Any]]] = [[{"role": "user", "content": env.reset()}] for env in envs]
+    convs: list[list[dict[str, Any]]] = [[system_message(env.sample.domain or "bundled"),
+                                          {"role": "user", "content": env.reset()}] for env in envs]
     active = list(range(len(envs)))
     while active:
         texts = policy([ChatRequest(messages=convs[i], tools=envs[i].tools) for i in active])
@@ -199,7 +201,8 @@ def _gold_env_policy(items: Sequence[EnvItem]) -> Callable[[list[ChatRequest]], 
     def policy(requests: list[ChatRequest]) -> list[str]:
         out = []
         for r in requests:
-            plan = plans.get(_key(r.tools, r.messages[0].get("content")), [])
+            prompt = next((m.get("content") for m in r.messages if m.get("role") == "user"), None)
+            plan = plans.get(_key(r.tools, prompt), [])
             turn = sum(1 for m in r.messages if m.get("role") == "assistant")
             out.append(plan[turn] if turn < len(plan) else "Done.")
         return out
@@ -219,7 +222,8 @@ def _reference_trajectory(item: EnvItem) -> ChatRequest:
     from synth.envs.models import EnvSample
 
     env = Environment(EnvSample.model_validate(item.sample))
-    messages: list[dict[str, Any]] = [{"role": "user", "content": env.reset()}]
+    messages: list[dict[str, Any]] = [system_message(env.sample.domain or "bundled"),
+                                      {"role": "user", "content": env.reset()}]
     calls = env.golden_calls()
     observations = env.step_many(calls) if calls else []
     for k, (call, obs) in enumerate(zip(calls, observations, strict=True), 1):

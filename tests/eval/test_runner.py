@@ -124,7 +124,7 @@ def test_half_right_policy_gets_partial_f1(env_items):
     plans = {it.sample["prompt"]: _golden_calls(it) for it in env_items}
 
     def reply(r):
-        plan = plans[r.messages[0]["content"]]
+        plan = plans[r.messages[1]["content"]]
         turn = sum(m["role"] == "assistant" for m in r.messages)
         if turn >= len(plan):
             return "Done."
