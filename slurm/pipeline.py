@@ -1,0 +1,138 @@
+"""The ``pipeline`` job kind: synth -> probes -> train -> eval for one run, resumable.
+
+Stages (pinned interfaces 6, 7, 4, 5), each recorded in the run's checkpoint so a
+requeued job skips what is done:
+
+1. **dataset**: the recipe of the run (axis levels + ``[synth]`` settings + seed) is
+   hashed; the dataset is built and probed once under ``<root>/datasets/<hash>`` and
+   shared by every model size. Two jobs building the same dataset take an exclusive
+   file lock; the builder writes a temporary folder and renames it into place, so a
+   reader sees a complete dataset or none.
+2. **train**: :func:`train.sft.train_sft` into ``workdir/model`` (it resumes from its
+   own checkpoints after a requeue).
+3. **eval**: :func:`eval.runner.evaluate_spec` (every configured benchmark, one model load).
+
+The heavy packages are imported inside the job, so a missing one fails that run (its
+result says why), never the launcher.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import json
+import os
+import shutil
+import uuid
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from grid.models import RunSpec
+from slurm.job import read_context, save_checkpoint
+
+__all__ = ["run_pipeline", "dataset_key", "ensure_dataset", "COMPLETE_MARKER"]
+
+COMPLETE_MARKER = ".complete"
+"""File a finished dataset folder holds (written before the folder is renamed into place)."""
+
+
+def dataset_key(recipe: dict[str, Any]) -> str:
+    """Content hash of a recipe (seed included): ``ds-`` + 16 hex digits of SHA-256 of its sorted JSON."""
+    text = json.dumps(recipe, sort_keys=True, separators=(",", ":"), default=str)
+    return "ds-" + hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+@contextmanager
+def _locked(path: Path) -> Iterator[None]:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "a+") as f:
+        fcntl.flock(f.fileno(), fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(f.fileno(), fcntl.LOCK_UN)
+
+
+def ensure_dataset(cache: str | Path, key: str, build: Callable[[Path], None]) -> tuple[Path, bool]:
+    """The dataset folder ``cache/key``, built by ``build(tmp_folder)`` if it is not there yet.
+
+    Returns ``(folder, built_now)``. Concurrent callers with the same key wait on a lock
+    file; exactly one builds. A failed build leaves no folder behind (its temp folder is removed).
+    """
+    cache = Path(cache)
+    final = cache / key
+    if (final / COMPLETE_MARKER).exists():
+        return final, False
+    with _locked(cache / f".{key}.lock"):
+        if (final / COMPLETE_MARKER).exists():
+            return final, False
+        tmp = cache / f".{key}.tmp-{os.getpid()}-{uuid.uuid4().hex[:6]}"
+        try:
+            build(tmp)
+            (tmp / COMPLETE_MARKER).write_text(key)
+            if final.exists():  # an incomplete leftover of a killed builder
+                shutil.rmtree(final)
+            os.replace(tmp, final)
+        finally:
+            if tmp.exists():
+                shutil.rmtree(tmp, ignore_errors=True)
+    return final, True
+
+
+def _probe_extra(manifest: dict[str, Any], train_flops: float | None) -> dict[str, Any]:
+    probe = manifest.get("probe") or {}
+    cost = probe.get("cost") or {}
+    flops = cost.get("total_flops")
+    return {"measured_groundedness": probe.get("measured_groundedness"),
+            "symbolic_groundedness": probe.get("symbolic_groundedness"),
+            "coverage": probe.get("coverage"), "agreement": probe.get("agreement"),
+            "probe_flops": flops,
+            "probe_cost_share": (flops / train_flops) if flops is not None and train_flops else None}
+
+
+def run_pipeline(run: RunSpec, workdir: Path, checkpoint: dict[str, Any] | None) -> dict[str, Any]:
+    """Build (or reuse) the run's dataset, train, evaluate; returns the result fields (see :mod:`slurm.jobs`)."""
+    from synth.dataset import build_dataset
+    from synth.models import Recipe
+    from toolscale.config import ExperimentConfig
+
+    ctx = read_context(workdir)
+    cfg = ExperimentConfig.model_validate(ctx["config"])
+    state = dict(checkpoint or {})
+    sizes = {s.name: s for s in cfg.ladder}
+    if run.model_size not in sizes:
+        raise KeyError(f"model size {run.model_size!r} is not in the config's ladder ({', '.join(sizes)})")
+    size = sizes[run.model_size]
+    settings = {k: v for k, v in cfg.synth.model_dump().items() if k in Recipe.model_fields}
+    recipe = Recipe.from_axes(run.recipe, seed=run.seed, **settings)
+    key = dataset_key(recipe.model_dump(mode="json"))
+
+    def build(folder: Path) -> None:
+        from probes.pipeline import probe_dataset
+
+        build_dataset(recipe, folder)
+        probe_dataset(folder, spec=cfg.probe, target_train_flops=None)
+
+    data_dir, built = ensure_dataset(ctx["dataset_cache"], key, build)
+    state.update(stage="dataset", dataset=str(data_dir))
+    save_checkpoint(workdir, state)
+    manifest = json.loads((data_dir / "manifest.json").read_text(encoding="utf-8"))
+
+    from train.sft import train_sft
+
+    model_dir = Path(workdir) / "model"
+    stats = train_sft(data_dir, size, model_dir, seed=run.seed, threads=cfg.train.threads, resume=True)
+    state.update(stage="trained", model=str(model_dir))
+    save_checkpoint(workdir, state)
+
+    from eval.runner import evaluate_spec
+
+    metrics = evaluate_spec(str(model_dir), cfg.eval, seed=run.seed, threads=cfg.train.threads)
+    state.update(stage="evaluated")
+    save_checkpoint(workdir, state)
+    return {"metrics": metrics, "train": stats, "dataset_id": manifest.get("dataset_id", key),
+            "extra": {"dataset_key": key, "dataset_built_here": built, "dataset_dir": str(data_dir),
+                      "probe": _probe_extra(manifest, stats.train_flops),
+                      "measured": manifest.get("measured", {})}}

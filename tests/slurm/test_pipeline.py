@@ -1,0 +1,153 @@
+"""The pipeline job kind: shared dataset cache (content hash + lock), lazy imports, end to end (slow)."""
+
+from __future__ import annotations
+
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from grid.models import RunSpec
+from grid.registry import Registry
+from slurm.launcher import launch
+from slurm.pipeline import COMPLETE_MARKER, dataset_key, ensure_dataset
+from toolscale.config import load_config
+
+
+def test_dataset_key_depends_on_recipe_and_seed_only():
+    a = dataset_key({"tool_diversity": 4, "seed": 0})
+    assert a == dataset_key({"seed": 0, "tool_diversity": 4})
+    assert a != dataset_key({"tool_diversity": 4, "seed": 1})
+    assert a.startswith("ds-") and len(a) == 19
+
+
+def test_concurrent_builders_of_one_dataset_build_it_once(tmp_path):
+    builds: list[int] = []
+
+    def build(folder: Path) -> None:
+        folder.mkdir(parents=True)
+        builds.append(threading.get_ident())
+        time.sleep(0.3)
+        (folder / "train.jsonl").write_text("x\n")
+
+    out: list[tuple[Path, bool]] = []
+    threads = [threading.Thread(target=lambda: out.append(ensure_dataset(tmp_path, "ds-1", build)))
+               for _ in range(3)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(builds) == 1
+    assert sorted(b for _, b in out) == [False, False, True]
+    assert {p for p, _ in out} == {tmp_path / "ds-1"}
+    assert (tmp_path / "ds-1" / COMPLETE_MARKER).exists()
+    assert sorted(p.name for p in tmp_path.iterdir() if not p.name.endswith(".lock")) == ["ds-1"]
+
+
+def test_failed_build_leaves_nothing_and_next_caller_rebuilds(tmp_path):
+    def bad(folder: Path) -> None:
+        folder.mkdir(parents=True)
+        (folder / "half").write_text("x")
+        raise OSError("disk full")
+
+    with pytest.raises(OSError, match="disk full"):
+        ensure_dataset(tmp_path, "ds-2", bad)
+    assert [p.name for p in tmp_path.iterdir() if not p.name.endswith(".lock")] == []
+    path, built = ensure_dataset(tmp_path, "ds-2", lambda f: f.mkdir(parents=True))
+    assert built and (path / COMPLETE_MARKER).exists()
+
+
+PIPE_CONFIG = """\
+[experiment]
+name = "pipe"
+registry = "{root}/reg.duckdb"
+
+[[axes]]
+name = "tool_diversity"
+kind = "diversity"
+unit = "tools"
+min = 4
+max = 8
+
+[[axes]]
+name = "task_count"
+kind = "diversity"
+unit = "tasks"
+min = 16
+max = 32
+integer = true
+
+[[ladder]]
+name = "t1"
+hidden_size = 16
+num_layers = 1
+num_heads = 2
+vocab_size = 512
+max_steps = 3
+batch_size = 2
+
+[[ladder]]
+name = "t2"
+hidden_size = 32
+num_layers = 1
+num_heads = 2
+vocab_size = 512
+max_steps = 3
+batch_size = 2
+
+[probe]
+sample_size = 8
+train_steps = 3
+
+[train]
+threads = 1
+
+[eval]
+benchmarks = ["heldout-calls"]
+limit = 4
+
+[executor]
+kind = "debug"
+folder = "{root}/runs"
+"""
+
+
+def _pipe(tmp_path: Path, sizes: tuple[str, ...]):
+    path = tmp_path / "pipe.toml"
+    path.write_text(PIPE_CONFIG.format(root=tmp_path))
+    cfg = load_config(path)
+    with Registry(cfg.experiment.registry) as reg:
+        reg.ensure_experiment("pipe", axes=["tool_diversity", "task_count"])
+        reg.add_runs([RunSpec(run_id=f"p-{s}", experiment="pipe", design_version="v",
+                              recipe={"tool_diversity": 6.0, "task_count": 16.0}, model_size=s) for s in sizes])
+    return cfg
+
+
+def test_missing_stage_module_fails_the_run_not_the_launcher(tmp_path, monkeypatch):
+    cfg = _pipe(tmp_path, ("t1",))
+    monkeypatch.setitem(sys.modules, "synth.dataset", None)  # import of the synth stage fails in the job
+    rep = launch(cfg, cfg.experiment.registry, executor="debug")
+    assert rep.submitted == ["p-t1"]
+    with Registry(cfg.experiment.registry, read_only=True) as reg:
+        run = reg.runs("pipe")[0]
+    assert run.status == "failed" and "ModuleNotFoundError" in run.error and "synth.dataset" in run.error
+
+
+@pytest.mark.slow
+@pytest.mark.integration
+def test_pipeline_end_to_end_shares_the_dataset_across_sizes(tmp_path):
+    cfg = _pipe(tmp_path, ("t1", "t2"))
+    launch(cfg, cfg.experiment.registry, executor="debug")
+    with Registry(cfg.experiment.registry, read_only=True) as reg:
+        runs = {r.run_id: r for r in reg.runs("pipe")}
+    assert {r.status for r in runs.values()} == {"done"}, [r.error for r in runs.values()]
+    a, b = runs["p-t1"], runs["p-t2"]
+    assert "heldout-calls/score" in a.metrics and 0.0 <= a.metrics["heldout-calls/score"] <= 1.0
+    assert a.metadata["dataset_key"] == b.metadata["dataset_key"]
+    assert sorted([a.metadata["dataset_built_here"], b.metadata["dataset_built_here"]]) == [False, True]
+    assert a.model_params < b.model_params and a.train_flops > 0
+    assert a.metadata["probe"]["coverage"] is not None
+    datasets = [p for p in (tmp_path / "runs" / "datasets").iterdir() if not p.name.startswith(".")]
+    assert len(datasets) == 1
