@@ -33,7 +33,7 @@ def _refit(indices: np.ndarray) -> dict[str, float] | None:
     sample = _SHARED["points"].subset(indices)
     try:
         opt = _fit_any(law, sample, huber_delta=_SHARED["delta"], n_starts=1, max_grid=1, seed=0,
-                       starts=[_SHARED["start"]])
+                       starts=[_SHARED["start"]], method=_SHARED["method"])
     except Exception:  # noqa: BLE001 - a degenerate resample is dropped, not fatal
         return None
     return opt.params if np.all(np.isfinite(list(opt.params.values()))) else None
@@ -44,7 +44,8 @@ def _refit_chunk(chunk: Sequence[np.ndarray]) -> list[dict[str, float] | None]:
 
 
 def bootstrap_draws(points: Points, law: Law, params: Mapping[str, float], *, n_bootstrap: int, seed: int = 0,
-                    huber_delta: float | None = None, n_jobs: int | None = None) -> list[dict[str, float]]:
+                    huber_delta: float | None = None, n_jobs: int | None = None,
+                    method: str = "trf") -> list[dict[str, float]]:
     """``n_bootstrap`` parameter dicts refitted on runs resampled with replacement.
 
     Resamples in which an input collapses to a single level are redrawn (up to 20
@@ -61,7 +62,7 @@ def bootstrap_draws(points: Points, law: Law, params: Mapping[str, float], *, n_
             if all(np.unique(X[a][ix]).size > 1 for a in varying):
                 break
         samples.append(ix)
-    _SHARED.update(law=law, points=points, delta=huber_delta, start=dict(params))
+    _SHARED.update(law=law, points=points, delta=huber_delta, start=dict(params), method=method)
     try:
         jobs = n_jobs or os.cpu_count() or 1
         methods = mp.get_all_start_methods()

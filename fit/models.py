@@ -24,6 +24,9 @@ __all__ = [
     "HeldoutPoint",
     "HeldoutMetrics",
     "FitResult",
+    "Truth",
+    "HypothesisFit",
+    "InteractionResult",
 ]
 
 Target = Literal["score", "loss"]
@@ -265,3 +268,72 @@ class FitResult(_Frozen):
     def draws(self) -> list[dict[str, float]]:
         """Bootstrap parameter draws, or ``[params]`` when none were computed."""
         return list(self.bootstrap) if self.bootstrap else [dict(self.params)]
+
+
+class Truth(_Frozen):
+    """A known law that ``toolscale simulate`` draws results from."""
+
+    law: str
+    """Registry name of the true law."""
+    params: dict[str, float]
+    """True parameter values by name."""
+    noise_sd: float = Field(default=0.015, ge=0.0)
+    """SD of the Gaussian noise added to each run's score (score points; log units for a loss)."""
+    benchmark: str = "simulated"
+    """Benchmark name the simulated scores are stored under."""
+    metric: str = "score"
+    """Metric name."""
+    description: str = ""
+    """Where the truth came from (built-in default or a file)."""
+
+
+class HypothesisFit(_Frozen):
+    """One hypothesis' fit in the interaction test."""
+
+    law: str
+    """Law name (``additive``, ``multiplicative``, ``interaction``)."""
+    params: dict[str, float]
+    """Fitted parameters."""
+    n_params: int
+    """Free parameters k."""
+    rss: float
+    """Residual sum of squares on the fitted runs."""
+    aic: float
+    """AIC."""
+    bic: float
+    """BIC."""
+    heldout_mae: float | None = None
+    """MAE on held-out runs (None when nothing is held out)."""
+    converged: bool = True
+    """Optimizer convergence."""
+
+
+class InteractionResult(_Frozen):
+    """Additive vs multiplicative: which hypothesis the data supports, and by how much."""
+
+    fits: dict[str, HypothesisFit]
+    """Fit of each law by name."""
+    supported: Literal["additive", "multiplicative"]
+    """Hypothesis with the lower BIC (equal k: the lower RSS)."""
+    strength: Literal["strong", "weak"]
+    """``strong`` when the BIC gap exceeds 6 and the likelihood-ratio test agrees."""
+    delta_bic: float
+    """BIC(other) - BIC(supported) (>= 0)."""
+    lr_stat: float
+    """Likelihood-ratio statistic of ``interaction`` vs ``additive`` (kappa = 0), 1 df."""
+    lr_p: float
+    """Its p-value (chi-square, 1 df)."""
+    f_stat: float
+    """Linearised F statistic (statsmodels OLS, exponents fixed at the additive fit) for the interaction term."""
+    f_p: float
+    """Its p-value."""
+    interaction_coef: float
+    """OLS coefficient of the interaction feature ``G(x) Q(q)`` (0 under the additive hypothesis)."""
+    gain_ratio: float
+    """Effect size: diversity gain at the highest quality / at the lowest (1 = additive), from ``interaction``."""
+    gain_ratio_lo: float | None = None
+    """Lower 95% bootstrap bound of ``gain_ratio``."""
+    gain_ratio_hi: float | None = None
+    """Upper 95% bootstrap bound of ``gain_ratio``."""
+    n_points: int
+    """Runs fitted."""

@@ -1,0 +1,138 @@
+"""Registry runs -> :class:`fit.models.Points`, and the law inputs an experiment's axes give.
+
+Pure functions of :class:`grid.models.RunRecord` lists (the CLI reads the registry).
+Inputs: ``N`` = ``model_params``, ``D`` = ``train_tokens``, ``C`` = ``train_flops``,
+and every axis from ``recipe``. The target is the metric ``"<benchmark>/<metric>"``.
+Runs made by the project, imported with ``import-runs`` and simulated all go through
+the same path.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from fit.errors import FitInputError
+from fit.laws import Law, get_law
+from fit.models import LawInput, Points
+
+__all__ = ["points_from_runs", "law_for_runs", "axis_kinds", "available_metrics", "DEFAULT_QUALITY_AXES"]
+
+DEFAULT_QUALITY_AXES = frozenset({"repair_rate", "coverage_quota", "support_depth", "groundedness"})
+"""Axes treated as quality axes when the experiment has no config saying otherwise (imports)."""
+
+
+def available_metrics(runs: Sequence[Any]) -> list[str]:
+    """Every ``benchmark/metric`` key present on the runs, sorted."""
+    return sorted({k for r in runs for k in r.metrics})
+
+
+def axis_kinds(config: Mapping[str, Any] | None, runs: Sequence[Any]) -> dict[str, dict[str, Any]]:
+    """``axis -> {"kind", "min", "max"}`` from the experiment config, else inferred from the runs.
+
+    Without a config (imported runs) an axis is ``quality`` if it is one of
+    :data:`DEFAULT_QUALITY_AXES` or takes a value <= 0, else ``diversity``; its range is
+    the runs' range.
+    """
+    out: dict[str, dict[str, Any]] = {}
+    if config and config.get("axes"):
+        for a in config["axes"]:
+            out[a["name"]] = {"kind": a["kind"], "min": float(a["min"]), "max": float(a["max"])}
+        return out
+    names = sorted({k for r in runs for k in r.recipe})
+    for name in names:
+        vals = np.array([r.recipe[name] for r in runs if name in r.recipe], dtype=float)
+        kind = "quality" if name in DEFAULT_QUALITY_AXES or np.any(vals <= 0) else "diversity"
+        out[name] = {"kind": kind, "min": float(vals.min()), "max": float(vals.max())}
+    return out
+
+
+def _group_key(r: Any) -> str:
+    mult = (r.metadata or {}).get("token_multiplier", 1.0)
+    return json.dumps([sorted(r.recipe.items()), r.model_size, mult, r.train_tokens if r.source == "import" else None],
+                      default=str)
+
+
+def points_from_runs(runs: Sequence[Any], *, benchmark: str, metric: str = "score", inputs: Sequence[str] = (),
+                     experiment: str = "", simulated: bool | None = None,
+                     intermediate: tuple[str, str] | None = None) -> Points:
+    """Points of the runs that have ``benchmark/metric`` (and every named input).
+
+    Parameters
+    ----------
+    runs : :class:`grid.models.RunRecord` objects (done runs).
+    benchmark, metric : the target is ``metrics["benchmark/metric"]``.
+    inputs : input names to collect: ``N``, ``D``, ``C`` or axis names.
+    intermediate : ``(input name, metric)`` of a two-step law (e.g. ``("L", "loss")``).
+    simulated : label; default: True when any run's source is ``simulated``.
+
+    Raises :class:`fit.errors.FitInputError` when no run has the metric (listing the ones present).
+    """
+    key = f"{benchmark}/{metric}"
+    with_metric = [r for r in runs if key in r.metrics and r.metrics[key] is not None]
+    if intermediate is not None:
+        with_metric = [r for r in with_metric if f"{benchmark}/{intermediate[1]}" in r.metrics]
+    if not with_metric:
+        present = ", ".join(available_metrics(runs)) or "none"
+        raise FitInputError(f"no done run has metric {key!r}; metrics present: {present}")
+    cols: dict[str, list[float]] = {}
+    for name in inputs:
+        vals = []
+        for r in with_metric:
+            v = {"N": r.model_params, "D": r.train_tokens, "C": r.train_flops}.get(name, r.recipe.get(name))
+            if v is None or not math.isfinite(float(v)):
+                raise FitInputError(f"run {r.run_id} has no value for input {name!r} "
+                                    f"({'model_params' if name == 'N' else 'train_tokens' if name == 'D' else 'train_flops' if name == 'C' else 'axis'}); "
+                                    "every fitted run needs it")
+            vals.append(float(v))
+        cols[name] = vals
+    if intermediate is not None:
+        cols[intermediate[0]] = [float(r.metrics[f"{benchmark}/{intermediate[1]}"]) for r in with_metric]
+    flops = [float(r.train_flops) if r.train_flops is not None else math.nan for r in with_metric]
+    if simulated is None:
+        simulated = any(r.source == "simulated" for r in with_metric)
+    return Points(inputs=cols, y=[float(r.metrics[key]) for r in with_metric],
+                  target="loss" if metric == "loss" else "score", run_ids=[r.run_id for r in with_metric],
+                  split=[r.split for r in with_metric], groups=[_group_key(r) for r in with_metric],
+                  flops=flops if all(math.isfinite(f) for f in flops) else [], experiment=experiment,
+                  benchmark=benchmark, metric=metric, simulated=bool(simulated))
+
+
+def law_for_runs(name: str, runs: Sequence[Any], config: Mapping[str, Any] | None = None,
+                 axes: Sequence[str] | None = None) -> Law:
+    """The law ``name`` specialised to the experiment: its axes, kinds and normalisation.
+
+    Size: ``N / min(N)``; diversity axes: ``x / min`` (the config's lowest design level);
+    quality axes: ``(x - min) / (max - min)``. ``axes`` restricts which axes enter.
+    ``chinchilla`` and ``two_step`` use N and D only.
+    """
+    generic = get_law(name)
+    kinds = {i.kind for i in generic.inputs}
+    if not kinds & {"diversity", "quality"}:
+        return generic  # N and D enter unnormalised, as in the published fits
+    ax = axis_kinds(config, runs)
+    chosen = list(axes) if axes is not None else list(ax)
+    unknown = [a for a in chosen if a not in ax]
+    if unknown:
+        raise FitInputError(f"unknown axis {unknown[0]!r}; axes of this experiment: {', '.join(ax) or 'none'}")
+    n_vals = [float(r.model_params) for r in runs if r.model_params]
+    if not n_vals:
+        raise FitInputError("no run has model_params (N); score laws need the model size of every run")
+    inputs = [LawInput(name="N", kind="size", ref=min(n_vals))]
+    for a in chosen:
+        spec = ax[a]
+        if spec["kind"] == "quality":
+            lo, hi = spec["min"], spec["max"]
+            if not hi > lo:
+                raise FitInputError(f"axis {a!r} has a single level ({lo:g}); a law cannot learn its effect")
+            inputs.append(LawInput(name=a, kind="quality", lo=lo, hi=hi))
+        else:
+            if spec["min"] <= 0:
+                raise FitInputError(f"diversity axis {a!r} needs levels > 0 for a power law; min is {spec['min']:g}")
+            inputs.append(LawInput(name=a, kind="diversity", ref=spec["min"]))
+    return get_law(name, inputs)
+

@@ -1,0 +1,109 @@
+"""Simulation: results drawn from a known law over a real design (for recovery tests and the demo).
+
+:func:`simulate_results` is pure (planned runs + truth -> runs with metrics). The
+``toolscale simulate`` command builds the config's real design with
+``grid.design.build_design`` and stores the results with
+``Registry.import_runs(..., simulated=True, source="simulated")``, so every report
+built from them says they are simulated.
+
+The built-in truth (:func:`builtin_truth`) is documented here:
+
+- law ``multiplicative`` (or ``additive`` with ``hypothesis="additive"``) over the
+  config's model size, diversity and quality axes;
+- ``S0 = 0.25``, ``A_N = 0.30``, ``alpha_N = 0.50`` (size normalised by the smallest rung);
+- every diversity axis ``G = 0.10``, ``alpha = 0.60`` (level normalised by the axis minimum);
+- every quality axis ``beta = 1.0`` and ``H = 0.40`` (multiplicative: up to +20% of the
+  diversity gain per axis) or ``H = 0.05`` (additive: up to 2.5 score points per axis);
+- Gaussian noise ``SD = 0.015`` score points (a benchmark of ~1,000 items), scores clipped to [0, 1].
+"""
+
+from __future__ import annotations
+
+import tomllib
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from fit.errors import FitInputError
+from fit.laws import Law, get_law
+from fit.models import LawInput, Truth
+
+__all__ = ["builtin_truth", "load_truth", "simulate_results", "law_inputs_for_config", "DEFAULT_NOISE_SD"]
+
+DEFAULT_NOISE_SD = 0.015
+
+
+def law_inputs_for_config(config: Any) -> tuple[LawInput, ...]:
+    """Law inputs of an :class:`toolscale.config.ExperimentConfig`: N by the smallest rung, then each axis."""
+    n_min = min(m.approx_params for m in config.ladder)
+    inputs = [LawInput(name="N", kind="size", ref=n_min)]
+    for a in config.axes:
+        if a.kind == "quality":
+            inputs.append(LawInput(name=a.name, kind="quality", lo=a.min, hi=a.max))
+        else:
+            inputs.append(LawInput(name=a.name, kind="diversity", ref=a.min))
+    return tuple(inputs)
+
+
+def builtin_truth(inputs: Sequence[LawInput], hypothesis: str = "multiplicative", *,
+                  noise_sd: float = DEFAULT_NOISE_SD, benchmark: str = "simulated") -> Truth:
+    """The documented default truth (module docstring) for the given law inputs."""
+    if hypothesis not in ("additive", "multiplicative"):
+        raise FitInputError(f"hypothesis must be 'additive' or 'multiplicative', got {hypothesis!r}")
+    law = get_law(hypothesis, inputs)
+    params: dict[str, float] = {"S0": 0.25, "A_N": 0.30, "alpha_N": 0.50}
+    for inp in law.inputs:
+        if inp.kind == "diversity":
+            params[f"G_{inp.name}"] = 0.10
+            params[f"alpha_{inp.name}"] = 0.60
+        elif inp.kind == "quality":
+            params[f"H_{inp.name}"] = 0.40 if hypothesis == "multiplicative" else 0.05
+            params[f"beta_{inp.name}"] = 1.0
+    return Truth(law=hypothesis, params=params, noise_sd=noise_sd, benchmark=benchmark,
+                 description=f"built-in {hypothesis} truth (fit/simulate.py)")
+
+
+def load_truth(path: str | Path) -> Truth:
+    """Read a truth TOML: ``law = "..."``, ``noise_sd``, ``benchmark``, and a ``[params]`` table."""
+    p = Path(path)
+    if not p.is_file():
+        raise FitInputError(f"truth file not found: {p}")
+    try:
+        data = tomllib.loads(p.read_text(encoding="utf-8"))
+    except tomllib.TOMLDecodeError as err:
+        raise FitInputError(f"{p}: not valid TOML: {err}") from None
+    try:
+        return Truth.model_validate({"description": f"from {p}", **data})
+    except Exception as err:  # pydantic ValidationError -> one line
+        first = str(err).splitlines()
+        raise FitInputError(f"{p}: not a truth file ({'; '.join(first[:3])}); expected law, [params], "
+                            "optional noise_sd and benchmark") from None
+
+
+def simulate_results(runs: Sequence[Any], truth: Truth, law: Law, *, seed: int = 0,
+                     noise_sd: float | None = None) -> list[float]:
+    """One simulated value per planned run: ``law(truth.params, X) + N(0, sd)``, scores clipped to [0, 1].
+
+    ``runs`` are :class:`grid.models.RunSpec` (or records) with ``model_params``,
+    ``train_tokens``, ``train_flops`` and a recipe holding every axis the law reads.
+    Loss laws get multiplicative log-normal noise instead.
+    """
+    missing = [p for p in law.param_names if p not in truth.params]
+    if missing:
+        raise FitInputError(f"truth for law {law.name!r} lacks parameters {', '.join(missing)}")
+    X: dict[str, list[float]] = {a: [] for a in law.axes}
+    for r in runs:
+        for a in law.axes:
+            v = {"N": r.model_params, "D": r.train_tokens, "C": r.train_flops}.get(a, r.recipe.get(a))
+            if v is None:
+                raise FitInputError(f"run {r.run_id} has no value for {a!r}, which the truth law reads")
+            X[a].append(float(v))
+    mean = law.predict(truth.params, {k: np.asarray(v) for k, v in X.items()})
+    sd = truth.noise_sd if noise_sd is None else noise_sd
+    rng = np.random.default_rng(seed)
+    eps = rng.normal(0.0, sd, size=mean.shape)
+    if law.target == "loss":
+        return [float(v) for v in mean * np.exp(eps)]
+    return [float(v) for v in np.clip(mean + eps, 0.0, 1.0)]
