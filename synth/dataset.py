@@ -46,7 +46,7 @@ from synth.plans import (Call, Chain, Plan, ServerSpec, deepen, fan_in_chains, f
 from synth.provenance import provenance
 from synth.rollout import execute
 from synth.servers import catalog
-from synth.servers.db import DOMAINS, HELDOUT_DOMAINS, TRAIN_DOMAINS, db_id, db_instances, make_database
+from synth.servers.db import DOMAINS, HELDOUT_DOMAINS, db_id, db_instances, make_database
 from synth.tasks import instantiate, render_query
 
 __all__ = ["SYNTH_VERSION", "select_tools", "bundled_spec", "document_spec", "synthesize", "build_dataset",
@@ -57,6 +57,12 @@ SYNTH_VERSION = "1"
 
 SERVER_TASK_SHARE = 0.15
 """Share of natural tasks generated from a server alone (one entry tool) rather than from a chain."""
+
+TASK_ATTEMPTS = 3
+"""Draws of query values per task before a task that fails the task gate is rejected."""
+
+MAX_QUERY_CHARS = 900
+"""Longest user query accepted by the task gate, in characters."""
 
 _TOK = re.compile(r"\w+|[^\w\s]")
 
@@ -73,12 +79,16 @@ def dataset_id(recipe: Recipe, extra: str = "") -> str:
 
 
 def _domains(recipe: Recipe) -> list[str]:
+    heldout = tuple(recipe.heldout_servers) or HELDOUT_DOMAINS
+    for d in heldout:
+        if d not in DOMAINS:
+            raise RecipeError(f"unknown held-out server {d!r}; expected some of {', '.join(DOMAINS)}")
     if recipe.domains is None:
-        return list(TRAIN_DOMAINS) if not recipe.include_heldout else list(DOMAINS)
+        return [d for d in DOMAINS if recipe.include_heldout or d not in heldout]
     for d in recipe.domains:
         if d not in DOMAINS:
             raise RecipeError(f"unknown domain {d!r} in recipe.domains; expected some of {', '.join(DOMAINS)}")
-        if d in HELDOUT_DOMAINS and not recipe.include_heldout:
+        if d in heldout and not recipe.include_heldout:
             raise RecipeError(f"domain {d!r} is held out for evaluation; set include_heldout = true only for "
                               "evaluation sets")
     return list(dict.fromkeys(recipe.domains))
@@ -335,6 +345,7 @@ def synthesize(recipe: Recipe, *, extra_docs: list[ToolDoc] | None = None, judge
     order = sorted(tasks, key=lambda t: (t[1], t[4], t[0]))
     tools_json = {s: json.dumps([d.to_openai() for d in specs[s].docs.values()]) for s in servers}
     narr_src: list[tuple[int, Plan, Any, bool]] = []
+    seen_queries: set[tuple[str, str]] = set()
     try:
         for done, (i, server, chain, kind, inst) in enumerate(order, 1):
             if progress is not None:
@@ -350,17 +361,27 @@ def synthesize(recipe: Recipe, *, extra_docs: list[ToolDoc] | None = None, judge
             key = (server, *inst)
             if key not in pristine:
                 pristine[key] = make_database(server, *inst) if spec.kind == "bundled" else {}
-            calls = instantiate(chain2, pristine[key], rng)
-            if calls is None:
-                rejections["no_values"] += 1
+            plan = None
+            for _attempt in range(TASK_ATTEMPTS):
+                calls = instantiate(chain2, pristine[key], rng)
+                if calls is None:
+                    break
+                for c in calls[n_steps:]:
+                    c.side = True
+                _pick_defects(calls, rng, recipe.defect_rate, recipe.repair_rate)
+                cand = Plan(task_id=f"t{i:06d}", server=server,
+                            db_id=db_id(server, *inst) if spec.kind == "bundled" else f"{server}:emulated:s{inst[0]}",
+                            instance=inst, calls=calls, structure=chain.structure, signature=chain.signature,
+                            task_kind=kind, seed=seed * 1_000_003 + i)
+                cand.query, cand.augmentation = render_query(cand, spec, rng)
+                reason = _task_gate(cand, seen_queries)
+                if reason is None:
+                    plan = cand
+                    break
+            if plan is None:
+                rejections["no_values" if calls is None else f"task_gate:{reason}"] += 1
                 continue
-            for c in calls[n_steps:]:
-                c.side = True
-            _pick_defects(calls, rng, recipe.defect_rate, recipe.repair_rate)
-            plan = Plan(task_id=f"t{i:06d}", server=server, db_id=db_id(server, *inst) if spec.kind == "bundled"
-                        else f"{server}:emulated:s{inst[0]}", instance=inst, calls=calls,
-                        structure=chain.structure, signature=chain.signature, task_kind=kind, seed=seed * 1_000_003 + i)
-            plan.query, plan.augmentation = render_query(plan, spec, rng)
+            seen_queries.add((server, plan.query))
             try:
                 trace = execute(plan, be, random.Random(f"{seed}:exec:{i}"), recipe.error_rate)
             except ServerError as err:
@@ -455,6 +476,21 @@ def synthesize(recipe: Recipe, *, extra_docs: list[ToolDoc] | None = None, judge
         from synth.narratives import narrative_documents
         narratives = narrative_documents(specs, pools, sorted(narr_src, key=lambda x: x[0]))
     return SynthResult(rows, manifest, narratives)
+
+
+def _task_gate(plan: Plan, seen: set[tuple[str, str]]) -> str | None:
+    """ASTRA's task checks, rule-based: None if the task passes, else the reason.
+
+    *question quality*: a query of at most :data:`MAX_QUERY_CHARS` characters; *tool-use necessity*:
+    at least one visible call; *novelty*: no other task of the server has the same query.
+    """
+    if len(plan.query) > MAX_QUERY_CHARS:
+        return "query_too_long"
+    if all(c.hidden for c in plan.calls):
+        return "no_tool_needed"
+    if (plan.server, plan.query) in seen:
+        return "duplicate_query"
+    return None
 
 
 def sample_single(spec: ServerSpec, tool: str) -> Chain:

@@ -94,6 +94,9 @@ class Recipe(_Frozen):
     """Restrict to these bundled training domains; None uses all non-held-out ones."""
     include_heldout: bool = False
     """Allow held-out domains (only for evaluation sets; never for training data)."""
+    heldout_servers: tuple[str, ...] = ()
+    """Bundled domains reserved for evaluation (the config's ``[synth].heldout_servers``); empty uses
+    ``synth.servers.db.HELDOUT_DOMAINS``."""
     narratives: bool = False
     """Also write ``narratives.jsonl`` (mid-training documents, seed 001)."""
     llm_url: str | None = None
@@ -111,14 +114,14 @@ class Recipe(_Frozen):
 
         Integer knobs are rounded to the nearest integer (design levels may be real). Keys that are neither
         recipe fields nor known ``[synth]`` settings raise :class:`~synth.errors.RecipeError`. Settings that
-        only the config knows (``servers``, ``heldout_servers``) are ignored.
+        only the config knows (``servers``) are ignored.
 
         Examples
         --------
         >>> Recipe.from_axes({"tool_diversity": 12.4, "repair_rate": 0.5}, seed=3).tool_diversity
         12
         """
-        ignored = {"servers", "heldout_servers"}
+        ignored = {"servers"}
         data: dict[str, Any] = {}
         for key, value in {**levels, **settings}.items():
             if key in ignored:

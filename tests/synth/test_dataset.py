@@ -140,3 +140,10 @@ def test_narratives_written_on_request(tmp_path):
     assert kinds == {"ecosystem", "trajectory", "failure"} and "narratives.jsonl" in m.files
     eco = next(d["text"] for d in docs if d["kind"] == "ecosystem")
     assert "can be passed as" in eco
+
+
+def test_config_heldout_servers_respected():
+    m = _m(heldout_servers=("travel", "shop"), tool_diversity=40, task_count=64)
+    assert not {"travel", "shop"} & set(m.servers) and "weather" in m.servers
+    with pytest.raises(RecipeError, match="unknown held-out server 'mars'"):
+        _m(heldout_servers=("mars",))
