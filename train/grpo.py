@@ -1,13 +1,21 @@
 """Reinforcement learning with TRL's ``GRPOTrainer`` on synth's executable environments (the RL objective).
 
 The reward is the F1 environment reward of pinned interface 11 (``2 hit / (targets + calls)``,
-:mod:`synth.envs.reward`): :func:`synth.envs.grpo.make_reward_fn` replays each completion's
-``<tool_call>`` blocks in a fresh :class:`synth.envs.api.Environment` and scores the episode.
+:mod:`synth.envs.reward`) of one episode in a :class:`synth.envs.api.Environment`. Two rollout modes:
 
-Rollouts are single-turn: the policy writes its whole tool plan in one completion and sees no
-observation before it ends (validated tools are deterministic, so the replay gives the same
-observations a multi-turn rollout would have seen, but the policy cannot condition on them).
-Prompts are rendered with the model's chat template (tools in the system turn, pinned interface 3).
+``multi-turn`` (default)
+    :class:`MultiTurnRollout`, TRL's ``rollout_func``: the policy generates an assistant turn; its
+    ``<tool_call>`` blocks run in the environment; the observations are appended as ``tool`` turns
+    exactly as the chat template renders them (pinned interface 3), and the policy continues, until
+    it answers without a call, the episode ends or the completion budget is spent. Observation
+    tokens carry no loss (``env_mask`` 0). The reward is the episode's F1.
+``single-turn``
+    Plain GRPO generation; :func:`synth.envs.grpo.make_reward_fn` replays each completion's
+    ``<tool_call>`` blocks in a fresh environment. The policy never sees an observation, and a policy
+    SFT-trained on multi-turn data ends its turn after the first call, so this mode mostly rewards
+    the first call; kept as the simpler baseline.
+
+Prompts are rendered with the model's chat template (tools in the system turn).
 The research plan fits SFT and RL laws separately; accounting is the same as for SFT
 (:mod:`train.accounting`), with D the prompt and completion tokens of the policy updates.
 """
@@ -26,7 +34,10 @@ from train.accounting import AccountingCallback, loss_curve, read_accounting, tr
 from train.checkpoint import STATS_FILE, checkpoint_dir, clear_checkpoints, last_checkpoint
 from train.errors import TrainError
 
-__all__ = ["train_grpo", "grpo_config", "grpo_prompts", "load_env_samples"]
+__all__ = ["train_grpo", "grpo_config", "grpo_prompts", "load_env_samples", "MultiTurnRollout", "ROLLOUTS"]
+
+ROLLOUTS = ("multi-turn", "single-turn")
+"""Rollout modes of :func:`train_grpo`."""
 
 
 def load_env_samples(envs: str | Path | Sequence[Any]) -> list[Any]:
@@ -61,6 +72,99 @@ def grpo_prompts(samples: Sequence[Any], tokenizer) -> list[dict[str, Any]]:
     return rows
 
 
+class MultiTurnRollout:
+    """TRL ``rollout_func``: multi-turn episodes of the policy in the environments.
+
+    Parameters
+    ----------
+    samples
+        Environment samples; each prompt of :func:`grpo_prompts` maps back to its sample.
+    prompts
+        The rows of :func:`grpo_prompts` (``prompt`` text, ``env_id``).
+    tokenizer
+        The policy's tokenizer (its chat template's turn markers are used for observations).
+    max_completion_length
+        Token budget of the whole episode after the prompt (policy and observation tokens).
+    temperature
+        Sampling temperature.
+
+    Returns (when called as ``rollout(prompts, trainer)``) the dict TRL expects: ``prompt_ids``,
+    ``completion_ids``, ``logprobs`` (None: recomputed by the trainer), ``env_mask`` (1 for
+    policy tokens), and ``env_reward`` (F1 per episode, read by :func:`env_reward`).
+    """
+
+    def __init__(self, samples, prompts, tokenizer, *, max_completion_length: int, temperature: float = 1.0):
+        by_id = {s.env_id: s for s in samples}
+        self.sample_of = {}
+        for row in prompts:
+            self.sample_of.setdefault(row["prompt"], by_id[row["env_id"]])
+        self.tokenizer = tokenizer
+        self.max_completion_length = max_completion_length
+        self.temperature = temperature
+        self.episodes = 0
+        self.tool_calls = 0
+
+    def _observation_ids(self, observations: list[str]) -> list[int]:
+        text = "\n" + "".join(f"<|im_start|>tool\n<tool_response>{o}</tool_response><|im_end|>\n"
+                               for o in observations) + "<|im_start|>assistant\n"
+        return self.tokenizer(text, add_special_tokens=False)["input_ids"]
+
+    def episode(self, model, prompt: str) -> tuple[list[int], list[int], list[int], float]:
+        """One episode: ``(prompt_ids, completion_ids, env_mask, reward)``."""
+        import torch
+
+        from synth.envs.api import Environment
+        from synth.envs.grpo import extract_tool_calls
+
+        tok = self.tokenizer
+        env = Environment(self.sample_of[prompt])
+        env.reset()
+        prompt_ids = tok(prompt, add_special_tokens=False)["input_ids"]
+        completion: list[int] = []
+        mask: list[int] = []
+        while len(completion) < self.max_completion_length:
+            context = torch.tensor([prompt_ids + completion])
+            out = model.generate(context, attention_mask=torch.ones_like(context), do_sample=True,
+                                 temperature=self.temperature, top_k=0, top_p=1.0,
+                                 max_new_tokens=self.max_completion_length - len(completion),
+                                 eos_token_id=tok.eos_token_id, pad_token_id=tok.pad_token_id)
+            new = out[0, context.shape[1]:].tolist()
+            while new and new[-1] == tok.pad_token_id:
+                new.pop()
+            completion += new
+            mask += [1] * len(new)
+            calls = extract_tool_calls(tok.decode(new, skip_special_tokens=False))
+            if not new or new[-1] != tok.eos_token_id or not calls or env.done:
+                break
+            calls = calls[: env.max_turns - env.turns]
+            self.tool_calls += len(calls)
+            feedback = self._observation_ids(env.step_many(calls))
+            if len(completion) + len(feedback) >= self.max_completion_length:
+                break
+            completion += feedback
+            mask += [0] * len(feedback)
+        self.episodes += 1
+        return prompt_ids, completion, mask, env.reward()
+
+    def __call__(self, prompts: list[str], trainer) -> dict[str, Any]:
+        model = trainer.model
+        was_training = model.training
+        model.eval()
+        try:
+            episodes = [self.episode(model, p) for p in prompts]
+        finally:
+            model.train(was_training)
+        return {"prompt_ids": [e[0] for e in episodes], "completion_ids": [e[1] for e in episodes],
+                "logprobs": None, "env_mask": [e[2] for e in episodes], "env_reward": [e[3] for e in episodes]}
+
+
+def env_reward(prompts=None, completions=None, env_reward=None, **kwargs) -> list[float]:
+    """TRL reward function of multi-turn rollouts: the F1 each episode earned in its environment."""
+    if env_reward is None:
+        raise TrainError("env_reward: the rollout returned no 'env_reward' field")
+    return [float(r) for r in env_reward]
+
+
 def grpo_config(output_dir: str | Path, *, max_steps: int, learning_rate: float, num_generations: int,
                 prompts_per_step: int, max_completion_length: int, seed: int = 0, save_steps: int = 0,
                 **overrides: Any):
@@ -87,7 +191,7 @@ def train_grpo(envs: str | Path | Sequence[Any], model_dir: str | Path, out_dir:
                max_steps: int = 20, num_generations: int = 4, prompts_per_step: int = 1,
                max_completion_length: int = 96, learning_rate: float = 1e-4, seed: int = 0,
                threads: int | None = None, resume: bool = True, save_steps: int = 0,
-               on_step: Callable[[int, int, float | None], None] | None = None) -> TrainStats:
+               rollout: str = "multi-turn", on_step: Callable[[int, int, float | None], None] | None = None) -> TrainStats:
     """GRPO on executable environments, starting from a trained model folder (usually an SFT run).
 
     Parameters
@@ -103,6 +207,8 @@ def train_grpo(envs: str | Path | Sequence[Any], model_dir: str | Path, out_dir:
         completion; learning rate.
     seed, threads, resume, save_steps, on_step
         As in :func:`train.sft.train_sft`.
+    rollout
+        ``multi-turn`` (episodes with observations, default) or ``single-turn`` (replayed plans).
 
     Returns
     -------
@@ -120,6 +226,8 @@ def train_grpo(envs: str | Path | Sequence[Any], model_dir: str | Path, out_dir:
                         ("prompts_per_step", prompts_per_step), ("max_completion_length", max_completion_length)):
         if not isinstance(value, int) or value < 1:
             raise UsageError(f"{name} must be a positive integer, got {value!r}")
+    if rollout not in ROLLOUTS:
+        raise UsageError(f"rollout must be one of {', '.join(ROLLOUTS)}, got {rollout!r}")
     if num_generations < 2:
         raise UsageError(f"num_generations must be >= 2 (GRPO compares completions within a group), "
                          f"got {num_generations}")
@@ -137,14 +245,19 @@ def train_grpo(envs: str | Path | Sequence[Any], model_dir: str | Path, out_dir:
 
     from datasets import Dataset
 
-    dataset = Dataset.from_list(grpo_prompts(samples, tokenizer))
+    rows = grpo_prompts(samples, tokenizer)
+    dataset = Dataset.from_list(rows)
     config = grpo_config(checkpoint_dir(out), max_steps=max_steps, learning_rate=learning_rate,
                          num_generations=num_generations, prompts_per_step=prompts_per_step,
                          max_completion_length=max_completion_length, seed=seed, save_steps=save_steps)
     checkpoint = last_checkpoint(out) if resume else None
     accounting = AccountingCallback(read_accounting(checkpoint).get("wall_s", 0.0), on_step=on_step)
     with quiet_progress():
-        trainer = _trainer(model, tokenizer, dataset, config, make_reward_fn(samples), accounting)
+        if rollout == "multi-turn":
+            rollout_func = MultiTurnRollout(samples, rows, tokenizer, max_completion_length=max_completion_length)
+            trainer = _trainer(model, tokenizer, dataset, config, env_reward, accounting, rollout_func)
+        else:
+            trainer = _trainer(model, tokenizer, dataset, config, make_reward_fn(samples), accounting)
         trainer.train(resume_from_checkpoint=str(checkpoint) if checkpoint else None)
         out.mkdir(parents=True, exist_ok=True)
         trainer.model.save_pretrained(out)
@@ -162,7 +275,7 @@ def train_grpo(envs: str | Path | Sequence[Any], model_dir: str | Path, out_dir:
                        train_flops=training_flops(params, tokens), wall_s=accounting.wall_s,
                        final_loss=final if final is not None and math.isfinite(final) else None,
                        steps=int(state.global_step))
-    payload = {"objective": "grpo", "train": stats.model_dump(mode="json"), "loss_curve": curve,
+    payload = {"objective": "grpo", "rollout": rollout, "train": stats.model_dump(mode="json"), "loss_curve": curve,
                "reward_curve": rewards, "n_envs": len(samples), "num_generations": num_generations,
                "start_model": str(model_dir), "seed": seed, "resumed_from": checkpoint and checkpoint.name}
     tmp = out / (STATS_FILE + ".tmp")
@@ -171,12 +284,16 @@ def train_grpo(envs: str | Path | Sequence[Any], model_dir: str | Path, out_dir:
     return stats
 
 
-def _trainer(model, tokenizer, dataset, config, reward_fn, accounting):
+def _trainer(model, tokenizer, dataset, config, reward_fn, accounting, rollout_func=None):
+    import warnings
+
     from transformers import PrinterCallback, ProgressCallback
     from trl import GRPOTrainer
 
-    trainer = GRPOTrainer(model=model, reward_funcs=[reward_fn], args=config, train_dataset=dataset,
-                          processing_class=tokenizer, callbacks=[accounting])
+    with warnings.catch_warnings():  # TRL marks rollout_func experimental; we pin TRL's version
+        warnings.filterwarnings("ignore", message=".*rollout_func.*experimental.*")
+        trainer = GRPOTrainer(model=model, reward_funcs=[reward_fn], args=config, train_dataset=dataset,
+                              processing_class=tokenizer, callbacks=[accounting], rollout_func=rollout_func)
     for cb in (PrinterCallback, ProgressCallback):
         trainer.remove_callback(cb)
     return trainer

@@ -20,7 +20,7 @@ def _golden_text(env_sample) -> str:
     from synth.envs.api import Environment
 
     calls = Environment(env_sample).golden_calls()
-    return "".join(f"<tool_call>{json.dumps(c, ensure_ascii=False)}</tool_call>" for c in calls) + "<|im_end|>"
+    return "\n".join(f"<tool_call>{json.dumps(c, ensure_ascii=False)}</tool_call>" for c in calls) + "<|im_end|>"
 
 
 @pytest.fixture(scope="module")
@@ -65,9 +65,10 @@ def test_reward_wiring_scores_golden_plans_one(envs, start_model):
     assert reward(prompts=None, completions=["no call", "<tool_call>{oops</tool_call>"], env_id=ids) == [0.0, 0.0]
 
 
-def test_grpo_smoke_run(envs, start_model, tmp_path):
+def test_single_turn_smoke_run(envs, start_model, tmp_path):
     torch.set_num_threads(1)
-    stats = train_grpo(envs, start_model, tmp_path, max_steps=2, num_generations=2, max_completion_length=16)
+    stats = train_grpo(envs, start_model, tmp_path, max_steps=2, num_generations=2, max_completion_length=16,
+                       rollout="single-turn")
     assert isinstance(stats, TrainStats) and stats.steps == 2
     assert stats.params == SIZE.approx_params and stats.train_tokens > 0
     assert stats.train_flops == 6 * stats.params * stats.train_tokens
@@ -78,9 +79,48 @@ def test_grpo_smoke_run(envs, start_model, tmp_path):
 
 
 def test_bad_arguments(envs, start_model, tmp_path):
+    with pytest.raises(UsageError, match="rollout must be one of"):
+        train_grpo(envs, start_model, tmp_path, rollout="bogus")
     with pytest.raises(UsageError, match="num_generations must be >= 2"):
         train_grpo(envs, start_model, tmp_path, num_generations=1)
     with pytest.raises(UsageError, match="does not exist"):
         load_env_samples(tmp_path / "envs.jsonl")
     with pytest.raises(UsageError, match="at least one"):
         load_env_samples([])
+
+
+def test_observations_match_the_chat_template(envs, start_model):
+    """What the multi-turn rollout appends after a call is exactly what the template renders for tool turns."""
+    from synth.envs.api import Environment
+
+    from train.chat import normalize_messages
+    from train.grpo import MultiTurnRollout
+    from train.tokenizer import load_tokenizer
+
+    tok = load_tokenizer(start_model)
+    rows = grpo_prompts(envs, tok)
+    rollout = MultiTurnRollout(envs, rows, tok, max_completion_length=64)
+    env = Environment(envs[0])
+    calls = env.golden_calls()[:2]
+    observations = env.step_many(calls)
+    turn = "\n".join(f"<tool_call>{json.dumps(c, ensure_ascii=False)}</tool_call>" for c in calls) + "<|im_end|>"
+    from synth.envs.grpo import grpo_rows
+
+    prompt = grpo_rows(envs[:1])[0]
+    assistant = {"role": "assistant", "content": "", "tool_calls": [
+        {"id": f"call_{i}", "type": "function", "function": {"name": c["name"], "arguments": json.dumps(c["arguments"])}}
+        for i, c in enumerate(calls)]}
+    tools = [{"role": "tool", "content": o, "tool_call_id": f"call_{i}"} for i, o in enumerate(observations)]
+    full = tok.apply_chat_template(normalize_messages(prompt["prompt"] + [assistant] + tools),
+                                   tools=json.loads(prompt["tools"]), tokenize=False, add_generation_prompt=True)
+    pieces = tok(rows[0]["prompt"] + turn, add_special_tokens=False)["input_ids"] + rollout._observation_ids(observations)
+    assert tok.decode(pieces) == full
+    assert pieces == tok(full, add_special_tokens=False)["input_ids"]
+
+
+def test_multi_turn_smoke_run(envs, start_model, tmp_path):
+    torch.set_num_threads(1)
+    stats = train_grpo(envs, start_model, tmp_path, max_steps=1, num_generations=2, max_completion_length=16,
+                       rollout="multi-turn")
+    saved = read_stats(tmp_path)
+    assert stats.steps == 1 and saved["rollout"] == "multi-turn" and len(saved["reward_curve"]) == 1
