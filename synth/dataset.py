@@ -58,6 +58,9 @@ SYNTH_VERSION = "1"
 SERVER_TASK_SHARE = 0.15
 """Share of natural tasks generated from a server alone (one entry tool) rather than from a chain."""
 
+JUDGE_TIMEOUT_S = 120.0
+"""Seconds a non-default judge may take per trajectory before the sample is rejected."""
+
 TASK_ATTEMPTS = 3
 """Draws of query values per task before a task that fails the task gate is rejected."""
 
@@ -395,7 +398,8 @@ def synthesize(recipe: Recipe, *, extra_docs: list[ToolDoc] | None = None, judge
             nonderiv = [p.call_id for p in prov if not p.derivable]
             repaired_ids = [cid for c in calls if c.repaired for cid in trace.ids_by_plan.get(c.idx, [])]
             repaired_ids = [cid for cid in repaired_ids if cid not in nonderiv]
-            verdict = judge_trajectory(judge, trace.messages, recipe.judge_threshold)
+            verdict = judge_trajectory(judge, trace.messages, recipe.judge_threshold,
+                                       timeout_s=None if isinstance(judge, RuleJudge) else JUDGE_TIMEOUT_S)
             if verdict.judge_failed:
                 judge_failures += 1
             stats["defects_planned"] += sum(c.defect is not None for c in calls)

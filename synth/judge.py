@@ -33,6 +33,7 @@ from __future__ import annotations
 import json
 import math
 import re
+import threading
 import urllib.request
 from typing import Any, Protocol
 
@@ -163,15 +164,36 @@ class LLMJudge:
         return json.loads(text[start:end + 1])
 
 
-def judge_trajectory(judge: Any, messages: list[dict], threshold: float) -> JudgeVerdict:
+def _score_with_timeout(judge: Any, messages: list[dict], timeout_s: float) -> Any:
+    box: dict[str, Any] = {}
+
+    def run() -> None:
+        try:
+            box["value"] = judge.score(messages)
+        except BaseException as err:  # noqa: BLE001 - handed to the caller
+            box["error"] = err
+
+    t = threading.Thread(target=run, name="judge", daemon=True)
+    t.start()
+    t.join(timeout_s)
+    if t.is_alive():
+        raise TimeoutError(f"judge did not answer within {timeout_s:g} s")
+    if "error" in box:
+        raise box["error"]
+    return box.get("value")
+
+
+def judge_trajectory(judge: Any, messages: list[dict], threshold: float,
+                     timeout_s: float | None = None) -> JudgeVerdict:
     """Judge one conversation, fail-closed.
 
     Returns an accepted verdict only when the judge returned a finite score in [0, 1] for each of the
-    seven dimensions and their mean reaches ``threshold``. Anything else (an exception, a timeout, a
-    missing or invalid score) gives ``accepted=False`` with ``judge_failed=True`` and the reason.
+    seven dimensions and their mean reaches ``threshold``. Anything else (an exception, no answer within
+    ``timeout_s`` seconds, a missing or invalid score) gives ``accepted=False`` with ``judge_failed=True``
+    and the reason.
     """
     try:
-        raw = judge.score(messages)
+        raw = judge.score(messages) if timeout_s is None else _score_with_timeout(judge, messages, timeout_s)
     except Exception as err:  # noqa: BLE001 - any judge failure must reject, never pass
         return JudgeVerdict(accepted=False, scores={}, mean=None, reason=f"judge_error:{type(err).__name__}",
                             judge_failed=True)

@@ -74,3 +74,16 @@ def test_llm_judge_unreachable_endpoint_rejects():
         port = s.getsockname()[1]
     v = judge_trajectory(LLMJudge(f"http://127.0.0.1:{port}/v1", timeout_s=2), good(), 0.0)
     assert not v.accepted and v.judge_failed and v.reason.startswith("judge_error:")
+
+
+def test_judge_timeout_rejects():
+    import time
+
+    class Slow:
+        def score(self, messages):
+            time.sleep(2)
+            return {d: 1.0 for d in JUDGE_DIMENSIONS}
+
+    v = judge_trajectory(Slow(), good(), 0.0, timeout_s=0.2)
+    assert not v.accepted and v.judge_failed and v.reason == "judge_error:TimeoutError"
+    assert judge_trajectory(RuleJudge(), good(), 0.7, timeout_s=5).accepted
