@@ -40,13 +40,15 @@ from typing import Any
 from synth.backends import EmulatorBackend, InProcessBackend, RoutingBackend
 from synth.errors import RecipeError, ServerError, SynthError
 from synth.judge import LLMJudge, RuleJudge, judge_trajectory
+from synth.measure import summarize
 from synth.models import STRUCTURES, Manifest, Recipe, ToolDoc
 from synth.plans import (Call, Chain, Plan, ServerSpec, deepen, fan_in_chains, fan_out_chains, max_hops,
                          parallel_chains, sample_chains)
 from synth.provenance import provenance
 from synth.rollout import execute
+from synth.selection import bundled_spec, document_spec, select_tools
 from synth.servers import catalog
-from synth.servers.db import DOMAINS, HELDOUT_DOMAINS, db_id, db_instances, make_database
+from synth.servers.db import db_id, db_instances, make_database
 from synth.tasks import instantiate, render_query
 
 __all__ = ["SYNTH_VERSION", "select_tools", "bundled_spec", "document_spec", "synthesize", "build_dataset",
@@ -79,115 +81,6 @@ def dataset_id(recipe: Recipe, extra: str = "") -> str:
     """Content hash of the recipe, the synthesis version and any extra tool documents (16 hex digits)."""
     blob = json.dumps({"recipe": recipe.model_dump(mode="json"), "v": SYNTH_VERSION, "extra": extra}, sort_keys=True)
     return hashlib.sha256(blob.encode()).hexdigest()[:16]
-
-
-def _domains(recipe: Recipe) -> list[str]:
-    heldout = tuple(recipe.heldout_servers) or HELDOUT_DOMAINS
-    for d in heldout:
-        if d not in DOMAINS:
-            raise RecipeError(f"unknown held-out server {d!r}; expected some of {', '.join(DOMAINS)}")
-    if recipe.domains is None:
-        return [d for d in DOMAINS if recipe.include_heldout or d not in heldout]
-    for d in recipe.domains:
-        if d not in DOMAINS:
-            raise RecipeError(f"unknown domain {d!r} in recipe.domains; expected some of {', '.join(DOMAINS)}")
-        if d in heldout and not recipe.include_heldout:
-            raise RecipeError(f"domain {d!r} is held out for evaluation; set include_heldout = true only for "
-                              "evaluation sets")
-    return list(dict.fromkeys(recipe.domains))
-
-
-def _graph_order(spec: ServerSpec) -> list[str]:
-    order = list(spec.entries)
-    frontier = list(order)
-    while frontier:
-        nxt = []
-        for t in frontier:
-            for s in sorted(spec.graph.successors(t)):
-                if s not in order:
-                    order.append(s)
-                    nxt.append(s)
-        frontier = nxt
-    return order + sorted(t for t in spec.docs if t not in order)
-
-
-def bundled_spec(domain: str, tools: list[str] | None = None) -> ServerSpec:
-    """The synthesis view of a bundled server (optionally restricted to ``tools``)."""
-    server = catalog.SERVERS[domain]
-    keep = [t for t in server.tools if tools is None or t.name in tools]
-    docs = {t.name: t.doc(domain) for t in keep}
-    sources: dict[str, dict[str, str]] = {}
-    for t in keep:
-        src = {}
-        for p in t.params:
-            if p.required and p.source is not None:
-                src[p.name] = f"row:{t.table}.{p.col}" if p.source == "row" else p.source
-        sources[t.name] = src
-    return ServerSpec(domain, docs, sources, {t.name: t.intent for t in keep}, kind="bundled")
-
-
-def document_spec(server: str, docs: list[ToolDoc]) -> ServerSpec:
-    """The synthesis view of a document-only server (tools known only from their documents).
-
-    Output fields missing from a document are inferred: a tool outputs ``X_id`` when another tool
-    requires ``X_id`` and the tool's name or description mentions ``X``. A required parameter can come
-    from the query unless it is such an inferred id (then only an earlier output can supply it).
-    """
-    by_name = {d.name: d for d in docs}
-    ids = {p for d in docs for p in d.required if p.endswith("_id")}
-    inferred: dict[str, ToolDoc] = {}
-    for d in docs:
-        if d.output_fields:
-            inferred[d.name] = d
-            continue
-        text = (d.name + " " + d.description).lower()
-        outs = sorted(i for i in ids if i[:-3] and i[:-3] in text and i not in d.required)
-        inferred[d.name] = d.model_copy(update={"output_fields": outs or ["result"]})
-    produced = {f for d in inferred.values() for f in d.output_fields}
-    sources: dict[str, dict[str, str]] = {}
-    intents: dict[str, str] = {}
-    for name, d in by_name.items():
-        props = d.parameters.get("properties", {})
-        src = {}
-        for p in d.required:
-            if p.endswith("_id") and p in produced:
-                continue
-            spec = props.get(p, {}) if isinstance(props.get(p), dict) else {}
-            typ = spec.get("type", "string")
-            if "enum" in spec and spec["enum"]:
-                typ = "enum=" + "|".join(str(x) for x in spec["enum"])
-            src[p] = f"gen:{typ}:{p}"
-        sources[name] = src
-        ph = " and ".join(f"{p.replace('_', ' ')} {{{p}|that {p.replace('_', ' ')}}}" for p in d.required)
-        intents[name] = f"use {name} ({d.description.rstrip('.').lower()[:80]})" + (f" with {ph}" if ph else "")
-    return ServerSpec(server, inferred, sources, intents, kind="document")
-
-
-def select_tools(recipe: Recipe, extra_specs: dict[str, ServerSpec] | None = None) -> dict[str, ServerSpec]:
-    """The servers and tools a recipe draws from (see the module docstring)."""
-    specs = {d: bundled_spec(d) for d in _domains(recipe)}
-    specs.update(extra_specs or {})
-    total = sum(len(s.docs) for s in specs.values())
-    if recipe.tool_diversity > total:
-        raise RecipeError(f"tool_diversity = {recipe.tool_diversity} exceeds the {total} tools available on "
-                          f"{len(specs)} training servers; use at most {total} or add servers")
-    order = sorted(specs)
-    random.Random(f"toolscale-tools:{recipe.seed}").shuffle(order)
-    chosen: dict[str, ServerSpec] = {}
-    need = recipe.tool_diversity
-    for name in order:
-        if need <= 0:
-            break
-        spec = specs[name]
-        tools = _graph_order(spec)[:need]
-        need -= len(tools)
-        if spec.kind == "bundled":
-            chosen[name] = bundled_spec(name, tools)
-        else:
-            chosen[name] = ServerSpec(name, {t: spec.docs[t] for t in tools},
-                                      {t: spec.sources[t] for t in tools}, {t: spec.intents[t] for t in tools},
-                                      kind=spec.kind)
-    return chosen
 
 
 class SynthResult:
@@ -425,45 +318,15 @@ def synthesize(recipe: Recipe, *, extra_docs: list[ToolDoc] | None = None, judge
     accepted = [results[i] for i in sorted(results)]
     rows = [r[0] for r in accepted]
     metas = [r[1]["meta"] for r in accepted]
-    provs = [p for r in accepted for p in r[1]["prov"]]
     traces = [r[1]["trace"] for r in accepted]
-    n_acc = len(rows)
-    used_tools = sorted({f"{m['server']}.{c}" for m, tr in zip(metas, traces) for c in
-                         {rec.tool for rec in tr.records}})
-    by_srv_db: dict[str, set[str]] = defaultdict(set)
-    for m in metas:
-        by_srv_db[m["server"]].add(m["db_id"])
-    struct = Counter(m["structure"] for m in metas)
-    n_nd = sum(len(m["nonderivable_calls"]) for m in metas)
-    n_rep = sum(len(m["repaired_calls"]) for m in metas)
-    planned_actions = [p for p in provs if not p.retry]
-    attempts = sum(len(tr.records) for tr in traces)
-    injected = sum(len(tr.injected) for tr in traces)
-    tokens = sum(approx_tokens(" ".join((msg["content"] or "") + "".join(
-        c["function"]["arguments"] for c in (msg["tool_calls"] or [])) for msg in tr.messages)) for tr in traces)
-    measured: dict[str, float] = {
-        "tool_diversity": float(len(used_tools)),
-        "task_count": float(n_acc),
-        "db_diversity": (sum(len(v) for v in by_srv_db.values()) / len(by_srv_db)) if by_srv_db else 0.0,
-        "coverage_quota": min(struct.get(s, 0) for s in STRUCTURES) / n_acc if n_acc else 0.0,
-        "support_depth": float(max(hops_max, default=0)),
-        "mean_support_depth": sum(hops_max) / len(hops_max) if hops_max else 0.0,
-        "derivable_share": (sum(p.derivable for p in planned_actions) / len(planned_actions)) if planned_actions else 1.0,
-        "error_rate": injected / attempts if attempts else 0.0,
-        "acceptance_rate": n_acc / stats["trajectories"] if stats["trajectories"] else 0.0,
-        "judge_mean": sum(m["judge"]["mean"] for m in metas) / n_acc if n_acc else 0.0,
-    }
-    if n_nd + n_rep:
-        measured["repair_rate"] = n_rep / (n_nd + n_rep)
+    measured, counts = summarize(metas, traces, [p for r in accepted for p in r[1]["prov"]], hops_max,
+                                 judged=stats["trajectories"], approx_tokens=approx_tokens)
     judged = stats["trajectories"]
     counts = {"tasks": n, "tasks_planned": len(tasks), "walks": n_walks_total,
-              "chains_kept": sum(len(p) for p in pools.values()), "trajectories": judged, "accepted": n_acc,
-              "rejected": sum(rejections.values()), "messages": sum(len(tr.messages) for tr in traces),
-              "tool_calls": attempts, "injected_errors": injected, "tokens": tokens,
-              "nonderivable_calls": n_nd, "repaired_calls": n_rep,
+              "chains_kept": sum(len(p) for p in pools.values()), **counts, "rejected": sum(rejections.values()),
               "defects_planned": stats["defects_planned"], "defects_repaired": stats["defects_repaired"],
-              "server_only_tasks": sum(m["task_kind"] == "server" for m in metas),
-              **{k: v for k, v in notes.items()}}
+              **dict(notes)}
+    struct = Counter(m["structure"] for m in metas)
     chain_sigs = Counter(m["signature"] for m in metas)
     extra_hash = hashlib.sha256(json.dumps([d.model_dump(mode="json") for d in extra_docs],
                                            sort_keys=True).encode()).hexdigest() if extra_docs else ""

@@ -1,0 +1,128 @@
+"""Which servers and tools a recipe draws from, and the synthesis view of each server.
+
+``tool_diversity = T`` takes the first T tools of a seeded order of the training servers: servers in a
+seeded order, each server's tools in graph order from its entry tools (so a subset can still form
+chains). A larger T is a superset of a smaller one for the same seed.
+"""
+
+from __future__ import annotations
+
+import random
+
+from synth.errors import RecipeError
+from synth.models import Recipe, ToolDoc
+from synth.plans import ServerSpec
+from synth.servers import catalog
+from synth.servers.db import DOMAINS, HELDOUT_DOMAINS
+
+__all__ = ["training_domains", "bundled_spec", "document_spec", "select_tools"]
+
+
+def training_domains(recipe: Recipe) -> list[str]:
+    """The bundled domains a recipe may draw from (held-out ones excluded unless allowed)."""
+    heldout = tuple(recipe.heldout_servers) or HELDOUT_DOMAINS
+    for d in heldout:
+        if d not in DOMAINS:
+            raise RecipeError(f"unknown held-out server {d!r}; expected some of {', '.join(DOMAINS)}")
+    if recipe.domains is None:
+        return [d for d in DOMAINS if recipe.include_heldout or d not in heldout]
+    for d in recipe.domains:
+        if d not in DOMAINS:
+            raise RecipeError(f"unknown domain {d!r} in recipe.domains; expected some of {', '.join(DOMAINS)}")
+        if d in heldout and not recipe.include_heldout:
+            raise RecipeError(f"domain {d!r} is held out for evaluation; set include_heldout = true only for "
+                              "evaluation sets")
+    return list(dict.fromkeys(recipe.domains))
+
+
+def _graph_order(spec: ServerSpec) -> list[str]:
+    order = list(spec.entries)
+    frontier = list(order)
+    while frontier:
+        nxt = []
+        for t in frontier:
+            for s in sorted(spec.graph.successors(t)):
+                if s not in order:
+                    order.append(s)
+                    nxt.append(s)
+        frontier = nxt
+    return order + sorted(t for t in spec.docs if t not in order)
+
+
+def bundled_spec(domain: str, tools: list[str] | None = None) -> ServerSpec:
+    """The synthesis view of a bundled server (optionally restricted to ``tools``)."""
+    server = catalog.SERVERS[domain]
+    keep = [t for t in server.tools if tools is None or t.name in tools]
+    docs = {t.name: t.doc(domain) for t in keep}
+    sources: dict[str, dict[str, str]] = {}
+    for t in keep:
+        src = {}
+        for p in t.params:
+            if p.required and p.source is not None:
+                src[p.name] = f"row:{t.table}.{p.col}" if p.source == "row" else p.source
+        sources[t.name] = src
+    return ServerSpec(domain, docs, sources, {t.name: t.intent for t in keep}, kind="bundled")
+
+
+def document_spec(server: str, docs: list[ToolDoc]) -> ServerSpec:
+    """The synthesis view of a document-only server (tools known only from their documents).
+
+    Output fields missing from a document are inferred: a tool outputs ``X_id`` when another tool
+    requires ``X_id`` and the tool's name or description mentions ``X``. A required parameter can come
+    from the query unless it is such an inferred id (then only an earlier output can supply it).
+    """
+    by_name = {d.name: d for d in docs}
+    ids = {p for d in docs for p in d.required if p.endswith("_id")}
+    inferred: dict[str, ToolDoc] = {}
+    for d in docs:
+        if d.output_fields:
+            inferred[d.name] = d
+            continue
+        text = (d.name + " " + d.description).lower()
+        outs = sorted(i for i in ids if i[:-3] and i[:-3] in text and i not in d.required)
+        inferred[d.name] = d.model_copy(update={"output_fields": outs or ["result"]})
+    produced = {f for d in inferred.values() for f in d.output_fields}
+    sources: dict[str, dict[str, str]] = {}
+    intents: dict[str, str] = {}
+    for name, d in by_name.items():
+        props = d.parameters.get("properties", {})
+        src = {}
+        for p in d.required:
+            if p.endswith("_id") and p in produced:
+                continue
+            spec = props.get(p, {}) if isinstance(props.get(p), dict) else {}
+            typ = spec.get("type", "string")
+            if "enum" in spec and spec["enum"]:
+                typ = "enum=" + "|".join(str(x) for x in spec["enum"])
+            src[p] = f"gen:{typ}:{p}"
+        sources[name] = src
+        ph = " and ".join(f"{p.replace('_', ' ')} {{{p}|that {p.replace('_', ' ')}}}" for p in d.required)
+        intents[name] = f"use {name} ({d.description.rstrip('.').lower()[:80]})" + (f" with {ph}" if ph else "")
+    return ServerSpec(server, inferred, sources, intents, kind="document")
+
+
+def select_tools(recipe: Recipe, extra_specs: dict[str, ServerSpec] | None = None) -> dict[str, ServerSpec]:
+    """The servers and tools a recipe draws from (see the module docstring)."""
+    specs = {d: bundled_spec(d) for d in training_domains(recipe)}
+    specs.update(extra_specs or {})
+    total = sum(len(s.docs) for s in specs.values())
+    if recipe.tool_diversity > total:
+        raise RecipeError(f"tool_diversity = {recipe.tool_diversity} exceeds the {total} tools available on "
+                          f"{len(specs)} training servers; use at most {total} or add servers")
+    order = sorted(specs)
+    random.Random(f"toolscale-tools:{recipe.seed}").shuffle(order)
+    chosen: dict[str, ServerSpec] = {}
+    need = recipe.tool_diversity
+    for name in order:
+        if need <= 0:
+            break
+        spec = specs[name]
+        tools = _graph_order(spec)[:need]
+        need -= len(tools)
+        if spec.kind == "bundled":
+            chosen[name] = bundled_spec(name, tools)
+        else:
+            chosen[name] = ServerSpec(name, {t: spec.docs[t] for t in tools},
+                                      {t: spec.sources[t] for t in tools}, {t: spec.intents[t] for t in tools},
+                                      kind=spec.kind)
+    return chosen
