@@ -417,23 +417,102 @@ class Registry:
 
         A result whose content hash was ingested before is skipped (idempotent); one
         whose run is unknown is reported and skipped. Done runs get their metrics and
-        measured N, D, FLOPs; failed runs their error tail.
+        measured N, D, FLOPs; failed runs their error tail. Set-based: a few statements
+        per batch, not per file (300 results in well under a second).
         """
         report = IngestReport(ingested=0, duplicate=0, unknown_run=0, problems=[])
+        if not results:
+            return report
         with self.transaction():
+            seen = self._existing("ingested_files", "content_hash", [d for _, d, _ in results])
+            known = self._existing("runs", "run_id", [r.run_id for r, _, _ in results])
+            todo: list[tuple[RunResult, str, str]] = []
             for result, digest, path in results:
-                if self.con.execute("SELECT 1 FROM ingested_files WHERE content_hash = ?", [digest]).fetchone():
+                if digest in seen:
                     report["duplicate"] += 1
                     continue
-                if not self.con.execute("SELECT 1 FROM runs WHERE run_id = ?", [result.run_id]).fetchone():
+                if result.run_id not in known:
                     report["unknown_run"] += 1
                     report["problems"].append(f"{path}: unknown run {result.run_id}")
                     continue
-                self._apply_result(result)
-                self.con.execute("INSERT INTO ingested_files VALUES (?, ?, ?, ?, ?)",
-                                 [digest, result.run_id, path, now(), SCHEMA_VERSION])
-                report["ingested"] += 1
+                seen.add(digest)
+                todo.append((result, digest, path))
+            if len({r.run_id for r, _, _ in todo}) == len(todo):
+                self._apply_results(todo)
+            else:  # the same run twice in one batch: apply in order, the last one wins
+                for result, digest, path in todo:
+                    self._apply_result(result)
+                    self.con.execute("INSERT INTO ingested_files VALUES (?, ?, ?, ?, ?)",
+                                     [digest, result.run_id, path, now(), SCHEMA_VERSION])
+            report["ingested"] = len(todo)
         return report
+
+    _CHUNK = 400
+
+    def _existing(self, table: str, column: str, values: Sequence[str]) -> set[str]:
+        out: set[str] = set()
+        values = list(dict.fromkeys(values))
+        for i in range(0, len(values), self._CHUNK):
+            part = values[i:i + self._CHUNK]
+            out.update(r[0] for r in self.con.execute(
+                f"SELECT {column} FROM {table} WHERE {column} IN ({', '.join('?' for _ in part)})", part).fetchall())
+        return out
+
+    def _values(self, sql: str, row_sql: str, rows: Sequence[Sequence[Any]]) -> None:
+        """Run ``sql`` with ``{values}`` replaced by chunks of ``rows`` as a multi-row VALUES list."""
+        for i in range(0, len(rows), self._CHUNK):
+            part = rows[i:i + self._CHUNK]
+            self.con.execute(sql.format(values=", ".join(row_sql for _ in part)), [x for row in part for x in row])
+
+    def _apply_results(self, todo: Sequence[tuple[RunResult, str, str]]) -> None:
+        """:meth:`_apply_result` for many results of distinct runs, a few statements in all."""
+        stamp = now()
+
+        def finished(r: RunResult) -> datetime:
+            return r.finished_at.astimezone(UTC).replace(tzinfo=None) if r.finished_at.tzinfo else r.finished_at
+
+        failed = [(r.run_id, r.error, finished(r), r.job_id) for r, _, _ in todo if r.status == "failed"]
+        if failed:
+            self._values("UPDATE runs SET status = 'failed', error = v.error, finished_at = v.fin, "
+                         "job_id = coalesce(v.job_id, runs.job_id) FROM (VALUES {values}) "
+                         "v(run_id, error, fin, job_id) WHERE runs.run_id = v.run_id",
+                         "(?::VARCHAR, ?::VARCHAR, ?::TIMESTAMP, ?::VARCHAR)", failed)
+        done = []
+        for r, _, _ in todo:
+            if r.status == "failed":
+                continue
+            t = r.train
+            done.append((r.run_id, finished(r), r.job_id, t.params if t else None, t.train_tokens if t else None,
+                         t.train_flops if t else None,
+                         _json({"dataset_id": r.dataset_id, "train": t.model_dump() if t else None, **r.extra})))
+        if done:
+            self._values("UPDATE runs SET status = 'done', error = NULL, finished_at = v.fin, "
+                         "job_id = coalesce(v.job_id, runs.job_id), "
+                         "model_params = coalesce(v.n, runs.model_params), "
+                         "train_tokens = coalesce(v.d, runs.train_tokens), "
+                         "train_flops = coalesce(v.c, runs.train_flops), "
+                         "metadata = json_merge_patch(coalesce(runs.metadata, '{{}}'), v.patch) "
+                         "FROM (VALUES {values}) v(run_id, fin, job_id, n, d, c, patch) WHERE runs.run_id = v.run_id",
+                         "(?::VARCHAR, ?::TIMESTAMP, ?::VARCHAR, ?::DOUBLE, ?::DOUBLE, ?::DOUBLE, ?::VARCHAR)", done)
+        metrics: dict[tuple[str, str, str], list[Any]] = {}
+        for r, _, _ in todo:
+            if r.status == "failed":
+                continue
+            for m in r.metrics:  # a metric listed twice: the last one wins, as with one INSERT OR REPLACE each
+                metrics[(r.run_id, m.benchmark, m.metric)] = [
+                    r.run_id, m.benchmark, m.metric, m.version, m.score, m.stderr, m.n_items, m.higher_is_better,
+                    stamp, SCHEMA_VERSION]
+        if metrics:
+            self._values("INSERT OR REPLACE INTO metrics VALUES {values}",
+                         "(?::VARCHAR, ?::VARCHAR, ?::VARCHAR, ?::VARCHAR, ?::DOUBLE, ?::DOUBLE, ?::INTEGER, "
+                         "?::BOOLEAN, ?::TIMESTAMP, ?::INTEGER)", list(metrics.values()))
+        events = [(r.run_id, r.status, (r.error or "")[-500:] if r.status == "failed" else None, stamp, SCHEMA_VERSION)
+                  for r, _, _ in todo]
+        self._values("INSERT INTO run_events VALUES {values}",
+                     "(?::VARCHAR, ?::VARCHAR, ?::VARCHAR, ?::TIMESTAMP, ?::INTEGER)", events)
+        self._values("INSERT INTO ingested_files VALUES {values}",
+                     "(?::VARCHAR, ?::VARCHAR, ?::VARCHAR, ?::TIMESTAMP, ?::INTEGER)",
+                     [(d, r.run_id, p, stamp, SCHEMA_VERSION) for r, d, p in todo])
 
     def _apply_result(self, result: RunResult) -> None:
         finished = result.finished_at.astimezone(UTC).replace(tzinfo=None) if result.finished_at.tzinfo else \
