@@ -26,27 +26,32 @@ _SHARED: dict[str, Any] = {}
 _MIN_PARALLEL = 24
 
 
-def _refit(indices: np.ndarray) -> dict[str, float] | None:
+def _refit(task: tuple[np.ndarray, dict[str, float]]) -> dict[str, float] | None:
     from fit.fitting import _fit_any
 
+    indices, fixed = task
     law: Law = _SHARED["law"]
     sample = _SHARED["points"].subset(indices)
     try:
         opt = _fit_any(law, sample, huber_delta=_SHARED["delta"], n_starts=1, max_grid=1, seed=0,
-                       starts=[_SHARED["start"]], method=_SHARED["method"])
+                       starts=[_SHARED["start"]], method=_SHARED["method"], fixed=fixed or None)
     except Exception:  # noqa: BLE001 - a degenerate resample is dropped, not fatal
         return None
     return opt.params if np.all(np.isfinite(list(opt.params.values()))) else None
 
 
-def _refit_chunk(chunk: Sequence[np.ndarray]) -> list[dict[str, float] | None]:
+def _refit_chunk(chunk: Sequence[tuple[np.ndarray, dict[str, float]]]) -> list[dict[str, float] | None]:
     return [_refit(ix) for ix in chunk]
 
 
 def bootstrap_draws(points: Points, law: Law, params: Mapping[str, float], *, n_bootstrap: int, seed: int = 0,
                     huber_delta: float | None = None, n_jobs: int | None = None,
-                    method: str = "trf") -> list[dict[str, float]]:
+                    method: str = "trf", fixed: Mapping[str, float] | None = None,
+                    priors: Mapping[str, tuple[float, float]] | None = None) -> list[dict[str, float]]:
     """``n_bootstrap`` parameter dicts refitted on runs resampled with replacement.
+
+    ``fixed`` parameters stay at their values, except those in ``priors``, which each
+    replicate draws uniformly from ``(low, high)`` (seeded) and holds during its refit.
 
     Resamples in which an input collapses to a single level are redrawn (up to 20
     times); refits that fail are dropped, so the list can be slightly shorter.
@@ -61,7 +66,10 @@ def bootstrap_draws(points: Points, law: Law, params: Mapping[str, float], *, n_
             ix = rng.integers(0, n, size=n)
             if all(np.unique(X[a][ix]).size > 1 for a in varying):
                 break
-        samples.append(ix)
+        held = dict(fixed or {})
+        for name, (lo, hi) in (priors or {}).items():
+            held[name] = float(rng.uniform(lo, hi))
+        samples.append((ix, held))
     _SHARED.update(law=law, points=points, delta=huber_delta, start=dict(params), method=method)
     try:
         jobs = n_jobs or os.cpu_count() or 1

@@ -67,9 +67,11 @@ class OptimumInfo:
 class _Problem:
     """Vector <-> named parameters, bounds and the vectorised objective for one law and data set."""
 
-    def __init__(self, law: Law, X: Mapping[str, np.ndarray], y: np.ndarray, delta: float):
+    def __init__(self, law: Law, X: Mapping[str, np.ndarray], y: np.ndarray, delta: float,
+                 fixed: Mapping[str, float] | None = None):
         self.law, self.X, self.y, self.delta = law, X, y, delta
-        self.names = law.param_names
+        self.fixed = dict(fixed or {})
+        self.names = tuple(p for p in law.param_names if p not in self.fixed)
         self.is_log = np.array([p in law.log_params for p in self.names])
         lo = np.array([law.bounds[p][0] for p in self.names], dtype=float)
         hi = np.array([law.bounds[p][1] for p in self.names], dtype=float)
@@ -82,12 +84,14 @@ class _Problem:
 
     def to_params(self, theta: np.ndarray) -> dict[str, float]:
         v = np.where(self.is_log, np.exp(theta), theta)
-        return {p: float(x) for p, x in zip(self.names, v)}
+        out = {p: float(x) for p, x in zip(self.names, v)}
+        return {p: out[p] if p in out else float(self.fixed[p]) for p in self.law.param_names}
 
     def objective_batch(self, thetas: np.ndarray) -> np.ndarray:
         """Mean Huber loss divided by delta, for each row of ``thetas`` (shape ``(B, k)``)."""
         vals = np.where(self.is_log, np.exp(thetas), thetas)
         params = {p: vals[:, i:i + 1] for i, p in enumerate(self.names)}
+        params.update(self.fixed)
         with np.errstate(all="ignore"):
             pred = np.asarray(self.law.fn(params, self.X), dtype=float)
             if pred.ndim == 1:
@@ -99,6 +103,7 @@ class _Problem:
     def _batch_pred(self, thetas: np.ndarray) -> np.ndarray:
         vals = np.where(self.is_log, np.exp(thetas), thetas)
         params = {p: vals[:, i:i + 1] for i, p in enumerate(self.names)}
+        params.update(self.fixed)
         with np.errstate(all="ignore"):
             pred = np.asarray(self.law.fn(params, self.X), dtype=float)
         return np.broadcast_to(pred, (thetas.shape[0], self.y.shape[0]))
@@ -136,9 +141,9 @@ class _Problem:
         return float(f0), grad
 
 
-def _grid(law: Law, max_grid: int, seed: int) -> list[dict[str, float]]:
-    """The law's full starting grid, or ``max_grid`` seeded draws from it when it is larger."""
-    names = law.param_names
+def _grid(law: Law, max_grid: int, seed: int, names: tuple[str, ...] | None = None) -> list[dict[str, float]]:
+    """The law's full starting grid (over ``names``), or ``max_grid`` seeded draws from it when it is larger."""
+    names = law.param_names if names is None else names
     values = [law.start_grid[p] for p in names]
     total = math.prod(len(v) for v in values)
     if total <= max_grid:
@@ -233,23 +238,25 @@ def check_points(points: Points, law: Law) -> None:
 
 def fit_params(law: Law, X: Mapping[str, np.ndarray], y: np.ndarray, *, huber_delta: float | None = None,
                n_starts: int = 8, max_grid: int = 8192, maxiter: int = 2000, seed: int = 0,
-               starts: list[Mapping[str, float]] | None = None, method: str = "trf") -> OptimumInfo:
+               starts: list[Mapping[str, float]] | None = None, method: str = "trf",
+               fixed: Mapping[str, float] | None = None) -> OptimumInfo:
     """Minimise the Huber objective of one (single-stage) law; no validation, no uncertainty.
 
     ``starts`` replaces the grid (bootstrap refits start from the full-data optimum).
     ``method``: ``trf`` runs trust-region reflective least squares with scipy's Huber loss
     (the same objective, Gauss-Newton steps: tens of iterations where L-BFGS-B takes hundreds
     on many-axis laws) from each start, then polishes the best with L-BFGS-B; ``lbfgsb`` runs
-    L-BFGS-B from each start (exactly the Epoch AI procedure).
+    L-BFGS-B from each start (exactly the Epoch AI procedure). ``fixed`` holds parameters at
+    given values (they are not fitted).
     """
     if method not in ("trf", "lbfgsb"):
         raise FitInputError(f"method must be 'trf' or 'lbfgsb', got {method!r}")
     delta = law.huber_delta if huber_delta is None else huber_delta
-    prob = _Problem(law, X, y, delta)
+    prob = _Problem(law, X, y, delta, fixed)
     if starts is not None:
         thetas = [prob.to_theta(s) for s in starts]
     else:
-        grid = _grid(law, max_grid, seed)
+        grid = _grid(law, max_grid, seed, prob.names)
         cand = np.stack([prob.to_theta(g) for g in grid])
         scores = np.concatenate([prob.objective_batch(cand[i:i + 512]) for i in range(0, len(cand), 512)])
         order = np.argsort(scores, kind="stable")
@@ -258,13 +265,16 @@ def fit_params(law: Law, X: Mapping[str, np.ndarray], y: np.ndarray, *, huber_de
 
 
 def _fit_any(law: Law, points: Points, *, huber_delta: float | None, n_starts: int, max_grid: int,
-             seed: int, starts: list[Mapping[str, float]] | None = None, method: str = "trf") -> OptimumInfo:
+             seed: int, starts: list[Mapping[str, float]] | None = None, method: str = "trf",
+             fixed: Mapping[str, float] | None = None) -> OptimumInfo:
     """Fit a law (chaining the stages of a two-step law, each on its own observed data)."""
     X = points.X()
     y = points.y_array()
     if law.stages is None:
         return fit_params(law, X, y, huber_delta=huber_delta, n_starts=n_starts, max_grid=max_grid, seed=seed,
-                          starts=starts, method=method)
+                          starts=starts, method=method, fixed=fixed)
+    if fixed:
+        raise FitInputError(f"law {law.name!r}: fixed parameters are not supported for two-step laws")
     stage1, stage2, inter = law.stages
     s1 = fit_params(stage1, X, X[inter], n_starts=n_starts, max_grid=max_grid, seed=seed, method=method,
                     starts=None if starts is None else [{k: s[k] for k in stage1.param_names} for s in starts])
@@ -278,6 +288,34 @@ def _fit_any(law: Law, points: Points, *, huber_delta: float | None, n_starts: i
                        converged=s1.converged and s2.converged,
                        message=f"stage 1 ({stage1.name}): {s1.message}; stage 2 ({stage2.name}): {s2.message}",
                        at_bounds=s1.at_bounds + s2.at_bounds, n_starts=s1.n_starts + s2.n_starts)
+
+
+SIZE_EXPONENT_FIXED = 0.5
+"""Size exponent held fixed when the fitted runs have fewer than 3 model sizes."""
+SIZE_EXPONENT_PRIOR = (0.2, 0.8)
+"""Range the bootstrap draws that fixed exponent from (so intervals carry the uncertainty)."""
+
+
+def _unidentified_size_exponent(law: Law, points: Points) -> tuple[dict[str, float], dict[str, tuple[float, float]], str]:
+    """Fix a score law's size exponent when N takes fewer than 3 levels.
+
+    ``S0 - A_N n^(-alpha_N)`` has three parameters; two model sizes give two equations,
+    so every ``alpha_N`` fits equally well and the optimum is wherever the optimizer
+    stopped. The exponent is then held at :data:`SIZE_EXPONENT_FIXED` and the bootstrap
+    draws it from :data:`SIZE_EXPONENT_PRIOR`, so extrapolation intervals widen honestly.
+    """
+    if law.target != "score" or law.stages is not None:
+        return {}, {}, ""
+    size = next((i for i in law.inputs if i.kind == "size"), None)
+    if size is None:
+        return {}, {}, ""
+    name = next((p for p in ("alpha_N", f"alpha_{size.name}") if p in law.param_names), None)
+    levels = np.unique(np.asarray(points.inputs[size.name], dtype=float)).size
+    if name is None or levels >= 3:
+        return {}, {}, ""
+    note = (f"{name} not identifiable from {levels} model sizes: fixed at {SIZE_EXPONENT_FIXED} and drawn from "
+            f"U{SIZE_EXPONENT_PRIOR} in the bootstrap (fit 3+ sizes to estimate it)")
+    return {name: SIZE_EXPONENT_FIXED}, {name: SIZE_EXPONENT_PRIOR}, note
 
 
 def replicate_sd(points: Points, law: Law) -> float | None:
@@ -356,16 +394,20 @@ def fit_law(points: Points, law: Law, *, huber_delta: float | None = None, n_sta
     train = points.subset(split == "fit")
     test = points.subset(split == "heldout")
     check_points(train, law)
+    fixed, priors, note = _unidentified_size_exponent(law, train)
     t0 = time.perf_counter()
     opt = _fit_any(law, train, huber_delta=huber_delta, n_starts=n_starts, max_grid=max_grid, seed=seed,
-                   method=method)
+                   method=method, fixed=fixed)
+    if note:
+        opt = OptimumInfo(params=opt.params, objective=opt.objective, converged=opt.converged,
+                          message=f"{opt.message}; {note}", at_bounds=opt.at_bounds, n_starts=opt.n_starts)
     elapsed = time.perf_counter() - t0
     if require_convergence and not opt.converged:
         raise FitError(f"law {law.name!r} on {train.n} runs: {opt.message}; at bounds: "
                        f"{', '.join(opt.at_bounds) or 'none'}")
     X, y = train.X(), train.y_array()
     r = residuals(law, y, law.predict(opt.params, X))
-    n, k = train.n, law.n_params
+    n, k = train.n, law.n_params - len(fixed)
     rss = float((r * r).sum())
     s2 = max(rss / n, 1e-300)
     ll = -0.5 * n * (math.log(2 * math.pi * s2) + 1.0)
@@ -373,10 +415,11 @@ def fit_law(points: Points, law: Law, *, huber_delta: float | None = None, n_sta
     draws: list[dict[str, float]] = []
     if n_bootstrap > 0:
         draws = bootstrap_draws(train, law, opt.params, n_bootstrap=n_bootstrap, seed=seed, huber_delta=delta,
-                                n_jobs=n_jobs, method=method)
+                                n_jobs=n_jobs, method=method, fixed=fixed, priors=priors)
     result = FitResult(
         law=law.name, inputs=list(law.inputs), params=opt.params, target=law.target, loss=opt.objective,
-        converged=opt.converged, message=opt.message, at_bounds=list(opt.at_bounds), n_points=n, n_params=k,
+        converged=opt.converged, message=opt.message, at_bounds=list(opt.at_bounds), fixed=fixed, priors=priors,
+        n_points=n, n_params=k,
         data_hash=train.data_hash(), huber_delta=delta, n_starts=opt.n_starts,
         residual_sd=math.sqrt(rss / max(n - k, 1)), replicate_sd=replicate_sd(train, law), log_likelihood=ll,
         aic=2 * k - 2 * ll, bic=k * math.log(n) - 2 * ll, bootstrap=draws,

@@ -27,6 +27,8 @@ __all__ = [
     "Truth",
     "HypothesisFit",
     "InteractionResult",
+    "FitRequest",
+    "ExperimentFit",
 ]
 
 Target = Literal["score", "loss"]
@@ -222,6 +224,11 @@ class FitResult(_Frozen):
     """Optimizer message and diagnostics (which parameters hit a bound...)."""
     at_bounds: list[str] = Field(default_factory=list)
     """Parameters within 1e-6 (relative) of a bound."""
+    fixed: dict[str, float] = Field(default_factory=dict)
+    """Parameters held at a value instead of fitted (e.g. the size exponent when the fitted runs
+    have fewer than 3 model sizes); they are in ``params`` too."""
+    priors: dict[str, tuple[float, float]] = Field(default_factory=dict)
+    """``name -> (low, high)``: fixed parameters the bootstrap draws uniformly from this range."""
     n_points: int
     """Points fitted."""
     n_params: int
@@ -337,3 +344,50 @@ class InteractionResult(_Frozen):
     """Upper 95% bootstrap bound of ``gain_ratio``."""
     n_points: int
     """Runs fitted."""
+
+
+class FitRequest(_Frozen):
+    """What ``toolscale fit`` / ``toolscale report`` asks for (the CLI parses into this)."""
+
+    experiment: str
+    """Experiment name."""
+    benchmark: str
+    """Benchmark whose metric is fitted."""
+    metric: str | None = None
+    """Metric (default: ``loss`` for loss laws, ``score`` otherwise)."""
+    law: str = "auto"
+    """Law name, or ``auto``: the hypothesis the interaction test supports (score with diversity and
+    quality axes), ``saturating`` (score without quality axes), ``chinchilla`` (loss)."""
+    axes: list[str] | None = None
+    """Axes entering the law (None: every axis of the experiment)."""
+    holdout: str = "top-flops:0.25"
+    """Hold-out rule: ``top-flops:F``, ``split`` or ``none`` (see :mod:`fit.holdout`)."""
+    n_bootstrap: int = Field(default=200, ge=0)
+    """Bootstrap refits (0: no intervals)."""
+    huber_delta: float | None = Field(default=None, gt=0)
+    """Huber threshold (default: the law's)."""
+    n_starts: int = Field(default=8, ge=1)
+    """Minimiser runs from the best grid starts."""
+    max_grid: int = Field(default=8192, ge=1)
+    """Largest starting grid scored."""
+    method: Literal["trf", "lbfgsb"] = "trf"
+    """Minimiser (see :func:`fit.fitting.fit_params`)."""
+    seed: int = 0
+    """Seed of grid subsampling and bootstrap."""
+    n_jobs: int | None = Field(default=None, ge=1)
+    """Bootstrap worker processes (None: every core)."""
+    interaction_test: bool = True
+    """Run the additive vs multiplicative comparison when the experiment has both axis kinds."""
+
+
+class ExperimentFit(_Frozen):
+    """Everything ``fit`` and ``report`` computed for one experiment and benchmark."""
+
+    request: FitRequest
+    """The request."""
+    fit: FitResult
+    """The fit of the chosen law."""
+    interaction: InteractionResult | None = None
+    """The hypothesis comparison (None without both diversity and quality axes, or for loss laws)."""
+    points: Points
+    """The points fitted and held out (for plots)."""

@@ -10,7 +10,7 @@ The built-in truth (:func:`builtin_truth`) is documented here:
 
 - law ``multiplicative`` (or ``additive`` with ``hypothesis="additive"``) over the
   config's model size, diversity and quality axes;
-- ``S0 = 0.25``, ``A_N = 0.30``, ``alpha_N = 0.50`` (size normalised by the smallest rung);
+- ``S0 = 0.25``, ``A_N = 0.30``, ``alpha_N = 0.40`` (size normalised by the smallest rung);
 - every diversity axis ``G = 0.10``, ``alpha = 0.60`` (level normalised by the axis minimum);
 - every quality axis ``beta = 1.0`` and ``H = 0.40`` (multiplicative: up to +20% of the
   diversity gain per axis) or ``H = 0.05`` (additive: up to 2.5 score points per axis);
@@ -30,7 +30,8 @@ from fit.errors import FitInputError
 from fit.laws import Law, get_law
 from fit.models import LawInput, Truth
 
-__all__ = ["builtin_truth", "load_truth", "simulate_results", "law_inputs_for_config", "DEFAULT_NOISE_SD"]
+__all__ = ["builtin_truth", "load_truth", "simulate_results", "simulate_experiment", "law_inputs_for_config",
+           "DEFAULT_NOISE_SD"]
 
 DEFAULT_NOISE_SD = 0.015
 
@@ -53,7 +54,7 @@ def builtin_truth(inputs: Sequence[LawInput], hypothesis: str = "multiplicative"
     if hypothesis not in ("additive", "multiplicative"):
         raise FitInputError(f"hypothesis must be 'additive' or 'multiplicative', got {hypothesis!r}")
     law = get_law(hypothesis, inputs)
-    params: dict[str, float] = {"S0": 0.25, "A_N": 0.30, "alpha_N": 0.50}
+    params: dict[str, float] = {"S0": 0.25, "A_N": 0.30, "alpha_N": 0.40}
     for inp in law.inputs:
         if inp.kind == "diversity":
             params[f"G_{inp.name}"] = 0.10
@@ -107,3 +108,46 @@ def simulate_results(runs: Sequence[Any], truth: Truth, law: Law, *, seed: int =
     if law.target == "loss":
         return [float(v) for v in mean * np.exp(eps)]
     return [float(v) for v in np.clip(mean + eps, 0.0, 1.0)]
+
+
+def simulate_experiment(registry: Any, config: Any, experiment: str, *, truth_path: str | Path | None = None,
+                        hypothesis: str = "multiplicative", noise_sd: float | None = None,
+                        benchmark: str | None = None, seed: int = 0) -> dict[str, Any]:
+    """The edge of ``toolscale simulate``: build the config's real design, draw results, store them.
+
+    Every run keeps the design's recipe, planned N, D, FLOPs and split; it is renamed into
+    ``experiment`` (run ids recomputed) and stored with ``source="simulated"`` in an
+    experiment flagged ``simulated``, with the config (so fits know the axis kinds).
+    Returns a summary dict (runs, held-out runs, truth).
+    """
+    from grid.design import build_design
+    from grid.models import MetricResult, run_id_for
+
+    if not experiment or not experiment.replace("-", "").replace("_", "").replace(".", "").isalnum():
+        raise FitInputError(f"experiment name must be letters, digits, '-', '_' or '.', got {experiment!r}")
+    existing = {e["name"]: e for e in registry.experiments()}
+    if experiment in existing and not existing[experiment]["simulated"]:
+        raise FitInputError(f"experiment {experiment!r} holds real runs; simulate into a new experiment name")
+    inputs = law_inputs_for_config(config)
+    truth = load_truth(truth_path) if truth_path else builtin_truth(inputs, hypothesis)
+    if benchmark:
+        truth = truth.model_copy(update={"benchmark": benchmark})
+    if noise_sd is not None:
+        truth = truth.model_copy(update={"noise_sd": noise_sd})
+    law = get_law(truth.law, inputs)
+    design = build_design(config)
+    runs = []
+    for r in design.runs:
+        rid = run_id_for(experiment, design.version, r.recipe, r.model_size, r.seed, r.token_multiplier)
+        runs.append(r.model_copy(update={"run_id": rid, "experiment": experiment,
+                                         "metadata": {**r.metadata, "simulated": True, "truth_law": truth.law}}))
+    values = simulate_results(runs, truth, law, seed=seed)
+    metrics = [[MetricResult(benchmark=truth.benchmark, metric=truth.metric, score=v,
+                             higher_is_better=law.target == "score", version="simulated")] for v in values]
+    registry.ensure_experiment(experiment, config=config.model_dump(mode="json"), axes=[a.name for a in config.axes],
+                               simulated=True)
+    new = registry.import_runs(experiment, [a.name for a in config.axes], runs, metrics, simulated=True,
+                               source="simulated")
+    return {"experiment": experiment, "simulated": True, "runs": len(runs), "new_runs": new,
+            "heldout": sum(r.split == "heldout" for r in runs), "design_version": design.version,
+            "truth": truth.model_dump(mode="json")}

@@ -1,9 +1,244 @@
-"""Subcommands of this group are registered here (being built; see the issue tracker)."""
+"""Commands of fit/: ``fit`` (fit and store a law), ``report`` (Markdown + HTML + JSON), ``simulate``."""
 
 from __future__ import annotations
 
 import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+from toolscale.cli._common import Formatter, add_registry_args, config_of, emit_json, print_table, registry_path
+from toolscale.errors import UsageError
+
+__all__ = ["register", "fit_summary"]
+
+
+def _add_fit_args(p: argparse.ArgumentParser) -> None:
+    add_registry_args(p)
+    p.add_argument("--benchmark", required=True, help="benchmark whose metric is fitted")
+    p.add_argument("--metric", help="metric of the benchmark (default: loss for loss laws, else score)")
+    p.add_argument("--law", default="auto",
+                   help="law name (see `toolscale fit --list-laws`), or auto: the hypothesis the interaction "
+                        "test supports (default)")
+    p.add_argument("--axes", help="comma-separated axes entering the law (default: every axis)")
+    p.add_argument("--holdout", default="top-flops:0.25", metavar="RULE",
+                   help="top-flops:F (default top-flops:0.25; the stored split column when F is the design's), "
+                        "split (the stored column) or none")
+    p.add_argument("--bootstrap", type=int, default=200, metavar="N", help="bootstrap refits (default 200; 0: none)")
+    p.add_argument("--huber-delta", type=float, metavar="X", help="Huber threshold (default: the law's)")
+    p.add_argument("--starts", type=int, default=8, metavar="K", help="minimiser runs from the best grid starts")
+    p.add_argument("--method", choices=["trf", "lbfgsb"], default="trf", help="minimiser (default trf)")
+    p.add_argument("--seed", type=int, default=0, help="seed of the bootstrap and grid subsampling")
+    p.add_argument("--jobs", type=int, metavar="N", help="bootstrap worker processes (default: every core)")
+    p.add_argument("--no-interaction", action="store_true", help="skip the additive vs multiplicative test")
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    """Add this group's subcommands to the CLI."""
+    p = sub.add_parser(
+        "fit", help="fit a joint scaling law to an experiment's runs and store it for the allocator",
+        formatter_class=Formatter,
+        epilog="examples:\n  toolscale fit --experiment E --benchmark heldout-calls --json\n"
+               "  toolscale fit --experiment chinchilla --benchmark pile --law chinchilla --metric loss "
+               "--holdout none\n  toolscale fit --list-laws")
+    p.add_argument("--experiment", help="experiment name")
+    _add_fit_args_optional_benchmark(p)
+    p.add_argument("--list-laws", action="store_true", help="list the registered laws and exit")
+    p.add_argument("--no-store", action="store_true", help="do not store the fit in the registry")
+    p.add_argument("--keep-unconverged", action="store_true",
+                   help="store a fit that did not converge (flagged converged=false) instead of failing")
+    p.add_argument("--json", action="store_true", help="parameters with intervals and held-out metrics as JSON")
+    p.set_defaults(func=_fit)
+
+    p = sub.add_parser(
+        "report", help="write a Markdown + HTML report (plots) and a JSON file of every number for one benchmark",
+        formatter_class=Formatter,
+        epilog="example:\n  toolscale report --benchmark heldout-calls --experiment E --out reports/")
+    p.add_argument("--experiment", help="experiment name (default: the only one in the registry)")
+    _add_fit_args(p)
+    p.add_argument("--out", default="reports", metavar="DIR", help="output folder (default ./reports)")
+    p.add_argument("--json", action="store_true", help="print the report's JSON summary on stdout")
+    p.set_defaults(func=_report)
+
+    p = sub.add_parser(
+        "simulate", help="fill an experiment with results drawn from a known law over the config's real design",
+        formatter_class=Formatter,
+        epilog="examples:\n  toolscale simulate --config toolscale.toml --experiment sim --json\n"
+               "  toolscale simulate --config toolscale.toml --experiment sim-add --truth truth.toml --noise 0.02\n"
+               "  toolscale simulate --config toolscale.toml --experiment sim --hypothesis additive")
+    add_registry_args(p, config_required=True)
+    p.add_argument("--experiment", required=True, help="experiment to create (labelled simulated)")
+    p.add_argument("--truth", metavar="TRUTH.toml", help="truth file: law, [params], noise_sd, benchmark "
+                                                         "(default: the built-in truth, see fit/simulate.py)")
+    p.add_argument("--hypothesis", choices=["multiplicative", "additive"], default="multiplicative",
+                   help="built-in truth's law (default multiplicative)")
+    p.add_argument("--noise", type=float, metavar="SD", help="noise SD in score points (default: the truth's)")
+    p.add_argument("--benchmark", help="benchmark name to store the scores under (default: the truth's)")
+    p.add_argument("--seed", type=int, default=0, help="noise seed")
+    p.add_argument("--json", action="store_true", help="machine-readable summary")
+    p.set_defaults(func=_simulate)
+
+
+def _add_fit_args_optional_benchmark(p: argparse.ArgumentParser) -> None:
+    _add_fit_args(p)
+    for action in p._actions:  # --list-laws needs no benchmark; checked in _fit instead
+        if action.dest == "benchmark":
+            action.required = False
+
+
+def _request(args: argparse.Namespace, experiment: str):
+    from fit.models import FitRequest
+
+    if args.bootstrap < 0:
+        raise UsageError(f"--bootstrap must be >= 0, got {args.bootstrap}")
+    if args.starts < 1:
+        raise UsageError(f"--starts must be >= 1, got {args.starts}")
+    if args.huber_delta is not None and not args.huber_delta > 0:
+        raise UsageError(f"--huber-delta must be > 0, got {args.huber_delta}")
+    if args.jobs is not None and args.jobs < 1:
+        raise UsageError(f"--jobs must be >= 1, got {args.jobs}")
+    axes = [a.strip() for a in args.axes.split(",") if a.strip()] if args.axes else None
+    from fit.holdout import parse_holdout
+    from fit.laws import get_law
+
+    parse_holdout(args.holdout)
+    if args.law != "auto":
+        get_law(args.law)
+    return FitRequest(experiment=experiment, benchmark=args.benchmark, metric=args.metric, law=args.law, axes=axes,
+                      holdout=args.holdout, n_bootstrap=args.bootstrap, huber_delta=args.huber_delta,
+                      n_starts=args.starts, method=args.method, seed=args.seed, n_jobs=args.jobs,
+                      interaction_test=not args.no_interaction)
+
+
+def _load(args: argparse.Namespace, experiment: str | None) -> tuple[str, list, dict | None, bool]:
+    from grid.registry import Registry
+
+    with Registry(registry_path(args, config_of(args)), read_only=True) as reg:
+        if experiment is None:
+            names = [e["name"] for e in reg.experiments()]
+            if len(names) != 1:
+                raise UsageError(f"name the experiment with --experiment; the registry holds "
+                                 f"{', '.join(names) if names else 'none'}")
+            experiment = names[0]
+        info = reg.experiment(experiment)
+        runs = reg.runs(experiment, status="done")
+    return experiment, runs, info.get("config"), bool(info.get("simulated"))
+
+
+def _run(args: argparse.Namespace, experiment: str | None):
+    from fit.experiment import fit_experiment
+
+    experiment, runs, config, simulated = _load(args, experiment)
+    request = _request(args, experiment)
+    return fit_experiment(runs, request, config=config, simulated=simulated or None)
+
+
+def fit_summary(result: Any, fit_id: str | None = None) -> dict[str, Any]:
+    """The ``fit --json`` object: named parameters with intervals, held-out metrics, diagnostics."""
+    f = result.fit
+    params = {}
+    for name, value in f.params.items():
+        iv = f.intervals.get(name)
+        params[name] = {"estimate": value, "lo": iv.lo if iv else None, "hi": iv.hi if iv else None,
+                        "se": iv.se if iv else None}
+    h = f.heldout
+    out: dict[str, Any] = {
+        "fit_id": fit_id, "experiment": f.experiment, "benchmark": f.benchmark, "metric": f.metric, "law": f.law,
+        "simulated": f.simulated, "converged": f.converged, "message": f.message, "at_bounds": f.at_bounds,
+        "n_points": f.n_points, "n_params": f.n_params, "data_hash": f.data_hash, "params": params,
+        "residual_sd": f.residual_sd, "replicate_sd": f.replicate_sd, "aic": f.aic, "bic": f.bic,
+        "n_bootstrap": len(f.bootstrap), "holdout_rule": f.holdout_rule, "holdout_source": f.holdout_source,
+        "heldout_n": h.n if h else 0, "heldout_mae": h.mae if h else None,
+        "heldout_max_error": h.max_error if h else None,
+        "interval_coverage": h.interval_coverage if h else None,
+        "extrapolation_factor": h.extrapolation_factor if h else None, "fit_seconds": f.fit_seconds,
+    }
+    if result.interaction is not None:
+        i = result.interaction
+        out["interaction"] = {"supported": i.supported, "strength": i.strength, "delta_bic": i.delta_bic,
+                              "lr_stat": i.lr_stat, "lr_p": i.lr_p, "f_stat": i.f_stat, "f_p": i.f_p,
+                              "gain_ratio": i.gain_ratio, "gain_ratio_lo": i.gain_ratio_lo,
+                              "gain_ratio_hi": i.gain_ratio_hi,
+                              "bic": {k: v.bic for k, v in i.fits.items()},
+                              "heldout_mae": {k: v.heldout_mae for k, v in i.fits.items()}}
+    return out
+
+
+def _fit(args: argparse.Namespace) -> int:
+    from fit.errors import FitError
+    from fit.laws import get_law, known_laws
+
+    if args.list_laws:
+        rows = [{"law": n, "target": get_law(n).target, "formula": get_law(n).formula} for n in known_laws()]
+        if args.json:
+            emit_json(rows)
+        else:
+            print_table(rows, title="laws")
+        return 0
+    if not args.experiment or not args.benchmark:
+        raise UsageError("toolscale fit needs --experiment NAME and --benchmark NAME (or --list-laws)")
+    result = _run(args, args.experiment)
+    f = result.fit
+    if not f.converged and not args.keep_unconverged:
+        raise FitError(f"fit of law {f.law!r} did not converge, not stored: {f.message}; parameters at bounds: "
+                       f"{', '.join(f.at_bounds) or 'none'} (try --starts 32, another --law, or --keep-unconverged)")
+    fit_id = None
+    if not args.no_store:
+        from grid.registry import Registry
+
+        with Registry(registry_path(args, config_of(args))) as reg:
+            fit_id = reg.save_fit(experiment=f.experiment, benchmark=f.benchmark, metric=f.metric, law=f.law,
+                                  converged=f.converged, n_points=f.n_points, data_hash=f.data_hash,
+                                  payload=f.model_dump(mode="json"))
+    summary = fit_summary(result, fit_id)
+    if args.json:
+        emit_json(summary)
+        return 0
+    tag = " [SIMULATED DATA]" if f.simulated else ""
+    print(f"{f.law} on {f.n_points} runs of {f.experiment} / {f.benchmark}/{f.metric}{tag}; "
+          f"converged={f.converged}; stored as {fit_id or '(not stored)'}")
+    rows = [{"param": k, "estimate": v["estimate"], "95% lo": v["lo"], "95% hi": v["hi"]}
+            for k, v in summary["params"].items()]
+    print_table(rows, title="parameters")
+    if f.heldout:
+        h = f.heldout
+        cov = f"{h.interval_coverage:.0%}" if h.interval_coverage is not None else "n/a"
+        ext = f"{h.extrapolation_factor:.1f}x" if h.extrapolation_factor else "n/a"
+        print(f"held out ({f.holdout_source}): {h.n} runs, MAE {h.mae:.4f}, max error {h.max_error:.4f}, "
+              f"90% interval coverage {cov}, extrapolation {ext}")
+    if result.interaction is not None:
+        i = result.interaction
+        print(f"interaction test: {i.supported} ({i.strength}; delta BIC {i.delta_bic:.1f}, LR p={i.lr_p:.3g}); "
+              f"diversity gain at top quality / at bottom = {i.gain_ratio:.2f}")
+    return 0
+
+
+def _report(args: argparse.Namespace) -> int:
+    from fit.report import write_report
+
+    result = _run(args, args.experiment)
+    paths = write_report(result, Path(args.out))
+    if args.json:
+        emit_json({"files": {k: str(v) for k, v in paths.items()}, **fit_summary(result)})
+    else:
+        print(f"wrote {paths['markdown']}, {paths['html']} and {paths['json']}")
+    return 0
+
+
+def _simulate(args: argparse.Namespace) -> int:
+    from fit.simulate import simulate_experiment
+
+    config = config_of(args)
+    if args.noise is not None and not args.noise >= 0:
+        raise UsageError(f"--noise must be >= 0, got {args.noise}")
+    from grid.registry import Registry
+
+    with Registry(registry_path(args, config)) as reg:
+        out = simulate_experiment(reg, config, args.experiment, truth_path=args.truth, hypothesis=args.hypothesis,
+                                  noise_sd=args.noise, benchmark=args.benchmark, seed=args.seed)
+    if args.json:
+        emit_json(out)
+    else:
+        print(f"simulated {out['runs']} runs into {args.experiment!r} ({out['heldout']} held out) from the "
+              f"{out['truth']['law']} truth, noise SD {out['truth']['noise_sd']:g}; benchmark "
+              f"{out['truth']['benchmark']!r} [SIMULATED]", file=sys.stdout)
+    return 0

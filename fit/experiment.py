@@ -1,0 +1,81 @@
+"""One experiment, one benchmark: choose the law, apply the hold-out rule, fit, compare hypotheses.
+
+:func:`fit_experiment` is pure over the registry's rows (runs and the experiment's
+config dict); the CLI reads them and stores the result.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from fit.data import law_for_runs, points_from_runs
+from fit.errors import FitInputError
+from fit.fitting import fit_law
+from fit.holdout import apply_holdout
+from fit.interaction import compare_hypotheses
+from fit.laws import get_law
+from fit.models import ExperimentFit, FitRequest
+
+__all__ = ["fit_experiment", "stored_fraction"]
+
+
+def stored_fraction(config: Mapping[str, Any] | None) -> float:
+    """The held-out fraction the stored split was made with: the config's, else import-runs' 0.25."""
+    if config and isinstance(config.get("design"), Mapping) and "heldout_fraction" in config["design"]:
+        return float(config["design"]["heldout_fraction"])
+    return 0.25
+
+
+def fit_experiment(runs: Sequence[Any], request: FitRequest, *, config: Mapping[str, Any] | None = None,
+                   simulated: bool | None = None) -> ExperimentFit:
+    """Fit ``request.law`` (or the automatic choice) to the done runs of one experiment.
+
+    Parameters
+    ----------
+    runs : the experiment's done :class:`grid.models.RunRecord` rows.
+    request : what to fit.
+    config : the experiment's config as stored in the registry (axis kinds and ranges,
+        design hold-out fraction); None for imported experiments.
+    simulated : label override (default: from the runs' source).
+    """
+    if not runs:
+        raise FitInputError(f"experiment {request.experiment!r} has no done runs to fit")
+    name = request.law
+    if name == "auto":
+        name = _auto_law(runs, request, config)
+    generic = get_law(name)
+    metric = request.metric or ("loss" if generic.target == "loss" else "score")
+    law = law_for_runs(name, runs, config, request.axes)
+    inter = ("L", "loss") if law.stages is not None else None
+    names = law.stages[0].axes if law.stages is not None else law.axes
+    points = points_from_runs(runs, benchmark=request.benchmark, metric=metric, inputs=names,
+                              experiment=request.experiment, simulated=simulated, intermediate=inter)
+    points, source = apply_holdout(points, request.holdout, stored_fraction(config))
+    kinds = {i.kind for i in law.inputs}
+    interaction = None
+    if request.interaction_test and law.target == "score" and {"diversity", "quality"} <= kinds \
+            and law.stages is None:
+        interaction = compare_hypotheses(points, law.inputs, n_starts=request.n_starts,
+                                         max_grid=min(request.max_grid, 4096), seed=request.seed,
+                                         huber_delta=request.huber_delta, n_jobs=request.n_jobs)
+        if request.law == "auto":
+            law = get_law(interaction.supported, law.inputs)
+    fit = fit_law(points, law, huber_delta=request.huber_delta, n_starts=request.n_starts,
+                  max_grid=request.max_grid, seed=request.seed, n_bootstrap=request.n_bootstrap,
+                  n_jobs=request.n_jobs, holdout_rule=request.holdout, holdout_source=source, method=request.method)
+    return ExperimentFit(request=request, fit=fit, interaction=interaction, points=points)
+
+
+def _auto_law(runs: Sequence[Any], request: FitRequest, config: Mapping[str, Any] | None) -> str:
+    if request.metric == "loss":
+        return "chinchilla"
+    from fit.data import axis_kinds
+
+    kinds = axis_kinds(config, runs)
+    chosen = request.axes if request.axes is not None else list(kinds)
+    present = {kinds[a]["kind"] for a in chosen if a in kinds}
+    if not present:
+        raise FitInputError("law auto needs data axes for a score; use --law chinchilla with --metric loss, "
+                            "or import axis columns")
+    return "additive" if present == {"diversity", "quality"} else "saturating"
