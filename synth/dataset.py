@@ -302,6 +302,10 @@ def synthesize(recipe: Recipe, *, extra_docs: list[ToolDoc] | None = None, judge
                 narr_src.append((i, plan, trace, False))
                 continue
             hops = max((p.hops for p in prov), default=0)
+            if hops > recipe.support_depth:
+                # a skipped lookup can leave only an older observation holding the value
+                rejections["exceeds_support_depth"] += 1
+                continue
             meta = {"task_id": plan.task_id, "server": server, "db_id": plan.db_id,
                     "chain": [c.tool for c in plan.ordered()], "signature": plan.signature, "structure": plan.structure,
                     "nonderivable_calls": nonderiv, "repaired_calls": repaired_ids, "seed": plan.seed,

@@ -15,7 +15,7 @@ from synth.plans import ServerSpec
 from synth.servers import catalog
 from synth.servers.db import DOMAINS, HELDOUT_DOMAINS
 
-__all__ = ["training_domains", "bundled_spec", "document_spec", "select_tools"]
+__all__ = ["training_domains", "graph_order", "bundled_spec", "document_spec", "select_tools"]
 
 
 def training_domains(recipe: Recipe) -> list[str]:
@@ -35,18 +35,36 @@ def training_domains(recipe: Recipe) -> list[str]:
     return list(dict.fromkeys(recipe.domains))
 
 
-def _graph_order(spec: ServerSpec) -> list[str]:
-    order = list(spec.entries)
-    frontier = list(order)
-    while frontier:
-        nxt = []
-        for t in frontier:
-            for s in sorted(spec.graph.successors(t)):
-                if s not in order:
-                    order.append(s)
-                    nxt.append(s)
-        frontier = nxt
-    return order + sorted(t for t in spec.docs if t not in order)
+def graph_order(spec: ServerSpec) -> list[str]:
+    """The order in which a server's tools are taken: every prefix can form verified chains.
+
+    A tool is *ready* when each required argument comes from the query or from a tool already taken.
+    Among ready tools, one fed by the most recently taken tool comes first (extending a chain), then
+    entry tools (starting a new one), ties by name; tools never ready come last.
+    """
+    order: list[str] = []
+    remaining = sorted(spec.docs)
+    while remaining:
+        def ready(t: str) -> bool:
+            src = spec.sources.get(t, {})
+            return all(p in src or any(spec.supplier_field(a, t, p) for a in order) for p in spec.docs[t].required)
+
+        cands = [t for t in remaining if ready(t)]
+        if not cands:
+            order += remaining
+            break
+        pick = None
+        for last in reversed(order):
+            fed = [t for t in cands if spec.graph.has_edge(last, t) and t not in spec.entries]
+            if fed:
+                pick = fed[0]
+                break
+        if pick is None:
+            entries = [t for t in cands if t in spec.entries]
+            pick = (entries or cands)[0]
+        order.append(pick)
+        remaining.remove(pick)
+    return order
 
 
 def bundled_spec(domain: str, tools: list[str] | None = None) -> ServerSpec:
@@ -117,7 +135,7 @@ def select_tools(recipe: Recipe, extra_specs: dict[str, ServerSpec] | None = Non
         if need <= 0:
             break
         spec = specs[name]
-        tools = _graph_order(spec)[:need]
+        tools = graph_order(spec)[:need]
         need -= len(tools)
         if spec.kind == "bundled":
             chosen[name] = bundled_spec(name, tools)
