@@ -185,7 +185,7 @@ def _minimise(prob: _Problem, starts: list[np.ndarray], maxiter: int, method: st
             best = res
     assert best is not None  # noqa: S101 - starts is never empty (internal invariant)
     polish = minimize(prob.fun_and_grad, best.x, jac=True, method="L-BFGS-B", bounds=bounds,
-                      options={**options, "maxiter": 300})
+                      options={**options, "maxiter": min(300, maxiter)})
     final = polish if polish.fun <= best.fun else best
     stalled = abs(best.fun - polish.fun) <= 1e-7 * (1.0 + abs(best.fun))
     converged = bool(np.isfinite(final.fun) and final.fun < 1e29 and (polish.success or stalled))
@@ -266,20 +266,21 @@ def fit_params(law: Law, X: Mapping[str, np.ndarray], y: np.ndarray, *, huber_de
 
 def _fit_any(law: Law, points: Points, *, huber_delta: float | None, n_starts: int, max_grid: int,
              seed: int, starts: list[Mapping[str, float]] | None = None, method: str = "trf",
-             fixed: Mapping[str, float] | None = None) -> OptimumInfo:
+             fixed: Mapping[str, float] | None = None, maxiter: int = 2000) -> OptimumInfo:
     """Fit a law (chaining the stages of a two-step law, each on its own observed data)."""
     X = points.X()
     y = points.y_array()
     if law.stages is None:
         return fit_params(law, X, y, huber_delta=huber_delta, n_starts=n_starts, max_grid=max_grid, seed=seed,
-                          starts=starts, method=method, fixed=fixed)
+                          starts=starts, method=method, fixed=fixed, maxiter=maxiter)
     if fixed:
         raise FitInputError(f"law {law.name!r}: fixed parameters are not supported for two-step laws")
     stage1, stage2, inter = law.stages
     s1 = fit_params(stage1, X, X[inter], n_starts=n_starts, max_grid=max_grid, seed=seed, method=method,
+                    maxiter=maxiter,
                     starts=None if starts is None else [{k: s[k] for k in stage1.param_names} for s in starts])
     s2 = fit_params(stage2, X, y, huber_delta=huber_delta, n_starts=n_starts, max_grid=max_grid, seed=seed,
-                    method=method,
+                    method=method, maxiter=maxiter,
                     starts=None if starts is None else [{k: s[k] for k in stage2.param_names} for s in starts])
     pred = law.predict({**s1.params, **s2.params}, X)
     delta = law.huber_delta if huber_delta is None else huber_delta
@@ -340,7 +341,7 @@ def replicate_sd(points: Points, law: Law) -> float | None:
 def fit_law(points: Points, law: Law, *, huber_delta: float | None = None, n_starts: int = 8,
             max_grid: int = 8192, seed: int = 0, n_bootstrap: int = 0, n_jobs: int | None = None,
             interval_level: float = 0.90, holdout_rule: str = "", holdout_source: str = "",
-            require_convergence: bool = False, method: str = "trf") -> FitResult:
+            require_convergence: bool = False, method: str = "trf", maxiter: int = 2000) -> FitResult:
     """Fit ``law`` to the ``fit`` points; bootstrap and score the ``heldout`` points when asked.
 
     Parameters
@@ -361,6 +362,7 @@ def fit_law(points: Points, law: Law, *, huber_delta: float | None = None, n_sta
         returning a result with ``converged=False``.
     method : ``trf`` (default; Huber least squares by trust-region steps, polished by
         L-BFGS-B) or ``lbfgsb`` (L-BFGS-B from every start); see :func:`fit_params`.
+    maxiter : iteration (function evaluation, for ``trf``) limit of each minimiser run.
 
     Returns
     -------
@@ -397,7 +399,7 @@ def fit_law(points: Points, law: Law, *, huber_delta: float | None = None, n_sta
     fixed, priors, note = _unidentified_size_exponent(law, train)
     t0 = time.perf_counter()
     opt = _fit_any(law, train, huber_delta=huber_delta, n_starts=n_starts, max_grid=max_grid, seed=seed,
-                   method=method, fixed=fixed)
+                   method=method, fixed=fixed, maxiter=maxiter)
     if note:
         opt = OptimumInfo(params=opt.params, objective=opt.objective, converged=opt.converged,
                           message=f"{opt.message}; {note}", at_bounds=opt.at_bounds, n_starts=opt.n_starts)
