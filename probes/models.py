@@ -102,7 +102,7 @@ class ActionScore(_Frozen):
     call_id: str
     """The tool call's id."""
     n_tokens: int = Field(ge=0)
-    """Scored action tokens (the arguments JSON), in tokens."""
+    """Scored tokens: the argument values (string contents, numbers) of the call, in tokens."""
     logp_full: float | None = None
     """Mean log-probability per token of the action given the full history (nats/token)."""
     logp_masked: float | None = None

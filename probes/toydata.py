@@ -29,10 +29,10 @@ def _tool(name: str, desc: str, params: dict[str, str]) -> dict[str, Any]:
 
 
 TOOLS = [
-    _tool("get_customer", "Look up a customer by id.", {"customer_id": "customer id, CUS-nnnn"}),
-    _tool("get_store", "Look up a store by id.", {"store_id": "store id, STR-nnnn"}),
-    _tool("get_order", "Look up an order by id.", {"order_id": "order id, ORD-nnnn"}),
-    _tool("get_item", "Look up an item by id.", {"item_id": "item id, ITM-nnnn"}),
+    _tool("get_customer", "Look up a customer by id.", {"customer_id": "customer id, CUSnnnn"}),
+    _tool("get_store", "Look up a store by id.", {"store_id": "store id, STRnnnn"}),
+    _tool("get_order", "Look up an order by id.", {"order_id": "order id, ORDnnnn"}),
+    _tool("get_item", "Look up an item by id.", {"item_id": "item id, ITMnnnn"}),
     _tool("transfer_order", "Move an order to a store.", {"order_id": "order id", "store_code": "store code"}),
 ]
 
@@ -43,13 +43,13 @@ def _msg(role: str, content: str = "", tool_calls: list | None = None, tool_call
 
 
 class _Builder:
-    def __init__(self, rng: random.Random, used: set[str]):
-        self.rng, self.used, self.messages, self.n = rng, used, [], 0
+    def __init__(self, rng: random.Random, used: set[str], digits: int):
+        self.rng, self.used, self.messages, self.n, self.digits = rng, used, [], 0, digits
         self.injected: list[str] = []
 
     def ident(self, prefix: str) -> str:
         while True:
-            v = f"{prefix}-{self.rng.randrange(1000, 10000)}"
+            v = f"{prefix}{self.rng.randrange(10 ** (self.digits - 1), 10 ** self.digits)}"
             if v not in self.used:
                 self.used.add(v)
                 return v
@@ -58,7 +58,7 @@ class _Builder:
         self.n += 1
         cid = f"call_{self.n}"
         if inject is not None:
-            fake = self.ident(args[inject].split("-")[0])
+            fake = self.ident(args[inject].rstrip("0123456789"))
             output = {k: (fake if v == args[inject] else v) for k, v in output.items()}
             args = {**args, inject: fake}
             self.injected.append(cid)
@@ -68,11 +68,16 @@ class _Builder:
         return cid
 
 
-def make_trajectory(seed: int, *, structure: str | None = None, inject: bool = False) -> dict[str, Any]:
-    """One trajectory row; ``inject`` puts one non-derivable call in it (at a random action)."""
+def make_trajectory(seed: int, *, structure: str | None = None, inject: bool = False,
+                    id_digits: int = 4) -> dict[str, Any]:
+    """One trajectory row; ``inject`` puts one non-derivable call in it (at a random action).
+
+    Identifiers are ``PREFIX<id_digits digits>`` (``ORD4821``); short ones (2 digits) become
+    single BPE tokens, which a tiny probe learns to copy within a few hundred steps.
+    """
     rng = random.Random(seed)
     structure = structure or rng.choice(("chain", "fan-in", "fan-out", "parallel"))
-    b = _Builder(rng, set())
+    b = _Builder(rng, set(), id_digits)
     cus, store, name = b.ident("CUS"), b.ident("STR"), rng.choice(_NAMES)
     o1, o2, item, code = b.ident("ORD"), b.ident("ORD"), b.ident("ITM"), b.ident("SC")
     n_calls = {"chain": 3, "fan-in": 3, "fan-out": 3, "parallel": 2}[structure]
@@ -119,10 +124,11 @@ def make_trajectory(seed: int, *, structure: str | None = None, inject: bool = F
     return {"messages": b.messages, "tools": json.dumps(TOOLS), "meta": json.dumps(meta)}
 
 
-def make_dataset(n: int, *, defect_rate: float = 0.3, seed: int = 0) -> list[dict[str, Any]]:
+def make_dataset(n: int, *, defect_rate: float = 0.3, seed: int = 0, id_digits: int = 4) -> list[dict[str, Any]]:
     """``n`` rows; each trajectory gets an injected non-derivable call with probability ``defect_rate``."""
     rng = random.Random(seed)
-    return [make_trajectory(rng.randrange(2**31), inject=rng.random() < defect_rate) for _ in range(n)]
+    return [make_trajectory(rng.randrange(2**31), inject=rng.random() < defect_rate, id_digits=id_digits)
+            for _ in range(n)]
 
 
 def write_dataset(rows: list[dict[str, Any]], out_dir: str, manifest: dict[str, Any] | None = None) -> None:

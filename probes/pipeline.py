@@ -1,0 +1,194 @@
+"""Probe one dataset folder: provenance, coverage, masking probe, calibration, cost (pinned interface 7).
+
+``probe_dataset(DIR, spec=..., target_train_flops=...)`` reads ``DIR/train.jsonl``, writes the
+per-action scores to ``DIR/probe_scores.jsonl`` and the summary to ``DIR/manifest.json`` under
+``"probe"`` (both atomically, after everything was computed, so a failure leaves the folder as
+it was). The registry is written by the CLI (:mod:`toolscale.cli.probe`).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from probes.calibration import calibrate, verdicts
+from probes.cost import probe_cost
+from probes.coverage import coverage
+from probes.models import ActionScore, ProbeSummary, TrajectoryProvenance
+from probes.provenance import ParsedRow, parse_row, trace_trajectory
+from toolscale.config import ProbeSpec
+from toolscale.errors import ToolscaleError, UsageError
+
+__all__ = ["probe_dataset", "read_dataset", "DEFAULT_THRESHOLD", "SCORES_FILE", "action_rows"]
+
+DEFAULT_THRESHOLD = 0.5
+"""Groundedness threshold used when the data cannot be split for calibration (one trajectory)."""
+SCORES_FILE = "probe_scores.jsonl"
+"""Per-action scores, one JSON object per line, next to ``train.jsonl``."""
+
+Progress = Callable[[str, int, int], None]
+
+
+def read_dataset(data_dir: str | Path) -> tuple[list[ParsedRow], dict[str, Any]]:
+    """Rows of ``DIR/train.jsonl`` (decoded) and ``DIR/manifest.json`` (``{}`` when absent).
+
+    Raises :class:`UsageError` naming the folder, file and line for anything unreadable.
+    """
+    d = Path(data_dir)
+    if not d.is_dir():
+        raise UsageError(f"dataset folder {str(d)!r} does not exist (expected a folder written by `toolscale synth`)")
+    f = d / "train.jsonl"
+    if not f.is_file():
+        raise UsageError(f"dataset folder {str(d)!r} has no train.jsonl (expected a folder written by "
+                         "`toolscale synth`)")
+    rows: list[ParsedRow] = []
+    with open(f, encoding="utf-8") as fh:
+        for n, line in enumerate(fh, 1):
+            if not line.strip():
+                continue
+            try:
+                obj = json.loads(line)
+            except json.JSONDecodeError as err:
+                raise UsageError(f"{f} line {n}: not valid JSON ({err.msg} at char {err.pos})") from None
+            rows.append(parse_row(obj, len(rows)))
+    if not rows:
+        raise UsageError(f"{f} holds no trajectories")
+    manifest: dict[str, Any] = {}
+    mf = d / "manifest.json"
+    if mf.is_file():
+        try:
+            manifest = json.loads(mf.read_text(encoding="utf-8"))
+        except json.JSONDecodeError as err:
+            raise UsageError(f"{mf}: not valid JSON ({err.msg} at char {err.pos}); nothing was written") from None
+        if not isinstance(manifest, dict):
+            raise UsageError(f"{mf}: expected a JSON object, got {type(manifest).__name__}; nothing was written")
+    return rows, manifest
+
+
+def _atomic_write(path: Path, text: str) -> None:
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def _failed_scores(provs: list[TrajectoryProvenance], reason: str) -> list[ActionScore]:
+    return [ActionScore(trajectory=p.index, call_id=a.call_id, n_tokens=0, derivable=a.derivable,
+                        injected=None if p.injected is None else a.call_id in p.injected, error=reason)
+            for p in provs for a in p.actions]
+
+
+def _run_probe(rows: list[ParsedRow], provs: list[TrajectoryProvenance], spec: ProbeSpec,
+               progress: Progress | None) -> tuple[list[ActionScore], float, float, float, list[str]]:
+    """Train on a sample and score everything: (scores, params, train tokens, score tokens, problems)."""
+    from probes.masking import encode, render_pieces, score_dataset, train_probe
+
+    pieces = [render_pieces(r) for r in rows]
+    rng = random.Random(spec.seed)
+    sample = sorted(rng.sample(range(len(rows)), min(spec.sample_size, len(rows))))
+    texts = ["".join(p[0] for p in pieces[i]) for i in sample]
+    if progress:
+        progress("train", 0, spec.train_steps)
+    try:
+        lm = train_probe(texts, lambda tok: encode([pieces[i] for i in sample], tok), spec)
+    except (RuntimeError, ValueError, ToolscaleError) as err:  # no model: nothing is grounded
+        msg = f"probe training failed: {str(err).splitlines()[0][:200]}"
+        return _failed_scores(provs, msg), 0.0, 0.0, 0.0, [msg]
+    encoded = encode(pieces, lm.tokenizer)
+    cb = (lambda done, total: progress("score", done, total)) if progress else None
+    scores, tokens = score_dataset(lm, encoded, provs, max_seq_len=spec.max_seq_len, batch_size=spec.batch_size,
+                                   progress=cb)
+    return scores, float(lm.params), float(lm.train_tokens), float(tokens), []
+
+
+def action_rows(scores: list[ActionScore], provs: list[TrajectoryProvenance]) -> list[dict[str, Any]]:
+    """Per-action records (score plus tool, depth, support and reason) as written to ``probe_scores.jsonl``."""
+    by_key = {(p.index, a.call_id): a for p in provs for a in p.actions}
+    out = []
+    for s in scores:
+        a = by_key[(s.trajectory, s.call_id)]
+        out.append({**s.model_dump(mode="json"), "tool": a.tool, "depth": a.depth, "supports": a.supports,
+                    "status": a.status, "reason": a.reason})
+    return out
+
+
+def probe_dataset(data_dir: str | Path, *, spec: ProbeSpec | None = None, target_train_flops: float | None = None,
+                  progress: Progress | None = None, write: bool = True) -> ProbeSummary:
+    """Measure groundedness, coverage and probe cost of one dataset folder.
+
+    Parameters
+    ----------
+    data_dir : str or Path
+        Folder with ``train.jsonl`` (pinned interface 1) and optionally ``manifest.json``.
+    spec : ProbeSpec, optional
+        Probe settings (default ``ProbeSpec()``).
+    target_train_flops : float, optional
+        FLOPs of the training run this data feeds; the cost share is None without it.
+    progress : callable, optional
+        ``progress(stage, done, total)`` with stage ``train`` or ``score``.
+    write : bool
+        Write ``probe_scores.jsonl`` and update ``manifest.json`` (default True).
+
+    Returns
+    -------
+    ProbeSummary
+        ``measured_groundedness`` (share of actions the calibrated probe calls grounded; a probe
+        failure is never grounded), ``coverage``, ``agreement`` with synth's injected labels on
+        the evaluation split (None without labels) and ``probe_cost_share``.
+
+    Notes
+    -----
+    The threshold is calibrated against the injected labels (``meta.nonderivable_calls``) when
+    every row has them, else against symbolic provenance; it is chosen on
+    ``spec.calibration_fraction`` of the trajectories and evaluated on the others.
+    """
+    spec = spec or ProbeSpec()
+    d = Path(data_dir)
+    rows, manifest = read_dataset(d)
+    provs = [trace_trajectory(r, i) for i, r in enumerate(rows)]
+    cov = coverage(provs, k=spec.coverage_depth, quota=spec.coverage_quota)
+    problems = [f"trajectory {p.index}: {x}" for p in provs for x in p.problems]
+    n_actions = sum(len(p.actions) for p in provs)
+    if n_actions:
+        scores, params, train_tok, score_tok, extra = _run_probe(rows, provs, spec, progress)
+        problems += extra
+    else:
+        scores, params, train_tok, score_tok = [], 0.0, 0.0, 0.0
+    labelled = all(p.injected is not None for p in provs)
+    injected_of = {(p.index, a.call_id): (a.call_id in (p.injected or [])) for p in provs for a in p.actions}
+    ref_labels = [not injected_of[(s.trajectory, s.call_id)] if labelled else s.derivable for s in scores]
+    values = [s.groundedness for s in scores]
+    cal = calibrate(values, ref_labels, [s.trajectory for s in scores],
+                    reference="injected" if labelled else "provenance", fraction=spec.calibration_fraction,
+                    seed=spec.seed) if scores else None
+    threshold = cal.threshold if cal is not None else DEFAULT_THRESHOLD
+    grounded = verdicts(values, threshold) if scores else []
+    scores = [s.model_copy(update={"grounded": bool(g)}) for s, g in zip(scores, grounded, strict=True)]
+    cost = probe_cost(params=params, train_tokens=train_tok, score_tokens=score_tok,
+                      target_train_flops=target_train_flops, budget_share=spec.max_cost_share)
+    prov_agree = None
+    if labelled and n_actions:
+        prov_agree = sum(a.derivable == (not injected_of[(p.index, a.call_id)])
+                         for p in provs for a in p.actions) / n_actions
+    summary = ProbeSummary(
+        dataset=str(d), n_trajectories=len(rows), n_actions=n_actions,
+        measured_groundedness=sum(s.grounded for s in scores) / n_actions if n_actions else None,
+        symbolic_groundedness=sum(a.derivable for p in provs for a in p.actions) / n_actions if n_actions else None,
+        coverage=cov.score, agreement=cal.agreement if cal is not None and labelled else None,
+        provenance_agreement=prov_agree, probe_cost_share=cost.share, calibration=cal, coverage_report=cov,
+        cost=cost, scores_path=str(d / SCORES_FILE), problems=problems)
+    if write:
+        lines = "".join(json.dumps(r) + "\n" for r in action_rows(scores, provs))
+        _atomic_write(d / SCORES_FILE, lines)
+        manifest = {**manifest, "probe": summary.model_dump(mode="json")}
+        _atomic_write(d / "manifest.json", json.dumps(manifest, indent=2) + "\n")
+    return summary

@@ -1,0 +1,94 @@
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pytest
+import torch
+
+from probes.calibration import calibrate
+from probes.masking import _plan, encode, groundedness, render_pieces, score_dataset, train_probe
+from probes.provenance import parse_row, trace_trajectory
+from probes.toydata import make_dataset
+from toolscale.config import ProbeSpec
+
+
+def _tokenizer(texts):
+    from train.tokenizer import train_tokenizer
+
+    return train_tokenizer(texts, 320)
+
+
+def test_groundedness_is_the_normalised_collapse():
+    assert groundedness(-1.0, -3.0, -1.0) == pytest.approx(1 - math.exp(-2.0))
+    assert groundedness(-1.0, -3.0, -2.5) == pytest.approx(1 - math.exp(-0.5))
+    assert groundedness(-1.0, -1.0, -2.0) == 0.0  # the control collapsed more: no evidence of grounding
+
+
+def test_pieces_reassemble_the_rendered_arguments(handmade):
+    row = parse_row(handmade[0])
+    text = "".join(p[0] for p in render_pieces(row))
+    args = json.loads(row.messages[4]["tool_calls"][0]["function"]["arguments"])
+    assert f'<tool_call>{{"name": "book", "arguments": {json.dumps(args)}}}</tool_call>' in text
+    assert "<tool_response>" + row.messages[3]["content"] + "</tool_response>" in text
+
+
+def test_spans_and_masks(handmade):
+    row = parse_row(handmade[0])
+    pieces = render_pieces(row)
+    tok = _tokenizer(["".join(p[0] for p in pieces)] * 3)
+    enc = encode([pieces], tok)[0]
+    s, e = enc.obs_spans[3]
+    assert tok.decode(enc.ids[s:e]) == row.messages[3]["content"]
+    values = tok.decode([enc.ids[p] for p in enc.value_positions["call_2"]])
+    assert values == "AF-11801false"  # flight_id, seats, insured
+    prov = trace_trajectory(row)
+    errors, counts = {}, {}
+    variants = {v.key: v for v in _plan(enc, prov, 10_000, 0, errors, counts)}
+    masked, control = variants[(0, "call_2", "masked")], variants[(0, "call_2", "control")]
+    full = enc.ids[:len(masked.ids)]
+    masked_pos = {i for i, (a, b) in enumerate(zip(full, masked.ids)) if a != b}
+    control_pos = {i for i, (a, b) in enumerate(zip(full, control.ids)) if a != b}
+    support = set(range(*enc.obs_spans[1])) | set(range(*enc.obs_spans[3]))  # user turn (seats) + flight output
+    assert masked_pos == support
+    assert len(control_pos) == counts[(0, "call_2")][1] <= len(masked_pos) == counts[(0, "call_2")][0]
+    assert not control_pos & support
+    assert errors == {}
+
+
+def test_masking_probe_separates_injected_from_derivable():
+    """A tiny LM trained for a few hundred steps learns to copy identifiers; hiding their source then
+    collapses derivable actions but not injected ones. Seeded; the agreement reached is printed."""
+    torch.set_num_threads(1)
+    torch.manual_seed(0)
+    rows = [parse_row(r, i) for i, r in enumerate(make_dataset(160, defect_rate=0.5, seed=0, id_digits=2))]
+    provs = [trace_trajectory(r, i) for i, r in enumerate(rows)]
+    pieces = [render_pieces(r) for r in rows]
+    spec = ProbeSpec(hidden_size=64, num_layers=2, num_heads=4, vocab_size=512, max_seq_len=160, batch_size=8,
+                     train_steps=300, learning_rate=1e-2, seed=0)
+    lm = train_probe(["".join(p[0] for p in ps) for ps in pieces], lambda tok: encode(pieces, tok), spec)
+    scores, tokens = score_dataset(lm, encode(pieces, lm.tokenizer), provs, max_seq_len=160, batch_size=16)
+    assert tokens > 0 and lm.train_tokens > 0
+    assert all(s.error is None for s in scores)
+    g_inj = [s.groundedness for s in scores if s.injected]
+    g_der = [s.groundedness for s in scores if not s.injected]
+    assert len(g_inj) > 20 and len(g_der) > 100
+    rep = calibrate([s.groundedness for s in scores], [not s.injected for s in scores],
+                    [s.trajectory for s in scores], reference="injected", seed=0)
+    print(f"\nmasking probe: eval agreement {rep.agreement:.3f} (always-grounded baseline "
+          f"{(rep.confusion.tp + rep.confusion.fn) / rep.confusion.n:.3f}), balanced accuracy "
+          f"{rep.balanced_accuracy}, AUC {rep.auc:.3f}, mean g derivable {np.mean(g_der):.3f} "
+          f"injected {np.mean(g_inj):.3f}")
+    assert np.mean(g_der) > np.mean(g_inj) + 0.03
+    assert rep.auc > 0.6  # chance is 0.5; ~0.72 with these settings, ~0.8-0.9 with 4x the steps (benchmark)
+
+
+def test_unscorable_actions_are_never_grounded(handmade):
+    row = parse_row(handmade[3])  # malformed arguments, unknown tool
+    prov = trace_trajectory(row)
+    errors, counts = {}, {}
+    pieces = render_pieces(row)
+    enc = encode([pieces], _tokenizer(["".join(p[0] for p in pieces)] * 2))[0]
+    assert _plan(enc, prov, 10_000, 0, errors, counts) == []
+    assert set(errors) == {(0, "call_1"), (0, "call_2")}

@@ -1,0 +1,101 @@
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+import torch
+
+from probes import pipeline
+from probes.pipeline import SCORES_FILE, probe_dataset
+from probes.toydata import make_dataset, write_dataset
+from toolscale.config import ProbeSpec
+from toolscale.errors import UsageError
+
+FIX = Path(__file__).parent / "fixtures"
+SPEC = ProbeSpec(hidden_size=32, num_layers=1, num_heads=2, vocab_size=320, max_seq_len=128, batch_size=4,
+                 train_steps=3, sample_size=8)
+
+
+@pytest.fixture(autouse=True)
+def _threads():
+    torch.set_num_threads(1)
+
+
+def _toy(tmp_path, n=12, **kw):
+    d = tmp_path / "d-toy"
+    write_dataset(make_dataset(n, defect_rate=0.5, seed=2, id_digits=2), str(d),
+                  {"dataset_id": "d-toy", "experiment": "E", "recipe": {"repair_rate": 0.0}, "seed": 2, **kw})
+    return d
+
+
+def test_probe_dataset_writes_summary_and_scores(tmp_path):
+    d = _toy(tmp_path)
+    s = probe_dataset(d, spec=SPEC, target_train_flops=1e13)
+    assert s.n_trajectories == 12 and s.n_actions > 20
+    assert s.calibration is not None and s.calibration.reference == "injected"
+    assert s.agreement == s.calibration.agreement
+    assert s.provenance_agreement == 1.0 and s.symbolic_groundedness < 1.0
+    assert 0.0 <= s.measured_groundedness <= 1.0 and 0.0 < s.coverage <= 1.0
+    assert s.cost.train_flops == pytest.approx(6 * s.cost.params * s.cost.train_tokens)
+    assert s.probe_cost_share == pytest.approx(s.cost.total_flops / 1e13)
+    manifest = json.loads((d / "manifest.json").read_text())
+    assert manifest["dataset_id"] == "d-toy" and manifest["probe"]["probe_cost_share"] == s.probe_cost_share
+    lines = [json.loads(x) for x in (d / SCORES_FILE).read_text().splitlines()]
+    assert len(lines) == s.n_actions
+    assert sum(x["grounded"] for x in lines) == round(s.measured_groundedness * s.n_actions)
+    assert all(x["grounded"] is False for x in lines if x["groundedness"] is None)
+
+
+def test_probe_failure_never_grounds(tmp_path, monkeypatch):
+    d = _toy(tmp_path)
+
+    def boom(*a, **k):
+        raise RuntimeError("out of memory")
+
+    monkeypatch.setattr("probes.masking.train_probe", boom)
+    s = probe_dataset(d, spec=SPEC, target_train_flops=None)
+    assert s.measured_groundedness == 0.0 and s.probe_cost_share is None
+    assert any("probe training failed: out of memory" in p for p in s.problems)
+    lines = [json.loads(x) for x in (d / SCORES_FILE).read_text().splitlines()]
+    assert lines and all(not x["grounded"] and x["error"] for x in lines)
+
+
+def test_handmade_bad_actions_scored_as_such(tmp_path):
+    d = tmp_path / "hand"
+    d.mkdir()
+    shutil.copy(FIX / "handmade.jsonl", d / "train.jsonl")
+    s = probe_dataset(d, spec=SPEC, target_train_flops=None)
+    lines = {(x["trajectory"], x["call_id"]): x for x in map(json.loads, (d / SCORES_FILE).read_text().splitlines())}
+    assert lines[(3, "call_1")]["error"].startswith("not scored") and not lines[(3, "call_1")]["grounded"]
+    assert lines[(3, "call_2")]["status"] == "unknown_tool" and not lines[(3, "call_2")]["grounded"]
+    assert any("no actions" in p for p in s.problems)
+    assert json.loads((d / "manifest.json").read_text())["probe"]["n_actions"] == s.n_actions
+
+
+def test_no_actions_at_all(tmp_path):
+    d = tmp_path / "chat"
+    d.mkdir()
+    (d / "train.jsonl").write_text((FIX / "handmade.jsonl").read_text().splitlines()[4] + "\n")
+    s = probe_dataset(d, spec=SPEC)
+    assert s.n_actions == 0 and s.measured_groundedness is None and s.cost.total_flops == 0
+
+
+def test_bad_input_loses_nothing(tmp_path):
+    with pytest.raises(UsageError, match="does not exist"):
+        probe_dataset(tmp_path / "nope", spec=SPEC)
+    with pytest.raises(UsageError, match="has no train.jsonl"):
+        probe_dataset(tmp_path, spec=SPEC)
+    d = _toy(tmp_path, n=2)
+    (d / "train.jsonl").write_text((d / "train.jsonl").read_text() + "{oops\n")
+    before = (d / "manifest.json").read_text()
+    with pytest.raises(UsageError, match=r"train.jsonl line 3: not valid JSON"):
+        probe_dataset(d, spec=SPEC)
+    d2 = _toy(tmp_path / "b", n=2)
+    (d2 / "manifest.json").write_text("[1, 2")
+    with pytest.raises(UsageError, match="manifest.json: not valid JSON"):
+        probe_dataset(d2, spec=SPEC)
+    assert (d / "manifest.json").read_text() == before and not (d / SCORES_FILE).exists()
+    assert (d2 / "manifest.json").read_text() == "[1, 2"
+    assert pipeline.DEFAULT_THRESHOLD == 0.5
