@@ -20,6 +20,7 @@ import json
 import urllib.error
 import urllib.request
 from pathlib import Path
+from collections.abc import Sequence
 from typing import Any, Protocol, runtime_checkable
 
 from eval.errors import BackendError
@@ -27,7 +28,7 @@ from eval.models import ChatRequest, ContinuationScore
 from eval.parsing import CLOSE_TAG, OPEN_TAG
 from toolscale.errors import UsageError
 
-__all__ = ["Backend", "BACKENDS", "get_backend", "TransformersBackend", "OpenAIBackend", "VLLMBackend",
+__all__ = ["Backend", "BACKENDS", "get_backend", "budgets", "TransformersBackend", "OpenAIBackend", "VLLMBackend",
            "tool_calls_to_text"]
 
 
@@ -37,8 +38,12 @@ class Backend(Protocol):
 
     name: str
 
-    def generate(self, requests: list[ChatRequest], *, max_new_tokens: int) -> list[str]:
-        """One greedy completion (text, special tokens removed) per request, in order."""
+    def generate(self, requests: list[ChatRequest], *, max_new_tokens: int | Sequence[int]) -> list[str]:
+        """One greedy completion (text, special tokens removed) per request, in order.
+
+        ``max_new_tokens`` is one cap for all requests or one per request; a completion never
+        depends on which other requests share its batch.
+        """
         ...  # pragma: no cover
 
     def score(self, requests: list[ChatRequest]) -> list[ContinuationScore] | None:
@@ -60,6 +65,19 @@ def get_backend(name: str, model: str, **options: Any) -> Backend:
         raise UsageError(f"unknown backend {name!r}; known: {', '.join(BACKENDS)}")
     module, attr = BACKENDS[name].split(":")
     return getattr(importlib.import_module(module), attr)(model, **options)
+
+
+def budgets(max_new_tokens: int | Sequence[int], n: int) -> list[int]:
+    """One token budget per request from a single cap or a per-request list (checked)."""
+    if isinstance(max_new_tokens, int):
+        out = [max_new_tokens] * n
+    else:
+        out = [int(b) for b in max_new_tokens]
+        if len(out) != n:
+            raise UsageError(f"max_new_tokens has {len(out)} budgets for {n} requests")
+    if any(b < 1 for b in out):
+        raise UsageError(f"max_new_tokens must be >= 1, got {min(out)}")
+    return out
 
 
 def _clean_messages(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -149,10 +167,19 @@ class TransformersBackend:
         ids += gen if isinstance(gen, list) else [gen]
         return sorted({int(i) for i in ids if i is not None})
 
-    def generate(self, requests: list[ChatRequest], *, max_new_tokens: int = 128) -> list[str]:
-        """Greedy completions, ``batch_size`` at a time, left-padded; sorted by length to waste little padding."""
+    def token_count(self, text: str) -> int:
+        """Tokens of ``text`` under this model's tokenizer (sizes per-item generation budgets)."""
+        return len(self.tokenizer(text, add_special_tokens=False)["input_ids"])
+
+    def generate(self, requests: list[ChatRequest], *, max_new_tokens: int | Sequence[int] = 128) -> list[str]:
+        """Greedy completions, ``batch_size`` at a time, left-padded; sorted by length to waste little padding.
+
+        A batch runs to its largest budget and each row is cut to its own, so every completion is
+        the same as when generated alone.
+        """
         import torch
 
+        limits = budgets(max_new_tokens, len(requests))
         prompts = [self._prompt_ids(r) for r in requests]
         order = sorted(range(len(prompts)), key=lambda i: len(prompts[i]))
         out: list[str] = [""] * len(prompts)
@@ -169,11 +196,12 @@ class TransformersBackend:
                 mask[row, width - n:] = 1
             with torch.no_grad():
                 gen = self.model.generate(input_ids=ids.to(self.device), attention_mask=mask.to(self.device),
-                                          max_new_tokens=max_new_tokens, do_sample=False, pad_token_id=pad,
+                                          max_new_tokens=max(limits[i] for i in batch), do_sample=False,
+                                          pad_token_id=pad,
                                           eos_token_id=eos)
             new = gen[:, width:].cpu()
             for row, i in enumerate(batch):
-                tokens = new[row].tolist()
+                tokens = new[row].tolist()[:limits[i]]
                 stop = next((k for k, t in enumerate(tokens) if t in eos), None)
                 if stop is not None:
                     tokens = tokens[:stop + 1]
@@ -325,12 +353,12 @@ class OpenAIBackend:
             raise BackendError(f"{self.endpoint}/models lists no model; pass the served model name")
         return str(data[0]["id"])
 
-    def generate(self, requests: list[ChatRequest], *, max_new_tokens: int = 128) -> list[str]:
+    def generate(self, requests: list[ChatRequest], *, max_new_tokens: int | Sequence[int] = 128) -> list[str]:
         """One chat completion per request (temperature 0)."""
         out = []
-        for r in requests:
+        for r, limit in zip(requests, budgets(max_new_tokens, len(requests)), strict=True):
             payload: dict[str, Any] = {"model": self.model, "messages": _clean_messages(r.messages),
-                                       "temperature": 0.0, "max_tokens": max_new_tokens}
+                                       "temperature": 0.0, "max_tokens": limit}
             if r.tools:
                 payload["tools"] = r.tools
             resp = self._call("chat/completions", payload)
@@ -363,11 +391,12 @@ class VLLMBackend:
         self._vllm = vllm
         self.llm = vllm.LLM(model=model, **{k: v for k, v in options.items() if k in ("dtype", "max_model_len")})
 
-    def generate(self, requests: list[ChatRequest], *, max_new_tokens: int = 128) -> list[str]:
+    def generate(self, requests: list[ChatRequest], *, max_new_tokens: int | Sequence[int] = 128) -> list[str]:
         """Greedy completions through the model's own chat template."""
-        params = self._vllm.SamplingParams(temperature=0.0, max_tokens=max_new_tokens)
         out = []
-        for r in requests:  # tools differ per request, and LLM.chat takes one tools list per call
+        for r, limit in zip(requests, budgets(max_new_tokens, len(requests)), strict=True):
+            # tools differ per request, and LLM.chat takes one tools list per call
+            params = self._vllm.SamplingParams(temperature=0.0, max_tokens=limit)
             res = self.llm.chat([_clean_messages(r.messages)], params, tools=r.tools, use_tqdm=False)
             out.append(res[0].outputs[0].text)
         return out

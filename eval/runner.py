@@ -29,13 +29,18 @@ from eval.prompts import IRRELEVANT_ANSWER, item_request, reference_request
 from grid.models import MetricResult
 from toolscale.errors import UsageError
 
-__all__ = ["evaluate", "evaluate_spec", "select_items", "gold_completion", "call_metrics", "env_metrics", "mean_stderr",
+__all__ = ["evaluate", "evaluate_spec", "select_items", "gold_completion", "reference_budget", "call_metrics",
+           "env_metrics", "mean_stderr",
            "GOLD", "DEFAULT_MAX_NEW_TOKENS"]
 
 GOLD = "gold"
 """The pseudo-model that answers with the reference answers."""
-DEFAULT_MAX_NEW_TOKENS = {"calls": 192, "env": 128}
-"""Generated tokens per completion (a call item), or per turn (an episode)."""
+DEFAULT_MAX_NEW_TOKENS = {"calls": 256, "env": 128}
+"""Most generated tokens per completion (a call item), or per turn (an episode)."""
+BUDGET_FACTOR = 1.5
+"""Per-item budget: this many times the reference's tokens ..."""
+BUDGET_SLACK = 16
+"""... plus this many (see :func:`reference_budget`)."""
 
 
 def mean_stderr(values: Sequence[float]) -> tuple[float, float]:
@@ -74,6 +79,20 @@ def select_items(items: Sequence[Any], limit: int | None, seed: int = 0) -> list
             if q and len(out) < limit:
                 out.append(q.pop(0))
     return out
+
+
+def reference_budget(model: Any, references: Sequence[str], cap: int) -> int:
+    """Tokens a completion may use: ``min(cap, ceil(1.5 * longest reference) + 16)``.
+
+    A right answer is about as long as the reference (BFCL alternatives and optional arguments
+    add a little), so the budget leaves it half as much again plus slack, and a model that
+    rambles is cut early: on small CPU models generation time is almost all rambling. Backends
+    that cannot count tokens (no ``token_count``) get ``cap``.
+    """
+    count = getattr(model, "token_count", None)
+    if count is None or not references:
+        return cap
+    return max(1, min(cap, math.ceil(BUDGET_FACTOR * max(count(t) for t in references)) + BUDGET_SLACK))
 
 
 def gold_completion(item: CallItem) -> str:
@@ -150,7 +169,11 @@ def env_metrics(info: BenchmarkInfo, rewards: Sequence[float],
 # ----------------------------------------------------------------------------------------------- episodes
 
 
-def _run_episodes(items: Sequence[EnvItem], policy: Callable[[list[ChatRequest]], list[str]]) -> list[float]:
+Policy = Callable[[list[ChatRequest], list[int]], list[str]]
+"""Completions for the active episodes' requests, given each one's token budget."""
+
+
+def _run_episodes(items: Sequence[EnvItem], policy: Policy, limits: Sequence[int]) -> list[float]:
     """Play every episode to its end, all of them in lockstep (one batched policy call per turn).
 
     A turn's well-formed calls run in order (``Environment.step_many``, cut at the episode's call
@@ -164,7 +187,8 @@ def _run_episodes(items: Sequence[EnvItem], policy: Callable[[list[ChatRequest]]
                                           {"role": "user", "content": env.reset()}] for env in envs]
     active = list(range(len(envs)))
     while active:
-        texts = policy([ChatRequest(messages=convs[i], tools=envs[i].tools) for i in active])
+        texts = policy([ChatRequest(messages=convs[i], tools=envs[i].tools) for i in active],
+                       [limits[i] for i in active])
         still = []
         for i, text in zip(active, texts, strict=True):
             env = envs[i]
@@ -193,12 +217,12 @@ def _golden_calls(item: EnvItem) -> list[dict[str, Any]]:
     return Environment(EnvSample.model_validate(item.sample)).golden_calls()
 
 
-def _gold_env_policy(items: Sequence[EnvItem]) -> Callable[[list[ChatRequest]], list[str]]:
+def _gold_env_policy(items: Sequence[EnvItem]) -> Policy:
     """A policy that issues each episode's golden calls (dependency order), one per turn, then answers."""
     plans = {_key(it.sample.get("tools"), it.sample.get("prompt")): [format_tool_call(c) for c in _golden_calls(it)]
              for it in items}
 
-    def policy(requests: list[ChatRequest]) -> list[str]:
+    def policy(requests: list[ChatRequest], limits: list[int]) -> list[str]:
         out = []
         for r in requests:
             prompt = next((m.get("content") for m in r.messages if m.get("role") == "user"), None)
@@ -242,7 +266,7 @@ class _NoModel:
 
     name = GOLD
 
-    def generate(self, requests: list[ChatRequest], *, max_new_tokens: int) -> list[str]:  # pragma: no cover
+    def generate(self, requests: list[ChatRequest], *, max_new_tokens: Any) -> list[str]:  # pragma: no cover
         raise EvalError("the gold pseudo-model does not generate")
 
     def score(self, requests: list[ChatRequest]) -> None:  # pragma: no cover
@@ -271,7 +295,8 @@ def evaluate(model_dir_or_gold: str, benchmark: str, *, limit: int | None = None
     endpoint : str or None
         Base URL of an OpenAI-compatible server.
     batch_size, max_new_tokens, threads
-        Generation settings (tokens per completion, or per turn in an episode).
+        Generation settings; ``max_new_tokens`` caps each completion (each turn in an episode),
+        below which every item gets :func:`reference_budget` tokens when the backend counts tokens.
     items : sequence or None
         Items to use instead of the benchmark's own (tests, custom suites).
 
@@ -300,13 +325,14 @@ def evaluate(model_dir_or_gold: str, benchmark: str, *, limit: int | None = None
             model = get_backend(backend, str(model_dir_or_gold), **options)
         else:
             model = backend
-    new_tokens = max_new_tokens or DEFAULT_MAX_NEW_TOKENS[info.kind]
+    cap = max_new_tokens or DEFAULT_MAX_NEW_TOKENS[info.kind]
 
     if info.kind == "env":
         if gold:
-            rewards = _run_episodes(chosen, _gold_env_policy(chosen))
+            rewards = _run_episodes(chosen, _gold_env_policy(chosen), [cap] * len(chosen))
             return env_metrics(info, rewards)
-        rewards = _run_episodes(chosen, lambda reqs: model.generate(reqs, max_new_tokens=new_tokens))
+        limits = [reference_budget(model, [format_tool_call(c) for c in _golden_calls(it)], cap) for it in chosen]
+        rewards = _run_episodes(chosen, lambda reqs, lim: model.generate(reqs, max_new_tokens=lim), limits)
         scores = model.score([_reference_trajectory(it) for it in chosen])
         return env_metrics(info, rewards, scores)
 
@@ -314,7 +340,8 @@ def evaluate(model_dir_or_gold: str, benchmark: str, *, limit: int | None = None
         texts = [gold_completion(it) for it in chosen]
         scores = None
     else:
-        texts = model.generate([item_request(it) for it in chosen], max_new_tokens=new_tokens)
+        limits = [reference_budget(model, [gold_completion(it)], cap) for it in chosen]
+        texts = model.generate([item_request(it) for it in chosen], max_new_tokens=limits)
         scores = model.score([reference_request(it) for it in chosen])
     results = [match_item(it, parse_output(t)) for it, t in zip(chosen, texts, strict=True)]
     return call_metrics(info, chosen, results, scores)

@@ -48,6 +48,18 @@ def test_left_padded_batch_equals_one_by_one(backend, items):
     assert all(isinstance(t, str) for t in batched)
 
 
+def test_per_request_budgets_do_not_depend_on_batch_mates(backend, items):
+    reqs = [item_request(it) for it in items[:4]]
+    limits = [3, 12, 5, 9]
+    batched = backend.generate(reqs, max_new_tokens=limits)
+    for r, n, text in zip(reqs, limits, batched):
+        assert text == backend.generate([r], max_new_tokens=n)[0]
+    longer = backend.generate(reqs[:1], max_new_tokens=12)[0]
+    assert longer.startswith(batched[0]) and len(longer) > len(batched[0])  # cut at 3 tokens, same start
+    with pytest.raises(UsageError, match="2 budgets for 4 requests"):
+        backend.generate(reqs, max_new_tokens=[1, 2])
+
+
 def test_score_equals_the_models_own_loss(backend, items):
     req = reference_request(items[0])
     (s,) = backend.score([req])

@@ -34,6 +34,18 @@ def test_select_items_stratified_and_seeded():
         select_items(items, 0)
 
 
+def test_reference_budget():
+    from eval.runner import reference_budget
+
+    class Counter_:
+        def token_count(self, text):
+            return len(text)
+
+    assert reference_budget(Counter_(), ["x" * 10, "y" * 20], cap=256) == 30 + 16
+    assert reference_budget(Counter_(), ["x" * 1000], cap=256) == 256
+    assert reference_budget(object(), ["x"], cap=99) == 99  # a backend that cannot count tokens
+
+
 def test_mean_stderr():
     assert mean_stderr([1.0, 0.0, 1.0, 0.0]) == (0.5, pytest.approx(math.sqrt(1 / 3 / 4)))
     assert mean_stderr([1.0]) == (1.0, 0.0)
