@@ -57,6 +57,7 @@ def fit_experiment(runs: Sequence[Any], request: FitRequest, *, config: Mapping[
     if request.interaction_test and law.target == "score" and {"diversity", "quality"} <= kinds \
             and law.stages is None:
         interaction = compare_hypotheses(points, law.inputs, n_starts=request.n_starts,
+                                         n_bootstrap=min(request.n_bootstrap, request.interaction_bootstrap),
                                          max_grid=min(request.max_grid, 4096), seed=request.seed,
                                          huber_delta=request.huber_delta, n_jobs=request.n_jobs)
         if request.law == "auto":

@@ -378,6 +378,8 @@ class FitRequest(_Frozen):
     """Bootstrap worker processes (None: every core)."""
     interaction_test: bool = True
     """Run the additive vs multiplicative comparison when the experiment has both axis kinds."""
+    interaction_bootstrap: int = Field(default=50, ge=0)
+    """Bootstrap refits of the ``interaction`` law for the effect-size interval (at most ``n_bootstrap``)."""
 
 
 class ExperimentFit(_Frozen):

@@ -1,0 +1,371 @@
+"""Reports of a fit: Markdown, a self-contained HTML page (PNG plots inlined as base64), and JSON.
+
+:func:`report_data` collects every number (pure); :func:`render_markdown` and
+:func:`render_html` turn it into text (pure); :func:`make_figures` draws the PNGs with
+matplotlib's Agg backend; :func:`write_report` is the file edge. Reports of simulated
+data say so in the title, in a banner, and in every plot.
+
+Plots: each axis' fitted curve over the data (partial dependence: the law's mean
+prediction over the fitted runs with that axis set to each level), predicted vs
+actual on held-out runs with their prediction intervals, residuals against training
+FLOPs, and the hypothesis comparison.
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import io
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from fit.laws import law_of
+from fit.models import ExperimentFit
+
+__all__ = ["report_data", "render_markdown", "render_html", "make_figures", "write_report", "report_stem"]
+
+SIM_BANNER = "SIMULATED DATA: every number below comes from `toolscale simulate` (a known law plus noise), not from trained models."
+PLAN_MAE = 0.0285
+"""The research plan's reference: MAE 0.0285 at 16x extrapolation (SynthAPI)."""
+
+
+def report_stem(result: ExperimentFit) -> str:
+    """File stem: ``<experiment>__<benchmark>`` with path separators replaced."""
+    safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in f"{result.fit.experiment}__{result.fit.benchmark}")
+    return safe or "report"
+
+
+def _num(x: Any) -> Any:
+    if isinstance(x, float) and not math.isfinite(x):
+        return None
+    return x
+
+
+def report_data(result: ExperimentFit) -> dict[str, Any]:
+    """Every number of the report as a JSON-ready dict (no plots)."""
+    f = result.fit
+    params = []
+    for name, value in f.params.items():
+        iv = f.intervals.get(name)
+        params.append({"name": name, "estimate": value, "lo": iv.lo if iv else None, "hi": iv.hi if iv else None,
+                       "se": iv.se if iv else None, "fixed": name in f.fixed})
+    h = f.heldout
+    data: dict[str, Any] = {
+        "title": f"Scaling-law report: {f.experiment} / {f.benchmark}/{f.metric}",
+        "simulated": f.simulated, "experiment": f.experiment, "benchmark": f.benchmark, "metric": f.metric,
+        "law": f.law, "formula": law_of(f).formula, "converged": f.converged, "message": f.message,
+        "at_bounds": f.at_bounds, "fixed": f.fixed, "priors": {k: list(v) for k, v in f.priors.items()},
+        "n_points": f.n_points, "n_params": f.n_params, "data_hash": f.data_hash, "huber_delta": f.huber_delta,
+        "residual_sd": f.residual_sd, "replicate_sd": f.replicate_sd, "aic": f.aic, "bic": f.bic,
+        "n_bootstrap": len(f.bootstrap), "bootstrap_seed": f.bootstrap_seed,
+        "holdout_rule": f.holdout_rule, "holdout_source": f.holdout_source,
+        "inputs": [i.model_dump() for i in f.inputs], "params": params,
+        "heldout": None if h is None else {
+            "n": h.n, "mae": h.mae, "max_error": h.max_error, "rmse": h.rmse,
+            "interval_coverage": h.interval_coverage, "interval_level": h.interval_level,
+            "extrapolation_factor": h.extrapolation_factor, "plan_reference_mae": PLAN_MAE,
+            "points": [p.model_dump() for p in h.points]},
+        "interaction": None,
+    }
+    if result.interaction is not None:
+        i = result.interaction
+        data["interaction"] = {
+            "supported": i.supported, "strength": i.strength, "delta_bic": i.delta_bic, "lr_stat": i.lr_stat,
+            "lr_p": i.lr_p, "f_stat": i.f_stat, "f_p": i.f_p, "interaction_coef": i.interaction_coef,
+            "gain_ratio": i.gain_ratio, "gain_ratio_lo": i.gain_ratio_lo, "gain_ratio_hi": i.gain_ratio_hi,
+            "fits": {k: {"aic": v.aic, "bic": v.bic, "rss": v.rss, "n_params": v.n_params,
+                         "heldout_mae": v.heldout_mae, "converged": v.converged} for k, v in i.fits.items()}}
+    return json.loads(json.dumps(data, default=_num), parse_constant=lambda c: None)
+
+
+def _f(x: Any, digits: int = 4) -> str:
+    if x is None:
+        return "n/a"
+    if isinstance(x, bool):
+        return str(x).lower()
+    if isinstance(x, int):
+        return str(x)
+    if isinstance(x, float):
+        return f"{x:.{digits}g}"
+    return str(x)
+
+
+def _summary_lines(d: dict[str, Any]) -> list[str]:
+    lines = [f"- Law: `{d['law']}`: {d['formula']}",
+             f"- Runs fitted: {d['n_points']} ({d['n_params']} free parameters); converged: {_f(d['converged'])}",
+             f"- Residual SD: {_f(d['residual_sd'])}; replicate (pure-noise) SD: {_f(d['replicate_sd'])}",
+             f"- Hold-out: `{d['holdout_rule']}` ({d['holdout_source']}); bootstrap refits: {d['n_bootstrap']}"]
+    if d["message"]:
+        lines.append(f"- Diagnostics: {d['message']}")
+    if d["at_bounds"]:
+        lines.append(f"- Parameters at a bound: {', '.join(d['at_bounds'])}")
+    return lines
+
+
+def _heldout_lines(d: dict[str, Any]) -> list[str]:
+    h = d["heldout"]
+    if h is None:
+        return ["Nothing was held out (`--holdout none`): no extrapolation check."]
+    cov = "n/a (no bootstrap)" if h["interval_coverage"] is None else \
+        f"{h['interval_coverage']:.0%} of {h['n']} (nominal {h['interval_level']:.0%})"
+    ext = "n/a" if h["extrapolation_factor"] is None else f"{h['extrapolation_factor']:.3g}x"
+    verdict = "better than" if h["mae"] <= h["plan_reference_mae"] else "worse than"
+    return [f"- Held-out runs: {h['n']}; extrapolation factor (max held-out FLOPs / max fitted FLOPs): {ext}",
+            f"- MAE {_f(h['mae'])}, max error {_f(h['max_error'])}, RMSE {_f(h['rmse'])}",
+            f"- Prediction-interval coverage: {cov}",
+            f"- The research plan's reference (SynthAPI, 16x): MAE {h['plan_reference_mae']}; this fit is {verdict} it."]
+
+
+def _interaction_lines(d: dict[str, Any]) -> list[str]:
+    i = d["interaction"]
+    if i is None:
+        return ["Not run (the law needs diversity and quality axes and a score)."]
+    ci = "" if i["gain_ratio_lo"] is None else f" (95% CI {_f(i['gain_ratio_lo'], 3)} to {_f(i['gain_ratio_hi'], 3)})"
+    lines = [f"- Supported hypothesis: **{i['supported']}** ({i['strength']}; delta BIC {_f(i['delta_bic'], 3)})",
+             f"- Likelihood-ratio test of the interaction term (kappa = 0): LR {_f(i['lr_stat'], 3)}, "
+             f"p = {_f(i['lr_p'], 3)}; linearised F test: F {_f(i['f_stat'], 3)}, p = {_f(i['f_p'], 3)}",
+             f"- Effect size: diversity gain at the highest quality / at the lowest = {_f(i['gain_ratio'], 3)}{ci} "
+             "(1 = additive)", "",
+             "| law | k | RSS | AIC | BIC | held-out MAE |", "|---|---|---|---|---|---|"]
+    for name, v in i["fits"].items():
+        lines.append(f"| {name} | {v['n_params']} | {_f(v['rss'])} | {_f(v['aic'], 6)} | {_f(v['bic'], 6)} | "
+                     f"{_f(v['heldout_mae'])} |")
+    return lines
+
+
+def _param_rows(d: dict[str, Any]) -> list[str]:
+    rows = ["| parameter | estimate | 95% lo | 95% hi | note |", "|---|---|---|---|---|"]
+    for p in d["params"]:
+        note = "fixed; bootstrap draws from U" + str(tuple(d["priors"][p["name"]])) if p["fixed"] and \
+            p["name"] in d["priors"] else ("fixed" if p["fixed"] else "")
+        rows.append(f"| {p['name']} | {_f(p['estimate'])} | {_f(p['lo'])} | {_f(p['hi'])} | {note} |")
+    return rows
+
+
+FIGURES = (("axes", "Each axis' fitted curve over the data"),
+           ("heldout", "Predicted vs actual on held-out runs (90% prediction intervals)"),
+           ("residuals", "Residuals against training FLOPs"),
+           ("hypotheses", "Hypothesis comparison"))
+
+
+def render_markdown(d: dict[str, Any], figures: dict[str, str] | None = None) -> str:
+    """The Markdown report; ``figures`` maps figure keys to relative PNG paths."""
+    figures = figures or {}
+    title = d["title"] + (" [SIMULATED]" if d["simulated"] else "")
+    out = [f"# {title}", ""]
+    if d["simulated"]:
+        out += [f"> **{SIM_BANNER}**", ""]
+    out += ["## Fit", *_summary_lines(d), "", "## Parameters", *_param_rows(d), "",
+            "## Held-out extrapolation", *_heldout_lines(d), "",
+            "## Additive vs multiplicative (research plan, seed 003)", *_interaction_lines(d), ""]
+    for key, caption in FIGURES:
+        if key in figures:
+            out += [f"### {caption}", f"![{caption}]({figures[key]})", ""]
+    out += [f"Data hash `{d['data_hash']}`; every number is in the JSON file next to this report."]
+    return "\n".join(out) + "\n"
+
+
+def _md_to_html_lines(lines: list[str]) -> str:
+    parts, table = [], []
+
+    def flush() -> None:
+        if table:
+            head, *body = [r for r in table if not set(r.replace("|", "").strip()) <= {"-"}]
+            cells = lambda r: [c.strip() for c in r.strip().strip("|").split("|")]  # noqa: E731
+            parts.append("<table><tr>" + "".join(f"<th>{html.escape(c)}</th>" for c in cells(head)) + "</tr>" +
+                         "".join("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in cells(r)) + "</tr>"
+                                 for r in body) + "</table>")
+            table.clear()
+
+    items: list[str] = []
+    for line in lines:
+        if line.startswith("|"):
+            table.append(line)
+            continue
+        flush()
+        if line.startswith("- "):
+            items.append(f"<li>{_inline(line[2:])}</li>")
+            continue
+        if items:
+            parts.append("<ul>" + "".join(items) + "</ul>")
+            items = []
+        if line.strip():
+            parts.append(f"<p>{_inline(line)}</p>")
+    flush()
+    if items:
+        parts.append("<ul>" + "".join(items) + "</ul>")
+    return "\n".join(parts)
+
+
+def _inline(text: str) -> str:
+    t = html.escape(text)
+    while "**" in t:
+        t = t.replace("**", "<strong>", 1).replace("**", "</strong>", 1)
+    while t.count("`") >= 2:
+        t = t.replace("`", "<code>", 1).replace("`", "</code>", 1)
+    return t
+
+
+def render_html(d: dict[str, Any], pngs: dict[str, bytes] | None = None) -> str:
+    """A self-contained HTML page: the same sections, the PNGs inlined as base64."""
+    pngs = pngs or {}
+    title = d["title"] + (" [SIMULATED]" if d["simulated"] else "")
+    body = [f"<h1>{html.escape(title)}</h1>"]
+    if d["simulated"]:
+        body.append(f'<div class="sim">{_inline(SIM_BANNER)}</div>')
+    for heading, lines in (("Fit", _summary_lines(d)), ("Parameters", _param_rows(d)),
+                           ("Held-out extrapolation", _heldout_lines(d)),
+                           ("Additive vs multiplicative (research plan, seed 003)", _interaction_lines(d))):
+        body.append(f"<h2>{html.escape(heading)}</h2>")
+        body.append(_md_to_html_lines(lines))
+    for key, caption in FIGURES:
+        if key in pngs:
+            b64 = base64.b64encode(pngs[key]).decode("ascii")
+            body.append(f"<h3>{html.escape(caption)}</h3><img alt=\"{html.escape(caption)}\" "
+                        f"src=\"data:image/png;base64,{b64}\">")
+    style = ("body{font-family:sans-serif;max-width:1000px;margin:2em auto;}table{border-collapse:collapse}"
+             "td,th{border:1px solid #999;padding:2px 6px;text-align:right}img{max-width:100%}"
+             ".sim{background:#fde68a;border:2px solid #b45309;padding:.6em;font-weight:bold}")
+    return (f"<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>{html.escape(title)}</title>"
+            f"<style>{style}</style></head><body>\n" + "\n".join(body) + "\n</body></html>\n")
+
+
+def make_figures(result: ExperimentFit) -> dict[str, bytes]:
+    """The report's PNGs (matplotlib, Agg backend), by figure key."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import matplotlib.ticker
+
+    f = result.fit
+    law = law_of(f)
+    pts = result.points
+    split = pts.split_array()
+    X = pts.X()
+    y = pts.y_array()
+    fit_mask = split == "fit"
+    tag = " [SIMULATED]" if f.simulated else ""
+    out: dict[str, bytes] = {}
+
+    def png(fig) -> bytes:
+        buf = io.BytesIO()
+        fig.savefig(buf, format="png", dpi=90, bbox_inches="tight", metadata={"Software": None})
+        plt.close(fig)
+        return buf.getvalue()
+
+    axes_inputs = [i for i in law.inputs if i.kind != "metric" and i.name in X]
+    size = next((i.name for i in law.inputs if i.kind == "size"), None)
+    sizes = np.unique(X[size]) if size else np.array([])
+    colors = plt.cm.viridis(np.linspace(0.1, 0.85, max(len(sizes), 1)))
+    if axes_inputs:
+        cols = min(3, len(axes_inputs))
+        rows = math.ceil(len(axes_inputs) / cols)
+        fig, axs = plt.subplots(rows, cols, figsize=(4.4 * cols, 3.6 * rows), squeeze=False)
+        base = {k: v[fit_mask] for k, v in X.items()}
+        for ax, inp in zip(axs.flat, axes_inputs):
+            xs = X[inp.name]
+            lo, hi = float(xs.min()), float(xs.max())
+            logx = inp.kind in ("size", "tokens", "flops", "diversity") and lo > 0
+            grid = np.geomspace(lo, hi, 40) if logx else np.linspace(lo, hi, 40)
+            groups = [(None, np.ones_like(y, dtype=bool), "k")] if inp.name == size or not size else \
+                [(n, X[size] == n, colors[j]) for j, n in enumerate(sizes)]
+            for n, sel, color in groups:
+                ax.scatter(xs[sel & fit_mask], y[sel & fit_mask], s=9, alpha=0.45, color=color)
+                if (sel & ~fit_mask).any():
+                    ax.scatter(xs[sel & ~fit_mask], y[sel & ~fit_mask], s=14, alpha=0.7, marker="x", color=color)
+                curve = []
+                for g in grid:
+                    Xg = dict(base)
+                    Xg[inp.name] = np.full(fit_mask.sum(), g)
+                    if n is not None:
+                        Xg[size] = np.full(fit_mask.sum(), n)
+                    curve.append(float(np.mean(law.predict(f.params, Xg))))
+                label = "law (mean over fitted recipes)" if n is None else f"N = {n:.3g}"
+                ax.plot(grid, curve, color=color, lw=2, label=label)
+            if logx:
+                ax.set_xscale("log")
+                ax.xaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
+            ax.set_xlabel(inp.name)
+            ax.set_ylabel(f"{f.benchmark}/{f.metric}")
+            ax.set_title(f"{inp.name}{tag}", fontsize=9)
+            if inp.name != size and size:
+                ax.legend(fontsize=6, title="x = held out", title_fontsize=6)
+        for ax in list(axs.flat)[len(axes_inputs):]:
+            ax.axis("off")
+        fig.suptitle(f"{f.law} fit{tag}")
+        fig.tight_layout()
+        out["axes"] = png(fig)
+
+    if f.heldout is not None and f.heldout.points:
+        hp = f.heldout.points
+        fig, ax = plt.subplots(figsize=(5, 5))
+        act = np.array([p.actual for p in hp])
+        pred = np.array([p.predicted for p in hp])
+        if hp[0].lo is not None:
+            lo = np.array([p.lo for p in hp])
+            hi = np.array([p.hi for p in hp])
+            ax.errorbar(act, pred, yerr=[pred - lo, hi - pred], fmt="o", ms=3, alpha=0.6, label="90% PI")
+        else:
+            ax.scatter(act, pred, s=10)
+        span = [min(act.min(), pred.min()), max(act.max(), pred.max())]
+        ax.plot(span, span, "k--", lw=1)
+        ax.set_xlabel("actual")
+        ax.set_ylabel("predicted")
+        ax.set_title(f"held out: MAE {f.heldout.mae:.4f}{tag}", fontsize=10)
+        out["heldout"] = png(fig)
+
+    if pts.flops:
+        fl = np.asarray(pts.flops, dtype=float)
+        from fit.fitting import residuals
+
+        r = residuals(law, y, law.predict(f.params, X)) if law.stages is None else y - law.predict(f.params, X)
+        fig, ax = plt.subplots(figsize=(6, 3.5))
+        ax.scatter(fl[fit_mask], r[fit_mask], s=10, alpha=0.5, label="fitted")
+        if (~fit_mask).any():
+            ax.scatter(fl[~fit_mask], r[~fit_mask], s=12, marker="x", alpha=0.7, label="held out")
+        ax.axhline(0, color="k", lw=1)
+        ax.set_xscale("log")
+        ax.set_xlabel("training FLOPs")
+        ax.set_ylabel("residual" + (" (log)" if law.target == "loss" else ""))
+        ax.set_title(f"residuals vs FLOPs{tag}", fontsize=10)
+        ax.legend(fontsize=7)
+        out["residuals"] = png(fig)
+
+    if result.interaction is not None:
+        fits = result.interaction.fits
+        names = list(fits)
+        fig, axs = plt.subplots(1, 2, figsize=(8, 3.2))
+        axs[0].bar(names, [fits[n].bic for n in names], color="#64748b")
+        axs[0].set_title("BIC (lower is better)", fontsize=10)
+        maes = [fits[n].heldout_mae if fits[n].heldout_mae is not None else 0.0 for n in names]
+        axs[1].bar(names, maes, color="#0f766e")
+        axs[1].set_title("held-out MAE", fontsize=10)
+        fig.suptitle(f"supported: {result.interaction.supported}{tag}")
+        out["hypotheses"] = png(fig)
+    return out
+
+
+def write_report(result: ExperimentFit, out_dir: Path) -> dict[str, Path]:
+    """Write ``<stem>.md`` (+ PNGs in ``<stem>_plots/``), ``<stem>.html`` and ``<stem>.json`` under ``out_dir``."""
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    stem = report_stem(result)
+    data = report_data(result)
+    pngs = make_figures(result)
+    plot_dir = out_dir / f"{stem}_plots"
+    plot_dir.mkdir(exist_ok=True)
+    rel = {}
+    for key, blob in pngs.items():
+        (plot_dir / f"{key}.png").write_bytes(blob)
+        rel[key] = f"{stem}_plots/{key}.png"
+    paths = {"markdown": out_dir / f"{stem}.md", "html": out_dir / f"{stem}.html", "json": out_dir / f"{stem}.json"}
+    paths["markdown"].write_text(render_markdown(data, rel), encoding="utf-8")
+    paths["html"].write_text(render_html(data, pngs), encoding="utf-8")
+    paths["json"].write_text(json.dumps(data, indent=2, sort_keys=True), encoding="utf-8")
+    return paths
+
