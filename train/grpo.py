@@ -34,7 +34,8 @@ from train.accounting import AccountingCallback, loss_curve, read_accounting, tr
 from train.checkpoint import STATS_FILE, checkpoint_dir, clear_checkpoints, last_checkpoint
 from train.errors import TrainError
 
-__all__ = ["train_grpo", "grpo_config", "grpo_prompts", "load_env_samples", "MultiTurnRollout", "ROLLOUTS"]
+__all__ = ["train_grpo", "grpo_config", "grpo_prompts", "golden_rows", "load_env_samples", "MultiTurnRollout",
+           "ROLLOUTS"]
 
 ROLLOUTS = ("multi-turn", "single-turn")
 """Rollout modes of :func:`train_grpo`."""
@@ -55,6 +56,34 @@ def load_env_samples(envs: str | Path | Sequence[Any]) -> list[Any]:
     if not samples:
         raise UsageError("GRPO needs at least one environment sample, got none")
     return samples
+
+
+def golden_rows(samples: Sequence[Any]) -> list[dict[str, Any]]:
+    """Trajectory rows (pinned interface 1) of the golden episodes: an SFT warm start before GRPO.
+
+    Each row: the GRPO system prompt and the sample's query, then one assistant tool call and its
+    real observation per golden call (dependency order), then the main answer (or ``Done.``).
+    """
+    from synth.envs.api import Environment
+    from synth.envs.grpo import SYSTEM_PROMPT
+
+    def msg(role, content, tool_calls=None, tool_call_id=None, name=None):
+        return {"role": role, "content": content, "tool_calls": tool_calls, "tool_call_id": tool_call_id,
+                "name": name}
+
+    rows = []
+    for sample in samples:
+        env = Environment(sample)
+        messages = [msg("system", SYSTEM_PROMPT), msg("user", env.reset())]
+        for i, call in enumerate(env.golden_calls(), start=1):
+            call_id = f"call_{i}"
+            messages.append(msg("assistant", "", [{"id": call_id, "type": "function", "function": {
+                "name": call["name"], "arguments": json.dumps(call["arguments"], ensure_ascii=False)}}]))
+            messages.append(msg("tool", env.step(call), tool_call_id=call_id, name=call["name"]))
+        messages.append(msg("assistant", sample.main_answer or "Done."))
+        rows.append({"messages": messages, "tools": json.dumps(sample.tools, ensure_ascii=False),
+                     "meta": json.dumps({"task_id": sample.env_id, "env_reward": env.reward()})})
+    return rows
 
 
 def grpo_prompts(samples: Sequence[Any], tokenizer) -> list[dict[str, Any]]:

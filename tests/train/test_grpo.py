@@ -124,3 +124,25 @@ def test_multi_turn_smoke_run(envs, start_model, tmp_path):
                        rollout="multi-turn")
     saved = read_stats(tmp_path)
     assert stats.steps == 1 and saved["rollout"] == "multi-turn" and len(saved["reward_curve"]) == 1
+
+
+@pytest.mark.slow
+def test_sft_warm_start_then_multi_turn_grpo_earns_reward(envs, tmp_path):
+    """End to end: SFT on the golden episodes, then multi-turn GRPO rollouts hit targets (reward > 0)."""
+    from train.grpo import golden_rows
+    from train.sft import train_sft
+
+    torch.set_num_threads(2)
+    rows = golden_rows(envs)
+    assert all(json.loads(r["meta"])["env_reward"] == 1.0 for r in rows)
+    data = tmp_path / "golden"
+    data.mkdir()
+    (data / "train.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    size = ModelSize(name="warm", hidden_size=64, num_layers=2, num_heads=2, vocab_size=800, max_seq_len=2048,
+                     max_steps=150, batch_size=2, learning_rate=3e-3)
+    sft = train_sft(data, size, tmp_path / "sft", save_steps=0)
+    assert sft.final_loss < 0.5
+    train_grpo(envs, tmp_path / "sft", tmp_path / "rl", max_steps=2, num_generations=4, max_completion_length=200,
+               learning_rate=1e-5)
+    rewards = [r["reward"] for r in read_stats(tmp_path / "rl")["reward_curve"]]
+    assert max(rewards) > 0.2
