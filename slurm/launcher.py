@@ -15,6 +15,7 @@ from __future__ import annotations
 import os
 import re
 import secrets
+import shutil
 import signal
 import subprocess
 import time
@@ -99,6 +100,9 @@ def submit_runs(reg, config: ExperimentConfig, runs: Sequence[RunRecord], *, exe
     experiment = config.experiment.name
     if not runs:
         return LaunchReport(launch_id=None, experiment=experiment, executor=executor)
+    if executor == "slurm" and (shutil.which("sbatch") is None or shutil.which("srun") is None):
+        raise SubmitError("--executor slurm needs sbatch and srun on PATH (not found); use --executor local, "
+                          "or try SLURM on this machine with `slurm/dev-cluster.sh up`")
     ref = job_kind_ref(job_kind)
     sizes = {s.name: s for s in config.ladder}
     groups: dict[str, list[RunRecord]] = defaultdict(list)

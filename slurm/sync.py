@@ -178,7 +178,14 @@ def sync(registry_path: str | Path, *, config: ExperimentConfig | None = None, e
         # 2. scheduler states of live jobs, before reading results
         live = reg.runs(experiment, status=list(ACTIVE))
         jobs = {r.job_id: by_job[r.job_id] for r in live if r.job_id in by_job}
-        states = _states(jobs)
+        scheduler_problems: list[str] = [
+            f"run {r.run_id}: job {r.job_id} is in no launch manifest under {paths.root} (wrong --folder?); "
+            f"state left as is" for r in live if r.job_id not in by_job]
+        try:
+            states = _states(jobs)
+        except LaunchError as err:  # the scheduler did not answer: still ingest what the jobs wrote
+            states = {}
+            scheduler_problems.append(str(err))
         # 3. result files
         results, problems = read_results(paths.results) if paths.results.exists() else ([], [])
         if experiment is not None:
@@ -189,8 +196,6 @@ def sync(registry_path: str | Path, *, config: ExperimentConfig | None = None, e
         for r in reg.runs(experiment, status=list(ACTIVE)):
             state = states.get(r.job_id or "")
             if state is None:
-                if r.job_id not in by_job and r.job_id is not None:
-                    changes[r.run_id] = ("failed", f"job {r.job_id} is in no launch manifest under {paths.root}")
                 continue
             if state.status in ("submitted", "unknown") or state.status == r.status:
                 continue
@@ -220,7 +225,7 @@ def sync(registry_path: str | Path, *, config: ExperimentConfig | None = None, e
             for s, n in c.items():
                 counts[s] += n
     return SyncReport(ingested=ingest["ingested"], duplicate=ingest["duplicate"],
-                      problems=problems + list(ingest["problems"]), transitions={k: v[0] for k, v in changes.items()},
+                      problems=problems + list(ingest["problems"]) + scheduler_problems, transitions={k: v[0] for k, v in changes.items()},
                       retried=retried, active=counts["submitted"] + counts["running"], counts=counts)
 
 

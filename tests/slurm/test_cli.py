@@ -62,3 +62,10 @@ def test_cancel_records_live_runs(make, capsys):
     with Registry(env.registry, read_only=True) as reg:
         assert {r.run_id: r.status for r in reg.runs("sl-test")} == {env.run_ids[0]: "cancelled",
                                                                       env.run_ids[1]: "pending"}
+
+
+def test_launch_local_wait_runs_everything(make, capsys):
+    env = make(n_runs=3, executor="local", max_parallel=2)
+    assert main(["launch", "--config", str(env.config_path), "--job-kind", "succeed", "--wait", "--poll", "0.3"]) == 0
+    out = capsys.readouterr().out
+    assert "submitted 2 runs" in out and "1 wait for a free slot" in out and "done 3" in out

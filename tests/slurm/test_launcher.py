@@ -95,8 +95,9 @@ def test_truncated_result_of_a_live_run_keeps_it_out_of_done(make, rows):
     path.parent.mkdir(parents=True)
     path.write_text('{"run_id": "%s", "experiment": "sl-test", "status": "do' % env.run_ids[0])
     rep = sync(env.registry, config=env.config, retry=False)
-    assert rep.ingested == 0 and len(rep.problems) == 1
-    assert rows(env)[env.run_ids[0]].status != "done"
+    assert rep.ingested == 0
+    assert any("sl-test-s-0.result.json: not a valid result file (truncated" in p for p in rep.problems)
+    assert rows(env)[env.run_ids[0]].status == "submitted"
 
 
 def test_unknown_job_kind_is_a_usage_error_and_runs_stay_pending(make, rows):
@@ -167,3 +168,44 @@ def test_launcher_killed_between_submit_and_registry_update_is_recovered_by_sync
     got = rows(env)
     assert final.counts["done"] == 2
     assert all(r.status == "done" and r.attempts == 1 for r in got.values())
+
+
+def test_slurm_without_sbatch_is_a_clear_error(make, rows, monkeypatch):
+    env = make(n_runs=1)
+    monkeypatch.setenv("PATH", "/nonexistent")
+    with pytest.raises(SubmitError, match="--executor slurm needs sbatch and srun on PATH"):
+        launch(env.config, env.registry, executor="slurm", job_kind="succeed")
+    assert rows(env)[env.run_ids[0]].status == "pending"
+
+
+def test_sync_with_the_wrong_folder_changes_no_state(make, rows, tmp_path):
+    env = make(n_runs=1)
+    with Registry(env.registry) as reg:
+        reg.mark_submitted({env.run_ids[0]: "123_0"})
+    rep = sync(env.registry, config=env.config, folder=tmp_path / "elsewhere")
+    assert rep.transitions == {} and rows(env)[env.run_ids[0]].status == "submitted"
+    assert any("job 123_0 is in no launch manifest" in p and "wrong --folder" in p for p in rep.problems)
+
+
+def test_unanswering_scheduler_still_ingests_results(make, rows, monkeypatch):
+    import slurm.sync as sync_mod
+    from slurm.errors import LaunchError
+
+    env = make(n_runs=2)
+    launch(env.config, env.registry, executor="debug", job_kind="succeed")  # results written and ingested
+    with Registry(env.registry) as reg:  # pretend one run is live on SLURM and its result is new
+        reg.mark_submitted({env.run_ids[0]: "55_0"})
+    manifest = read_manifests(LaunchPaths.of(env.folder))[0]
+    from slurm.paths import atomic_write_json
+    atomic_write_json(LaunchPaths.of(env.folder).manifest("fake"), manifest.model_copy(
+        update={"launch_id": "fake", "executor": "slurm", "jobs": {env.run_ids[0]: "55_0"}}).model_dump(mode="json"))
+    path = LaunchPaths.of(env.folder).result(env.run_ids[0])
+    path.write_text(path.read_text().replace('"score": 1.0', '"score": 1.5'))
+
+    def down(ids):
+        raise LaunchError("cannot read job states: sacct said ['connection refused']")
+
+    monkeypatch.setattr(sync_mod, "slurm_states", down)
+    rep = sync(env.registry, config=env.config)
+    assert rep.ingested == 1 and "cannot read job states" in rep.problems[-1]
+    assert rows(env)[env.run_ids[0]].status == "done" and rows(env)[env.run_ids[0]].metrics["toy/score"] == 1.5
