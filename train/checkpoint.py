@@ -4,6 +4,7 @@ Layout of a run folder ``out_dir``::
 
     out_dir/
       config.json, model.safetensors, tokenizer.json, ...   the final model (from_pretrained-loadable)
+      run.json                                              what the run is (dataset id, rung, steps, seed)
       train_stats.json                                      accounting of the finished run
       checkpoints/checkpoint-<step>/                        Trainer checkpoints (model, optimizer, RNG,
                                                             trainer_state.json, toolscale_accounting.json)
@@ -15,12 +16,14 @@ import re
 import shutil
 from pathlib import Path
 
-__all__ = ["CHECKPOINT_DIR", "STATS_FILE", "checkpoint_dir", "last_checkpoint", "clear_checkpoints"]
+__all__ = ["CHECKPOINT_DIR", "STATS_FILE", "RUN_FILE", "checkpoint_dir", "last_checkpoint", "clear_checkpoints"]
 
 CHECKPOINT_DIR = "checkpoints"
 """Sub-folder of ``out_dir`` holding Trainer checkpoints."""
 STATS_FILE = "train_stats.json"
 """Accounting written beside the final model."""
+RUN_FILE = "run.json"
+"""Identity of the run in a folder (dataset id, rung, steps, seed), written before training starts."""
 
 _CKPT_RE = re.compile(r"^checkpoint-(\d+)$")
 _WEIGHTS = ("model.safetensors", "pytorch_model.bin", "model.safetensors.index.json")

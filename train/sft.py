@@ -25,7 +25,7 @@ from grid.models import TrainStats
 from toolscale.config import ModelSize
 from toolscale.errors import UsageError
 from train.accounting import AccountingCallback, loss_curve, read_accounting, training_flops
-from train.checkpoint import STATS_FILE, checkpoint_dir, clear_checkpoints, last_checkpoint
+from train.checkpoint import RUN_FILE, STATS_FILE, checkpoint_dir, clear_checkpoints, last_checkpoint
 from train.data import dataset_id, read_rows, render_corpus, tokenize_rows
 from train.errors import TrainError
 
@@ -115,7 +115,7 @@ def _tokenizer_for(size: ModelSize, out_dir: Path, rows, resume: bool):
         if tok.pad_token is None:
             tok.pad_token = tok.eos_token
         return tok
-    if resume and (out_dir / "tokenizer.json").is_file():
+    if resume and (out_dir / "tokenizer.json").is_file() and (out_dir / RUN_FILE).is_file():
         return load_tokenizer(out_dir)
     tok = train_tokenizer(render_corpus(rows), size.vocab_size)
     tok.save_pretrained(out_dir)  # before training, so a resumed run uses the very same ids
@@ -144,7 +144,8 @@ def train_sft(data_dir: str | Path, size: ModelSize, out_dir: str | Path, *, max
         torch CPU threads (None leaves torch's setting).
     resume
         Pick up the last complete checkpoint in ``out_dir`` (a preempted run), and return the stored
-        accounting of an identical finished run without training again. False starts over.
+        accounting of an identical finished run without training again; a folder holding a different
+        run (dataset, rung, steps or seed) is a UsageError. False starts over.
     save_steps
         Steps between checkpoints; default ``max(10, max_steps // 4)``; 0 disables them.
     on_step
@@ -170,13 +171,22 @@ def train_sft(data_dir: str | Path, size: ModelSize, out_dir: str | Path, *, max
     out = Path(out_dir)
     rows = read_rows(data_dir)
     data_id = dataset_id(data_dir)
-    previous = read_stats(out) if resume else None
-    if previous and previous.get("dataset_id") == data_id and previous.get("model_size") == size.name \
-            and previous.get("steps") == steps and previous.get("seed") == seed:
-        return TrainStats.model_validate(previous["train"])
+    identity = {"dataset_id": data_id, "model_size": size.model_dump(mode="json"), "steps": steps, "seed": seed}
+    run_file = out / RUN_FILE
+    if resume and run_file.is_file():
+        before = json.loads(run_file.read_text(encoding="utf-8"))
+        if before != identity:
+            changed = sorted(k for k in identity if before.get(k) != identity[k])
+            raise UsageError(f"{str(out)!r} holds a run with a different {', '.join(changed)}; pass resume=False "
+                             "(--no-resume) to replace it, or use another output folder")
+        previous = read_stats(out)
+        if previous is not None:
+            return TrainStats.model_validate(previous["train"])
     if not resume:
         clear_checkpoints(out)
+        (out / STATS_FILE).unlink(missing_ok=True)
     out.mkdir(parents=True, exist_ok=True)
+    _write_json(run_file, identity)
 
     tokenizer = _tokenizer_for(size, out, rows, resume)
     data = tokenize_rows(rows, tokenizer, size.max_seq_len)
@@ -212,10 +222,14 @@ def train_sft(data_dir: str | Path, size: ModelSize, out_dir: str | Path, *, max
                        train_flops=training_flops(params, tokens), wall_s=accounting.wall_s,
                        final_loss=final_loss if final_loss is None or math.isfinite(final_loss) else None,
                        steps=int(state.global_step))
-    payload = {"train": stats.model_dump(mode="json"), "loss_curve": curve, "dataset_id": data_id,
-               "model_size": size.name, "steps": steps, "seed": seed, "resumed_from": checkpoint and checkpoint.name,
+    payload = {"objective": "sft", "train": stats.model_dump(mode="json"), "loss_curve": curve,
+               "dataset_id": data_id, "model_size": size.name, "steps": steps, "seed": seed, "resumed_from": checkpoint and checkpoint.name,
                "data": {k: v for k, v in data.items() if k != "examples"}}
-    tmp = out / (STATS_FILE + ".tmp")
-    tmp.write_text(json.dumps(payload, indent=1), encoding="utf-8")
-    tmp.replace(out / STATS_FILE)
+    _write_json(out / STATS_FILE, payload)
     return stats
+
+
+def _write_json(path: Path, payload: dict[str, Any]) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps(payload, indent=1), encoding="utf-8")
+    tmp.replace(path)

@@ -165,3 +165,16 @@ def test_bad_arguments(tiny_data, tmp_path):
     with pytest.raises(TrainDataError, match="does not exist"):
         train_sft(tmp_path / "none", SIZE, tmp_path / "out")
     assert not (tmp_path / "out").exists()
+
+
+def test_folder_of_another_run_is_refused(tiny_data, tmp_path, rows, write_rows):
+    size = SIZE.model_copy(update={"max_steps": 2})
+    first = train_sft(tiny_data, size, tmp_path / "out", save_steps=0)
+    other = write_rows(tmp_path / "other", rows[:4])
+    with pytest.raises(UsageError, match="different dataset_id"):
+        train_sft(other, size, tmp_path / "out", save_steps=0)
+    with pytest.raises(UsageError, match="different seed, steps"):
+        train_sft(tiny_data, size, tmp_path / "out", seed=5, max_steps=3, save_steps=0)
+    assert read_stats(tmp_path / "out")["train"] == first.model_dump(mode="json")  # nothing lost
+    replaced = train_sft(other, size, tmp_path / "out", save_steps=0, resume=False)
+    assert read_stats(tmp_path / "out")["train"] == replaced.model_dump(mode="json")
