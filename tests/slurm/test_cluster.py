@@ -147,3 +147,20 @@ def test_time_limit_checkpoint_requeue_resume_finish(make, rows, monkeypatch):
     starts = r.metadata["starts"]
     assert len(starts) >= 2 and starts[0] == 0 and all(b > a for a, b in zip(starts, starts[1:]))
     assert r.metadata["steps"] == 90 and r.metadata["requeues"] >= 1
+
+
+def test_toolscale_cancel_scancels_the_array_and_records_it(make, rows, monkeypatch, capsys):
+    from toolscale.cli import main
+
+    monkeypatch.setenv("TOOLSCALE_TEST_SLEEP_S", "120")
+    env = make(n_runs=2, executor="slurm")
+    rep = launch(env.config, env.registry, job_kind="sleeper")
+    for job_id in rep.job_ids.values():
+        _wait_state(job_id, {"RUNNING"})
+    assert main(["cancel", "--config", str(env.config_path), "--json"]) == 0
+    assert "cancelled" in capsys.readouterr().out
+    for job_id in rep.job_ids.values():
+        _wait_state(job_id, {"CANCELLED"})
+    out = sync(env.registry, config=env.config)
+    assert out.retried == [] and out.active == 0
+    assert {r.status for r in rows(env).values()} == {"cancelled"}
