@@ -117,7 +117,7 @@ def main(argv: list[str] | None = None) -> int:
     torch.set_num_threads(args.threads)
     rows = read_rows(args.data or ROOT / "tests" / "train" / "fixtures" / "tiny")
     rows = rows * max(1, 64 // len(rows))
-    steps, warmup, repeats = (12, 2, 1) if args.quick else (40, 5, 3)
+    steps, warmup, repeats = (12, 2, 1) if args.quick else (30, 5, 2)
     records = []
     for size in _ladder(args.preset):
         tokenizer = train_tokenizer(render_corpus(rows), size.vocab_size)

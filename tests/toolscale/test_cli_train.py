@@ -59,3 +59,31 @@ def test_missing_data_folder(tmp_path, capsys):
     code = main(["train", "--data", str(tmp_path / "nope"), "--model-size", "tiny-s", "--out", str(tmp_path / "m")])
     err = capsys.readouterr().err.strip()
     assert code == 2 and "does not exist" in err and len(err.splitlines()) == 1
+
+
+def test_missing_sft_arguments(tmp_path, capsys):
+    code = main(["train", "--out", str(tmp_path / "m")])
+    assert code == 2 and "needs --data DIR and --model-size NAME" in capsys.readouterr().err
+
+
+def test_grpo_needs_envs_and_init(tmp_path, capsys):
+    code = main(["train", "--objective", "grpo", "--out", str(tmp_path / "m"), "--envs", "x.jsonl"])
+    assert code == 2 and "needs --envs FILE and --init MODEL_DIR" in capsys.readouterr().err
+
+
+def test_grpo_from_an_sft_run(tmp_path, capsys):
+    from synth.envs.build import build_envs
+    from synth.envs.io import dump_envs
+
+    sft = tmp_path / "sft"
+    assert main(["train", "--data", str(TINY_DATA), "--model-size", "tiny-s", "--out", str(sft),
+                 "--max-steps", "1", "--threads", "1"]) == 0
+    envs = tmp_path / "envs.jsonl"
+    dump_envs(build_envs(1, seed=0), envs)
+    capsys.readouterr()
+    code = main(["train", "--objective", "grpo", "--envs", str(envs), "--init", str(sft), "--out",
+                 str(tmp_path / "rl"), "--max-steps", "1", "--num-generations", "2", "--threads", "1", "--json"])
+    captured = capsys.readouterr()
+    assert code == 0, captured.err
+    report = json.loads(captured.out)
+    assert report["objective"] == "grpo" and report["steps"] == 1

@@ -8,6 +8,7 @@ from importlib import resources
 
 from toolscale.cli._common import Formatter, emit_json
 from toolscale.config import ExperimentConfig, load_config, parse_config
+from toolscale.errors import UsageError
 
 __all__ = ["register"]
 
@@ -15,6 +16,7 @@ EPILOG = """\
 examples:
   toolscale train --data data/r0 --model-size tiny-s --out models/r0-tiny-s
   toolscale train --config my.toml --data data/r0 --model-size tiny-l --out models/r0 --max-steps 50 --json
+  toolscale train --objective grpo --envs envs.jsonl --init models/r0-tiny-s --out models/r0-rl --max-steps 20
 
 Sizes come from the config's [[ladder]] (default: the built-in micro preset).
 A rerun resumes from the last checkpoint in --out (pass --no-resume to start over)."""
@@ -22,16 +24,21 @@ A rerun resumes from the last checkpoint in --out (pass --no-resume to start ove
 
 def register(sub: argparse._SubParsersAction) -> None:
     """Add ``train`` to the CLI."""
-    p = sub.add_parser("train", help="train one model with SFT (TRL) on a synthesised dataset",
+    p = sub.add_parser("train", help="train one model with SFT (TRL) on a synthesised dataset, or GRPO in environments",
                        formatter_class=Formatter, epilog=EPILOG)
-    p.add_argument("--data", required=True, metavar="DIR", help="dataset folder written by `toolscale synth`")
-    p.add_argument("--model-size", required=True, metavar="NAME", help="ladder rung name from the config")
+    p.add_argument("--data", metavar="DIR", help="dataset folder written by `toolscale synth` (sft)")
+    p.add_argument("--model-size", metavar="NAME", help="ladder rung name from the config (sft)")
     p.add_argument("--out", required=True, metavar="MODEL_DIR", help="where the trained model and tokenizer go")
     p.add_argument("--config", metavar="CONFIG", help="experiment config (TOML) with the ladder (default: micro)")
     p.add_argument("--max-steps", type=_positive_int, metavar="N", help="optimizer steps (default: the rung's)")
     p.add_argument("--seed", type=int, default=0, help="seed of init and data order (default 0)")
     p.add_argument("--threads", type=_positive_int, help="torch CPU threads (default: the config's train.threads)")
     p.add_argument("--no-resume", action="store_true", help="ignore checkpoints in --out and start over")
+    p.add_argument("--objective", choices=["sft", "grpo"], default="sft",
+                   help="sft (default) or grpo: RL in executable environments, from a trained model")
+    p.add_argument("--envs", metavar="FILE", help="envs.jsonl from `toolscale envs build` (grpo)")
+    p.add_argument("--init", metavar="MODEL_DIR", help="model folder GRPO starts from, e.g. an SFT run (grpo)")
+    p.add_argument("--num-generations", type=_positive_int, default=4, help="GRPO group size (default 4)")
     p.add_argument("--json", action="store_true", help="print the training accounting as JSON")
     p.set_defaults(func=_train)
 
@@ -56,29 +63,44 @@ def _config(path: str | None) -> ExperimentConfig:
 
 
 def _train(args: argparse.Namespace) -> int:
-    from train.sft import train_sft
-
     cfg = _config(args.config)
-    size = cfg.model_size(args.model_size)
     threads = args.threads or cfg.train.threads
-    kwargs = dict(max_steps=args.max_steps, seed=args.seed, threads=threads, resume=not args.no_resume)
+    kwargs = dict(seed=args.seed, threads=threads, resume=not args.no_resume)
+    if args.objective == "grpo":
+        from train.grpo import train_grpo
+
+        if not args.envs or not args.init:
+            raise UsageError("--objective grpo needs --envs FILE and --init MODEL_DIR")
+        label, total = "grpo", args.max_steps or 20
+        run = lambda **kw: train_grpo(args.envs, args.init, args.out, max_steps=total,  # noqa: E731
+                                      num_generations=args.num_generations, **kwargs, **kw)
+    else:
+        from train.sft import train_sft
+
+        if not args.data or not args.model_size:
+            raise UsageError("toolscale train needs --data DIR and --model-size NAME (or --objective grpo)")
+        size = cfg.model_size(args.model_size)
+        label, total = size.name, args.max_steps or size.max_steps
+        run = lambda **kw: train_sft(args.data, size, args.out, max_steps=args.max_steps, **kwargs, **kw)  # noqa: E731
     if sys.stderr.isatty() and not args.json:
         from rich.progress import Progress
 
         with Progress(transient=True) as bar:
-            task = bar.add_task(f"train {size.name}", total=args.max_steps or size.max_steps)
+            task = bar.add_task(f"train {label}", total=total)
 
-            def on_step(step: int, total: int, loss: float | None) -> None:
-                bar.update(task, completed=step, total=total,
-                           description=f"train {size.name}" + (f" loss {loss:.3f}" if loss is not None else ""))
+            def on_step(step: int, steps: int, loss: float | None) -> None:
+                bar.update(task, completed=step, total=steps,
+                           description=f"train {label}" + (f" loss {loss:.3f}" if loss is not None else ""))
 
-            stats = train_sft(args.data, size, args.out, on_step=on_step, **kwargs)
+            stats = run(on_step=on_step)
     else:
-        stats = train_sft(args.data, size, args.out, **kwargs)
+        stats = run()
     if args.json:
-        emit_json({"model_dir": args.out, "model_size": size.name, **stats.model_dump(mode="json")})
+        emit_json({"model_dir": args.out, "objective": args.objective, "model_size": label,
+                   **stats.model_dump(mode="json")})
     else:
-        print(f"trained {size.name} ({stats.params:,.0f} params) for {stats.steps} steps on {stats.train_tokens:,.0f} "
-              f"tokens ({stats.train_flops:.3g} FLOPs) in {stats.wall_s:.1f}s; final loss {stats.final_loss:.3f}; "
-              f"model in {args.out}")
+        loss = "n/a" if stats.final_loss is None else f"{stats.final_loss:.3f}"
+        print(f"trained {label} ({stats.params:,.0f} params, {args.objective}) for {stats.steps} steps on "
+              f"{stats.train_tokens:,.0f} tokens ({stats.train_flops:.3g} FLOPs) in {stats.wall_s:.1f}s; "
+              f"final loss {loss}; model in {args.out}")
     return 0
