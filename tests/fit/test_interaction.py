@@ -1,0 +1,33 @@
+"""The interaction test picks the hypothesis that generated the data."""
+
+from __future__ import annotations
+
+import pytest
+
+from fit.interaction import compare_hypotheses, gain_ratio
+from fit.laws import get_law
+
+
+@pytest.mark.parametrize("truth", ["additive", "multiplicative"])
+def test_picks_the_true_hypothesis(sim, truths, truth):
+    runs = sim.design_runs(n_points=40, seed=11)
+    pts = sim.simulated_points(truth, truths[truth], runs, noise=0.01, seed=5)
+    res = compare_hypotheses(pts, sim.small_inputs(), n_starts=4, max_grid=512, n_bootstrap=12, n_jobs=1)
+    assert res.supported == truth
+    assert set(res.fits) == {"additive", "multiplicative", "interaction"}
+    assert res.n_points == 80  # the held-out rung is predicted, not fitted
+    assert res.gain_ratio_lo is not None and res.gain_ratio_lo <= res.gain_ratio <= res.gain_ratio_hi
+    if truth == "multiplicative":
+        assert res.lr_p < 0.01 and res.f_p < 0.01 and res.gain_ratio > 1.2
+    else:
+        assert res.gain_ratio == pytest.approx(1.0, abs=0.15)
+
+
+def test_gain_ratio_of_each_form(sim, truths):
+    inputs = sim.small_inputs()
+    p = truths["multiplicative"]
+    q_max = p["H_repair_rate"] * (1 - 2 ** -p["beta_repair_rate"]) + \
+        p["H_support_depth"] * (1 - 2 ** -p["beta_support_depth"])
+    assert gain_ratio(get_law("multiplicative", inputs), p) == pytest.approx(1 + q_max)
+    assert gain_ratio(get_law("additive", inputs), p) == 1.0
+    assert gain_ratio(get_law("interaction", inputs), {**p, "kappa": 2.0}) == pytest.approx(1 + 2 * q_max)

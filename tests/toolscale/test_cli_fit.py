@@ -1,0 +1,112 @@
+"""`toolscale simulate | fit | report`: the command-line contract of fit/."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from fit.models import FitResult
+from grid.registry import Registry
+from toolscale.cli import main
+
+SMALL = Path(__file__).resolve().parents[1] / "fit" / "small.toml"
+CHINCHILLA = Path(__file__).resolve().parents[2] / ".." / "shared" / "reference" / "chinchilla" / \
+    "chinchilla_fig4_points.csv"
+
+
+@pytest.fixture
+def simulated_registry(tmp_path, capsys) -> str:
+    db = str(tmp_path / "r.duckdb")
+    assert main(["simulate", "--config", str(SMALL), "--registry", db, "--experiment", "sim", "--noise", "0.01",
+                 "--seed", "2", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["simulated"] is True and out["runs"] == 108 and out["heldout"] == 27
+    return db
+
+
+def test_fit_json_contract_and_stored_fit_loads_back(simulated_registry, capsys):
+    db = simulated_registry
+    code = main(["fit", "--registry", db, "--experiment", "sim", "--benchmark", "simulated", "--bootstrap", "16",
+                 "--starts", "4", "--jobs", "1", "--json"])
+    assert code == 0
+    out = json.loads(capsys.readouterr().out)
+    for key in ("heldout_mae", "heldout_max_error", "interval_coverage", "extrapolation_factor"):
+        assert isinstance(out[key], float), key
+    assert out["simulated"] is True and out["law"] == out["interaction"]["supported"] == "multiplicative"
+    assert out["extrapolation_factor"] == pytest.approx(10.0, rel=0.01)
+    assert out["heldout_mae"] < 0.03
+    est = out["params"]["G_tool_diversity"]
+    assert est["lo"] <= est["estimate"] <= est["hi"]
+    with Registry(db, read_only=True) as reg:
+        fits = reg.fits("sim", "simulated")
+    assert len(fits) == 1 and fits[0]["fit_id"] == out["fit_id"]
+    fit = FitResult.model_validate(fits[0]["payload"])
+    assert fit.params == pytest.approx({k: v["estimate"] for k, v in out["params"].items()})
+    assert len(fit.bootstrap) >= 14 and fit.simulated
+
+
+def test_fit_holdout_none_and_explicit_law_table_output(simulated_registry, capsys):
+    code = main(["fit", "--registry", simulated_registry, "--experiment", "sim", "--benchmark", "simulated",
+                 "--law", "saturating", "--holdout", "none", "--bootstrap", "0", "--starts", "2", "--no-store"])
+    assert code == 0
+    out = capsys.readouterr().out
+    assert "saturating on 108 runs" in out and "[SIMULATED DATA]" in out and "held out" not in out
+
+
+def test_report_writes_markdown_html_json(simulated_registry, tmp_path, capsys):
+    out_dir = tmp_path / "rep"
+    code = main(["report", "--registry", simulated_registry, "--benchmark", "simulated", "--bootstrap", "8",
+                 "--starts", "2", "--jobs", "1", "--out", str(out_dir), "--json"])
+    assert code == 0
+    files = json.loads(capsys.readouterr().out)["files"]
+    md = Path(files["markdown"]).read_text()
+    html = Path(files["html"]).read_text()
+    data = json.loads(Path(files["json"]).read_text())
+    assert "[SIMULATED]" in md and "SIMULATED DATA" in md and "SIMULATED DATA" in html
+    assert html.count("data:image/png;base64,") == 4 and "<img" in html
+    assert data["simulated"] is True and data["heldout"]["n"] == 27
+    for rel in ("axes", "heldout", "residuals", "hypotheses"):
+        assert (out_dir / f"sim__simulated_plots/{rel}.png").stat().st_size > 1000
+
+
+@pytest.mark.parametrize("argv,code,needle", [
+    (["--law", "chinchila"], 2, "did you mean 'chinchilla'"),
+    (["--holdout", "top:0.3"], 2, "--holdout must be top-flops:F"),
+    (["--benchmark", "nope"], 2, "no done run has metric 'nope/score'; metrics present: simulated/score"),
+    (["--axes", "tool_diversity,foo"], 2, "unknown axis 'foo'"),
+    (["--bootstrap", "-1"], 2, "--bootstrap must be >= 0"),
+])
+def test_bad_input_is_one_line(simulated_registry, capsys, argv, code, needle):
+    base = ["fit", "--registry", simulated_registry, "--experiment", "sim", "--benchmark", "simulated"]
+    assert main(base + argv) == code
+    err = capsys.readouterr().err
+    assert needle in err and err.strip().count("\n") == 0
+    with Registry(simulated_registry, read_only=True) as reg:
+        assert reg.fits() == []  # nothing stored
+
+
+def test_unknown_experiment_and_list_laws(tmp_path, simulated_registry, capsys):
+    assert main(["fit", "--registry", simulated_registry, "--experiment", "zzz", "--benchmark", "b"]) == 1
+    assert "unknown experiment 'zzz'; known: sim" in capsys.readouterr().err
+    assert main(["fit", "--list-laws", "--json"]) == 0
+    names = {row["law"] for row in json.loads(capsys.readouterr().out)}
+    assert {"chinchilla", "additive", "multiplicative", "interaction", "saturating", "two_step"} <= names
+
+
+def test_imported_runs_fit_the_same_way(tmp_path, capsys):
+    if not CHINCHILLA.is_file():
+        pytest.skip(f"Chinchilla reference data not found at {CHINCHILLA} (shared/ must sit beside the clone)")
+    db = str(tmp_path / "r.duckdb")
+    assert main(["import-runs", str(CHINCHILLA), "--experiment", "chinchilla", "--benchmark", "pile",
+                 "--registry", db, "--map", "Model Size=model_params", "--map", "Training FLOP=train_flops",
+                 "--map", "loss=loss"]) == 0
+    capsys.readouterr()
+    code = main(["fit", "--registry", db, "--experiment", "chinchilla", "--benchmark", "pile", "--metric", "loss",
+                 "--law", "chinchilla", "--bootstrap", "0", "--json"])
+    assert code == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["law"] == "chinchilla" and out["n_points"] + out["heldout_n"] == 245 and out["heldout_n"] >= 61
+    assert out["holdout_source"] == "stored split column"
+    assert 0.25 < out["params"]["alpha"]["estimate"] < 0.5 and out["heldout_mae"] < 0.1
