@@ -1,0 +1,59 @@
+"""Registry rows -> points and law inputs (imported runs without a config included)."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import pytest
+
+from fit.data import axis_kinds, law_for_runs, points_from_runs
+from fit.errors import FitInputError
+
+
+def _run(i, recipe, n=1e6, metrics=None, source="design", split="fit"):
+    return SimpleNamespace(run_id=f"r{i}", recipe=recipe, model_params=n, train_tokens=2e6, train_flops=6 * n * 2e6,
+                           metrics=metrics if metrics is not None else {"b/score": 0.1 * i, "b/loss": 3.0 - 0.1 * i},
+                           source=source, split=split, model_size=f"{n:g}", metadata={"token_multiplier": 1.0})
+
+
+def test_points_carry_inputs_split_groups_and_label():
+    runs = [_run(0, {"x": 1.0}), _run(1, {"x": 1.0}), _run(2, {"x": 2.0}, split="heldout", source="simulated"),
+            _run(3, {"x": 2.0}, metrics={})]
+    pts = points_from_runs(runs, benchmark="b", inputs=["N", "x", "C"], experiment="e")
+    assert pts.n == 3 and pts.y == [0.0, 0.1, 0.2] and pts.inputs["x"] == [1.0, 1.0, 2.0]
+    assert pts.inputs["C"][0] == pytest.approx(1.2e13) and pts.split == ["fit", "fit", "heldout"]
+    assert pts.groups[0] == pts.groups[1] != pts.groups[2]  # same recipe and size: replicates
+    assert pts.simulated  # one simulated run labels the data
+    loss = points_from_runs(runs, benchmark="b", metric="loss", inputs=["N", "D"])
+    assert loss.target == "loss" and loss.y[0] == 3.0
+
+
+def test_missing_metric_lists_what_is_there():
+    with pytest.raises(FitInputError, match="no done run has metric 'c/score'; metrics present: b/loss, b/score"):
+        points_from_runs([_run(1, {"x": 1.0})], benchmark="c", inputs=["N"])
+
+
+def test_missing_input_names_the_run():
+    r = _run(1, {"x": 1.0})
+    r.model_params = None
+    with pytest.raises(FitInputError, match="run r1 has no value for input 'N'"):
+        points_from_runs([r], benchmark="b", inputs=["N"])
+
+
+def test_axis_kinds_from_config_or_inferred():
+    runs = [_run(0, {"tools": 4.0, "repair_rate": 0.0, "z": 0.0}), _run(1, {"tools": 8.0, "repair_rate": 1.0, "z": 2.0})]
+    inferred = axis_kinds(None, runs)
+    assert inferred["tools"]["kind"] == "diversity" and inferred["repair_rate"]["kind"] == "quality"
+    assert inferred["z"]["kind"] == "quality"  # a level <= 0 cannot be a power-law ratio
+    cfg = {"axes": [{"name": "tools", "kind": "quality", "min": 1, "max": 9}]}
+    assert axis_kinds(cfg, runs) == {"tools": {"kind": "quality", "min": 1.0, "max": 9.0}}
+
+
+def test_law_for_runs_normalises_by_design_ranges():
+    runs = [_run(0, {"tools": 4.0, "repair_rate": 0.0}, n=2e5), _run(1, {"tools": 8.0, "repair_rate": 1.0}, n=1e6)]
+    law = law_for_runs("additive", runs)
+    by = {i.name: i for i in law.inputs}
+    assert by["N"].ref == 2e5 and by["tools"].ref == 4.0 and (by["repair_rate"].lo, by["repair_rate"].hi) == (0, 1)
+    with pytest.raises(FitInputError, match="unknown axis 'nope'"):
+        law_for_runs("additive", runs, axes=["nope"])
+    assert law_for_runs("chinchilla", runs).axes == ("N", "D")

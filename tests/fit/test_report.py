@@ -1,0 +1,105 @@
+"""Reports: golden Markdown/JSON for a fixed simulated fit, the HTML is self-contained, simulated data is labelled.
+
+Regenerate the golden files after an intended change with:
+
+    TOOLSCALE_REGEN_GOLDEN=1 .venv/bin/pytest tests/fit/test_report.py
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from pathlib import Path
+
+import pytest
+
+from fit.fitting import fit_law
+from fit.interaction import compare_hypotheses
+from fit.laws import get_law
+from fit.models import ExperimentFit, FitRequest
+from fit.report import render_html, render_markdown, report_data, write_report
+
+GOLDEN = Path(__file__).with_name("golden")
+REGEN = "TOOLSCALE_REGEN_GOLDEN=1 .venv/bin/pytest tests/fit/test_report.py"
+_NUM = re.compile(r"-?\d+(?:\.\d+)?(?:e[-+]?\d+)?")
+
+
+@pytest.fixture(scope="module")
+def result() -> ExperimentFit:
+    from types import SimpleNamespace
+
+    import numpy as np
+
+    from fit.models import LawInput, Points, Truth
+    from fit.simulate import simulate_results
+
+    inputs = (LawInput(name="N", kind="size", ref=2.6e5), LawInput(name="tool_diversity", kind="diversity", ref=4.0),
+              LawInput(name="repair_rate", kind="quality", lo=0.0, hi=1.0))
+    rng = np.random.default_rng(0)
+    runs = []
+    for i in range(24):
+        recipe = {"tool_diversity": float(rng.choice([4, 9, 19, 40])), "repair_rate": float(rng.choice([0, .5, 1]))}
+        for j, n in enumerate((2.6e5, 1.3e6, 6.8e6, 3.4e7)):
+            runs.append(SimpleNamespace(run_id=f"r{i:02d}-{j}", recipe=recipe, model_params=n, train_tokens=1e6 * (j + 1),
+                                        train_flops=6e6 * n * (j + 1), split="heldout" if j == 3 else "fit"))
+    truth = Truth(law="multiplicative", params={"S0": 0.3, "A_N": 0.3, "alpha_N": 0.4, "G_tool_diversity": 0.15,
+                                                "alpha_tool_diversity": 0.6, "H_repair_rate": 0.8,
+                                                "beta_repair_rate": 1.0}, noise_sd=0.01)
+    law = get_law("multiplicative", inputs)
+    y = simulate_results(runs, truth, law, seed=4)
+    pts = Points(inputs={a: [r.model_params if a == "N" else r.recipe[a] for r in runs] for a in law.axes}, y=y,
+                 run_ids=[r.run_id for r in runs], split=[r.split for r in runs], flops=[r.train_flops for r in runs],
+                 experiment="golden", benchmark="toy", simulated=True)
+    fit = fit_law(pts, law, n_starts=4, max_grid=512, holdout_rule="split", holdout_source="stored split column")
+    inter = compare_hypotheses(pts, inputs, n_starts=4, max_grid=512)
+    req = FitRequest(experiment="golden", benchmark="toy", law="multiplicative", n_bootstrap=0)
+    return ExperimentFit(request=req, fit=fit, interaction=inter, points=pts)
+
+
+def _close(a, b, path="") -> list[str]:
+    if isinstance(a, dict) and isinstance(b, dict):
+        if set(a) != set(b):
+            return [f"{path}: keys differ {sorted(set(a) ^ set(b))}"]
+        return [m for k in a for m in _close(a[k], b[k], f"{path}.{k}")]
+    if isinstance(a, list) and isinstance(b, list):
+        if len(a) != len(b):
+            return [f"{path}: length {len(a)} != {len(b)}"]
+        return [m for i, (x, y) in enumerate(zip(a, b)) for m in _close(x, y, f"{path}[{i}]")]
+    if isinstance(a, float) and isinstance(b, (int, float)) and not isinstance(b, bool):
+        return [] if abs(a - b) <= 1e-3 * max(abs(a), abs(b)) + 1e-6 else [f"{path}: {a} != {b}"]
+    return [] if a == b else [f"{path}: {a!r} != {b!r}"]
+
+
+def test_report_matches_golden(result):
+    data = report_data(result)
+    data.pop("message")  # optimizer wording varies across scipy builds
+    md = render_markdown(report_data(result), {"axes": "p/axes.png"})
+    masked = _NUM.sub("#", "\n".join(l for l in md.splitlines() if not l.startswith("- Diagnostics")))
+    if os.environ.get("TOOLSCALE_REGEN_GOLDEN"):
+        (GOLDEN / "report.json").write_text(json.dumps(data, indent=2, sort_keys=True) + "\n")
+        (GOLDEN / "report.md").write_text(md)
+    golden = json.loads((GOLDEN / "report.json").read_text())
+    problems = _close(data, golden)
+    assert not problems, f"report numbers differ from tests/fit/golden/report.json ({problems[:5]}); " \
+                         f"if intended, regenerate: {REGEN}"
+    golden_md = _NUM.sub("#", "\n".join(l for l in (GOLDEN / "report.md").read_text().splitlines()
+                                        if not l.startswith("- Diagnostics")))
+    assert masked == golden_md, f"report layout differs from tests/fit/golden/report.md; regenerate: {REGEN}"
+
+
+def test_report_content(result, tmp_path):
+    data = report_data(result)
+    assert data["simulated"] and data["interaction"]["supported"] == "multiplicative"
+    assert data["heldout"]["n"] == 24 and data["heldout"]["extrapolation_factor"] == pytest.approx(5 * 4 / 3)
+    md = render_markdown(data)
+    assert md.startswith("# Scaling-law report: golden / toy/score [SIMULATED]")
+    assert "| alpha_N |" in md and "Supported hypothesis: **multiplicative**" in md
+    html = render_html(data, {"axes": b"\x89PNG fake"})
+    assert "<table>" in html and "data:image/png;base64," in html and "SIMULATED DATA" in html
+    paths = write_report(result, tmp_path)
+    assert set(paths) == {"markdown", "html", "json"}
+    assert json.loads(paths["json"].read_text())["n_points"] == 72
+    assert "golden__toy_plots/heldout.png" in paths["markdown"].read_text()
+    real = result.model_copy(update={"fit": result.fit.model_copy(update={"simulated": False})})
+    assert "SIMULATED" not in render_markdown(report_data(real))
