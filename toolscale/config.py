@@ -264,6 +264,8 @@ class ProbeSpec(_Frozen):
     """Trajectories a (structure, depth) cell needs to count as covered."""
     seed: int = 0
     """Seed of the probe's sample, initialisation and calibration split."""
+    mask: str = "support"
+    """Masking strategy registered in ``probes.masking`` (``support``: provenance; ``latest``: label-free)."""
 
 
 class TrainSpec(_Frozen):
