@@ -27,7 +27,7 @@ def scoring_flops(params: float, tokens: float) -> float:
 
 
 def probe_cost(*, params: float, train_tokens: float, score_tokens: float, target_train_flops: float | None,
-               budget_share: float = 0.05) -> ProbeCost:
+               budget_share: float = 0.05, data_tokens: float = 0.0) -> ProbeCost:
     r"""The probe's FLOPs and their share of the target training run.
 
     Parameters
@@ -42,6 +42,8 @@ def probe_cost(*, params: float, train_tokens: float, score_tokens: float, targe
         FLOPs of the run whose data is probed; None leaves the share unknown.
     budget_share : float
         Allowed share (default 5 %, the research plan's budget).
+    data_tokens : float
+        Tokens of the probed dataset (recorded, not used in the share).
 
     Notes
     -----
@@ -61,5 +63,6 @@ def probe_cost(*, params: float, train_tokens: float, score_tokens: float, targe
     total = tf + sf
     share = None if target_train_flops is None else total / target_train_flops
     return ProbeCost(params=params, train_tokens=train_tokens, train_flops=tf, score_tokens=score_tokens,
-                     score_flops=sf, total_flops=total, target_train_flops=target_train_flops, share=share,
-                     budget_share=budget_share, within_budget=None if share is None else share <= budget_share)
+                     score_flops=sf, data_tokens=data_tokens, total_flops=total,
+                     target_train_flops=target_train_flops, share=share, budget_share=budget_share,
+                     within_budget=None if share is None else share <= budget_share)

@@ -8,9 +8,11 @@ the few hundred steps go to learning to copy). Then the tokens of every action's
 
 - ``full``: log p(arguments | full history);
 - ``masked``: the supporting observations' content replaced by mask tokens (same length,
-  same positions). The support comes from symbolic provenance; an action without any
-  traced support gets its most recent observation masked (the history an agent's next
-  call most often reads), so the probe does not need the labels it is calibrated against;
+  same positions). Which observations is a registered strategy (``ProbeSpec.mask``):
+  ``support`` (default) takes them from symbolic provenance, and an action without any
+  traced support gets its latest observation masked (the history an agent's next call
+  most often reads); ``latest`` always masks the latest observation and uses no
+  provenance at all;
 - ``control``: the same number of tokens masked in non-supporting spans (other observations
   and the system turn, nearest to the action first), to cancel the effect of masking as such.
 
@@ -26,7 +28,10 @@ no visible observation determines does not (g near 0). An action the probe canno
 (malformed arguments, unknown tool, support outside the window, a model error) gets
 ``g = None`` and is never grounded.
 
-Rendering (probe-internal, not the training chat template): each message is
+Rendering (probe-internal, not the training chat template): the text of an assistant turn
+that carries tool calls is dropped, since it is part of the action (it often narrates the very
+values the call uses: "Using customer_id CS-6397 from get_order") and would let the probe
+copy around the mask; each message is
 ``<|im_start|>role\\n CONTENT <|im_end|>\\n``; a tool call is
 ``<tool_call>{"name": "...", "arguments": ARGS}</tool_call>``; a tool output is
 ``<tool_response>CONTENT</tool_response>``. Pieces are tokenised separately so the spans
@@ -41,15 +46,17 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from probes.models import ActionScore, TrajectoryProvenance
+from probes.models import ActionProvenance, ActionScore, TrajectoryProvenance
 from probes.provenance import ParsedRow
+from toolscale.errors import UsageError
 
 if TYPE_CHECKING:  # pragma: no cover
     from transformers import PreTrainedModel, PreTrainedTokenizerFast
 
     from toolscale.config import ProbeSpec
 
-__all__ = ["Encoded", "ProbeLM", "render_pieces", "encode", "train_probe", "score_dataset", "groundedness"]
+__all__ = ["Encoded", "ProbeLM", "render_pieces", "encode", "train_probe", "score_dataset", "groundedness",
+           "MASK_STRATEGIES", "register_mask", "get_mask_strategy", "ARGS_ONLY_BASE"]
 
 ARGS_ONLY_BASE = 0.1
 """Loss weight of tokens outside tool-call arguments in probe training (arguments weigh 1)."""
@@ -135,7 +142,7 @@ def render_pieces(row: ParsedRow, fallback_prefix: str = "call@") -> list[Piece]
             pieces.append((content, "obs", j))
             pieces.append(("</tool_response>", "plain", None))
         else:
-            if content:
+            if content and not m.get("tool_calls"):
                 pieces.append((content, "plain", None))
             for call in m.get("tool_calls") or []:
                 unnamed += 1
@@ -285,8 +292,49 @@ def _take(spans: Sequence[tuple[int, int]], n: int) -> list[int]:
     return out
 
 
+MaskStrategy = Callable[[Encoded, ActionProvenance], list[tuple[int, int]]]
+"""``strategy(encoded, action) -> token spans to mask`` (the action's presumed support)."""
+
+MASK_STRATEGIES: dict[str, MaskStrategy] = {}
+"""Registered masking strategies by name (``ProbeSpec.mask``)."""
+
+
+def register_mask(name: str) -> Callable[[MaskStrategy], MaskStrategy]:
+    """Decorator registering a masking strategy under ``name``."""
+    def deco(fn: MaskStrategy) -> MaskStrategy:
+        MASK_STRATEGIES[name] = fn
+        return fn
+    return deco
+
+
+def get_mask_strategy(name: str) -> MaskStrategy:
+    """The strategy ``name``; :class:`UsageError` listing the known ones otherwise."""
+    try:
+        return MASK_STRATEGIES[name]
+    except KeyError:
+        raise UsageError(f"unknown probe mask strategy {name!r}; known: {', '.join(sorted(MASK_STRATEGIES))}") from None
+
+
+def _latest(enc: Encoded, a: ActionProvenance) -> list[tuple[int, int]]:
+    before = [j for j in enc.obs_spans if j < a.message_index]
+    return [enc.obs_spans[max(before)]] if before else []
+
+
+@register_mask("support")
+def _mask_support(enc: Encoded, a: ActionProvenance) -> list[tuple[int, int]]:
+    """Observations symbolic provenance found the argument values in; the latest one if none."""
+    return [enc.obs_spans[j] for j in a.supports if j in enc.obs_spans] or _latest(enc, a)
+
+
+@register_mask("latest")
+def _mask_latest(enc: Encoded, a: ActionProvenance) -> list[tuple[int, int]]:
+    """The latest observation before the action, whatever provenance says (label-free)."""
+    return _latest(enc, a)
+
+
 def _plan(enc: Encoded, prov: TrajectoryProvenance, L: int, mask_id: int,
-          errors: dict[tuple[int, str], str], counts: dict[tuple[int, str], tuple[int, int]]) -> list[_Variant]:
+          errors: dict[tuple[int, str], str], counts: dict[tuple[int, str], tuple[int, int]],
+          strategy: MaskStrategy = _mask_support) -> list[_Variant]:
     variants: list[_Variant] = []
     shared_end = min(len(enc.ids), L)
     shared = False
@@ -302,10 +350,7 @@ def _plan(enc: Encoded, prov: TrajectoryProvenance, L: int, mask_id: int,
         s, e = span
         w0 = max(0, e - L)
         scored = enc.value_positions.get(a.call_id) or list(range(s, e))
-        support = [enc.obs_spans[j] for j in a.supports if j in enc.obs_spans]
-        if not support:
-            before = [j for j in enc.obs_spans if j < a.message_index]
-            support = [enc.obs_spans[max(before)]] if before else []
+        support = strategy(enc, a)
         mask = sorted({p for x0, x1 in support for p in range(max(x0, w0), min(x1, s))})
         if not mask:
             errors[key] = "not scored: no support inside the probe window"
@@ -333,7 +378,7 @@ def _plan(enc: Encoded, prov: TrajectoryProvenance, L: int, mask_id: int,
 
 
 def score_dataset(lm: ProbeLM, encoded: Sequence[Encoded], provs: Sequence[TrajectoryProvenance], *,
-                  max_seq_len: int, batch_size: int,
+                  max_seq_len: int, batch_size: int, mask: str = "support",
                   progress: Callable[[int, int], None] | None = None) -> tuple[list[ActionScore], int]:
     """Score every action of every trajectory; returns the scores and the scoring tokens processed.
 
@@ -346,11 +391,12 @@ def score_dataset(lm: ProbeLM, encoded: Sequence[Encoded], provs: Sequence[Traje
     from train.models import PAD_TOKEN_ID
 
     mask_id = PAD_TOKEN_ID
+    strategy = get_mask_strategy(mask)
     errors: dict[tuple[int, str], str] = {}
     counts: dict[tuple[int, str], tuple[int, int]] = {}
     variants: list[_Variant] = []
     for enc, prov in zip(encoded, provs, strict=True):
-        variants.extend(_plan(enc, prov, max_seq_len, mask_id, errors, counts))
+        variants.extend(_plan(enc, prov, max_seq_len, mask_id, errors, counts, strategy))
     runnable = [v for v in variants if v.ids]
     runnable.sort(key=lambda v: len(v.ids))
     token_logps: dict[tuple[int, str, str], Any] = {}

@@ -205,6 +205,9 @@ class ProbeCost(_Frozen):
     """Tokens processed by scoring forward passes (non-padding), D_score."""
     score_flops: float = Field(ge=0)
     """Probe scoring FLOPs, ``2 N D_score``."""
+    data_tokens: float = Field(default=0.0, ge=0)
+    """Tokens of the whole dataset under the probe's tokenizer (``D_score / data_tokens`` is the
+    scoring overhead per data token)."""
     total_flops: float = Field(ge=0)
     """``train_flops + score_flops``."""
     target_train_flops: float | None = None

@@ -18,6 +18,7 @@ from typing import Any
 
 from probes.calibration import calibrate, verdicts
 from probes.cost import probe_cost
+from probes.masking import get_mask_strategy
 from probes.coverage import coverage
 from probes.models import ActionScore, ProbeSummary, TrajectoryProvenance
 from probes.provenance import ParsedRow, parse_row, trace_trajectory
@@ -88,8 +89,8 @@ def _failed_scores(provs: list[TrajectoryProvenance], reason: str) -> list[Actio
 
 
 def _run_probe(rows: list[ParsedRow], provs: list[TrajectoryProvenance], spec: ProbeSpec,
-               progress: Progress | None) -> tuple[list[ActionScore], float, float, float, list[str]]:
-    """Train on a sample and score everything: (scores, params, train tokens, score tokens, problems)."""
+               progress: Progress | None) -> tuple[list[ActionScore], float, float, float, float, list[str]]:
+    """Train on a sample and score everything: (scores, params, train/score/data tokens, problems)."""
     from probes.masking import encode, render_pieces, score_dataset, train_probe
 
     pieces = [render_pieces(r) for r in rows]
@@ -102,12 +103,13 @@ def _run_probe(rows: list[ParsedRow], provs: list[TrajectoryProvenance], spec: P
         lm = train_probe(texts, lambda tok: encode([pieces[i] for i in sample], tok), spec)
     except (RuntimeError, ValueError, ToolscaleError) as err:  # no model: nothing is grounded
         msg = f"probe training failed: {str(err).splitlines()[0][:200]}"
-        return _failed_scores(provs, msg), 0.0, 0.0, 0.0, [msg]
+        return _failed_scores(provs, msg), 0.0, 0.0, 0.0, 0.0, [msg]
     encoded = encode(pieces, lm.tokenizer)
     cb = (lambda done, total: progress("score", done, total)) if progress else None
     scores, tokens = score_dataset(lm, encoded, provs, max_seq_len=spec.max_seq_len, batch_size=spec.batch_size,
-                                   progress=cb)
-    return scores, float(lm.params), float(lm.train_tokens), float(tokens), []
+                                   mask=spec.mask, progress=cb)
+    data_tokens = float(sum(len(e.ids) for e in encoded))
+    return scores, float(lm.params), float(lm.train_tokens), float(tokens), data_tokens, []
 
 
 def action_rows(scores: list[ActionScore], provs: list[TrajectoryProvenance]) -> list[dict[str, Any]]:
@@ -152,6 +154,7 @@ def probe_dataset(data_dir: str | Path, *, spec: ProbeSpec | None = None, target
     ``spec.calibration_fraction`` of the trajectories and evaluated on the others.
     """
     spec = spec or ProbeSpec()
+    get_mask_strategy(spec.mask)  # unknown names fail before any work
     d = Path(data_dir)
     rows, manifest = read_dataset(d)
     provs = [trace_trajectory(r, i) for i, r in enumerate(rows)]
@@ -159,10 +162,10 @@ def probe_dataset(data_dir: str | Path, *, spec: ProbeSpec | None = None, target
     problems = [f"trajectory {p.index}: {x}" for p in provs for x in p.problems]
     n_actions = sum(len(p.actions) for p in provs)
     if n_actions:
-        scores, params, train_tok, score_tok, extra = _run_probe(rows, provs, spec, progress)
+        scores, params, train_tok, score_tok, data_tok, extra = _run_probe(rows, provs, spec, progress)
         problems += extra
     else:
-        scores, params, train_tok, score_tok = [], 0.0, 0.0, 0.0
+        scores, params, train_tok, score_tok, data_tok = [], 0.0, 0.0, 0.0, 0.0
     labelled = all(p.injected is not None for p in provs)
     injected_of = {(p.index, a.call_id): (a.call_id in (p.injected or [])) for p in provs for a in p.actions}
     ref_labels = [not injected_of[(s.trajectory, s.call_id)] if labelled else s.derivable for s in scores]
@@ -174,7 +177,8 @@ def probe_dataset(data_dir: str | Path, *, spec: ProbeSpec | None = None, target
     grounded = verdicts(values, threshold) if scores else []
     scores = [s.model_copy(update={"grounded": bool(g)}) for s, g in zip(scores, grounded, strict=True)]
     cost = probe_cost(params=params, train_tokens=train_tok, score_tokens=score_tok,
-                      target_train_flops=target_train_flops, budget_share=spec.max_cost_share)
+                      target_train_flops=target_train_flops, budget_share=spec.max_cost_share,
+                      data_tokens=data_tok)
     prov_agree = None
     if labelled and n_actions:
         prov_agree = sum(a.derivable == (not injected_of[(p.index, a.call_id)])

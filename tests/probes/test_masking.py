@@ -92,3 +92,18 @@ def test_unscorable_actions_are_never_grounded(handmade):
     enc = encode([pieces], _tokenizer(["".join(p[0] for p in pieces)] * 2))[0]
     assert _plan(enc, prov, 10_000, 0, errors, counts) == []
     assert set(errors) == {(0, "call_1"), (0, "call_2")}
+
+
+def test_mask_strategies_registry(handmade):
+    from probes.masking import MASK_STRATEGIES, get_mask_strategy
+    from toolscale.errors import UsageError
+
+    assert {"support", "latest"} <= set(MASK_STRATEGIES)
+    with pytest.raises(UsageError, match="unknown probe mask strategy 'x'; known: latest, support"):
+        get_mask_strategy("x")
+    row = parse_row(handmade[0])
+    pieces = render_pieces(row)
+    enc = encode([pieces], _tokenizer(["".join(p[0] for p in pieces)] * 2))[0]
+    a2 = {a.call_id: a for a in trace_trajectory(row).actions}["call_2"]
+    assert get_mask_strategy("latest")(enc, a2) == [enc.obs_spans[3]]
+    assert sorted(get_mask_strategy("support")(enc, a2)) == [enc.obs_spans[1], enc.obs_spans[3]]
