@@ -33,7 +33,7 @@ from slurm.paths import LaunchPaths, atomic_write_json
 from slurm.resources import executor_parameters
 from toolscale.config import ExperimentConfig
 
-__all__ = ["launch", "submit_runs", "cancel", "read_manifests", "ACTIVE", "LOCAL_JOBS"]
+__all__ = ["launch", "launch_plan", "submit_runs", "cancel", "read_manifests", "ACTIVE", "LOCAL_JOBS"]
 
 ACTIVE = ("submitted", "running")
 """Run states that have a live job."""
@@ -104,28 +104,21 @@ def submit_runs(reg, config: ExperimentConfig, runs: Sequence[RunRecord], *, exe
         raise SubmitError("--executor slurm needs sbatch and srun on PATH (not found); use --executor local, "
                           "or try SLURM on this machine with `slurm/dev-cluster.sh up`")
     ref = job_kind_ref(job_kind)
-    sizes = {s.name: s for s in config.ladder}
-    groups: dict[str, list[RunRecord]] = defaultdict(list)
-    for r in runs:
-        if r.model_size not in sizes:
-            raise LaunchError(f"run {r.run_id} has model size {r.model_size!r}, not in the config's ladder "
-                              f"({', '.join(sizes)})")
-        groups[r.model_size].append(r)
+    plan = launch_plan(config, runs, max_parallel=max_parallel, signal_delay_s=signal_delay_s)
+    by_id = {r.run_id: r for r in runs}
     launch_id = _new_launch_id()
     folder = paths.submitit_folder(launch_id)
     folder.mkdir(parents=True, exist_ok=True)
     context = {"config": config.model_dump(mode="json"), "dataset_cache": str(paths.datasets),
                "root": str(paths.root)}
-    parallel = max_parallel or config.executor.max_parallel
     job_ids: dict[str, str] = {}
     submitted_jobs: list[Any] = []
     arrays = 0
     failure: SubmitError | None = None
     t0 = time.perf_counter()
-    for size_name, group in groups.items():
-        params = executor_parameters(sizes[size_name], config.executor.slurm, max_parallel=parallel,
-                                     job_name=f"ts-{experiment}-{size_name}"[:60],
-                                     **({"signal_delay_s": signal_delay_s} if signal_delay_s else {}))
+    for step in plan:
+        size_name, params = step["model_size"], step["parameters"]
+        group = [by_id[i] for i in step["runs"]]
         try:
             ex = submitit.AutoExecutor(folder=folder, cluster=executor, slurm_max_num_timeout=5)
             ex.update_parameters(**params)
@@ -164,6 +157,24 @@ def submit_runs(reg, config: ExperimentConfig, runs: Sequence[RunRecord], *, exe
                         submitted=list(job_ids), job_ids=job_ids, arrays=arrays, submit_s=submit_s)
 
 
+def launch_plan(config: ExperimentConfig, runs: Sequence[RunRecord], *, max_parallel: int | None = None,
+                signal_delay_s: int | None = None) -> list[dict[str, Any]]:
+    """What :func:`submit_runs` would submit: per ladder rung, the run ids and the executor parameters (pure)."""
+    sizes = {s.name: s for s in config.ladder}
+    groups: dict[str, list[str]] = defaultdict(list)
+    for r in runs:
+        if r.model_size not in sizes:
+            raise LaunchError(f"run {r.run_id} has model size {r.model_size!r}, not in the config's ladder "
+                              f"({', '.join(sizes)})")
+        groups[r.model_size].append(r.run_id)
+    parallel = max_parallel or config.executor.max_parallel
+    return [{"model_size": name, "runs": ids,
+             "parameters": executor_parameters(sizes[name], config.executor.slurm, max_parallel=parallel,
+                                               job_name=f"ts-{config.experiment.name}-{name}"[:60],
+                                               **({"signal_delay_s": signal_delay_s} if signal_delay_s else {}))}
+            for name, ids in groups.items()]
+
+
 def _runner(kind: str, ref: str, r: RunRecord, paths: LaunchPaths, context: dict[str, Any]):
     from slurm.job import JobRunner
 
@@ -174,13 +185,14 @@ def _runner(kind: str, ref: str, r: RunRecord, paths: LaunchPaths, context: dict
 def launch(config: ExperimentConfig, registry_path: str | Path, *, executor: ExecutorKind | None = None,
            max_parallel: int | None = None, resume: bool = False, job_kind: str = "pipeline",
            folder: str | Path | None = None, run_ids: Sequence[str] | None = None,
-           signal_delay_s: int | None = None) -> LaunchReport:
+           signal_delay_s: int | None = None, dry_run: bool = False) -> LaunchReport | list[dict[str, Any]]:
     """Submit the experiment's ``pending`` runs (with ``resume``: every run not done and not active).
 
     Result files already written and launches a killed launcher left behind are
     synced first (:func:`slurm.sync.sync` without retries), so nothing runs twice.
     The local executor starts at most ``max_parallel`` runs at once; the rest stay
-    pending for ``launch --wait`` (or a later ``launch``) to start.
+    pending for ``launch --wait`` (or a later ``launch``) to start. ``dry_run`` returns
+    :func:`launch_plan` of the runs it would submit and changes nothing.
     """
     from grid.registry import Registry
     from slurm.sync import sync
@@ -188,8 +200,15 @@ def launch(config: ExperimentConfig, registry_path: str | Path, *, executor: Exe
     kind: ExecutorKind = executor or config.executor.kind
     paths = LaunchPaths.of(folder or config.executor.folder)
     parallel = max_parallel or config.executor.max_parallel
-    sync(registry_path, config=config, folder=paths.root, retry=False)
     experiment = config.experiment.name
+    if dry_run:
+        with Registry(registry_path, read_only=True) as reg:
+            reg.experiment(experiment)
+            wanted = ["pending", "failed", "cancelled"] if resume else ["pending"]
+            runs = reg.runs(experiment, status=wanted, run_ids=run_ids)
+        job_kind_ref(job_kind)
+        return launch_plan(config, runs, max_parallel=parallel, signal_delay_s=signal_delay_s)
+    sync(registry_path, config=config, folder=paths.root, retry=False)
     with Registry(registry_path) as reg:
         reg.experiment(experiment)
         wanted = ["pending", "failed", "cancelled"] if resume else ["pending"]

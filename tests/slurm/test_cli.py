@@ -69,3 +69,15 @@ def test_launch_local_wait_runs_everything(make, capsys):
     assert main(["launch", "--config", str(env.config_path), "--job-kind", "succeed", "--wait", "--poll", "0.3"]) == 0
     out = capsys.readouterr().out
     assert "submitted 2 runs" in out and "1 wait for a free slot" in out and "done 3" in out
+
+
+def test_dry_run_submits_nothing(make, capsys, rows):
+    env = make(n_runs=2, sizes=("s", "m"))
+    assert main(["launch", "--config", str(env.config_path), "--dry-run", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert [g["model_size"] for g in out["plan"]] == ["s", "m"]
+    assert out["plan"][0]["runs"] == env.run_ids[:2] and out["plan"][0]["parameters"]["timeout_min"] == 2
+    assert {r.status for r in rows(env).values()} == {"pending"}
+    assert not (env.folder / "launches").exists()
+    assert main(["launch", "--config", str(env.config_path), "--dry-run"]) == 0
+    assert "would submit" in capsys.readouterr().out

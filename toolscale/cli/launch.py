@@ -27,7 +27,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                        formatter_class=Formatter,
                        epilog="examples:\n  toolscale launch --config my.toml --executor slurm\n"
                               "  toolscale launch --config my.toml --executor local --max-parallel 2 --wait\n"
-                              "  toolscale launch --config my.toml --resume      # rerun failed/cancelled runs")
+                              "  toolscale launch --config my.toml --resume      # rerun failed/cancelled runs\n"
+                              "  toolscale launch --config my.toml --dry-run --json")
     add_registry_args(p, config_required=True)
     p.add_argument("--executor", choices=["slurm", "local", "debug"],
                    help="where jobs run (default: the config's executor.kind)")
@@ -35,6 +36,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="runs at once (array parallelism; default: executor.max_parallel)")
     p.add_argument("--resume", action="store_true", help="also resubmit failed and cancelled runs (never done ones)")
     p.add_argument("--wait", action="store_true", help="sync until every run finished, with a progress bar")
+    p.add_argument("--dry-run", action="store_true",
+                   help="show what would be submitted per model size (runs, resources) and submit nothing")
     p.add_argument("--folder", help="root of submitit folders and result files (default: executor.folder)")
     p.add_argument("--job-kind", default="pipeline", help="registered job kind to run (default: pipeline)")
     p.add_argument("--poll", type=float, default=5.0, metavar="S", help="seconds between syncs with --wait")
@@ -105,6 +108,17 @@ def _launch(args: argparse.Namespace) -> int:
     cfg = config_of(args)
     reg = registry_path(args, cfg)
     kw = dict(executor=args.executor, max_parallel=args.max_parallel, folder=args.folder, job_kind=args.job_kind)
+    if args.dry_run:
+        plan = launch(cfg, reg, resume=args.resume, dry_run=True, **kw)
+        if args.json:
+            emit_json({"executor": args.executor or cfg.executor.kind, "plan": plan})
+        else:
+            print_table([{"model_size": g["model_size"], "runs": len(g["runs"]),
+                          "time_min": g["parameters"]["timeout_min"], "cpus": g["parameters"]["cpus_per_task"],
+                          "mem_gb": g["parameters"]["mem_gb"], "gpus": g["parameters"].get("gpus_per_node", 0),
+                          "partition": g["parameters"].get("slurm_partition", "")} for g in plan],
+                        title=f"would submit (executor {args.executor or cfg.executor.kind})")
+        return 0
     report = launch(cfg, reg, resume=args.resume, **kw)
     out: dict = {"launch": report.model_dump(mode="json")}
     if not args.json:
