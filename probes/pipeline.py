@@ -20,12 +20,12 @@ from probes.calibration import calibrate, verdicts
 from probes.cost import probe_cost
 from probes.masking import get_mask_strategy
 from probes.coverage import coverage
-from probes.models import ActionScore, ProbeSummary, TrajectoryProvenance
+from probes.models import ActionScore, ProbeSummary, RepairRecord, TrajectoryProvenance
 from probes.provenance import ParsedRow, parse_row, trace_trajectory
 from toolscale.config import ProbeSpec
 from toolscale.errors import ToolscaleError, UsageError
 
-__all__ = ["probe_dataset", "read_dataset", "DEFAULT_THRESHOLD", "SCORES_FILE", "action_rows"]
+__all__ = ["probe_dataset", "read_dataset", "repair_dir", "DEFAULT_THRESHOLD", "SCORES_FILE", "action_rows"]
 
 DEFAULT_THRESHOLD = 0.5
 """Groundedness threshold used when the data cannot be split for calibration (one trajectory)."""
@@ -196,3 +196,40 @@ def probe_dataset(data_dir: str | Path, *, spec: ProbeSpec | None = None, target
         manifest = {**manifest, "probe": summary.model_dump(mode="json")}
         _atomic_write(d / "manifest.json", json.dumps(manifest, indent=2) + "\n")
     return summary
+
+
+def repair_dir(data_dir: str | Path, *, rate: float, operation: str = "resynthesize", seed: int = 0,
+               **options: Any) -> list[RepairRecord]:
+    """Repair a share of the flagged actions of a probed dataset folder, in place (synth's repair knob).
+
+    Flagged actions are those the probe did not call grounded (``DIR/probe_scores.jsonl``), or, for a
+    folder not probed yet, those symbolic provenance finds non-derivable. ``round(rate * n_flagged)``
+    of them, chosen with ``seed``, get ``operation`` (:mod:`probes.repair`); ``train.jsonl`` is
+    rewritten and ``manifest.json`` records ``{"repair": {operation, rate, n_flagged, n_applied}}``.
+    """
+    from probes.repair import get_repair, repair_dataset
+
+    if not 0.0 <= rate <= 1.0:
+        raise UsageError(f"repair rate must be in [0, 1], got {rate}")
+    get_repair(operation)
+    d = Path(data_dir)
+    read_dataset(d)  # validates the folder before anything is written
+    raw = [json.loads(line) for line in (d / "train.jsonl").read_text(encoding="utf-8").splitlines() if line.strip()]
+    scores_file = d / SCORES_FILE
+    if scores_file.is_file():
+        flagged = [(r["trajectory"], r["call_id"]) for r in map(json.loads, scores_file.read_text().splitlines())
+                   if not r["grounded"]]
+    else:
+        flagged = [(p.index, a.call_id) for p in (trace_trajectory(parse_row(r, i), i) for i, r in enumerate(raw))
+                   for a in p.actions if not a.derivable]
+    chosen = sorted(random.Random(seed).sample(flagged, round(rate * len(flagged))))
+    by_row: dict[int, list[str]] = {}
+    for i, cid in chosen:
+        by_row.setdefault(i, []).append(cid)
+    new_rows, records = repair_dataset(raw, by_row, operation, **options)
+    _, manifest = read_dataset(d)
+    manifest = {**manifest, "repair": {"operation": operation, "rate": rate, "n_flagged": len(flagged),
+                                       "n_applied": sum(r.applied for r in records), "seed": seed}}
+    _atomic_write(d / "train.jsonl", "".join(json.dumps(r) + "\n" for r in new_rows))
+    _atomic_write(d / "manifest.json", json.dumps(manifest, indent=2) + "\n")
+    return records

@@ -99,3 +99,21 @@ def test_bad_input_loses_nothing(tmp_path):
     assert (d / "manifest.json").read_text() == before and not (d / SCORES_FILE).exists()
     assert (d2 / "manifest.json").read_text() == "[1, 2"
     assert pipeline.DEFAULT_THRESHOLD == 0.5
+
+
+def test_repair_dir_resynthesizes_a_share_of_flagged(tmp_path):
+    from probes.pipeline import repair_dir
+    from probes.provenance import trace_dataset
+
+    d = _toy(tmp_path, n=20)
+    rows = [json.loads(x) for x in (d / "train.jsonl").read_text().splitlines()]
+    n_bad = sum(not a.derivable for p in trace_dataset(rows) for a in p.actions)
+    records = repair_dir(d, rate=0.5, operation="resynthesize", seed=1)
+    assert len(records) == round(0.5 * n_bad) and all(r.applied for r in records)
+    rows2 = [json.loads(x) for x in (d / "train.jsonl").read_text().splitlines()]
+    assert sum(not a.derivable for p in trace_dataset(rows2) for a in p.actions) == n_bad - len(records)
+    m = json.loads((d / "manifest.json").read_text())
+    assert m["repair"] == {"operation": "resynthesize", "rate": 0.5, "n_flagged": n_bad, "n_applied": len(records),
+                           "seed": 1} and m["dataset_id"] == "d-toy"
+    with pytest.raises(UsageError, match="repair rate must be in"):
+        repair_dir(d, rate=1.5)
