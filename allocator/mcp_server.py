@@ -7,11 +7,28 @@ registry read-only for the call (allocations asked over MCP are not stored).
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Callable
 from typing import Any
 
 from toolscale.config import ExperimentConfig
+from toolscale.errors import ToolscaleError
 
 __all__ = ["build_server"]
+
+
+def _user_errors(fn: Callable) -> Callable:
+    """Report a ToolscaleError's one-line message to the client (other exceptions stay crashes)."""
+    from mcp.server.mcpserver.exceptions import ToolError
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return fn(*args, **kwargs)
+        except ToolscaleError as err:
+            raise ToolError(str(err)) from None
+
+    return wrapper
 
 
 def build_server(registry: str, config: ExperimentConfig | None = None):
@@ -26,6 +43,7 @@ def build_server(registry: str, config: ExperimentConfig | None = None):
                        "new tools, new tasks, new databases, or better supervision.")
 
     @server.tool()
+    @_user_errors
     def allocate(budget: float, benchmark: str, experiment: str | None = None, model_size: str | None = None,
                  unit: str | None = None) -> dict[str, Any]:
         """Best spend of `budget` per data axis for `benchmark`, with the predicted score, its interval,
@@ -35,12 +53,14 @@ def build_server(registry: str, config: ExperimentConfig | None = None):
         return plan_json(plan, ctx)
 
     @server.tool()
+    @_user_errors
     def list_benchmarks() -> dict[str, list[str]]:
         """Benchmarks that have a fitted law, with the experiments they were fitted on."""
         with Registry(registry, read_only=True) as reg:
             return benchmarks_with_fits(reg)
 
     @server.tool()
+    @_user_errors
     def fit_summary(benchmark: str, experiment: str | None = None) -> dict[str, Any]:
         """The newest fit for `benchmark`: law, parameters with intervals, held-out error."""
         with Registry(registry, read_only=True) as reg:

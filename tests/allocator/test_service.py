@@ -1,0 +1,152 @@
+"""allocate end to end on a stored fit: JSON contract, CLI, sweep plot, bad input, and the MCP server over stdio."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from allocator.service import plan_allocation
+from fit.laws import get_law
+from fit.models import FitResult
+from fit.simulate import builtin_truth, law_inputs_for_config
+from grid.design import build_design
+from grid.models import MetricResult
+from grid.registry import Registry
+from toolscale.cli import allocate_main, main
+from toolscale.cli.project import example_config_text
+from toolscale.config import parse_config
+
+CONTRACT = {"budget", "unit", "benchmark", "spend", "levels", "total_cost", "predicted_score", "interval",
+            "baseline", "gain_over_baseline", "p_beats_baseline", "extrapolation"}
+
+
+def _config():
+    import tomllib
+
+    return parse_config(tomllib.loads(example_config_text("micro")))
+
+
+def _fit_result(cfg, converged: bool = True) -> FitResult:
+    truth = builtin_truth(law_inputs_for_config(cfg), "multiplicative", benchmark="bench")
+    law = get_law("multiplicative", law_inputs_for_config(cfg))
+    rng = np.random.default_rng(0)
+    draws = [{k: v * float(rng.uniform(0.95, 1.05)) for k, v in truth.params.items()} for _ in range(40)]
+    return FitResult(law="multiplicative", inputs=list(law.inputs), params=truth.params, target="score", loss=0.0,
+                     converged=converged, message="" if converged else "gradient norm 3e-2 at iteration limit",
+                     n_points=18, n_params=len(truth.params), data_hash="test", huber_delta=0.05, n_starts=1,
+                     residual_sd=0.01, log_likelihood=0.0, aic=0.0, bic=0.0, bootstrap=draws, bootstrap_seed=0,
+                     experiment="exp", benchmark="bench")
+
+
+@pytest.fixture
+def registry(tmp_path) -> str:
+    cfg = _config()
+    path = str(tmp_path / "r.duckdb")
+    runs = [r.model_copy(update={"experiment": "exp"}) for r in build_design(cfg).runs]
+    with Registry(path) as reg:
+        reg.import_runs("exp", [a.name for a in cfg.axes], runs,
+                        [[MetricResult(benchmark="bench", score=0.5)] for _ in runs], source="design")
+        reg.ensure_experiment("exp", config=cfg.model_dump(mode="json"))
+        fit = _fit_result(cfg)
+        reg.save_fit(experiment="exp", benchmark="bench", metric="score", law=fit.law, converged=True,
+                     n_points=fit.n_points, data_hash="test", payload=fit.model_dump(mode="json"))
+    return path
+
+
+def test_plan_from_registry_respects_budget_and_truth(registry) -> None:
+    cfg = _config()
+    plan, ctx = plan_allocation(registry, budget=5000.0, benchmark="bench")
+    assert ctx["experiment"] == "exp" and ctx["law"] == "multiplicative"
+    assert plan.plan.total_cost <= 5000.0 * (1 + 1e-9)
+    truth = builtin_truth(law_inputs_for_config(cfg), "multiplicative")
+    law = get_law("multiplicative", law_inputs_for_config(cfg))
+    X = {k: np.array([v]) for k, v in plan.plan.levels.items()}
+    X["N"] = np.array([cfg.target_size.approx_params])
+    assert plan.plan.predicted_score == pytest.approx(float(law.predict(truth.params, X)[0]))
+    assert plan.gain_over_baseline >= 0
+    assert plan.interval[0] <= plan.plan.predicted_score <= plan.interval[1]
+    with Registry(registry, read_only=True) as reg:
+        assert reg.allocations("exp")[0]["payload"]["budget"]["value"] == 5000.0
+
+
+def test_allocate_cli_json_contract_and_toolscale_alias(registry, capsys) -> None:
+    assert allocate_main(["--budget", "5000", "--benchmark", "bench", "--registry", registry, "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert CONTRACT <= set(out)
+    assert out["total_cost"] <= 5000 and set(out["spend"]) == set(out["levels"])
+    assert main(["allocate", "--budget", "5000", "--benchmark", "bench", "--registry", registry, "--json"]) == 0
+    again = json.loads(capsys.readouterr().out)
+    assert again["levels"] == out["levels"]  # same inputs, same plan
+    assert main(["allocate", "--budget", "5000", "--benchmark", "bench", "--registry", registry]) == 0
+    table = capsys.readouterr().out
+    assert "next usd buys the most on" in table and "diversity-only baseline" in table
+
+
+def test_sweep_writes_plot_and_is_monotone(registry, tmp_path, capsys) -> None:
+    plot = tmp_path / "sweep.png"
+    assert main(["allocate", "--budget", "1000", "--benchmark", "bench", "--registry", registry, "--sweep",
+                 "2000:40000:5", "--plot", str(plot), "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    scores = [p["predicted_score"] for p in out["plans"]]
+    assert all(b >= a - 1e-9 for a, b in zip(scores, scores[1:]))
+    assert plot.stat().st_size > 10_000 and plot.read_bytes()[:4] == b"\x89PNG"
+
+
+@pytest.mark.parametrize(
+    ("argv", "needle", "code"),
+    [
+        (["--budget", "5000", "--benchmark", "nope"], "no fit for benchmark 'nope'; benchmarks with fits: bench", 2),
+        (["--budget", "10", "--benchmark", "bench"], "below the cheapest feasible plan", 2),
+        (["--budget", "5000", "--benchmark", "bench", "--unit", "eur"], "--unit must be one of usd, gpu_hours", 2),
+        (["--budget", "5000", "--benchmark", "bench", "--unit", "gpu_hours"], "does not match", 2),
+        (["--budget", "5000", "--benchmark", "bench", "--model-size", "huge"], "unknown model size 'huge'", 2),
+        (["--budget", "5000", "--benchmark", "bench", "--experiment", "other"], "experiment 'other' has no fit", 2),
+        (["--budget", "0", "--benchmark", "bench"], "must be a positive number, got 0", 2),
+        (["--budget", "nan", "--benchmark", "bench"], "must be a positive number, got nan", 2),
+    ],
+)
+def test_bad_input_one_line(registry, capsys, argv, needle, code) -> None:
+    assert allocate_main([*argv, "--registry", registry]) == code
+    err = capsys.readouterr().err
+    assert needle in err
+    assert "Traceback" not in err
+
+
+def test_unconverged_fit_is_refused(registry, capsys) -> None:
+    cfg = _config()
+    bad = _fit_result(cfg, converged=False)
+    with Registry(registry) as reg:
+        reg.save_fit(experiment="exp", benchmark="bench", metric="score", law=bad.law, converged=False,
+                     n_points=bad.n_points, data_hash="test", payload=bad.model_dump(mode="json"))
+    assert allocate_main(["--budget", "5000", "--benchmark", "bench", "--registry", registry]) == 2
+    assert "did not converge (gradient norm 3e-2 at iteration limit)" in capsys.readouterr().err
+
+
+def test_mcp_server_over_stdio(registry) -> None:
+    from mcp import Client
+    from mcp.client.stdio import StdioServerParameters
+
+    async def talk():
+        params = StdioServerParameters(command=sys.executable, args=["-m", "toolscale.cli", "serve-mcp",
+                                                                      "--registry", registry],
+                                       cwd=str(Path(__file__).resolve().parents[2]))
+        async with Client(params) as client:
+            tools = {t.name for t in (await client.list_tools()).tools}
+            listed = await client.call_tool("list_benchmarks", {})
+            plan = await client.call_tool("allocate", {"budget": 5000, "benchmark": "bench"})
+            summary = await client.call_tool("fit_summary", {"benchmark": "bench"})
+            bad = await client.call_tool("allocate", {"budget": 5000, "benchmark": "nope"})
+        return tools, listed, plan, summary, bad
+
+    tools, listed, plan, summary, bad = asyncio.run(talk())
+    assert {"allocate", "list_benchmarks", "fit_summary"} <= tools
+    assert listed.structured_content["bench"] == ["exp"]
+    assert plan.structured_content["total_cost"] <= 5000
+    assert CONTRACT <= set(plan.structured_content)
+    assert summary.structured_content["law"] == "multiplicative"
+    assert bad.is_error and "no fit for benchmark 'nope'" in bad.content[0].text
