@@ -149,7 +149,9 @@ class TransformersBackend:
     @staticmethod
     def _load_model(path: str) -> Any:
         from transformers import AutoModelForCausalLM
+        from transformers.utils import logging as hf_logging
 
+        hf_logging.disable_progress_bar()  # "Loading weights" bars would clutter every eval's stderr
         try:
             return AutoModelForCausalLM.from_pretrained(path)
         except (OSError, ValueError) as err:

@@ -275,7 +275,7 @@ class _NoModel:
 
 def evaluate(model_dir_or_gold: str, benchmark: str, *, limit: int | None = None, seed: int = 0,
              backend: str | Backend = "transformers", endpoint: str | None = None, batch_size: int = 8,
-             max_new_tokens: int | None = None, threads: int | None = None,
+             max_new_tokens: int | None = None, threads: int | None = None, device: str = "cpu",
              items: Sequence[Any] | None = None) -> list[MetricResult]:
     """Score a model on one benchmark.
 
@@ -294,8 +294,8 @@ def evaluate(model_dir_or_gold: str, benchmark: str, *, limit: int | None = None
         ``transformers`` (default), ``openai`` (needs ``endpoint``), ``vllm``, or a backend object.
     endpoint : str or None
         Base URL of an OpenAI-compatible server.
-    batch_size, max_new_tokens, threads
-        Generation settings; ``max_new_tokens`` caps each completion (each turn in an episode),
+    batch_size, max_new_tokens, threads, device
+        Generation settings (``threads``: ``torch.set_num_threads``; ``device``: transformers only); ``max_new_tokens`` caps each completion (each turn in an episode),
         below which every item gets :func:`reference_budget` tokens when the backend counts tokens.
     items : sequence or None
         Items to use instead of the benchmark's own (tests, custom suites).
@@ -321,7 +321,7 @@ def evaluate(model_dir_or_gold: str, benchmark: str, *, limit: int | None = None
     if not gold:
         if isinstance(backend, str):
             options: dict[str, Any] = {"endpoint": endpoint} if backend == "openai" else {
-                "batch_size": batch_size, "threads": threads} if backend == "transformers" else {}
+                "batch_size": batch_size, "threads": threads, "device": device} if backend == "transformers" else {}
             model = get_backend(backend, str(model_dir_or_gold), **options)
         else:
             model = backend

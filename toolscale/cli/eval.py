@@ -31,7 +31,11 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="generation backend (default transformers, on the CPU)")
     p.add_argument("--endpoint", metavar="URL", help="OpenAI-compatible base URL for --backend openai")
     p.add_argument("--batch-size", type=_positive_int, default=8, help="requests per forward pass (default 8)")
-    p.add_argument("--max-new-tokens", type=_positive_int, metavar="N", help="tokens per completion")
+    p.add_argument("--max-new-tokens", type=_positive_int, metavar="N",
+                   help="cap on generated tokens per completion (default 256; 128 per turn in episodes)")
+    p.add_argument("--threads", type=_positive_int, default=1,
+                   help="torch CPU threads (default 1: more only helps on an otherwise idle machine)")
+    p.add_argument("--device", default="cpu", help="torch device of the transformers backend (default cpu)")
     p.add_argument("--list", action="store_true", help="list the registered benchmarks and exit")
     p.add_argument("--json", action="store_true",
                    help="print benchmark, version, score, stderr, n_items and all metrics as JSON")
@@ -66,7 +70,8 @@ def _eval(args: argparse.Namespace) -> int:
     from eval.runner import evaluate
 
     metrics = evaluate(args.model, info.name, limit=args.limit, seed=args.seed, backend=args.backend,
-                       endpoint=args.endpoint, batch_size=args.batch_size, max_new_tokens=args.max_new_tokens)
+                       endpoint=args.endpoint, batch_size=args.batch_size, max_new_tokens=args.max_new_tokens,
+                       threads=args.threads, device=args.device)
     head = next(m for m in metrics if m.metric == "score")
     if args.json:
         emit_json({"benchmark": info.name, "version": info.version, "model": args.model, "score": head.score,
