@@ -89,15 +89,19 @@ def slurm_states(job_ids: Iterable[str]) -> dict[str, JobState]:
 
 
 def _pid_alive(pid: int) -> bool:
+    """Whether ``pid`` is a live (not zombie) submitit controller; a reused PID is not."""
     try:
         stat = Path(f"/proc/{pid}/stat").read_text()
+        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
     except OSError:
-        try:
+        if Path("/proc/self").exists():
+            return False
+        try:  # no /proc (macOS): existence only
             os.kill(pid, 0)
         except OSError:
             return False
         return True
-    return stat.rsplit(")", 1)[-1].split()[0] != "Z"
+    return stat.rsplit(")", 1)[-1].split()[0] != "Z" and b"submitit" in cmdline
 
 
 def local_state(job_id: str) -> JobState:

@@ -163,6 +163,8 @@ def test_launcher_killed_between_submit_and_registry_update_is_recovered_by_sync
     with pytest.raises(KeyboardInterrupt):
         launch(env.config, env.registry, job_kind="succeed")
     monkeypatch.undo()
+    from slurm.launcher import LOCAL_JOBS
+    LOCAL_JOBS.clear()  # a new process: job states come from the process table, not from submitit objects
     assert {r.status for r in rows(env).values()} == {"pending"}
     final = wait(env.registry, config=env.config, poll_s=0.3, timeout_s=60)
     got = rows(env)

@@ -81,3 +81,13 @@ def test_same_run_twice_in_a_batch_last_wins_and_unknown_runs_reported(tmp_path)
     ("OUT_OF_MEMORY", "failed"), ("NODE_FAIL", "failed"), ("", "unknown"), ("WEIRD", "unknown")])
 def test_slurm_states_map_onto_run_states(raw, status):
     assert map_slurm_state(raw) == status
+
+
+def test_local_state_of_a_reused_or_missing_pid_is_ended():
+    import os
+
+    from slurm.sync import local_state
+
+    assert local_state(str(os.getpid())).status == "done"  # alive, but not a submitit controller
+    assert local_state("999999999").status == "done"
+    assert local_state("DEBUG_1").status == "done"
