@@ -154,11 +154,12 @@ def _grid(law: Law, max_grid: int, seed: int, names: tuple[str, ...] | None = No
     return [{p: values[j][row[j]] for j, p in enumerate(names)} for row in picks]
 
 
-def _trf(prob: _Problem, theta0: np.ndarray, maxiter: int):
+def _trf(prob: _Problem, theta0: np.ndarray, maxiter: int, tol: float = 1e-8):
     """Trust-region reflective least squares with scipy's ``huber`` loss: the same objective
     (``0.5 f^2 rho((r / f)^2)`` with ``f = delta`` equals ``H_delta(r)``), Gauss-Newton steps."""
     res = least_squares(prob.resid, np.clip(theta0, prob.lo, prob.hi), jac=prob.resid_jac, bounds=(prob.lo, prob.hi),
-                        loss="huber", f_scale=prob.delta, method="trf", x_scale="jac", max_nfev=maxiter)
+                        loss="huber", f_scale=prob.delta, method="trf", x_scale="jac", max_nfev=maxiter,
+                        ftol=tol, xtol=tol, gtol=tol)
     fun = float(prob.objective_batch(res.x[None, :])[0])
     return _Res(x=res.x, fun=fun, success=res.status > 0, message=str(res.message), nit=int(res.nfev))
 
@@ -172,20 +173,24 @@ class _Res:
     nit: int
 
 
-def _minimise(prob: _Problem, starts: list[np.ndarray], maxiter: int, method: str = "trf") -> OptimumInfo:
+def _minimise(prob: _Problem, starts: list[np.ndarray], maxiter: int, method: str = "trf", tol: float = 1e-8,
+              do_polish: bool = True) -> OptimumInfo:
     bounds = list(zip(prob.lo, prob.hi))
     options = {"maxiter": maxiter, "ftol": 1e-13, "gtol": 1e-10, "maxcor": 20}
     best = None
     for theta0 in starts:
         if method == "trf":
-            res = _trf(prob, theta0, maxiter)
+            res = _trf(prob, theta0, maxiter, tol)
         else:
             res = minimize(prob.fun_and_grad, theta0, jac=True, method="L-BFGS-B", bounds=bounds, options=options)
         if best is None or res.fun < best.fun:
             best = res
     assert best is not None  # noqa: S101 - starts is never empty (internal invariant)
-    polish = minimize(prob.fun_and_grad, best.x, jac=True, method="L-BFGS-B", bounds=bounds,
-                      options={**options, "maxiter": min(300, maxiter)})
+    if not do_polish:
+        polish = best
+    else:
+        polish = minimize(prob.fun_and_grad, best.x, jac=True, method="L-BFGS-B", bounds=bounds,
+                          options={**options, "maxiter": min(300, maxiter)})
     final = polish if polish.fun <= best.fun else best
     stalled = abs(best.fun - polish.fun) <= 1e-7 * (1.0 + abs(best.fun))
     converged = bool(np.isfinite(final.fun) and final.fun < 1e29 and (polish.success or stalled))
@@ -239,7 +244,8 @@ def check_points(points: Points, law: Law) -> None:
 def fit_params(law: Law, X: Mapping[str, np.ndarray], y: np.ndarray, *, huber_delta: float | None = None,
                n_starts: int = 8, max_grid: int = 8192, maxiter: int = 2000, seed: int = 0,
                starts: list[Mapping[str, float]] | None = None, method: str = "trf",
-               fixed: Mapping[str, float] | None = None) -> OptimumInfo:
+               fixed: Mapping[str, float] | None = None, tol: float = 1e-8,
+               polish: bool = True) -> OptimumInfo:
     """Minimise the Huber objective of one (single-stage) law; no validation, no uncertainty.
 
     ``starts`` replaces the grid (bootstrap refits start from the full-data optimum).
@@ -261,18 +267,19 @@ def fit_params(law: Law, X: Mapping[str, np.ndarray], y: np.ndarray, *, huber_de
         scores = np.concatenate([prob.objective_batch(cand[i:i + 512]) for i in range(0, len(cand), 512)])
         order = np.argsort(scores, kind="stable")
         thetas = [cand[i] for i in order[:max(1, n_starts)]]
-    return _minimise(prob, thetas, maxiter, method)
+    return _minimise(prob, thetas, maxiter, method, tol, do_polish=polish)
 
 
 def _fit_any(law: Law, points: Points, *, huber_delta: float | None, n_starts: int, max_grid: int,
              seed: int, starts: list[Mapping[str, float]] | None = None, method: str = "trf",
-             fixed: Mapping[str, float] | None = None, maxiter: int = 2000) -> OptimumInfo:
+             fixed: Mapping[str, float] | None = None, maxiter: int = 2000, tol: float = 1e-8,
+             polish: bool = True) -> OptimumInfo:
     """Fit a law (chaining the stages of a two-step law, each on its own observed data)."""
     X = points.X()
     y = points.y_array()
     if law.stages is None:
         return fit_params(law, X, y, huber_delta=huber_delta, n_starts=n_starts, max_grid=max_grid, seed=seed,
-                          starts=starts, method=method, fixed=fixed, maxiter=maxiter)
+                          starts=starts, method=method, fixed=fixed, maxiter=maxiter, tol=tol, polish=polish)
     if fixed:
         raise FitInputError(f"law {law.name!r}: fixed parameters are not supported for two-step laws")
     stage1, stage2, inter = law.stages

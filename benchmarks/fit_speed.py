@@ -1,0 +1,127 @@
+"""Speed and quality of fit/ on the default preset's real design (simulated truths). Prints figures.
+
+Usage::
+
+    .venv/bin/python benchmarks/fit_speed.py                 # speed + 20 simulated experiments
+    .venv/bin/python benchmarks/fit_speed.py --experiments 50 --bootstrap 200 --jobs 2
+
+Targets (issue 9; measured here, never asserted in tests):
+
+- speed: a joint fit of ~300 runs over six axes with the full starting grid under 10 s
+  on 2 cores; 1,000 bootstrap refits under 60 s;
+- quality over simulated truths with realistic noise (SD 0.015 score points): held-out
+  MAE at >= 16x extrapolation <= 0.02; 90% prediction intervals covering 85-95% of
+  held-out runs; the interaction test picking the true hypothesis in >= 90% of experiments.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from fit.fitting import fit_law  # noqa: E402
+from fit.holdout import apply_holdout  # noqa: E402
+from fit.interaction import compare_hypotheses  # noqa: E402
+from fit.laws import get_law  # noqa: E402
+from fit.models import Points, Truth  # noqa: E402
+from fit.simulate import builtin_truth, law_inputs_for_config, simulate_results  # noqa: E402
+from grid.design import build_design  # noqa: E402
+from toolscale.config import load_config  # noqa: E402
+
+PRESET = Path(__file__).resolve().parents[1] / "toolscale" / "presets" / "default.toml"
+
+
+def random_truth(inputs, hypothesis: str, rng: np.random.Generator, noise: float) -> Truth:
+    """A truth drawn around the built-in one (fit/simulate.py), so results do not hinge on one parameter set."""
+    base = builtin_truth(inputs, hypothesis, noise_sd=noise)
+    p = {"S0": rng.uniform(0.15, 0.35), "A_N": rng.uniform(0.2, 0.4), "alpha_N": rng.uniform(0.3, 0.7)}
+    for name in base.params:
+        if name.startswith("G_"):
+            p[name] = rng.uniform(0.05, 0.15)
+        elif name.startswith("alpha_") and name != "alpha_N":
+            p[name] = rng.uniform(0.3, 0.9)
+        elif name.startswith("H_"):
+            p[name] = rng.uniform(0.2, 0.6) if hypothesis == "multiplicative" else rng.uniform(0.02, 0.08)
+        elif name.startswith("beta_"):
+            p[name] = rng.uniform(0.5, 2.0)
+    return base.model_copy(update={"params": p})
+
+
+def points_for(design, law, truth: Truth, seed: int) -> Points:
+    y = simulate_results(design.runs, truth, law, seed=seed)
+    X = {a: [r.model_params if a == "N" else r.recipe[a] for r in design.runs] for a in law.axes}
+    pts = Points(inputs=X, y=y, run_ids=[r.run_id for r in design.runs], split=[r.split for r in design.runs],
+                 flops=[r.train_flops for r in design.runs], benchmark="sim", simulated=True)
+    return apply_holdout(pts, "top-flops:0.25", 0.25)[0]
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--experiments", type=int, default=20, help="simulated experiments for the quality figures")
+    ap.add_argument("--bootstrap", type=int, default=100, help="bootstrap refits per quality experiment")
+    ap.add_argument("--speed-bootstrap", type=int, default=1000, help="bootstrap refits timed for speed")
+    ap.add_argument("--noise", type=float, default=0.015, help="noise SD in score points")
+    ap.add_argument("--jobs", type=int, default=os.cpu_count() or 1, help="bootstrap worker processes")
+    ap.add_argument("--skip-speed", action="store_true")
+    args = ap.parse_args()
+
+    config = load_config(PRESET)
+    design = build_design(config)
+    inputs = law_inputs_for_config(config)
+    fitted = sum(r.split == "fit" for r in design.runs)
+    print(f"design: {len(design.runs)} runs ({fitted} fitted), {len(config.axes)} axes, "
+          f"extrapolation factor {design.summary['extrapolation_factor']:.1f}x; cores: {os.cpu_count()}")
+
+    if not args.skip_speed:
+        law = get_law("multiplicative", inputs)
+        pts = points_for(design, law, builtin_truth(inputs, "multiplicative", noise_sd=args.noise), seed=0)
+        t0 = time.perf_counter()
+        fit = fit_law(pts, law, n_starts=8, max_grid=8192)
+        t_fit = time.perf_counter() - t0
+        print(f"speed: joint fit, {fit.n_points} runs, {law.n_params} parameters, full grid (8192 starts scored, "
+              f"8 minimiser runs): {t_fit:.2f} s  [target < 10 s]")
+        t0 = time.perf_counter()
+        fit = fit_law(pts, law, n_starts=8, max_grid=8192, n_bootstrap=args.speed_bootstrap, n_jobs=args.jobs)
+        t_boot = time.perf_counter() - t0 - t_fit
+        print(f"speed: {len(fit.bootstrap)} bootstrap refits on {args.jobs} workers: {t_boot:.1f} s  [target < 60 s]")
+
+    rng = np.random.default_rng(2026)
+    maes, maxes, covs, correct = [], [], [], []
+    for i in range(args.experiments):
+        hyp = "multiplicative" if i % 2 == 0 else "additive"
+        truth = random_truth(inputs, hyp, rng, args.noise)
+        law = get_law(hyp, inputs)
+        pts = points_for(design, law, truth, seed=100 + i)
+        t0 = time.perf_counter()
+        inter = compare_hypotheses(pts, inputs, n_starts=8, max_grid=4096, seed=i)
+        chosen = get_law(inter.supported, inputs)
+        fit = fit_law(pts, chosen, n_starts=8, max_grid=8192, n_bootstrap=args.bootstrap, n_jobs=args.jobs, seed=i)
+        h = fit.heldout
+        maes.append(h.mae)
+        maxes.append(h.max_error)
+        covs.append(h.interval_coverage)
+        correct.append(inter.supported == hyp)
+        print(f"  exp {i:2d} truth {hyp:14s} alpha_N {truth.params['alpha_N']:.2f} -> {inter.supported:14s} "
+              f"({inter.strength}, dBIC {inter.delta_bic:6.1f})  MAE {h.mae:.4f}  max {h.max_error:.4f}  "
+              f"coverage {h.interval_coverage:.2f}  [{time.perf_counter() - t0:.1f} s]", flush=True)
+    if args.experiments:
+        factor = design.summary["extrapolation_factor"]
+        print(f"quality over {args.experiments} simulated experiments (noise SD {args.noise}, {factor:.1f}x):")
+        print(f"  held-out MAE: mean {np.mean(maes):.4f}, median {np.median(maes):.4f}, worst {np.max(maes):.4f}  "
+              "[target <= 0.02; plan reference 0.0285]")
+        print(f"  held-out max error: mean {np.mean(maxes):.4f}")
+        print(f"  90% prediction-interval coverage: mean {np.mean(covs):.3f}, range {np.min(covs):.2f}-"
+              f"{np.max(covs):.2f}  [target 0.85-0.95]")
+        print(f"  interaction test correct: {np.mean(correct):.0%} ({sum(correct)}/{len(correct)})  [target >= 90%]")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
