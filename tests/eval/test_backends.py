@@ -106,6 +106,31 @@ def test_random_model_is_scored_wrong_without_crashing(model_dir, items):
     assert 0.0 <= rows["field_match"].score <= 1.0
 
 
+def test_model_without_chat_template(tmp_path, model_dir):
+    import shutil
+
+    from transformers import PreTrainedTokenizerFast
+
+    folder = tmp_path / "nochat"
+    shutil.copytree(model_dir, folder)
+    tok = PreTrainedTokenizerFast.from_pretrained(str(folder))
+    tok.chat_template = None
+    (folder / "chat_template.jinja").unlink(missing_ok=True)
+    tok.save_pretrained(str(folder))
+    with pytest.raises(BackendError, match="has no chat template"):
+        TransformersBackend(str(folder))
+
+
+def test_importing_eval_does_not_import_torch():
+    import subprocess
+    import sys
+
+    code = ("import sys, eval.runner, eval.benchmarks, eval.heldout, eval.bfcl, toolscale.cli.eval; "
+            "print(any(m in sys.modules for m in ('torch', 'transformers')))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "False"
+
+
 def test_bad_model_folder(tmp_path):
     with pytest.raises(BackendError, match="does not exist"):
         TransformersBackend(str(tmp_path / "missing"))

@@ -143,3 +143,35 @@ def test_reads_a_wheel_named_by_env(tmp_path, monkeypatch):
         load_bfcl(["multiple"])
     with pytest.raises(BenchmarkDataError, match="unknown BFCL category 'live'"):
         load_bfcl(["live"])
+
+
+def _random_value(rng, depth=0):
+    kinds = ["int", "float", "str", "bool", "none"] + (["list", "dict"] if depth < 2 else [])
+    k = rng.choice(kinds)
+    if k == "int":
+        return rng.randint(-5, 5)
+    if k == "float":
+        return rng.uniform(-5, 5)
+    if k == "str":
+        return rng.choice(["", "x", "New York", "'q'", "1"])
+    if k == "bool":
+        return rng.random() < 0.5
+    if k == "none":
+        return None
+    if k == "list":
+        return [_random_value(rng, depth + 1) for _ in range(rng.randint(0, 3))]
+    return {rng.choice(["a", "name", "type"]): _random_value(rng, depth + 1) for _ in range(rng.randint(0, 2))}
+
+
+@needs_wheel
+def test_random_arguments_never_crash_the_matcher(items):
+    import random
+
+    rng = random.Random(0)
+    for it in items:
+        fn = rng.choice(it.functions)
+        params = list((fn.get("parameters") or {}).get("properties") or {}) + ["zz"]
+        calls = [ToolCall(name=fn["name"], arguments={p: _random_value(rng) for p in rng.sample(params, k=min(len(params), 3))})
+                 for _ in range(rng.randint(1, 3))]
+        r = match_item(it, ParsedOutput(calls=calls))
+        assert 0.0 <= r.field_match <= 1.0
