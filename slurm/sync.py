@@ -25,7 +25,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from grid.models import RUN_STATUSES
-from slurm.errors import LaunchError
+from slurm.errors import LaunchError, SubmitError
 from slurm.launcher import ACTIVE, LOCAL_JOBS, read_manifests, submit_runs
 from slurm.models import JobState, LaunchManifest, SyncReport
 from slurm.paths import LaunchPaths
@@ -222,15 +222,20 @@ def sync(registry_path: str | Path, *, config: ExperimentConfig | None = None, e
                     m = by_job[r.job_id]
                     kinds.setdefault((m.executor, m.job_kind), []).append(r)
                 for (executor, job_kind), group in kinds.items():
-                    rep = submit_runs(reg, config, group, executor=executor, paths=paths, job_kind=job_kind)
+                    try:
+                        rep = submit_runs(reg, config, group, executor=executor, paths=paths, job_kind=job_kind)
+                    except (LaunchError, SubmitError) as err:  # the runs stay failed; the next sync tries again
+                        scheduler_problems.append(f"retry of {len(group)} failed runs not submitted: {err}")
+                        continue
                     retried.extend(rep.submitted)
         counts = {s: 0 for s in RUN_STATUSES}
         for exp, c in reg.status_counts(experiment).items():
             for s, n in c.items():
                 counts[s] += n
     return SyncReport(ingested=ingest["ingested"], duplicate=ingest["duplicate"],
-                      problems=problems + list(ingest["problems"]) + scheduler_problems, transitions={k: v[0] for k, v in changes.items()},
-                      retried=retried, active=counts["submitted"] + counts["running"], counts=counts)
+                      problems=problems + list(ingest["problems"]) + scheduler_problems,
+                      transitions={k: v[0] for k, v in changes.items()}, retried=retried,
+                      active=counts["submitted"] + counts["running"], counts=counts)
 
 
 def wait(registry_path: str | Path, *, config: ExperimentConfig, folder: str | Path | None = None,

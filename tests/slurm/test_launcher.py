@@ -211,3 +211,15 @@ def test_unanswering_scheduler_still_ingests_results(make, rows, monkeypatch):
     rep = sync(env.registry, config=env.config)
     assert rep.ingested == 1 and "cannot read job states" in rep.problems[-1]
     assert rows(env)[env.run_ids[0]].status == "done" and rows(env)[env.run_ids[0]].metrics["toy/score"] == 1.5
+
+
+def test_refused_retry_is_reported_and_runs_stay_failed(make, rows, monkeypatch):
+    env = make(n_runs=1)
+    launch(env.config, env.registry, executor="debug", job_kind="boom")
+    bad = env.config.model_copy(update={"ladder": [s.model_copy(update={"name": "other"})
+                                                   for s in env.config.ladder]})
+    rep = sync(env.registry, config=bad)
+    assert rep.retried == [] and any("retry of 1 failed runs not submitted" in p and "'s'" in p
+                                     for p in rep.problems)
+    r = rows(env)[env.run_ids[0]]
+    assert (r.status, r.attempts) == ("failed", 1)
