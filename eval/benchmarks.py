@@ -74,6 +74,7 @@ def load_items(name: str, **kwargs: Any) -> list[Any]:
 
 register_benchmark(BenchmarkInfo(
     name="heldout-calls", version="1", kind="calls", loader="eval.heldout:load_heldout_calls",
+    digest="3154602d4cda1152dd9dfa9857e849f3ee52d61c37c2898ac4c77b215df8b97c",
     description="single-step calls on the held-out bundled servers (synth.servers HELDOUT_DOMAINS), "
                 "BFCL-style AST match of function name, required arguments and values, plus irrelevance "
                 "items whose right answer is no call; score = share right",
@@ -85,6 +86,7 @@ register_benchmark(BenchmarkInfo(
     metrics=ENV_METRICS))
 register_benchmark(BenchmarkInfo(
     name="bfcl", version="v4-2026.3.23", kind="calls", loader="eval.bfcl:load_bfcl", aggregate="category_mean",
+    digest="3b429303c13ba23770729d50ad3e9015889fb27b5ec15b3caabbb110d4df5e95",
     description="Berkeley Function Calling Leaderboard v4, non-live AST categories simple (python), "
                 "multiple, parallel, parallel_multiple, irrelevance; score = unweighted mean of the "
                 "category accuracies (BFCL's summary), acc_<category> each",

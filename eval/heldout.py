@@ -18,14 +18,16 @@ bumped when this module changes them).
 from __future__ import annotations
 
 import copy
+import hashlib
 import json
 import random
+from collections.abc import Sequence
 from typing import Any
 
 from eval.errors import BenchmarkDataError
 from eval.models import CallItem, EnvItem
 
-__all__ = ["build_heldout_calls", "load_heldout_calls", "load_heldout_env", "system_message", "CALLS_PER_DOMAIN",
+__all__ = ["build_heldout_calls", "load_heldout_calls", "load_heldout_env", "system_message", "items_digest", "CALLS_PER_DOMAIN",
            "PARALLEL_PER_DOMAIN", "IRRELEVANT_PER_DOMAIN", "ENV_EPISODES", "BENCHMARK_SEED"]
 
 CALLS_PER_DOMAIN = 48
@@ -209,3 +211,17 @@ def load_heldout_env(n: int = ENV_EPISODES, seed: int = BENCHMARK_SEED) -> list[
         raise BenchmarkDataError(f"heldout-env needs synth.envs (executable environments): {err}") from None
     samples = build_envs(n, seed, domains=HELDOUT_DOMAINS)
     return [EnvItem(id=s.env_id, sample=s.model_dump(mode="json", by_alias=True)) for s in samples]
+
+
+def items_digest(items: Sequence[CallItem | EnvItem]) -> str:
+    """SHA-256 of the items' canonical JSON: changes exactly when the benchmark's content does.
+
+    Tests pin the digest of ``heldout-calls``, so a change in the bundled servers or in this module
+    is noticed and the benchmark's version bumped (``python -m eval.heldout`` prints the digest).
+    """
+    text = json.dumps([it.model_dump(mode="json") for it in items], sort_keys=True, ensure_ascii=False)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+if __name__ == "__main__":  # pragma: no cover - regenerate the pinned digest
+    print(items_digest(load_heldout_calls()))

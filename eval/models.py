@@ -130,3 +130,5 @@ class BenchmarkInfo(_Frozen):
     """How item verdicts become ``score``: the mean over items, or the unweighted mean of per-category means."""
     metrics: dict[str, str] = Field(default_factory=dict)
     """Metric name -> what it measures (headline ``score`` included)."""
+    digest: str | None = None
+    """SHA-256 of the items this version stands for (:func:`eval.heldout.items_digest`); None: not pinned."""

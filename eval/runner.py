@@ -287,7 +287,8 @@ def evaluate(model_dir_or_gold: str, benchmark: str, *, limit: int | None = None
     benchmark : str
         A registered benchmark (:func:`eval.benchmarks.get_benchmark`).
     limit : int or None
-        Items to score (stratified by category, seeded); None = all.
+        Items to score (stratified by category, seeded); None = all. For ``env`` benchmarks the
+        first ``limit`` episodes are built (building is the expensive part).
     seed : int
         Seed of the item selection.
     backend : str or Backend
@@ -312,7 +313,12 @@ def evaluate(model_dir_or_gold: str, benchmark: str, *, limit: int | None = None
     [1.0]
     """
     info = get_benchmark(benchmark)
-    all_items = list(items) if items is not None else load_items(info.name)
+    if items is not None:
+        all_items = list(items)
+    elif info.kind == "env" and limit is not None:
+        all_items = load_items(info.name, n=limit)  # episodes are built on demand: build only those scored
+    else:
+        all_items = load_items(info.name)
     if not all_items:
         raise EvalError(f"benchmark {info.name!r} has no items")
     chosen = select_items(all_items, limit, seed)
