@@ -266,6 +266,8 @@ class ProbeSpec(_Frozen):
     """Seed of the probe's sample, initialisation and calibration split."""
     mask: str = "support"
     """Masking strategy registered in ``probes.masking`` (``support``: provenance; ``latest``: label-free)."""
+    folds: int = Field(default=2, ge=1)
+    """Cross-fitting folds: each fold is scored by a probe trained on the others (1 = score in-sample)."""
 
 
 class TrainSpec(_Frozen):
