@@ -88,28 +88,58 @@ def _failed_scores(provs: list[TrajectoryProvenance], reason: str) -> list[Actio
             for p in provs for a in p.actions]
 
 
+def _folds(n: int, k: int, seed: int) -> list[list[int]]:
+    """``k`` disjoint folds of ``range(n)`` (seeded; one fold when ``n < 2`` or ``k == 1``)."""
+    if k <= 1 or n < 2:
+        return [list(range(n))]
+    perm = random.Random(seed).sample(range(n), n)
+    k = min(k, n)
+    return [sorted(perm[f::k]) for f in range(k)]
+
+
 def _run_probe(rows: list[ParsedRow], provs: list[TrajectoryProvenance], spec: ProbeSpec,
                progress: Progress | None) -> tuple[list[ActionScore], float, float, float, float, list[str]]:
-    """Train on a sample and score everything: (scores, params, train/score/data tokens, problems)."""
+    """Cross-fitted probes: (scores, params, train/score/data tokens, problems).
+
+    With ``spec.folds = k >= 2`` the trajectories are split into k folds; fold f is scored by a probe
+    trained on a sample of the other folds, so no trajectory is scored by a model that saw it (an
+    LM scores its own training text too well, injected constants included). ``k = 1`` trains on a
+    sample of all trajectories and scores all of them, in-sample ones included.
+    """
     from probes.masking import encode, render_pieces, score_dataset, train_probe
 
     pieces = [render_pieces(r) for r in rows]
     rng = random.Random(spec.seed)
-    sample = sorted(rng.sample(range(len(rows)), min(spec.sample_size, len(rows))))
-    texts = ["".join(p[0] for p in pieces[i]) for i in sample]
-    if progress:
-        progress("train", 0, spec.train_steps)
-    try:
-        lm = train_probe(texts, lambda tok: encode([pieces[i] for i in sample], tok), spec)
-    except (RuntimeError, ValueError, ToolscaleError) as err:  # no model: nothing is grounded
-        msg = f"probe training failed: {str(err).splitlines()[0][:200]}"
-        return _failed_scores(provs, msg), 0.0, 0.0, 0.0, 0.0, [msg]
-    encoded = encode(pieces, lm.tokenizer)
-    cb = (lambda done, total: progress("score", done, total)) if progress else None
-    scores, tokens = score_dataset(lm, encoded, provs, max_seq_len=spec.max_seq_len, batch_size=spec.batch_size,
-                                   mask=spec.mask, progress=cb)
-    data_tokens = float(sum(len(e.ids) for e in encoded))
-    return scores, float(lm.params), float(lm.train_tokens), float(tokens), data_tokens, []
+    folds = _folds(len(rows), spec.folds, spec.seed)
+    scores: list[ActionScore] = []
+    params = train_tok = score_tok = data_tok = 0.0
+    problems: list[str] = []
+    for f, fold in enumerate(folds):
+        pool = [i for i in range(len(rows)) if i not in set(fold)] if len(folds) > 1 else fold
+        sample = sorted(rng.sample(pool, min(spec.sample_size, len(pool))))
+        texts = ["".join(p[0] for p in pieces[i]) for i in sample]
+        fold_provs = [provs[i] for i in fold]
+        if progress:
+            progress(f"train {f + 1}/{len(folds)}", 0, spec.train_steps)
+        try:
+            lm = train_probe(texts, lambda tok, s=sample: encode([pieces[i] for i in s], tok), spec)
+        except (RuntimeError, ValueError, ToolscaleError) as err:  # no model: nothing in this fold is grounded
+            msg = f"probe training failed: {str(err).splitlines()[0][:200]}"
+            scores += _failed_scores(fold_provs, msg)
+            problems.append(msg)
+            continue
+        encoded = encode([pieces[i] for i in fold], lm.tokenizer)
+        cb = (lambda done, total, f=f: progress(f"score {f + 1}/{len(folds)}", done, total)) if progress else None
+        fold_scores, tokens = score_dataset(lm, encoded, fold_provs, max_seq_len=spec.max_seq_len,
+                                            batch_size=spec.batch_size, mask=spec.mask, progress=cb)
+        scores += fold_scores
+        params = float(lm.params)
+        train_tok += lm.train_tokens
+        score_tok += tokens
+        data_tok += sum(len(e.ids) for e in encoded)
+    order = {(p.index, a.call_id): n for n, (p, a) in enumerate((p, a) for p in provs for a in p.actions)}
+    scores.sort(key=lambda s: order[(s.trajectory, s.call_id)])
+    return scores, params, train_tok, score_tok, data_tok, problems
 
 
 def action_rows(scores: list[ActionScore], provs: list[TrajectoryProvenance]) -> list[dict[str, Any]]:

@@ -117,3 +117,35 @@ def test_repair_dir_resynthesizes_a_share_of_flagged(tmp_path):
                            "seed": 1} and m["dataset_id"] == "d-toy"
     with pytest.raises(UsageError, match="repair rate must be in"):
         repair_dir(d, rate=1.5)
+
+
+def test_cross_fitting_never_scores_training_trajectories(tmp_path, monkeypatch):
+    import probes.masking as masking
+    from probes.pipeline import _folds
+
+    folds = _folds(10, 3, seed=0)
+    assert sorted(i for f in folds for i in f) == list(range(10)) and len(folds) == 3
+    assert _folds(1, 2, 0) == [[0]] and _folds(5, 1, 0) == [[0, 1, 2, 3, 4]]
+
+    d = _toy(tmp_path, n=12)
+    seen: list[set[str]] = []
+    scored: list[set[str]] = []
+    real_train, real_score = masking.train_probe, masking.score_dataset
+
+    def train(texts, fn, spec):
+        seen.append(set(texts))
+        return real_train(texts, fn, spec)
+
+    def score(lm, encoded, provs, **kw):
+        scored.append({p.task_id for p in provs})
+        return real_score(lm, encoded, provs, **kw)
+
+    monkeypatch.setattr(masking, "train_probe", train)
+    monkeypatch.setattr(masking, "score_dataset", score)
+    s = probe_dataset(d, spec=SPEC.model_copy(update={"folds": 2, "sample_size": 50}))
+    assert len(seen) == len(scored) == 2
+    rows = [json.loads(x) for x in (d / "train.jsonl").read_text().splitlines()]
+    task_text = {json.loads(r["meta"])["task_id"]: r["messages"][1]["content"] for r in rows}
+    for texts, tasks in zip(seen, scored):
+        assert tasks and not any(task_text[t] in x for t in tasks for x in texts)
+    assert s.cost.train_tokens > 0 and len(scored[0] | scored[1]) == 12

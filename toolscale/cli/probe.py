@@ -65,7 +65,13 @@ def _probe(args: argparse.Namespace) -> int:
         _, manifest = read_dataset(args.dir)
         t = manifest.get("target_train_flops")
         target = float(t) if isinstance(t, int | float) and t > 0 else None
-    summary = probe_dataset(args.dir, spec=spec, target_train_flops=target, progress=_progress())
+    bar = _progress_bar()
+    try:
+        summary = probe_dataset(args.dir, spec=spec, target_train_flops=target,
+                                progress=None if bar is None else _callback(bar))
+    finally:
+        if bar is not None:
+            bar.stop()
     if not args.no_registry:
         _save(args, config, summary)
     if args.json:
@@ -115,22 +121,24 @@ def _save(args: argparse.Namespace, config: Any, summary: Any) -> None:
                          path=str(d.resolve()), manifest=payload)
 
 
-def _progress():
-    """A rich progress callback when stderr is a TTY, else None."""
+def _progress_bar():
+    """A transient rich progress bar when stderr is a TTY, else None."""
     if not sys.stderr.isatty():
         return None
+    from rich.console import Console
     from rich.progress import Progress
 
-    bar = Progress(transient=True)
+    bar = Progress(transient=True, console=Console(file=sys.stderr))
+    bar.start()
+    return bar
+
+
+def _callback(bar):
     tasks: dict[str, int] = {}
 
     def cb(stage: str, done: int, total: int) -> None:
-        if not bar.live.is_started:
-            bar.start()
         if stage not in tasks:
             tasks[stage] = bar.add_task(stage, total=total)
         bar.update(tasks[stage], completed=done, total=total)
-        if stage == "score" and done >= total:
-            bar.stop()
 
     return cb
