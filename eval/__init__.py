@@ -10,6 +10,7 @@ Modules, from data to numbers:
 * :mod:`eval.parsing` -- tool calls out of model text, malformed output never raising;
 * :mod:`eval.ast_match` -- BFCL's AST matching plus a per-field partial score;
 * :mod:`eval.backends` -- transformers (CPU, batched), OpenAI-compatible endpoints, vLLM;
+* :mod:`eval.episodes` -- multi-turn episodes in executable environments (``heldout-env``);
 * :mod:`eval.runner` -- :func:`~eval.runner.evaluate` and the metric aggregation.
 
 Nothing here imports torch until a transformers backend is built.

@@ -15,15 +15,15 @@ from __future__ import annotations
 import math
 import random
 from collections import defaultdict
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from eval.ast_match import gold_calls, match_item
 from eval.backends import Backend, get_backend
 from eval.benchmarks import get_benchmark, load_items
 from eval.errors import EvalError
-from eval.heldout import system_message
-from eval.models import BenchmarkInfo, CallItem, ChatRequest, ContinuationScore, EnvItem, MatchResult
+from eval.episodes import gold_policy, golden_calls, reference_trajectory, run_episodes
+from eval.models import BenchmarkInfo, CallItem, ChatRequest, ContinuationScore, MatchResult
 from eval.parsing import format_tool_call, parse_output
 from eval.prompts import IRRELEVANT_ANSWER, item_request, reference_request
 from grid.models import MetricResult
@@ -166,98 +166,6 @@ def env_metrics(info: BenchmarkInfo, rewards: Sequence[float],
     return [r for r in rows if r is not None]
 
 
-# ----------------------------------------------------------------------------------------------- episodes
-
-
-Policy = Callable[[list[ChatRequest], list[int]], list[str]]
-"""Completions for the active episodes' requests, given each one's token budget."""
-
-
-def _run_episodes(items: Sequence[EnvItem], policy: Policy, limits: Sequence[int]) -> list[float]:
-    """Play every episode to its end, all of them in lockstep (one batched policy call per turn).
-
-    A turn's well-formed calls run in order (``Environment.step_many``, cut at the episode's call
-    budget); a turn without a call, or with a malformed attempt, ends the episode.
-    """
-    from synth.envs.api import Environment
-    from synth.envs.models import EnvSample
-
-    envs = [Environment(EnvSample.model_validate(it.sample)) for it in items]
-    convs: list[list[dict[str, Any]]] = [[system_message(env.sample.domain or "bundled"),
-                                          {"role": "user", "content": env.reset()}] for env in envs]
-    active = list(range(len(envs)))
-    while active:
-        texts = policy([ChatRequest(messages=convs[i], tools=envs[i].tools) for i in active],
-                       [limits[i] for i in active])
-        still = []
-        for i, text in zip(active, texts, strict=True):
-            env = envs[i]
-            parsed = parse_output(text)
-            if not parsed.calls or parsed.malformed:
-                env.finish(parsed.content or None)
-                continue
-            calls = parsed.calls[:env.max_turns - env.turns]
-            ids = [f"call_{env.turns + k + 1}" for k in range(len(calls))]
-            convs[i].append({"role": "assistant", "content": parsed.content, "tool_calls": [
-                {"id": cid, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}
-                for cid, c in zip(ids, calls, strict=True)]})
-            observations = env.step_many([{"name": c.name, "arguments": c.arguments} for c in calls])
-            for cid, c, obs in zip(ids, calls, observations, strict=True):
-                convs[i].append({"role": "tool", "tool_call_id": cid, "name": c.name, "content": obs})
-            if not env.done:
-                still.append(i)
-        active = still
-    return [float(env.reward()) for env in envs]
-
-
-def _golden_calls(item: EnvItem) -> list[dict[str, Any]]:
-    from synth.envs.api import Environment
-    from synth.envs.models import EnvSample
-
-    return Environment(EnvSample.model_validate(item.sample)).golden_calls()
-
-
-def _gold_env_policy(items: Sequence[EnvItem]) -> Policy:
-    """A policy that issues each episode's golden calls (dependency order), one per turn, then answers."""
-    plans = {_key(it.sample.get("tools"), it.sample.get("prompt")): [format_tool_call(c) for c in _golden_calls(it)]
-             for it in items}
-
-    def policy(requests: list[ChatRequest], limits: list[int]) -> list[str]:
-        out = []
-        for r in requests:
-            prompt = next((m.get("content") for m in r.messages if m.get("role") == "user"), None)
-            plan = plans.get(_key(r.tools, prompt), [])
-            turn = sum(1 for m in r.messages if m.get("role") == "assistant")
-            out.append(plan[turn] if turn < len(plan) else "Done.")
-        return out
-
-    return policy
-
-
-def _key(tools: Any, prompt: Any) -> str:
-    import json
-
-    return json.dumps([tools, prompt], sort_keys=True, default=str)
-
-
-def _reference_trajectory(item: EnvItem) -> ChatRequest:
-    """Prompt, the golden calls with their observations, and the main answer: the conversation to score."""
-    from synth.envs.api import Environment
-    from synth.envs.models import EnvSample
-
-    env = Environment(EnvSample.model_validate(item.sample))
-    messages: list[dict[str, Any]] = [system_message(env.sample.domain or "bundled"),
-                                      {"role": "user", "content": env.reset()}]
-    calls = env.golden_calls()
-    observations = env.step_many(calls) if calls else []
-    for k, (call, obs) in enumerate(zip(calls, observations, strict=True), 1):
-        messages.append({"role": "assistant", "content": "", "tool_calls": [
-            {"id": f"call_{k}", "type": "function", "function": {"name": call["name"], "arguments": call["arguments"]}}]})
-        messages.append({"role": "tool", "tool_call_id": f"call_{k}", "name": call["name"], "content": obs})
-    messages.append({"role": "assistant", "content": str(item.sample.get("main_answer") or "Done.")})
-    return ChatRequest(messages=messages, tools=item.sample.get("tools"))
-
-
 # ----------------------------------------------------------------------------------------------- evaluate
 
 
@@ -335,11 +243,11 @@ def evaluate(model_dir_or_gold: str, benchmark: str, *, limit: int | None = None
 
     if info.kind == "env":
         if gold:
-            rewards = _run_episodes(chosen, _gold_env_policy(chosen), [cap] * len(chosen))
+            rewards = run_episodes(chosen, gold_policy(chosen), [cap] * len(chosen))
             return env_metrics(info, rewards)
-        limits = [reference_budget(model, [format_tool_call(c) for c in _golden_calls(it)], cap) for it in chosen]
-        rewards = _run_episodes(chosen, lambda reqs, lim: model.generate(reqs, max_new_tokens=lim), limits)
-        scores = model.score([_reference_trajectory(it) for it in chosen])
+        limits = [reference_budget(model, [format_tool_call(c) for c in golden_calls(it)], cap) for it in chosen]
+        rewards = run_episodes(chosen, lambda reqs, lim: model.generate(reqs, max_new_tokens=lim), limits)
+        scores = model.score([reference_trajectory(it) for it in chosen])
         return env_metrics(info, rewards, scores)
 
     if gold:

@@ -131,9 +131,9 @@ def test_wrong_and_malformed_policies_score_zero_without_crashing(env_items):
 def test_half_right_policy_gets_partial_f1(env_items):
     """Golden calls plus one useless repeat per turn: all targets hit with twice the calls -> F1 = 2n/(n+2n)."""
     from eval.parsing import format_tool_call
-    from eval.runner import _golden_calls
+    from eval.episodes import golden_calls
 
-    plans = {it.sample["prompt"]: _golden_calls(it) for it in env_items}
+    plans = {it.sample["prompt"]: golden_calls(it) for it in env_items}
 
     def reply(r):
         plan = plans[r.messages[1]["content"]]
