@@ -204,8 +204,9 @@ def evaluate(model_dir_or_gold: str, benchmark: str, *, limit: int | None = None
     endpoint : str or None
         Base URL of an OpenAI-compatible server.
     batch_size, max_new_tokens, threads, device
-        Generation settings (``threads``: ``torch.set_num_threads``; ``device``: transformers only); ``max_new_tokens`` caps each completion (each turn in an episode),
-        below which every item gets :func:`reference_budget` tokens when the backend counts tokens.
+        Generation settings (``threads``: ``torch.set_num_threads``; ``device``: transformers only).
+        ``max_new_tokens`` caps each completion (each turn in an episode), below which every item
+        gets :func:`reference_budget` tokens when the backend counts tokens.
     items : sequence or None
         Items to use instead of the benchmark's own (tests, custom suites).
 
@@ -221,6 +222,8 @@ def evaluate(model_dir_or_gold: str, benchmark: str, *, limit: int | None = None
     [1.0]
     """
     info = get_benchmark(benchmark)
+    if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 1):
+        raise UsageError(f"limit must be a positive integer, got {limit!r}")
     if items is not None:
         all_items = list(items)
     elif info.kind == "env" and limit is not None:
@@ -264,7 +267,9 @@ def evaluate(model_dir_or_gold: str, benchmark: str, *, limit: int | None = None
 def evaluate_spec(model_dir_or_gold: str, spec: Any, *, seed: int = 0, threads: int | None = None) -> list[MetricResult]:
     """Every benchmark of a config's ``[eval]`` section (:class:`toolscale.config.EvalSpec`), one model load.
 
-    Returns the metric rows of all benchmarks, in the spec's order (what a job puts in its result file).
+    ``seed`` selects the items when ``spec.limit`` is set: runs compared in one fit should share it
+    (a run's own training seed would score each run on different items). Returns the metric rows
+    of all benchmarks, in the spec's order (what a job puts in its result file).
     """
     gold = model_dir_or_gold == GOLD
     backend: str | Backend = spec.backend
