@@ -1,1 +1,15 @@
-"""train: see README.md."""
+"""train: SFT and GRPO runs of the model ladder with TRL, and their accounting.
+
+Modules
+-------
+``chat``        the chat template (pinned interface 3): tools, ``<tool_call>`` blocks, tool turns, generation markers
+``tokenizer``   byte-level BPE trained locally (:func:`train_tokenizer`) and a loader that avoids the Qwen2 trap
+``models``      proxy models built from config with exactly ``ModelSize.approx_params`` parameters; ``load_model``
+``data``        trajectory JSONL (pinned interface 1) -> validated rows -> token ids and assistant masks
+``sft``         :func:`train_sft` (pinned interface 4) with TRL's ``SFTTrainer``
+``grpo``        :func:`train_grpo` with TRL's ``GRPOTrainer`` on synth's executable environments (F1 reward)
+``accounting``  N, D, ``6 N D``, wall time across preemptions, loss curves
+``checkpoint``  run-folder layout and the checkpoint a resumed run picks up
+
+Heavy libraries (torch, transformers, trl, datasets) are imported inside functions.
+"""

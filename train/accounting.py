@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-__all__ = ["training_flops", "loss_curve", "AccountingCallback", "ACCOUNTING_FILE", "read_accounting"]
+__all__ = ["training_flops", "loss_curve", "accounting_callback", "ACCOUNTING_FILE", "read_accounting"]
 
 ACCOUNTING_FILE = "toolscale_accounting.json"
 """Written into each checkpoint folder: wall time spent up to that checkpoint."""
@@ -45,14 +45,8 @@ def read_accounting(checkpoint: str | Path | None) -> dict[str, Any]:
     return json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
 
 
-def _callback_base():
-    from transformers import TrainerCallback
-
-    return TrainerCallback
-
-
-class AccountingCallback(_callback_base()):
-    """Keeps wall time across preemptions and reports progress.
+def accounting_callback(wall_s_before: float = 0.0, on_step=None):
+    """A ``TrainerCallback`` that keeps wall time across preemptions and reports progress.
 
     Parameters
     ----------
@@ -61,33 +55,39 @@ class AccountingCallback(_callback_base()):
     on_step
         Optional ``on_step(step, max_steps, loss)`` called after each optimizer step
         (``loss`` is the last logged loss or None); the CLI draws its progress bar with it.
+
+    The callback's ``wall_s`` is the training wall time in seconds, all sessions together; each
+    checkpoint gets an :data:`ACCOUNTING_FILE` with the wall time and tokens up to it.
     """
+    from transformers import TrainerCallback
 
-    def __init__(self, wall_s_before: float = 0.0, on_step=None):
-        self.wall_s_before = float(wall_s_before)
-        self.on_step = on_step
-        self.started = time.perf_counter()
-        self.last_loss: float | None = None
+    class AccountingCallback(TrainerCallback):
+        def __init__(self):
+            self.wall_s_before = float(wall_s_before)
+            self.on_step = on_step
+            self.started = time.perf_counter()
+            self.last_loss: float | None = None
 
-    @property
-    def wall_s(self) -> float:
-        """Training wall time in seconds, all sessions together."""
-        return self.wall_s_before + time.perf_counter() - self.started
+        @property
+        def wall_s(self) -> float:
+            return self.wall_s_before + time.perf_counter() - self.started
 
-    def on_train_begin(self, args, state, control, **kwargs):
-        self.started = time.perf_counter()
+        def on_train_begin(self, args, state, control, **kwargs):
+            self.started = time.perf_counter()
 
-    def on_log(self, args, state, control, logs=None, **kwargs):
-        if logs and "loss" in logs:
-            self.last_loss = float(logs["loss"])
+        def on_log(self, args, state, control, logs=None, **kwargs):
+            if logs and "loss" in logs:
+                self.last_loss = float(logs["loss"])
 
-    def on_step_end(self, args, state, control, **kwargs):
-        if self.on_step is not None:
-            self.on_step(state.global_step, state.max_steps, self.last_loss)
+        def on_step_end(self, args, state, control, **kwargs):
+            if self.on_step is not None:
+                self.on_step(state.global_step, state.max_steps, self.last_loss)
 
-    def on_save(self, args, state, control, **kwargs):
-        folder = Path(args.output_dir) / f"checkpoint-{state.global_step}"
-        if folder.is_dir():
-            payload = {"wall_s": self.wall_s, "step": state.global_step,
-                       "tokens": state.num_input_tokens_seen}
-            (folder / ACCOUNTING_FILE).write_text(json.dumps(payload), encoding="utf-8")
+        def on_save(self, args, state, control, **kwargs):
+            folder = Path(args.output_dir) / f"checkpoint-{state.global_step}"
+            if folder.is_dir():
+                payload = {"wall_s": self.wall_s, "step": state.global_step,
+                           "tokens": state.num_input_tokens_seen}
+                (folder / ACCOUNTING_FILE).write_text(json.dumps(payload), encoding="utf-8")
+
+    return AccountingCallback()

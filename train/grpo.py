@@ -30,7 +30,7 @@ from typing import Any
 
 from grid.models import TrainStats
 from toolscale.errors import UsageError
-from train.accounting import AccountingCallback, loss_curve, read_accounting, training_flops
+from train.accounting import accounting_callback, loss_curve, read_accounting, training_flops
 from train.checkpoint import STATS_FILE, checkpoint_dir, clear_checkpoints, last_checkpoint
 from train.errors import TrainError
 
@@ -280,7 +280,7 @@ def train_grpo(envs: str | Path | Sequence[Any], model_dir: str | Path, out_dir:
                          num_generations=num_generations, prompts_per_step=prompts_per_step,
                          max_completion_length=max_completion_length, seed=seed, save_steps=save_steps)
     checkpoint = last_checkpoint(out) if resume else None
-    accounting = AccountingCallback(read_accounting(checkpoint).get("wall_s", 0.0), on_step=on_step)
+    accounting = accounting_callback(read_accounting(checkpoint).get("wall_s", 0.0), on_step=on_step)
     with quiet_progress():
         if rollout == "multi-turn":
             rollout_func = MultiTurnRollout(samples, rows, tokenizer, max_completion_length=max_completion_length)

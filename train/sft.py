@@ -24,7 +24,7 @@ from typing import Any
 from grid.models import TrainStats
 from toolscale.config import ModelSize
 from toolscale.errors import UsageError
-from train.accounting import AccountingCallback, loss_curve, read_accounting, training_flops
+from train.accounting import accounting_callback, loss_curve, read_accounting, training_flops
 from train.checkpoint import RUN_FILE, STATS_FILE, checkpoint_dir, clear_checkpoints, last_checkpoint
 from train.data import dataset_id, read_rows, render_corpus, tokenize_rows
 from train.errors import TrainError
@@ -207,7 +207,7 @@ def train_sft(data_dir: str | Path, size: ModelSize, out_dir: str | Path, *, max
     every = max(10, steps // 4) if save_steps is None else save_steps
     config = sft_config(size, checkpoint_dir(out), max_steps=steps, seed=seed, save_steps=every)
     checkpoint = last_checkpoint(out) if resume else None
-    accounting = AccountingCallback(read_accounting(checkpoint).get("wall_s", 0.0), on_step=on_step)
+    accounting = accounting_callback(read_accounting(checkpoint).get("wall_s", 0.0), on_step=on_step)
     with quiet_progress():
         trainer = make_trainer(model, tokenizer, dataset, config, callbacks=[accounting])
         trainer.train(resume_from_checkpoint=str(checkpoint) if checkpoint else None)
