@@ -233,6 +233,10 @@ def check_points(points: Points, law: Law) -> None:
             raise FitInputError(f"input {inp.name!r} has non-finite values; every run needs a finite level")
         if inp.kind in ("size", "tokens", "flops", "diversity") and np.any(x <= 0):
             raise FitInputError(f"input {inp.name!r} must be > 0 for a power law; got {x[x <= 0][0]}")
+        if inp.kind == "size" and np.unique(x).size < 2:
+            raise FitInputError(f"the fitted runs have a single model size ({inp.name} = {x[0]:g}): law {law.name!r} "
+                                "cannot fit its size term, so held-out runs of other sizes cannot be predicted; "
+                                "fit 2+ sizes (a ladder that leaves 2+ rungs in the fit split) or use --holdout none")
         if inp.kind != "metric" and np.unique(x).size < 2:
             raise FitInputError(f"axis {inp.name!r} has a single level ({x[0]:g}) in the fitted runs; "
                                 "a law cannot learn its effect (vary it in the design or drop it from the law)")

@@ -10,7 +10,8 @@ The built-in truth (:func:`builtin_truth`) is documented here:
 
 - law ``multiplicative`` (or ``additive`` with ``hypothesis="additive"``) over the
   config's model size, diversity and quality axes;
-- ``S0 = 0.25``, ``A_N = 0.30``, ``alpha_N = 0.40`` (size normalised by the smallest rung);
+- ``S0 = 0.35``, ``A_N = 0.25``, ``alpha_N = 0.40`` (size normalised by the smallest rung; the
+  lowest mean score is 0.10, so clipping at 0 rarely bites);
 - every diversity axis ``G = 0.10``, ``alpha = 0.60`` (level normalised by the axis minimum);
 - every quality axis ``beta = 1.0`` and ``H = 0.40`` (multiplicative: up to +20% of the
   diversity gain per axis) or ``H = 0.05`` (additive: up to 2.5 score points per axis);
@@ -54,7 +55,7 @@ def builtin_truth(inputs: Sequence[LawInput], hypothesis: str = "multiplicative"
     if hypothesis not in ("additive", "multiplicative"):
         raise FitInputError(f"hypothesis must be 'additive' or 'multiplicative', got {hypothesis!r}")
     law = get_law(hypothesis, inputs)
-    params: dict[str, float] = {"S0": 0.25, "A_N": 0.30, "alpha_N": 0.40}
+    params: dict[str, float] = {"S0": 0.35, "A_N": 0.25, "alpha_N": 0.40}
     for inp in law.inputs:
         if inp.kind == "diversity":
             params[f"G_{inp.name}"] = 0.10

@@ -166,3 +166,10 @@ def test_unconverged_fit_is_reported_with_diagnostics(sim, truths):
     assert not opt.converged and "did not converge" in opt.message
     with pytest.raises(FitError, match="did not converge"):
         fit_law(pts, law, n_starts=1, max_grid=4, maxiter=2, require_convergence=True)
+
+
+def test_single_fitted_size_suggests_holdout_none(sim, truths):
+    runs = sim.design_runs(n_points=20, seed=8, sizes=sim.SIZES[:2])  # the larger rung is held out
+    pts = sim.simulated_points("additive", truths["additive"], runs)
+    with pytest.raises(FitInputError, match="single model size .* use --holdout none"):
+        fit_law(pts, get_law("additive", sim.small_inputs()))
