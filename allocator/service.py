@@ -93,12 +93,13 @@ def make_surface(fit: Any, *, tokens: float) -> Surface:
     sign = -1.0 if fit.target == "loss" else 1.0
 
     def make(params: dict[str, float]):
-        def score(levels, n_params: float) -> float:
+        def score(levels, n_params: float) -> np.ndarray:
             X = {k: np.atleast_1d(np.asarray(v, dtype=float)) for k, v in levels.items()}
-            X.setdefault("N", np.atleast_1d(float(n_params)))
-            X.setdefault("D", np.atleast_1d(float(tokens)))
+            m = len(next(iter(X.values())))
+            X.setdefault("N", np.full(m, float(n_params)))
+            X.setdefault("D", np.full(m, float(tokens)))
             X.setdefault("C", 6.0 * X["N"] * X["D"])
-            return sign * float(np.asarray(law.predict(params, X)).ravel()[0])
+            return sign * np.asarray(law.predict(params, X), dtype=float).ravel()
         return score
 
     return Surface(score=make(dict(fit.params)), draws=[make(d) for d in fit.bootstrap])

@@ -23,10 +23,11 @@ from scipy.optimize import minimize
 from allocator.errors import AllocatorError
 from allocator.models import AllocationPlan, AllocationRequest, AxisBounds, Optimality, Plan
 
-__all__ = ["Surface", "ScoreFn", "solve", "solve_levels", "make_plan", "check_optimality", "min_cost"]
+__all__ = ["Surface", "ScoreFn", "solve", "solve_levels", "make_plan", "check_optimality", "min_cost", "score_at"]
 
-ScoreFn = Callable[[Mapping[str, float], float], float]
-"""``score(levels, model_params) -> predicted score`` (higher is better)."""
+ScoreFn = Callable[[Mapping[str, np.ndarray], float], np.ndarray]
+"""``score(levels, model_params) -> predicted scores``, vectorised: ``levels`` maps each axis to an
+array of m levels and the result has shape (m,) (higher is better)."""
 
 
 @dataclass(frozen=True)
@@ -37,11 +38,11 @@ class Surface:
     draws: Sequence[ScoreFn] = field(default_factory=tuple)
 
 
-def _to_level(b: AxisBounds, u: float) -> float:
-    u = min(max(u, 0.0), 1.0)
+def _to_level(b: AxisBounds, u: np.ndarray) -> np.ndarray:
+    """Level(s) at position(s) ``u`` in [0, 1] of the axis' range (log or linear); not clipped."""
     if b.log and b.lower > 0:
-        return float(math.exp(math.log(b.lower) + u * (math.log(b.upper) - math.log(b.lower))))
-    return float(b.lower + u * (b.upper - b.lower))
+        return np.exp(math.log(b.lower) + u * (math.log(b.upper) - math.log(b.lower)))
+    return b.lower + u * (b.upper - b.lower)
 
 
 def _to_u(b: AxisBounds, level: float) -> float:
@@ -52,11 +53,22 @@ def _to_u(b: AxisBounds, level: float) -> float:
     return (level - b.lower) / (b.upper - b.lower)
 
 
-def _levels(axes: Sequence[AxisBounds], u: np.ndarray, fixed: Mapping[str, float]) -> dict[str, float]:
+def _levels(axes: Sequence[AxisBounds], U: np.ndarray, fixed: Mapping[str, float]) -> dict[str, np.ndarray]:
+    """Levels of every axis for each row of ``U`` (m x free axes); fixed axes broadcast."""
+    U = np.atleast_2d(U)
     free = [a for a in axes if a.name not in fixed]
-    out = {a.name: _to_level(a, float(x)) for a, x in zip(free, u)}
-    out.update(fixed)
+    out = {a.name: _to_level(a, U[:, i]) for i, a in enumerate(free)}
+    out.update({k: np.full(U.shape[0], float(v)) for k, v in fixed.items()})
     return out
+
+
+def _point(levels: Mapping[str, np.ndarray]) -> dict[str, float]:
+    return {k: float(np.asarray(v).ravel()[0]) for k, v in levels.items()}
+
+
+def score_at(score: ScoreFn, levels: Mapping[str, float], model_params: float) -> float:
+    """The score of one plan (scalar levels)."""
+    return float(np.asarray(score({k: np.array([v]) for k, v in levels.items()}, model_params)).ravel()[0])
 
 
 def min_cost(request: AllocationRequest, fixed: Mapping[str, float] | None = None) -> float:
@@ -66,24 +78,39 @@ def min_cost(request: AllocationRequest, fixed: Mapping[str, float] | None = Non
     return request.cost.total(levels, request.model_params)
 
 
+def _costs(request: AllocationRequest, U: np.ndarray, fixed: Mapping[str, float]) -> np.ndarray:
+    spend = request.cost.spend(_levels(request.axes, U, fixed), request.model_params)
+    return np.sum(np.vstack(list(spend.values())), axis=0)
+
+
 def _shrink_into_budget(request: AllocationRequest, u: np.ndarray, fixed: Mapping[str, float]) -> np.ndarray:
-    """Scale ``u`` toward 0 until the plan fits the budget (bisection on the scale)."""
+    """Scale ``u`` toward 0 until the plan fits the budget (vectorised bisection on the scale)."""
     budget = request.budget.value
-    if request.cost.total(_levels(request.axes, u, fixed), request.model_params) <= budget:
+    if _costs(request, u, fixed)[0] <= budget:
         return u
-    lo, hi = 0.0, 1.0
-    for _ in range(40):
+    scales = np.linspace(0.0, 1.0, 257)
+    ok = _costs(request, scales[:, None] * u[None, :], fixed) <= budget
+    lo = scales[ok].max() if ok.any() else 0.0
+    hi = min(lo + 1 / 256, 1.0)
+    for _ in range(20):
         mid = (lo + hi) / 2
-        if request.cost.total(_levels(request.axes, u * mid, fixed), request.model_params) <= budget:
+        if _costs(request, u * mid, fixed)[0] <= budget:
             lo = mid
         else:
             hi = mid
     return u * lo
 
 
+_H = 1e-6  # forward-difference step in u (axis ranges are mapped to [0, 1])
+
+
 def solve_levels(request: AllocationRequest, score: ScoreFn, *, fixed: Mapping[str, float] | None = None,
                  warm: Sequence[Mapping[str, float]] = (), starts: int | None = None) -> dict[str, float]:
-    """Best feasible levels of the free axes (those not in ``fixed``) for ``score``."""
+    """Best feasible levels of the free axes (those not in ``fixed``) for ``score``.
+
+    Value and gradient come from one vectorised call per SLSQP step (k + 1 points:
+    the iterate and a forward step along each free axis).
+    """
     fixed = dict(fixed or {})
     free = [a for a in request.axes if a.name not in fixed]
     budget, n_params = request.budget.value, request.model_params
@@ -92,48 +119,54 @@ def solve_levels(request: AllocationRequest, score: ScoreFn, *, fixed: Mapping[s
                              f"({min_cost(request, fixed):,.2f} {request.budget.unit})")
     if not free:
         return dict(fixed)
+    k = len(free)
+    steps = np.vstack([np.zeros(k), _H * np.eye(k)])
 
-    def objective(u: np.ndarray) -> float:
-        return -score(_levels(request.axes, u, fixed), n_params)
+    def value_grad(u: np.ndarray) -> tuple[float, np.ndarray]:
+        s = np.asarray(score(_levels(request.axes, u[None, :] + steps, fixed), n_params), dtype=float)
+        return -s[0], -(s[1:] - s[0]) / _H
 
     def slack(u: np.ndarray) -> float:
-        return (budget - request.cost.total(_levels(request.axes, u, fixed), n_params)) / budget
+        return (budget - _costs(request, u, fixed)[0]) / budget
+
+    def slack_grad(u: np.ndarray) -> np.ndarray:
+        c = _costs(request, u[None, :] + steps, fixed)
+        return -(c[1:] - c[0]) / _H / budget
 
     rng = np.random.default_rng(request.seed)
-    candidates = [np.zeros(len(free)), _shrink_into_budget(request, np.ones(len(free)), fixed)]
-    candidates += [_shrink_into_budget(request, rng.uniform(0, 1, len(free)), fixed)
-                   for _ in range((starts or request.starts))]
-    candidates += [np.clip([_to_u(a, w.get(a.name, a.lower)) for a in free], 0, 1) for w in warm]
+    candidates = [np.clip([_to_u(a, w.get(a.name, a.lower)) for a in free], 0, 1) for w in warm]
+    if starts is None or starts > 0:
+        candidates += [np.zeros(k), np.ones(k)]
+        candidates += [rng.uniform(0, 1, k) for _ in range(request.starts if starts is None else starts)]
     best_u, best_val = None, -math.inf
     for u0 in candidates:
         u0 = _shrink_into_budget(request, np.asarray(u0, dtype=float), fixed)
-        trial = [u0]
-        res = minimize(objective, u0, method="SLSQP", bounds=[(0.0, 1.0)] * len(free),
-                       constraints=[{"type": "ineq", "fun": slack}], options={"maxiter": 200, "ftol": 1e-10})
-        trial.append(_shrink_into_budget(request, np.clip(res.x, 0, 1), fixed))
-        for u in trial:
-            val = -objective(u)
+        res = minimize(value_grad, u0, jac=True, method="SLSQP", bounds=[(0.0, 1.0)] * k,
+                       constraints=[{"type": "ineq", "fun": slack, "jac": slack_grad}],
+                       options={"maxiter": 200, "ftol": 1e-12})
+        for u in (u0, _shrink_into_budget(request, np.clip(res.x, 0, 1), fixed)):
+            val = -value_grad(u)[0]
             if slack(u) >= -1e-12 and val > best_val:
                 best_u, best_val = u, val
-    return _levels(request.axes, best_u, fixed)
+    return _point(_levels(request.axes, best_u, fixed))
 
 
 def make_plan(request: AllocationRequest, levels: Mapping[str, float], score: ScoreFn) -> Plan:
     """Levels, spend per axis, total cost and predicted score as a :class:`Plan`."""
     spend = request.cost.spend(levels, request.model_params)
     return Plan(levels=dict(levels), spend=spend, total_cost=float(sum(spend.values())),
-                predicted_score=float(score(levels, request.model_params)))
+                predicted_score=score_at(score, levels, request.model_params))
 
 
 def _marginals(request: AllocationRequest, levels: Mapping[str, float], score: ScoreFn) -> dict[str, float]:
     """Score points per budget unit of a small spend increase on each axis (forward difference)."""
     out = {}
-    base_s, base_c = score(levels, request.model_params), request.cost.total(levels, request.model_params)
+    base_s, base_c = score_at(score, levels, request.model_params), request.cost.total(levels, request.model_params)
     for a in request.axes:
         step = max(abs(levels[a.name]) * 1e-4, (a.upper - a.lower) * 1e-6, 1e-9)
         bumped = {**levels, a.name: levels[a.name] + step}
         dc = request.cost.total(bumped, request.model_params) - base_c
-        ds = score(bumped, request.model_params) - base_s
+        ds = score_at(score, bumped, request.model_params) - base_s
         out[a.name] = ds / dc if dc > 0 else math.inf if ds > 0 else 0.0
     return out
 
@@ -185,12 +218,13 @@ def _interval(values: Sequence[float]) -> tuple[float, float] | None:
     return float(lo), float(hi)
 
 
-def solve(request: AllocationRequest, surface: Surface, *, redraws: int = 50,
+def solve(request: AllocationRequest, surface: Surface, *, redraws: int = 30,
           warm: Sequence[Mapping[str, float]] = ()) -> AllocationPlan:
     """The recommended plan, the diversity-only baseline, and their uncertainty over bootstrap draws.
 
     ``redraws`` bootstrap draws are re-solved (warm-started from the point solution) for
-    the spread of spend per axis; every draw scores both plans for the intervals.
+    the spread of spend per axis (one SLSQP run each); every draw scores both plans for
+    the intervals.
     """
     levels = solve_levels(request, surface.score, warm=warm)
     plan = make_plan(request, levels, surface.score)
@@ -198,12 +232,12 @@ def solve(request: AllocationRequest, surface: Surface, *, redraws: int = 50,
     base_levels = solve_levels(request, surface.score, fixed=fixed)
     baseline = make_plan(request, base_levels, surface.score)
     n = request.model_params
-    plan_draws = [d(levels, n) for d in surface.draws]
-    base_draws = [d(base_levels, n) for d in surface.draws]
+    plan_draws = [score_at(d, levels, n) for d in surface.draws]
+    base_draws = [score_at(d, base_levels, n) for d in surface.draws]
     gains = [p - b for p, b in zip(plan_draws, base_draws)]
     spreads: dict[str, list[float]] = {}
     for d in list(surface.draws)[:redraws]:
-        lv = solve_levels(request, d, warm=[levels], starts=2)
+        lv = solve_levels(request, d, warm=[levels], starts=0)
         for k, v in request.cost.spend(lv, n).items():
             spreads.setdefault(k, []).append(v)
     extra = _extrapolation(request, levels)
