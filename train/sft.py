@@ -9,7 +9,13 @@ Settings chosen for tiny CPU models (TRL's defaults are for GPUs; measured on 2 
 float32 (``SFTConfig(use_cpu=True)`` defaults to bf16), no gradient checkpointing (default on),
 the rung's learning rate (TRL's default 2e-5 barely moves a random model), no packing (3.5x
 slower on CPU), and the plain causal-LM loss instead of TRL's tiled fused LM head (1.4-1.6x
-slower on CPU); see ``benchmarks/train_throughput.py``. Loss is on assistant tokens only.
+slower on CPU); see ``benchmarks/train_throughput.py``.
+
+Loss is on assistant tokens only: conversations are tokenized here (:func:`train.data.tokenize_rows`,
+with the chat template's ``{% generation %}`` masks) and handed to TRL as ``input_ids`` +
+``assistant_masks``, from which TRL builds the labels (-100 elsewhere). TRL's own
+``assistant_only_loss`` flag only applies when TRL tokenizes, so it stays off; tokenizing here
+keeps the token counts exact and the dataset's ``meta`` column out of the trainer.
 """
 
 from __future__ import annotations
