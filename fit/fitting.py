@@ -199,7 +199,7 @@ def _minimise(prob: _Problem, starts: list[np.ndarray], maxiter: int, method: st
     at_bounds = tuple(p for p, b in zip(prob.names, near) if b)
     msg = str(polish.message) if polish.fun < best.fun else str(best.message)
     if not converged:
-        msg = (f"L-BFGS-B did not converge ({msg}; {polish.nit} iterations, objective {final.fun:.6g}, "
+        msg = (f"the minimiser did not converge ({msg}; {polish.nit} iterations, objective {final.fun:.6g}, "
                f"change on polishing {best.fun - polish.fun:.3g})")
     return OptimumInfo(params=prob.to_params(final.x), objective=float(final.fun * prob.delta), converged=converged,
                        message=msg, at_bounds=at_bounds, n_starts=len(starts))
@@ -222,8 +222,8 @@ def check_points(points: Points, law: Law) -> None:
         i = int(np.flatnonzero(y <= 0)[0])
         rid = points.run_ids[i] if points.run_ids else f"point {i}"
         raise FitInputError(f"law {law.name!r} fits a positive loss; got {y[i]} for {rid}")
-    if law.target == "score" and (np.any(y < -1.0) or np.any(y > 2.0)):
-        i = int(np.flatnonzero((y < -1.0) | (y > 2.0))[0])
+    if law.target == "score" and (np.any(y < 0.0) or np.any(y > 1.0)):
+        i = int(np.flatnonzero((y < 0.0) | (y > 1.0))[0])
         rid = points.run_ids[i] if points.run_ids else f"point {i}"
         raise FitInputError(f"law {law.name!r} fits a score in [0, 1]; got {y[i]} for {rid} "
                             "(fit a loss with a loss law such as 'chinchilla')")

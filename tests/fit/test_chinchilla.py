@@ -49,3 +49,13 @@ def test_chinchilla_bootstrap_intervals_overlap_replication(chinchilla_points):
         assert iv.lo < fit.params[name] < iv.hi
         assert iv.lo < hi and lo < iv.hi, f"{name}: [{iv.lo}, {iv.hi}] disjoint from [{lo}, {hi}]"
         assert np.isfinite(iv.se) and iv.se > 0
+
+
+@pytest.mark.slow
+def test_chinchilla_full_bootstrap_matches_replication_intervals(chinchilla_points):
+    fit = fit_law(chinchilla_points, get_law("chinchilla"), n_starts=16, n_bootstrap=400, seed=0)
+    for name in ("E", "alpha", "beta"):
+        iv = fit.intervals[name]
+        lo, hi = REPLICATION_CI[name]
+        width = hi - lo
+        assert abs(iv.lo - lo) < 0.25 * width and abs(iv.hi - hi) < 0.25 * width, (name, iv, (lo, hi))

@@ -173,3 +173,15 @@ def test_single_fitted_size_suggests_holdout_none(sim, truths):
     pts = sim.simulated_points("additive", truths["additive"], runs)
     with pytest.raises(FitInputError, match="single model size .* use --holdout none"):
         fit_law(pts, get_law("additive", sim.small_inputs()))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("seed", range(8))
+@pytest.mark.parametrize("name", ["additive", "multiplicative"])
+def test_recovery_over_many_seeds(sim, truths, name, seed):
+    runs = sim.design_runs(n_points=40, seed=seed)
+    pts = _all_fit(sim.simulated_points(name, truths[name], runs, noise=0.01, seed=seed))
+    law = get_law(name, sim.small_inputs())
+    fit = fit_law(pts, law, n_starts=8)
+    assert np.abs(law.predict(fit.params, pts.X()) - law.predict(truths[name], pts.X())).max() < 0.02
+    assert fit.params["alpha_N"] == pytest.approx(truths[name]["alpha_N"], abs=0.15)

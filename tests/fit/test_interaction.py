@@ -31,3 +31,12 @@ def test_gain_ratio_of_each_form(sim, truths):
     assert gain_ratio(get_law("multiplicative", inputs), p) == pytest.approx(1 + q_max)
     assert gain_ratio(get_law("additive", inputs), p) == 1.0
     assert gain_ratio(get_law("interaction", inputs), {**p, "kappa": 2.0}) == pytest.approx(1 + 2 * q_max)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("seed", range(10))
+@pytest.mark.parametrize("truth", ["additive", "multiplicative"])
+def test_picks_the_true_hypothesis_over_many_seeds(sim, truths, truth, seed):
+    runs = sim.design_runs(n_points=40, seed=100 + seed)
+    pts = sim.simulated_points(truth, truths[truth], runs, noise=0.015, seed=seed)
+    assert compare_hypotheses(pts, sim.small_inputs(), n_starts=8).supported == truth
