@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 import torch
 
-from probes.calibration import calibrate
+from probes.calibration import calibrate, roc_auc
 from probes.masking import _plan, encode, groundedness, render_pieces, score_dataset, train_probe
 from probes.provenance import parse_row, trace_trajectory
 from probes.toydata import make_dataset
@@ -58,22 +58,25 @@ def test_spans_and_masks(handmade):
 
 
 def test_masking_probe_separates_injected_from_derivable():
-    """A tiny LM trained for a few hundred steps learns to copy identifiers; hiding their source then
-    collapses derivable actions but not injected ones. Seeded; the agreement reached is printed."""
+    """A tiny LM trained for a few hundred steps starts to copy identifiers; hiding their source then
+    collapses derivable actions more than injected ones. Scored on trajectories the probe never saw.
+    Seeded; the agreement reached is printed (benchmarks/probe_cost.py reports it at larger scale)."""
     torch.set_num_threads(1)
     torch.manual_seed(0)
-    rows = [parse_row(r, i) for i, r in enumerate(make_dataset(160, defect_rate=0.5, seed=0, id_digits=2))]
+    rows = [parse_row(r, i) for i, r in enumerate(make_dataset(200, defect_rate=0.5, seed=0, id_digits=2))]
     provs = [trace_trajectory(r, i) for i, r in enumerate(rows)]
     pieces = [render_pieces(r) for r in rows]
+    train, test = slice(0, 120), slice(120, 200)
     spec = ProbeSpec(hidden_size=64, num_layers=2, num_heads=4, vocab_size=512, max_seq_len=160, batch_size=8,
                      train_steps=300, learning_rate=1e-2, seed=0)
-    lm = train_probe(["".join(p[0] for p in ps) for ps in pieces], lambda tok: encode(pieces, tok), spec)
-    scores, tokens = score_dataset(lm, encode(pieces, lm.tokenizer), provs, max_seq_len=160, batch_size=16)
+    lm = train_probe(["".join(p[0] for p in ps) for ps in pieces[train]], lambda tok: encode(pieces[train], tok), spec)
+    scores, tokens = score_dataset(lm, encode(pieces[test], lm.tokenizer), provs[test], max_seq_len=160,
+                                   batch_size=16)
     assert tokens > 0 and lm.train_tokens > 0
     assert all(s.error is None for s in scores)
     g_inj = [s.groundedness for s in scores if s.injected]
     g_der = [s.groundedness for s in scores if not s.injected]
-    assert len(g_inj) > 20 and len(g_der) > 100
+    assert len(g_inj) > 10 and len(g_der) > 100
     rep = calibrate([s.groundedness for s in scores], [not s.injected for s in scores],
                     [s.trajectory for s in scores], reference="injected", seed=0)
     print(f"\nmasking probe: eval agreement {rep.agreement:.3f} (always-grounded baseline "
@@ -81,7 +84,7 @@ def test_masking_probe_separates_injected_from_derivable():
           f"{rep.balanced_accuracy}, AUC {rep.auc:.3f}, mean g derivable {np.mean(g_der):.3f} "
           f"injected {np.mean(g_inj):.3f}")
     assert np.mean(g_der) > np.mean(g_inj) + 0.03
-    assert rep.auc > 0.6  # chance is 0.5; ~0.72 with these settings, ~0.8-0.9 with 4x the steps (benchmark)
+    assert roc_auc([s.groundedness for s in scores], [not s.injected for s in scores]) > 0.6  # chance: 0.5
 
 
 def test_unscorable_actions_are_never_grounded(handmade):

@@ -77,3 +77,16 @@ def test_probe_errors(setup, capsys, argv, needle, code):
     assert main(argv) == code
     err = capsys.readouterr().err
     assert needle in err and (not needle or len(err.strip().splitlines()) == 1)
+
+
+def test_probe_keeps_the_experiment_synth_stored(setup, capsys):
+    cfg, d, reg = setup
+    m = json.loads((d / "manifest.json").read_text())
+    del m["experiment"]
+    (d / "manifest.json").write_text(json.dumps(m))
+    with Registry(reg) as r:
+        r.save_dataset("d-1", experiment="from-synth", recipe={"seed": 3}, seed=3, path=str(d), manifest=m)
+    assert main(["probe", str(d), "--config", str(cfg), "--registry", str(reg)]) == 0
+    with Registry(reg, read_only=True) as r:
+        row = r.dataset("d-1")
+    assert row["experiment"] == "from-synth" and row["seed"] == 3 and "probe" in row["manifest"]

@@ -114,11 +114,15 @@ def _save(args: argparse.Namespace, config: Any, summary: Any) -> None:
     scores = [json.loads(line) for line in (d / SCORES_FILE).read_text(encoding="utf-8").splitlines() if line]
     keep = ("trajectory", "call_id", "tool", "groundedness", "grounded", "derivable", "injected", "depth", "error")
     payload = {**manifest, "probe_actions": [{k: s.get(k) for k in keep} for s in scores]}
-    seed = manifest.get("seed", 0)
+    dataset_id = str(manifest.get("dataset_id") or d.resolve().name)
     with Registry(registry_path(args, config)) as reg:
-        reg.save_dataset(str(manifest.get("dataset_id") or d.resolve().name), experiment=manifest.get("experiment"),
-                         recipe=manifest.get("recipe") or {}, seed=int(seed) if isinstance(seed, int) else 0,
-                         path=str(d.resolve()), manifest=payload)
+        stored = reg.dataset(dataset_id) or {}
+        experiment = manifest.get("experiment") or stored.get("experiment") or (
+            config.experiment.name if config is not None else None)
+        recipe = manifest.get("recipe") or stored.get("recipe") or {}
+        seed = manifest.get("seed", recipe.get("seed", stored.get("seed", 0)))
+        reg.save_dataset(dataset_id, experiment=experiment, recipe=recipe,
+                         seed=int(seed) if isinstance(seed, int) else 0, path=str(d.resolve()), manifest=payload)
 
 
 def _progress_bar():
