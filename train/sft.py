@@ -38,6 +38,10 @@ from train.errors import TrainError
 __all__ = ["train_sft", "sft_config", "read_stats", "make_trainer", "quiet_progress"]
 
 
+_RESOURCE_FIELDS = {"gpus", "cpus", "mem_gb", "timeout_min"}
+"""Rung fields that do not change what is trained (a requeued job may get other resources)."""
+
+
 def sft_config(size: ModelSize, output_dir: str | Path, *, max_steps: int, seed: int = 0,
                save_steps: int = 0, logging_steps: int | None = None, **overrides: Any):
     """The ``SFTConfig`` of one run (the one adapter between our settings and TRL's).
@@ -177,7 +181,8 @@ def train_sft(data_dir: str | Path, size: ModelSize, out_dir: str | Path, *, max
     out = Path(out_dir)
     rows = read_rows(data_dir)
     data_id = dataset_id(data_dir)
-    identity = {"dataset_id": data_id, "model_size": size.model_dump(mode="json"), "steps": steps, "seed": seed}
+    identity = {"dataset_id": data_id, "steps": steps, "seed": seed,
+                "model_size": size.model_dump(mode="json", exclude=_RESOURCE_FIELDS)}
     run_file = out / RUN_FILE
     if resume and run_file.is_file():
         before = json.loads(run_file.read_text(encoding="utf-8"))

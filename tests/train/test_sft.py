@@ -178,3 +178,10 @@ def test_folder_of_another_run_is_refused(tiny_data, tmp_path, rows, write_rows)
     assert read_stats(tmp_path / "out")["train"] == first.model_dump(mode="json")  # nothing lost
     replaced = train_sft(other, size, tmp_path / "out", save_steps=0, resume=False)
     assert read_stats(tmp_path / "out")["train"] == replaced.model_dump(mode="json")
+
+
+def test_resume_ignores_resource_fields(tiny_data, tmp_path):
+    size = SIZE.model_copy(update={"max_steps": 2})
+    first = train_sft(tiny_data, size, tmp_path, save_steps=0)
+    more = size.model_copy(update={"mem_gb": 64.0, "timeout_min": 999, "cpus": 8})
+    assert train_sft(tiny_data, more, tmp_path, save_steps=0) == first
