@@ -168,11 +168,14 @@ def sync(registry_path: str | Path, *, config: ExperimentConfig | None = None, e
     paths = LaunchPaths.of(folder or (config.executor.folder if config else "./runs"))
     manifests = read_manifests(paths, experiment)
     latest: dict[str, tuple[str, LaunchManifest]] = {}
-    by_job: dict[str, LaunchManifest] = {}
+    launched: dict[tuple[str, str], LaunchManifest] = {}  # (run, job id): job ids repeat after a cluster reset
     for m in manifests:
         for rid, jid in m.jobs.items():
             latest[rid] = (jid, m)
-            by_job[jid] = m
+            launched[(rid, jid)] = m
+
+    def manifest_of(r) -> LaunchManifest | None:
+        return launched.get((r.run_id, r.job_id or ""))
     with Registry(registry_path) as reg:
         # 1. launches the registry never heard of (launcher killed after submitting)
         orphans = {r.run_id: latest[r.run_id][0] for r in reg.runs(experiment, status="pending")
@@ -181,10 +184,10 @@ def sync(registry_path: str | Path, *, config: ExperimentConfig | None = None, e
             reg.mark_submitted(orphans)
         # 2. scheduler states of live jobs, before reading results
         live = reg.runs(experiment, status=list(ACTIVE))
-        jobs = {r.job_id: by_job[r.job_id] for r in live if r.job_id in by_job}
+        jobs = {r.job_id: m for r in live if (m := manifest_of(r)) is not None}
         scheduler_problems: list[str] = [
             f"run {r.run_id}: job {r.job_id} is in no launch manifest under {paths.root} (wrong --folder?); "
-            f"state left as is" for r in live if r.job_id not in by_job]
+            f"state left as is" for r in live if manifest_of(r) is None]
         try:
             states = _states(jobs)
         except LaunchError as err:  # the scheduler did not answer: still ingest what the jobs wrote
@@ -208,18 +211,18 @@ def sync(registry_path: str | Path, *, config: ExperimentConfig | None = None, e
             elif state.status == "cancelled":
                 changes[r.run_id] = ("cancelled", f"cancelled ({state.raw}, job {state.job_id})")
             else:
-                changes[r.run_id] = ("failed", _death_error(state, by_job.get(r.job_id or "")))
+                changes[r.run_id] = ("failed", _death_error(state, manifest_of(r)))
         if changes:
             reg.set_statuses(changes)
         # 5. retries
         retried: list[str] = []
         if retry and config is not None:
             failed = [r for r in reg.runs(experiment, status="failed")
-                      if r.attempts < config.executor.max_attempts and r.job_id in by_job]
+                      if r.attempts < config.executor.max_attempts and manifest_of(r) is not None]
             if failed:
                 kinds: dict[tuple[str, str], list] = {}
                 for r in failed:
-                    m = by_job[r.job_id]
+                    m = manifest_of(r)
                     kinds.setdefault((m.executor, m.job_kind), []).append(r)
                 for (executor, job_kind), group in kinds.items():
                     try:

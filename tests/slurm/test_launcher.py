@@ -223,3 +223,26 @@ def test_refused_retry_is_reported_and_runs_stay_failed(make, rows, monkeypatch)
                                      for p in rep.problems)
     r = rows(env)[env.run_ids[0]]
     assert (r.status, r.attempts) == ("failed", 1)
+
+
+def test_a_job_id_reused_by_another_run_is_not_taken_for_this_runs_job(make, rows, monkeypatch):
+    import slurm.sync as sync_mod
+    from datetime import UTC, datetime
+
+    from slurm.models import JobState, LaunchManifest
+    from slurm.paths import atomic_write_json
+
+    env = make(n_runs=2)
+    a, b = env.run_ids
+    paths = LaunchPaths.of(env.folder)
+    m = LaunchManifest(launch_id="new", experiment="sl-test", executor="slurm", job_kind="succeed",
+                       submitit_folder=str(paths.submitit_folder("new")), created_at=datetime.now(UTC), jobs={b: "5"})
+    atomic_write_json(paths.manifest("new"), m.model_dump(mode="json"))
+    with Registry(env.registry) as reg:
+        reg.mark_submitted({a: "5", b: "5"})  # a's job 5 is from before a cluster reset, b's is the new job 5
+    monkeypatch.setattr(sync_mod, "slurm_states", lambda ids: {"5": JobState(job_id="5", raw="RUNNING",
+                                                                              status="running")})
+    rep = sync(env.registry, config=env.config, retry=False)
+    assert rep.transitions == {b: "running"}
+    assert rows(env)[a].status == "submitted" and any(f"run {a}: job 5 is in no launch manifest" in p
+                                                       for p in rep.problems)
