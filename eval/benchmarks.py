@@ -73,8 +73,8 @@ def load_items(name: str, **kwargs: Any) -> list[Any]:
 
 
 register_benchmark(BenchmarkInfo(
-    name="heldout-calls", version="1", kind="calls", loader="eval.heldout:load_heldout_calls",
-    digest="3154602d4cda1152dd9dfa9857e849f3ee52d61c37c2898ac4c77b215df8b97c",
+    name="heldout-calls", version="2", kind="calls", loader="eval.heldout:load_heldout_calls",
+    digest="ff581e55abff9019ecee3d819af7a8304346ccf460722adcecb06f4733c402e5",
     description="single-step calls on the held-out bundled servers (synth.servers HELDOUT_DOMAINS), "
                 "BFCL-style AST match of function name, required arguments and values, plus irrelevance "
                 "items whose right answer is no call; score = share right",

@@ -21,6 +21,7 @@ import copy
 import hashlib
 import json
 import random
+import re
 from collections.abc import Sequence
 from typing import Any
 
@@ -44,6 +45,7 @@ BENCHMARK_SEED = 20_260_101
 _TEMPLATES = ("Please {intent}.", "Can you {intent}?", "I need to {intent}.", "{Intent}, please.",
               "Could you {intent} for me?")
 _N_DB_SEEDS = 6
+_PLACEHOLDER = re.compile(r"\{(\w+)(?:\|([^}]*))?\}")
 
 
 def _import_synth() -> tuple[Any, Any]:
@@ -88,12 +90,15 @@ def _value(param: Any, tool: Any, db: dict[str, list[dict]], row: dict[str, Any]
 
 
 def _request(tool: Any, args: dict[str, Any]) -> str:
-    """The user's words for one call: the tool's intent phrase with the values filled in."""
+    """The user's words for one call: the tool's intent phrase with the values filled in.
+
+    Intents hold ``{param}`` or ``{param|reference phrase}`` placeholders; synth's own renderer
+    (``ToolDef.phrase``) fills them as in training queries, with a plain fallback.
+    """
+    if hasattr(tool, "phrase"):
+        return tool.phrase(args)
     intent = getattr(tool, "intent", "") or f"use {tool.name}"
-    try:
-        return intent.format(**args)
-    except (KeyError, IndexError, ValueError):
-        return f"{intent} ({', '.join(f'{k}={v}' for k, v in args.items())})"
+    return _PLACEHOLDER.sub(lambda m: str(args.get(m.group(1), m.group(2) or m.group(1))), intent)
 
 
 def _sentence(parts: list[str], rng: random.Random) -> str:

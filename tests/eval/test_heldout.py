@@ -47,6 +47,23 @@ def test_reference_calls_are_valid_server_calls(items):
                     assert str(allowed[0]) in text, (it.id, allowed, text)  # every value is stated
 
 
+def test_requests_are_plain_sentences(items):
+    for it in items:
+        text = it.messages[-1]["content"]
+        assert "{" not in text and "}" not in text and "|" not in text, text
+    assert it.messages[0]["role"] == "system"
+
+
+def test_fallback_renderer_fills_both_placeholder_forms():
+    from types import SimpleNamespace
+
+    from eval.heldout import _request
+
+    tool = SimpleNamespace(name="t", intent="renew loan {loan_id|that loan} for {member}")
+    assert _request(tool, {"loan_id": "LN-1", "member": "Ana"}) == "renew loan LN-1 for Ana"
+    assert _request(tool, {"member": "Ana"}) == "renew loan that loan for Ana"
+
+
 def test_irrelevance_requests_belong_to_another_domain(items):
     for it in (i for i in items if i.category == "irrelevance"):
         assert match_item(it, ParsedOutput()).valid
