@@ -201,7 +201,7 @@ def sync(registry_path: str | Path, *, config: ExperimentConfig | None = None, e
         # 4. live runs without a result take their scheduler state
         changes: dict[str, tuple[str, str | None]] = {}
         for r in reg.runs(experiment, status=list(ACTIVE)):
-            state = states.get(r.job_id or "")
+            state = states.get(r.job_id or "") if manifest_of(r) is not None else None
             if state is None:
                 continue
             if state.status in ("submitted", "unknown") or state.status == r.status:
