@@ -43,10 +43,10 @@ def _fit_result(cfg, converged: bool = True) -> FitResult:
                      experiment="exp", benchmark="bench")
 
 
-@pytest.fixture
-def registry(tmp_path) -> str:
+@pytest.fixture(scope="module")
+def _template(tmp_path_factory) -> str:
     cfg = _config()
-    path = str(tmp_path / "r.duckdb")
+    path = str(tmp_path_factory.mktemp("alloc") / "template.duckdb")
     runs = [r.model_copy(update={"experiment": "exp"}) for r in build_design(cfg).runs]
     with Registry(path) as reg:
         reg.import_runs("exp", [a.name for a in cfg.axes], runs,
@@ -55,6 +55,16 @@ def registry(tmp_path) -> str:
         fit = _fit_result(cfg)
         reg.save_fit(experiment="exp", benchmark="bench", metric="score", law=fit.law, converged=True,
                      n_points=fit.n_points, data_hash="test", payload=fit.model_dump(mode="json"))
+    return path
+
+
+@pytest.fixture
+def registry(_template, tmp_path) -> str:
+    """A fresh copy of the template registry (experiment, done runs, one converged fit) per test."""
+    import shutil
+
+    path = str(tmp_path / "r.duckdb")
+    shutil.copy(_template, path)
     return path
 
 
@@ -75,14 +85,16 @@ def test_plan_from_registry_respects_budget_and_truth(registry) -> None:
 
 
 def test_allocate_cli_json_contract_and_toolscale_alias(registry, capsys) -> None:
-    assert allocate_main(["--budget", "5000", "--benchmark", "bench", "--registry", registry, "--json"]) == 0
+    assert allocate_main(["--budget", "5000", "--benchmark", "bench", "--registry", registry, "--json",
+                          "--draws", "8"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert CONTRACT <= set(out)
     assert out["total_cost"] <= 5000 and set(out["spend"]) == set(out["levels"])
-    assert main(["allocate", "--budget", "5000", "--benchmark", "bench", "--registry", registry, "--json"]) == 0
+    assert main(["allocate", "--budget", "5000", "--benchmark", "bench", "--registry", registry, "--json",
+                 "--draws", "8"]) == 0
     again = json.loads(capsys.readouterr().out)
     assert again["levels"] == out["levels"]  # same inputs, same plan
-    assert main(["allocate", "--budget", "5000", "--benchmark", "bench", "--registry", registry]) == 0
+    assert main(["allocate", "--budget", "5000", "--benchmark", "bench", "--registry", registry, "--draws", "8"]) == 0
     table = capsys.readouterr().out
     assert "next usd buys the most on" in table and "diversity-only baseline" in table
 
@@ -90,7 +102,7 @@ def test_allocate_cli_json_contract_and_toolscale_alias(registry, capsys) -> Non
 def test_sweep_writes_plot_and_is_monotone(registry, tmp_path, capsys) -> None:
     plot = tmp_path / "sweep.png"
     assert main(["allocate", "--budget", "1000", "--benchmark", "bench", "--registry", registry, "--sweep",
-                 "2000:40000:5", "--plot", str(plot), "--json"]) == 0
+                 "2000:40000:3", "--plot", str(plot), "--json", "--draws", "4"]) == 0
     out = json.loads(capsys.readouterr().out)
     scores = [p["predicted_score"] for p in out["plans"]]
     assert all(b >= a - 1e-9 for a, b in zip(scores, scores[1:]))
