@@ -143,7 +143,7 @@ def main() -> None:
         print(f"submit {n}-run array: {wall:.2f} s for the whole launch ({submit_s:.2f} s pickling + sbatch)")
         records += [{"benchmark": "submit_sync", "figure": f"launch {n}-run array (wall)", "value": round(wall, 3),
                      "unit": "s", "target": "< 10 s"},
-                    {"benchmark": "submit_sync", "figure": f"  of which pickling + sbatch", "value": round(submit_s, 3),
+                    {"benchmark": "submit_sync", "figure": "  of which pickling + sbatch", "value": round(submit_s, 3),
                      "unit": "s", "target": ""}]
     first, second = bench_sync(n)
     print(f"sync {n} result files: {first:.2f} s (ingest), {second:.2f} s (again, nothing new)")
