@@ -238,15 +238,15 @@ class ProbeSpec(_Frozen):
     """Probe model width."""
     num_layers: int = Field(default=2, ge=1)
     """Probe model depth."""
-    train_steps: int = Field(default=60, ge=1)
-    """Probe training steps (once per dataset sample)."""
-    sample_size: int = Field(default=64, ge=1)
-    """Trajectories the probe trains on."""
+    train_steps: int = Field(default=400, ge=1)
+    """Probe training steps per fold (a tiny probe needs a few hundred to learn to copy identifiers)."""
+    sample_size: int = Field(default=256, ge=1)
+    """Trajectories each probe trains on (more costs no FLOPs: steps x batch x window fix them)."""
     max_cost_share: float = Field(default=0.05, gt=0.0, le=1.0)
     """Budget for probe FLOPs as a share of the target training run's FLOPs."""
     repair: Literal["resynthesize", "downweight"] = "resynthesize"
     """What the repair knob does to flagged actions."""
-    num_heads: int = Field(default=2, ge=1)
+    num_heads: int = Field(default=4, ge=1)
     """Probe attention heads."""
     vocab_size: int = Field(default=512, ge=263)
     """Probe tokenizer vocabulary (byte-level BPE trained on the sample), in tokens."""
@@ -254,7 +254,7 @@ class ProbeSpec(_Frozen):
     """Longest probe window in tokens; longer histories keep their last ``max_seq_len`` tokens."""
     batch_size: int = Field(default=8, ge=1)
     """Sequences per probe training step and per scoring batch."""
-    learning_rate: float = Field(default=3e-3, gt=0)
+    learning_rate: float = Field(default=1e-2, gt=0)
     """Probe peak learning rate (AdamW, linear warm-up then cosine decay)."""
     calibration_fraction: float = Field(default=0.5, gt=0.0, lt=1.0)
     """Share of trajectories in the calibration split; the rest measure agreement."""
