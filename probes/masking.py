@@ -2,9 +2,9 @@
 
 A small causal LM (a proxy rung built by :func:`train.models.build_model`, with a byte-level
 BPE from :func:`train.tokenizer.train_tokenizer`) is trained once on a sample of rendered
-trajectories (next-token loss, argument tokens weighted 1 and the rest ``ARGS_ONLY_BASE``, so
-the few hundred steps go to learning to copy). Then the tokens of every action's argument
-*values* are scored three times, batched:
+trajectories (plain next-token loss; up-weighting the argument tokens was tried and copied
+worse out of sample). Then the tokens of every action's argument *values* are scored three
+times, batched:
 
 - ``full``: log p(arguments | full history);
 - ``masked``: the supporting observations' content replaced by mask tokens (same length,
@@ -56,10 +56,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from toolscale.config import ProbeSpec
 
 __all__ = ["Encoded", "ProbeLM", "render_pieces", "encode", "train_probe", "score_dataset", "groundedness",
-           "MASK_STRATEGIES", "register_mask", "get_mask_strategy", "ARGS_ONLY_BASE"]
-
-ARGS_ONLY_BASE = 0.1
-"""Loss weight of tokens outside tool-call arguments in probe training (arguments weigh 1)."""
+           "MASK_STRATEGIES", "register_mask", "get_mask_strategy"]
 
 Piece = tuple[str, str, Any]  # (text, kind: "plain" | "obs" | "args" | "system", key)
 
@@ -207,14 +204,7 @@ def train_probe(texts: Sequence[str], encoded_fn: Callable[["PreTrainedTokenizer
     from train.tokenizer import train_tokenizer
 
     tokenizer = train_tokenizer(texts, spec.vocab_size)
-    encs = [e for e in encoded_fn(tokenizer) if len(e.ids) >= 2]
-    seqs = [e.ids for e in encs]
-    weights = []
-    for e in encs:
-        w = [ARGS_ONLY_BASE] * len(e.ids)
-        for s0, s1 in e.args_spans.values():
-            w[s0:s1] = [1.0] * (s1 - s0)
-        weights.append(w)
+    seqs = [e.ids for e in encoded_fn(tokenizer) if len(e.ids) >= 2]
     size = ModelSize(name="probe", hidden_size=spec.hidden_size, num_layers=spec.num_layers,
                      num_heads=spec.num_heads, vocab_size=max(len(tokenizer), 256), max_seq_len=spec.max_seq_len)
     model = build_model(size, len(tokenizer), seed=spec.seed)
@@ -236,27 +226,20 @@ def train_probe(texts: Sequence[str], encoded_fn: Callable[["PreTrainedTokenizer
     L, tokens, losses = spec.max_seq_len, 0, []
     for _ in range(spec.train_steps):
         idx = torch.randint(len(seqs), (spec.batch_size,), generator=gen).tolist()
-        batch, wts = [], []
+        batch = []
         for i in idx:
-            s, w = seqs[i], weights[i]
+            s = seqs[i]
             if len(s) > L:
                 start = int(torch.randint(len(s) - L + 1, (1,), generator=gen))
-                s, w = s[start:start + L], w[start:start + L]
+                s = s[start:start + L]
             batch.append(s)
-            wts.append(w)
         width = max(len(s) for s in batch)
         ids = torch.full((len(batch), width), PAD_TOKEN_ID, dtype=torch.long)
         att = torch.zeros((len(batch), width), dtype=torch.long)
-        wt = torch.zeros((len(batch), width))
         for r, s in enumerate(batch):
             ids[r, :len(s)] = torch.tensor(s)
             att[r, :len(s)] = 1
-            wt[r, :len(s)] = torch.tensor(wts[r])
-        logits = model(input_ids=ids, attention_mask=att).logits[:, :-1]
-        nll = torch.nn.functional.cross_entropy(logits.reshape(-1, logits.shape[-1]), ids[:, 1:].reshape(-1),
-                                                reduction="none").view(len(batch), -1)
-        w1 = wt[:, 1:] * att[:, 1:]
-        loss = (nll * w1).sum() / w1.sum().clamp_min(1.0)
+        loss = model(input_ids=ids, attention_mask=att, labels=ids.masked_fill(att == 0, -100)).loss
         opt.zero_grad(set_to_none=True)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
