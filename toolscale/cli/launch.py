@@ -124,7 +124,9 @@ def _launch(args: argparse.Namespace) -> int:
     if not args.json:
         print(f"submitted {len(report.submitted)} runs of {report.experiment!r} in {report.arrays} "
               f"submission(s) via {report.executor}" + (f" (launch {report.launch_id})" if report.launch_id else "")
-              + (f"; {len(report.left_pending)} wait for a free slot" if report.left_pending else ""))
+              + (f"; {len(report.left_pending)} wait for a free slot"
+                 + ("" if args.wait else " (`toolscale launch --wait` starts them as slots free up)")
+                 if report.left_pending else ""))
     if args.wait:
         top_up = (lambda: launch(cfg, reg, **kw)) if report.executor == "local" else None
         final = _wait(reg, cfg, args, top_up=top_up)
