@@ -33,7 +33,7 @@ from slurm.paths import LaunchPaths, atomic_write_json
 from slurm.resources import executor_parameters
 from toolscale.config import ExperimentConfig
 
-__all__ = ["launch", "launch_plan", "submit_runs", "cancel", "read_manifests", "ACTIVE", "LOCAL_JOBS"]
+__all__ = ["launch", "preview", "launch_plan", "submit_runs", "cancel", "read_manifests", "ACTIVE", "LOCAL_JOBS"]
 
 ACTIVE = ("submitted", "running")
 """Run states that have a live job."""
@@ -185,14 +185,14 @@ def _runner(kind: str, ref: str, r: RunRecord, paths: LaunchPaths, context: dict
 def launch(config: ExperimentConfig, registry_path: str | Path, *, executor: ExecutorKind | None = None,
            max_parallel: int | None = None, resume: bool = False, job_kind: str = "pipeline",
            folder: str | Path | None = None, run_ids: Sequence[str] | None = None,
-           signal_delay_s: int | None = None, dry_run: bool = False) -> LaunchReport | list[dict[str, Any]]:
+           signal_delay_s: int | None = None) -> LaunchReport:
     """Submit the experiment's ``pending`` runs (with ``resume``: every run not done and not active).
 
     Result files already written and launches a killed launcher left behind are
     synced first (:func:`slurm.sync.sync` without retries), so nothing runs twice.
     The local executor starts at most ``max_parallel`` runs at once; the rest stay
-    pending for ``launch --wait`` (or a later ``launch``) to start. ``dry_run`` returns
-    :func:`launch_plan` of the runs it would submit and changes nothing.
+    pending for ``launch --wait`` (or a later ``launch``) to start. :func:`preview` shows
+    what this would submit without submitting.
     """
     from grid.registry import Registry
     from slurm.sync import sync
@@ -201,13 +201,6 @@ def launch(config: ExperimentConfig, registry_path: str | Path, *, executor: Exe
     paths = LaunchPaths.of(folder or config.executor.folder)
     parallel = max_parallel or config.executor.max_parallel
     experiment = config.experiment.name
-    if dry_run:
-        with Registry(registry_path, read_only=True) as reg:
-            reg.experiment(experiment)
-            wanted = ["pending", "failed", "cancelled"] if resume else ["pending"]
-            runs = reg.runs(experiment, status=wanted, run_ids=run_ids)
-        job_kind_ref(job_kind)
-        return launch_plan(config, runs, max_parallel=parallel, signal_delay_s=signal_delay_s)
     sync(registry_path, config=config, folder=paths.root, retry=False)
     with Registry(registry_path) as reg:
         reg.experiment(experiment)
@@ -223,6 +216,20 @@ def launch(config: ExperimentConfig, registry_path: str | Path, *, executor: Exe
     if kind == "debug" and report.submitted:
         sync(registry_path, config=config, folder=paths.root, retry=False)
     return report.model_copy(update={"left_pending": left})
+
+
+def preview(config: ExperimentConfig, registry_path: str | Path, *, max_parallel: int | None = None,
+            resume: bool = False, job_kind: str = "pipeline", run_ids: Sequence[str] | None = None,
+            signal_delay_s: int | None = None) -> list[dict[str, Any]]:
+    """:func:`launch_plan` of the runs :func:`launch` would submit (read-only; nothing is synced or submitted)."""
+    from grid.registry import Registry
+
+    job_kind_ref(job_kind)
+    with Registry(registry_path, read_only=True) as reg:
+        reg.experiment(config.experiment.name)
+        wanted = ["pending", "failed", "cancelled"] if resume else ["pending"]
+        runs = reg.runs(config.experiment.name, status=wanted, run_ids=run_ids)
+    return launch_plan(config, runs, max_parallel=max_parallel, signal_delay_s=signal_delay_s)
 
 
 def _signal_local(job_id: str) -> str | None:

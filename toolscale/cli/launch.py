@@ -109,7 +109,9 @@ def _launch(args: argparse.Namespace) -> int:
     reg = registry_path(args, cfg)
     kw = dict(executor=args.executor, max_parallel=args.max_parallel, folder=args.folder, job_kind=args.job_kind)
     if args.dry_run:
-        plan = launch(cfg, reg, resume=args.resume, dry_run=True, **kw)
+        from slurm.launcher import preview
+
+        plan = preview(cfg, reg, resume=args.resume, max_parallel=args.max_parallel, job_kind=args.job_kind)
         if args.json:
             emit_json({"executor": args.executor or cfg.executor.kind, "plan": plan})
         else:
