@@ -27,7 +27,11 @@ say() { echo "dev-cluster: $*" >&2; }
 die() { say "error: $*"; exit 1; }
 
 pid_of() { local f="$RUN/$1.pid"; [[ -s "$f" ]] && cat "$f" || true; }
-alive() { local p; p="$(pid_of "$1")"; [[ -n "$p" ]] && kill -0 "$p" 2>/dev/null; }
+# a pid file counts only while its process is that daemon (a reused PID is never signalled)
+alive() {
+  local p; p="$(pid_of "$1")"
+  [[ -n "$p" ]] && kill -0 "$p" 2>/dev/null && [[ "$(cat "/proc/$p/comm" 2>/dev/null)" == "$1" ]]
+}
 
 install_packages() {
   local missing=()
@@ -198,7 +202,7 @@ stop_daemons() {  # SIGTERM the named daemons together, wait up to 10 s, SIGKILL
   local name pid pids=() end=$((SECONDS + 10))
   for name in "$@"; do
     pid="$(pid_of "$name")"
-    if [[ -n "$pid" ]] && kill -0 "$pid" 2>/dev/null; then kill -TERM "$pid" 2>/dev/null || true; pids+=("$name:$pid"); fi
+    if alive "$name"; then kill -TERM "$pid" 2>/dev/null || true; pids+=("$name:$pid"); fi
   done
   for entry in "${pids[@]}"; do
     name=${entry%%:*}; pid=${entry##*:}
