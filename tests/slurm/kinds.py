@@ -52,3 +52,11 @@ def counter(run, workdir: Path, checkpoint):
     out = succeed(run, workdir, checkpoint)
     out["extra"] = {"starts": state["starts"], "steps": state["step"]}
     return out
+
+
+def crash(run, workdir: Path, checkpoint):
+    """Dies without a word to the runner (as an out-of-memory kill would): no result file."""
+    import sys
+
+    print(f"crashing hard in {run.run_id}", file=sys.stderr, flush=True)
+    os._exit(3)

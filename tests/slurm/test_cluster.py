@@ -164,3 +164,12 @@ def test_toolscale_cancel_scancels_the_array_and_records_it(make, rows, monkeypa
     out = sync(env.registry, config=env.config)
     assert out.retried == [] and out.active == 0
     assert {r.status for r in rows(env).values()} == {"cancelled"}
+
+
+def test_job_dying_without_result_is_failed_from_sacct_and_retried(make, rows):
+    env = make(n_runs=1, executor="slurm", max_attempts=2)
+    launch(env.config, env.registry, job_kind="crash")
+    final = wait(env.registry, config=env.config, poll_s=0.5, timeout_s=120)
+    r = rows(env)[env.run_ids[0]]
+    assert final.counts["failed"] == 1 and r.attempts == 2
+    assert "job state FAILED" in r.error and f"crashing hard in {env.run_ids[0]}" in r.error

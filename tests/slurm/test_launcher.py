@@ -246,3 +246,13 @@ def test_a_job_id_reused_by_another_run_is_not_taken_for_this_runs_job(make, row
     assert rep.transitions == {b: "running"}
     assert rows(env)[a].status == "submitted" and any(f"run {a}: job 5 is in no launch manifest" in p
                                                        for p in rep.problems)
+
+
+@pytest.mark.integration
+def test_local_job_dying_without_result_is_failed_with_its_log_tail(make, rows):
+    env = make(n_runs=1, executor="local", max_attempts=1)
+    launch(env.config, env.registry, job_kind="crash")
+    wait(env.registry, config=env.config, poll_s=0.3, timeout_s=60)
+    r = rows(env)[env.run_ids[0]]
+    assert r.status == "failed" and "ended without writing a result file" in r.error
+    assert f"crashing hard in {env.run_ids[0]}" in r.error
