@@ -179,7 +179,7 @@ def encode(pieces_list: Sequence[Sequence[Piece]], tokenizer: "PreTrainedTokeniz
 
 
 def train_probe(texts: Sequence[str], encoded_fn: Callable[["PreTrainedTokenizerFast"], list[Encoded]],
-                spec: "ProbeSpec") -> ProbeLM:
+                spec: "ProbeSpec", progress: Callable[[int, int], None] | None = None) -> ProbeLM:
     """Train the tokenizer and the probe LM once on a sample.
 
     Parameters
@@ -190,6 +190,8 @@ def train_probe(texts: Sequence[str], encoded_fn: Callable[["PreTrainedTokenizer
         ``tokenizer -> list[Encoded]`` of the sample (training sequences).
     spec : ProbeSpec
         Model shape, steps, batch size, learning rate, window and seed.
+    progress : callable, optional
+        ``progress(done_steps, total_steps)``, called every 10 steps and at the end.
 
     Notes
     -----
@@ -224,7 +226,7 @@ def train_probe(texts: Sequence[str], encoded_fn: Callable[["PreTrainedTokenizer
     sched = torch.optim.lr_scheduler.LambdaLR(opt, lr_at)
     model.train()
     L, tokens, losses = spec.max_seq_len, 0, []
-    for _ in range(spec.train_steps):
+    for step in range(spec.train_steps):
         idx = torch.randint(len(seqs), (spec.batch_size,), generator=gen).tolist()
         batch = []
         for i in idx:
@@ -247,6 +249,8 @@ def train_probe(texts: Sequence[str], encoded_fn: Callable[["PreTrainedTokenizer
         sched.step()
         tokens += int(att.sum())
         losses.append(float(loss.detach()))
+        if progress is not None and ((step + 1) % 10 == 0 or step + 1 == spec.train_steps):
+            progress(step + 1, spec.train_steps)
     model.eval()
     return ProbeLM(model=model, tokenizer=tokenizer, params=params, train_tokens=tokens,
                    final_loss=float(sum(losses[-10:]) / len(losses[-10:])))

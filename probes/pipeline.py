@@ -119,10 +119,9 @@ def _run_probe(rows: list[ParsedRow], provs: list[TrajectoryProvenance], spec: P
         sample = sorted(rng.sample(pool, min(spec.sample_size, len(pool))))
         texts = ["".join(p[0] for p in pieces[i]) for i in sample]
         fold_provs = [provs[i] for i in fold]
-        if progress:
-            progress(f"train {f + 1}/{len(folds)}", 0, spec.train_steps)
+        tcb = (lambda done, total, f=f: progress(f"train {f + 1}/{len(folds)}", done, total)) if progress else None
         try:
-            lm = train_probe(texts, lambda tok, s=sample: encode([pieces[i] for i in s], tok), spec)
+            lm = train_probe(texts, lambda tok, s=sample: encode([pieces[i] for i in s], tok), spec, progress=tcb)
         except (RuntimeError, ValueError, ToolscaleError) as err:  # no model: nothing in this fold is grounded
             msg = f"probe training failed: {str(err).splitlines()[0][:200]}"
             scores += _failed_scores(fold_provs, msg)

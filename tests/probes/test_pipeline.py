@@ -132,9 +132,9 @@ def test_cross_fitting_never_scores_training_trajectories(tmp_path, monkeypatch)
     scored: list[set[str]] = []
     real_train, real_score = masking.train_probe, masking.score_dataset
 
-    def train(texts, fn, spec):
+    def train(texts, fn, spec, progress=None):
         seen.append(set(texts))
-        return real_train(texts, fn, spec)
+        return real_train(texts, fn, spec, progress=progress)
 
     def score(lm, encoded, provs, **kw):
         scored.append({p.task_id for p in provs})
@@ -142,8 +142,12 @@ def test_cross_fitting_never_scores_training_trajectories(tmp_path, monkeypatch)
 
     monkeypatch.setattr(masking, "train_probe", train)
     monkeypatch.setattr(masking, "score_dataset", score)
-    s = probe_dataset(d, spec=SPEC.model_copy(update={"folds": 2, "sample_size": 50}))
+    calls: list[tuple[str, int, int]] = []
+    s = probe_dataset(d, spec=SPEC.model_copy(update={"folds": 2, "sample_size": 50}),
+                      progress=lambda stage, done, total: calls.append((stage, done, total)))
     assert len(seen) == len(scored) == 2
+    assert ("train 1/2", 3, 3) in calls and ("train 2/2", 3, 3) in calls
+    assert any(c[0] == "score 2/2" and c[1] == c[2] for c in calls)
     rows = [json.loads(x) for x in (d / "train.jsonl").read_text().splitlines()]
     task_text = {json.loads(r["meta"])["task_id"]: r["messages"][1]["content"] for r in rows}
     for texts, tasks in zip(seen, scored):
