@@ -33,10 +33,17 @@ from slurm.paths import LaunchPaths, atomic_write_json
 from slurm.resources import executor_parameters
 from toolscale.config import ExperimentConfig
 
-__all__ = ["launch", "preview", "launch_plan", "submit_runs", "cancel", "read_manifests", "ACTIVE", "LOCAL_JOBS"]
+__all__ = ["launch", "preview", "launch_plan", "submit_runs", "cancel", "read_manifests", "ACTIVE", "LOCAL_JOBS",
+           "MAX_REQUEUES"]
 
 ACTIVE = ("submitted", "running")
 """Run states that have a live job."""
+
+MAX_REQUEUES = 5
+"""Time-limit requeues submitit allows one submission (then the run fails: "timed-out too many times").
+
+Preemptions do not count. A run needs ``MAX_REQUEUES + 1`` time limits of work at most; its
+dataset stage is not resumable, so it must fit in one time limit."""
 
 LOCAL_JOBS: dict[str, Any] = {}
 """Local jobs submitted by this process (job id -> submitit LocalJob), polled without zombies."""
@@ -120,7 +127,8 @@ def submit_runs(reg, config: ExperimentConfig, runs: Sequence[RunRecord], *, exe
         size_name, params = step["model_size"], step["parameters"]
         group = [by_id[i] for i in step["runs"]]
         try:
-            ex = submitit.AutoExecutor(folder=folder, cluster=executor, slurm_max_num_timeout=5)
+            ex = submitit.AutoExecutor(folder=folder, cluster=executor, slurm_max_num_timeout=MAX_REQUEUES,
+                                       local_max_num_timeout=MAX_REQUEUES)
             ex.update_parameters(**params)
         except (ValueError, NameError, AssertionError, RuntimeError) as err:
             failure = SubmitError(f"invalid submission parameters for model size {size_name!r}: "
