@@ -268,6 +268,8 @@ class ProbeSpec(_Frozen):
     """Masking strategy registered in ``probes.masking`` (``support``: provenance; ``latest``: label-free)."""
     folds: int = Field(default=2, ge=1)
     """Cross-fitting folds: each fold is scored by a probe trained on the others (1 = score in-sample)."""
+    enforce_budget: bool = True
+    """Score only a random subset of trajectories when scoring all would exceed ``max_cost_share``."""
 
 
 class TrainSpec(_Frozen):
