@@ -56,7 +56,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from toolscale.config import ProbeSpec
 
 __all__ = ["Encoded", "ProbeLM", "render_pieces", "encode", "train_probe", "score_dataset", "groundedness",
-           "MASK_STRATEGIES", "register_mask", "get_mask_strategy"]
+           "MASK_STRATEGIES", "register_mask", "get_mask_strategy", "scoring_tokens"]
 
 Piece = tuple[str, str, Any]  # (text, kind: "plain" | "obs" | "args" | "system", key)
 
@@ -362,6 +362,12 @@ def _plan(enc: Encoded, prov: TrajectoryProvenance, L: int, mask_id: int,
     if shared:
         variants.append(_Variant(enc.ids[:shared_end], [], (prov.index, "", "shared")))
     return variants
+
+
+def scoring_tokens(enc: Encoded, prov: TrajectoryProvenance, *, max_seq_len: int, mask: str = "support") -> int:
+    """Tokens :func:`score_dataset` runs through the model for one trajectory (for budgeting)."""
+    variants = _plan(enc, prov, max_seq_len, 0, {}, {}, get_mask_strategy(mask))
+    return sum(len(v.ids) for v in variants)
 
 
 def score_dataset(lm: ProbeLM, encoded: Sequence[Encoded], provs: Sequence[TrajectoryProvenance], *,

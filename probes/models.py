@@ -123,6 +123,8 @@ class ActionScore(_Frozen):
     """Ground-truth label: True when the call was injected non-derivable (None without labels)."""
     error: str | None = None
     """Why the probe could not score this action (e.g. truncated history), else None."""
+    skipped: bool = False
+    """Not scored to keep the probe within its FLOP budget (left out of groundedness and calibration)."""
 
 
 class ConfusionMatrix(_Frozen):
@@ -245,10 +247,12 @@ class ProbeSummary(_Frozen):
     n_trajectories: int = Field(ge=0)
     """Trajectories read."""
     n_actions: int = Field(ge=0)
-    """Tool calls scored."""
+    """Tool calls in the dataset."""
+    n_scored: int = Field(default=0, ge=0)
+    """Tool calls the probe scored (or failed on); the rest were skipped to stay within the FLOP budget."""
     measured_groundedness: float | None
-    """Share of actions the probe judges grounded at the calibrated threshold (probe failures count as
-    not grounded); None when there are no actions."""
+    """Share of the scored actions the probe judges grounded at the calibrated threshold (probe failures
+    count as not grounded); None when none was scored."""
     symbolic_groundedness: float | None
     """Share of actions derivable by symbolic provenance."""
     coverage: float

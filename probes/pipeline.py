@@ -98,6 +98,7 @@ def _folds(n: int, k: int, seed: int) -> list[list[int]]:
 
 
 def _run_probe(rows: list[ParsedRow], provs: list[TrajectoryProvenance], spec: ProbeSpec,
+               target_train_flops: float | None,
                progress: Progress | None) -> tuple[list[ActionScore], float, float, float, float, list[str]]:
     """Cross-fitted probes: (scores, params, train/score/data tokens, problems).
 
@@ -105,8 +106,14 @@ def _run_probe(rows: list[ParsedRow], provs: list[TrajectoryProvenance], spec: P
     trained on a sample of the other folds, so no trajectory is scored by a model that saw it (an
     LM scores its own training text too well, injected constants included). ``k = 1`` trains on a
     sample of all trajectories and scores all of them, in-sample ones included.
+
+    Budget: with a target and ``spec.enforce_budget``, scoring gets what training left of
+    ``max_cost_share * target_train_flops``; when scoring every trajectory (``2 N`` per token, exact
+    token counts from the masking plan) would exceed it, a seeded random subset of trajectories
+    is scored and the other actions are marked ``skipped``.
     """
-    from probes.masking import encode, render_pieces, score_dataset, train_probe
+    from probes.cost import scoring_flops, training_flops
+    from probes.masking import encode, render_pieces, score_dataset, scoring_tokens, train_probe
 
     pieces = [render_pieces(r) for r in rows]
     rng = random.Random(spec.seed)
@@ -114,28 +121,48 @@ def _run_probe(rows: list[ParsedRow], provs: list[TrajectoryProvenance], spec: P
     scores: list[ActionScore] = []
     params = train_tok = score_tok = data_tok = 0.0
     problems: list[str] = []
+    trained = []
     for f, fold in enumerate(folds):
         pool = [i for i in range(len(rows)) if i not in set(fold)] if len(folds) > 1 else fold
         sample = sorted(rng.sample(pool, min(spec.sample_size, len(pool))))
         texts = ["".join(p[0] for p in pieces[i]) for i in sample]
-        fold_provs = [provs[i] for i in fold]
         tcb = (lambda done, total, f=f: progress(f"train {f + 1}/{len(folds)}", done, total)) if progress else None
         try:
             lm = train_probe(texts, lambda tok, s=sample: encode([pieces[i] for i in s], tok), spec, progress=tcb)
         except (RuntimeError, ValueError, ToolscaleError) as err:  # no model: nothing in this fold is grounded
             msg = f"probe training failed: {str(err).splitlines()[0][:200]}"
-            scores += _failed_scores(fold_provs, msg)
+            scores += _failed_scores([provs[i] for i in fold], msg)
             problems.append(msg)
             continue
-        encoded = encode([pieces[i] for i in fold], lm.tokenizer)
-        cb = (lambda done, total, f=f: progress(f"score {f + 1}/{len(folds)}", done, total)) if progress else None
-        fold_scores, tokens = score_dataset(lm, encoded, fold_provs, max_seq_len=spec.max_seq_len,
-                                            batch_size=spec.batch_size, mask=spec.mask, progress=cb)
-        scores += fold_scores
         params = float(lm.params)
         train_tok += lm.train_tokens
+        encoded = dict(zip(fold, encode([pieces[i] for i in fold], lm.tokenizer), strict=True))
+        data_tok += sum(len(e.ids) for e in encoded.values())
+        trained.append((f, lm, encoded))
+    need = {i: scoring_tokens(e, provs[i], max_seq_len=spec.max_seq_len, mask=spec.mask)
+            for _, _, enc in trained for i, e in enc.items()}
+    chosen = set(need)
+    if target_train_flops is not None and spec.enforce_budget and need:
+        left = spec.max_cost_share * target_train_flops - training_flops(params, train_tok)
+        if scoring_flops(params, sum(need.values())) > left:
+            chosen, spent = set(), 0.0
+            for i in random.Random(spec.seed + 1).sample(sorted(need), len(need)):
+                if scoring_flops(params, spent + need[i]) <= left:
+                    chosen.add(i)
+                    spent += need[i]
+            problems.append(f"probe FLOP budget: scored {len(chosen)} of {len(need)} trajectories")
+    for f, lm, encoded in trained:
+        idx = [i for i in encoded if i in chosen]
+        cb = (lambda done, total, f=f: progress(f"score {f + 1}/{len(folds)}", done, total)) if progress else None
+        fold_scores, tokens = score_dataset(lm, [encoded[i] for i in idx], [provs[i] for i in idx],
+                                            max_seq_len=spec.max_seq_len, batch_size=spec.batch_size,
+                                            mask=spec.mask, progress=cb)
+        scores += fold_scores
         score_tok += tokens
-        data_tok += sum(len(e.ids) for e in encoded)
+        scores += [ActionScore(trajectory=i, call_id=a.call_id, n_tokens=0, derivable=a.derivable,
+                               injected=None if provs[i].injected is None else a.call_id in provs[i].injected,
+                               error="not scored: over the probe FLOP budget", skipped=True)
+                   for i in encoded if i not in chosen for a in provs[i].actions]
     order = {(p.index, a.call_id): n for n, (p, a) in enumerate((p, a) for p in provs for a in p.actions)}
     scores.sort(key=lambda s: order[(s.trajectory, s.call_id)])
     return scores, params, train_tok, score_tok, data_tok, problems
@@ -191,20 +218,23 @@ def probe_dataset(data_dir: str | Path, *, spec: ProbeSpec | None = None, target
     problems = [f"trajectory {p.index}: {x}" for p in provs for x in p.problems]
     n_actions = sum(len(p.actions) for p in provs)
     if n_actions:
-        scores, params, train_tok, score_tok, data_tok, extra = _run_probe(rows, provs, spec, progress)
+        scores, params, train_tok, score_tok, data_tok, extra = _run_probe(rows, provs, spec, target_train_flops,
+                                                                           progress)
         problems += extra
     else:
         scores, params, train_tok, score_tok, data_tok = [], 0.0, 0.0, 0.0, 0.0
     labelled = all(p.injected is not None for p in provs)
     injected_of = {(p.index, a.call_id): (a.call_id in (p.injected or [])) for p in provs for a in p.actions}
-    ref_labels = [not injected_of[(s.trajectory, s.call_id)] if labelled else s.derivable for s in scores]
-    values = [s.groundedness for s in scores]
-    cal = calibrate(values, ref_labels, [s.trajectory for s in scores],
+    used = [s for s in scores if not s.skipped]
+    ref_labels = [not injected_of[(s.trajectory, s.call_id)] if labelled else s.derivable for s in used]
+    values = [s.groundedness for s in used]
+    cal = calibrate(values, ref_labels, [s.trajectory for s in used],
                     reference="injected" if labelled else "provenance", fraction=spec.calibration_fraction,
-                    seed=spec.seed) if scores else None
+                    seed=spec.seed) if used else None
     threshold = cal.threshold if cal is not None else DEFAULT_THRESHOLD
-    grounded = verdicts(values, threshold) if scores else []
-    scores = [s.model_copy(update={"grounded": bool(g)}) for s, g in zip(scores, grounded, strict=True)]
+    scores = [s if s.skipped else s.model_copy(update={"grounded": bool(verdicts([s.groundedness], threshold)[0])})
+              for s in scores]
+    n_scored = len(used)
     cost = probe_cost(params=params, train_tokens=train_tok, score_tokens=score_tok,
                       target_train_flops=target_train_flops, budget_share=spec.max_cost_share,
                       data_tokens=data_tok)
@@ -213,8 +243,8 @@ def probe_dataset(data_dir: str | Path, *, spec: ProbeSpec | None = None, target
         prov_agree = sum(a.derivable == (not injected_of[(p.index, a.call_id)])
                          for p in provs for a in p.actions) / n_actions
     summary = ProbeSummary(
-        dataset=str(d), n_trajectories=len(rows), n_actions=n_actions,
-        measured_groundedness=sum(s.grounded for s in scores) / n_actions if n_actions else None,
+        dataset=str(d), n_trajectories=len(rows), n_actions=n_actions, n_scored=n_scored,
+        measured_groundedness=sum(s.grounded for s in scores) / n_scored if n_scored else None,
         symbolic_groundedness=sum(a.derivable for p in provs for a in p.actions) / n_actions if n_actions else None,
         coverage=cov.score, agreement=cal.agreement if cal is not None and labelled else None,
         provenance_agreement=prov_agree, probe_cost_share=cost.share, calibration=cal, coverage_report=cov,

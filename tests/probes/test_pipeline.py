@@ -153,3 +153,24 @@ def test_cross_fitting_never_scores_training_trajectories(tmp_path, monkeypatch)
     for texts, tasks in zip(seen, scored):
         assert tasks and not any(task_text[t] in x for t in tasks for x in texts)
     assert s.cost.train_tokens > 0 and len(scored[0] | scored[1]) == 12
+
+
+def test_budget_limits_scoring(tmp_path):
+    d = _toy(tmp_path, n=16)
+    full = probe_dataset(d, spec=SPEC, target_train_flops=None)
+    assert full.n_scored == full.n_actions
+    target = (full.cost.train_flops + 0.5 * full.cost.score_flops) / SPEC.max_cost_share
+    s = probe_dataset(d, spec=SPEC, target_train_flops=target)
+    assert 0 < s.n_scored < s.n_actions
+    assert s.probe_cost_share <= SPEC.max_cost_share and s.cost.within_budget
+    assert s.cost.train_flops == pytest.approx(full.cost.train_flops)
+    assert any("probe FLOP budget: scored" in p for p in s.problems)
+    lines = [json.loads(x) for x in (d / SCORES_FILE).read_text().splitlines()]
+    skipped = [x for x in lines if x["skipped"]]
+    assert len(skipped) == s.n_actions - s.n_scored and not any(x["grounded"] for x in skipped)
+    assert s.measured_groundedness == pytest.approx(sum(x["grounded"] for x in lines) / s.n_scored)
+    broke = probe_dataset(d, spec=SPEC, target_train_flops=full.cost.train_flops)  # training alone is 20x over
+    assert broke.n_scored == 0 and broke.measured_groundedness is None and broke.cost.within_budget is False
+    unlimited = probe_dataset(d, spec=SPEC.model_copy(update={"enforce_budget": False}),
+                              target_train_flops=full.cost.train_flops)
+    assert unlimited.n_scored == unlimited.n_actions
