@@ -82,7 +82,7 @@ def _probe(args: argparse.Namespace) -> int:
         return 0
     cal = summary.calibration
     figures = {
-        "trajectories": summary.n_trajectories, "actions": summary.n_actions,
+        "trajectories": summary.n_trajectories, "actions": summary.n_actions, "scored actions": summary.n_scored,
         "measured_groundedness": summary.measured_groundedness,
         "symbolic_groundedness": summary.symbolic_groundedness, "coverage": summary.coverage,
         "agreement": summary.agreement, "threshold": None if cal is None else cal.threshold,
