@@ -26,6 +26,9 @@ DEFAULT_QUALITY_AXES = frozenset({"repair_rate", "coverage_quota", "support_dept
 """Axes treated as quality axes when the experiment has no config saying otherwise (imports)."""
 
 
+_COLUMNS = {"N": "model_params", "D": "train_tokens", "C": "train_flops"}
+
+
 def available_metrics(runs: Sequence[Any]) -> list[str]:
     """Every ``benchmark/metric`` key present on the runs, sorted."""
     return sorted({k for r in runs for k in r.metrics})
@@ -85,8 +88,8 @@ def points_from_runs(runs: Sequence[Any], *, benchmark: str, metric: str = "scor
         for r in with_metric:
             v = {"N": r.model_params, "D": r.train_tokens, "C": r.train_flops}.get(name, r.recipe.get(name))
             if v is None or not math.isfinite(float(v)):
-                raise FitInputError(f"run {r.run_id} has no value for input {name!r} "
-                                    f"({'model_params' if name == 'N' else 'train_tokens' if name == 'D' else 'train_flops' if name == 'C' else 'axis'}); "
+                column = _COLUMNS.get(name, "axis")
+                raise FitInputError(f"run {r.run_id} has no value for input {name!r} ({column}); "
                                     "every fitted run needs it")
             vals.append(float(v))
         cols[name] = vals

@@ -308,7 +308,8 @@ SIZE_EXPONENT_PRIOR = (0.2, 0.8)
 """Range the bootstrap draws that fixed exponent from (so intervals carry the uncertainty)."""
 
 
-def _unidentified_size_exponent(law: Law, points: Points) -> tuple[dict[str, float], dict[str, tuple[float, float]], str]:
+def _unidentified_size_exponent(law: Law, points: Points
+                                ) -> tuple[dict[str, float], dict[str, tuple[float, float]], str]:
     """Fix a score law's size exponent when N takes fewer than 3 levels.
 
     ``S0 - A_N n^(-alpha_N)`` has three parameters; two model sizes give two equations,

@@ -346,7 +346,8 @@ def _hypothesis(kind: str) -> LawFactory:
                 gain = gain + p[f"G_{d.name}"] * (1.0 - normalise(d, X[d.name]) ** (-p[f"alpha_{d.name}"]))
             qual_gain = 0.0
             for q in qual:
-                qual_gain = qual_gain + p[f"H_{q.name}"] * (1.0 - (1.0 + normalise(q, X[q.name])) ** (-p[f"beta_{q.name}"]))
+                w = normalise(q, X[q.name])
+                qual_gain = qual_gain + p[f"H_{q.name}"] * (1.0 - (1.0 + w) ** (-p[f"beta_{q.name}"]))
             base = p["S0"] - p["A_N"] * n ** (-p["alpha_N"])
             if kind == "additive":
                 return base + gain + qual_gain

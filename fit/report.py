@@ -28,7 +28,8 @@ from fit.models import ExperimentFit
 
 __all__ = ["report_data", "render_markdown", "render_html", "make_figures", "write_report", "report_stem"]
 
-SIM_BANNER = "SIMULATED DATA: every number below comes from `toolscale simulate` (a known law plus noise), not from trained models."
+SIM_BANNER = ("SIMULATED DATA: every number below comes from `toolscale simulate` (a known law plus noise), "
+              "not from trained models.")
 PLAN_MAE = 0.0285
 """The research plan's reference: MAE 0.0285 at 16x extrapolation (SynthAPI)."""
 
@@ -117,7 +118,8 @@ def _heldout_lines(d: dict[str, Any]) -> list[str]:
     return [f"- Held-out runs: {h['n']}; extrapolation factor (max held-out FLOPs / max fitted FLOPs): {ext}",
             f"- MAE {_f(h['mae'])}, max error {_f(h['max_error'])}, RMSE {_f(h['rmse'])}",
             f"- Prediction-interval coverage: {cov}",
-            f"- The research plan's reference (SynthAPI, 16x): MAE {h['plan_reference_mae']}; this fit is {verdict} it."]
+            f"- The research plan's reference (SynthAPI, 16x): MAE {h['plan_reference_mae']}; "
+            f"this fit is {verdict} it."]
 
 
 def _interaction_lines(d: dict[str, Any]) -> list[str]:

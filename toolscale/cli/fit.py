@@ -13,9 +13,9 @@ from toolscale.errors import UsageError
 __all__ = ["register", "fit_summary"]
 
 
-def _add_fit_args(p: argparse.ArgumentParser) -> None:
+def _add_fit_args(p: argparse.ArgumentParser, benchmark_required: bool = True) -> None:
     add_registry_args(p)
-    p.add_argument("--benchmark", required=True, help="benchmark whose metric is fitted")
+    p.add_argument("--benchmark", required=benchmark_required, help="benchmark whose metric is fitted")
     p.add_argument("--metric", help="metric of the benchmark (default: loss for loss laws, else score)")
     p.add_argument("--law", default="auto",
                    help="law name (see `toolscale fit --list-laws`), or auto: the hypothesis the interaction "
@@ -41,7 +41,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                "  toolscale fit --experiment chinchilla --benchmark pile --law chinchilla --metric loss "
                "--holdout none\n  toolscale fit --list-laws")
     p.add_argument("--experiment", help="experiment name")
-    _add_fit_args_optional_benchmark(p)
+    _add_fit_args(p, benchmark_required=False)  # --list-laws needs none; checked in _fit
     p.add_argument("--list-laws", action="store_true", help="list the registered laws and exit")
     p.add_argument("--no-store", action="store_true", help="do not store the fit in the registry")
     p.add_argument("--keep-unconverged", action="store_true",
@@ -76,13 +76,6 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--seed", type=int, default=0, help="noise seed")
     p.add_argument("--json", action="store_true", help="machine-readable summary")
     p.set_defaults(func=_simulate)
-
-
-def _add_fit_args_optional_benchmark(p: argparse.ArgumentParser) -> None:
-    _add_fit_args(p)
-    for action in p._actions:  # --list-laws needs no benchmark; checked in _fit instead
-        if action.dest == "benchmark":
-            action.required = False
 
 
 def _request(args: argparse.Namespace, experiment: str):
@@ -125,11 +118,20 @@ def _load(args: argparse.Namespace, experiment: str | None) -> tuple[str, list, 
 
 
 def _run(args: argparse.Namespace, experiment: str | None):
+    from contextlib import nullcontext
+
     from fit.experiment import fit_experiment
 
     experiment, runs, config, simulated = _load(args, experiment)
     request = _request(args, experiment)
-    return fit_experiment(runs, request, config=config, simulated=simulated or None)
+    status = nullcontext()
+    if sys.stderr.isatty():
+        from rich.console import Console
+
+        status = Console(stderr=True).status(
+            f"fitting {len(runs)} runs of {experiment} ({request.n_bootstrap} bootstrap refits)...")
+    with status:
+        return fit_experiment(runs, request, config=config, simulated=simulated or None)
 
 
 def fit_summary(result: Any, fit_id: str | None = None) -> dict[str, Any]:
