@@ -29,6 +29,14 @@ REFIT_TOL = 1e-6
 spread of the draws, and a third fewer iterations than the full fit's 1e-8."""
 
 
+def _usable_cores() -> int:
+    """Cores this process may run on (the affinity mask where the OS has one)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        return os.cpu_count() or 1
+
+
 def _refit(task: tuple[np.ndarray, dict[str, float]]) -> dict[str, float] | None:
     from fit.fitting import _fit_any
 
@@ -76,7 +84,8 @@ def bootstrap_draws(points: Points, law: Law, params: Mapping[str, float], *, n_
         samples.append((ix, held))
     _SHARED.update(law=law, points=points, delta=huber_delta, start=dict(params), method=method)
     try:
-        jobs = n_jobs or os.cpu_count() or 1
+        jobs = n_jobs or _usable_cores()
+        jobs = max(1, min(jobs, n_bootstrap // 8))  # at least 8 refits per worker
         methods = mp.get_all_start_methods()
         if jobs <= 1 or n_bootstrap < _MIN_PARALLEL or "fork" not in methods:
             out = _refit_chunk(samples)
