@@ -113,7 +113,8 @@ def run_pipeline(run: RunSpec, workdir: Path, checkpoint: dict[str, Any] | None)
         from probes.pipeline import probe_dataset
 
         build_dataset(recipe, folder)
-        probe_dataset(folder, spec=cfg.probe, target_train_flops=None)
+        target = cfg.target_size  # the probe budget is a share of the run the data is for
+        probe_dataset(folder, spec=cfg.probe, target_train_flops=6.0 * target.approx_params * target.planned_tokens)
 
     data_dir, built = ensure_dataset(ctx["dataset_cache"], key, build)
     state.update(stage="dataset", dataset=str(data_dir))
@@ -123,13 +124,16 @@ def run_pipeline(run: RunSpec, workdir: Path, checkpoint: dict[str, Any] | None)
     from train.sft import train_sft
 
     model_dir = Path(workdir) / "model"
-    stats = train_sft(data_dir, size, model_dir, seed=run.seed, threads=cfg.train.threads, resume=True)
+    steps = int(run.metadata.get("max_steps", size.max_steps))  # the design's steps (token multiples)
+    stats = train_sft(data_dir, size, model_dir, max_steps=steps, seed=run.seed, threads=cfg.train.threads,
+                      resume=True)
     state.update(stage="trained", model=str(model_dir))
     save_checkpoint(workdir, state)
 
     from eval.runner import evaluate_spec
 
-    metrics = evaluate_spec(str(model_dir), cfg.eval, seed=run.seed, threads=cfg.train.threads)
+    # seed 0: every run is scored on the same items, so scores differ by model, not by sample
+    metrics = evaluate_spec(str(model_dir), cfg.eval, seed=0, threads=cfg.train.threads)
     state.update(stage="evaluated")
     save_checkpoint(workdir, state)
     return {"metrics": metrics, "train": stats, "dataset_id": manifest.get("dataset_id", key),
