@@ -58,7 +58,7 @@ def report_data(result: ExperimentFit) -> dict[str, Any]:
     data: dict[str, Any] = {
         "title": f"Scaling-law report: {f.experiment} / {f.benchmark}/{f.metric}",
         "simulated": f.simulated, "experiment": f.experiment, "benchmark": f.benchmark, "metric": f.metric,
-        "law": f.law, "formula": law_of(f).formula, "converged": f.converged, "message": f.message,
+        "law": f.law, "target": f.target, "formula": law_of(f).formula, "converged": f.converged, "message": f.message,
         "at_bounds": f.at_bounds, "fixed": f.fixed, "priors": {k: list(v) for k, v in f.priors.items()},
         "n_points": f.n_points, "n_params": f.n_params, "data_hash": f.data_hash, "huber_delta": f.huber_delta,
         "residual_sd": f.residual_sd, "replicate_sd": f.replicate_sd, "aic": f.aic, "bic": f.bic,
@@ -114,12 +114,15 @@ def _heldout_lines(d: dict[str, Any]) -> list[str]:
     cov = "n/a (no bootstrap)" if h["interval_coverage"] is None else \
         f"{h['interval_coverage']:.0%} of {h['n']} (nominal {h['interval_level']:.0%})"
     ext = "n/a" if h["extrapolation_factor"] is None else f"{h['extrapolation_factor']:.3g}x"
-    verdict = "better than" if h["mae"] <= h["plan_reference_mae"] else "worse than"
-    return [f"- Held-out runs: {h['n']}; extrapolation factor (max held-out FLOPs / max fitted FLOPs): {ext}",
-            f"- MAE {_f(h['mae'])}, max error {_f(h['max_error'])}, RMSE {_f(h['rmse'])}",
-            f"- Prediction-interval coverage: {cov}",
-            f"- The research plan's reference (SynthAPI, 16x): MAE {h['plan_reference_mae']}; "
-            f"this fit is {verdict} it."]
+    lines = [f"- Held-out runs: {h['n']}; extrapolation factor (max held-out FLOPs / max fitted FLOPs): {ext}",
+             f"- MAE {_f(h['mae'])}, max error {_f(h['max_error'])}, RMSE {_f(h['rmse'])} "
+             f"({'score points' if d['target'] == 'score' else 'loss'})",
+             f"- Prediction-interval coverage: {cov}"]
+    if d["target"] == "score":
+        verdict = "better than" if h["mae"] <= h["plan_reference_mae"] else "worse than"
+        lines.append(f"- The research plan's reference (SynthAPI, 16x): MAE {h['plan_reference_mae']} score points; "
+                     f"this fit is {verdict} it.")
+    return lines
 
 
 def _interaction_lines(d: dict[str, Any]) -> list[str]:
@@ -263,11 +266,13 @@ def make_figures(result: ExperimentFit) -> dict[str, bytes]:
     axes_inputs = [i for i in law.inputs if i.kind != "metric" and i.name in X]
     size = next((i.name for i in law.inputs if i.kind == "size"), None)
     sizes = np.unique(X[size]) if size else np.array([])
+    if sizes.size > 6:  # many sizes (imported sweeps): one curve over all of them
+        size = None
     colors = plt.cm.viridis(np.linspace(0.1, 0.85, max(len(sizes), 1)))
     if axes_inputs:
         cols = min(3, len(axes_inputs))
         rows = math.ceil(len(axes_inputs) / cols)
-        fig, axs = plt.subplots(rows, cols, figsize=(4.4 * cols, 3.6 * rows), squeeze=False)
+        fig, axs = plt.subplots(rows, cols, figsize=(4.4 * cols, 3.6 * rows), squeeze=False, layout="constrained")
         base = {k: v[fit_mask] for k, v in X.items()}
         for ax, inp in zip(axs.flat, axes_inputs):
             xs = X[inp.name]
@@ -295,12 +300,11 @@ def make_figures(result: ExperimentFit) -> dict[str, bytes]:
             ax.set_xlabel(inp.name)
             ax.set_ylabel(f"{f.benchmark}/{f.metric}")
             ax.set_title(f"{inp.name}{tag}", fontsize=9)
-            if inp.name != size and size:
+            if size and inp.name != size:
                 ax.legend(fontsize=6, title="x = held out", title_fontsize=6)
         for ax in list(axs.flat)[len(axes_inputs):]:
             ax.axis("off")
         fig.suptitle(f"{f.law} fit{tag}")
-        fig.tight_layout()
         out["axes"] = png(fig)
 
     if f.heldout is not None and f.heldout.points:

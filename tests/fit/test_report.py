@@ -103,3 +103,26 @@ def test_report_content(result, tmp_path):
     assert "golden__toy_plots/heldout.png" in paths["markdown"].read_text()
     real = result.model_copy(update={"fit": result.fit.model_copy(update={"simulated": False})})
     assert "SIMULATED" not in render_markdown(report_data(real))
+
+
+def test_loss_report_with_many_sizes_draws_without_warnings(tmp_path):
+    import numpy as np
+
+    from fit.models import Points
+
+    rng = np.random.default_rng(0)
+    N = np.geomspace(1e7, 1e10, 40)
+    D = N * rng.uniform(5, 40, N.size)
+    law = get_law("chinchilla")
+    y = law.predict({"E": 1.8, "A": 400.0, "alpha": 0.34, "B": 2000.0, "beta": 0.36}, {"N": N, "D": D})
+    flops = 6 * N * D
+    split = ["heldout" if f >= np.quantile(flops, 0.75) else "fit" for f in flops]
+    pts = Points(inputs={"N": list(N), "D": list(D)}, y=list(y), target="loss", split=split, flops=list(flops),
+                 run_ids=[f"r{i}" for i in range(N.size)], experiment="c", benchmark="pile", metric="loss")
+    fit = fit_law(pts, law, n_starts=4, n_bootstrap=10, n_jobs=1)
+    res = ExperimentFit(request=FitRequest(experiment="c", benchmark="pile", metric="loss", law="chinchilla"),
+                        fit=fit, points=pts)
+    paths = write_report(res, tmp_path)
+    md = paths["markdown"].read_text()
+    assert "(loss)" in md and "SynthAPI" not in md and "[SIMULATED]" not in md
+    assert (tmp_path / "c__pile_plots" / "axes.png").stat().st_size > 1000
