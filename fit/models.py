@@ -288,8 +288,8 @@ class Truth(_Frozen):
     """SD of the Gaussian noise added to each run's score (score points; log units for a loss)."""
     benchmark: str = "simulated"
     """Benchmark name the simulated scores are stored under."""
-    metric: str = "score"
-    """Metric name."""
+    metric: str | None = None
+    """Metric name (default: ``loss`` for a loss law, else ``score``)."""
     description: str = ""
     """Where the truth came from (built-in default or a file)."""
 

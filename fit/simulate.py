@@ -135,7 +135,10 @@ def simulate_experiment(registry: Any, config: Any, experiment: str, *, truth_pa
         truth = truth.model_copy(update={"benchmark": benchmark})
     if noise_sd is not None:
         truth = truth.model_copy(update={"noise_sd": noise_sd})
-    law = get_law(truth.law, inputs)
+    generic = get_law(truth.law)
+    axis_law = any(i.kind in ("diversity", "quality") for i in generic.inputs)
+    law = get_law(truth.law, inputs) if axis_law else generic  # N/D laws read the design's N and D as they are
+    metric = truth.metric or ("loss" if law.target == "loss" else "score")
     design = build_design(config)
     runs = []
     for r in design.runs:
@@ -143,12 +146,12 @@ def simulate_experiment(registry: Any, config: Any, experiment: str, *, truth_pa
         runs.append(r.model_copy(update={"run_id": rid, "experiment": experiment,
                                          "metadata": {**r.metadata, "simulated": True, "truth_law": truth.law}}))
     values = simulate_results(runs, truth, law, seed=seed)
-    metrics = [[MetricResult(benchmark=truth.benchmark, metric=truth.metric, score=v,
+    metrics = [[MetricResult(benchmark=truth.benchmark, metric=metric, score=v,
                              higher_is_better=law.target == "score", version="simulated")] for v in values]
     registry.ensure_experiment(experiment, config=config.model_dump(mode="json"), axes=[a.name for a in config.axes],
                                simulated=True)
     new = registry.import_runs(experiment, [a.name for a in config.axes], runs, metrics, simulated=True,
                                source="simulated")
-    return {"experiment": experiment, "simulated": True, "runs": len(runs), "new_runs": new,
+    return {"experiment": experiment, "simulated": True, "runs": len(runs), "new_runs": new, "metric": metric,
             "heldout": sum(r.split == "heldout" for r in runs), "design_version": design.version,
             "truth": truth.model_dump(mode="json")}

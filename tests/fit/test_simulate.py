@@ -68,3 +68,16 @@ def test_truth_file_and_refusals(tmp_path):
         assert reg.runs("sim") == []  # nothing stored
     with pytest.raises(FitInputError, match="truth file not found"):
         load_truth(tmp_path / "missing.toml")
+
+
+def test_loss_truth_over_the_design_is_stored_as_a_loss(tmp_path):
+    config = load_config(SMALL)
+    (tmp_path / "t.toml").write_text('law = "chinchilla"\nnoise_sd = 0.01\nbenchmark = "lm"\n[params]\n'
+                                     'E = 1.8\nA = 400.0\nalpha = 0.34\nB = 2000.0\nbeta = 0.36\n')
+    with Registry(tmp_path / "r.duckdb") as reg:
+        out = simulate_experiment(reg, config, "simloss", truth_path=tmp_path / "t.toml")
+        runs = reg.runs("simloss", status="done")
+    assert out["metric"] == "loss" and all(r.metrics["lm/loss"] > 1.8 for r in runs)
+    res = fit_experiment(runs, FitRequest(experiment="simloss", benchmark="lm", law="chinchilla", n_bootstrap=0,
+                                          holdout="none"))
+    assert res.fit.target == "loss" and res.fit.n_points == 108
