@@ -1,6 +1,6 @@
 """How long `build_design` takes for the presets and larger designs (prints figures; asserts nothing).
 
-Run:  .venv/bin/python benchmarks/design_time.py [--repeat 3]
+Run:  .venv/bin/python benchmarks/design_time.py [--repeat 3] [--json] [--quick]
 
 Targets: the presets well under a second each (the CLI builds the design on every call);
 an 10-axis two-level fraction (exact alias map over 2^10 - 1 effects) in a few seconds.
@@ -9,6 +9,8 @@ an 10-axis two-level fraction (exact alias map over 2^10 - 1 effects) in a few s
 from __future__ import annotations
 
 import argparse
+import json
+import statistics
 import time
 import tomllib
 from importlib import resources
@@ -43,18 +45,29 @@ CASES = {
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--repeat", type=int, default=5)
+    ap.add_argument("--json", action="store_true", help="print records for benchmarks/run_all")
+    ap.add_argument("--quick", action="store_true", help="3 repeats")
     args = ap.parse_args()
-    print(f"{'case':36s} {'runs':>6s} {'points':>6s} {'res':>4s} {'best s':>8s}")
+    repeat = 3 if args.quick else args.repeat
+    records = []
+    if not args.json:
+        print(f"{'case':36s} {'runs':>6s} {'points':>6s} {'res':>4s} {'median s':>8s}")
     for name, make in CASES.items():
         config = parse_config(make())
         times = []
-        for _ in range(args.repeat):
+        for _ in range(repeat):
             t0 = time.perf_counter()
             d = build_design(config)
             times.append(time.perf_counter() - t0)
         res = d.summary["resolution"]
-        print(f"{name:36s} {d.summary['runs']:6d} {d.summary['points']:6d} {str(res or '-'):>4s} {min(times):8.3f}")
+        median = statistics.median(times)
+        records.append({"benchmark": "grid design", "figure": f"{name}: {d.summary['runs']} runs (median)",
+                        "value": median, "unit": "s", "target": "< 1 s for presets"})
+        if not args.json:
+            print(f"{name:36s} {d.summary['runs']:6d} {d.summary['points']:6d} {str(res or '-'):>4s} {median:8.3f}")
+    if args.json:
+        print(json.dumps(records))
 
 
 if __name__ == "__main__":
