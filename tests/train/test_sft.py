@@ -185,3 +185,13 @@ def test_resume_ignores_resource_fields(tiny_data, tmp_path):
     first = train_sft(tiny_data, size, tmp_path, save_steps=0)
     more = size.model_copy(update={"mem_gb": 64.0, "timeout_min": 999, "cpus": 8})
     assert train_sft(tiny_data, more, tmp_path, save_steps=0) == first
+
+
+def test_cpu_settings_override_trl_defaults(tmp_path):
+    """TRL's SFTConfig(use_cpu=True) defaults to bf16, gradient checkpointing and lr 2e-5: all replaced."""
+    config = sft_config(SIZE, tmp_path, max_steps=40)
+    assert config.use_cpu and not config.bf16 and not config.fp16
+    assert not config.gradient_checkpointing and not config.activation_checkpointing
+    assert config.learning_rate == SIZE.learning_rate and not config.packing
+    assert config.per_device_train_batch_size == SIZE.batch_size and config.max_length == SIZE.max_seq_len
+    assert config.include_num_input_tokens_seen == "non_padding" and config.report_to == []
