@@ -263,6 +263,9 @@ class ProbeSummary(_Frozen):
     """Symbolic provenance agreement with the injected labels on all actions (None without labels)."""
     probe_cost_share: float | None
     """Probe FLOPs / target training FLOPs (None when the target is unknown)."""
+    probe_reliable: bool | None = None
+    """True when the calibrated probe beats a constant verdict on the evaluation split (balanced accuracy
+    >= ``RELIABLE_BALANCED_ACCURACY``); False means use ``symbolic_groundedness``; None without calibration."""
     calibration: CalibrationReport | None = None
     """Threshold and confusion matrix (None when the data cannot be split into two labelled splits)."""
     coverage_report: CoverageReport

@@ -25,8 +25,11 @@ from probes.provenance import ParsedRow, parse_row, trace_trajectory
 from toolscale.config import ProbeSpec
 from toolscale.errors import ToolscaleError, UsageError
 
-__all__ = ["probe_dataset", "read_dataset", "repair_dir", "DEFAULT_THRESHOLD", "SCORES_FILE", "action_rows"]
+__all__ = ["probe_dataset", "read_dataset", "repair_dir", "DEFAULT_THRESHOLD", "RELIABLE_BALANCED_ACCURACY",
+           "SCORES_FILE", "action_rows"]
 
+RELIABLE_BALANCED_ACCURACY = 0.6
+"""Balanced accuracy (evaluation split) a calibrated probe needs before its groundedness is trusted."""
 DEFAULT_THRESHOLD = 0.5
 """Groundedness threshold used when the data cannot be split for calibration (one trajectory)."""
 SCORES_FILE = "probe_scores.jsonl"
@@ -248,6 +251,7 @@ def probe_dataset(data_dir: str | Path, *, spec: ProbeSpec | None = None, target
         symbolic_groundedness=sum(a.derivable for p in provs for a in p.actions) / n_actions if n_actions else None,
         coverage=cov.score, agreement=cal.agreement if cal is not None and labelled else None,
         provenance_agreement=prov_agree, probe_cost_share=cost.share, calibration=cal, coverage_report=cov,
+        probe_reliable=None if cal is None else (cal.balanced_accuracy or 0.0) >= RELIABLE_BALANCED_ACCURACY,
         cost=cost, scores_path=str(d / SCORES_FILE), problems=problems)
     if write:
         lines = "".join(json.dumps(r) + "\n" for r in action_rows(scores, provs))

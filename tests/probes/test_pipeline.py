@@ -38,6 +38,7 @@ def test_probe_dataset_writes_summary_and_scores(tmp_path):
     assert s.agreement == s.calibration.agreement
     assert s.provenance_agreement == 1.0 and s.symbolic_groundedness < 1.0
     assert 0.0 <= s.measured_groundedness <= 1.0 and 0.0 < s.coverage <= 1.0
+    assert s.probe_reliable is ((s.calibration.balanced_accuracy or 0) >= pipeline.RELIABLE_BALANCED_ACCURACY)
     assert s.cost.train_flops == pytest.approx(6 * s.cost.params * s.cost.train_tokens)
     assert s.probe_cost_share == pytest.approx(s.cost.total_flops / 1e13)
     manifest = json.loads((d / "manifest.json").read_text())

@@ -93,6 +93,9 @@ def _probe(args: argparse.Namespace) -> int:
         print(f"calibrated against {cal.reference} labels on {cal.n_calibration} actions, evaluated on "
               f"{cal.n_evaluation}: TP {cm.tp}  FP {cm.fp}  TN {cm.tn}  FN {cm.fn}  "
               f"(balanced accuracy {_f(cal.balanced_accuracy)}, AUC {_f(cal.auc)})")
+    if summary.probe_reliable is False:
+        print("warning: the probe does not beat a constant verdict on the evaluation split here; "
+              "use symbolic_groundedness")
     if summary.problems:
         print(f"{len(summary.problems)} data problems, first: {summary.problems[0]}")
     print(f"per-action scores: {summary.scores_path}")
