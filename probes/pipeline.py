@@ -208,9 +208,13 @@ def probe_dataset(data_dir: str | Path, *, spec: ProbeSpec | None = None, target
 
     Notes
     -----
-    The threshold is calibrated against the injected labels (``meta.nonderivable_calls``) when
-    every row has them, else against symbolic provenance; it is chosen on
-    ``spec.calibration_fraction`` of the trajectories and evaluated on the others.
+    Scores are cross-fitted over ``spec.folds`` folds (no trajectory is scored by a probe that
+    trained on it). With a target and ``spec.enforce_budget``, a seeded subset of trajectories is
+    scored when scoring all would exceed ``spec.max_cost_share``; ``n_scored`` says how many
+    actions were. The threshold is calibrated against the injected labels
+    (``meta.nonderivable_calls``) when every row has them, else against symbolic provenance; it is
+    chosen on ``spec.calibration_fraction`` of the trajectories and evaluated on the others.
+    ``probe_reliable`` is False when the probe does not beat a constant verdict there.
     """
     spec = spec or ProbeSpec()
     get_mask_strategy(spec.mask)  # unknown names fail before any work
