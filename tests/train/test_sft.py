@@ -195,3 +195,17 @@ def test_cpu_settings_override_trl_defaults(tmp_path):
     assert config.learning_rate == SIZE.learning_rate and not config.packing
     assert config.per_device_train_batch_size == SIZE.batch_size and config.max_length == SIZE.max_seq_len
     assert config.include_num_input_tokens_seen == "non_padding" and config.report_to == []
+
+
+@pytest.mark.integration
+def test_trains_on_a_real_synth_dataset(tmp_path):
+    """synth's own output (pinned interfaces 1 and 6: null fields, meta column, manifest) trains as is."""
+    from synth.dataset import build_dataset
+    from synth.models import Recipe
+
+    build_dataset(Recipe(task_count=12, tool_diversity=6, seed=0), tmp_path / "data")
+    size = SIZE.model_copy(update={"max_steps": 12, "vocab_size": 600, "max_seq_len": 1024})
+    stats = train_sft(tmp_path / "data", size, tmp_path / "model", save_steps=0)
+    curve = read_stats(tmp_path / "model")["loss_curve"]
+    assert stats.steps == 12 and curve[-1]["loss"] < curve[0]["loss"] - 0.5
+    assert read_stats(tmp_path / "model")["data"]["n_rows"] == len(read_rows(tmp_path / "data"))
