@@ -129,7 +129,7 @@ def _simulated(out: Path, steps: _Steps, args: argparse.Namespace) -> dict:
     cfg = write_demo_config(out, "default", SIM_EXPERIMENT, args.max_parallel)
     c = str(cfg)
     steps.run("S1. SIMULATED: fill the default ~300-run design from a known law",
-              ["simulate", "--config", c, "--experiment", SIM_EXPERIMENT])
+              ["simulate", "--config", c, "--experiment", SIM_EXPERIMENT, "--benchmark", BENCHMARK])
     fit = steps.run("S2. SIMULATED: fit and held-out check", ["fit", "--config", c, "--experiment", SIM_EXPERIMENT,
                                                              "--benchmark", BENCHMARK, "--json"], capture_json=True)
     report_dir = out / "report-simulated"
