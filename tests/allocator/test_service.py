@@ -139,20 +139,24 @@ def test_unconverged_fit_is_refused(registry, capsys) -> None:
     assert "did not converge (gradient norm 3e-2 at iteration limit)" in capsys.readouterr().err
 
 
-def test_mcp_server_over_stdio(registry) -> None:
+def test_mcp_server_over_stdio(registry, tmp_path) -> None:
     from mcp import Client
-    from mcp.client.stdio import StdioServerParameters
+    from mcp.client.stdio import StdioServerParameters, stdio_client
 
     async def talk():
         params = StdioServerParameters(command=sys.executable, args=["-m", "toolscale.cli", "serve-mcp",
                                                                       "--registry", registry],
                                        cwd=str(Path(__file__).resolve().parents[2]))
-        async with Client(params) as client:
-            tools = {t.name for t in (await client.list_tools()).tools}
-            listed = await client.call_tool("list_benchmarks", {})
-            plan = await client.call_tool("allocate", {"budget": 5000, "benchmark": "bench"})
-            summary = await client.call_tool("fit_summary", {"benchmark": "bench"})
-            bad = await client.call_tool("allocate", {"budget": 5000, "benchmark": "nope"})
+        with open(tmp_path / "server.err", "w") as errlog:  # a real file: pytest's capture has no fileno
+            async with Client(stdio_client(params, errlog=errlog)) as client:
+                return await _calls(client)
+
+    async def _calls(client):
+        tools = {t.name for t in (await client.list_tools()).tools}
+        listed = await client.call_tool("list_benchmarks", {})
+        plan = await client.call_tool("allocate", {"budget": 5000, "benchmark": "bench"})
+        summary = await client.call_tool("fit_summary", {"benchmark": "bench"})
+        bad = await client.call_tool("allocate", {"budget": 5000, "benchmark": "nope"})
         return tools, listed, plan, summary, bad
 
     tools, listed, plan, summary, bad = asyncio.run(talk())

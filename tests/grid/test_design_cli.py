@@ -32,7 +32,7 @@ def test_dry_run_json_contract(micro, capsys):
     report = json.loads(out)
     for key in ("runs", "resolution", "levels", "heldout_runs", "extrapolation_factor"):
         assert key in report
-    assert 16 <= report["runs"] <= 24 and report["resolution"] == 4
+    assert 16 <= report["runs"] <= 24 and report["resolution"] == 3  # the micro preset: 2^(6-3) + center
     assert report["extrapolation_factor"] >= 16 and report["written"] is None
     assert set(report["levels"]) == {"tool_diversity", "task_count", "db_diversity", "repair_rate",
                                      "coverage_quota", "support_depth"}
@@ -56,7 +56,7 @@ def test_design_writes_pending_runs_and_rerun_changes_nothing(micro, capsys):
 
 def test_changed_config_needs_new_version(micro, capsys):
     assert _run(capsys, "grid", "design", str(micro))[0] == 0
-    micro.write_text(micro.read_text().replace("center_points = 2 ", "center_points = 3 "))
+    micro.write_text(micro.read_text().replace("center_points = 1 ", "center_points = 2 "))
     code, _, err = _run(capsys, "grid", "design", str(micro))
     assert code == 2 and "already has design version" in err and "--new-version" in err
     assert len(err.strip().splitlines()) == 1
@@ -73,12 +73,12 @@ def test_changed_config_needs_new_version(micro, capsys):
 def test_text_output_names_the_essentials(micro, capsys):
     code, out, _ = _run(capsys, "grid", "design", str(micro), "--dry-run")
     assert code == 0
-    assert "resolution IV" in out and "held out" in out and "dry run: nothing written" in out
-    assert "clear of main effects" in out
+    assert "resolution III" in out and "held out" in out and "dry run: nothing written" in out
+    assert "alias:" in out
 
 
 def test_bad_config_is_one_line_exit_2(micro, capsys):
-    micro.write_text(micro.read_text().replace("fraction_points = 16 ", "fraction_points = 8 "))
+    micro.write_text(micro.read_text().replace("resolution = 3 ", "resolution = 4 "))
     code, _, err = _run(capsys, "grid", "design", str(micro))
     assert code == 2
     assert "resolution IV over 6 axes cannot be reached" in err and "16 points reach it" in err
