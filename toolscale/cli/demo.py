@@ -110,7 +110,7 @@ def _real(out: Path, steps: _Steps, args: argparse.Namespace) -> dict:
     cfg = write_demo_config(out, "micro", "demo-micro", args.max_parallel)
     c = str(cfg)
     steps.run("1. collect tool docs from the bundled MCP servers (stdio)", ["collect", "--config", c, "--bundled"])
-    steps.run("2. design the micro grid (fractional factorial x two tiny model sizes)", ["grid", "design", c])
+    steps.run("2. design the micro grid (fractional factorial x three tiny model sizes, the largest held out)", ["grid", "design", c])
     steps.run("3. synthesise, probe, train and evaluate every run (local executor)",
               ["launch", "--config", c, "--executor", "local", "--wait", "--resume"])
     steps.run("4. runs by state", ["status", "--config", c, "--experiment", "demo-micro"])
