@@ -32,12 +32,14 @@ CALL_METRICS: dict[str, str] = {
     "field_match": "share of expected fields (name, arguments) right, from the generated calls",
     "call_logprob": "mean log-likelihood of the reference call's tokens, nats (needs a scoring backend)",
     "loss": "reference answer's mean NLL per token, nats/token, lower is better (needs a scoring backend)",
+    "token_prob": "exp(-loss): geometric-mean probability of a reference token, in (0, 1], higher is better",
 }
 ENV_METRICS: dict[str, str] = {
     "score": "pass rate: share of episodes whose F1 reward is 1",
     "f1": "mean F1 reward of the episode's calls against the target calls",
     "call_logprob": "mean log-likelihood of the reference trajectory's assistant tokens, nats",
     "loss": "reference trajectory's assistant-token NLL per token, nats/token, lower is better",
+    "token_prob": "exp(-loss): geometric-mean probability of a reference assistant token, higher is better",
 }
 
 _REGISTRY: dict[str, BenchmarkInfo] = {}

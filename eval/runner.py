@@ -30,7 +30,7 @@ from grid.models import MetricResult
 from toolscale.errors import UsageError
 
 __all__ = ["evaluate", "evaluate_spec", "select_items", "gold_completion", "reference_budget", "call_metrics",
-           "env_metrics", "mean_stderr",
+           "env_metrics", "likelihood_metrics", "mean_stderr",
            "GOLD", "DEFAULT_MAX_NEW_TOKENS"]
 
 GOLD = "gold"
@@ -140,15 +140,31 @@ def call_metrics(info: BenchmarkInfo, items: Sequence[CallItem], results: Sequen
     for cat in sorted(by_cat):
         rows.append(_metric(info, f"acc_{cat}", by_cat[cat]))  # type: ignore[arg-type]
     if scores is not None:
-        pairs = [(s.logprob, s.n_tokens) for it, s in zip(items, scores, strict=True)
-                 if it.ground_truth and s.n_tokens > 0]
-        if pairs:
-            rows.append(_metric(info, "call_logprob", [lp for lp, _ in pairs]))
-            loss = -sum(lp for lp, _ in pairs) / sum(n for _, n in pairs)
-            _, se = mean_stderr([-lp / n for lp, n in pairs])
-            rows.append(MetricResult(benchmark=info.name, metric="loss", version=info.version, score=loss,
-                                     stderr=se, n_items=len(pairs), higher_is_better=False))
+        rows += likelihood_metrics(info, [(s.logprob, s.n_tokens) for it, s in zip(items, scores, strict=True)
+                                          if it.ground_truth and s.n_tokens > 0])
     return [r for r in rows if r is not None]
+
+
+def likelihood_metrics(info: BenchmarkInfo, pairs: Sequence[tuple[float, int]]) -> list[MetricResult]:
+    """``call_logprob``, ``loss`` and ``token_prob`` from per-item (log-likelihood in nats, token count).
+
+    Notes
+    -----
+    ``loss = -sum_i lp_i / sum_i n_i`` (nats/token); ``token_prob = exp(-loss)``, the
+    geometric-mean probability of a reference token: bounded and higher-is-better, so
+    score-type laws fit it at scales where exact-match accuracy is still 0. Its standard
+    error is the delta-method ``token_prob * se(loss)``.
+    """
+    if not pairs:
+        return []
+    loss = -sum(lp for lp, _ in pairs) / sum(n for _, n in pairs)
+    _, se = mean_stderr([-lp / n for lp, n in pairs])
+    return [_metric(info, "call_logprob", [lp for lp, _ in pairs]),
+            MetricResult(benchmark=info.name, metric="loss", version=info.version, score=loss, stderr=se,
+                         n_items=len(pairs), higher_is_better=False),
+            MetricResult(benchmark=info.name, metric="token_prob", version=info.version, score=math.exp(-loss),
+                         stderr=math.exp(-loss) * se, n_items=len(pairs),
+                         higher_is_better=True)]
 
 
 def env_metrics(info: BenchmarkInfo, rewards: Sequence[float],
@@ -156,13 +172,7 @@ def env_metrics(info: BenchmarkInfo, rewards: Sequence[float],
     """Pass rate (``score``: F1 reward of 1), mean F1, and the reference trajectories' likelihood metrics."""
     rows = [_metric(info, "score", [float(r >= 1.0 - 1e-9) for r in rewards]), _metric(info, "f1", list(rewards))]
     if scores:
-        pairs = [(s.logprob, s.n_tokens) for s in scores if s.n_tokens > 0]
-        if pairs:
-            rows.append(_metric(info, "call_logprob", [lp for lp, _ in pairs]))
-            _, se = mean_stderr([-lp / n for lp, n in pairs])
-            rows.append(MetricResult(benchmark=info.name, metric="loss", version=info.version,
-                                     score=-sum(lp for lp, _ in pairs) / sum(n for _, n in pairs), stderr=se,
-                                     n_items=len(pairs), higher_is_better=False))
+        rows += likelihood_metrics(info, [(s.logprob, s.n_tokens) for s in scores if s.n_tokens > 0])
     return [r for r in rows if r is not None]
 
 

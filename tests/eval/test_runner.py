@@ -199,3 +199,15 @@ def test_a_model_trained_on_the_references_scores_them_right(tmp_path):
                                                  max_new_tokens=80)}
     assert after["score"] >= 5 / 6 and after["acc_multiple"] == 1.0
     assert after["loss"] < 0.1 < before["loss"] and after["field_match"] > before["field_match"]
+
+
+def test_token_prob_is_exp_of_minus_loss_and_higher_is_better() -> None:
+    from eval.benchmarks import get_benchmark
+    from eval.runner import likelihood_metrics
+
+    info = get_benchmark("heldout-calls")
+    rows = {r.metric: r for r in likelihood_metrics(info, [(-4.0, 2), (-2.0, 2)])}
+    assert rows["loss"].score == pytest.approx(1.5) and not rows["loss"].higher_is_better
+    assert rows["token_prob"].score == pytest.approx(math.exp(-1.5)) and rows["token_prob"].higher_is_better
+    assert rows["token_prob"].stderr == pytest.approx(math.exp(-1.5) * rows["loss"].stderr)
+    assert likelihood_metrics(info, []) == []
