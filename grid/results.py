@@ -17,7 +17,7 @@ from pydantic import ValidationError
 
 from grid.models import RunResult
 
-__all__ = ["RESULT_SUFFIX", "result_path", "write_result", "read_results"]
+__all__ = ["RESULT_SUFFIX", "result_path", "atomic_write_text", "write_result", "read_results"]
 
 RESULT_SUFFIX = ".result.json"
 
@@ -27,21 +27,29 @@ def result_path(folder: str | Path, run_id: str) -> Path:
     return Path(folder) / f"{run_id}{RESULT_SUFFIX}"
 
 
-def write_result(folder: str | Path, result: RunResult) -> Path:
-    """Write ``result`` atomically (temp file + fsync + rename); returns its path."""
-    target = result_path(folder, result.run_id)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{result.run_id}.", suffix=".tmp")
+def atomic_write_text(path: str | Path, text: str) -> Path:
+    """Write ``text`` to ``path`` through a temp file in the same folder + fsync + rename.
+
+    Readers see the whole file or none; a failed write leaves no temp file behind.
+    """
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(result.model_dump_json(indent=1))
+            f.write(text)
             f.flush()
             os.fsync(f.fileno())
-        os.replace(tmp, target)
+        os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
-    return target
+    return path
+
+
+def write_result(folder: str | Path, result: RunResult) -> Path:
+    """Write ``result`` atomically to ``folder/<run_id>.result.json``; returns its path."""
+    return atomic_write_text(result_path(folder, result.run_id), result.model_dump_json(indent=1))
 
 
 def read_results(folder: str | Path) -> tuple[list[tuple[RunResult, str, str]], list[str]]:

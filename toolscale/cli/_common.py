@@ -12,7 +12,7 @@ from typing import Any
 from toolscale.config import ExperimentConfig, load_config
 
 __all__ = ["add_registry_args", "registry_path", "config_of", "emit_json", "print_table", "Formatter",
-           "positive_float"]
+           "positive_float", "positive_int"]
 
 Formatter = argparse.RawDescriptionHelpFormatter
 DEFAULT_REGISTRY = "./toolscale.duckdb"
@@ -90,3 +90,14 @@ def positive_float(text: str) -> float:
     if not math.isfinite(x) or x <= 0:
         raise argparse.ArgumentTypeError(f"must be a positive number, got {text}")
     return x
+
+
+def positive_int(text: str) -> int:
+    """argparse type: an integer >= 1 (the error names the value)."""
+    try:
+        n = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a positive integer, got {text!r}") from None
+    if n < 1:
+        raise argparse.ArgumentTypeError(f"must be a positive integer, got {n}")
+    return n

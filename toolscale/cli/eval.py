@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from toolscale.cli._common import Formatter, emit_json, print_table
+from toolscale.cli._common import Formatter, emit_json, positive_int, print_table
 
 __all__ = ["register"]
 
@@ -25,31 +25,21 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="model folder (save_pretrained), 'gold' for the reference answers, or a served model name "
                         "with --backend openai")
     p.add_argument("--benchmark", metavar="NAME", help="benchmark name (see --list)")
-    p.add_argument("--limit", type=_positive_int, metavar="N", help="score N items (stratified, seeded); default all")
+    p.add_argument("--limit", type=positive_int, metavar="N", help="score N items (stratified, seeded); default all")
     p.add_argument("--seed", type=int, default=0, help="seed of the item selection (default 0)")
     p.add_argument("--backend", choices=["transformers", "openai", "vllm"], default="transformers",
                    help="generation backend (default transformers, on the CPU)")
     p.add_argument("--endpoint", metavar="URL", help="OpenAI-compatible base URL for --backend openai")
-    p.add_argument("--batch-size", type=_positive_int, default=8, help="requests per forward pass (default 8)")
-    p.add_argument("--max-new-tokens", type=_positive_int, metavar="N",
+    p.add_argument("--batch-size", type=positive_int, default=8, help="requests per forward pass (default 8)")
+    p.add_argument("--max-new-tokens", type=positive_int, metavar="N",
                    help="cap on generated tokens per completion (default 256; 128 per turn in episodes)")
-    p.add_argument("--threads", type=_positive_int, default=1,
+    p.add_argument("--threads", type=positive_int, default=1,
                    help="torch CPU threads (default 1: more only helps on an otherwise idle machine)")
     p.add_argument("--device", default="cpu", help="torch device of the transformers backend (default cpu)")
     p.add_argument("--list", action="store_true", help="list the registered benchmarks and exit")
     p.add_argument("--json", action="store_true",
                    help="print benchmark, version, score, stderr, n_items and all metrics as JSON")
     p.set_defaults(func=_eval)
-
-
-def _positive_int(text: str) -> int:
-    try:
-        n = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"must be a positive integer, got {text!r}") from None
-    if n < 1:
-        raise argparse.ArgumentTypeError(f"must be a positive integer, got {n}")
-    return n
 
 
 def _eval(args: argparse.Namespace) -> int:

@@ -5,20 +5,11 @@ from __future__ import annotations
 import argparse
 import sys
 
-from toolscale.cli._common import Formatter, add_registry_args, config_of, emit_json, print_table, registry_path
+from toolscale.cli._common import (Formatter, add_registry_args, config_of, emit_json, positive_int, print_table,
+                                   registry_path)
 from toolscale.errors import UsageError
 
 __all__ = ["register"]
-
-
-def _positive_int(text: str) -> int:
-    try:
-        n = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"must be a positive integer, got {text!r}") from None
-    if n < 1:
-        raise argparse.ArgumentTypeError(f"must be a positive integer, got {n}")
-    return n
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -32,7 +23,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     add_registry_args(p, config_required=True)
     p.add_argument("--executor", choices=["slurm", "local", "debug"],
                    help="where jobs run (default: the config's executor.kind)")
-    p.add_argument("--max-parallel", type=_positive_int, metavar="N",
+    p.add_argument("--max-parallel", type=positive_int, metavar="N",
                    help="runs at once (array parallelism; default: executor.max_parallel)")
     p.add_argument("--resume", action="store_true", help="also resubmit failed and cancelled runs (never done ones)")
     p.add_argument("--wait", action="store_true", help="sync until every run finished, with a progress bar")
