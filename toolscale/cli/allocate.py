@@ -116,23 +116,29 @@ def _render(plan, ctx: dict) -> None:
     unit = plan.budget.unit
     label = " (SIMULATED data)" if ctx["simulated"] else ""
     print(f"Allocation of {plan.budget} for {plan.benchmark} — experiment {ctx['experiment']}, law {ctx['law']}{label}")
+    capped = {k for k, why in plan.optimality.at_bound.items() if why.startswith("upper")}
     rows = []
     for name, level in plan.plan.levels.items():
         spread = plan.spend_spread.get(name)
+        buys = "at its maximum" if name in capped else f"{plan.marginal_value.get(name, 0.0):.3g}"
         rows.append({"axis": name, "level": level, f"spend ({unit})": plan.plan.spend.get(name, 0.0),
                      "spend 90% range": f"{spread[0]:.4g}-{spread[1]:.4g}" if spread else "",
-                     "baseline level": plan.baseline.levels.get(name), "next unit buys": plan.marginal_value.get(name)})
+                     "baseline level": plan.baseline.levels.get(name), f"next {unit} buys (points)": buys})
     if "compute" in plan.plan.spend:
         rows.append({"axis": "compute", "level": None, f"spend ({unit})": plan.plan.spend["compute"],
-                     "spend 90% range": "", "baseline level": None, "next unit buys": None})
+                     "spend 90% range": "", "baseline level": None, f"next {unit} buys (points)": ""})
     print_table(rows)
     iv = f" (90% interval {plan.interval[0]:.4f}-{plan.interval[1]:.4f})" if plan.interval else ""
     print(f"predicted score: {plan.plan.predicted_score:.4f}{iv}; total cost {plan.plan.total_cost:,.2f} {unit}")
     giv = f" (90% interval {plan.gain_interval[0]:+.4f} to {plan.gain_interval[1]:+.4f})" if plan.gain_interval else ""
     pb = f"; P(beats baseline) = {plan.p_beats_baseline:.2f}" if plan.p_beats_baseline is not None else ""
     print(f"diversity-only baseline: {plan.baseline.predicted_score:.4f}; gain {plan.gain_over_baseline:+.4f}{giv}{pb}")
-    best = max(plan.marginal_value.items(), key=lambda kv: kv[1] if math.isfinite(kv[1]) else -1)
-    print(f"the next {unit} buys the most on: {best[0]} ({best[1]:.3g} score points per {unit})")
+    open_axes = {k: v for k, v in plan.marginal_value.items() if k not in capped and math.isfinite(v)}
+    if open_axes:
+        best = max(open_axes.items(), key=lambda kv: kv[1])
+        print(f"the next {unit} buys the most on: {best[0]} ({best[1]:.3g} score points per {unit})")
+    if capped:
+        print(f"at their allowed maximum: {', '.join(sorted(capped))}")
     if plan.extrapolation:
         detail = ", ".join(f"{k} x{v:.2f}" for k, v in plan.extrapolation_detail.items())
         print(f"WARNING: extrapolation beyond the fitted range ({detail}); treat the prediction with care")

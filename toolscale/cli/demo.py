@@ -165,10 +165,14 @@ def _summary(out: Path, parts: dict, steps: _Steps, total: float) -> None:
     for name, part in parts.items():
         label = " (SIMULATED data)" if name == "simulated" else ""
         fit = part.get("fit") or {}
-        held = fit.get("heldout") or fit
-        print(f"{name}{label}: report {Path(part['report']).resolve()}; law {fit.get('law')}; "
-              f"held-out MAE {held.get('heldout_mae')}, 90% interval coverage {held.get('interval_coverage')}, "
-              f"extrapolation factor {held.get('extrapolation_factor')}")
+        print(f"{name}{label}: report {Path(part['report']).resolve()}")
+        print(f"  law {fit.get('law')}: held-out MAE {_num(fit.get('heldout_mae'))}, max error "
+              f"{_num(fit.get('heldout_max_error'))}, 90% interval coverage {_num(fit.get('interval_coverage'))}, "
+              f"extrapolation factor {_num(fit.get('extrapolation_factor'), '.1f')}x")
     print("step times: " + ", ".join(f"{t.split('.')[0]} {s:.0f}s" for t, s in steps.timings))
     print(f"total: {total / 60:.1f} min")
     sys.stdout.flush()
+
+
+def _num(x, fmt: str = ".4f") -> str:
+    return "n/a" if x is None else format(x, fmt)
