@@ -437,13 +437,12 @@ class Registry:
                     continue
                 seen.add(digest)
                 todo.append((result, digest, path))
-            if len({r.run_id for r, _, _ in todo}) == len(todo):
-                self._apply_results(todo)
-            else:  # the same run twice in one batch: apply in order, the last one wins
-                for result, digest, path in todo:
-                    self._apply_result(result)
-                    self.con.execute("INSERT INTO ingested_files VALUES (?, ?, ?, ?, ?)",
-                                     [digest, result.run_id, path, now(), SCHEMA_VERSION])
+            last = {r.run_id: (r, d, p) for r, d, p in todo}  # the same run twice in a batch: the last one wins
+            self._apply_results(list(last.values()))
+            earlier = [(d, r.run_id, p, now(), SCHEMA_VERSION) for r, d, p in todo if last[r.run_id][1] != d]
+            if earlier:
+                self._values("INSERT INTO ingested_files VALUES {values}",
+                             "(?::VARCHAR, ?::VARCHAR, ?::VARCHAR, ?::TIMESTAMP, ?::INTEGER)", earlier)
             report["ingested"] = len(todo)
         return report
 
@@ -465,7 +464,11 @@ class Registry:
             self.con.execute(sql.format(values=", ".join(row_sql for _ in part)), [x for row in part for x in row])
 
     def _apply_results(self, todo: Sequence[tuple[RunResult, str, str]]) -> None:
-        """:meth:`_apply_result` for many results of distinct runs, a few statements in all."""
+        """Apply results of distinct runs, a few statements in all.
+
+        Done runs get status, finish time, measured N, D, FLOPs, metadata and metrics;
+        failed runs their error tail; every result an event and its ingested-file row.
+        """
         stamp = now()
 
         def finished(r: RunResult) -> datetime:
@@ -513,30 +516,6 @@ class Registry:
         self._values("INSERT INTO ingested_files VALUES {values}",
                      "(?::VARCHAR, ?::VARCHAR, ?::VARCHAR, ?::TIMESTAMP, ?::INTEGER)",
                      [(d, r.run_id, p, stamp, SCHEMA_VERSION) for r, d, p in todo])
-
-    def _apply_result(self, result: RunResult) -> None:
-        finished = result.finished_at.astimezone(UTC).replace(tzinfo=None) if result.finished_at.tzinfo else \
-            result.finished_at
-        if result.status == "failed":
-            self.con.execute("UPDATE runs SET status = 'failed', error = ?, finished_at = ?, "
-                             "job_id = coalesce(?, job_id) WHERE run_id = ?",
-                             [result.error, finished, result.job_id, result.run_id])
-            self.con.execute("INSERT INTO run_events VALUES (?, 'failed', ?, ?, ?)",
-                             [result.run_id, (result.error or "")[-500:], now(), SCHEMA_VERSION])
-            return
-        t = result.train
-        self.con.execute(
-            "UPDATE runs SET status = 'done', error = NULL, finished_at = ?, job_id = coalesce(?, job_id), "
-            "model_params = coalesce(?, model_params), train_tokens = coalesce(?, train_tokens), "
-            "train_flops = coalesce(?, train_flops), "
-            "metadata = json_merge_patch(coalesce(metadata, '{}'), ?) WHERE run_id = ?",
-            [finished, result.job_id, t.params if t else None, t.train_tokens if t else None,
-             t.train_flops if t else None,
-             _json({"dataset_id": result.dataset_id, "train": t.model_dump() if t else None, **result.extra}),
-             result.run_id])
-        self._put_metrics(result.run_id, result.metrics)
-        self.con.execute("INSERT INTO run_events VALUES (?, 'done', NULL, ?, ?)",
-                         [result.run_id, now(), SCHEMA_VERSION])
 
     def _put_metrics(self, run_id: str, metrics: Sequence[MetricResult]) -> None:
         for m in metrics:
