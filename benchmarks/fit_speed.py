@@ -17,6 +17,7 @@ Targets (issue 9; measured here, never asserted in tests):
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
 import time
@@ -72,7 +73,12 @@ def main() -> int:
     ap.add_argument("--jobs", type=int, default=os.cpu_count() or 1, help="bootstrap worker processes")
     ap.add_argument("--skip-speed", action="store_true")
     ap.add_argument("--config", default=str(PRESET), help="experiment config whose design is used (default preset)")
+    ap.add_argument("--json", action="store_true", help="end with one JSON line of records for benchmarks/run_all")
+    ap.add_argument("--quick", action="store_true", help="4 experiments, 20 bootstrap refits, 200 timed refits")
     args = ap.parse_args()
+    if args.quick:
+        args.experiments, args.bootstrap, args.speed_bootstrap = 4, 20, 200
+    records = []
 
     config = load_config(args.config)
     design = build_design(config)
@@ -89,6 +95,8 @@ def main() -> int:
         t_fit = time.perf_counter() - t0
         print(f"speed: joint fit, {fit.n_points} runs, {law.n_params} parameters, full grid (8192 starts scored, "
               f"8 minimiser runs): {t_fit:.2f} s  [target < 10 s]")
+        records.append({"benchmark": "fit", "figure": f"joint fit, {fit.n_points} runs, six axes", "value": t_fit,
+                        "unit": "s", "target": "< 10 s"})
         every = pts.model_copy(update={"split": ["fit"] * pts.n})
         t0 = time.perf_counter()
         whole = fit_law(every, law, n_starts=8, max_grid=8192)
@@ -97,6 +105,8 @@ def main() -> int:
         fit = fit_law(pts, law, n_starts=8, max_grid=8192, n_bootstrap=args.speed_bootstrap, n_jobs=args.jobs)
         t_boot = time.perf_counter() - t0 - fit.fit_seconds
         print(f"speed: {len(fit.bootstrap)} bootstrap refits on {args.jobs} workers: {t_boot:.1f} s  [target < 60 s]")
+        records.append({"benchmark": "fit", "figure": f"{len(fit.bootstrap)} bootstrap refits", "value": t_boot,
+                        "unit": "s", "target": "< 60 s for 1,000"})
 
     rng = np.random.default_rng(2026)
     maes, maxes, covs, correct = [], [], [], []
@@ -126,6 +136,15 @@ def main() -> int:
         print(f"  90% prediction-interval coverage: mean {np.mean(covs):.3f}, range {np.min(covs):.2f}-"
               f"{np.max(covs):.2f}  [target 0.85-0.95]")
         print(f"  interaction test correct: {np.mean(correct):.0%} ({sum(correct)}/{len(correct)})  [target >= 90%]")
+        records += [
+            {"benchmark": "fit", "figure": f"held-out MAE at {factor:.1f}x (mean of {args.experiments})",
+             "value": float(np.mean(maes)), "unit": "score", "target": "<= 0.02"},
+            {"benchmark": "fit", "figure": "90% interval coverage (mean)", "value": float(np.mean(covs)),
+             "unit": "share", "target": "0.85-0.95"},
+            {"benchmark": "fit", "figure": "interaction test picks the truth", "value": float(np.mean(correct)),
+             "unit": "share", "target": ">= 0.9"}]
+    if args.json:
+        print(json.dumps(records))
     return 0
 
 
