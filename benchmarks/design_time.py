@@ -35,7 +35,7 @@ def _wide(kind: str, n_axes: int, **design) -> dict:
 
 
 CASES = {
-    "micro preset (2^(6-2) IV)": lambda: _preset("micro"),
+    "micro preset (2^(6-3) III, 3 rungs)": lambda: _preset("micro"),
     "default preset (gsd, ~300 runs)": lambda: _preset("default"),
     "8 axes, fractional res IV": lambda: _wide("fractional", 8, resolution=4),
     "10 axes, fractional res IV": lambda: _wide("fractional", 10, resolution=4),
