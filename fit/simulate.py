@@ -20,7 +20,6 @@ The built-in truth (:func:`builtin_truth`) is documented here:
 
 from __future__ import annotations
 
-import tomllib
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -69,13 +68,10 @@ def builtin_truth(inputs: Sequence[LawInput], hypothesis: str = "multiplicative"
 
 def load_truth(path: str | Path) -> Truth:
     """Read a truth TOML: ``law = "..."``, ``noise_sd``, ``benchmark``, and a ``[params]`` table."""
+    from toolscale.config import read_toml
+
     p = Path(path)
-    if not p.is_file():
-        raise FitInputError(f"truth file not found: {p}")
-    try:
-        data = tomllib.loads(p.read_text(encoding="utf-8"))
-    except tomllib.TOMLDecodeError as err:
-        raise FitInputError(f"{p}: not valid TOML: {err}") from None
+    data = read_toml(p, kind="truth", error=FitInputError)
     try:
         return Truth.model_validate({"description": f"from {p}", **data})
     except Exception as err:  # pydantic ValidationError -> one line

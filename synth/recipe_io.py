@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import tomllib
 from pathlib import Path
 from typing import Any
 
@@ -57,11 +56,8 @@ def parse_recipe(data: dict[str, Any], source: str = "recipe") -> Recipe:
 
 def load_recipe(path: str | Path) -> Recipe:
     """Read a recipe TOML file."""
-    p = Path(path)
-    if not p.is_file():
-        raise RecipeError(f"recipe file {str(p)!r} not found; write one with `toolscale synth --example-recipe`")
-    try:
-        data = tomllib.loads(p.read_text(encoding="utf-8"))
-    except tomllib.TOMLDecodeError as err:
-        raise RecipeError(f"recipe file {str(p)!r} is not valid TOML: {err}") from None
-    return parse_recipe(data, source=str(p))
+    from toolscale.config import read_toml
+
+    data = read_toml(path, kind="recipe", error=RecipeError,
+                     hint="; write one with `toolscale synth --example-recipe`")
+    return parse_recipe(data, source=str(path))

@@ -39,6 +39,7 @@ __all__ = [
     "ExperimentSpec",
     "ExperimentConfig",
     "load_config",
+    "read_toml",
     "parse_config",
     "format_validation_error",
     "DEFAULT_AXES",
@@ -463,13 +464,21 @@ def parse_config(data: dict, source: str = "config") -> ExperimentConfig:
         raise ConfigError("\n".join(format_validation_error(err, source))) from None
 
 
-def load_config(path: str | Path) -> ExperimentConfig:
-    """Read and validate a TOML config; ConfigError naming the file and each bad field."""
+def read_toml(path: str | Path, *, kind: str, error: type[Exception] = ConfigError, hint: str = "") -> dict:
+    """The TOML file at ``path`` as a dict; ``error`` naming the file if it is missing or not TOML.
+
+    ``kind`` names the file in messages (``config``, ``recipe``, ``truth``); ``hint`` is appended
+    to the not-found message (e.g. how to write one).
+    """
     p = Path(path)
     if not p.is_file():
-        raise ConfigError(f"config file not found: {p}")
+        raise error(f"{kind} file not found: {p}{hint}")
     try:
-        data = tomllib.loads(p.read_text(encoding="utf-8"))
+        return tomllib.loads(p.read_text(encoding="utf-8"))
     except tomllib.TOMLDecodeError as err:
-        raise ConfigError(f"{p}: not valid TOML: {err}") from None
-    return parse_config(data, source=str(p))
+        raise error(f"{p}: not valid TOML: {err}") from None
+
+
+def load_config(path: str | Path) -> ExperimentConfig:
+    """Read and validate a TOML config; ConfigError naming the file and each bad field."""
+    return parse_config(read_toml(path, kind="config"), source=str(path))
