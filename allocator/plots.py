@@ -10,8 +10,8 @@ from allocator.models import AllocationPlan
 __all__ = ["sweep_plot"]
 
 
-def sweep_plot(plans: Sequence[AllocationPlan], path: str | Path) -> Path:
-    """Two panels over budget: spend share per axis (stacked) and predicted score vs the baseline."""
+def sweep_plot(plans: Sequence[AllocationPlan], path: str | Path, metric: str = "score") -> Path:
+    """Two panels over budget: spend share per axis (stacked) and the predicted ``metric`` vs the baseline."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -34,8 +34,8 @@ def sweep_plot(plans: Sequence[AllocationPlan], path: str | Path) -> Path:
         ax2.fill_between(budgets, [iv[0] for iv in ivs], [iv[1] for iv in ivs], alpha=0.2, label="90% interval")
     ax2.set_xscale("log")
     ax2.set_xlabel(f"budget ({plans[0].budget.unit})")
-    ax2.set_ylabel(f"predicted {plans[0].benchmark} score")
-    ax2.set_title("predicted score")
+    ax2.set_ylabel(f"predicted {plans[0].benchmark}/{metric}")
+    ax2.set_title(f"predicted {metric}")
     ax2.legend(fontsize=8)
     fig.tight_layout()
     out = Path(path)

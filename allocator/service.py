@@ -158,7 +158,7 @@ def plan_allocation(registry: str, *, budget: float, benchmark: str, unit: str |
                     experiment: str | None = None, model_size: str | None = None,
                     config: ExperimentConfig | None = None, law: str | None = None, draws: int | None = None,
                     redraws: int = 30, save: bool = True, warm: Sequence[dict] = ()) -> tuple[AllocationPlan, dict]:
-    """Load the fit, solve, store the plan; returns ``(plan, context)`` (context: experiment, fit id, law)."""
+    """Load the fit, solve, store the plan; returns ``(plan, context)`` (context: experiment, fit id, law, metric)."""
     if unit is not None and unit not in UNITS:
         raise AllocatorUsageError(f"--unit must be one of {', '.join(UNITS)}, got {unit!r}")
     if not (isinstance(budget, int | float) and math.isfinite(budget) and budget > 0):
@@ -175,7 +175,7 @@ def plan_allocation(registry: str, *, budget: float, benchmark: str, unit: str |
             fit = fit.model_copy(update={"bootstrap": fit.bootstrap[:draws]})
         plan = solve(request, make_surface(fit, tokens=tokens), redraws=redraws, warm=warm)
         context = {"experiment": exp, "fit_id": fit_id, "law": fit.law, "simulated": fit.simulated,
-                   "unit": b.unit}
+                   "unit": b.unit, "metric": fit.metric}
         if save:
             context["allocation_id"] = reg.save_allocation(
                 experiment=exp, benchmark=benchmark, budget=budget, unit=b.unit, fit_id=fit_id,

@@ -69,7 +69,7 @@ def report_data(result: ExperimentFit) -> dict[str, Any]:
             "n": h.n, "mae": h.mae, "max_error": h.max_error, "rmse": h.rmse,
             "interval_coverage": h.interval_coverage, "interval_level": h.interval_level,
             "extrapolation_factor": h.extrapolation_factor, "plan_reference_mae": PLAN_MAE,
-            "points": [p.model_dump() for p in h.points]},
+            **_actual_spread(h), "points": [p.model_dump() for p in h.points]},
         "interaction": None,
     }
     if result.interaction is not None:
@@ -81,6 +81,16 @@ def report_data(result: ExperimentFit) -> dict[str, Any]:
             "fits": {k: {"aic": v.aic, "bic": v.bic, "rss": v.rss, "n_params": v.n_params,
                          "heldout_mae": v.heldout_mae, "converged": v.converged} for k, v in i.fits.items()}}
     return json.loads(json.dumps(data, default=_num), parse_constant=lambda c: None)
+
+
+def _actual_spread(h) -> dict[str, float | None]:
+    """The held-out values' range and the MAE relative to their mean absolute value (scale-free error)."""
+    actual = [p.actual for p in h.points]
+    if not actual:
+        return {"actual_min": None, "actual_max": None, "relative_mae": None}
+    scale = sum(abs(a) for a in actual) / len(actual)
+    return {"actual_min": min(actual), "actual_max": max(actual),
+            "relative_mae": h.mae / scale if scale > 0 else None}
 
 
 def _f(x: Any, digits: int = 4) -> str:
@@ -107,6 +117,12 @@ def _summary_lines(d: dict[str, Any]) -> list[str]:
     return lines
 
 
+def _error_unit(d: dict[str, Any]) -> str:
+    if d["target"] != "score":
+        return "loss"
+    return "score points" if d["metric"] == "score" else f"in {d['metric']}"
+
+
 def _heldout_lines(d: dict[str, Any]) -> list[str]:
     h = d["heldout"]
     if h is None:
@@ -116,9 +132,12 @@ def _heldout_lines(d: dict[str, Any]) -> list[str]:
     ext = "n/a" if h["extrapolation_factor"] is None else f"{h['extrapolation_factor']:.3g}x"
     lines = [f"- Held-out runs: {h['n']}; extrapolation factor (max held-out FLOPs / max fitted FLOPs): {ext}",
              f"- MAE {_f(h['mae'])}, max error {_f(h['max_error'])}, RMSE {_f(h['rmse'])} "
-             f"({'score points' if d['target'] == 'score' else 'loss'})",
+             f"({_error_unit(d)})",
              f"- Prediction-interval coverage: {cov}"]
-    if d["target"] == "score":
+    if h["relative_mae"] is not None:
+        lines.append(f"- Held-out values {_f(h['actual_min'])} to {_f(h['actual_max'])}: the MAE is "
+                     f"{h['relative_mae']:.0%} of their mean")
+    if d["target"] == "score" and d["metric"] == "score":  # the reference is in accuracy points
         verdict = "better than" if h["mae"] <= h["plan_reference_mae"] else "worse than"
         lines.append(f"- The research plan's reference (SynthAPI, 16x): MAE {h['plan_reference_mae']} score points; "
                      f"this fit is {verdict} it.")

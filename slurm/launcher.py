@@ -198,7 +198,8 @@ def launch(config: ExperimentConfig, registry_path: str | Path, *, executor: Exe
 
     Result files already written and launches a killed launcher left behind are
     synced first (:func:`slurm.sync.sync` without retries), so nothing runs twice.
-    The local executor starts at most ``max_parallel`` runs at once; the rest stay
+    The local executor starts at most ``max_parallel`` runs at once, the largest planned
+    training FLOPs first; the rest stay
     pending for ``launch --wait`` (or a later ``launch``) to start. :func:`preview` shows
     what this would submit without submitting.
     """
@@ -216,6 +217,8 @@ def launch(config: ExperimentConfig, registry_path: str | Path, *, executor: Exe
         runs = reg.runs(experiment, status=wanted, run_ids=run_ids)
         left: list[str] = []
         if kind == "local":
+            # longest first (planned training FLOPs): the slots then finish together, not on one long tail
+            runs = sorted(runs, key=lambda r: -(r.train_flops or 0.0))
             active = len(reg.runs(experiment, status=list(ACTIVE)))
             room = max(0, parallel - active)
             runs, left = runs[:room], [r.run_id for r in runs[room:]]

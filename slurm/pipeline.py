@@ -23,6 +23,7 @@ import hashlib
 import json
 import os
 import shutil
+import time
 import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -116,7 +117,9 @@ def run_pipeline(run: RunSpec, workdir: Path, checkpoint: dict[str, Any] | None)
         target = cfg.target_size  # the probe budget is a share of the run the data is for
         probe_dataset(folder, spec=cfg.probe, target_train_flops=6.0 * target.approx_params * target.planned_tokens)
 
+    t0 = time.monotonic()
     data_dir, built = ensure_dataset(ctx["dataset_cache"], key, build)
+    stage_s = {"dataset": time.monotonic() - t0}
     state.update(stage="dataset", dataset=str(data_dir))
     save_checkpoint(workdir, state)
     manifest = json.loads((data_dir / "manifest.json").read_text(encoding="utf-8"))
@@ -127,6 +130,7 @@ def run_pipeline(run: RunSpec, workdir: Path, checkpoint: dict[str, Any] | None)
     steps = int(run.metadata.get("max_steps", size.max_steps))  # the design's steps (token multiples)
     stats = train_sft(data_dir, size, model_dir, max_steps=steps, seed=run.seed, threads=cfg.train.threads,
                       resume=True)
+    stage_s["train"] = time.monotonic() - t0 - stage_s["dataset"]
     state.update(stage="trained", model=str(model_dir))
     save_checkpoint(workdir, state)
 
@@ -134,9 +138,11 @@ def run_pipeline(run: RunSpec, workdir: Path, checkpoint: dict[str, Any] | None)
 
     # seed 0: every run is scored on the same items, so scores differ by model, not by sample
     metrics = evaluate_spec(str(model_dir), cfg.eval, seed=0, threads=cfg.train.threads)
+    stage_s["eval"] = time.monotonic() - t0 - stage_s["dataset"] - stage_s["train"]
     state.update(stage="evaluated")
     save_checkpoint(workdir, state)
     return {"metrics": metrics, "train": stats, "dataset_id": manifest.get("dataset_id", key),
             "extra": {"dataset_key": key, "dataset_built_here": built, "dataset_dir": str(data_dir),
                       "probe": _probe_extra(manifest, stats.train_flops),
-                      "measured": manifest.get("measured", {})}}
+                      "measured": manifest.get("measured", {}),
+                      "stage_s": {k: round(v, 2) for k, v in stage_s.items()}}}

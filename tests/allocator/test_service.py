@@ -40,7 +40,7 @@ def _fit_result(cfg, converged: bool = True) -> FitResult:
                      converged=converged, message="" if converged else "gradient norm 3e-2 at iteration limit",
                      n_points=18, n_params=len(truth.params), data_hash="test", huber_delta=0.05, n_starts=1,
                      residual_sd=0.01, log_likelihood=0.0, aic=0.0, bic=0.0, bootstrap=draws, bootstrap_seed=0,
-                     experiment="exp", benchmark="bench")
+                     experiment="exp", benchmark="bench", metric="token_prob")
 
 
 @pytest.fixture(scope="module")
@@ -53,7 +53,7 @@ def _template(tmp_path_factory) -> str:
                         [[MetricResult(benchmark="bench", score=0.5)] for _ in runs], source="design")
         reg.ensure_experiment("exp", config=cfg.model_dump(mode="json"))
         fit = _fit_result(cfg)
-        reg.save_fit(experiment="exp", benchmark="bench", metric="score", law=fit.law, converged=True,
+        reg.save_fit(experiment="exp", benchmark="bench", metric="token_prob", law=fit.law, converged=True,
                      n_points=fit.n_points, data_hash="test", payload=fit.model_dump(mode="json"))
     return path
 
@@ -88,7 +88,7 @@ def test_allocate_cli_json_contract_and_toolscale_alias(registry, capsys) -> Non
     assert allocate_main(["--budget", "5000", "--benchmark", "bench", "--registry", registry, "--json",
                           "--draws", "8"]) == 0
     out = json.loads(capsys.readouterr().out)
-    assert CONTRACT <= set(out)
+    assert CONTRACT <= set(out) and out["metric"] == "token_prob"  # the fitted metric, named
     assert out["total_cost"] <= 5000 and set(out["spend"]) == set(out["levels"])
     assert main(["allocate", "--budget", "5000", "--benchmark", "bench", "--registry", registry, "--json",
                  "--draws", "8"]) == 0
@@ -97,6 +97,7 @@ def test_allocate_cli_json_contract_and_toolscale_alias(registry, capsys) -> Non
     assert main(["allocate", "--budget", "5000", "--benchmark", "bench", "--registry", registry, "--draws", "8"]) == 0
     table = capsys.readouterr().out
     assert "next usd buys the most on" in table and "diversity-only baseline" in table
+    assert "predicted token_prob: " in table and "points of token_prob per usd" in table
 
 
 def test_sweep_writes_plot_and_is_monotone(registry, tmp_path, capsys) -> None:

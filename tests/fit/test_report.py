@@ -105,6 +105,18 @@ def test_report_content(result, tmp_path):
     assert "SIMULATED" not in render_markdown(report_data(real))
 
 
+def test_heldout_error_is_also_relative_and_the_plan_reference_only_for_scores(result):
+    h = report_data(result)["heldout"]
+    actual = [p["actual"] for p in h["points"]]
+    assert h["actual_min"] == min(actual) and h["actual_max"] == max(actual)
+    assert h["relative_mae"] == pytest.approx(h["mae"] / (sum(map(abs, actual)) / len(actual)))
+    assert f"the MAE is {h['relative_mae']:.0%} of their mean" in render_markdown(report_data(result))
+    assert "SynthAPI" in render_markdown(report_data(result))
+    # a continuous proxy metric (token_prob) is not on the reference's accuracy scale: no comparison
+    other = result.model_copy(update={"fit": result.fit.model_copy(update={"metric": "token_prob"})})
+    assert "SynthAPI" not in render_markdown(report_data(other))
+
+
 def test_loss_report_with_many_sizes_draws_without_warnings(tmp_path):
     import numpy as np
 

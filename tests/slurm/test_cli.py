@@ -67,8 +67,13 @@ def test_cancel_records_live_runs(make, capsys):
 def test_launch_local_wait_runs_everything(make, capsys):
     env = make(n_runs=3, executor="local", max_parallel=2)
     assert main(["launch", "--config", str(env.config_path), "--job-kind", "succeed", "--wait", "--poll", "0.3"]) == 0
-    out = capsys.readouterr().out
+    captured = capsys.readouterr()
+    out = captured.out
     assert "submitted 2 runs" in out and "1 wait for a free slot" in out and "done 3" in out
+    # not a terminal: one progress line on stderr per change in finished runs, ending at 3/3
+    lines = [ln for ln in captured.err.splitlines() if ln.startswith("runs ")]
+    assert lines and lines[-1].startswith("runs 3/3 (done 3 failed 0 live 0)")
+    assert len(lines) == len(set(ln.split(" (")[0] for ln in lines))
 
 
 def test_dry_run_submits_nothing(make, capsys, rows):

@@ -8,6 +8,7 @@ import time
 
 import pytest
 
+from grid.models import RunSpec
 from grid.registry import Registry
 from slurm.errors import SubmitError, UnknownJobKindError
 from slurm.launcher import cancel, launch, read_manifests
@@ -112,6 +113,17 @@ def test_bad_extra_sbatch_flag_is_a_submit_error(tmp_path, make, rows):
     with pytest.raises(SubmitError, match="'time' is set by toolscale"):
         launch(env.config, env.registry, executor="debug", job_kind="succeed")
     assert rows(env)[env.run_ids[0]].status == "pending"
+
+
+def test_local_executor_starts_the_largest_runs_first(make, rows):
+    env = make(n_runs=3, executor="local", max_parallel=1)
+    with Registry(env.registry) as reg:  # planned FLOPs rising with the run index
+        reg.add_runs([RunSpec(run_id="z-big", experiment="sl-test", design_version="v1", recipe={"tool_diversity": 9.0},
+                              model_size="s", train_flops=1e15)])
+    rep = launch(env.config, env.registry, job_kind="succeed")
+    assert rep.submitted == ["z-big"] and sorted(rep.left_pending) == sorted(env.run_ids)
+    wait(env.registry, config=env.config, poll_s=0.3, timeout_s=60)
+    assert rows(env)["z-big"].status == "done"
 
 
 @pytest.mark.integration

@@ -149,5 +149,8 @@ def test_pipeline_end_to_end_shares_the_dataset_across_sizes(tmp_path):
     assert sorted([a.metadata["dataset_built_here"], b.metadata["dataset_built_here"]]) == [False, True]
     assert a.model_params < b.model_params and a.train_flops > 0
     assert a.metadata["probe"]["coverage"] is not None
+    for r in (a, b):  # seconds per stage, for finding where a run's time goes
+        assert set(r.metadata["stage_s"]) == {"dataset", "train", "eval"}
+        assert r.metadata["stage_s"]["train"] > 0 and r.metadata["stage_s"]["eval"] > 0
     datasets = [p for p in (tmp_path / "runs" / "datasets").iterdir() if not p.name.startswith(".")]
     assert len(datasets) == 1

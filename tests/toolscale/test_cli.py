@@ -5,6 +5,8 @@ from __future__ import annotations
 import subprocess
 import sys
 
+import pytest
+
 from toolscale.cli import build_parser, main
 
 
@@ -34,3 +36,11 @@ def test_user_error_is_one_line_without_traceback(tmp_path) -> None:
 def test_usage_error_exit_code_two(capsys) -> None:
     assert main(["import-runs"]) == 2
     assert main(["no-such-command"]) == 2
+
+
+@pytest.mark.parametrize(("value", "text"), [(98464.0, "9.846e4"), (2.904e11, "2.904e11"), (1e-5, "1e-5"),
+                                             (12.3456, "12.35"), (3.0, "3"), (None, "")])
+def test_table_cells_are_short(value, text):
+    from toolscale.cli._common import _fmt
+
+    assert _fmt(value) == text

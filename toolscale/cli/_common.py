@@ -63,7 +63,9 @@ def print_table(rows: list[dict[str, Any]], title: str | None = None, file=None)
     from rich.console import Console
     from rich.table import Table
 
-    console = Console(file=file or sys.stdout)
+    out = file or sys.stdout
+    # a log or pipe gets the table's natural width (up to 160 columns), not names cut at 80
+    console = Console(file=out, width=None if out.isatty() else 160)
     if not rows:
         console.print(f"{title}: (none)" if title else "(none)")
         return
@@ -76,8 +78,13 @@ def print_table(rows: list[dict[str, Any]], title: str | None = None, file=None)
 
 
 def _fmt(v: Any) -> str:
+    """Table cell text: 4 significant digits, exponents short (``9.846e4``, so tables fit 80 columns)."""
     if isinstance(v, float):
-        return f"{v:.4g}"
+        text = f"{v:.4g}"
+        if "e" in text:
+            mantissa, exp = text.split("e")
+            text = f"{mantissa}e{int(exp)}"
+        return text
     return "" if v is None else str(v)
 
 

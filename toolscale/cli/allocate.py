@@ -50,7 +50,7 @@ def plan_json(plan, context: dict) -> dict:
     return {
         "budget": plan.budget.value, "unit": plan.budget.unit, "benchmark": plan.benchmark,
         "experiment": context["experiment"], "law": context["law"], "fit_id": context["fit_id"],
-        "simulated": context["simulated"], "model_params": plan.model_params,
+        "simulated": context["simulated"], "metric": context["metric"], "model_params": plan.model_params,
         "spend": plan.plan.spend, "levels": plan.plan.levels, "total_cost": plan.plan.total_cost,
         "predicted_score": plan.plan.predicted_score, "interval": plan.interval,
         "spend_spread": plan.spend_spread, "marginal_value": plan.marginal_value,
@@ -101,7 +101,7 @@ def _sweep(args: argparse.Namespace, kwargs: dict) -> int:
                                     **kwargs)
         warm = [plan.plan.levels]
         plans.append((plan, ctx))
-    sweep_plot([p for p, _ in plans], args.plot)
+    sweep_plot([p for p, _ in plans], args.plot, metric=plans[0][1]["metric"])
     if args.json:
         emit_json({"plans": [plan_json(p, c) for p, c in plans], "plot": args.plot})
     else:
@@ -113,7 +113,7 @@ def _sweep(args: argparse.Namespace, kwargs: dict) -> int:
 
 
 def _render(plan, ctx: dict) -> None:
-    unit = plan.budget.unit
+    unit, metric = plan.budget.unit, ctx["metric"]
     label = " (SIMULATED data)" if ctx["simulated"] else ""
     print(f"Allocation of {plan.budget} for {plan.benchmark} — experiment {ctx['experiment']}, law {ctx['law']}{label}")
     capped = {k for k, why in plan.optimality.at_bound.items() if why.startswith("upper")}
@@ -129,14 +129,14 @@ def _render(plan, ctx: dict) -> None:
                      "spend 90% range": "", "baseline level": None, f"next {unit} buys (points)": ""})
     print_table(rows)
     iv = f" (90% interval {plan.interval[0]:.4f}-{plan.interval[1]:.4f})" if plan.interval else ""
-    print(f"predicted score: {plan.plan.predicted_score:.4f}{iv}; total cost {plan.plan.total_cost:,.2f} {unit}")
+    print(f"predicted {metric}: {plan.plan.predicted_score:.4f}{iv}; total cost {plan.plan.total_cost:,.2f} {unit}")
     giv = f" (90% interval {plan.gain_interval[0]:+.4f} to {plan.gain_interval[1]:+.4f})" if plan.gain_interval else ""
     pb = f"; P(beats baseline) = {plan.p_beats_baseline:.2f}" if plan.p_beats_baseline is not None else ""
     print(f"diversity-only baseline: {plan.baseline.predicted_score:.4f}; gain {plan.gain_over_baseline:+.4f}{giv}{pb}")
     open_axes = {k: v for k, v in plan.marginal_value.items() if k not in capped and math.isfinite(v)}
     if open_axes:
         best = max(open_axes.items(), key=lambda kv: kv[1])
-        print(f"the next {unit} buys the most on: {best[0]} ({best[1]:.3g} score points per {unit})")
+        print(f"the next {unit} buys the most on: {best[0]} ({best[1]:.3g} points of {metric} per {unit})")
     if capped:
         print(f"at their allowed maximum: {', '.join(sorted(capped))}")
     if plan.extrapolation:

@@ -127,7 +127,7 @@ def _real(out: Path, steps: _Steps, args: argparse.Namespace) -> dict:
                                                      "--out", str(report_dir)])
     steps.run("7. allocate a budget", ["allocate", "--config", c, "--budget", f"{args.budget:g}", "--benchmark",
                                        BENCHMARK, "--experiment", "demo-micro"])
-    return {"config": c, "fit": fit, "report": str(report_dir)}
+    return {"config": c, "fit": fit, "report": str(report_dir), "experiment": "demo-micro", "metric": METRIC}
 
 
 def _simulated(out: Path, steps: _Steps, args: argparse.Namespace) -> dict:
@@ -142,7 +142,7 @@ def _simulated(out: Path, steps: _Steps, args: argparse.Namespace) -> dict:
                                         BENCHMARK, "--out", str(report_dir)])
     steps.run("S4. SIMULATED: allocate", ["allocate", "--config", c, "--budget", f"{args.budget * 4:g}",
                                           "--benchmark", BENCHMARK, "--experiment", SIM_EXPERIMENT])
-    return {"config": c, "fit": fit, "report": str(report_dir)}
+    return {"config": c, "fit": fit, "report": str(report_dir), "experiment": SIM_EXPERIMENT, "metric": "score"}
 
 
 def _demo(args: argparse.Namespace) -> int:
@@ -169,9 +169,27 @@ def _summary(out: Path, parts: dict, steps: _Steps, total: float) -> None:
         print(f"  law {fit.get('law')}: held-out MAE {_num(fit.get('heldout_mae'))}, max error "
               f"{_num(fit.get('heldout_max_error'))}, 90% interval coverage {_num(fit.get('interval_coverage'))}, "
               f"extrapolation factor {_num(fit.get('extrapolation_factor'), '.1f')}x")
+        print("  " + _allocation_line(out / "toolscale.duckdb", part["experiment"], part["metric"]))
     print("step times: " + ", ".join(f"{t.split('.')[0]} {s:.0f}s" for t, s in steps.timings))
     print(f"total: {total / 60:.1f} min")
     sys.stdout.flush()
+
+
+def _allocation_line(registry: Path, experiment: str, metric: str) -> str:
+    """The newest stored allocation of ``experiment``: spend per axis, prediction, the diversity-only baseline."""
+    from grid.registry import Registry
+
+    with Registry(registry, read_only=True) as reg:
+        stored = reg.allocations(experiment)
+    if not stored:
+        return "allocation: none stored"
+    a, plan = stored[0], stored[0]["payload"]
+    spend = ", ".join(f"{k} {v:,.0f}" for k, v in plan["plan"]["spend"].items() if v >= 0.5)
+    iv = plan.get("interval")
+    ivs = f" (90% {iv[0]:.4f}-{iv[1]:.4f})" if iv else ""
+    return (f"allocation {a['allocation_id']} of {a['budget']:,.0f} {a['unit']}: {spend}; predicted {metric} "
+            f"{plan['plan']['predicted_score']:.4f}{ivs}; diversity-only baseline "
+            f"{plan['baseline']['predicted_score']:.4f}")
 
 
 def _num(x, fmt: str = ".4f") -> str:

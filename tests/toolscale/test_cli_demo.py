@@ -1,0 +1,45 @@
+"""``toolscale demo``: the simulated part end to end (the real part is the micro grid: minutes of training,
+run by ``make demo`` itself), its summary, and that a second run adds no runs."""
+
+from __future__ import annotations
+
+import re
+
+from grid.registry import Registry
+from toolscale.cli import main
+from toolscale.cli.demo import SIM_EXPERIMENT, write_demo_config
+
+
+def test_simulated_part_end_to_end_then_rerun_adds_nothing(tmp_path, capsys):
+    out = tmp_path / "demo"
+    assert main(["demo", "--part", "simulated", "--out", str(out), "--budget", "1000"]) == 0
+    printed = capsys.readouterr().out
+    summary = printed[printed.index("=== toolscale demo: summary ==="):]
+    assert f"registry: {(out / 'toolscale.duckdb').resolve()}" in summary
+    assert "simulated (SIMULATED data): report" in summary
+    alloc = re.search(r"allocation (a-\w+) of 4,000 usd: (.+); predicted score ([\d.]+) \(90% ([\d.]+)-([\d.]+)\); "
+                      r"diversity-only baseline ([\d.]+)", summary)
+    assert alloc, summary
+    pred, lo, hi = (float(alloc.group(i)) for i in (3, 4, 5))
+    assert lo <= pred <= hi
+    report = out / "report-simulated" / f"{SIM_EXPERIMENT}__heldout-calls.md"
+    assert report.exists() and "[SIMULATED]" in report.read_text()
+    assert (out / "report-simulated" / f"{SIM_EXPERIMENT}__heldout-calls_plots" / "heldout.png").stat().st_size > 5000
+    with Registry(out / "toolscale.duckdb", read_only=True) as reg:
+        n_runs = len(reg.runs(SIM_EXPERIMENT))
+        assert reg.allocations(SIM_EXPERIMENT)[0]["allocation_id"] == alloc.group(1)
+    assert 270 <= n_runs <= 330
+    # the demo's fill step again: the same runs, none added
+    cfg = out / "default.toml"
+    assert main(["simulate", "--config", str(cfg), "--experiment", SIM_EXPERIMENT, "--benchmark", "heldout-calls"]) == 0
+    with Registry(out / "toolscale.duckdb", read_only=True) as reg:
+        assert len(reg.runs(SIM_EXPERIMENT)) == n_runs
+
+
+def test_demo_config_points_into_the_out_folder(tmp_path):
+    path = write_demo_config(tmp_path, "micro", "demo-micro", max_parallel=3)
+    text = path.read_text()
+    assert f'registry = "{(tmp_path / "toolscale.duckdb").resolve()}"' in text
+    assert f'folder = "{(tmp_path / "runs").resolve()}"' in text
+    assert 'name = "demo-micro"' in text and "max_parallel = 3" in text
+    assert main(["validate", str(path)]) == 0
