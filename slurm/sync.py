@@ -249,19 +249,19 @@ def wait(registry_path: str | Path, *, config: ExperimentConfig, folder: str | P
 
     ``top_up`` is called after each sync that leaves pending runs (the local executor
     uses it to start them as slots free up) and returns what it started (a report with
-    ``submitted``, or a count); ``progress`` receives each report. Raises :class:`LaunchError`
+    ``submitted``, or a count); ``progress`` receives each report (after the top-up). Raises :class:`LaunchError`
     after ``timeout_s`` seconds.
     """
     t0 = time.monotonic()
     while True:
         report = sync(registry_path, config=config, folder=folder, retry=retry)
-        if progress:
-            progress(report)
         started = 0
         if top_up is not None and report.counts.get("pending", 0):
             started = _started(top_up())
             if started:
                 report = sync(registry_path, config=config, folder=folder, retry=False)
+        if progress:  # after the top-up, so "live" counts the runs just started
+            progress(report)
         if report.active == 0 and not started:
             return report
         if timeout_s is not None and time.monotonic() - t0 > timeout_s:

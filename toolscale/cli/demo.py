@@ -115,7 +115,7 @@ def _real(out: Path, steps: _Steps, args: argparse.Namespace) -> dict:
     steps.run("1. collect tool docs from the bundled MCP servers (stdio)", ["collect", "--config", c, "--bundled"])
     steps.run("2. design the micro grid (fractional factorial x three tiny model sizes, the largest held out)", ["grid", "design", c])
     steps.run("3. synthesise, probe, train and evaluate every run (local executor)",
-              ["launch", "--config", c, "--executor", "local", "--wait", "--resume"])
+              ["launch", "--config", c, "--executor", "local", "--wait", "--resume", "--poll", "2"])
     steps.run("4. runs by state", ["status", "--config", c, "--experiment", "demo-micro"])
     fit = steps.run("5. fit the joint law on the fit split, check the held-out runs",
                     ["fit", "--config", c, "--experiment", "demo-micro", "--benchmark", BENCHMARK, "--metric", METRIC,
