@@ -22,7 +22,7 @@ def sweep_plot(plans: Sequence[AllocationPlan], path: str | Path, metric: str = 
     fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(11, 4.2))
     shares = [[p.plan.spend.get(k, 0.0) / max(p.plan.total_cost, 1e-12) for p in plans] for k in keys]
     ax1.stackplot(budgets, shares, labels=keys)
-    ax1.set_xscale("log")
+    _budget_axis(ax1, budgets)
     ax1.set_xlabel(f"budget ({plans[0].budget.unit})")
     ax1.set_ylabel("share of spend")
     ax1.set_title("where the budget goes")
@@ -32,7 +32,7 @@ def sweep_plot(plans: Sequence[AllocationPlan], path: str | Path, metric: str = 
     ivs = [p.interval for p in plans]
     if all(iv is not None for iv in ivs):
         ax2.fill_between(budgets, [iv[0] for iv in ivs], [iv[1] for iv in ivs], alpha=0.2, label="90% interval")
-    ax2.set_xscale("log")
+    _budget_axis(ax2, budgets)
     ax2.set_xlabel(f"budget ({plans[0].budget.unit})")
     ax2.set_ylabel(f"predicted {plans[0].benchmark}/{metric}")
     ax2.set_title(f"predicted {metric}")
@@ -43,3 +43,23 @@ def sweep_plot(plans: Sequence[AllocationPlan], path: str | Path, metric: str = 
     fig.savefig(out, dpi=110)
     plt.close(fig)
     return out
+
+
+def _short(x: float) -> str:
+    """``2000 -> 2k``, ``3068 -> 3.1k``, ``1.5e6 -> 1.5M``, ``500 -> 500``."""
+    for div, suffix in ((1e6, "M"), (1e3, "k")):
+        if abs(x) >= div:
+            v = x / div
+            return f"{v:.2g}{suffix}" if v < 10 else f"{v:.0f}{suffix}"
+    return f"{x:.3g}"
+
+
+def _budget_axis(ax, budgets: Sequence[float]) -> None:
+    """Log budget axis ticked at the swept budgets only (matplotlib's minor labels overlap on short ranges)."""
+    from matplotlib.ticker import FixedLocator, NullFormatter, NullLocator
+
+    ax.set_xscale("log")
+    ax.xaxis.set_major_locator(FixedLocator(list(budgets)))
+    ax.xaxis.set_major_formatter(lambda v, _pos: _short(v))
+    ax.xaxis.set_minor_locator(NullLocator())
+    ax.xaxis.set_minor_formatter(NullFormatter())

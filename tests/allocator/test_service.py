@@ -167,3 +167,11 @@ def test_mcp_server_over_stdio(registry, tmp_path) -> None:
     assert CONTRACT <= set(plan.structured_content)
     assert summary.structured_content["law"] == "multiplicative"
     assert bad.is_error and "no fit for benchmark 'nope'" in bad.content[0].text
+
+
+@pytest.mark.parametrize(("budget", "label"), [(500.0, "500"), (2000.0, "2k"), (3068.0, "3.1k"), (10860.0, "11k"),
+                                               (1.5e6, "1.5M")])
+def test_sweep_plot_budget_labels_are_short(budget, label) -> None:
+    from allocator.plots import _short
+
+    assert _short(budget) == label
