@@ -8,7 +8,9 @@ synth's repair-rate knob picks the share of flagged actions to repair and one op
   of the trajectory stay consistent. The id moves from ``meta.nonderivable_calls`` to
   ``meta.repaired_calls``.
 - ``downweight``: keep the action but record a loss weight for it in
-  ``meta.loss_weights[call_id]`` (train/ multiplies the action's token losses by it).
+  ``meta.loss_weights[call_id]``, for trainers that read per-action weights. train/'s SFT does
+  not apply them, so it refuses such data (:func:`train.data.refuse_loss_weights`) rather
+  than train on the actions at full weight.
 
 Every operation records itself in ``meta.repair_ops[call_id]``. Other packages may register
 better operations (for example re-rolling the call against the server) with

@@ -245,8 +245,6 @@ class ProbeSpec(_Frozen):
     """Trajectories each probe trains on (more costs no FLOPs: steps x batch x window fix them)."""
     max_cost_share: float = Field(default=0.05, gt=0.0, le=1.0)
     """Budget for probe FLOPs as a share of the target training run's FLOPs."""
-    repair: Literal["resynthesize", "downweight"] = "resynthesize"
-    """What the repair knob does to flagged actions."""
     num_heads: int = Field(default=4, ge=1)
     """Probe attention heads."""
     vocab_size: int = Field(default=512, ge=263)

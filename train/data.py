@@ -20,7 +20,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from transformers import PreTrainedTokenizerBase
 
 __all__ = ["DATA_FILE", "data_file", "read_rows", "validate_row", "render_corpus", "tokenize_rows",
-           "TokenizedData", "dataset_id"]
+           "TokenizedData", "dataset_id", "refuse_loss_weights"]
 
 DATA_FILE = "train.jsonl"
 """File name synth writes in a dataset folder."""
@@ -84,6 +84,24 @@ def read_rows(data_dir: str | Path) -> list[dict[str, Any]]:
     if not rows:
         raise TrainDataError(f"{file} holds no rows")
     return rows
+
+
+def refuse_loss_weights(rows: Iterable[dict[str, Any]], source: str | Path) -> None:
+    """Raise :class:`TrainDataError` if any row carries ``meta.loss_weights`` (the probes' downweight repair).
+
+    SFT here trains on every assistant token; silently ignoring a weight would train on actions
+    the data asked to weaken, so such data is refused instead (fail closed).
+    """
+    n = 0
+    for row in rows:
+        meta = row.get("meta")
+        if isinstance(meta, str):
+            meta = json.loads(meta) if meta.strip().startswith("{") else {}
+        if isinstance(meta, dict) and meta.get("loss_weights"):
+            n += 1
+    if n:
+        raise TrainDataError(f"{source}: {n} rows carry meta.loss_weights (the downweight repair), which this SFT "
+                             "does not apply; repair with 'resynthesize' instead")
 
 
 def render_corpus(rows: Iterable[dict[str, Any]]) -> list[str]:

@@ -167,6 +167,17 @@ def test_bad_arguments(tiny_data, tmp_path):
     assert not (tmp_path / "out").exists()
 
 
+@pytest.mark.parametrize("as_text", [True, False])
+def test_loss_weights_it_cannot_apply_are_refused(tmp_path, rows, write_rows, as_text):
+    """The downweight repair's per-action weights: refused (fail closed), never trained at full weight."""
+    meta = {"loss_weights": {"call_1": 0.1}}
+    weighted = {**rows[1], "meta": json.dumps(meta) if as_text else meta}
+    data = write_rows(tmp_path / "data", [rows[0], weighted, rows[2]])
+    with pytest.raises(TrainDataError, match=r"1 rows carry meta.loss_weights .*'resynthesize'"):
+        train_sft(data, SIZE, tmp_path / "out", save_steps=0)
+    assert not (tmp_path / "out").exists()
+
+
 def test_folder_of_another_run_is_refused(tiny_data, tmp_path, rows, write_rows):
     size = SIZE.model_copy(update={"max_steps": 2})
     first = train_sft(tiny_data, size, tmp_path / "out", save_steps=0)
