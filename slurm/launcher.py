@@ -258,8 +258,13 @@ def _signal_local(job_id: str) -> str | None:
 
 
 def cancel(config: ExperimentConfig | None, registry_path: str | Path, *, experiment: str,
-           folder: str | Path | None = None, run_ids: Sequence[str] | None = None) -> CancelReport:
-    """Cancel the live jobs of an experiment (``scancel`` / SIGINT) and record the runs as cancelled."""
+           folder: str | Path | None = None, run_ids: Sequence[str] | None = None,
+           pending: bool = False) -> CancelReport:
+    """Cancel the live jobs of an experiment (``scancel`` / SIGINT) and record the runs as cancelled.
+
+    With ``pending``, runs not started yet are recorded as cancelled too, so a plain ``launch``
+    (or a ``launch --wait`` still topping up) starts nothing more; ``launch --resume`` restarts them.
+    """
     from grid.registry import Registry
 
     paths = LaunchPaths.of(folder or (config.executor.folder if config else "./runs"))
@@ -286,6 +291,8 @@ def cancel(config: ExperimentConfig | None, registry_path: str | Path, *, experi
                 if problem:
                     errors.append(problem)
         ids = [r.run_id for r in runs]
+        if pending:
+            ids += [r.run_id for r in reg.runs(experiment, status=["pending"], run_ids=run_ids)]
         if ids:
             reg.set_status(ids, "cancelled", error="cancelled by toolscale cancel")
     return CancelReport(cancelled=ids, job_ids=[r.job_id for r in runs if r.job_id], errors=errors)

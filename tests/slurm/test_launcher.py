@@ -140,6 +140,28 @@ def test_local_executor_runs_subprocesses_with_max_parallel(make, rows):
 
 
 @pytest.mark.integration
+def test_cancel_pending_stops_the_whole_experiment(make, rows, monkeypatch, capsys):
+    from toolscale.cli import main
+
+    monkeypatch.setenv("TOOLSCALE_TEST_SLEEP_S", "60")
+    env = make(n_runs=3, executor="local", max_parallel=1)
+    rep = launch(env.config, env.registry, job_kind="sleeper")
+    assert len(rep.submitted) == 1 and len(rep.left_pending) == 2
+    assert main(["cancel", "--config", str(env.config_path), "--pending", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert sorted(out["cancelled"]) == sorted(env.run_ids) and out["job_ids"] == [rep.job_ids[rep.submitted[0]]]
+    assert {r.status for r in rows(env).values()} == {"cancelled"}
+    assert launch(env.config, env.registry, job_kind="succeed").submitted == []  # nothing pending is left
+    from slurm.launcher import LOCAL_JOBS
+
+    job = LOCAL_JOBS.get(str(rep.job_ids[rep.submitted[0]]))
+    if job is not None:  # the signalled job ends; what it leaves behind changes no state
+        job._process.wait(timeout=20)
+    sync(env.registry, config=env.config)
+    assert {r.status for r in rows(env).values()} == {"cancelled"}
+
+
+@pytest.mark.integration
 def test_local_cancel_then_resume(make, rows, monkeypatch):
     monkeypatch.setenv("TOOLSCALE_TEST_SLEEP_S", "60")
     env = make(n_runs=1, executor="local")

@@ -51,9 +51,13 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("cancel", help="cancel an experiment's live jobs and record the runs as cancelled",
                        formatter_class=Formatter,
                        epilog="examples:\n  toolscale cancel --config my.toml\n"
-                              "  toolscale cancel --experiment E --registry r.duckdb --folder runs")
+                              "  toolscale cancel --config my.toml --pending   # stop the whole experiment\n"
+                              "  toolscale cancel --experiment E --registry r.duckdb --folder runs\n"
+                              "`toolscale launch --resume` restarts cancelled runs.")
     add_registry_args(p)
     p.add_argument("--experiment", help="experiment (default: the config's)")
+    p.add_argument("--pending", action="store_true",
+                   help="also cancel runs not started yet, so no launch or waiting launcher starts them")
     p.add_argument("--folder", help="root of launch folders (default: executor.folder, else ./runs)")
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.set_defaults(func=_cancel)
@@ -183,7 +187,7 @@ def _cancel(args: argparse.Namespace) -> int:
     experiment = args.experiment or (cfg.experiment.name if cfg else None)
     if not experiment:
         raise UsageError("cancel needs --config CONFIG or --experiment NAME")
-    rep = cancel(cfg, registry_path(args, cfg), experiment=experiment, folder=args.folder)
+    rep = cancel(cfg, registry_path(args, cfg), experiment=experiment, folder=args.folder, pending=args.pending)
     if args.json:
         emit_json(rep)
         return 0
