@@ -8,9 +8,9 @@ synth's repair-rate knob picks the share of flagged actions to repair and one op
   of the trajectory stay consistent. The id moves from ``meta.nonderivable_calls`` to
   ``meta.repaired_calls``.
 - ``downweight``: keep the action but record a loss weight for it in
-  ``meta.loss_weights[call_id]``, for trainers that read per-action weights. train/'s SFT does
-  not apply them, so it refuses such data (:func:`train.data.refuse_loss_weights`) rather
-  than train on the actions at full weight.
+  ``meta.loss_weights[call_id]``. train/'s SFT keeps the call's tokens in the loss with that
+  probability (:func:`train.data.apply_loss_weights`): 0 drops the action from the loss, a
+  fraction weights it in expectation over the dataset.
 
 Every operation records itself in ``meta.repair_ops[call_id]``. Other packages may register
 better operations (for example re-rolling the call against the server) with

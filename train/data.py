@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import random
 from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -20,7 +21,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from transformers import PreTrainedTokenizerBase
 
 __all__ = ["DATA_FILE", "data_file", "read_rows", "validate_row", "render_corpus", "tokenize_rows",
-           "TokenizedData", "dataset_id", "refuse_loss_weights"]
+           "TokenizedData", "dataset_id", "apply_loss_weights"]
 
 DATA_FILE = "train.jsonl"
 """File name synth writes in a dataset folder."""
@@ -86,24 +87,6 @@ def read_rows(data_dir: str | Path) -> list[dict[str, Any]]:
     return rows
 
 
-def refuse_loss_weights(rows: Iterable[dict[str, Any]], source: str | Path) -> None:
-    """Raise :class:`TrainDataError` if any row carries ``meta.loss_weights`` (the probes' downweight repair).
-
-    SFT here trains on every assistant token; silently ignoring a weight would train on actions
-    the data asked to weaken, so such data is refused instead (fail closed).
-    """
-    n = 0
-    for row in rows:
-        meta = row.get("meta")
-        if isinstance(meta, str):
-            meta = json.loads(meta) if meta.strip().startswith("{") else {}
-        if isinstance(meta, dict) and meta.get("loss_weights"):
-            n += 1
-    if n:
-        raise TrainDataError(f"{source}: {n} rows carry meta.loss_weights (the downweight repair), which this SFT "
-                             "does not apply; repair with 'resynthesize' instead")
-
-
 def render_corpus(rows: Iterable[dict[str, Any]]) -> list[str]:
     """Rendered conversations (:func:`train.chat.render`): the tokenizer's training corpus."""
     return [render(r["messages"], r.get("tools")) for r in rows]
@@ -118,19 +101,75 @@ class TokenizedData(dict):
     """
 
 
+def _loss_weights(row: dict[str, Any]) -> dict[str, float]:
+    """``meta.loss_weights`` of a row (``{call_id: weight}``; ``meta`` may be a JSON string), else ``{}``."""
+    meta = row.get("meta")
+    if isinstance(meta, str):
+        meta = json.loads(meta) if meta.strip().startswith("{") else {}
+    return dict(meta.get("loss_weights") or {}) if isinstance(meta, dict) else {}
+
+
+def _runs(mask: list[int]) -> list[tuple[int, int]]:
+    """``[start, end)`` spans of consecutive 1s."""
+    spans, start = [], None
+    for i, m in enumerate([*mask, 0]):
+        if m and start is None:
+            start = i
+        elif not m and start is not None:
+            spans.append((start, i))
+            start = None
+    return spans
+
+
+def apply_loss_weights(ids: list[int], mask: list[int], messages: list[dict[str, Any]], weights: dict[str, float],
+                       tag_ids: tuple[int, int], *, seed: str) -> list[int]:
+    """The assistant mask with the tokens of down-weighted tool calls removed (``probes.repair`` downweight).
+
+    A call with weight w keeps its tokens (``<tool_call>`` ... ``</tool_call>``) in the loss with
+    probability w, drawn once per (seed, call id): 0 drops the action, 1 keeps it, and a fraction
+    weights it in expectation over the dataset. The assistant text around calls keeps its loss.
+    ``tag_ids`` are the ids of the single-token ``<tool_call>`` and ``</tool_call>`` tags.
+    Raises ``ValueError`` when the mask's assistant spans or call tags do not match ``messages``.
+    """
+    turns = [[c.get("id") for c in (m.get("tool_calls") or [])] for m in messages if m.get("role") == "assistant"]
+    spans = _runs(mask)
+    if len(spans) != len(turns):
+        raise ValueError(f"{len(spans)} assistant spans in the tokens but {len(turns)} assistant messages")
+    out = list(mask)
+    for (start, end), call_ids in zip(spans, turns, strict=True):
+        opens = [i for i in range(start, end) if ids[i] == tag_ids[0]]
+        closes = [i for i in range(start, end) if ids[i] == tag_ids[1]]
+        if len(opens) != len(call_ids) or len(closes) != len(call_ids):
+            raise ValueError(f"an assistant turn has {len(call_ids)} tool calls but {len(opens)} <tool_call> tags")
+        for call_id, lo, hi in zip(call_ids, opens, closes, strict=True):
+            w = weights.get(call_id)
+            if w is not None and random.Random(f"{seed}:{call_id}").random() >= float(w):
+                out[lo:hi + 1] = [0] * (hi + 1 - lo)
+    return out
+
+
 def tokenize_rows(rows: Iterable[dict[str, Any]], tokenizer: "PreTrainedTokenizerBase",
-                  max_len: int) -> TokenizedData:
+                  max_len: int, *, seed: int = 0) -> TokenizedData:
     """Token ids and assistant masks of each conversation, cut to ``max_len`` tokens (keep the start).
 
     Rows whose assistant tokens all fall beyond ``max_len`` are dropped (they carry no loss).
+    Tool calls with a ``meta.loss_weights`` entry lose their mask with probability 1 - weight
+    (:func:`apply_loss_weights`, seeded by ``seed`` and the row's position).
     """
     examples, n_rows, n_trunc, n_drop, tokens, loss_tokens = [], 0, 0, 0, 0, 0
     for row in rows:
         n_rows += 1
-        out = tokenizer.apply_chat_template(
-            normalize_messages(row["messages"]), tools=parse_tools(row.get("tools")), tokenize=True,
-            return_dict=True, return_assistant_tokens_mask=True)
+        messages = normalize_messages(row["messages"])
+        out = tokenizer.apply_chat_template(messages, tools=parse_tools(row.get("tools")), tokenize=True,
+                                            return_dict=True, return_assistant_tokens_mask=True)
         ids, mask = list(out["input_ids"]), list(out["assistant_masks"])
+        weights = _loss_weights(row)
+        if weights:
+            try:
+                mask = apply_loss_weights(ids, mask, messages, weights, _tag_ids(tokenizer),
+                                          seed=f"{seed}:{n_rows - 1}")
+            except ValueError as err:
+                raise TrainDataError(f"row {n_rows}: cannot apply meta.loss_weights: {err}") from None
         if len(ids) > max_len:
             n_trunc += 1
             ids, mask = ids[:max_len], mask[:max_len]
@@ -142,6 +181,17 @@ def tokenize_rows(rows: Iterable[dict[str, Any]], tokenizer: "PreTrainedTokenize
         loss_tokens += sum(mask)
     return TokenizedData(examples=examples, n_rows=n_rows, n_truncated=n_trunc, n_dropped=n_drop,
                          tokens=tokens, loss_tokens=loss_tokens)
+
+
+def _tag_ids(tokenizer: "PreTrainedTokenizerBase") -> tuple[int, int]:
+    """Ids of ``<tool_call>`` and ``</tool_call>``; ``ValueError`` if either is not one token."""
+    ids = []
+    for tag in ("<tool_call>", "</tool_call>"):
+        enc = tokenizer.encode(tag, add_special_tokens=False)
+        if len(enc) != 1:
+            raise ValueError(f"the tokenizer splits {tag} into {len(enc)} tokens, so calls cannot be located")
+        ids.append(enc[0])
+    return ids[0], ids[1]
 
 
 def dataset_id(data_dir: str | Path) -> str:

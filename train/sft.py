@@ -32,7 +32,7 @@ from toolscale.config import ModelSize
 from toolscale.errors import UsageError
 from train.accounting import accounting_callback, loss_curve, read_accounting, training_flops
 from train.checkpoint import RUN_FILE, STATS_FILE, checkpoint_dir, clear_checkpoints, last_checkpoint
-from train.data import dataset_id, read_rows, refuse_loss_weights, render_corpus, tokenize_rows
+from train.data import dataset_id, read_rows, render_corpus, tokenize_rows
 from train.errors import TrainError
 
 __all__ = ["train_sft", "sft_config", "read_stats", "make_trainer", "quiet_progress"]
@@ -180,7 +180,6 @@ def train_sft(data_dir: str | Path, size: ModelSize, out_dir: str | Path, *, max
         torch.set_num_threads(threads)
     out = Path(out_dir)
     rows = read_rows(data_dir)
-    refuse_loss_weights(rows, data_dir)
     data_id = dataset_id(data_dir)
     identity = {"dataset_id": data_id, "steps": steps, "seed": seed,
                 "model_size": size.model_dump(mode="json", exclude=_RESOURCE_FIELDS)}
@@ -201,7 +200,7 @@ def train_sft(data_dir: str | Path, size: ModelSize, out_dir: str | Path, *, max
     _write_json(run_file, identity)
 
     tokenizer = _tokenizer_for(size, out, rows, resume)
-    data = tokenize_rows(rows, tokenizer, size.max_seq_len)
+    data = tokenize_rows(rows, tokenizer, size.max_seq_len, seed=seed)
     if not data["examples"]:
         raise TrainError(f"no row of {data_dir} keeps an assistant token within max_seq_len={size.max_seq_len}")
     if size.pretrained:

@@ -167,15 +167,23 @@ def test_bad_arguments(tiny_data, tmp_path):
     assert not (tmp_path / "out").exists()
 
 
-@pytest.mark.parametrize("as_text", [True, False])
-def test_loss_weights_it_cannot_apply_are_refused(tmp_path, rows, write_rows, as_text):
-    """The downweight repair's per-action weights: refused (fail closed), never trained at full weight."""
-    meta = {"loss_weights": {"call_1": 0.1}}
-    weighted = {**rows[1], "meta": json.dumps(meta) if as_text else meta}
-    data = write_rows(tmp_path / "data", [rows[0], weighted, rows[2]])
-    with pytest.raises(TrainDataError, match=r"1 rows carry meta.loss_weights .*'resynthesize'"):
-        train_sft(data, SIZE, tmp_path / "out", save_steps=0)
-    assert not (tmp_path / "out").exists()
+def test_downweighted_calls_leave_the_loss(tmp_path, rows, write_rows):
+    """The probes' downweight repair, end to end: weight-0 calls carry no loss in the trained run."""
+    from probes.repair import repair_row
+    from train.data import read_rows as read
+
+    weighted = [repair_row(r, ["call_1"], "downweight", weight=0.0)[0] for r in rows]
+    plain = train_sft(write_rows(tmp_path / "plain", rows), SIZE.model_copy(update={"max_steps": 2}),
+                      tmp_path / "a", save_steps=0)
+    light = train_sft(write_rows(tmp_path / "light", weighted), SIZE.model_copy(update={"max_steps": 2}),
+                      tmp_path / "b", save_steps=0)
+    tok = load_tokenizer(tmp_path / "b")
+    mask_of = {i: e["assistant_masks"] for i, e in
+               enumerate(tokenize_rows(read(tmp_path / "light"), tok, SIZE.max_seq_len)["examples"])}
+    plain_mask = {i: e["assistant_masks"] for i, e in
+                  enumerate(tokenize_rows(rows, tok, SIZE.max_seq_len)["examples"])}
+    assert all(sum(mask_of[i]) < sum(plain_mask[i]) for i in plain_mask)  # call_1 left every row's loss
+    assert light.train_tokens == plain.train_tokens  # the tokens are still there, only not in the loss
 
 
 def test_folder_of_another_run_is_refused(tiny_data, tmp_path, rows, write_rows):
