@@ -96,7 +96,7 @@ def test_allocate_cli_json_contract_and_toolscale_alias(registry, capsys) -> Non
     assert again["levels"] == out["levels"]  # same inputs, same plan
     assert main(["allocate", "--budget", "5000", "--benchmark", "bench", "--registry", registry, "--draws", "8"]) == 0
     table = capsys.readouterr().out
-    assert "next usd buys the most on" in table and "diversity-only baseline" in table
+    assert "the next usd buys the" in table and "diversity-only baseline" in table
     assert "predicted token_prob: " in table and "points of token_prob per usd" in table
 
 
@@ -175,3 +175,12 @@ def test_sweep_plot_budget_labels_are_short(budget, label) -> None:
     from allocator.plots import _short
 
     assert _short(budget) == label
+
+
+def test_next_dollar_names_every_axis_tied_at_the_optimum() -> None:
+    from toolscale.cli.allocate import _next_dollar_line
+
+    line = _next_dollar_line({"a": 1.59e-7, "b": 1.5905e-7, "c": 6.7e-11}, "usd", "token_prob")
+    assert line == "the next usd buys the same on a, b (1.59e-07 points of token_prob per usd each: the plan is balanced)"
+    assert _next_dollar_line({"a": 2e-7, "b": 1e-7}, "usd", "score") == \
+        "the next usd buys the most on: a (2e-07 points of score per usd)"

@@ -62,6 +62,17 @@ def plan_json(plan, context: dict) -> dict:
         "draws_used": plan.draws_used, "allocation_id": context.get("allocation_id")}
 
 
+def _next_dollar_line(open_axes: dict[str, float], unit: str, metric: str) -> str:
+    """Where the next budget unit goes; axes within 1% of the best marginal value are named together
+    (at an interior optimum every axis that gets spend buys the same: the KKT condition)."""
+    best = max(open_axes.values())
+    tied = sorted(k for k, v in open_axes.items() if v >= best - 0.01 * abs(best))
+    rate = f"{best:.3g} points of {metric} per {unit}"
+    if len(tied) == 1:
+        return f"the next {unit} buys the most on: {tied[0]} ({rate})"
+    return f"the next {unit} buys the same on {', '.join(tied)} ({rate} each: the plan is balanced)"
+
+
 def _sweep_budgets(text: str) -> list[float]:
     import numpy as np
 
@@ -135,8 +146,7 @@ def _render(plan, ctx: dict) -> None:
     print(f"diversity-only baseline: {plan.baseline.predicted_score:.4f}; gain {plan.gain_over_baseline:+.4f}{giv}{pb}")
     open_axes = {k: v for k, v in plan.marginal_value.items() if k not in capped and math.isfinite(v)}
     if open_axes:
-        best = max(open_axes.items(), key=lambda kv: kv[1])
-        print(f"the next {unit} buys the most on: {best[0]} ({best[1]:.3g} points of {metric} per {unit})")
+        print(_next_dollar_line(open_axes, unit, metric))
     if capped:
         print(f"at their allowed maximum: {', '.join(sorted(capped))}")
     if plan.extrapolation:
