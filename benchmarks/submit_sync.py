@@ -81,17 +81,30 @@ def _cluster_up() -> bool:
         return False
 
 
+def _wait_gone(job_ids: list[str], timeout_s: float) -> None:
+    """Poll ``squeue`` until none of ``job_ids`` is listed (or ``timeout_s`` passes)."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        out = subprocess.run(["squeue", "-h", "-o", "%i", "-j", ",".join(job_ids)], capture_output=True, text=True)
+        if out.returncode != 0 or not out.stdout.strip():
+            return
+        time.sleep(1.0)
+
+
 def bench_submit(n: int) -> tuple[float, float] | None:
     if not _cluster_up():
         return None
     register_job_kind("bench-noop", noop)
-    with tempfile.TemporaryDirectory(dir="/tmp") as tmp:
+    # cancelled array tasks may still write their logs: wait for them to leave the queue, then
+    # remove the folder without failing on a late file
+    with tempfile.TemporaryDirectory(dir="/tmp", ignore_cleanup_errors=True) as tmp:
         cfg, _ = _setup(Path(tmp), n)
         t0 = time.perf_counter()
         rep = launch(cfg, cfg.experiment.registry, job_kind="bench-noop")
         wall = time.perf_counter() - t0
         arrays = sorted({j.split("_")[0] for j in rep.job_ids.values()})
         subprocess.run(["scancel", *arrays], capture_output=True)
+        _wait_gone(arrays, timeout_s=60)
         assert len(rep.submitted) == n, rep
     return wall, rep.submit_s
 
