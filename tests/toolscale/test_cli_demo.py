@@ -1,9 +1,11 @@
-"""``toolscale demo``: the simulated part end to end (the real part is the micro grid: minutes of training,
-run by ``make demo`` itself), its summary, and that a second run adds no runs."""
+"""``toolscale demo``: the simulated part end to end, its summary, and that a second run adds no runs;
+the real part (the micro grid: about ten minutes of training on 2 cores) is a ``slow`` test."""
 
 from __future__ import annotations
 
 import re
+
+import pytest
 
 from grid.registry import Registry
 from toolscale.cli import main
@@ -43,3 +45,24 @@ def test_demo_config_points_into_the_out_folder(tmp_path):
     assert f'folder = "{(tmp_path / "runs").resolve()}"' in text
     assert 'name = "demo-micro"' in text and "max_parallel = 3" in text
     assert main(["validate", str(path)]) == 0
+
+
+@pytest.mark.slow
+@pytest.mark.integration
+def test_real_part_end_to_end(tmp_path, capsys):
+    out = tmp_path / "demo"
+    assert main(["demo", "--part", "real", "--out", str(out)]) == 0
+    printed = capsys.readouterr().out
+    summary = printed[printed.index("=== toolscale demo: summary ==="):]
+    assert re.search(r"law \w+: held-out MAE [\d.]+, max error [\d.]+, 90% interval coverage [\d.]+, "
+                     r"extrapolation factor 1[6-9]\.\dx", summary), summary
+    assert re.search(r"allocation a-\w+ of 5,000 usd: .+; predicted token_prob [\d.]+", summary), summary
+    with Registry(out / "toolscale.duckdb", read_only=True) as reg:
+        runs = reg.runs("demo-micro")
+    assert len(runs) == 24 and {r.status for r in runs} == {"done"}, [r.error for r in runs if r.error][:2]
+    assert all(r.metadata["probe"]["measured_groundedness"] is not None for r in runs)  # the probe scored
+    plots = out / "report" / "demo-micro__heldout-calls_plots"
+    assert {p.name for p in plots.iterdir()} >= {"axes.png", "heldout.png", "residuals.png", "hypotheses.png"}
+    # a second run trains nothing: every run is done already
+    assert main(["demo", "--part", "real", "--out", str(out)]) == 0
+    assert "submitted 0 runs" in capsys.readouterr().out
