@@ -6,7 +6,7 @@ import argparse
 import sys
 from importlib import resources
 
-from toolscale.cli._common import Formatter, emit_json
+from toolscale.cli._common import Formatter, emit_json, positive_int
 from toolscale.config import ExperimentConfig, load_config, parse_config
 from toolscale.errors import UsageError
 
@@ -30,27 +30,17 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--model-size", metavar="NAME", help="ladder rung name from the config (sft)")
     p.add_argument("--out", required=True, metavar="MODEL_DIR", help="where the trained model and tokenizer go")
     p.add_argument("--config", metavar="CONFIG", help="experiment config (TOML) with the ladder (default: micro)")
-    p.add_argument("--max-steps", type=_positive_int, metavar="N", help="optimizer steps (default: the rung's)")
+    p.add_argument("--max-steps", type=positive_int, metavar="N", help="optimizer steps (default: the rung's)")
     p.add_argument("--seed", type=int, default=0, help="seed of init and data order (default 0)")
-    p.add_argument("--threads", type=_positive_int, help="torch CPU threads (default: the config's train.threads)")
+    p.add_argument("--threads", type=positive_int, help="torch CPU threads (default: the config's train.threads)")
     p.add_argument("--no-resume", action="store_true", help="ignore checkpoints in --out and start over")
     p.add_argument("--objective", choices=["sft", "grpo"], default="sft",
                    help="sft (default) or grpo: RL in executable environments, from a trained model")
     p.add_argument("--envs", metavar="FILE", help="envs.jsonl from `toolscale envs build` (grpo)")
     p.add_argument("--init", metavar="MODEL_DIR", help="model folder GRPO starts from, e.g. an SFT run (grpo)")
-    p.add_argument("--num-generations", type=_positive_int, default=4, help="GRPO group size (default 4)")
+    p.add_argument("--num-generations", type=positive_int, default=4, help="GRPO group size (default 4)")
     p.add_argument("--json", action="store_true", help="print the training accounting as JSON")
     p.set_defaults(func=_train)
-
-
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"must be a positive integer, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be a positive integer, got {value}")
-    return value
 
 
 def _config(path: str | None) -> ExperimentConfig:
