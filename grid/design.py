@@ -36,7 +36,7 @@ from grid.models import RunSpec, run_id_for
 from grid.split import SPLIT_RULE, heldout_mask
 from toolscale.config import ExperimentConfig, ModelSize
 
-__all__ = ["Design", "Cell", "DesignError", "build_design", "design_version", "ALGORITHM_VERSION"]
+__all__ = ["Design", "Cell", "DesignError", "build_design", "design_version", "planned_epochs", "ALGORITHM_VERSION"]
 
 ALGORITHM_VERSION = "1"
 """Bumped when the same config would give different runs; part of every design version."""
@@ -88,9 +88,10 @@ class Design(BaseModel):
     """JSON-able summary: runs, levels per axis, resolution, held-out runs, extrapolation factor, cost..."""
 
 
-def design_version(config: ExperimentConfig) -> str:
-    """``d-`` + the first 12 hex digits of the sha256 of the design-determining config parts."""
-    key = {
+def design_version(config: ExperimentConfig, learning_rates: dict[str, float] | None = None) -> str:
+    """``d-`` + the first 12 hex digits of the sha256 of the design-determining config parts (and the
+    learning rates a scan's rule set, when given)."""
+    key: dict[str, Any] = {
         "algorithm": ALGORITHM_VERSION,
         "experiment": config.experiment.name,
         "seeds": list(config.experiment.seeds),
@@ -98,6 +99,10 @@ def design_version(config: ExperimentConfig) -> str:
         "ladder": [m.model_dump(mode="json") for m in config.ladder],
         "design": config.design.model_dump(mode="json"),
     }
+    if config.train.max_epochs is not None:
+        key["max_epochs"] = config.train.max_epochs
+    if learning_rates:
+        key["learning_rates"] = {k: float(v) for k, v in sorted(learning_rates.items())}
     return "d-" + hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:12]
 
 
@@ -132,7 +137,29 @@ def _seed(config: ExperimentConfig, i: int) -> int:
 
 
 def _cells(config: ExperimentConfig) -> list[tuple[ModelSize, float, int, float, float]]:
-    """(rung, multiplier, steps, N, D) for every cell, ladder order then multiplier order."""
+    """(rung, multiplier, steps, N, D) for every cell, ladder order then multiplier order.
+
+    With ``design.tokens_per_param`` the multiplier is D / N: ``steps = ceil(tpp x N / (batch x s))``
+    with ``s = design.tokens_per_sequence`` and planned ``D = steps x batch x s``; otherwise it multiplies
+    the rung's ``max_steps`` and ``D = steps x batch x max_seq_len``. N is the count ``design.param_count``
+    names.
+    """
+    count = config.design.param_count
+    tpp = config.design.tokens_per_param
+    if tpp is not None:
+        bad = [m for m in tpp if not (math.isfinite(m) and m > 0)]
+        if not tpp or bad:
+            raise DesignError(f"design.tokens_per_param must be positive numbers, got {bad or tpp}")
+        if len(set(tpp)) != len(tpp):
+            raise DesignError(f"design.tokens_per_param has duplicates: {tpp}")
+        seq = config.design.tokens_per_sequence
+        out = []
+        for rung in config.ladder:
+            n = rung.counted_params(count)
+            for m in tpp:
+                steps = max(1, math.ceil(m * n / (rung.batch_size * seq) - 1e-9))
+                out.append((rung, float(m), steps, n, float(steps * rung.batch_size * seq)))
+        return out
     mults = config.design.token_multipliers
     if not mults:
         raise DesignError("design.token_multipliers is empty; use [1.0] for the rungs' own token counts")
@@ -146,7 +173,7 @@ def _cells(config: ExperimentConfig) -> list[tuple[ModelSize, float, int, float,
         for m in mults:
             steps = max(1, math.ceil(rung.max_steps * m - 1e-9))
             tokens = float(steps * rung.batch_size * rung.max_seq_len)
-            out.append((rung, float(m), steps, rung.approx_params, tokens))
+            out.append((rung, float(m), steps, rung.counted_params(count), tokens))
     return out
 
 
@@ -195,12 +222,15 @@ def _top_points(fraction: float, other_runs: int, replicates: int) -> int:
     return k
 
 
-def build_design(config: ExperimentConfig) -> Design:
+def build_design(config: ExperimentConfig, learning_rates: dict[str, float] | None = None) -> Design:
     """Plan every run of the experiment: points x cells x seeds, with the held-out split.
 
     Parameters
     ----------
     config : the validated experiment config (axes, ladder, design, experiment seeds).
+    learning_rates : peak learning rate per rung (a learning-rate scan's rule, ``toolscale lr-scan``);
+        recorded in each run's ``metadata.learning_rate`` and part of the design version. None: each
+        rung's own ``learning_rate``.
 
     Returns
     -------
@@ -213,7 +243,8 @@ def build_design(config: ExperimentConfig) -> Design:
     DesignError
         Too few levels, an unreachable resolution, an empty or collapsing axis range,
         conflicting constraints, a held-out split without a fitted run, or held-out runs
-        less than ``design.min_extrapolation_factor`` above the fitted ones.
+        less than ``design.min_extrapolation_factor`` above the fitted ones (the message names the
+        factor reached), or a run planned above ``train.max_epochs`` passes over its tasks (named).
 
     Notes
     -----
@@ -225,7 +256,10 @@ def build_design(config: ExperimentConfig) -> Design:
     """
     spec = config.design
     names = [a.name for a in config.axes]
-    version = design_version(config)
+    version = design_version(config, learning_rates)
+    unknown = sorted(set(learning_rates or {}) - {m.name for m in config.ladder})
+    if unknown:
+        raise DesignError(f"learning rates given for unknown rungs {unknown}")
     coded, is_center, points, constrained, report, info = _plan_points(config)
     point_seeds = _point_seeds(config, is_center)
 
@@ -265,7 +299,13 @@ def build_design(config: ExperimentConfig) -> Design:
                     model_size=rung.name, model_params=n_params, train_tokens=tokens,
                     train_flops=6.0 * n_params * tokens, token_multiplier=mult, seed=seed,
                     metadata={"point": p, "center": is_center[p], "max_steps": steps, "design_kind": spec.kind,
-                              "coded": {n: round(float(coded[p, i]), 6) for i, n in enumerate(names)}}))
+                              "coded": {n: round(float(coded[p, i]), 6) for i, n in enumerate(names)},
+                              "params_total": rung.approx_params,
+                              "params_nonembedding": rung.approx_params_nonembedding,
+                              "param_count": spec.param_count,
+                              "learning_rate": float((learning_rates or {}).get(rung.name, rung.learning_rate)),
+                              **({"tokens_per_param": mult} if spec.tokens_per_param is not None else {})}))
+    _check_epochs(config, runs)
 
     rule = SPLIT_RULE.format(fraction=f)
     mask = heldout_mask([r.train_flops for r in runs], f) if f > 0 else [False] * len(runs)
@@ -281,11 +321,15 @@ def build_design(config: ExperimentConfig) -> Design:
         factor = max(held_flops) / max(fit_flops)
         if factor < spec.min_extrapolation_factor - 1e-9:
             rung, mult, steps = cells[top][0], cells[top][1], cells[top][2]
-            need = math.ceil(rung.max_steps * spec.min_extrapolation_factor / factor)
+            if spec.tokens_per_param is not None:
+                hint = (f"widen rung {rung.name!r} (at a fixed tokens-per-parameter multiple FLOPs grow as N^2: "
+                        f"N x {math.sqrt(spec.min_extrapolation_factor / factor):.3g}) or shrink the fitted rungs")
+            else:
+                need = math.ceil(rung.max_steps * spec.min_extrapolation_factor / factor)
+                hint = f"raise rung {rung.name!r} max_steps to >= {need} (or add a larger rung / token multiplier)"
             raise DesignError(
                 f"held-out runs reach only {factor:.3g}x the largest fitted run's FLOPs, below "
-                f"design.min_extrapolation_factor = {spec.min_extrapolation_factor:g}; raise rung {rung.name!r} "
-                f"max_steps to >= {need} (or add a larger rung / token multiplier)")
+                f"design.min_extrapolation_factor = {spec.min_extrapolation_factor:g}; {hint}")
 
     cell_rows = []
     for c, (rung, mult, steps, n_params, tokens) in enumerate(cells):
@@ -298,6 +342,36 @@ def build_design(config: ExperimentConfig) -> Design:
                        constrained, duplicates)
     return Design(experiment=config.experiment.name, version=version, kind=spec.kind, runs=runs, points=points,
                   cells=cell_rows, alias=report, summary=summary)
+
+
+def planned_epochs(run: RunSpec, batch_size: int) -> float | None:
+    """Passes over the run's tasks its steps plan: ``max_steps x batch_size / task_count`` (None without a
+    ``task_count`` axis). An upper bound on sequences per task: the judge filter keeps a few fewer rows."""
+    tasks = run.recipe.get("task_count")
+    if not tasks:
+        return None
+    return int(run.metadata["max_steps"]) * batch_size / float(tasks)
+
+
+def _check_epochs(config: ExperimentConfig, runs: list[RunSpec]) -> None:
+    """DesignError naming the runs planned above ``train.max_epochs`` (before anything trains)."""
+    limit = config.train.max_epochs
+    if limit is None:
+        return
+    sizes = {m.name: m for m in config.ladder}
+    over = []
+    for r in runs:
+        e = planned_epochs(r, sizes[r.model_size].batch_size)
+        if e is not None and e > limit + 1e-9:
+            over.append((e, r))
+    if over:
+        over.sort(key=lambda t: -t[0])
+        e, r = over[0]
+        raise DesignError(
+            f"{len(over)} run(s) plan more than train.max_epochs = {limit:g} passes over their tasks, the most "
+            f"run {r.run_id} ({r.model_size}, {r.metadata['max_steps']} steps x "
+            f"{sizes[r.model_size].batch_size} over task_count {r.recipe['task_count']:g}: {e:.2f} epochs); "
+            "raise the task_count axis's min or plan fewer tokens")
 
 
 def _summary(config: ExperimentConfig, version: str, runs: list[RunSpec], points: list[dict[str, float]],

@@ -33,7 +33,8 @@ from typing import Any
 from grid.models import RunSpec
 from slurm.job import read_context, save_checkpoint
 
-__all__ = ["run_pipeline", "dataset_key", "ensure_dataset", "COMPLETE_MARKER"]
+__all__ = ["run_pipeline", "dataset_key", "ensure_dataset", "ensure_tokenizer", "tokenizer_recipe", "recipe_for",
+           "COMPLETE_MARKER"]
 
 COMPLETE_MARKER = ".complete"
 """File a finished dataset folder holds (written before the folder is renamed into place)."""
@@ -82,6 +83,45 @@ def ensure_dataset(cache: str | Path, key: str, build: Callable[[Path], None]) -
     return final, True
 
 
+def recipe_for(cfg: Any, levels: dict[str, Any], seed: int) -> Any:
+    """The ``synth.models.Recipe`` of axis ``levels`` with the config's ``[synth]`` settings."""
+    from synth.models import Recipe
+
+    settings = {k: v for k, v in cfg.synth.model_dump().items() if k in Recipe.model_fields}
+    return Recipe.from_axes(levels, seed=seed, **settings)
+
+
+def tokenizer_recipe(cfg: Any) -> Any:
+    """The recipe whose dataset trains an experiment's shared tokenizer: every axis at its maximum (all
+    training tools, the most tasks and databases), seed 0. Fixed by the config alone, before any run."""
+    return recipe_for(cfg, {a.name: a.max for a in cfg.axes}, seed=0)
+
+
+def ensure_tokenizer(cfg: Any, cache: str | Path) -> Path:
+    """The experiment's shared tokenizer folder under ``cache``, trained once (locked, atomic like datasets).
+
+    Byte-level BPE (:func:`train.tokenizer.train_tokenizer`) with the ladder's ``vocab_size``, trained on the
+    conversations of :func:`tokenizer_recipe`; the folder name hashes that recipe and the vocabulary, so
+    every run of the experiment (and a rerun) gets the very same token ids.
+    """
+    recipe = tokenizer_recipe(cfg)
+    vocab = next(m.vocab_size for m in cfg.ladder if not m.pretrained)
+    key = "tok-" + dataset_key({"recipe": recipe.model_dump(mode="json"), "vocab_size": vocab})[3:]
+
+    def build(folder: Path) -> None:
+        from synth.dataset import build_dataset
+        from train.data import read_rows, render_corpus
+        from train.tokenizer import train_tokenizer
+
+        build_dataset(recipe, folder / "corpus")
+        tok = train_tokenizer(render_corpus(read_rows(folder / "corpus")), vocab)
+        tok.save_pretrained(folder)
+        shutil.rmtree(folder / "corpus")
+
+    folder, _ = ensure_dataset(cache, key, build)
+    return folder
+
+
 def _probe_extra(manifest: dict[str, Any], train_flops: float | None) -> dict[str, Any]:
     probe = manifest.get("probe") or {}
     cost = probe.get("cost") or {}
@@ -96,7 +136,6 @@ def _probe_extra(manifest: dict[str, Any], train_flops: float | None) -> dict[st
 def run_pipeline(run: RunSpec, workdir: Path, checkpoint: dict[str, Any] | None) -> dict[str, Any]:
     """Build (or reuse) the run's dataset, train, evaluate; returns the result fields (see :mod:`slurm.jobs`)."""
     from synth.dataset import build_dataset
-    from synth.models import Recipe
     from toolscale.config import ExperimentConfig
 
     ctx = read_context(workdir)
@@ -106,8 +145,7 @@ def run_pipeline(run: RunSpec, workdir: Path, checkpoint: dict[str, Any] | None)
     if run.model_size not in sizes:
         raise KeyError(f"model size {run.model_size!r} is not in the config's ladder ({', '.join(sizes)})")
     size = sizes[run.model_size]
-    settings = {k: v for k, v in cfg.synth.model_dump().items() if k in Recipe.model_fields}
-    recipe = Recipe.from_axes(run.recipe, seed=run.seed, **settings)
+    recipe = recipe_for(cfg, run.recipe, run.seed)
     key = dataset_key(recipe.model_dump(mode="json"))
 
     def build(folder: Path) -> None:
@@ -128,8 +166,13 @@ def run_pipeline(run: RunSpec, workdir: Path, checkpoint: dict[str, Any] | None)
 
     model_dir = Path(workdir) / "model"
     steps = int(run.metadata.get("max_steps", size.max_steps))  # the design's steps (token multiples)
+    lr = run.metadata.get("learning_rate")  # set by the learning-rate scan's rule, when the design used one
+    tok_dir = None
+    if cfg.train.tokenizer == "shared" and not size.pretrained:
+        tok_dir = ensure_tokenizer(cfg, ctx["dataset_cache"])
     stats = train_sft(data_dir, size, model_dir, max_steps=steps, seed=run.seed, threads=cfg.train.threads,
-                      resume=True)
+                      resume=True, tokenizer_dir=tok_dir, learning_rate=float(lr) if lr is not None else None,
+                      max_epochs=cfg.train.max_epochs, label=run.run_id)
     stage_s["train"] = time.monotonic() - t0 - stage_s["dataset"]
     state.update(stage="trained", model=str(model_dir))
     save_checkpoint(workdir, state)
@@ -143,6 +186,9 @@ def run_pipeline(run: RunSpec, workdir: Path, checkpoint: dict[str, Any] | None)
     save_checkpoint(workdir, state)
     return {"metrics": metrics, "train": stats, "dataset_id": manifest.get("dataset_id", key),
             "extra": {"dataset_key": key, "dataset_built_here": built, "dataset_dir": str(data_dir),
+                      "param_count": cfg.design.param_count, "params_total": stats.params,
+                      "learning_rate": float(lr) if lr is not None else size.learning_rate,
+                      "tokenizer": "shared" if tok_dir is not None else "per_run",
                       "probe": _probe_extra(manifest, stats.train_flops),
                       "measured": manifest.get("measured", {}),
                       "stage_s": {k: round(v, 2) for k, v in stage_s.items()}}}
