@@ -55,8 +55,13 @@ def plan_json(plan, context: dict) -> dict:
         "predicted_score": plan.plan.predicted_score, "interval": plan.interval,
         "spend_spread": plan.spend_spread, "marginal_value": plan.marginal_value,
         "baseline": {"spend": plan.baseline.spend, "levels": plan.baseline.levels,
-                     "predicted_score": plan.baseline.predicted_score, "interval": plan.baseline_interval},
+                     "predicted_score": plan.baseline.predicted_score, "interval": plan.baseline_interval,
+                     "method": plan.baseline_method, "own_prediction": plan.baseline_own_prediction},
         "gain_over_baseline": plan.gain_over_baseline, "gain_interval": plan.gain_interval,
+        "pinned": plan.pinned.model_dump(mode="json") if plan.pinned else None,
+        "gain_over_pinned": plan.gain_over_pinned, "pinned_gain_interval": plan.pinned_gain_interval,
+        "decision": plan.decision.model_dump(mode="json"), "replicate_sd": plan.replicate_sd,
+        "law_weights": plan.law_weights,
         "p_beats_baseline": plan.p_beats_baseline, "extrapolation": plan.extrapolation,
         "extrapolation_detail": plan.extrapolation_detail, "optimality": plan.optimality.model_dump(),
         "draws_used": plan.draws_used, "allocation_id": context.get("allocation_id")}
@@ -144,6 +149,16 @@ def _render(plan, ctx: dict) -> None:
     giv = f" (90% interval {plan.gain_interval[0]:+.4f} to {plan.gain_interval[1]:+.4f})" if plan.gain_interval else ""
     pb = f"; P(beats baseline) = {plan.p_beats_baseline:.2f}" if plan.p_beats_baseline is not None else ""
     print(f"diversity-only baseline: {plan.baseline.predicted_score:.4f}; gain {plan.gain_over_baseline:+.4f}{giv}{pb}")
+    print(f"  baseline: {plan.baseline_method}")
+    if plan.pinned is not None and plan.gain_over_pinned is not None:
+        piv = (f" (90% interval {plan.pinned_gain_interval[0]:+.4f} to {plan.pinned_gain_interval[1]:+.4f})"
+               if plan.pinned_gain_interval else "")
+        print(f"same law, quality pinned at baseline: {plan.pinned.predicted_score:.4f}; "
+              f"gain {plan.gain_over_pinned:+.4f}{piv} (>= 0 by construction)")
+    if len(plan.law_weights) > 1:
+        print("intervals mix law forms: " + ", ".join(f"{k} {v:.0%}" for k, v in plan.law_weights.items()))
+    tied = f" (axes that tie: {', '.join(plan.decision.tied_axes)})" if plan.decision.tied_axes else ""
+    print(("DECISION: " if plan.decision.verdict == "recommend" else "") + plan.decision.reason + tied)
     open_axes = {k: v for k, v in plan.marginal_value.items() if k not in capped and math.isfinite(v)}
     if open_axes:
         print(_next_dollar_line(open_axes, unit, metric))
