@@ -42,6 +42,7 @@ from synth.errors import RecipeError, ServerError, SynthError
 from synth.judge import LLMJudge, RuleJudge, judge_trajectory
 from synth.measure import summarize
 from synth.models import STRUCTURES, Manifest, Recipe, ToolDoc
+from synth.narratives import Document, NarrativeSource, narrative_documents
 from synth.plans import (Call, Chain, Plan, ServerSpec, deepen, fan_in_chains, fan_out_chains, max_hops,
                          parallel_chains, sample_chains)
 from synth.provenance import provenance
@@ -84,9 +85,9 @@ def dataset_id(recipe: Recipe, extra: str = "") -> str:
 
 
 class SynthResult:
-    """Rows (JSON lines, in task order), narratives (JSON lines) and the manifest of one synthesis."""
+    """Rows (JSON lines, in task order), the gated mid-training documents and the manifest of one synthesis."""
 
-    def __init__(self, rows: list[str], manifest: Manifest, narratives: list[str]):
+    def __init__(self, rows: list[str], manifest: Manifest, narratives: list[Document]):
         self.rows = rows
         self.manifest = manifest
         self.narratives = narratives
@@ -240,7 +241,7 @@ def synthesize(recipe: Recipe, *, extra_docs: list[ToolDoc] | None = None, judge
     dead: set[tuple[str, tuple[int, int]]] = set()
     order = sorted(tasks, key=lambda t: (t[1], t[4], t[0]))
     tools_json = {s: json.dumps([d.to_openai() for d in specs[s].docs.values()]) for s in servers}
-    narr_src: list[tuple[int, Plan, Any, bool]] = []
+    narr_src: list[NarrativeSource] = []
     seen_queries: set[tuple[str, str]] = set()
     try:
         for done, (i, server, chain, kind, inst) in enumerate(order, 1):
@@ -297,9 +298,10 @@ def synthesize(recipe: Recipe, *, extra_docs: list[ToolDoc] | None = None, judge
                 judge_failures += 1
             stats["defects_planned"] += sum(c.defect is not None for c in calls)
             stats["defects_repaired"] += sum(c.repaired for c in calls)
+            judged_mean = None if verdict.judge_failed else verdict.mean
             if not verdict.accepted:
                 rejections[verdict.reason or "rejected"] += 1
-                narr_src.append((i, plan, trace, False))
+                narr_src.append(NarrativeSource(i, server, plan.query, trace, False, judged_mean))
                 continue
             hops = max((p.hops for p in prov), default=0)
             if hops > recipe.support_depth:
@@ -314,7 +316,7 @@ def synthesize(recipe: Recipe, *, extra_docs: list[ToolDoc] | None = None, judge
                     "task_kind": kind, "augmentation": plan.augmentation}
             row = {"messages": trace.messages, "tools": tools_json[server], "meta": json.dumps(meta)}
             results[i] = (json.dumps(row, ensure_ascii=False), {"meta": meta, "prov": prov, "trace": trace})
-            narr_src.append((i, plan, trace, True))
+            narr_src.append(NarrativeSource(i, server, plan.query, trace, True, judged_mean))
             hops_max.append(hops)
     finally:
         be.close()
@@ -342,11 +344,13 @@ def synthesize(recipe: Recipe, *, extra_docs: list[ToolDoc] | None = None, judge
         judge_failure_rate=judge_failures / judged if judged else 0.0, servers=servers,
         tools=sorted(f"{s}.{t}" for s in servers for t in specs[s].docs),
         db_ids=sorted({m["db_id"] for m in metas}), files={})
-    narratives: list[str] = []
+    documents: list[Document] = []
     if recipe.narratives:
-        from synth.narratives import narrative_documents
-        narratives = narrative_documents(specs, pools, sorted(narr_src, key=lambda x: x[0]))
-    return SynthResult(rows, manifest, narratives)
+        documents, corpus = narrative_documents(specs, pools, narr_src, min_judge=recipe.narrative_min_judge,
+                                                min_coherence=recipe.narrative_min_coherence,
+                                                approx_tokens=approx_tokens)
+        manifest = manifest.model_copy(update={"corpus": corpus})
+    return SynthResult(rows, manifest, documents)
 
 
 def _task_gate(plan: Plan, seen: set[tuple[str, str]]) -> str | None:
@@ -384,7 +388,8 @@ def build_dataset(recipe: Recipe, out_dir: str | Path, *, extra_docs: list[ToolD
     """Synthesise the dataset of one grid point and write it to ``out_dir`` (pinned interface 6).
 
     Writes ``train.jsonl`` (one trajectory row per line, pinned interface 1), ``manifest.json`` and, when
-    ``recipe.narratives``, ``narratives.jsonl``. Files are replaced atomically only after synthesis
+    ``recipe.narratives``, ``narratives.jsonl`` (documents with kind, server and signature) and
+    ``corpus.jsonl`` (one ``{"text"}`` per line, the continued-pretraining corpus). Files are replaced atomically only after synthesis
     succeeded, so a failure loses nothing already there. Same recipe and seed: byte-identical files.
 
     Examples
@@ -403,7 +408,9 @@ def build_dataset(recipe: Recipe, out_dir: str | Path, *, extra_docs: list[ToolD
         files = {"train.jsonl": _write_atomic(out / "train.jsonl", "".join(r + "\n" for r in result.rows))}
         if recipe.narratives:
             files["narratives.jsonl"] = _write_atomic(out / "narratives.jsonl",
-                                                      "".join(r + "\n" for r in result.narratives))
+                                                      "".join(d.json_line() + "\n" for d in result.narratives))
+            files["corpus.jsonl"] = _write_atomic(out / "corpus.jsonl", "".join(
+                json.dumps({"text": d.text}, ensure_ascii=False) + "\n" for d in result.narratives))
         manifest = result.manifest.model_copy(update={"files": files})
         _write_atomic(out / "manifest.json", json.dumps(manifest.model_dump(mode="json"), indent=2, sort_keys=True)
                       + "\n")

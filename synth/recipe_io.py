@@ -31,7 +31,9 @@ max_chain_len = 4       # longest random-walk chain, in calls
 backend = "emulator"    # "emulator" (in-process tool logic) or "live" (stdio MCP servers, one per instance)
 judge_threshold = 0.7   # minimum mean of the seven judge scores to keep a trajectory
 # domains = ["travel", "banking"]   # restrict to these training domains (default: all but held-out)
-narratives = false      # also write narratives.jsonl (mid-training documents)
+narratives = false      # also write the mid-training corpus: narratives.jsonl and corpus.jsonl (seed 001)
+narrative_min_judge = 0.7     # corpus judge gate: a document's trajectory needs this mean judge score
+narrative_min_coherence = 4   # corpus coherence gate, 1..5
 # llm_url = "http://localhost:8000/v1"   # optional OpenAI-compatible judge; never required
 """
 """The documented example printed by ``toolscale synth --example-recipe``."""
