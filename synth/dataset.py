@@ -22,7 +22,10 @@ How each knob acts:
     each action becomes non-derivable with probability ``defect_rate`` (a skipped lookup: its supplier
     runs hidden; or a memorised constant: the query omits its value); each such defect is re-synthesised
     (undone) with probability ``repair_rate``. Labels in ``meta`` come from the provenance check of the
-    final conversation (:mod:`synth.provenance`), not from the plan.
+    final conversation (:mod:`synth.provenance`), not from the plan;
+``transform_rate``
+    each argument is shown only transformed with this probability (:mod:`synth.transforms`); an action
+    whose only unmatched arguments are shown transformed stays derivable (``meta.transformed_calls``).
 """
 
 from __future__ import annotations
@@ -50,6 +53,7 @@ from synth.selection import bundled_spec, document_spec, select_tools
 from synth.servers import catalog
 from synth.servers.db import db_id, db_instances, make_database
 from synth.tasks import instantiate, render_query
+from synth.transforms import pick_transforms, shown_transformed, transformed_arguments
 
 __all__ = ["SYNTH_VERSION", "select_tools", "bundled_spec", "document_spec", "synthesize", "build_dataset",
            "dataset_id", "approx_tokens", "SynthResult"]
@@ -79,7 +83,10 @@ def approx_tokens(text: str) -> int:
 
 def dataset_id(recipe: Recipe, extra: str = "") -> str:
     """Content hash of the recipe, the synthesis version and any extra tool documents (16 hex digits)."""
-    blob = json.dumps({"recipe": recipe.model_dump(mode="json"), "v": SYNTH_VERSION, "extra": extra}, sort_keys=True)
+    dump = recipe.model_dump(mode="json")
+    if not dump.get("transform_rate"):  # keeps the ids of recipes written before the knob existed
+        dump.pop("transform_rate", None)
+    blob = json.dumps({"recipe": dump, "v": SYNTH_VERSION, "extra": extra}, sort_keys=True)
     return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
 
@@ -265,6 +272,7 @@ def synthesize(recipe: Recipe, *, extra_docs: list[ToolDoc] | None = None, judge
                 for c in calls[n_steps:]:
                     c.side = True
                 _pick_defects(calls, rng, recipe.defect_rate, recipe.repair_rate)
+                pick_transforms(calls, rng, recipe.transform_rate)
                 cand = Plan(task_id=f"t{i:06d}", server=server,
                             db_id=db_id(server, *inst) if spec.kind == "bundled" else f"{server}:emulated:s{inst[0]}",
                             instance=inst, calls=calls, structure=chain.structure, signature=chain.signature,
@@ -288,7 +296,11 @@ def synthesize(recipe: Recipe, *, extra_docs: list[ToolDoc] | None = None, judge
                 continue
             stats["trajectories"] += 1
             prov = provenance(trace.messages)
-            nonderiv = [p.call_id for p in prov if not p.derivable]
+            shown = shown_transformed(calls, trace.transformed)
+            sent = {r.id: r.args for r in trace.records}
+            transformed = {p.call_id: t for p in prov if not p.derivable and sent.get(p.call_id) is not None
+                           and (t := transformed_arguments(p.missing, sent[p.call_id], shown))}
+            nonderiv = [p.call_id for p in prov if not p.derivable and p.call_id not in transformed]
             repaired_ids = [cid for c in calls if c.repaired for cid in trace.ids_by_plan.get(c.idx, [])]
             repaired_ids = [cid for cid in repaired_ids if cid not in nonderiv]
             verdict = judge_trajectory(judge, trace.messages, recipe.judge_threshold,
@@ -312,6 +324,8 @@ def synthesize(recipe: Recipe, *, extra_docs: list[ToolDoc] | None = None, judge
                     "support_depth": hops, "injected_errors": trace.injected,
                     "judge": {**{k: round(v, 4) for k, v in verdict.scores.items()}, "mean": round(verdict.mean, 4)},
                     "task_kind": kind, "augmentation": plan.augmentation}
+            if transformed:
+                meta["transformed_calls"] = transformed
             row = {"messages": trace.messages, "tools": tools_json[server], "meta": json.dumps(meta)}
             results[i] = (json.dumps(row, ensure_ascii=False), {"meta": meta, "prov": prov, "trace": trace})
             narr_src.append((i, plan, trace, True))
