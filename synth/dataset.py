@@ -22,7 +22,10 @@ How each knob acts:
     each action becomes non-derivable with probability ``defect_rate`` (a skipped lookup: its supplier
     runs hidden; or a memorised constant: the query omits its value); each such defect is re-synthesised
     (undone) with probability ``repair_rate``. Labels in ``meta`` come from the provenance check of the
-    final conversation (:mod:`synth.provenance`), not from the plan.
+    final conversation (:mod:`synth.provenance`), not from the plan;
+``transform_rate``
+    each argument is shown only transformed with this probability (:mod:`synth.transforms`); an action
+    whose only unmatched arguments are shown transformed stays derivable (``meta.transformed_calls``).
 """
 
 from __future__ import annotations
@@ -68,7 +71,10 @@ def approx_tokens(text: str) -> int:
 
 def dataset_id(recipe: Recipe, extra: str = "") -> str:
     """Content hash of the recipe, the synthesis version and any extra tool documents (16 hex digits)."""
-    blob = json.dumps({"recipe": recipe.model_dump(mode="json"), "v": SYNTH_VERSION, "extra": extra}, sort_keys=True)
+    dump = recipe.model_dump(mode="json")
+    if not dump.get("transform_rate"):  # keeps the ids of recipes written before the knob existed
+        dump.pop("transform_rate", None)
+    blob = json.dumps({"recipe": dump, "v": SYNTH_VERSION, "extra": extra}, sort_keys=True)
     return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
 

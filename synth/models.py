@@ -85,6 +85,10 @@ class Recipe(_Frozen):
     """Probability that a tool call gets an injected error (timeout, unreachable, invalid argument)."""
     defect_rate: float = Field(default=0.3, ge=0.0, le=1.0)
     """Probability that a task gets a non-derivable action (skipped lookup or memorised constant) before repair."""
+    transform_rate: float = Field(default=0.0, ge=0.0, le=1.0)
+    """Share of arguments whose value the visible history shows only transformed (converted units or currency,
+    a reformatted date, changed case or separators, arithmetic on shown numbers, an id through its register;
+    :mod:`synth.transforms`), a fraction. Such actions stay derivable; exact-match provenance misses them."""
     max_chain_len: int = Field(default=4, ge=1, le=8)
     """Most tool calls in a task's plan (retries not counted), in calls."""
     backend: Literal["emulator", "live"] = "emulator"

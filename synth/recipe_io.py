@@ -27,6 +27,7 @@ seed = 0                # same recipe + seed -> byte-identical dataset
 # ---- settings (usually from the config's [synth] section) ------------------
 error_rate = 0.2        # injected tool errors per call: timeout, unreachable, invalid argument
 defect_rate = 0.3       # probability an action is made non-derivable (skipped lookup, memorised constant)
+transform_rate = 0.0    # share of arguments shown only transformed (units, dates, case, sums...): still derivable
 max_chain_len = 4       # longest random-walk chain, in calls
 backend = "emulator"    # "emulator" (in-process tool logic) or "live" (stdio MCP servers, one per instance)
 judge_threshold = 0.7   # minimum mean of the seven judge scores to keep a trajectory

@@ -26,6 +26,7 @@ from synth.rollout import Trace
 from synth.servers.db import db_id
 from synth.taskplan import TaskSlot
 from synth.tasks import instantiate
+from synth.transforms import pick_transforms, shown_transformed, transformed_arguments
 
 __all__ = ["TASK_ATTEMPTS", "JUDGE_TIMEOUT_S", "Accepted", "Tally", "pick_defects", "write_task",
            "roll_out"]
@@ -116,6 +117,7 @@ def write_task(recipe: Recipe, slot: TaskSlot, spec: ServerSpec, db: dict[str, l
         for c in calls[n_steps:]:
             c.side = True
         pick_defects(calls, rng, recipe.defect_rate, recipe.repair_rate)
+        pick_transforms(calls, rng, recipe.transform_rate)
         inst = slot.instance
         cand = Plan(task_id=f"t{slot.index:06d}", server=slot.server,
                     db_id=db_id(slot.server, *inst) if spec.kind == "bundled" else f"{slot.server}:emulated:s{inst[0]}",
@@ -132,6 +134,17 @@ def write_task(recipe: Recipe, slot: TaskSlot, spec: ServerSpec, db: dict[str, l
     return None
 
 
+def _transformed_calls(plan: Plan, trace: Trace, prov: list[ActionProvenance]) -> dict[str, dict[str, str]]:
+    """``call id -> {param: kind}`` of the calls exact matching misses only because values are shown
+    transformed (:mod:`synth.transforms`); they stay derivable in the labels."""
+    shown = shown_transformed(plan.calls, trace.transformed)
+    if not shown:
+        return {}
+    sent = {r.id: r.args for r in trace.records}
+    return {p.call_id: t for p in prov if not p.derivable and p.call_id in sent
+            and (t := transformed_arguments(p.missing, sent[p.call_id], shown))}
+
+
 def roll_out(recipe: Recipe, slot: TaskSlot, plan: Plan, spec: ServerSpec, backend: Backend, roles: Roles,
              tools_json: str, tally: Tally) -> tuple[Accepted | None, NarrativeSource | None]:
     """Phase 5: roll out, judge and label one task; ``(accepted or None, judged or None)``."""
@@ -145,7 +158,8 @@ def roll_out(recipe: Recipe, slot: TaskSlot, plan: Plan, spec: ServerSpec, backe
         return None, None
     tally.stats["trajectories"] += 1
     prov = provenance(trace.messages)
-    nonderiv = [p.call_id for p in prov if not p.derivable]
+    transformed = _transformed_calls(plan, trace, prov)
+    nonderiv = [p.call_id for p in prov if not p.derivable and p.call_id not in transformed]
     repaired_ids = [cid for c in plan.calls if c.repaired for cid in trace.ids_by_plan.get(c.idx, [])]
     repaired_ids = [cid for cid in repaired_ids if cid not in nonderiv]
     judge = roles.judge
@@ -170,6 +184,8 @@ def roll_out(recipe: Recipe, slot: TaskSlot, plan: Plan, spec: ServerSpec, backe
             "support_depth": hops, "injected_errors": trace.injected,
             "judge": {**{k: round(v, 4) for k, v in verdict.scores.items()}, "mean": round(verdict.mean, 4)},
             "task_kind": slot.kind, "augmentation": plan.augmentation}
+    if transformed:
+        meta["transformed_calls"] = transformed
     row = {"messages": trace.messages, "tools": tools_json, "meta": json.dumps(meta)}
     return (Accepted(slot.index, json.dumps(row, ensure_ascii=False), meta, prov, trace, hops),
             NarrativeSource(slot.index, slot.server, plan.query, trace, True, judge_mean))
