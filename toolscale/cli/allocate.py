@@ -9,7 +9,7 @@ from toolscale.cli._common import (Formatter, add_registry_args, config_of, emit
                                    registry_path)
 from toolscale.errors import UsageError
 
-__all__ = ["register", "plan_json"]
+__all__ = ["register"]
 
 EXAMPLES = """\
 examples:
@@ -45,28 +45,6 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=_serve)
 
 
-def plan_json(plan, context: dict) -> dict:
-    """The JSON contract of ``allocate --json``."""
-    return {
-        "budget": plan.budget.value, "unit": plan.budget.unit, "benchmark": plan.benchmark,
-        "experiment": context["experiment"], "law": context["law"], "fit_id": context["fit_id"],
-        "simulated": context["simulated"], "metric": context["metric"], "model_params": plan.model_params,
-        "spend": plan.plan.spend, "levels": plan.plan.levels, "total_cost": plan.plan.total_cost,
-        "predicted_score": plan.plan.predicted_score, "interval": plan.interval,
-        "spend_spread": plan.spend_spread, "marginal_value": plan.marginal_value,
-        "baseline": {"spend": plan.baseline.spend, "levels": plan.baseline.levels,
-                     "predicted_score": plan.baseline.predicted_score, "interval": plan.baseline_interval,
-                     "method": plan.baseline_method, "own_prediction": plan.baseline_own_prediction},
-        "gain_over_baseline": plan.gain_over_baseline, "gain_interval": plan.gain_interval,
-        "pinned": plan.pinned.model_dump(mode="json") if plan.pinned else None,
-        "gain_over_pinned": plan.gain_over_pinned, "pinned_gain_interval": plan.pinned_gain_interval,
-        "decision": plan.decision.model_dump(mode="json"), "replicate_sd": plan.replicate_sd,
-        "law_weights": plan.law_weights,
-        "p_beats_baseline": plan.p_beats_baseline, "extrapolation": plan.extrapolation,
-        "extrapolation_detail": plan.extrapolation_detail, "optimality": plan.optimality.model_dump(),
-        "draws_used": plan.draws_used, "allocation_id": context.get("allocation_id")}
-
-
 def _next_dollar_line(open_axes: dict[str, float], unit: str, metric: str) -> str:
     """Where the next budget unit goes; axes within 1% of the best marginal value are named together
     (at an interior optimum every axis that gets spend buys the same: the KKT condition)."""
@@ -92,6 +70,7 @@ def _sweep_budgets(text: str) -> list[float]:
 
 
 def _allocate(args: argparse.Namespace) -> int:
+    from allocator.report import plan_json
     from allocator.service import plan_allocation
 
     cfg = config_of(args)
@@ -109,6 +88,7 @@ def _allocate(args: argparse.Namespace) -> int:
 
 def _sweep(args: argparse.Namespace, kwargs: dict) -> int:
     from allocator.plots import sweep_plot
+    from allocator.report import plan_json
     from allocator.service import plan_allocation
 
     plans, warm = [], []
