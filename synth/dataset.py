@@ -1,7 +1,11 @@
 """Knobs -> dataset: the SFT trajectory dataset of one grid point (pinned interface 6).
 
 :func:`synthesize` is the pure core (recipe in, rows and manifest out); :func:`build_dataset` writes
-``DIR/train.jsonl`` and ``DIR/manifest.json`` atomically (a failure leaves earlier files untouched).
+``DIR/train.jsonl``, ``DIR/rejected.jsonl`` (every rejected task with its reasons) and
+``DIR/manifest.json`` atomically (a failure leaves earlier files untouched). When the recipe configures
+LLM roles (``[llm.<role>]``), :func:`build_dataset` opens one :class:`~synth.llm.client.LLMClient` with
+the response cache, checks every endpoint first (an endpoint that is down fails in seconds, before
+anything is written), and the manifest's ``llm`` key holds requests, tokens and dollars per role.
 
 How each knob acts:
 
@@ -41,7 +45,7 @@ from synth.backends import EmulatorBackend, InProcessBackend, RoutingBackend
 from synth.errors import RecipeError, ServerError, SynthError
 from synth.judge import LLMJudge, RuleJudge, judge_trajectory
 from synth.measure import summarize
-from synth.models import STRUCTURES, Manifest, Recipe, ToolDoc
+from synth.models import STRUCTURES, Manifest, Recipe, RejectedRow, ToolDoc
 from synth.plans import (Call, Chain, Plan, ServerSpec, deepen, fan_in_chains, fan_out_chains, max_hops,
                          parallel_chains, sample_chains)
 from synth.provenance import provenance
@@ -52,7 +56,7 @@ from synth.servers.db import db_id, db_instances, make_database
 from synth.tasks import instantiate, render_query
 
 __all__ = ["SYNTH_VERSION", "select_tools", "bundled_spec", "document_spec", "synthesize", "build_dataset",
-           "dataset_id", "approx_tokens", "SynthResult"]
+           "dataset_id", "approx_tokens", "SynthResult", "open_llm"]
 
 SYNTH_VERSION = "1"
 """Version of the output format and synthesis logic (part of the dataset id)."""
@@ -77,19 +81,33 @@ def approx_tokens(text: str) -> int:
     return len(_TOK.findall(text))
 
 
+_LLM_OPERATIONAL = {"api_key_env", "concurrency", "timeout_s", "max_tries", "price_in", "price_out"}
+"""LLM role settings that change how data is fetched or priced, not what it is (left out of the id)."""
+
+
 def dataset_id(recipe: Recipe, extra: str = "") -> str:
-    """Content hash of the recipe, the synthesis version and any extra tool documents (16 hex digits)."""
-    blob = json.dumps({"recipe": recipe.model_dump(mode="json"), "v": SYNTH_VERSION, "extra": extra}, sort_keys=True)
+    """Content hash of the recipe, the synthesis version and any extra tool documents (16 hex digits).
+
+    Of the LLM roles only what shapes the data counts (``base_url``, ``model``, ``temperature``,
+    ``max_tokens``); a recipe without roles hashes as before they existed.
+    """
+    data = recipe.model_dump(mode="json")
+    llm = data.pop("llm")
+    if llm:
+        data["llm"] = {r: {k: v for k, v in spec.items() if k not in _LLM_OPERATIONAL} for r, spec in llm.items()}
+    blob = json.dumps({"recipe": data, "v": SYNTH_VERSION, "extra": extra}, sort_keys=True)
     return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
 
 class SynthResult:
-    """Rows (JSON lines, in task order), narratives (JSON lines) and the manifest of one synthesis."""
+    """Rows (JSON lines, in task order), rejected rows (:class:`~synth.models.RejectedRow` JSON lines, in
+    task order), narratives (JSON lines) and the manifest of one synthesis."""
 
-    def __init__(self, rows: list[str], manifest: Manifest, narratives: list[str]):
+    def __init__(self, rows: list[str], manifest: Manifest, narratives: list[str], rejected: list[str] | None = None):
         self.rows = rows
         self.manifest = manifest
         self.narratives = narratives
+        self.rejected = rejected or []
 
 
 def _make_backend(recipe: Recipe, extra_docs: list[ToolDoc], backend: Any) -> RoutingBackend:
@@ -131,8 +149,23 @@ def _pick_defects(calls: list[Call], rng: random.Random, defect_rate: float, rep
             c.vague.add(target)
 
 
+def open_llm(recipe: Recipe, cache: Any = None) -> Any:
+    """An :class:`~synth.llm.client.LLMClient` for the recipe's roles (None when it has none).
+
+    ``cache`` is a :class:`~synth.llm.cache.ResponseCache` or folder; None uses
+    :func:`synth.llm.cache.default_cache_dir`. Raises ``LLMConfigError`` for a missing API key variable.
+    """
+    roles = recipe.llm_roles()
+    if not roles:
+        return None
+    from synth.llm.cache import default_cache_dir
+    from synth.llm.client import LLMClient
+
+    return LLMClient(roles, cache=default_cache_dir() if cache is None else cache)
+
+
 def synthesize(recipe: Recipe, *, extra_docs: list[ToolDoc] | None = None, judge: Any = None,
-               backend: Any = None, progress: Any = None) -> SynthResult:
+               backend: Any = None, progress: Any = None, llm: Any = None) -> SynthResult:
     """Build the dataset of one grid point in memory (the pure core of :func:`build_dataset`).
 
     Parameters
@@ -149,6 +182,9 @@ def synthesize(recipe: Recipe, *, extra_docs: list[ToolDoc] | None = None, judge
         Backend for bundled servers (default: in-process, or live stdio when ``recipe.backend == "live"``).
     progress : callable, optional
         Called as ``progress(done, total)`` after each task.
+    llm : LLMClient, optional
+        The client of the recipe's LLM roles (:func:`open_llm`); its usage goes to ``manifest.llm``.
+        A configured ``judge`` role replaces the rule judge (unless ``judge`` is given).
     """
     extra_docs = list(extra_docs or [])
     extra_specs: dict[str, ServerSpec] = {}
@@ -161,7 +197,7 @@ def synthesize(recipe: Recipe, *, extra_docs: list[ToolDoc] | None = None, judge
         extra_specs[s] = document_spec(s, docs)
     specs = select_tools(recipe, extra_specs)
     if judge is None:
-        judge = LLMJudge(recipe.llm_url) if recipe.llm_url else RuleJudge()
+        judge = LLMJudge(llm) if llm is not None and llm.has("judge") else RuleJudge()
     seed = recipe.seed
     dropped: Counter[str] = Counter()
     pools: dict[str, list[Chain]] = {}
@@ -242,12 +278,20 @@ def synthesize(recipe: Recipe, *, extra_docs: list[ToolDoc] | None = None, judge
     tools_json = {s: json.dumps([d.to_openai() for d in specs[s].docs.values()]) for s in servers}
     narr_src: list[tuple[int, Plan, Any, bool]] = []
     seen_queries: set[tuple[str, str]] = set()
+    rejected: list[tuple[int, str]] = []
+
+    def reject(i: int, server: str, stage: str, reason: str, detail: str | None = None, messages: Any = None,
+               scores: dict[str, float] | None = None) -> None:
+        rejections[reason] += 1
+        rejected.append((i, RejectedRow(task_id=f"t{i:06d}", server=server, stage=stage, reasons=[reason],
+                                        detail=detail, messages=messages, judge=scores or {}).model_dump_json()))
+
     try:
         for done, (i, server, chain, kind, inst) in enumerate(order, 1):
             if progress is not None:
                 progress(done, len(order))
             if (server, inst) in dead:
-                rejections["server_error"] += 1
+                reject(i, server, "rollout", "server_error", "an earlier task of this database found the server dead")
                 continue
             rng = random.Random(f"{seed}:task:{i}")
             spec = specs[server]
@@ -275,16 +319,15 @@ def synthesize(recipe: Recipe, *, extra_docs: list[ToolDoc] | None = None, judge
                     plan = cand
                     break
             if plan is None:
-                rejections["no_values" if calls is None else f"task_gate:{reason}"] += 1
+                reject(i, server, "task", "no_values" if calls is None else f"task_gate:{reason}")
                 continue
             seen_queries.add((server, plan.query))
             try:
                 trace = execute(plan, be, random.Random(f"{seed}:exec:{i}"), recipe.error_rate)
             except ServerError as err:
-                rejections["server_error"] += 1
+                reject(i, server, "rollout", "server_error", str(err)[:200])
                 dead.add((server, inst))
                 stats[f"server_error:{server}"] += 1
-                del err
                 continue
             stats["trajectories"] += 1
             prov = provenance(trace.messages)
@@ -298,13 +341,15 @@ def synthesize(recipe: Recipe, *, extra_docs: list[ToolDoc] | None = None, judge
             stats["defects_planned"] += sum(c.defect is not None for c in calls)
             stats["defects_repaired"] += sum(c.repaired for c in calls)
             if not verdict.accepted:
-                rejections[verdict.reason or "rejected"] += 1
+                reject(i, server, "judge", verdict.reason or "rejected", messages=trace.messages,
+                       scores=_scored(verdict))
                 narr_src.append((i, plan, trace, False))
                 continue
             hops = max((p.hops for p in prov), default=0)
             if hops > recipe.support_depth:
                 # a skipped lookup can leave only an older observation holding the value
-                rejections["exceeds_support_depth"] += 1
+                reject(i, server, "filter", "exceeds_support_depth", f"support depth {hops} > {recipe.support_depth}",
+                       messages=trace.messages, scores=_scored(verdict))
                 continue
             meta = {"task_id": plan.task_id, "server": server, "db_id": plan.db_id,
                     "chain": [c.tool for c in plan.ordered()], "signature": plan.signature, "structure": plan.structure,
@@ -341,12 +386,20 @@ def synthesize(recipe: Recipe, *, extra_docs: list[ToolDoc] | None = None, judge
         dropped_chains=dict(sorted(dropped.items())), rejections=dict(sorted(rejections.items())),
         judge_failure_rate=judge_failures / judged if judged else 0.0, servers=servers,
         tools=sorted(f"{s}.{t}" for s in servers for t in specs[s].docs),
-        db_ids=sorted({m["db_id"] for m in metas}), files={})
+        db_ids=sorted({m["db_id"] for m in metas}), files={},
+        llm=llm.usage(accepted=len(rows)) if llm is not None else {})
     narratives: list[str] = []
     if recipe.narratives:
         from synth.narratives import narrative_documents
         narratives = narrative_documents(specs, pools, sorted(narr_src, key=lambda x: x[0]))
-    return SynthResult(rows, manifest, narratives)
+    return SynthResult(rows, manifest, narratives, [r for _, r in sorted(rejected, key=lambda x: x[0])])
+
+
+def _scored(verdict: Any) -> dict[str, float]:
+    """A verdict's scores and mean, rounded as in accepted rows' ``meta.judge``."""
+    if verdict.mean is None:
+        return {}
+    return {**{k: round(v, 4) for k, v in verdict.scores.items()}, "mean": round(verdict.mean, 4)}
 
 
 def _task_gate(plan: Plan, seen: set[tuple[str, str]]) -> str | None:
@@ -380,12 +433,18 @@ def _write_atomic(path: Path, text: str) -> str:
 
 
 def build_dataset(recipe: Recipe, out_dir: str | Path, *, extra_docs: list[ToolDoc] | None = None,
-                  judge: Any = None, backend: Any = None, progress: Any = None) -> Manifest:
+                  judge: Any = None, backend: Any = None, progress: Any = None, llm: Any = None,
+                  llm_cache: Any = None) -> Manifest:
     """Synthesise the dataset of one grid point and write it to ``out_dir`` (pinned interface 6).
 
-    Writes ``train.jsonl`` (one trajectory row per line, pinned interface 1), ``manifest.json`` and, when
+    Writes ``train.jsonl`` (one trajectory row per line, pinned interface 1), ``rejected.jsonl`` (one
+    :class:`~synth.models.RejectedRow` per rejected task), ``manifest.json`` and, when
     ``recipe.narratives``, ``narratives.jsonl``. Files are replaced atomically only after synthesis
-    succeeded, so a failure loses nothing already there. Same recipe and seed: byte-identical files.
+    succeeded, so a failure loses nothing already there. Same recipe and seed: byte-identical files
+    (with LLM roles: byte-identical when the replies come from the response cache).
+
+    ``llm`` is an open client for the recipe's roles; None opens one (:func:`open_llm`, with
+    ``llm_cache``) when the recipe has roles, checks its endpoints before synthesis, and closes it.
 
     Examples
     --------
@@ -397,10 +456,20 @@ def build_dataset(recipe: Recipe, out_dir: str | Path, *, extra_docs: list[ToolD
     out = Path(out_dir)
     if out.exists() and not out.is_dir():
         raise RecipeError(f"output path {str(out)!r} exists and is not a directory")
-    result = synthesize(recipe, extra_docs=extra_docs, judge=judge, backend=backend, progress=progress)
+    own = llm is None
+    if own:
+        llm = open_llm(recipe, llm_cache)
+    try:
+        if own and llm is not None:
+            llm.check()
+        result = synthesize(recipe, extra_docs=extra_docs, judge=judge, backend=backend, progress=progress, llm=llm)
+    finally:
+        if own and llm is not None:
+            llm.close()
     try:
         out.mkdir(parents=True, exist_ok=True)
-        files = {"train.jsonl": _write_atomic(out / "train.jsonl", "".join(r + "\n" for r in result.rows))}
+        files = {"train.jsonl": _write_atomic(out / "train.jsonl", "".join(r + "\n" for r in result.rows)),
+                 "rejected.jsonl": _write_atomic(out / "rejected.jsonl", "".join(r + "\n" for r in result.rejected))}
         if recipe.narratives:
             files["narratives.jsonl"] = _write_atomic(out / "narratives.jsonl",
                                                       "".join(r + "\n" for r in result.narratives))

@@ -12,12 +12,14 @@ import difflib
 import math
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from synth.errors import RecipeError
+from synth.llm.models import LLMUsage
+from toolscale.config import LLMRoleSpec, check_llm_roles
 
 __all__ = ["ToolDoc", "Recipe", "AXIS_KNOBS", "STRUCTURES", "JUDGE_DIMENSIONS", "Message", "TrajectoryMeta",
-           "TrajectoryRow", "JudgeVerdict", "Quarantined", "CollectedServer", "CollectReport", "Manifest"]
+           "TrajectoryRow", "RejectedRow", "JudgeVerdict", "Quarantined", "CollectedServer", "CollectReport", "Manifest"]
 
 STRUCTURES: tuple[str, ...] = ("chain", "fan-in", "fan-out", "parallel")
 """Dependency structures a task can have (the coverage quota applies to each)."""
@@ -100,7 +102,22 @@ class Recipe(_Frozen):
     narratives: bool = False
     """Also write ``narratives.jsonl`` (mid-training documents, seed 001)."""
     llm_url: str | None = None
-    """Optional OpenAI-compatible endpoint for an LLM judge; never needed."""
+    """Legacy LLM judge endpoint (model ``judge``, no key); prefer ``llm.judge``. Never needed."""
+    llm: dict[str, LLMRoleSpec] = Field(default_factory=dict)
+    """LLM endpoint per role (``[llm.<role>]`` in a recipe, ``[synth.llm.<role>]`` in a config); a role
+    left out keeps its offline template."""
+
+    @field_validator("llm")
+    @classmethod
+    def _known_roles(cls, roles: dict) -> dict:
+        return check_llm_roles(roles)
+
+    def llm_roles(self) -> dict[str, LLMRoleSpec]:
+        """The configured LLM roles, the legacy ``llm_url`` as the ``judge`` role when that is not set."""
+        roles = dict(self.llm)
+        if self.llm_url and "judge" not in roles:
+            roles["judge"] = LLMRoleSpec(base_url=self.llm_url, model="judge", timeout_s=30.0)
+        return roles
 
     @model_validator(mode="after")
     def _check(self) -> "Recipe":
@@ -141,7 +158,9 @@ class Recipe(_Frozen):
         except ValidationError as err:
             e = err.errors()[0]
             loc = ".".join(str(x) for x in e["loc"]) or "recipe"
-            raise RecipeError(f"recipe knob {loc}: {e['msg']} (got {e.get('input')!r})") from None
+            got = e.get("input")
+            shown = "" if isinstance(got, dict | list) else f" (got {got!r})"
+            raise RecipeError(f"recipe knob {loc}: {e['msg'].removeprefix('Value error, ')}{shown}") from None
 
     def axes(self) -> dict[str, float]:
         """The requested axis values ``{axis: value}``."""
@@ -210,6 +229,25 @@ class TrajectoryRow(_Frozen):
     """JSON string of the OpenAI tool schemas offered."""
     meta: str
     """JSON string of a :class:`TrajectoryMeta`."""
+
+
+class RejectedRow(_Frozen):
+    """One row of ``rejected.jsonl``: a task or trajectory that did not make ``train.jsonl``, and why."""
+
+    task_id: str
+    """The task's identifier (same numbering as accepted rows)."""
+    server: str
+    """Server (domain) of the task."""
+    stage: Literal["task", "rollout", "judge", "filter"]
+    """Where it was rejected: the task gates, the rollout (server or LLM failure), the judge, a final filter."""
+    reasons: list[str]
+    """Countable reasons (the keys of the manifest's ``rejections``), at least one."""
+    detail: str | None = None
+    """One line for people (e.g. the bad tool call or the endpoint's error), if any."""
+    messages: list[Message] | None = None
+    """The conversation, when one was produced."""
+    judge: dict[str, float] = Field(default_factory=dict)
+    """Judge scores per dimension and ``mean``, when the judge scored it."""
 
 
 class JudgeVerdict(_Frozen):
@@ -298,3 +336,6 @@ class Manifest(_Frozen):
     """Written files (name -> sha256 of contents)."""
     probe: dict[str, Any] | None = None
     """Filled by probes/ (measured groundedness, coverage, cost share); None until probed."""
+    llm: dict[str, LLMUsage] = Field(default_factory=dict)
+    """LLM requests, tokens and dollars per role (empty when no role is configured); ``dollars_per_accepted``
+    is the measured cost of one kept trajectory, the allocator's ``cost_per_unit`` for tasks."""
