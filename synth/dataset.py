@@ -22,7 +22,10 @@ How each knob acts:
     each action becomes non-derivable with probability ``defect_rate`` (a skipped lookup: its supplier
     runs hidden; or a memorised constant: the query omits its value); each such defect is re-synthesised
     (undone) with probability ``repair_rate``. Labels in ``meta`` come from the provenance check of the
-    final conversation (:mod:`synth.provenance`), not from the plan.
+    final conversation (:mod:`synth.provenance`), not from the plan;
+``transform_rate``
+    each argument is shown only transformed with this probability (:mod:`synth.transforms`); an action
+    whose only unmatched arguments are shown transformed stays derivable (``meta.transformed_calls``).
 """
 
 from __future__ import annotations
@@ -41,12 +44,13 @@ from synth.errors import RecipeError, SynthError
 from synth.judge import Judge, LLMJudge
 from synth.measure import summarize
 from synth.models import STRUCTURES, Manifest, Recipe, ToolDoc
+from synth.narratives import Document, NarrativeSource, narrative_documents
 from synth.plans import ServerSpec
 from synth.roles import Roles
 from synth.selection import bundled_spec, document_spec, select_tools
 from synth.servers.db import make_database
 from synth.taskplan import ChainPools, TaskSet, chain_pools, plan_tasks, server_specs
-from synth.trajectories import Accepted, Judged, Tally, roll_out, write_task
+from synth.trajectories import Accepted, Tally, roll_out, write_task
 
 __all__ = ["SYNTH_VERSION", "select_tools", "bundled_spec", "document_spec", "synthesize", "build_dataset",
            "dataset_id", "approx_tokens", "SynthResult", "Progress"]
@@ -67,14 +71,17 @@ def approx_tokens(text: str) -> int:
 
 def dataset_id(recipe: Recipe, extra: str = "") -> str:
     """Content hash of the recipe, the synthesis version and any extra tool documents (16 hex digits)."""
-    blob = json.dumps({"recipe": recipe.model_dump(mode="json"), "v": SYNTH_VERSION, "extra": extra}, sort_keys=True)
+    dump = recipe.model_dump(mode="json")
+    if not dump.get("transform_rate"):  # keeps the ids of recipes written before the knob existed
+        dump.pop("transform_rate", None)
+    blob = json.dumps({"recipe": dump, "v": SYNTH_VERSION, "extra": extra}, sort_keys=True)
     return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
 
 class SynthResult:
-    """Rows (JSON lines, in task order), narratives (JSON lines) and the manifest of one synthesis."""
+    """Rows (JSON lines, in task order), the gated mid-training documents and the manifest of one synthesis."""
 
-    def __init__(self, rows: list[str], manifest: Manifest, narratives: list[str]):
+    def __init__(self, rows: list[str], manifest: Manifest, narratives: list[Document]):
         self.rows = rows
         self.manifest = manifest
         self.narratives = narratives
@@ -97,12 +104,12 @@ def _default_roles(recipe: Recipe, judge: Judge | None) -> Roles:
 
 
 def _run_tasks(recipe: Recipe, specs: dict[str, ServerSpec], tasks: TaskSet, be: RoutingBackend, roles: Roles,
-               progress: Progress | None) -> tuple[list[Accepted], list[Judged], Tally]:
+               progress: Progress | None) -> tuple[list[Accepted], list[NarrativeSource], Tally]:
     """Phases 4 and 5 over every planned task, grouped by server and instance (one database each)."""
     tally = Tally()
     pristine: dict[tuple, dict] = {}
     accepted: list[Accepted] = []
-    judged: list[Judged] = []
+    judged: list[NarrativeSource] = []
     order = sorted(tasks.slots, key=lambda t: (t.server, t.instance, t.index))
     tools_json = {s: json.dumps([d.to_openai() for d in specs[s].docs.values()]) for s in specs}
     for done, slot in enumerate(order, 1):
@@ -202,12 +209,13 @@ def synthesize(recipe: Recipe, *, extra_docs: list[ToolDoc] | None = None, judge
     finally:
         be.close()
     manifest = _manifest(recipe, specs, pools, tasks, accepted, tally, extra_docs, roles)
-    narratives: list[str] = []
+    documents: list[Document] = []
     if recipe.narratives:
-        from synth.narratives import narrative_documents
-        narratives = narrative_documents(specs, pools.pools, [(j.index, j.plan, j.trace, j.accepted)
-                                                              for j in sorted(judged, key=lambda j: j.index)])
-    return SynthResult([a.row for a in accepted], manifest, narratives)
+        documents, corpus = narrative_documents(specs, pools.pools, judged, min_judge=recipe.narrative_min_judge,
+                                                min_coherence=recipe.narrative_min_coherence,
+                                                approx_tokens=approx_tokens)
+        manifest = manifest.model_copy(update={"corpus": corpus})
+    return SynthResult([a.row for a in accepted], manifest, documents)
 
 
 def _write_atomic(path: Path, text: str) -> str:
@@ -224,7 +232,8 @@ def build_dataset(recipe: Recipe, out_dir: str | Path, *, extra_docs: list[ToolD
     """Synthesise the dataset of one grid point and write it to ``out_dir`` (pinned interface 6).
 
     Writes ``train.jsonl`` (one trajectory row per line, pinned interface 1), ``manifest.json`` and, when
-    ``recipe.narratives``, ``narratives.jsonl``. Files are replaced atomically only after synthesis
+    ``recipe.narratives``, ``narratives.jsonl`` (documents with kind, server and signature) and
+    ``corpus.jsonl`` (one ``{"text"}`` per line, the continued-pretraining corpus). Files are replaced atomically only after synthesis
     succeeded, so a failure loses nothing already there. Same recipe and seed: byte-identical files.
 
     Examples
@@ -243,7 +252,9 @@ def build_dataset(recipe: Recipe, out_dir: str | Path, *, extra_docs: list[ToolD
         files = {"train.jsonl": _write_atomic(out / "train.jsonl", "".join(r + "\n" for r in result.rows))}
         if recipe.narratives:
             files["narratives.jsonl"] = _write_atomic(out / "narratives.jsonl",
-                                                      "".join(r + "\n" for r in result.narratives))
+                                                      "".join(d.json_line() + "\n" for d in result.narratives))
+            files["corpus.jsonl"] = _write_atomic(out / "corpus.jsonl", "".join(
+                json.dumps({"text": d.text}, ensure_ascii=False) + "\n" for d in result.narratives))
         manifest = result.manifest.model_copy(update={"files": files})
         _write_atomic(out / "manifest.json", json.dumps(manifest.model_dump(mode="json"), indent=2, sort_keys=True)
                       + "\n")

@@ -19,6 +19,7 @@ from synth.backends import Backend
 from synth.errors import SampleRejected, ServerError
 from synth.judge import RuleJudge, judge_trajectory
 from synth.models import Recipe
+from synth.narratives import NarrativeSource
 from synth.plans import Call, Plan, ServerSpec, deepen
 from synth.provenance import ActionProvenance, provenance
 from synth.roles import Roles
@@ -26,8 +27,9 @@ from synth.rollout import Trace
 from synth.servers.db import db_id
 from synth.taskplan import TaskSlot
 from synth.tasks import instantiate
+from synth.transforms import pick_transforms, shown_transformed, transformed_arguments
 
-__all__ = ["TASK_ATTEMPTS", "JUDGE_TIMEOUT_S", "Accepted", "Judged", "Tally", "pick_defects", "write_task",
+__all__ = ["TASK_ATTEMPTS", "JUDGE_TIMEOUT_S", "Accepted", "Tally", "pick_defects", "write_task",
            "roll_out"]
 
 TASK_ATTEMPTS = 3
@@ -35,20 +37,6 @@ TASK_ATTEMPTS = 3
 
 JUDGE_TIMEOUT_S = 120.0
 """Seconds a non-default judge may take per trajectory before the sample is rejected."""
-
-
-@dataclass(frozen=True)
-class Judged:
-    """A rolled-out task that reached the judge (accepted or not), for narratives."""
-
-    index: int
-    """Task index."""
-    plan: Plan
-    """The task's plan (query included)."""
-    trace: Trace
-    """Its conversation."""
-    accepted: bool
-    """Whether it was kept."""
 
 
 @dataclass(frozen=True)
@@ -130,6 +118,7 @@ def write_task(recipe: Recipe, slot: TaskSlot, spec: ServerSpec, db: dict[str, l
         for c in calls[n_steps:]:
             c.side = True
         pick_defects(calls, rng, recipe.defect_rate, recipe.repair_rate)
+        pick_transforms(calls, rng, recipe.transform_rate)
         inst = slot.instance
         cand = Plan(task_id=f"t{slot.index:06d}", server=slot.server,
                     db_id=db_id(slot.server, *inst) if spec.kind == "bundled" else f"{slot.server}:emulated:s{inst[0]}",
@@ -150,8 +139,19 @@ def write_task(recipe: Recipe, slot: TaskSlot, spec: ServerSpec, db: dict[str, l
     return None
 
 
+def _transformed_calls(plan: Plan, trace: Trace, prov: list[ActionProvenance]) -> dict[str, dict[str, str]]:
+    """``call id -> {param: kind}`` of the calls exact matching misses only because values are shown
+    transformed (:mod:`synth.transforms`); they stay derivable in the labels."""
+    shown = shown_transformed(plan.calls, trace.transformed)
+    if not shown:
+        return {}
+    sent = {r.id: r.args for r in trace.records}
+    return {p.call_id: t for p in prov if not p.derivable and p.call_id in sent
+            and (t := transformed_arguments(p.missing, sent[p.call_id], shown))}
+
+
 def roll_out(recipe: Recipe, slot: TaskSlot, plan: Plan, spec: ServerSpec, backend: Backend, roles: Roles,
-             tools_json: str, tally: Tally) -> tuple[Accepted | None, Judged | None]:
+             tools_json: str, tally: Tally) -> tuple[Accepted | None, NarrativeSource | None]:
     """Phase 5: roll out, judge and label one task; ``(accepted or None, judged or None)``."""
     try:
         trace = roles.policy.rollout(plan, spec, backend, random.Random(f"{recipe.seed}:exec:{slot.index}"),
@@ -166,7 +166,8 @@ def roll_out(recipe: Recipe, slot: TaskSlot, plan: Plan, spec: ServerSpec, backe
         return None, None
     tally.stats["trajectories"] += 1
     prov = provenance(trace.messages)
-    nonderiv = [p.call_id for p in prov if not p.derivable]
+    transformed = _transformed_calls(plan, trace, prov)
+    nonderiv = [p.call_id for p in prov if not p.derivable and p.call_id not in transformed]
     repaired_ids = [cid for c in plan.calls if c.repaired for cid in trace.ids_by_plan.get(c.idx, [])]
     repaired_ids = [cid for cid in repaired_ids if cid not in nonderiv]
     judge = roles.judge
@@ -174,22 +175,25 @@ def roll_out(recipe: Recipe, slot: TaskSlot, plan: Plan, spec: ServerSpec, backe
                                timeout_s=None if isinstance(judge, RuleJudge) else JUDGE_TIMEOUT_S)
     if verdict.judge_failed:
         tally.judge_failures += 1
+    judge_mean = None if verdict.judge_failed else verdict.mean
     tally.stats["defects_planned"] += sum(c.defect is not None for c in plan.calls)
     tally.stats["defects_repaired"] += sum(c.repaired for c in plan.calls)
     if not verdict.accepted:
         tally.rejections[verdict.reason or "rejected"] += 1
-        return None, Judged(slot.index, plan, trace, False)
+        return None, NarrativeSource(slot.index, slot.server, plan.query, trace, False, judge_mean)
     hops = max((p.hops for p in prov), default=0)
     if hops > recipe.support_depth:
         # a skipped lookup can leave only an older observation holding the value
         tally.rejections["exceeds_support_depth"] += 1
-        return None, None
+        return None, NarrativeSource(slot.index, slot.server, plan.query, trace, False, judge_mean)
     meta = {"task_id": plan.task_id, "server": slot.server, "db_id": plan.db_id,
             "chain": [c.tool for c in plan.ordered()], "signature": plan.signature, "structure": plan.structure,
             "nonderivable_calls": nonderiv, "repaired_calls": repaired_ids, "seed": plan.seed,
             "support_depth": hops, "injected_errors": trace.injected,
             "judge": {**{k: round(v, 4) for k, v in verdict.scores.items()}, "mean": round(verdict.mean, 4)},
             "task_kind": slot.kind, "augmentation": plan.augmentation}
+    if transformed:
+        meta["transformed_calls"] = transformed
     row = {"messages": trace.messages, "tools": tools_json, "meta": json.dumps(meta)}
     return (Accepted(slot.index, json.dumps(row, ensure_ascii=False), meta, prov, trace, hops),
-            Judged(slot.index, plan, trace, True))
+            NarrativeSource(slot.index, slot.server, plan.query, trace, True, judge_mean))
