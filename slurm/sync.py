@@ -26,7 +26,7 @@ from pathlib import Path
 
 from grid.models import RUN_STATUSES
 from slurm.errors import LaunchError, SubmitError
-from slurm.launcher import ACTIVE, LOCAL_JOBS, read_manifests, submit_runs
+from slurm.submit import ACTIVE, LOCAL_JOBS, read_manifests, submit_runs
 from slurm.models import JobState, LaunchManifest, SyncReport
 from slurm.paths import LaunchPaths
 from toolscale.config import ExperimentConfig

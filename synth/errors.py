@@ -5,7 +5,7 @@ from __future__ import annotations
 from toolscale.errors import ToolscaleError, UsageError
 
 __all__ = ["SynthError", "RecipeError", "ToolCallError", "ToolDocError", "ServerError", "JudgeError",
-           "LLMConfigError", "LLMError", "LLMEndpointError", "LLMReplyError"]
+           "SampleRejected", "LLMConfigError", "LLMError", "LLMEndpointError", "LLMReplyError"]
 
 
 class SynthError(ToolscaleError):
@@ -32,6 +32,17 @@ class JudgeError(SynthError):
     """A judge that raised, timed out, or returned no usable score (the sample is rejected)."""
 
 
+class SampleRejected(SynthError):
+    """One trajectory rejected by a role (policy, emulator, task writer), with its countable ``reason``.
+
+    Never fatal: the task is counted under ``reason`` in the manifest's ``rejections``.
+    """
+
+    def __init__(self, message: str, reason: str):
+        super().__init__(message)
+        self.reason = reason
+
+
 class LLMConfigError(UsageError):
     """An LLM role that cannot be used as configured: unknown role or model, missing API key variable."""
 
@@ -47,12 +58,9 @@ class LLMEndpointError(LLMError):
     """
 
 
-class LLMReplyError(LLMError):
+class LLMReplyError(LLMError, SampleRejected):
     """One request's reply is unusable (malformed JSON, no choices, a 400): that sample is rejected.
 
-    ``reason`` is the short, countable rejection reason (``malformed_reply``, ``http_400``...).
+    ``reason`` is the short, countable rejection reason (``malformed_reply``, ``http_400``...); as a
+    :class:`SampleRejected` it is counted wherever a role's rejection is.
     """
-
-    def __init__(self, message: str, reason: str):
-        super().__init__(message)
-        self.reason = reason
