@@ -151,12 +151,11 @@ def test_config_heldout_servers_respected():
 
 # ---- rejected.jsonl and the LLM roles --------------------------------------------------------------------
 
-def _judge_script(scores: float | None):
-    """A scripted judge endpoint: every dimension ``scores`` (None: a reply without any JSON)."""
+def _judge_script(score: int | None):
+    """A scripted rubric-judge endpoint: every dimension gets ``score`` 1-5 (None: a reply without a score)."""
     from synth.llm.scripted import reply
-    from synth.models import JUDGE_DIMENSIONS
 
-    text = "no idea" if scores is None else json.dumps({d: scores for d in JUDGE_DIMENSIONS})
+    text = "no idea" if score is None else json.dumps({"score": score})
     return lambda n, body: reply(text, prompt_tokens=2000, completion_tokens=100)
 
 
@@ -184,7 +183,7 @@ def test_rejected_rows_give_every_rejection_its_reasons(tmp_path):
 def test_llm_judge_usage_per_role_and_a_cached_rerun_costs_nothing(tmp_path):
     from synth.llm.scripted import ScriptedEndpoint
 
-    with ScriptedEndpoint(_judge_script(0.95)) as ep:
+    with ScriptedEndpoint(_judge_script(5)) as ep:
         recipe = _llm_recipe(ep.url)
         m = build_dataset(recipe, tmp_path / "a", llm_cache=tmp_path / "cache")
         first = ep.requests
@@ -192,14 +191,15 @@ def test_llm_judge_usage_per_role_and_a_cached_rerun_costs_nothing(tmp_path):
         assert ep.requests == first  # the rerun sent no request
     u, u2 = m.llm["judge"], m2.llm["judge"]
     judged = m.counts["accepted"] + m.rejections.get("exceeds_support_depth", 0)
-    assert first == u.requests == judged > 0 and u.cache_hits == 0
+    assert first == u.requests == 7 * judged > 0 and u.cache_hits == 0  # one rubric prompt per dimension
     assert (u2.requests, u2.cache_hits, u2.dollars_spent) == (0, u.requests, 0.0)
     per_reply = 2000 * 1.0 / 1e6 + 100 * 4.0 / 1e6
     assert u.dollars == pytest.approx(u.requests * per_reply) == u2.dollars
     assert u.dollars_per_accepted == pytest.approx(u.dollars / m.counts["accepted"])
     for name in ("train.jsonl", "rejected.jsonl"):
         assert (tmp_path / "a" / name).read_bytes() == (tmp_path / "b" / name).read_bytes()
-    assert all(json.loads(json.loads(x)["meta"])["judge"]["mean"] == 0.95
+    assert m.roles["judge"] == "llm" and m.roles["policy"] == "template"
+    assert all(json.loads(json.loads(x)["meta"])["judge"]["mean"] == 1.0
                for x in (tmp_path / "a" / "train.jsonl").read_text().splitlines())
     assert m.dataset_id == m2.dataset_id != build_dataset(Recipe(task_count=12, tool_diversity=8, seed=3),
                                                           tmp_path / "c").dataset_id
@@ -210,7 +210,7 @@ def test_llm_judge_without_usable_scores_rejects_everything_with_a_reason(tmp_pa
 
     with ScriptedEndpoint(_judge_script(None)) as ep:
         m = build_dataset(_llm_recipe(ep.url), tmp_path, llm_cache=tmp_path / "cache")
-    assert m.counts["accepted"] == 0 and m.rejections.get("judge_error:JSONDecodeError", 0) > 0
+    assert m.counts["accepted"] == 0 and m.rejections.get("judge_error:JudgeError", 0) > 0
     assert m.judge_failure_rate == 1.0 and m.llm["judge"].dollars_per_accepted is None
 
 

@@ -155,9 +155,8 @@ def test_synth_endpoint_down_fails_in_seconds_naming_the_url(tmp_path, capsys):
 
 def test_synth_json_reports_dollars_per_accepted_trajectory(tmp_path, capsys):
     from synth.llm.scripted import ScriptedEndpoint, reply
-    from synth.models import JUDGE_DIMENSIONS
 
-    scores = json.dumps({d: 1.0 for d in JUDGE_DIMENSIONS})
+    scores = json.dumps({"score": 5})
     with ScriptedEndpoint(lambda n, b: reply(scores, prompt_tokens=1000, completion_tokens=50)) as ep:
         r = tmp_path / "r.toml"
         r.write_text(f'task_count = 8\ntool_diversity = 6\n[llm.judge]\nbase_url = "{ep.url}"\nmodel = "scripted"\n'
