@@ -19,6 +19,7 @@ import numpy as np
 
 from fit.laws import Law
 from fit.models import FitResult, ParamInterval, Points
+from fit.optimize import fit_any
 
 __all__ = ["bootstrap_draws", "param_intervals", "prediction_interval", "predict_draws"]
 
@@ -38,13 +39,11 @@ def _usable_cores() -> int:
 
 
 def _refit(task: tuple[np.ndarray, dict[str, float]]) -> dict[str, float] | None:
-    from fit.fitting import _fit_any
-
     indices, fixed = task
     law: Law = _SHARED["law"]
     sample = _SHARED["points"].subset(indices)
     try:
-        opt = _fit_any(law, sample, huber_delta=_SHARED["delta"], n_starts=1, max_grid=1, seed=0,
+        opt = fit_any(law, sample, huber_delta=_SHARED["delta"], n_starts=1, max_grid=1, seed=0,
                        starts=[_SHARED["start"]], method=_SHARED["method"], fixed=fixed or None,
                        tol=REFIT_TOL, polish=False)
     except Exception:  # noqa: BLE001 - a degenerate resample is dropped, not fatal
