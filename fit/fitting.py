@@ -31,10 +31,11 @@ from fit.bootstrap import bootstrap_draws, param_intervals
 from fit.errors import FitError, FitInputError
 from fit.holdout import heldout_metrics
 from fit.laws import Law
-from fit.models import FitResult, Points
-from fit.optimize import OptimumInfo, fit_any, fit_params, huber, residuals
+from fit.models import FitResult, LackOfFit, Points
+from fit.optimize import OptimumInfo, fit_any, fit_params, huber, residuals, scale_of
 
-__all__ = ["fit_law", "fit_params", "OptimumInfo", "huber", "residuals", "check_points", "replicate_sd"]
+__all__ = ["fit_law", "fit_params", "OptimumInfo", "huber", "residuals", "check_points", "replicate_sd",
+           "choose_residual_scale", "lack_of_fit"]
 
 
 def check_points(points: Points, law: Law) -> None:
@@ -107,13 +108,47 @@ def _unidentified_size_exponent(law: Law, points: Points
     return {name: SIZE_EXPONENT_FIXED}, {name: SIZE_EXPONENT_PRIOR}, note
 
 
-def replicate_sd(points: Points, law: Law) -> float | None:
-    """Pooled within-group SD of ``y`` (log y for losses) over replicate groups of 2+ runs; None without any."""
+SMALL_METRIC = 0.1
+"""A positive score whose fitted values all lie below this (e.g. an error rate of 0.005-0.03) is fitted on
+log residuals: its noise scales with its level, and raw residuals would weigh the largest values most."""
+DELTA_SPREAD = 0.25
+"""Default Huber threshold of a score law, as a fraction of the metric's SD over the fitted runs (on the
+residual scale): robust to outlying runs without turning into least squares when the metric is small."""
+
+
+def choose_residual_scale(law: Law, y: np.ndarray, huber_delta: float | None = None) -> Law:
+    """The law with its residual scale, unit and Huber delta set for the fitted values ``y``.
+
+    - a loss, a two-step law, or a law that names its scale: unchanged (``log`` for a loss, delta the law's);
+    - a score with ``0 < y < SMALL_METRIC`` everywhere: ``log`` residuals,
+      delta ``DELTA_SPREAD * SD(log y)``;
+    - any other score: ``relative`` residuals ``(y - f) / SD(y)``, delta ``DELTA_SPREAD``.
+
+    ``huber_delta`` (in the chosen residual units) overrides the default delta.
+    """
+    from dataclasses import replace
+
+    if law.target == "loss" or law.stages is not None or law.residual_scale is not None or y.size < 2:
+        return law if huber_delta is None else replace(law, huber_delta=huber_delta)
+    if np.all(y > 0) and np.all(y < SMALL_METRIC):
+        spread = float(np.std(np.log(y), ddof=1))
+        return replace(law, residual_scale="log", residual_unit=1.0,
+                       huber_delta=huber_delta or max(DELTA_SPREAD * spread, 1e-6))
+    unit = float(np.std(y, ddof=1))
+    if not unit > 0:
+        return replace(law, residual_scale="raw", huber_delta=huber_delta or law.huber_delta)
+    return replace(law, residual_scale="relative", residual_unit=unit, huber_delta=huber_delta or DELTA_SPREAD)
+
+
+def _on_scale(law: Law, y: np.ndarray) -> np.ndarray:
+    return np.log(y) if scale_of(law) == "log" else y
+
+
+def _replicate_groups(points: Points, law: Law) -> tuple[float, int, int]:
+    """Within-group sum of squares (residual scale), its degrees of freedom, and the number of groups."""
     if not points.groups:
-        return None
-    y = points.y_array()
-    if law.target == "loss":
-        y = np.log(y)
+        return 0.0, 0, 0
+    y = _on_scale(law, points.y_array())
     groups: dict[str, list[float]] = {}
     for g, v in zip(points.groups, y):
         groups.setdefault(g, []).append(float(v))
@@ -123,6 +158,33 @@ def replicate_sd(points: Points, law: Law) -> float | None:
             a = np.asarray(vals)
             ss += float(((a - a.mean()) ** 2).sum())
             dof += len(vals) - 1
+    return ss, dof, len(groups)
+
+
+def lack_of_fit(points: Points, law: Law, rss: float, k: int, residual_sd: float) -> LackOfFit | None:
+    """Residual SD against replicate SD, with the lack-of-fit F test where the design has replicates.
+
+    ``SS_pure`` = within-group sum of squares (``df_pure = n - g``), ``SS_lack = RSS - SS_pure``
+    (``df_lack = g - k``); ``F = (SS_lack / df_lack) / (SS_pure / df_pure)``. None without replicates.
+    """
+    from scipy.stats import f as f_dist
+
+    ss_pure, df_pure, g = _replicate_groups(points, law)
+    if df_pure == 0 or ss_pure <= 0:
+        return None
+    rep_sd = math.sqrt(ss_pure / df_pure)
+    df_lack = g - k
+    f_stat = p = None
+    if df_lack > 0:
+        f_stat = max(rss - ss_pure, 0.0) / df_lack / (ss_pure / df_pure)
+        p = float(f_dist.sf(f_stat, df_lack, df_pure))
+    return LackOfFit(residual_sd=residual_sd, replicate_sd=rep_sd, ratio=residual_sd / rep_sd, f_stat=f_stat,
+                     df_lack=max(df_lack, 0), df_pure=df_pure, p_value=p, flagged=p is not None and p < 0.01)
+
+
+def replicate_sd(points: Points, law: Law) -> float | None:
+    """Pooled within-group SD of ``y`` on the law's residual scale over replicate groups of 2+ runs."""
+    ss, dof, _ = _replicate_groups(points, law)
     return math.sqrt(ss / dof) if dof else None
 
 
@@ -181,6 +243,8 @@ def fit_law(points: Points, law: Law, *, huber_delta: float | None = None, n_sta
     train = points.subset(split == "fit")
     test = points.subset(split == "heldout")
     check_points(train, law)
+    law = choose_residual_scale(law, train.y_array(), huber_delta)
+    huber_delta = None
     fixed, priors, note = _unidentified_size_exponent(law, train)
     t0 = time.perf_counter()
     opt = fit_any(law, train, huber_delta=huber_delta, n_starts=n_starts, max_grid=max_grid, seed=seed,
@@ -193,12 +257,13 @@ def fit_law(points: Points, law: Law, *, huber_delta: float | None = None, n_sta
         raise FitError(f"law {law.name!r} on {train.n} runs: {opt.message}; at bounds: "
                        f"{', '.join(opt.at_bounds) or 'none'}")
     X, y = train.X(), train.y_array()
-    r = residuals(law, y, law.predict(opt.params, X))
+    r = residuals(law, y, law.predict(opt.params, X)) * law.residual_unit  # log or metric units
     n, k = train.n, law.n_params - len(fixed)
     rss = float((r * r).sum())
+    res_sd = math.sqrt(rss / max(n - k, 1))
     s2 = max(rss / n, 1e-300)
     ll = -0.5 * n * (math.log(2 * math.pi * s2) + 1.0)
-    delta = law.huber_delta if huber_delta is None else huber_delta
+    delta = law.huber_delta
     draws: list[dict[str, float]] = []
     if n_bootstrap > 0:
         draws = bootstrap_draws(train, law, opt.params, n_bootstrap=n_bootstrap, seed=seed, huber_delta=delta,
@@ -208,7 +273,9 @@ def fit_law(points: Points, law: Law, *, huber_delta: float | None = None, n_sta
         converged=opt.converged, message=opt.message, at_bounds=list(opt.at_bounds), fixed=fixed, priors=priors,
         n_points=n, n_params=k,
         data_hash=train.data_hash(), huber_delta=delta, n_starts=opt.n_starts,
-        residual_sd=math.sqrt(rss / max(n - k, 1)), replicate_sd=replicate_sd(train, law), log_likelihood=ll,
+        residual_sd=res_sd, replicate_sd=replicate_sd(train, law), log_likelihood=ll,
+        residual_scale=scale_of(law), residual_unit=law.residual_unit,
+        lack_of_fit=lack_of_fit(train, law, rss, k, res_sd),
         aic=2 * k - 2 * ll, bic=k * math.log(n) - 2 * ll, bootstrap=draws,
         bootstrap_seed=seed if draws else None, intervals=param_intervals(opt.params, draws) if draws else {},
         holdout_rule=holdout_rule or ("none" if test.n == 0 else "split"),

@@ -26,7 +26,7 @@ from fit.errors import FitInputError
 from fit.laws import Law
 from fit.models import Points
 
-__all__ = ["fit_params", "fit_any", "OptimumInfo", "huber", "residuals"]
+__all__ = ["fit_params", "fit_any", "OptimumInfo", "huber", "residuals", "scale_of"]
 
 _EPS = 1e-300
 
@@ -37,10 +37,22 @@ def huber(r: np.ndarray, delta: float) -> np.ndarray:
     return np.where(a <= delta, 0.5 * r * r, delta * (a - 0.5 * delta))
 
 
+def scale_of(law: Law) -> str:
+    """The law's residual scale: its own, else ``log`` for a loss and ``raw`` for a score."""
+    return law.residual_scale or ("log" if law.target == "loss" else "raw")
+
+
 def residuals(law: Law, y: np.ndarray, pred: np.ndarray) -> np.ndarray:
-    """``log y - log pred`` for loss targets (``pred <= 0`` gives a huge residual), ``y - pred`` for scores."""
-    if law.target == "loss":
+    """Residuals on the law's scale (:func:`scale_of`).
+
+    ``log``: ``log y - log pred`` (``pred <= 0`` gives a huge residual); ``relative``:
+    ``(y - pred) / law.residual_unit``; ``raw``: ``y - pred``.
+    """
+    scale = scale_of(law)
+    if scale == "log":
         return np.log(y) - np.log(np.maximum(pred, _EPS))
+    if scale == "relative":
+        return (y - pred) / law.residual_unit
     return y - pred
 
 
