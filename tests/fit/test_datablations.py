@@ -33,11 +33,9 @@ def final_points(path, corpus: str) -> Points:
                   split=["heldout" if x > 8e9 else "fit" for x in n], flops=list(6 * n * d))
 
 
-@pytest.fixture(scope="module")
-def csv_path():
-    from tests.fit.conftest import datablations_csv
-
-    path = datablations_csv()
+@pytest.fixture
+def csv_path(sim):
+    path = sim.datablations_csv()
     if not path.is_file():
         pytest.skip(f"datablations reference data not found at {path} (shared/ must sit beside the clone)")
     return path
