@@ -30,9 +30,9 @@ def benchmarks_with_fits(reg: Registry, experiment: str | None = None) -> dict[s
     """``{benchmark: [experiments with a fit]}``."""
     out: dict[str, list[str]] = {}
     for f in reg.fits(experiment):
-        exps = out.setdefault(f["benchmark"], [])
-        if f["experiment"] not in exps:
-            exps.append(f["experiment"])
+        exps = out.setdefault(f.benchmark, [])
+        if f.experiment not in exps:
+            exps.append(f.experiment)
     return out
 
 
@@ -57,23 +57,23 @@ def load_fit(reg: Registry, experiment: str, benchmark: str, law: str | None = N
     """The newest stored fit ``(fit_id, FitResult)``; refuses fits that did not converge."""
     from fit.models import FitResult
 
-    rows = [f for f in reg.fits(experiment, benchmark) if law is None or f["law"] == law]
+    rows = [f for f in reg.fits(experiment, benchmark) if law is None or f.law == law]
     if not rows:
         raise AllocatorUsageError(f"no fit of law {law!r} for {experiment}/{benchmark}; laws fitted: "
-                                  f"{', '.join(sorted({f['law'] for f in reg.fits(experiment, benchmark)}))}")
+                                  f"{', '.join(sorted({f.law for f in reg.fits(experiment, benchmark)}))}")
     row = rows[0]
-    fit = FitResult.model_validate(row["payload"])
+    fit = FitResult.model_validate(row.payload)
     if not fit.converged:
         raise AllocatorError(f"the newest {fit.law} fit for {experiment}/{benchmark} did not converge "
                              f"({fit.message or 'no message'}); refit before allocating")
-    return row["fit_id"], fit
+    return row.fit_id, fit
 
 
 def config_for(reg: Registry, experiment: str, config: ExperimentConfig | None) -> ExperimentConfig:
     """The config given, else the one stored with the experiment by `grid design` / `simulate`."""
     if config is not None:
         return config
-    stored = reg.experiment(experiment).get("config")
+    stored = reg.experiment(experiment).config
     if not stored:
         raise AllocatorUsageError(f"experiment {experiment!r} has no stored config (imported runs?); "
                                   "pass --config CONFIG for its axes and cost model")
