@@ -129,6 +129,16 @@ def _render(plan, ctx: dict) -> None:
     giv = f" (90% interval {plan.gain_interval[0]:+.4f} to {plan.gain_interval[1]:+.4f})" if plan.gain_interval else ""
     pb = f"; P(beats baseline) = {plan.p_beats_baseline:.2f}" if plan.p_beats_baseline is not None else ""
     print(f"diversity-only baseline: {plan.baseline.predicted_score:.4f}; gain {plan.gain_over_baseline:+.4f}{giv}{pb}")
+    print(f"  baseline: {plan.baseline_method}")
+    if plan.pinned is not None and plan.gain_over_pinned is not None:
+        piv = (f" (90% interval {plan.pinned_gain_interval[0]:+.4f} to {plan.pinned_gain_interval[1]:+.4f})"
+               if plan.pinned_gain_interval else "")
+        print(f"same law, quality pinned at baseline: {plan.pinned.predicted_score:.4f}; "
+              f"gain {plan.gain_over_pinned:+.4f}{piv} (>= 0 by construction)")
+    if len(plan.law_weights) > 1:
+        print("intervals mix law forms: " + ", ".join(f"{k} {v:.0%}" for k, v in plan.law_weights.items()))
+    tied = f" (axes that tie: {', '.join(plan.decision.tied_axes)})" if plan.decision.tied_axes else ""
+    print(("DECISION: " if plan.decision.verdict == "recommend" else "") + plan.decision.reason + tied)
     open_axes = {k: v for k, v in plan.marginal_value.items() if k not in capped and math.isfinite(v)}
     if open_axes:
         print(_next_dollar_line(open_axes, unit, metric))
