@@ -140,11 +140,10 @@ def other_forms(reg: Registry, experiment: str, benchmark: str, fit: Any) -> lis
 
     seen, out = {fit.law}, []
     for row in reg.fits(experiment, benchmark):
-        if row["law"] in seen or not row["converged"] or row["data_hash"] != fit.data_hash \
-                or row["metric"] != fit.metric:
+        if row.law in seen or not row.converged or row.data_hash != fit.data_hash or row.metric != fit.metric:
             continue
-        seen.add(row["law"])
-        out.append(FitResult.model_validate(row["payload"]))
+        seen.add(row.law)
+        out.append(FitResult.model_validate(row.payload))
     return out
 
 
