@@ -35,11 +35,11 @@ def build_server(registry: str, config: ExperimentConfig | None = None):
     """An ``MCPServer`` answering from the registry at ``registry``."""
     from mcp.server.mcpserver import MCPServer
 
+    from allocator.report import plan_json
     from allocator.service import benchmarks_with_fits, load_fit, plan_allocation, resolve_experiment
     from fit.laws import law_of
     from fit.models import FitSummary
     from grid.registry import Registry
-    from toolscale.cli.allocate import plan_json
 
     server = MCPServer("toolscale-allocator", instructions="Ask how to spend a synthetic-data budget: "
                        "new tools, new tasks, new databases, or better supervision.")

@@ -1,13 +1,15 @@
-"""Contracts of the allocator: budgets, requests, plans. Imports only pydantic and the standard library."""
+"""Contracts of the allocator: budgets, requests, plans. Imports only pydantic, numpy and the standard library."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from typing import Literal
 
+import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
-__all__ = ["Unit", "UNITS", "Budget", "AxisCost", "CostModel", "COMPUTE", "AxisBounds", "AllocationRequest", "Plan", "Optimality", "AllocationPlan"]
+__all__ = ["Unit", "UNITS", "Budget", "AxisCost", "CostModel", "COMPUTE", "AxisBounds", "AllocationRequest", "Plan",
+           "Optimality", "Decision", "AllocationPlan"]
 
 Unit = Literal["usd", "gpu_hours"]
 UNITS: tuple[str, ...] = ("usd", "gpu_hours")
@@ -34,14 +36,16 @@ COMPUTE = "compute"
 
 
 class AxisCost(_Frozen):
-    """Cost of one axis: ``per_unit * level * level[scales_with]``, in the budget unit."""
+    """Cost of one axis: ``per_unit * max(level - free_level, 0) * level[scales_with]``, in the budget unit."""
 
     name: str
     """Axis name."""
     per_unit: float = Field(ge=0)
-    """Cost of one unit of the axis' level."""
+    """Cost of one unit of the axis' level above ``free_level``."""
     scales_with: str | None = None
-    """Axis whose level multiplies this one's cost (per-task costs)."""
+    """Axis whose level multiplies this one's cost (per-task costs, e.g. ``task_count``)."""
+    free_level: float = 0.0
+    """Level that costs nothing (a quality axis' baseline: what the pipeline delivers anyway), in the axis' unit."""
 
 
 class CostModel(_Frozen):
@@ -49,7 +53,8 @@ class CostModel(_Frozen):
 
     Notes
     -----
-    ``spend_i = per_unit_i * x_i * x_j`` (``x_j`` = level of ``scales_with``, else 1), and
+    ``spend_i = per_unit_i * max(x_i - free_i, 0) * x_j`` (``x_j`` = level of ``scales_with``, else 1;
+    ``free_i`` = the axis' ``free_level``: quality is charged above its baseline only), and
     ``spend_compute = per_pflop * 6 N D / 1e15`` with ``D = tasks * tokens_per_task``
     (6 N D training FLOPs, Kaplan et al. 2020).
     """
@@ -70,7 +75,7 @@ class CostModel(_Frozen):
         out = {}
         for a in self.axes:
             scale = levels[a.scales_with] if a.scales_with else 1.0
-            out[a.name] = a.per_unit * levels[a.name] * scale
+            out[a.name] = a.per_unit * np.maximum(np.asarray(levels[a.name], dtype=float) - a.free_level, 0.0) * scale
         if self.per_pflop > 0 and self.tasks_axis in levels:
             out[COMPUTE] = self.per_pflop * 6.0 * model_params * levels[self.tasks_axis] * self.tokens_per_task / 1e15
         return out
@@ -101,6 +106,8 @@ class AxisBounds(_Frozen):
     """Search in log space (log-spaced axes)."""
     baseline: float
     """Level a diversity-only plan holds a quality axis at."""
+    integer: bool = False
+    """Levels are counts: plans round them to feasible integers within the budget."""
 
 
 class AllocationRequest(_Frozen):
@@ -152,8 +159,26 @@ class Optimality(_Frozen):
     """Whether the conditions hold within tolerance."""
 
 
+class Decision(_Frozen):
+    """Whether the law can tell the recommended plan from the diversity-only baseline at this budget."""
+
+    verdict: Literal["recommend", "no_decision"]
+    """``recommend``: the gain is resolved; ``no_decision``: the plans tie within the law's uncertainty or the noise."""
+    reason: str
+    """One line: why (the gain, its interval, the replicate SD)."""
+    tied_axes: list[str] = Field(default_factory=list)
+    """With ``no_decision``: the axes on which the two plans differ, i.e. the choice the data cannot make."""
+
+
 class AllocationPlan(_Frozen):
-    """The answer to an :class:`AllocationRequest`."""
+    """The answer to an :class:`AllocationRequest`.
+
+    Two comparisons: ``baseline`` is what a diversity-only user would do (a law over the
+    diversity axes alone, solved for the same budget, quality left as the pipeline delivers
+    it); ``pinned`` is the same law as the plan re-solved with the quality axes at their
+    baseline (nested in the plan's problem, so its gain is >= 0 by construction). Both are
+    scored by the plan's law (point estimate and draws), so the gains compare like with like.
+    """
 
     budget: Budget
     """The budget asked about."""
@@ -164,26 +189,42 @@ class AllocationPlan(_Frozen):
     plan: Plan
     """The recommended plan."""
     interval: tuple[float, float] | None = None
-    """90% interval of the plan's predicted score over the fit's bootstrap draws."""
+    """90% interval of the plan's predicted score over the draws (bootstrap, and law forms where mixed)."""
     spend_spread: dict[str, tuple[float, float]] = Field(default_factory=dict)
-    """5th-95th percentile of each axis' spend when re-solved per bootstrap draw."""
+    """5th-95th percentile of each axis' spend when re-solved per draw."""
     baseline: Plan
-    """Diversity-only plan at the same budget (quality axes at baseline)."""
+    """The fair diversity-only plan at the same budget (see ``baseline_method``), scored by the plan's law."""
+    baseline_method: str = "same law, quality pinned at baseline"
+    """How the baseline's levels were chosen (which law, fitted on which runs)."""
+    baseline_own_prediction: float | None = None
+    """What the diversity-only law itself predicts for its plan (what its user would expect), score points."""
     baseline_interval: tuple[float, float] | None = None
     """90% interval of the baseline's predicted score."""
     gain_over_baseline: float
     """``plan.predicted_score - baseline.predicted_score`` (score points)."""
     gain_interval: tuple[float, float] | None = None
-    """90% interval of the gain over bootstrap draws."""
+    """90% interval of the gain over the draws."""
     p_beats_baseline: float | None = None
-    """Share of bootstrap draws in which the plan scores above the baseline."""
+    """Share of draws in which the plan scores above the baseline."""
+    pinned: Plan | None = None
+    """Second comparison: the plan's own law re-solved with quality pinned at baseline (gain >= 0 by construction)."""
+    gain_over_pinned: float | None = None
+    """``plan.predicted_score - pinned.predicted_score`` (score points)."""
+    pinned_gain_interval: tuple[float, float] | None = None
+    """90% interval of that gain over the draws."""
+    decision: Decision
+    """Whether the gain over ``baseline`` is resolved, or the plans tie at this budget."""
+    replicate_sd: float | None = None
+    """Seed-to-seed SD of one run's score from the fit's replicates (score points), the noise floor of a decision."""
     marginal_value: dict[str, float]
     """What the next budget unit buys: score points per unit of budget spent on each axis."""
     optimality: Optimality
-    """The optimality check."""
+    """The optimality check (of the continuous optimum, before integer rounding)."""
     extrapolation: bool
     """True when the plan leaves the range the law was fitted on."""
     extrapolation_detail: dict[str, float] = Field(default_factory=dict)
     """Per axis outside the fitted range: level / fitted max (or fitted min / level)."""
     draws_used: int = 0
-    """Bootstrap draws behind the intervals."""
+    """Draws behind the intervals."""
+    law_weights: dict[str, float] = Field(default_factory=dict)
+    """Share of the draws each law form contributed (one form: ``{law: 1.0}``); empty without draws."""

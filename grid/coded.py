@@ -21,7 +21,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from grid.alias import ROMAN, resolution_of
-from grid.levels import DesignError
+from grid.errors import DesignError
 
 __all__ = ["choose_generators", "fractional", "multilevel", "latin_hypercube", "greedy_d_optimal"]
 

@@ -31,12 +31,13 @@ from pydantic import BaseModel, ConfigDict
 
 from grid.alias import ROMAN, AliasReport, alias_report
 from grid.coded import fractional, greedy_d_optimal, latin_hypercube, multilevel
-from grid.levels import DesignError, apply_constraints, coded_to_real, level_values, parse_constraint
+from grid.errors import DesignError
+from grid.levels import apply_constraints, coded_to_real, level_values, parse_constraint
 from grid.models import RunSpec, run_id_for
 from grid.split import SPLIT_RULE, heldout_mask
 from toolscale.config import ExperimentConfig, ModelSize
 
-__all__ = ["Design", "Cell", "DesignError", "build_design", "design_version", "ALGORITHM_VERSION"]
+__all__ = ["Design", "Cell", "build_design", "design_version", "ALGORITHM_VERSION"]
 
 ALGORITHM_VERSION = "1"
 """Bumped when the same config would give different runs; part of every design version."""

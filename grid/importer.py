@@ -21,17 +21,13 @@ from typing import Any
 
 from grid.models import MetricResult, RunSpec
 from grid.split import heldout_mask
-from toolscale.errors import UsageError
+from grid.errors import TableImportError
 
-__all__ = ["FIXED_TARGETS", "ImportError_", "parse_column_map", "read_table", "rows_to_runs"]
+__all__ = ["FIXED_TARGETS", "parse_column_map", "read_table", "rows_to_runs"]
 
 FIXED_TARGETS = ("run_id", "model_size", "model_params", "train_tokens", "train_flops", "score", "loss",
                  "benchmark", "seed")
 _AXIS = re.compile(r"^[a-z][a-z0-9_]*$")
-
-
-class ImportError_(UsageError):
-    """A table that cannot be imported (named so as not to shadow the builtin)."""
 
 
 def parse_column_map(items: Sequence[str], axes: Sequence[str] | None = None) -> dict[str, str]:
@@ -43,32 +39,32 @@ def parse_column_map(items: Sequence[str], axes: Sequence[str] | None = None) ->
     mapping: dict[str, str] = {}
     for item in items:
         if "=" not in item:
-            raise ImportError_(f"--map must be COLUMN=FIELD, got {item!r}")
+            raise TableImportError(f"--map must be COLUMN=FIELD, got {item!r}")
         column, target = (s.strip() for s in item.rsplit("=", 1))
         if not column or not target:
-            raise ImportError_(f"--map must be COLUMN=FIELD, got {item!r}")
+            raise TableImportError(f"--map must be COLUMN=FIELD, got {item!r}")
         if target not in FIXED_TARGETS:
             if axes is not None and target not in axes:
-                raise ImportError_(f"--map target {target!r} is not a field or a config axis; fields: "
+                raise TableImportError(f"--map target {target!r} is not a field or a config axis; fields: "
                                    f"{', '.join(FIXED_TARGETS)}; axes: {', '.join(axes)}")
             if not _AXIS.match(target):
-                raise ImportError_(f"--map target {target!r} must be a field ({', '.join(FIXED_TARGETS)}) "
+                raise TableImportError(f"--map target {target!r} must be a field ({', '.join(FIXED_TARGETS)}) "
                                    "or a snake_case axis name")
         if target in mapping:
-            raise ImportError_(f"--map target {target!r} is mapped twice")
+            raise TableImportError(f"--map target {target!r} is mapped twice")
         mapping[target] = column
     if "score" not in mapping and "loss" not in mapping:
-        raise ImportError_("--map must map a column to score (higher is better) or loss (lower is better)")
+        raise TableImportError("--map must map a column to score (higher is better) or loss (lower is better)")
     return mapping
 
 
 def read_table(path: str | Path) -> list[dict[str, Any]]:
-    """Rows of a ``.csv`` or ``.parquet`` file as dicts; ImportError_ for unreadable or empty files."""
+    """Rows of a ``.csv`` or ``.parquet`` file as dicts; TableImportError for unreadable or empty files."""
     import pandas as pd
 
     p = Path(path)
     if not p.is_file():
-        raise ImportError_(f"file not found: {p}")
+        raise TableImportError(f"file not found: {p}")
     suffix = p.suffix.lower()
     try:
         if suffix == ".csv":
@@ -76,13 +72,13 @@ def read_table(path: str | Path) -> list[dict[str, Any]]:
         elif suffix in (".parquet", ".pq"):
             frame = pd.read_parquet(p)
         else:
-            raise ImportError_(f"{p}: expected a .csv or .parquet file, got {suffix or 'no extension'}")
+            raise TableImportError(f"{p}: expected a .csv or .parquet file, got {suffix or 'no extension'}")
     except pd.errors.EmptyDataError:
-        raise ImportError_(f"{p}: the file is empty") from None
+        raise TableImportError(f"{p}: the file is empty") from None
     except (ValueError, OSError) as err:
-        raise ImportError_(f"{p}: cannot read: {str(err).splitlines()[0]}") from None
+        raise TableImportError(f"{p}: cannot read: {str(err).splitlines()[0]}") from None
     if frame.empty:
-        raise ImportError_(f"{p}: the file has a header but no rows")
+        raise TableImportError(f"{p}: the file has a header but no rows")
     return frame.to_dict(orient="records")
 
 
@@ -91,9 +87,9 @@ def _number(row: dict[str, Any], column: str, line: int, target: str) -> float:
     try:
         x = float(value)
     except (TypeError, ValueError):
-        raise ImportError_(f"row {line}: column {column!r} ({target}) must be a number, got {value!r}") from None
+        raise TableImportError(f"row {line}: column {column!r} ({target}) must be a number, got {value!r}") from None
     if not math.isfinite(x):
-        raise ImportError_(f"row {line}: column {column!r} ({target}) must be finite, got {value!r}")
+        raise TableImportError(f"row {line}: column {column!r} ({target}) must be finite, got {value!r}")
     return x
 
 
@@ -105,13 +101,13 @@ def rows_to_runs(rows: Sequence[dict[str, Any]], mapping: dict[str, str], *, exp
     Rows are numbered from 2 (the header is line 1), as a spreadsheet shows them.
     """
     if not rows:
-        raise ImportError_("the table has no rows")
+        raise TableImportError("the table has no rows")
     columns = list(rows[0].keys())
     missing = [c for c in mapping.values() if c not in columns]
     if missing:
-        raise ImportError_(f"column {missing[0]!r} not in the file; columns: {', '.join(map(str, columns))}")
+        raise TableImportError(f"column {missing[0]!r} not in the file; columns: {', '.join(map(str, columns))}")
     if benchmark is None and "benchmark" not in mapping:
-        raise ImportError_("name the benchmark: --benchmark NAME, or --map COLUMN=benchmark")
+        raise TableImportError("name the benchmark: --benchmark NAME, or --map COLUMN=benchmark")
     axes = [t for t in mapping if t not in FIXED_TARGETS]
     used = set(mapping.values())
     runs: list[RunSpec] = []
@@ -158,5 +154,5 @@ def rows_to_runs(rows: Sequence[dict[str, Any]], mapping: dict[str, str], *, exp
         runs = [r.model_copy(update={"split": "heldout" if h else "fit"}) for r, h in zip(runs, mask)]
     ids = [r.run_id for r in runs]
     if len(set(ids)) != len(ids):
-        raise ImportError_("two rows have the same run_id; map a unique column to run_id")
+        raise TableImportError("two rows have the same run_id; map a unique column to run_id")
     return axes, runs, metrics

@@ -17,10 +17,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from toolscale.config import AxisSpec
-from toolscale.errors import UsageError
+from grid.errors import DesignError
 
 __all__ = [
-    "DesignError",
     "Constraint",
     "coded_to_real",
     "level_values",
@@ -30,10 +29,6 @@ __all__ = [
 
 _SIG_DIGITS = 10
 """Real levels are rounded to this many significant digits, so run ids never depend on float noise."""
-
-
-class DesignError(UsageError):
-    """A design that cannot be built from the config (bad levels, resolution, constraints...)."""
 
 
 def _tidy(x: float) -> float:

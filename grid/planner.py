@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from grid.design import Design, DesignError
+from grid.design import Design
+from grid.errors import DesignError
 from grid.registry import Registry
 from toolscale.config import ExperimentConfig
 

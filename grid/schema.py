@@ -1,6 +1,7 @@
 """Every DuckDB table of the registry, its version, and the ordered migrations.
 
-This module owns all DDL; :mod:`grid.registry` is the only code that runs SQL.
+This module owns all DDL; the registry stores (:mod:`grid.connection` and the `grid.*_store` modules behind
+:class:`grid.registry.Registry`) are the only code that runs SQL.
 A database at version ``v`` is brought to :data:`SCHEMA_VERSION` by applying
 ``MIGRATIONS[v:]`` in order, inside one transaction.
 

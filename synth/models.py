@@ -17,7 +17,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 from synth.errors import RecipeError
 
 __all__ = ["ToolDoc", "Recipe", "AXIS_KNOBS", "STRUCTURES", "JUDGE_DIMENSIONS", "Message", "TrajectoryMeta",
-           "TrajectoryRow", "JudgeVerdict", "Quarantined", "CollectedServer", "CollectReport", "Manifest"]
+           "TrajectoryRow", "JudgeVerdict", "Quarantined", "CollectedServer", "CollectReport", "CorpusReport",
+           "Manifest"]
 
 STRUCTURES: tuple[str, ...] = ("chain", "fan-in", "fan-out", "parallel")
 """Dependency structures a task can have (the coverage quota applies to each)."""
@@ -84,6 +85,10 @@ class Recipe(_Frozen):
     """Probability that a tool call gets an injected error (timeout, unreachable, invalid argument)."""
     defect_rate: float = Field(default=0.3, ge=0.0, le=1.0)
     """Probability that a task gets a non-derivable action (skipped lookup or memorised constant) before repair."""
+    transform_rate: float = Field(default=0.0, ge=0.0, le=1.0)
+    """Share of arguments whose value the visible history shows only transformed (converted units or currency,
+    a reformatted date, changed case or separators, arithmetic on shown numbers, an id through its register;
+    :mod:`synth.transforms`), a fraction. Such actions stay derivable; exact-match provenance misses them."""
     max_chain_len: int = Field(default=4, ge=1, le=8)
     """Most tool calls in a task's plan (retries not counted), in calls."""
     backend: Literal["emulator", "live"] = "emulator"
@@ -98,7 +103,11 @@ class Recipe(_Frozen):
     """Bundled domains reserved for evaluation (the config's ``[synth].heldout_servers``); empty uses
     ``synth.servers.db.HELDOUT_DOMAINS``."""
     narratives: bool = False
-    """Also write ``narratives.jsonl`` (mid-training documents, seed 001)."""
+    """Also write the mid-training corpus (seed 001): ``narratives.jsonl`` and ``corpus.jsonl``."""
+    narrative_min_judge: float = Field(default=0.7, ge=0.0, le=1.0)
+    """Corpus judge gate: minimum mean seven-dimension score of a document's trajectory (seed 001: 0.7)."""
+    narrative_min_coherence: int = Field(default=4, ge=1, le=5)
+    """Corpus coherence gate: minimum coherence score of a document, 1-5 (seed 001: 4)."""
     llm_url: str | None = None
     """Optional OpenAI-compatible endpoint for an LLM judge; never needed."""
 
@@ -263,6 +272,18 @@ class CollectReport(_Frozen):
         return sum(len(s.tools) for s in self.servers)
 
 
+class CorpusReport(_Frozen):
+    """What the mid-training corpus kept and why it dropped the rest (the four gates of seed 001)."""
+
+    documents: dict[str, int]
+    """Documents kept, per kind (``ecosystem``, ``trajectory``, ``failure``)."""
+    rejected: dict[str, int]
+    """Documents dropped, per ``kind:reason`` (``not_executed``, ``not_derivable``, ``judge_below_threshold``,
+    ``incoherent``, ``signature_cap``)."""
+    approx_tokens: int
+    """Tokens of the kept documents (words and punctuation marks, tokenizer-free)."""
+
+
 class Manifest(_Frozen):
     """What a dataset was asked to be and what it measured to be (``DIR/manifest.json``)."""
 
@@ -288,6 +309,12 @@ class Manifest(_Frozen):
     """Trajectories rejected, per reason (judge errors included)."""
     judge_failure_rate: float
     """Share of judged trajectories whose judge failed (each such sample was rejected)."""
+    judge_fallback_rate: float = 0.0
+    """Share of an LLM judge's dimension replies whose score was read by the lenient fallback parse
+    (``score: N`` instead of ``{"score": N}``); 0 for the rule judge."""
+    roles: dict[str, str] = Field(default_factory=dict)
+    """Implementation of each synthesis role (``task_writer``, ``policy``, ``emulator``, ``judge``):
+    ``template`` / ``rules`` (offline) or ``llm``."""
     servers: list[str]
     """Servers the dataset draws from."""
     tools: list[str]
@@ -296,5 +323,7 @@ class Manifest(_Frozen):
     """Database instances used, sorted."""
     files: dict[str, str]
     """Written files (name -> sha256 of contents)."""
+    corpus: CorpusReport | None = None
+    """The mid-training corpus's gate counts and size; None when ``recipe.narratives`` is off."""
     probe: dict[str, Any] | None = None
     """Filled by probes/ (measured groundedness, coverage, cost share); None until probed."""

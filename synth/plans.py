@@ -343,6 +343,8 @@ class Call:
     """Query-bound params whose value the user query does not state (memorised-constant defect)."""
     defect: str | None = None
     repaired: bool = False
+    transforms: dict[str, str] = field(default_factory=dict)
+    """``param -> kind``: arguments the visible history shows only transformed (:mod:`synth.transforms`)."""
 
 
 @dataclass

@@ -27,11 +27,14 @@ seed = 0                # same recipe + seed -> byte-identical dataset
 # ---- settings (usually from the config's [synth] section) ------------------
 error_rate = 0.2        # injected tool errors per call: timeout, unreachable, invalid argument
 defect_rate = 0.3       # probability an action is made non-derivable (skipped lookup, memorised constant)
+transform_rate = 0.0    # share of arguments shown only transformed (units, dates, case, sums...): still derivable
 max_chain_len = 4       # longest random-walk chain, in calls
 backend = "emulator"    # "emulator" (in-process tool logic) or "live" (stdio MCP servers, one per instance)
 judge_threshold = 0.7   # minimum mean of the seven judge scores to keep a trajectory
 # domains = ["travel", "banking"]   # restrict to these training domains (default: all but held-out)
-narratives = false      # also write narratives.jsonl (mid-training documents)
+narratives = false      # also write the mid-training corpus: narratives.jsonl and corpus.jsonl (seed 001)
+narrative_min_judge = 0.7     # corpus judge gate: a document's trajectory needs this mean judge score
+narrative_min_coherence = 4   # corpus coherence gate, 1..5
 # llm_url = "http://localhost:8000/v1"   # optional OpenAI-compatible judge; never required
 """
 """The documented example printed by ``toolscale synth --example-recipe``."""

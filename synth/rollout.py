@@ -61,6 +61,8 @@ class Trace:
     injected: list[str] = field(default_factory=list)
     ids_by_plan: dict[int, list[str]] = field(default_factory=dict)
     """Visible call ids of each plan call (first attempt first)."""
+    transformed: list[tuple[Any, str]] = field(default_factory=list)
+    """``(canonical value, kind)`` of every value a tool output shows transformed (:mod:`synth.transforms`)."""
 
 
 def message(role: str, content: str, tool_calls: list | None = None, tool_call_id: str | None = None,
@@ -108,6 +110,8 @@ def execute(plan: Plan, backend: Any, rng: random.Random, error_rate: float, sys
     n_ids = 0
     first = True
     ordered = plan.ordered()
+    shown = _transformed_fields(plan)
+    t_rng = random.Random(f"{plan.seed}:transform") if shown else None
     for turn in sorted({c.turn for c in plan.calls}):
         ready: list[tuple[Call, dict]] = []
         for c in (c for c in ordered if c.turn == turn):
@@ -168,7 +172,7 @@ def execute(plan: Plan, backend: Any, rng: random.Random, error_rate: float, sys
                 ok = err is None
                 trace.records.append(CallRecord(cid, c.tool, sent, ok, out, None if ok else (injected or "tool_error"),
                                                 c.idx, attempt > 0, injected))
-                body = json.dumps(out, sort_keys=True) if ok else json.dumps(
+                body = json.dumps(_display(out, c.idx, shown, t_rng, trace), sort_keys=True) if ok else json.dumps(
                     {"error": injected or "tool_error", "message": err})
                 trace.messages.append(message("tool", body, tool_call_id=cid, name=c.tool))
                 if ok:
@@ -181,6 +185,44 @@ def execute(plan: Plan, backend: Any, rng: random.Random, error_rate: float, sys
             attempt += 1
     trace.messages.append(message("assistant", _final_answer(trace)))
     return trace
+
+
+def _transformed_fields(plan: Plan) -> dict[tuple[int, str], str]:
+    """``(supplier idx, field) -> planned kind`` for output fields some consumer reads transformed.
+
+    Every consumer of such a field then sees it transformed (one displayed form per output).
+    """
+    out: dict[tuple[int, str], str] = {}
+    for c in plan.calls:
+        for p, a in c.args.items():
+            if a[0] == "ref" and p in c.transforms:
+                out.setdefault((a[1], a[2]), c.transforms[p])
+    return out
+
+
+def _display(out: dict | None, idx: int, shown: dict[tuple[int, str], str], rng: random.Random | None,
+             trace: Trace) -> dict | None:
+    """The tool output as the conversation shows it: fields consumers read transformed are replaced by
+    :func:`synth.transforms.display` at the place :func:`_extract` reads them (``out`` is not modified)."""
+    fields = [(f, k) for (j, f), k in shown.items() if j == idx]
+    if not out or not fields or rng is None:
+        return out
+    from synth.transforms import applicable, display
+
+    view = json.loads(json.dumps(out))
+    for fld, planned in sorted(fields):
+        holder = view if fld in view else next((v[0] for v in view.values() if isinstance(v, list) and v
+                                                and isinstance(v[0], dict) and fld in v[0]), None)
+        if holder is None:
+            continue
+        value = holder[fld]
+        kinds = applicable(value)
+        if not kinds:
+            continue
+        kind = planned if planned in kinds else kinds[rng.randrange(len(kinds))]
+        holder[fld] = display(value, kind, rng)
+        trace.transformed.append((value, kind))
+    return view
 
 
 def _rationale(plan: Plan, calls: list[Call], pending, first: bool, tool_of: dict[int, str], hidden: set[int],

@@ -14,6 +14,7 @@ from typing import Any
 
 from synth.plans import Call, Chain, Plan, ServerSpec, render_intent
 from synth.servers.db import CITIES, FIRST, LAST
+from synth.transforms import display
 
 __all__ = ["sample_value", "instantiate", "render_query", "PERSONAS", "COMPLICATIONS"]
 
@@ -98,7 +99,8 @@ def render_query(plan: Plan, spec: ServerSpec, rng: random.Random) -> tuple[str,
     """The user query of a plan and the augmentations applied.
 
     Every call contributes its intent (hidden calls too: a skipped lookup is still asked for); values of
-    query-bound arguments are stated unless the call marks them ``vague`` (a memorised constant).
+    query-bound arguments are stated unless the call marks them ``vague`` (a memorised constant), in their
+    transformed form when the call marks them in ``transforms`` (:func:`synth.transforms.display`).
     """
     parts = []
     for c in plan.ordered():
@@ -107,7 +109,11 @@ def render_query(plan: Plan, spec: ServerSpec, rng: random.Random) -> tuple[str,
             if a is None:
                 return "ref", None
             if a[0] == "q":
-                return ("vague", None) if p in c.vague else ("q", a[1])
+                if p in c.vague:
+                    return "vague", None
+                if p in c.transforms:
+                    return "q", display(a[1], c.transforms[p], rng)
+                return "q", a[1]
             return "ref", None
         parts.append(render_intent(spec.intents.get(c.tool, f"use {c.tool}"), values))
     aug = ["paraphrase"]

@@ -220,6 +220,9 @@ class SynthSpec(_Frozen):
     """Probability that a tool call gets an injected error (timeout, unreachable, invalid argument)."""
     defect_rate: float = Field(default=0.3, ge=0.0, le=1.0)
     """Share of actions synthesised non-derivable before repair (makes quality a real axis)."""
+    transform_rate: float = Field(default=0.0, ge=0.0, le=1.0)
+    """Share of arguments the visible history shows only transformed (``synth.transforms``); such actions
+    stay derivable, exact-match provenance misses them."""
     max_chain_len: int = Field(default=4, ge=1)
     """Longest tool chain in a task."""
     backend: Literal["live", "emulator"] = "emulator"

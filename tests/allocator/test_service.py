@@ -13,7 +13,7 @@ import pytest
 from allocator.service import plan_allocation
 from fit.laws import get_law
 from fit.models import FitResult
-from fit.simulate import builtin_truth, law_inputs_for_config
+from fit.simulate import builtin_truth, law_inputs_for_config, simulate_results
 from grid.design import build_design
 from grid.models import MetricResult
 from grid.registry import Registry
@@ -48,9 +48,12 @@ def _template(tmp_path_factory) -> str:
     cfg = _config()
     path = str(tmp_path_factory.mktemp("alloc") / "template.duckdb")
     runs = [r.model_copy(update={"experiment": "exp"}) for r in build_design(cfg).runs]
+    truth = builtin_truth(law_inputs_for_config(cfg), "multiplicative", benchmark="bench")
+    scores = simulate_results(runs, truth, get_law("multiplicative", law_inputs_for_config(cfg)), seed=0)
     with Registry(path) as reg:
         reg.import_runs("exp", [a.name for a in cfg.axes], runs,
-                        [[MetricResult(benchmark="bench", score=0.5)] for _ in runs], source="design")
+                        [[MetricResult(benchmark="bench", metric="token_prob", score=v)] for v in scores],
+                        source="design")
         reg.ensure_experiment("exp", config=cfg.model_dump(mode="json"))
         fit = _fit_result(cfg)
         reg.save_fit(experiment="exp", benchmark="bench", metric="token_prob", law=fit.law, converged=True,
@@ -98,6 +101,9 @@ def test_allocate_cli_json_contract_and_toolscale_alias(registry, capsys) -> Non
     table = capsys.readouterr().out
     assert "the next usd buys the" in table and "diversity-only baseline" in table
     assert "predicted token_prob: " in table and "points of token_prob per usd" in table
+    assert "baseline: diversity-only law" in table and "quality pinned at baseline" in table
+    assert "DECISION: gain" in table or "no decision at this budget" in table
+    assert out["decision"]["verdict"] in ("recommend", "no_decision") and "method" in out["baseline"]
 
 
 def test_sweep_writes_plot_and_is_monotone(registry, tmp_path, capsys) -> None:
@@ -184,3 +190,40 @@ def test_next_dollar_names_every_axis_tied_at_the_optimum() -> None:
     assert line == "the next usd buys the same on a, b (1.59e-07 points of token_prob per usd each: the plan is balanced)"
     assert _next_dollar_line({"a": 2e-7, "b": 1e-7}, "usd", "score") == \
         "the next usd buys the most on: a (2e-07 points of score per usd)"
+
+
+def test_baseline_is_a_diversity_only_law_and_quality_pinned_is_kept(registry) -> None:
+    plan, _ = plan_allocation(registry, budget=5000.0, benchmark="bench", save=False)
+    assert plan.baseline_method.startswith("diversity-only law (saturating over N and tool_diversity")
+    assert "quality marginalised" in plan.baseline_method  # micro: too few runs at baseline quality
+    assert all(plan.baseline.levels[a] == lv for a, lv in plan.pinned.levels.items()
+               if a in ("repair_rate", "coverage_quota", "support_depth"))
+    assert plan.baseline.total_cost <= 5000.0 and plan.pinned.total_cost <= 5000.0
+    assert plan.gain_over_pinned >= 0 and plan.baseline_own_prediction is not None
+    for name in ("tool_diversity", "task_count", "db_diversity", "support_depth"):  # integer axes of micro
+        assert plan.plan.levels[name] == int(plan.plan.levels[name])
+    assert plan.decision.verdict in ("recommend", "no_decision") and plan.decision.reason
+
+
+def test_other_law_forms_are_mixed_by_bic_weight(registry) -> None:
+    from allocator.service import form_weights
+
+    cfg = _config()
+    fit = _fit_result(cfg)
+    add_law = get_law("additive", law_inputs_for_config(cfg))
+    add_params = builtin_truth(law_inputs_for_config(cfg), "additive").params
+    other = fit.model_copy(update={"law": "additive", "params": add_params, "bic": fit.bic + 2.0,
+                                   "inputs": list(add_law.inputs), "bootstrap": [add_params] * 40})
+    with Registry(registry) as reg:
+        reg.save_fit(experiment="exp", benchmark="bench", metric="token_prob", law="additive", converged=True,
+                     n_points=18, data_hash="test", payload=other.model_dump(mode="json"))
+        reg.save_fit(experiment="exp", benchmark="bench", metric="token_prob", law=fit.law, converged=True,
+                     n_points=18, data_hash="test", payload=fit.model_dump(mode="json"))
+    w = form_weights([fit, other])
+    assert w["multiplicative"] == pytest.approx(1 / (1 + np.exp(-1.0)))
+    plan, _ = plan_allocation(registry, budget=5000.0, benchmark="bench", save=False)
+    assert set(plan.law_weights) == {"multiplicative", "additive"}
+    assert plan.law_weights["additive"] == pytest.approx(round(w["additive"] * 40) / plan.draws_used)
+    alone, _ = plan_allocation(registry, budget=5000.0, benchmark="bench", save=False, mix_forms=False)
+    assert alone.law_weights == {"multiplicative": 1.0}
+    assert alone.gain_interval != plan.gain_interval

@@ -8,7 +8,7 @@ from pyDOE3 import gsd
 
 from grid.alias import resolution_of, two_level_aliases
 from grid.coded import _first_gsd, choose_generators, fractional, greedy_d_optimal, latin_hypercube, multilevel
-from grid.levels import DesignError
+from grid.errors import DesignError
 
 
 @pytest.mark.parametrize("k,res,points", [(4, 4, 8), (5, 5, 16), (6, 4, 16), (6, 3, 8), (7, 4, 16), (3, 3, 4)])

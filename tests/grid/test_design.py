@@ -9,7 +9,8 @@ from importlib import resources
 
 import pytest
 
-from grid.design import DesignError, build_design, design_version
+from grid.design import build_design, design_version
+from grid.errors import DesignError
 from grid.split import heldout_mask
 from toolscale.config import parse_config
 

@@ -8,7 +8,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from grid.importer import ImportError_, parse_column_map, rows_to_runs
+from grid.errors import TableImportError
+from grid.importer import parse_column_map, rows_to_runs
 from grid.registry import Registry
 from grid.split import heldout_mask
 from toolscale.cli import main
@@ -101,13 +102,13 @@ def test_empty_and_header_only_files(tmp_path) -> None:
 
     empty = tmp_path / "empty.csv"
     empty.write_text("")
-    with pytest.raises(ImportError_, match="the file is empty"):
+    with pytest.raises(TableImportError, match="the file is empty"):
         read_table(empty)
     header = tmp_path / "header.csv"
     header.write_text("a,b\n")
-    with pytest.raises(ImportError_, match="header but no rows"):
+    with pytest.raises(TableImportError, match="header but no rows"):
         read_table(header)
-    with pytest.raises(ImportError_, match="expected a .csv or .parquet"):
+    with pytest.raises(TableImportError, match="expected a .csv or .parquet"):
         read_table(_table(tmp_path, ROWS, "x.txt"))
 
 

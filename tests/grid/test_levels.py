@@ -6,7 +6,8 @@ import math
 
 import pytest
 
-from grid.levels import DesignError, apply_constraints, coded_to_real, level_values, parse_constraint
+from grid.errors import DesignError
+from grid.levels import apply_constraints, coded_to_real, level_values, parse_constraint
 from toolscale.config import AxisSpec
 
 

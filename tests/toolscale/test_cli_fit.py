@@ -41,8 +41,8 @@ def test_fit_json_contract_and_stored_fit_loads_back(simulated_registry, capsys)
     assert est["lo"] <= est["estimate"] <= est["hi"]
     with Registry(db, read_only=True) as reg:
         fits = reg.fits("sim", "simulated")
-    assert len(fits) == 1 and fits[0]["fit_id"] == out["fit_id"]
-    fit = FitResult.model_validate(fits[0]["payload"])
+    assert len(fits) == 1 and fits[0].fit_id == out["fit_id"]
+    fit = FitResult.model_validate(fits[0].payload)
     assert fit.params == pytest.approx({k: v["estimate"] for k, v in out["params"].items()})
     assert len(fit.bootstrap) >= 14 and fit.simulated
     # one model for fit --json and the stored fit's summary (the MCP fit_summary tool)

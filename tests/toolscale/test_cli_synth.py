@@ -34,13 +34,14 @@ def test_synth_writes_dataset_and_manifest(tmp_path, capsys):
     assert (tmp_path / "d" / "train.jsonl").read_text().count("\n") == m.counts["accepted"]
     from grid.registry import Registry
     with Registry(reg, read_only=True) as rg:
-        assert rg.dataset(m.dataset_id)["manifest"]["counts"]["tasks"] == 24
+        assert rg.dataset(m.dataset_id).manifest["counts"]["tasks"] == 24
 
 
 @pytest.mark.parametrize("extra,match", [
     (["--set", "task_cont=3"], "did you mean 'task_count'"),
     (["--set", "tool_diversity=999"], "exceeds"),
     (["--set", "coverage_quota=0.9"], "coverage_quota"),
+    (["--set", "narrative_min_coherence=6"], "narrative_min_coherence"),
 ])
 def test_synth_bad_knobs_one_line_exit_2(tmp_path, capsys, extra, match):
     r = tmp_path / "r.toml"

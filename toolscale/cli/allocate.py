@@ -9,7 +9,7 @@ from toolscale.cli._common import (Formatter, add_registry_args, config_of, emit
                                    registry_path)
 from toolscale.errors import UsageError
 
-__all__ = ["register", "plan_json"]
+__all__ = ["register"]
 
 EXAMPLES = """\
 examples:
@@ -45,23 +45,6 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=_serve)
 
 
-def plan_json(plan, context: dict) -> dict:
-    """The JSON contract of ``allocate --json``."""
-    return {
-        "budget": plan.budget.value, "unit": plan.budget.unit, "benchmark": plan.benchmark,
-        "experiment": context["experiment"], "law": context["law"], "fit_id": context["fit_id"],
-        "simulated": context["simulated"], "metric": context["metric"], "model_params": plan.model_params,
-        "spend": plan.plan.spend, "levels": plan.plan.levels, "total_cost": plan.plan.total_cost,
-        "predicted_score": plan.plan.predicted_score, "interval": plan.interval,
-        "spend_spread": plan.spend_spread, "marginal_value": plan.marginal_value,
-        "baseline": {"spend": plan.baseline.spend, "levels": plan.baseline.levels,
-                     "predicted_score": plan.baseline.predicted_score, "interval": plan.baseline_interval},
-        "gain_over_baseline": plan.gain_over_baseline, "gain_interval": plan.gain_interval,
-        "p_beats_baseline": plan.p_beats_baseline, "extrapolation": plan.extrapolation,
-        "extrapolation_detail": plan.extrapolation_detail, "optimality": plan.optimality.model_dump(),
-        "draws_used": plan.draws_used, "allocation_id": context.get("allocation_id")}
-
-
 def _next_dollar_line(open_axes: dict[str, float], unit: str, metric: str) -> str:
     """Where the next budget unit goes; axes within 1% of the best marginal value are named together
     (at an interior optimum every axis that gets spend buys the same: the KKT condition)."""
@@ -87,6 +70,7 @@ def _sweep_budgets(text: str) -> list[float]:
 
 
 def _allocate(args: argparse.Namespace) -> int:
+    from allocator.report import plan_json
     from allocator.service import plan_allocation
 
     cfg = config_of(args)
@@ -104,6 +88,7 @@ def _allocate(args: argparse.Namespace) -> int:
 
 def _sweep(args: argparse.Namespace, kwargs: dict) -> int:
     from allocator.plots import sweep_plot
+    from allocator.report import plan_json
     from allocator.service import plan_allocation
 
     plans, warm = [], []
@@ -144,6 +129,16 @@ def _render(plan, ctx: dict) -> None:
     giv = f" (90% interval {plan.gain_interval[0]:+.4f} to {plan.gain_interval[1]:+.4f})" if plan.gain_interval else ""
     pb = f"; P(beats baseline) = {plan.p_beats_baseline:.2f}" if plan.p_beats_baseline is not None else ""
     print(f"diversity-only baseline: {plan.baseline.predicted_score:.4f}; gain {plan.gain_over_baseline:+.4f}{giv}{pb}")
+    print(f"  baseline: {plan.baseline_method}")
+    if plan.pinned is not None and plan.gain_over_pinned is not None:
+        piv = (f" (90% interval {plan.pinned_gain_interval[0]:+.4f} to {plan.pinned_gain_interval[1]:+.4f})"
+               if plan.pinned_gain_interval else "")
+        print(f"same law, quality pinned at baseline: {plan.pinned.predicted_score:.4f}; "
+              f"gain {plan.gain_over_pinned:+.4f}{piv} (>= 0 by construction)")
+    if len(plan.law_weights) > 1:
+        print("intervals mix law forms: " + ", ".join(f"{k} {v:.0%}" for k, v in plan.law_weights.items()))
+    tied = f" (axes that tie: {', '.join(plan.decision.tied_axes)})" if plan.decision.tied_axes else ""
+    print(("DECISION: " if plan.decision.verdict == "recommend" else "") + plan.decision.reason + tied)
     open_axes = {k: v for k, v in plan.marginal_value.items() if k not in capped and math.isfinite(v)}
     if open_axes:
         print(_next_dollar_line(open_axes, unit, metric))

@@ -107,14 +107,14 @@ def _load(args: argparse.Namespace, experiment: str | None) -> tuple[str, list, 
 
     with Registry(registry_path(args, config_of(args)), read_only=True) as reg:
         if experiment is None:
-            names = [e["name"] for e in reg.experiments()]
+            names = [e.name for e in reg.experiments()]
             if len(names) != 1:
                 raise UsageError(f"name the experiment with --experiment; the registry holds "
                                  f"{', '.join(names) if names else 'none'}")
             experiment = names[0]
         info = reg.experiment(experiment)
         runs = reg.runs(experiment, status="done")
-    return experiment, runs, info.get("config"), bool(info.get("simulated"))
+    return experiment, runs, info.config, info.simulated
 
 
 def _run(args: argparse.Namespace, experiment: str | None):

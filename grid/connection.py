@@ -1,0 +1,201 @@
+"""The registry's connection core: the single-writer lock, the schema version, migrations, transactions.
+
+DuckDB allows one writing process at a time. Commands open the registry for as
+long as they need it and close it; compute jobs never open it (they write result
+files, see :mod:`grid.results`). A second process that wants the file while it is
+held waits up to ``lock_timeout_s`` (default 30 s, env ``TOOLSCALE_LOCK_TIMEOUT``)
+and then gets :class:`~grid.errors.RegistryLockedError` naming the holder's PID.
+
+Every multi-row write runs in one transaction: a process killed mid-write leaves
+the file as it was before the write. The stores (:mod:`grid.run_store`,
+:mod:`grid.artifact_store`, :mod:`grid.fit_store`) build on :class:`Connection`;
+together with it they are the only code that runs SQL.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import time
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, Self
+
+import duckdb
+
+from grid.errors import RegistryError, RegistryLockedError
+from grid.schema import MIGRATIONS, SCHEMA_VERSION
+
+__all__ = ["Connection", "DEFAULT_LOCK_TIMEOUT_S", "code_version", "now"]
+
+DEFAULT_LOCK_TIMEOUT_S = 30.0
+"""Seconds a process waits for another one to release the registry file (env ``TOOLSCALE_LOCK_TIMEOUT``)."""
+
+_LOCK_PID = re.compile(r"PID (\d+)")
+
+
+def now() -> datetime:
+    """Current UTC time without tzinfo (DuckDB TIMESTAMP)."""
+    return datetime.now(UTC).replace(tzinfo=None)
+
+
+def code_version(root: str | Path | None = None) -> str:
+    """The git commit of the code (``+dirty`` when the tree has changes), or ``unknown``."""
+    cwd = Path(root) if root else Path(__file__).resolve().parent.parent
+    try:
+        head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=cwd, capture_output=True, text=True, timeout=5)
+        if head.returncode != 0:
+            return "unknown"
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=cwd,
+                               capture_output=True, text=True, timeout=5)
+        return head.stdout.strip()[:12] + ("+dirty" if dirty.stdout.strip() else "")
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+
+
+def _connect(path: str, read_only: bool, timeout_s: float) -> duckdb.DuckDBPyConnection:
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            return duckdb.connect(path, read_only=read_only)
+        except duckdb.IOException as err:
+            msg = str(err)
+            if "lock" not in msg.lower():
+                raise RegistryError(f"cannot open registry {path}: {msg.splitlines()[0]}") from None
+            if time.monotonic() >= deadline:
+                pid = _LOCK_PID.search(msg)
+                holder = f"process {pid.group(1)}" if pid else "another process"
+                raise RegistryLockedError(
+                    f"registry {path} is locked by {holder}; waited {timeout_s:g} s "
+                    f"(set TOOLSCALE_LOCK_TIMEOUT to wait longer)") from None
+            time.sleep(0.2)
+
+
+class Connection:
+    """An open registry file, migrated to :data:`~grid.schema.SCHEMA_VERSION`. A context manager; closes on exit.
+
+    Parameters
+    ----------
+    path : path of the ``.duckdb`` file (created, with its schema, if missing).
+    read_only : open without write access (still takes a shared lock).
+    lock_timeout_s : seconds to wait for another process to release the file.
+    """
+
+    _CHUNK = 400
+    """Rows per multi-row statement (DuckDB's prepared statements slow down past a few thousand parameters)."""
+
+    def __init__(self, path: str | Path, *, read_only: bool = False, lock_timeout_s: float | None = None):
+        self.path = str(path)
+        if read_only and not Path(self.path).exists():
+            raise RegistryError(f"registry not found: {self.path} (run `toolscale grid design` or `import-runs` first)")
+        if not read_only:
+            Path(self.path).parent.mkdir(parents=True, exist_ok=True)
+        timeout = lock_timeout_s if lock_timeout_s is not None else float(
+            os.environ.get("TOOLSCALE_LOCK_TIMEOUT", DEFAULT_LOCK_TIMEOUT_S))
+        self.con = _connect(self.path, read_only, timeout)
+        self.read_only = read_only
+        if not read_only:
+            self.migrate()
+        else:
+            self._check_version()
+
+    # ---- lifecycle -------------------------------------------------------
+    def close(self) -> None:
+        self.con.close()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    @contextmanager
+    def transaction(self) -> Iterator[None]:
+        """All-or-nothing block: rolled back on any exception."""
+        self.con.begin()
+        try:
+            yield
+        except BaseException:
+            self.con.rollback()
+            raise
+        self.con.commit()
+
+    # ---- schema ----------------------------------------------------------
+    def schema_version(self) -> int:
+        """Version of the file's schema (0 for an empty file)."""
+        has_meta = self.con.execute(
+            "SELECT count(*) FROM information_schema.tables WHERE table_name = 'schema_meta'").fetchone()[0]
+        if not has_meta:
+            return 0
+        row = self.con.execute("SELECT value FROM schema_meta WHERE key = 'schema_version'").fetchone()
+        return int(row[0]) if row else 0
+
+    def _check_version(self) -> None:
+        v = self.schema_version()
+        if v > SCHEMA_VERSION:
+            raise RegistryError(f"registry {self.path} has schema version {v}, newer than this code's "
+                                f"{SCHEMA_VERSION}; upgrade toolscale")
+
+    def migrate(self) -> int:
+        """Apply the missing migrations in one transaction; returns the new version."""
+        self._check_version()
+        v = self.schema_version()
+        if v == SCHEMA_VERSION:
+            return v
+        with self.transaction():
+            for statements in MIGRATIONS[v:]:
+                for sql in statements:
+                    self.con.execute(sql)
+            self.con.execute("INSERT OR REPLACE INTO schema_meta VALUES ('schema_version', ?)", [str(SCHEMA_VERSION)])
+        return SCHEMA_VERSION
+
+    # ---- shared SQL helpers ----------------------------------------------
+    @staticmethod
+    def _json(value: Any) -> str:
+        """``value`` as canonical JSON text (sorted keys; anything else as ``str``)."""
+        return json.dumps(value, sort_keys=True, default=str)
+
+    @staticmethod
+    def _where(**filters: Any) -> tuple[str, list[Any]]:
+        """``(" WHERE a = ? AND b IN (?, ?)", args)`` for the filters that are not None.
+
+        A scalar filters with ``=``; a list, tuple or set with ``IN`` (an empty one
+        matches nothing). The keyword names are column names written by this
+        package's code, never user text. No filters: ``("", [])``.
+        """
+        clauses: list[str] = []
+        args: list[Any] = []
+        for column, value in filters.items():
+            if value is None:
+                continue
+            if isinstance(value, list | tuple | set | frozenset):
+                values = list(value)
+                if not values:
+                    clauses.append("FALSE")
+                    continue
+                clauses.append(f"{column} IN ({', '.join('?' for _ in values)})")
+                args.extend(values)
+            else:
+                clauses.append(f"{column} = ?")
+                args.append(value)
+        return (" WHERE " + " AND ".join(clauses) if clauses else ""), args
+
+    def _existing(self, table: str, column: str, values: Sequence[str]) -> set[str]:
+        """The ``values`` present in ``table.column`` (queried in chunks)."""
+        out: set[str] = set()
+        values = list(dict.fromkeys(values))
+        for i in range(0, len(values), self._CHUNK):
+            part = values[i:i + self._CHUNK]
+            where, args = self._where(**{column: part})
+            out.update(r[0] for r in self.con.execute(f"SELECT {column} FROM {table}{where}", args).fetchall())
+        return out
+
+    def _values(self, sql: str, row_sql: str, rows: Sequence[Sequence[Any]]) -> None:
+        """Run ``sql`` with ``{values}`` replaced by chunks of ``rows`` as a multi-row VALUES list."""
+        for i in range(0, len(rows), self._CHUNK):
+            part = rows[i:i + self._CHUNK]
+            self.con.execute(sql.format(values=", ".join(row_sql for _ in part)), [x for row in part for x in row])

@@ -1,0 +1,375 @@
+"""The run store: experiments, designs, the run lifecycle, metrics, ingest of result files, export.
+
+A run goes ``pending -> submitted -> running -> done | failed | cancelled``; every
+move is logged in ``run_events``. :meth:`RunStore.ingest` applies result files
+(:mod:`grid.results`) idempotently, keyed by their content hash.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from typing import Any
+
+from grid.connection import Connection, code_version, now
+from grid.errors import RegistryError
+from grid.models import (RUN_STATUSES, TERMINAL_STATUSES, ExperimentRecord, IngestReport, MetricResult, RunRecord,
+                         RunResult, RunSpec)
+from grid.schema import SCHEMA_VERSION, axis_column, axis_column_ddl
+
+__all__ = ["RunStore"]
+
+
+class RunStore(Connection):
+    """Experiments, designs, runs and their metrics in a registry file (see :class:`~grid.connection.Connection`)."""
+
+    # ---- experiments -----------------------------------------------------
+    def ensure_experiment(self, name: str, *, config: dict | None = None, axes: Sequence[str] = (),
+                          simulated: bool = False) -> None:
+        """Create the experiment if missing and make sure every axis has its column."""
+        with self.transaction():
+            for axis in axes:
+                self.con.execute(axis_column_ddl(axis))
+            exists = self.con.execute("SELECT axes FROM experiments WHERE name = ?", [name]).fetchone()
+            if exists is None:
+                self.con.execute(
+                    "INSERT INTO experiments VALUES (?, ?, ?, ?, ?, ?)",
+                    [name, self._json(config) if config is not None else None, self._json(list(axes)), simulated, now(),
+                     SCHEMA_VERSION])
+            else:
+                known = json.loads(exists[0] or "[]")
+                merged = known + [a for a in axes if a not in known]
+                self.con.execute("UPDATE experiments SET axes = ?, simulated = simulated OR ? WHERE name = ?",
+                                 [self._json(merged), simulated, name])
+                if config is not None:
+                    self.con.execute("UPDATE experiments SET config = ? WHERE name = ?", [self._json(config), name])
+
+    def experiments(self) -> list[ExperimentRecord]:
+        """Every experiment (name, axes, simulated flag, config), oldest first."""
+        rows = self.con.execute(
+            "SELECT name, axes, simulated, config FROM experiments ORDER BY created_at, name").fetchall()
+        return [ExperimentRecord(name=r[0], axes=json.loads(r[1] or "[]"), simulated=bool(r[2]),
+                                 config=json.loads(r[3]) if r[3] else None) for r in rows]
+
+    def experiment(self, name: str) -> ExperimentRecord:
+        """One experiment; RegistryError listing the known ones otherwise."""
+        experiments = self.experiments()
+        for e in experiments:
+            if e.name == name:
+                return e
+        known = ", ".join(e.name for e in experiments) or "none"
+        raise RegistryError(f"unknown experiment {name!r}; known: {known}")
+
+    # ---- designs and runs ------------------------------------------------
+    def add_design(self, design_version: str, experiment: str, summary: dict[str, Any]) -> bool:
+        """Record a design; False if this version was already recorded."""
+        with self.transaction():
+            row = self.con.execute("SELECT 1 FROM designs WHERE design_version = ?", [design_version]).fetchone()
+            if row:
+                return False
+            self.con.execute("INSERT INTO designs VALUES (?, ?, ?, ?, ?)",
+                             [design_version, experiment, self._json(summary), now(), SCHEMA_VERSION])
+            return True
+
+    def designs(self, experiment: str) -> list[dict[str, Any]]:
+        """Designs of an experiment, oldest first."""
+        rows = self.con.execute("SELECT design_version, summary, created_at FROM designs WHERE experiment = ? "
+                                "ORDER BY created_at", [experiment]).fetchall()
+        return [{"design_version": r[0], "summary": json.loads(r[1]), "created_at": r[2]} for r in rows]
+
+    def add_runs(self, runs: Sequence[RunSpec], *, source: str = "design", status: str = "pending",
+                 code: str | None = None) -> int:
+        """Insert planned runs, skipping ids already present; returns how many were new."""
+        if status not in RUN_STATUSES:
+            raise RegistryError(f"status must be one of {', '.join(RUN_STATUSES)}, got {status!r}")
+        code = code or code_version()
+        inserted = 0
+        with self.transaction():
+            axes = sorted({a for r in runs for a in r.recipe})
+            for a in axes:
+                self.con.execute(axis_column_ddl(a))
+            for r in runs:
+                inserted += self._insert_run(r, status=status, source=source, code=code)
+        return inserted
+
+    def _insert_run(self, r: RunSpec, *, status: str, source: str, code: str) -> bool:
+        """Insert one run unless its id exists (inside the caller's transaction); True if inserted."""
+        if self.con.execute("SELECT 1 FROM runs WHERE run_id = ?", [r.run_id]).fetchone():
+            return False
+        cols = ["run_id", "experiment", "design_version", "recipe", "model_size", "model_params", "train_tokens",
+                "train_flops", "seed", "status", "source", "metadata", "created_at", "finished_at",
+                "schema_version", "split", "code_version"]
+        vals: list[Any] = [r.run_id, r.experiment, r.design_version, self._json(r.recipe), r.model_size, r.model_params,
+                           r.train_tokens, r.train_flops, r.seed, status, source,
+                           self._json({**r.metadata, "token_multiplier": r.token_multiplier}), now(),
+                           now() if status in TERMINAL_STATUSES else None, SCHEMA_VERSION, r.split, code]
+        for a, v in r.recipe.items():
+            cols.append(f'"{axis_column(a)}"')
+            vals.append(float(v))
+        self.con.execute(f"INSERT INTO runs ({', '.join(cols)}) VALUES ({', '.join('?' for _ in vals)})", vals)
+        return True
+
+    _RUN_COLS = ("run_id, experiment, design_version, recipe, model_size, model_params, train_tokens, "
+                 "train_flops, seed, status, attempts, job_id, split, error, source, metadata, created_at, "
+                 "finished_at")
+
+    def runs(self, experiment: str | None = None, *, status: str | Sequence[str] | None = None,
+             split: str | None = None, design_version: str | None = None,
+             run_ids: Sequence[str] | None = None) -> list[RunRecord]:
+        """Runs matching every given filter, with their metrics, in creation order."""
+        where, args = self._where(
+            experiment=experiment, status=[status] if isinstance(status, str) else status, split=split,
+            design_version=design_version, run_id=list(run_ids) if run_ids is not None else None)
+        rows = self.con.execute(f"SELECT {self._RUN_COLS} FROM runs{where} ORDER BY created_at, run_id",
+                                args).fetchall()
+        metrics = self._metrics_by_run([r[0] for r in rows])
+        out = []
+        for r in rows:
+            out.append(RunRecord(
+                run_id=r[0], experiment=r[1], design_version=r[2], recipe=json.loads(r[3]), model_size=r[4],
+                model_params=r[5], train_tokens=r[6], train_flops=r[7], seed=r[8], status=r[9], attempts=r[10],
+                job_id=r[11], split=r[12] or "fit", error=r[13], source=r[14], metadata=json.loads(r[15] or "{}"),
+                created_at=r[16], finished_at=r[17], metrics=metrics.get(r[0], {})))
+        return out
+
+    def _metrics_by_run(self, run_ids: list[str]) -> dict[str, dict[str, float]]:
+        if not run_ids:
+            return {}
+        rows = self.con.execute("SELECT run_id, benchmark, metric, score FROM metrics").fetchall()
+        wanted = set(run_ids)
+        out: dict[str, dict[str, float]] = {}
+        for run_id, bench, metric, score in rows:
+            if run_id in wanted:
+                out.setdefault(run_id, {})[f"{bench}/{metric}"] = score
+        return out
+
+    def metrics(self, experiment: str | None = None) -> list[dict[str, Any]]:
+        """Every metric row (joined to its run's experiment)."""
+        where, args = self._where(**{"r.experiment": experiment})
+        sql = ("SELECT m.run_id, r.experiment, m.benchmark, m.metric, m.benchmark_version, m.score, m.stderr, "
+               "m.n_items, m.higher_is_better FROM metrics m JOIN runs r USING (run_id)" + where)
+        cols = ["run_id", "experiment", "benchmark", "metric", "version", "score", "stderr", "n_items",
+                "higher_is_better"]
+        return [dict(zip(cols, r)) for r in self.con.execute(sql + " ORDER BY m.run_id, m.benchmark", args).fetchall()]
+
+    def set_status(self, run_ids: Sequence[str], status: str, *, job_id: str | None = None,
+                   error: str | None = None, new_attempt: bool = False) -> int:
+        """Move runs to ``status``; ``new_attempt`` counts a submission. Returns rows changed."""
+        if status not in RUN_STATUSES:
+            raise RegistryError(f"status must be one of {', '.join(RUN_STATUSES)}, got {status!r}")
+        changed = 0
+        with self.transaction():
+            for rid in run_ids:
+                sets = ["status = ?"]
+                args: list[Any] = [status]
+                if job_id is not None:
+                    sets.append("job_id = ?")
+                    args.append(job_id)
+                if error is not None or status in ("pending", "submitted", "running", "done"):
+                    sets.append("error = ?")
+                    args.append(error)
+                if new_attempt:
+                    sets.append("attempts = attempts + 1")
+                    sets.append("submitted_at = ?")
+                    args.append(now())
+                if status in ("done", "failed", "cancelled"):
+                    sets.append("finished_at = ?")
+                    args.append(now())
+                args.append(rid)
+                cur = self.con.execute(f"UPDATE runs SET {', '.join(sets)} WHERE run_id = ? RETURNING run_id", args)
+                changed += len(cur.fetchall())
+                self.con.execute("INSERT INTO run_events VALUES (?, ?, ?, ?, ?)",
+                                 [rid, status, error or job_id, now(), SCHEMA_VERSION])
+        return changed
+
+    def mark_submitted(self, job_ids: dict[str, str]) -> int:
+        """Record one submission per run (``run_id -> scheduler job id``) in one transaction.
+
+        Each run becomes ``submitted`` with its job id, ``attempts + 1`` and its error
+        cleared; a ``submitted`` event is logged. Returns rows changed.
+        """
+        changed = 0
+        stamp = now()
+        with self.transaction():
+            for rid, job_id in job_ids.items():
+                cur = self.con.execute(
+                    "UPDATE runs SET status = 'submitted', job_id = ?, error = NULL, attempts = attempts + 1, "
+                    "submitted_at = ?, finished_at = NULL WHERE run_id = ? RETURNING run_id", [job_id, stamp, rid])
+                changed += len(cur.fetchall())
+                self.con.execute("INSERT INTO run_events VALUES (?, 'submitted', ?, ?, ?)",
+                                 [rid, job_id, stamp, SCHEMA_VERSION])
+        return changed
+
+    def set_statuses(self, changes: dict[str, tuple[str, str | None]]) -> int:
+        """Move many runs at once (``run_id -> (status, error or None)``) in one transaction.
+
+        Terminal states (done, failed, cancelled) set ``finished_at``; an event is logged
+        per run. Returns rows changed.
+        """
+        for status, _ in changes.values():
+            if status not in RUN_STATUSES:
+                raise RegistryError(f"status must be one of {', '.join(RUN_STATUSES)}, got {status!r}")
+        changed = 0
+        stamp = now()
+        with self.transaction():
+            for rid, (status, error) in changes.items():
+                finished = stamp if status in ("done", "failed", "cancelled") else None
+                cur = self.con.execute(
+                    "UPDATE runs SET status = ?, error = coalesce(?, error), finished_at = ? WHERE run_id = ? "
+                    "RETURNING run_id", [status, error, finished, rid])
+                changed += len(cur.fetchall())
+                self.con.execute("INSERT INTO run_events VALUES (?, ?, ?, ?, ?)",
+                                 [rid, status, error, stamp, SCHEMA_VERSION])
+        return changed
+
+    def events(self, run_id: str) -> list[tuple[str, str | None]]:
+        """(event, detail) of a run, oldest first."""
+        return [tuple(r) for r in self.con.execute(
+            "SELECT event, detail FROM run_events WHERE run_id = ? ORDER BY event_at", [run_id]).fetchall()]
+
+    def status_counts(self, experiment: str | None = None) -> dict[str, dict[str, int]]:
+        """``{experiment: {status: count}}`` with every status present (zeros included)."""
+        where, args = self._where(experiment=experiment)
+        out: dict[str, dict[str, int]] = {}
+        sql = f"SELECT experiment, status, count(*) FROM runs{where} GROUP BY experiment, status"
+        for exp, status, n in self.con.execute(sql, args).fetchall():
+            out.setdefault(exp, {s: 0 for s in RUN_STATUSES})[status] = n
+        return out
+
+    def last_failures(self, n: int = 5, experiment: str | None = None) -> list[dict[str, Any]]:
+        """The ``n`` most recent failed runs with the tail of their error."""
+        where, args = self._where(status="failed", experiment=experiment)
+        rows = self.con.execute(f"SELECT run_id, experiment, attempts, finished_at, error FROM runs{where} "
+                                "ORDER BY finished_at DESC NULLS LAST LIMIT ?", [*args, n]).fetchall()
+        return [{"run_id": r[0], "experiment": r[1], "attempts": r[2], "finished_at": str(r[3]) if r[3] else None,
+                 "error": r[4]} for r in rows]
+
+    # ---- results ---------------------------------------------------------
+    def ingest(self, results: Sequence[tuple[RunResult, str, str]]) -> IngestReport:
+        """Ingest ``(result, content_hash, path)`` triples in one transaction.
+
+        A result whose content hash was ingested before is skipped (idempotent); one
+        whose run is unknown is reported and skipped. Done runs get their metrics and
+        measured N, D, FLOPs; failed runs their error tail. Set-based: a few statements
+        per batch, not per file (300 results in well under a second).
+        """
+        if not results:
+            return IngestReport()
+        duplicate, unknown, problems = 0, 0, []
+        with self.transaction():
+            seen = self._existing("ingested_files", "content_hash", [d for _, d, _ in results])
+            known = self._existing("runs", "run_id", [r.run_id for r, _, _ in results])
+            todo: list[tuple[RunResult, str, str]] = []
+            for result, digest, path in results:
+                if digest in seen:
+                    duplicate += 1
+                    continue
+                if result.run_id not in known:
+                    unknown += 1
+                    problems.append(f"{path}: unknown run {result.run_id}")
+                    continue
+                seen.add(digest)
+                todo.append((result, digest, path))
+            last = {r.run_id: (r, d, p) for r, d, p in todo}  # the same run twice in a batch: the last one wins
+            self._apply_results(list(last.values()))
+            earlier = [(d, r.run_id, p, now(), SCHEMA_VERSION) for r, d, p in todo if last[r.run_id][1] != d]
+            if earlier:
+                self._values("INSERT INTO ingested_files VALUES {values}",
+                             "(?::VARCHAR, ?::VARCHAR, ?::VARCHAR, ?::TIMESTAMP, ?::INTEGER)", earlier)
+        return IngestReport(ingested=len(todo), duplicate=duplicate, unknown_run=unknown, problems=problems)
+
+    def _apply_results(self, todo: Sequence[tuple[RunResult, str, str]]) -> None:
+        """Apply results of distinct runs, a few statements in all.
+
+        Done runs get status, finish time, measured N, D, FLOPs, metadata and metrics;
+        failed runs their error tail; every result an event and its ingested-file row.
+        """
+        stamp = now()
+
+        def finished(r: RunResult) -> datetime:
+            return r.finished_at.astimezone(UTC).replace(tzinfo=None) if r.finished_at.tzinfo else r.finished_at
+
+        failed = [(r.run_id, r.error, finished(r), r.job_id) for r, _, _ in todo if r.status == "failed"]
+        if failed:
+            self._values("UPDATE runs SET status = 'failed', error = v.error, finished_at = v.fin, "
+                         "job_id = coalesce(v.job_id, runs.job_id) FROM (VALUES {values}) "
+                         "v(run_id, error, fin, job_id) WHERE runs.run_id = v.run_id",
+                         "(?::VARCHAR, ?::VARCHAR, ?::TIMESTAMP, ?::VARCHAR)", failed)
+        done = []
+        for r, _, _ in todo:
+            if r.status == "failed":
+                continue
+            t = r.train
+            done.append((r.run_id, finished(r), r.job_id, t.params if t else None, t.train_tokens if t else None,
+                         t.train_flops if t else None,
+                         self._json({"dataset_id": r.dataset_id, "train": t.model_dump() if t else None, **r.extra})))
+        if done:
+            self._values("UPDATE runs SET status = 'done', error = NULL, finished_at = v.fin, "
+                         "job_id = coalesce(v.job_id, runs.job_id), "
+                         "model_params = coalesce(v.n, runs.model_params), "
+                         "train_tokens = coalesce(v.d, runs.train_tokens), "
+                         "train_flops = coalesce(v.c, runs.train_flops), "
+                         "metadata = json_merge_patch(coalesce(runs.metadata, '{{}}'), v.patch) "
+                         "FROM (VALUES {values}) v(run_id, fin, job_id, n, d, c, patch) WHERE runs.run_id = v.run_id",
+                         "(?::VARCHAR, ?::TIMESTAMP, ?::VARCHAR, ?::DOUBLE, ?::DOUBLE, ?::DOUBLE, ?::VARCHAR)", done)
+        metrics: dict[tuple[str, str, str], list[Any]] = {}
+        for r, _, _ in todo:
+            if r.status == "failed":
+                continue
+            for m in r.metrics:  # a metric listed twice: the last one wins, as with one INSERT OR REPLACE each
+                metrics[(r.run_id, m.benchmark, m.metric)] = [
+                    r.run_id, m.benchmark, m.metric, m.version, m.score, m.stderr, m.n_items, m.higher_is_better,
+                    stamp, SCHEMA_VERSION]
+        if metrics:
+            self._values("INSERT OR REPLACE INTO metrics VALUES {values}",
+                         "(?::VARCHAR, ?::VARCHAR, ?::VARCHAR, ?::VARCHAR, ?::DOUBLE, ?::DOUBLE, ?::INTEGER, "
+                         "?::BOOLEAN, ?::TIMESTAMP, ?::INTEGER)", list(metrics.values()))
+        events = [(r.run_id, r.status, (r.error or "")[-500:] if r.status == "failed" else None, stamp, SCHEMA_VERSION)
+                  for r, _, _ in todo]
+        self._values("INSERT INTO run_events VALUES {values}",
+                     "(?::VARCHAR, ?::VARCHAR, ?::VARCHAR, ?::TIMESTAMP, ?::INTEGER)", events)
+        self._values("INSERT INTO ingested_files VALUES {values}",
+                     "(?::VARCHAR, ?::VARCHAR, ?::VARCHAR, ?::TIMESTAMP, ?::INTEGER)",
+                     [(d, r.run_id, p, stamp, SCHEMA_VERSION) for r, d, p in todo])
+
+    def _put_metrics(self, run_id: str, metrics: Sequence[MetricResult]) -> None:
+        for m in metrics:
+            self.con.execute(
+                "INSERT OR REPLACE INTO metrics VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                [run_id, m.benchmark, m.metric, m.version, m.score, m.stderr, m.n_items, m.higher_is_better,
+                 now(), SCHEMA_VERSION])
+
+    def add_metrics(self, run_id: str, metrics: Sequence[MetricResult]) -> None:
+        """Upsert metrics of one run."""
+        with self.transaction():
+            self._put_metrics(run_id, metrics)
+
+    def import_runs(self, experiment: str, axes: Sequence[str], runs: Sequence[RunSpec],
+                    metrics: Sequence[Sequence[MetricResult]], *, simulated: bool = False,
+                    source: str = "import") -> int:
+        """Store finished runs produced elsewhere (or simulated) with their metrics, all or nothing."""
+        if len(runs) != len(metrics):
+            raise RegistryError(f"import_runs: {len(runs)} runs but {len(metrics)} metric lists")
+        self.ensure_experiment(experiment, axes=axes, simulated=simulated)
+        code = code_version()
+        with self.transaction():
+            new = 0
+            for r, ms in zip(runs, metrics):
+                new += self._insert_run(r, status="done", source=source, code=code)
+                self._put_metrics(r.run_id, ms)
+        return new
+
+    # ---- export ----------------------------------------------------------
+    def export_rows(self, experiment: str | None = None) -> list[dict[str, Any]]:
+        """One flat row per run: ids, axes (``axis_*``), N, D, FLOPs, status, split, and ``bench/metric`` columns."""
+        out = []
+        for r in self.runs(experiment):
+            row: dict[str, Any] = {"run_id": r.run_id, "experiment": r.experiment, "design_version": r.design_version,
+                                   "model_size": r.model_size, "model_params": r.model_params,
+                                   "train_tokens": r.train_tokens, "train_flops": r.train_flops, "seed": r.seed,
+                                   "status": r.status, "split": r.split, "source": r.source}
+            row.update({axis_column(k): v for k, v in r.recipe.items()})
+            row.update(r.metrics)
+            out.append(row)
+        return out
