@@ -36,9 +36,7 @@ def build_server(registry: str, config: ExperimentConfig | None = None):
     from mcp.server.mcpserver import MCPServer
 
     from allocator.report import plan_json
-    from allocator.service import benchmarks_with_fits, load_fit, plan_allocation, resolve_experiment
-    from fit.laws import law_of
-    from fit.models import FitSummary
+    from allocator.service import benchmarks_with_fits, fit_summary_of, load_fit, plan_allocation, resolve_experiment
     from grid.registry import Registry
 
     server = MCPServer("toolscale-allocator", instructions="Ask how to spend a synthetic-data budget: "
@@ -69,6 +67,6 @@ def build_server(registry: str, config: ExperimentConfig | None = None):
         with Registry(registry, read_only=True) as reg:
             exp = resolve_experiment(reg, benchmark, experiment)
             fit_id, fit = load_fit(reg, exp, benchmark)
-        return FitSummary.of(fit, fit_id, formula=law_of(fit).formula).model_dump(mode="json")
+        return fit_summary_of(fit, fit_id).model_dump(mode="json")
 
     return server
