@@ -103,7 +103,7 @@ def _default_roles(recipe: Recipe, judge: Judge | None) -> Roles:
     return Roles() if judge is None else Roles(judge=judge)
 
 
-def _run_tasks(recipe: Recipe, specs: dict[str, ServerSpec], tasks: TaskSet, be: Backend, roles: Roles,
+def _run_tasks(recipe: Recipe, specs: dict[str, ServerSpec], tasks: TaskSet, be: RoutingBackend, roles: Roles,
                progress: Progress | None) -> tuple[list[Accepted], list[NarrativeSource], Tally]:
     """Phases 4 and 5 over every planned task, grouped by server and instance (one database each)."""
     tally = Tally()
@@ -126,6 +126,7 @@ def _run_tasks(recipe: Recipe, specs: dict[str, ServerSpec], tasks: TaskSet, be:
                           roles, tally)
         if plan is None:
             continue
+        be.begin(plan.task_id)
         acc, seen = roll_out(recipe, slot, plan, spec, be, roles, tools_json[slot.server], tally)
         if seen is not None:
             judged.append(seen)
@@ -136,8 +137,10 @@ def _run_tasks(recipe: Recipe, specs: dict[str, ServerSpec], tasks: TaskSet, be:
 
 
 def _manifest(recipe: Recipe, specs: dict[str, ServerSpec], pools: ChainPools, tasks: TaskSet,
-              accepted: list[Accepted], tally: Tally, extra_docs: list[ToolDoc]) -> Manifest:
+              accepted: list[Accepted], tally: Tally, extra_docs: list[ToolDoc], roles: Roles) -> Manifest:
     """Phase 6: what was asked for and what the accepted trajectories measure to be."""
+    stats = getattr(roles.judge, "stats", None)
+    judge_stats = stats() if callable(stats) else {}
     metas = [a.meta for a in accepted]
     judged = tally.stats["trajectories"]
     measured, counts = summarize(metas, [a.trace for a in accepted], [p for a in accepted for p in a.prov],
@@ -156,7 +159,8 @@ def _manifest(recipe: Recipe, specs: dict[str, ServerSpec], pools: ChainPools, t
         requested=recipe.axes(), measured={k: round(v, 6) for k, v in measured.items()}, counts=counts,
         structure_counts={s: struct.get(s, 0) for s in STRUCTURES}, chain_signatures=dict(sorted(chain_sigs.items())),
         dropped_chains=dict(sorted(pools.dropped.items())), rejections=dict(sorted(tally.rejections.items())),
-        judge_failure_rate=tally.judge_failures / judged if judged else 0.0, servers=servers,
+        judge_failure_rate=tally.judge_failures / judged if judged else 0.0,
+        judge_fallback_rate=float(judge_stats.get("fallback_rate", 0.0)), roles=roles.names(), servers=servers,
         tools=sorted(f"{s}.{t}" for s in servers for t in specs[s].docs),
         db_ids=sorted({m["db_id"] for m in metas}), files={})
 
@@ -204,7 +208,7 @@ def synthesize(recipe: Recipe, *, extra_docs: list[ToolDoc] | None = None, judge
         accepted, judged, tally = _run_tasks(recipe, specs, tasks, be, roles, progress)
     finally:
         be.close()
-    manifest = _manifest(recipe, specs, pools, tasks, accepted, tally, extra_docs)
+    manifest = _manifest(recipe, specs, pools, tasks, accepted, tally, extra_docs, roles)
     documents: list[Document] = []
     if recipe.narratives:
         documents, corpus = narrative_documents(specs, pools.pools, judged, min_judge=recipe.narrative_min_judge,

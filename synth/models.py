@@ -309,6 +309,12 @@ class Manifest(_Frozen):
     """Trajectories rejected, per reason (judge errors included)."""
     judge_failure_rate: float
     """Share of judged trajectories whose judge failed (each such sample was rejected)."""
+    judge_fallback_rate: float = 0.0
+    """Share of an LLM judge's dimension replies whose score was read by the lenient fallback parse
+    (``score: N`` instead of ``{"score": N}``); 0 for the rule judge."""
+    roles: dict[str, str] = Field(default_factory=dict)
+    """Implementation of each synthesis role (``task_writer``, ``policy``, ``emulator``, ``judge``):
+    ``template`` / ``rules`` (offline) or ``llm``."""
     servers: list[str]
     """Servers the dataset draws from."""
     tools: list[str]
