@@ -34,7 +34,7 @@ def test_synth_writes_dataset_and_manifest(tmp_path, capsys):
     assert (tmp_path / "d" / "train.jsonl").read_text().count("\n") == m.counts["accepted"]
     from grid.registry import Registry
     with Registry(reg, read_only=True) as rg:
-        assert rg.dataset(m.dataset_id)["manifest"]["counts"]["tasks"] == 24
+        assert rg.dataset(m.dataset_id).manifest["counts"]["tasks"] == 24
 
 
 @pytest.mark.parametrize("extra,match", [

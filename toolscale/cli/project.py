@@ -183,12 +183,12 @@ def _ingest(args: argparse.Namespace) -> int:
     results, problems = read_results(args.folder)
     with Registry(registry_path(args)) as reg:
         report = reg.ingest(results)
-    report["problems"] = problems + report["problems"]
+    report = report.model_copy(update={"problems": problems + report.problems})
     if args.json:
-        emit_json(dict(report))
+        emit_json(report.model_dump(mode="json"))
     else:
-        print(f"ingested {report['ingested']} results ({report['duplicate']} already in, "
-              f"{report['unknown_run']} unknown runs, {len(report['problems'])} problems)")
-        for p in report["problems"]:
+        print(f"ingested {report.ingested} results ({report.duplicate} already in, "
+              f"{report.unknown_run} unknown runs, {len(report.problems)} problems)")
+        for p in report.problems:
             print(f"  {p}", file=sys.stderr)
     return 0
