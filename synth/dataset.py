@@ -56,6 +56,7 @@ from synth.roles import Roles
 from synth.selection import bundled_spec, document_spec, select_tools
 from synth.servers.db import make_database
 from synth.taskplan import ChainPools, TaskSet, chain_pools, plan_tasks, server_specs
+from synth.userservers import UserServers
 from synth.trajectories import Accepted, Tally, roll_out, write_task
 
 __all__ = ["SYNTH_VERSION", "select_tools", "bundled_spec", "document_spec", "synthesize", "build_dataset",
@@ -75,23 +76,9 @@ def approx_tokens(text: str) -> int:
     return len(_TOK.findall(text))
 
 
-_LLM_OPERATIONAL = {"api_key_env", "concurrency", "timeout_s", "max_tries", "price_in", "price_out"}
-"""LLM role settings that change how data is fetched or priced, not what it is (left out of the id)."""
-
-
 def dataset_id(recipe: Recipe, extra: str = "") -> str:
-    """Content hash of the recipe, the synthesis version and any extra tool documents (16 hex digits).
-
-    Of the LLM roles only what shapes the data counts (``base_url``, ``model``, ``temperature``,
-    ``max_tokens``); a recipe without roles hashes as before they existed.
-    """
-    dump = recipe.model_dump(mode="json")
-    if not dump.get("transform_rate"):  # keeps the ids of recipes written before the knob existed
-        dump.pop("transform_rate", None)
-    llm = dump.pop("llm", None)
-    if llm:
-        dump["llm"] = {r: {k: v for k, v in spec.items() if k not in _LLM_OPERATIONAL} for r, spec in llm.items()}
-    blob = json.dumps({"recipe": dump, "v": SYNTH_VERSION, "extra": extra}, sort_keys=True)
+    """Content hash of the recipe, the synthesis version and any extra tool documents (16 hex digits)."""
+    blob = json.dumps({"recipe": recipe.identity(), "v": SYNTH_VERSION, "extra": extra}, sort_keys=True)
     return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
 
@@ -136,7 +123,7 @@ def _default_roles(recipe: Recipe, judge: Judge | None, llm: Any) -> Roles:
     if llm is not None:
         from synth.llm_roles import llm_roles
 
-        roles = llm_roles(llm, llm.roles)
+        roles = llm_roles(llm, llm.roles, max_turns=recipe.max_turns)
     else:
         roles = Roles()
     if judge is not None:
@@ -210,8 +197,9 @@ def _manifest(recipe: Recipe, specs: dict[str, ServerSpec], pools: ChainPools, t
 
 def synthesize(recipe: Recipe, *, extra_docs: list[ToolDoc] | None = None, judge: Judge | None = None,
                backend: Backend | None = None, progress: Progress | None = None,
-               roles: Roles | None = None, llm: Any = None) -> SynthResult:
-    """Build the dataset of one grid point in memory (the pure core of :func:`build_dataset`).
+               roles: Roles | None = None, user_servers: UserServers | None = None,
+               llm: Any = None) -> SynthResult:
+    """Build the dataset of one grid point in memory (the core of :func:`build_dataset`).
 
     Phases: server views (:func:`synth.taskplan.server_specs`), chain pools (:func:`~synth.taskplan.chain_pools`),
     task slots (:func:`~synth.taskplan.plan_tasks`), then per task the query (:func:`synth.trajectories.write_task`)
@@ -220,7 +208,8 @@ def synthesize(recipe: Recipe, *, extra_docs: list[ToolDoc] | None = None, judge
     Parameters
     ----------
     recipe : Recipe
-        The knobs.
+        The knobs. ``recipe.servers`` are started, collected and executed live (one session each, for
+        this call) unless ``user_servers`` is given.
     extra_docs : list of ToolDoc, optional
         Document-only tools (e.g. collected or imported from ASTRA's ``mcp_servers.jsonl``), rolled out
         against the emulator role.
@@ -234,27 +223,43 @@ def synthesize(recipe: Recipe, *, extra_docs: list[ToolDoc] | None = None, judge
     roles : Roles, optional
         Task writer, policy, emulator and judge (default: the LLM version of each role ``llm`` has,
         the offline template of the others).
+    user_servers : UserServers, optional
+        The user's servers, already open (a job that synthesises more than once keeps one session each).
     llm : LLMClient, optional
         The client of the recipe's LLM roles (:func:`open_llm`); its usage goes to ``manifest.llm``.
     """
-    extra_docs = list(extra_docs or [])
-    by_server: dict[str, list[ToolDoc]] = defaultdict(list)
-    for d in extra_docs:
-        by_server[d.server].append(d)
-    specs = server_specs(recipe, dict(by_server))
     if roles is None:
         roles = _default_roles(recipe, judge, llm)
     elif judge is not None:
         roles = Roles(task_writer=roles.task_writer, policy=roles.policy, emulator=roles.emulator, judge=judge)
+    own = UserServers(recipe.servers).open() if recipe.servers and user_servers is None else None
+    live = user_servers or own
+    try:
+        return _synthesize(recipe, list(extra_docs or []), backend, progress, roles, live, llm)
+    finally:
+        if own is not None:
+            own.close()
+
+
+def _synthesize(recipe: Recipe, extra_docs: list[ToolDoc], backend: Backend | None, progress: Progress | None,
+                roles: Roles, live: UserServers | None, llm: Any) -> SynthResult:
+    live_docs = live.docs() if live is not None else {}
+    extra_docs = [d for d in extra_docs if d.server not in live_docs]  # a live server beats its stored docs
+    by_server: dict[str, list[ToolDoc]] = defaultdict(list)
+    for d in extra_docs:
+        by_server[d.server].append(d)
+    specs = server_specs(recipe, {**by_server, **live_docs}, live=set(live_docs))
     pools = chain_pools(recipe, specs)
     tasks = plan_tasks(recipe, pools)
     doc_only = [d for s in sorted(by_server) for d in document_spec(s, by_server[s]).docs.values()]
     be = _make_backend(recipe, doc_only, backend, roles)
+    be.live, be.live_servers = live, frozenset(live_docs)
     try:
         accepted, judged, tally = _run_tasks(recipe, specs, tasks, be, roles, progress)
     finally:
         be.close()
-    manifest = _manifest(recipe, specs, pools, tasks, accepted, tally, extra_docs, roles, llm)
+    hashed = extra_docs + [d for s in sorted(live_docs) for d in live_docs[s]]
+    manifest = _manifest(recipe, specs, pools, tasks, accepted, tally, hashed, roles, llm)
     documents: list[Document] = []
     if recipe.narratives:
         documents, corpus = narrative_documents(specs, pools.pools, judged, min_judge=recipe.narrative_min_judge,
@@ -275,7 +280,8 @@ def _write_atomic(path: Path, text: str) -> str:
 
 def build_dataset(recipe: Recipe, out_dir: str | Path, *, extra_docs: list[ToolDoc] | None = None,
                   judge: Judge | None = None, backend: Backend | None = None, progress: Progress | None = None,
-                  roles: Roles | None = None, llm: Any = None, llm_cache: Any = None) -> Manifest:
+                  roles: Roles | None = None, user_servers: UserServers | None = None, llm: Any = None,
+                  llm_cache: Any = None) -> Manifest:
     """Synthesise the dataset of one grid point and write it to ``out_dir`` (pinned interface 6).
 
     Writes ``train.jsonl`` (one trajectory row per line, pinned interface 1), ``rejected.jsonl`` (one
@@ -305,7 +311,7 @@ def build_dataset(recipe: Recipe, out_dir: str | Path, *, extra_docs: list[ToolD
         if own and llm is not None:
             llm.check()
         result = synthesize(recipe, extra_docs=extra_docs, judge=judge, backend=backend, progress=progress,
-                            roles=roles, llm=llm)
+                            roles=roles, user_servers=user_servers, llm=llm)
     finally:
         if own and llm is not None:
             llm.close()
