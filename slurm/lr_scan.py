@@ -90,7 +90,7 @@ def run_lr_scan(cfg: Any, recipe_levels: dict[str, float], *, progress: Callable
     folder = Path(cfg.executor.folder)
     cache = folder / "datasets"
     recipe = recipe_for(cfg, recipe_levels, spec.seed)
-    key = dataset_key({"lr_scan": recipe.model_dump(mode="json")})
+    key = dataset_key({"lr_scan": recipe.identity()})
 
     def build(tmp: Path) -> None:
         from synth.dataset import build_dataset

@@ -169,7 +169,7 @@ def train_sft(data_dir: str | Path, size: ModelSize, out_dir: str | Path, *, max
               seed: int = 0, threads: int | None = None, resume: bool = True, save_steps: int | None = None,
               on_step: Callable[[int, int, float | None], None] | None = None, tokenizer_dir: str | Path | None = None,
               learning_rate: float | None = None, max_epochs: float | None = None,
-              label: str | None = None) -> TrainStats:
+              label: str | None = None, init: str | Path | None = None) -> TrainStats:
     """Train one model with SFT on a synthesised dataset; write it to ``out_dir``.
 
     Parameters
@@ -195,6 +195,9 @@ def train_sft(data_dir: str | Path, size: ModelSize, out_dir: str | Path, *, max
         Steps between checkpoints; default ``max(10, max_steps // 4)``; 0 disables them.
     on_step
         Progress hook ``on_step(step, max_steps, last_loss)``.
+    init
+        Start from this saved model folder and its tokenizer (a mid-trained proxy, :mod:`train.midtrain`)
+        instead of a new proxy model; its ``run.json`` is part of this run's identity.
     tokenizer_dir
         A saved tokenizer (the experiment's shared one) used instead of training one on this dataset;
         proxy rungs only. Its content hash is part of the run's identity.
@@ -246,6 +249,13 @@ def train_sft(data_dir: str | Path, size: ModelSize, out_dir: str | Path, *, max
                 "model_size": size.model_dump(mode="json", exclude=_RESOURCE_FIELDS)}
     if tokenizer_dir is not None:
         identity["tokenizer_id"] = tokenizer_id(tokenizer_dir)
+    if init is not None:
+        if size.pretrained:
+            raise UsageError(f"model size {size.name!r} is pretrained; init is for proxy rungs (a mid-trained model)")
+        init_run = Path(init) / RUN_FILE
+        if not init_run.is_file():
+            raise TrainError(f"init folder {str(init)!r} holds no finished toolscale run ({RUN_FILE} missing)")
+        identity["init"] = json.loads(init_run.read_text(encoding="utf-8"))
     run_file = out / RUN_FILE
     if resume and run_file.is_file():
         before = json.loads(run_file.read_text(encoding="utf-8"))
@@ -262,7 +272,10 @@ def train_sft(data_dir: str | Path, size: ModelSize, out_dir: str | Path, *, max
     out.mkdir(parents=True, exist_ok=True)
     _write_json(run_file, identity)
 
-    if tokenizer_dir is not None:
+    if init is not None:
+        from train.tokenizer import load_tokenizer
+        tokenizer = load_tokenizer(init)
+    elif tokenizer_dir is not None:
         from train.tokenizer import load_tokenizer
 
         tokenizer = load_tokenizer(tokenizer_dir)
@@ -272,9 +285,9 @@ def train_sft(data_dir: str | Path, size: ModelSize, out_dir: str | Path, *, max
     data = tokenize_rows(rows, tokenizer, size.max_seq_len, seed=seed)
     if not data["examples"]:
         raise TrainError(f"no row of {data_dir} keeps an assistant token within max_seq_len={size.max_seq_len}")
-    if size.pretrained:
+    if size.pretrained or init is not None:
         with quiet_progress():
-            model = load_model(size.pretrained)
+            model = load_model(size.pretrained or init)
     else:
         model = build_model(size, seed=seed)
         if len(tokenizer) > model.config.vocab_size:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from toolscale.cli._common import Formatter, emit_json, print_table
+from toolscale.cli._common import Formatter, check_tool_axis, emit_json, print_table
 from toolscale.config import load_config
 from toolscale.errors import UsageError
 
@@ -43,6 +43,7 @@ def _design(args: argparse.Namespace) -> int:
     from grid.design import build_design
 
     config = load_config(args.config)
+    check_tool_axis(config)
     rates = None
     if config.lr_scan is not None:
         from slurm.lr_scan import read_scan, scan_path
