@@ -275,3 +275,15 @@ def test_scanned_learning_rates_are_recorded_and_versioned():
 def test_bad_tokens_per_param(bad, message):
     with pytest.raises(DesignError, match=message):
         build_design(cfg({"tokens_per_param": bad}))
+
+
+def test_demo_preset_follows_the_protocol_at_small_scale():
+    c = preset("demo")
+    d = build_design(c)
+    s = d.summary
+    assert s["runs"] == 49 and s["heldout_runs"] == 4 and s["extrapolation_factor"] >= 16
+    fitted = {r.model_size for r in d.runs if r.split == "fit"}
+    nonemb = [c.model_size(m).approx_params_nonembedding for m in fitted]
+    assert max(nonemb) / min(nonemb) >= 8 and c.train.tokenizer == "shared" and c.lr_scan is not None
+    assert {r.metadata["tokens_per_param"] for r in d.runs if r.split == "fit"} == {2.0, 6.0, 20.0}
+    assert c.eval.benchmarks == ["indist-calls", "heldout-servers"]
