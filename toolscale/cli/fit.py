@@ -7,7 +7,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from toolscale.cli._common import Formatter, add_registry_args, config_of, emit_json, print_table, registry_path
+from toolscale.cli._common import (Formatter, add_registry_args, config_of, emit_json, print_table, registry_path,
+                                   writable_dir)
 from toolscale.errors import UsageError
 
 __all__ = ["register", "fit_summary"]
@@ -217,6 +218,7 @@ def _fit(args: argparse.Namespace) -> int:
 def _report(args: argparse.Namespace) -> int:
     from fit.report import write_report
 
+    writable_dir(args.out)
     result = _run(args, args.experiment)
     paths = write_report(result, Path(args.out))
     if args.json:
