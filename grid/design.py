@@ -225,6 +225,7 @@ def build_design(config: ExperimentConfig) -> Design:
     ``K = ceil(f / (1 - f) x other_runs / replicates)``.
     """
     spec = config.design
+    config.require_ladder("grid design")
     names = [a.name for a in config.axes]
     version = design_version(config)
     coded, is_center, points, constrained, report, info = _plan_points(config)
