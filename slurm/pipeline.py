@@ -28,12 +28,16 @@ import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from grid.models import RunSpec
 from slurm.job import read_context, save_checkpoint
 
-__all__ = ["run_pipeline", "dataset_key", "ensure_dataset", "COMPLETE_MARKER"]
+if TYPE_CHECKING:
+    from synth.models import Recipe
+    from toolscale.config import ExperimentConfig
+
+__all__ = ["run_pipeline", "job_recipe", "dataset_key", "ensure_dataset", "COMPLETE_MARKER"]
 
 COMPLETE_MARKER = ".complete"
 """File a finished dataset folder holds (written before the folder is renamed into place)."""
@@ -93,10 +97,21 @@ def _probe_extra(manifest: dict[str, Any], train_flops: float | None) -> dict[st
             "probe_cost_share": (flops / train_flops) if flops is not None and train_flops else None}
 
 
+def job_recipe(run: RunSpec, cfg: ExperimentConfig) -> Recipe:
+    """The run's recipe: its axis levels, the config's ``[synth]`` settings (the user's ``servers``
+    included, so they are collected and executed live in the job) and the run's seed."""
+    from synth.models import Recipe
+
+    from slurm.stages import stage_axes
+
+    settings = {k: v for k, v in cfg.synth.model_dump().items() if k in Recipe.model_fields}
+    knobs = {k: v for k, v in run.recipe.items() if k not in stage_axes(cfg)}  # stage axes set training
+    return Recipe.from_axes(knobs, seed=run.seed, **settings)
+
+
 def run_pipeline(run: RunSpec, workdir: Path, checkpoint: dict[str, Any] | None) -> dict[str, Any]:
     """Build (or reuse) the run's dataset, train, evaluate; returns the result fields (see :mod:`slurm.jobs`)."""
     from synth.dataset import build_dataset
-    from synth.models import Recipe
     from toolscale.config import ExperimentConfig
 
     ctx = read_context(workdir)
@@ -106,12 +121,10 @@ def run_pipeline(run: RunSpec, workdir: Path, checkpoint: dict[str, Any] | None)
     if run.model_size not in sizes:
         raise KeyError(f"model size {run.model_size!r} is not in the config's ladder ({', '.join(sizes)})")
     size = sizes[run.model_size]
-    settings = {k: v for k, v in cfg.synth.model_dump().items() if k in Recipe.model_fields}
-    from slurm.stages import stage_axes, train_stages
+    from slurm.stages import train_stages
 
-    knobs = {k: v for k, v in run.recipe.items() if k not in stage_axes(cfg)}  # stage axes set training
-    recipe = Recipe.from_axes(knobs, seed=run.seed, **settings)
-    key = dataset_key(recipe.model_dump(mode="json"))
+    recipe = job_recipe(run, cfg)
+    key = dataset_key(recipe.identity())
 
     def build(folder: Path) -> None:
         from probes.pipeline import probe_dataset

@@ -215,7 +215,14 @@ class SynthSpec(_Frozen):
     """Synthesis settings (synth/)."""
 
     servers: list[str] = Field(default_factory=list)
-    """Extra stdio MCP servers as command lines (``"python -m pkg.server"``); bundled ones always count."""
+    """Your stdio MCP servers as command lines (``"python -m mcp_server_git --repository /data/repo"``):
+    collected and executed live in ``synth`` and in every pipeline job (one session per server per job);
+    their tools join the bundled ones for ``tool_diversity``."""
+    arg_values: dict[str, list[str | int | float | bool]] = Field(default_factory=dict)
+    """Values tasks may state for an argument of your servers' tools, by argument name
+    (``{ repo_path = ["/data/repo"] }``); other arguments get generated values."""
+    max_turns: int = Field(default=32, ge=1, le=256)
+    """Most assistant turns of an LLM policy per trajectory (ASTRA: 32), in turns."""
     heldout_servers: list[str] = Field(default_factory=list)
     """Bundled server names reserved for evaluation; empty uses the package default."""
     error_rate: float = Field(default=0.2, ge=0.0, le=1.0)
