@@ -189,3 +189,12 @@ def test_predict_bad_input_is_one_line(datablations_registry, capsys, at, needle
     assert needle in err and err.strip().count("\n") == 0
     with Registry(db, read_only=True) as reg:
         assert len(reg.fits()) == before
+
+
+@pytest.mark.parametrize("value,needle", [("pretrain", "unknown stage 'pretrain'"), ("grpo,sft", "in the order")])
+def test_fit_stages_bad_value_one_line(capsys, value, needle):
+    from toolscale.cli import main
+
+    assert main(["fit", "--experiment", "e", "--benchmark", "x", "--stages", value]) == 2
+    err = capsys.readouterr().err
+    assert needle in err and err.strip().count("\n") <= 1

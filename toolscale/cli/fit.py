@@ -31,6 +31,9 @@ def _add_fit_args(p: argparse.ArgumentParser, benchmark_required: bool = True) -
     p.add_argument("--seed", type=int, default=0, help="seed of the bootstrap and grid subsampling")
     p.add_argument("--jobs", type=int, metavar="N", help="bootstrap worker processes (default: every core)")
     p.add_argument("--no-interaction", action="store_true", help="skip the additive vs multiplicative test")
+    p.add_argument("--stages", metavar="S[,S]",
+                   help="fit only runs trained with exactly these stages, e.g. sft or sft,grpo (SFT and RL laws "
+                        "are fitted separately); default: every run")
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -118,7 +121,20 @@ def _request(args: argparse.Namespace, experiment: str):
     return FitRequest(experiment=experiment, benchmark=args.benchmark, metric=args.metric, law=args.law, axes=axes,
                       holdout=args.holdout, n_bootstrap=args.bootstrap, huber_delta=args.huber_delta,
                       n_starts=args.starts, method=args.method, seed=args.seed, n_jobs=args.jobs,
-                      interaction_test=not args.no_interaction)
+                      interaction_test=not args.no_interaction, train_stages=_stages(args.stages) if args.stages else None)
+
+
+def _stages(text: str) -> list[str]:
+    """``--stages``: known stages in their running order, else a UsageError."""
+    from toolscale.config import STAGES
+
+    names = [t.strip() for t in text.split(",") if t.strip()]
+    bad = [n for n in names if n not in STAGES]
+    if bad or not names:
+        raise UsageError(f"--stages: unknown stage {bad[0] if bad else text!r}; stages: {', '.join(STAGES)}")
+    if names != [s for s in STAGES if s in names]:
+        raise UsageError(f"--stages: stages run in the order {', '.join(STAGES)}; got {text!r}")
+    return names
 
 
 def _load(args: argparse.Namespace, experiment: str | None) -> tuple[str, list, dict | None, bool]:
@@ -141,6 +157,8 @@ def _run(args: argparse.Namespace, experiment: str | None):
 
     from fit.experiment import fit_experiment
 
+    if args.stages:
+        _stages(args.stages)  # a bad value fails before the registry is opened
     experiment, runs, config, simulated = _load(args, experiment)
     request = _request(args, experiment)
     status = nullcontext()
