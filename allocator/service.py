@@ -22,7 +22,7 @@ from toolscale.config import ExperimentConfig, parse_config
 
 __all__ = ["MAX_EXTRAPOLATION", "resolve_experiment", "load_fit", "make_surface", "build_request",
            "plan_allocation", "benchmarks_with_fits", "config_for", "form_weights", "other_forms",
-           "equal_spend_plan"]
+           "equal_spend_plan", "fit_summary_of"]
 
 MAX_EXTRAPOLATION = 4.0
 """Diversity axes may be planned up to this multiple of their largest fitted level (flagged as extrapolation)."""
@@ -32,9 +32,9 @@ def benchmarks_with_fits(reg: Registry, experiment: str | None = None) -> dict[s
     """``{benchmark: [experiments with a fit]}``."""
     out: dict[str, list[str]] = {}
     for f in reg.fits(experiment):
-        exps = out.setdefault(f["benchmark"], [])
-        if f["experiment"] not in exps:
-            exps.append(f["experiment"])
+        exps = out.setdefault(f.benchmark, [])
+        if f.experiment not in exps:
+            exps.append(f.experiment)
     return out
 
 
@@ -59,23 +59,23 @@ def load_fit(reg: Registry, experiment: str, benchmark: str, law: str | None = N
     """The newest stored fit ``(fit_id, FitResult)``; refuses fits that did not converge."""
     from fit.models import FitResult
 
-    rows = [f for f in reg.fits(experiment, benchmark) if law is None or f["law"] == law]
+    rows = [f for f in reg.fits(experiment, benchmark) if law is None or f.law == law]
     if not rows:
         raise AllocatorUsageError(f"no fit of law {law!r} for {experiment}/{benchmark}; laws fitted: "
-                                  f"{', '.join(sorted({f['law'] for f in reg.fits(experiment, benchmark)}))}")
+                                  f"{', '.join(sorted({f.law for f in reg.fits(experiment, benchmark)}))}")
     row = rows[0]
-    fit = FitResult.model_validate(row["payload"])
+    fit = FitResult.model_validate(row.payload)
     if not fit.converged:
         raise AllocatorError(f"the newest {fit.law} fit for {experiment}/{benchmark} did not converge "
                              f"({fit.message or 'no message'}); refit before allocating")
-    return row["fit_id"], fit
+    return row.fit_id, fit
 
 
 def config_for(reg: Registry, experiment: str, config: ExperimentConfig | None) -> ExperimentConfig:
     """The config given, else the one stored with the experiment by `grid design` / `simulate`."""
     if config is not None:
         return config
-    stored = reg.experiment(experiment).get("config")
+    stored = reg.experiment(experiment).config
     if not stored:
         raise AllocatorUsageError(f"experiment {experiment!r} has no stored config (imported runs?); "
                                   "pass --config CONFIG for its axes and cost model")
@@ -136,17 +136,24 @@ def make_surface(fit: Any, *, tokens: float, others: Sequence[Any] = ()) -> Surf
     return Surface(score=score, draws=draws, labels=labels)
 
 
+def fit_summary_of(fit: Any, fit_id: str | None = None) -> Any:
+    """The :class:`fit.models.FitSummary` of a stored fit (what the MCP ``fit_summary`` tool returns)."""
+    from fit.laws import law_of
+    from fit.models import FitSummary
+
+    return FitSummary.of(fit, fit_id, formula=law_of(fit).formula)
+
+
 def other_forms(reg: Registry, experiment: str, benchmark: str, fit: Any) -> list[Any]:
     """The newest converged fit of every other law form on the same points (same data hash and metric)."""
     from fit.models import FitResult
 
     seen, out = {fit.law}, []
     for row in reg.fits(experiment, benchmark):
-        if row["law"] in seen or not row["converged"] or row["data_hash"] != fit.data_hash \
-                or row["metric"] != fit.metric:
+        if row.law in seen or not row.converged or row.data_hash != fit.data_hash or row.metric != fit.metric:
             continue
-        seen.add(row["law"])
-        out.append(FitResult.model_validate(row["payload"]))
+        seen.add(row.law)
+        out.append(FitResult.model_validate(row.payload))
     return out
 
 

@@ -2,6 +2,10 @@
 
 Imports only pydantic and the standard library. A compute job writes exactly one
 :class:`RunResult` file; the registry ingests it (jobs never open the registry).
+
+The registry's reads return these models (:class:`RunRecord`, :class:`ExperimentRecord`,
+:class:`DatasetRecord`, :class:`FitRecord`) and its ingest an :class:`IngestReport`;
+wherever one is shown as JSON (``--json``, MCP), the JSON is its ``model_dump(mode="json")``.
 """
 
 from __future__ import annotations
@@ -23,6 +27,10 @@ __all__ = [
     "MetricResult",
     "TrainStats",
     "RunResult",
+    "IngestReport",
+    "ExperimentRecord",
+    "DatasetRecord",
+    "FitRecord",
     "run_id_for",
 ]
 
@@ -151,6 +159,9 @@ class TrainStats(_Frozen):
     """Last training loss."""
     steps: int | None = None
     """Optimizer steps."""
+    stage_flops: dict[str, float] = Field(default_factory=dict)
+    """Training FLOPs per stage (``midtrain``, ``sft``, ``grpo``) when a run has several; they sum to
+    ``train_flops``."""
 
 
 class RunResult(_Frozen):
@@ -176,3 +187,71 @@ class RunResult(_Frozen):
     """When the job finished (UTC)."""
     extra: dict[str, Any] = Field(default_factory=dict)
     """Anything else the job measured (loss curve, probe summary)."""
+
+
+class IngestReport(_Frozen):
+    """Outcome of ingesting result files into the registry (one transaction)."""
+
+    ingested: int = 0
+    """Result files applied to their runs."""
+    duplicate: int = 0
+    """Result files skipped because a file with the same content hash was ingested before."""
+    unknown_run: int = 0
+    """Result files skipped because the registry has no run with their run id."""
+    problems: list[str] = Field(default_factory=list)
+    """One line per skipped unknown-run file: ``"<path>: unknown run <run_id>"``."""
+
+
+class ExperimentRecord(_Frozen):
+    """An experiment as stored in the registry."""
+
+    name: str
+    """Experiment name (unique)."""
+    axes: list[str]
+    """Data axes, in the order they were declared."""
+    simulated: bool
+    """True when any of its runs were simulated, not trained."""
+    config: dict[str, Any] | None
+    """The experiment config as JSON (``ExperimentConfig.model_dump(mode="json")``), or None for imported runs."""
+
+
+class DatasetRecord(_Frozen):
+    """A synthesized dataset's manifest as stored in the registry (written by synth/ and probes/)."""
+
+    dataset_id: str
+    """Content-derived dataset id."""
+    experiment: str | None
+    """Experiment the dataset was made for, or None."""
+    recipe: dict[str, Any]
+    """The recipe it was synthesized from (axis name -> level, plus recipe options)."""
+    seed: int
+    """Seed of synthesis."""
+    path: str
+    """Folder holding the dataset's files."""
+    manifest: dict[str, Any]
+    """The dataset's manifest (counts, provenance, probe results...) as JSON."""
+
+
+class FitRecord(_Frozen):
+    """A fitted scaling law as stored in the registry."""
+
+    fit_id: str
+    """Fit id (``f-`` and 12 hex digits)."""
+    experiment: str
+    """Experiment whose runs were fitted."""
+    benchmark: str
+    """Benchmark whose scores were fitted."""
+    metric: str
+    """Metric of the benchmark."""
+    law: str
+    """Registered law name."""
+    converged: bool
+    """Whether the optimiser converged."""
+    n_points: int
+    """Runs (points) the law was fitted on."""
+    data_hash: str
+    """Hash of the fitted points: the same data gives the same hash."""
+    payload: dict[str, Any]
+    """The ``FitResult`` as JSON (``FitResult.model_validate(payload)`` reads it back)."""
+    created_at: datetime
+    """When the fit was stored (UTC, no tzinfo)."""

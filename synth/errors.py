@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from toolscale.errors import ToolscaleError, UsageError
 
-__all__ = ["SynthError", "RecipeError", "ToolCallError", "ToolDocError", "ServerError", "JudgeError"]
+__all__ = ["SynthError", "RecipeError", "ToolCallError", "ToolDocError", "ServerError", "JudgeError",
+           "SampleRejected"]
 
 
 class SynthError(ToolscaleError):
@@ -29,3 +30,14 @@ class ServerError(SynthError):
 
 class JudgeError(SynthError):
     """A judge that raised, timed out, or returned no usable score (the sample is rejected)."""
+
+
+class SampleRejected(SynthError):
+    """One trajectory rejected by a role (policy, emulator, task writer), with its countable ``reason``.
+
+    Never fatal: the task is counted under ``reason`` in the manifest's ``rejections``.
+    """
+
+    def __init__(self, message: str, reason: str):
+        super().__init__(message)
+        self.reason = reason

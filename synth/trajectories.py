@@ -3,7 +3,8 @@
 Phase 4, :func:`write_task`: concrete values from the task's database instance, defects
 (:func:`pick_defects`), the query from the task writer and its gates, at most :data:`TASK_ATTEMPTS`
 draws. Phase 5, :func:`roll_out`: the policy's trajectory, the fail-closed judge, the provenance labels
-and the row. Each task ends as an :class:`Accepted` record or as a reason counted in :class:`Tally`.
+and the row. A role that rejects a sample (:class:`~synth.errors.SampleRejected`) has it counted under
+its reason; a server that dies drops the rest of its instance's tasks (``server_error``). Each task ends as an :class:`Accepted` record or as a reason counted in :class:`Tally`.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from synth.backends import Backend
-from synth.errors import ServerError
+from synth.errors import SampleRejected, ServerError
 from synth.judge import RuleJudge, judge_trajectory
 from synth.models import Recipe
 from synth.narratives import NarrativeSource
@@ -120,11 +121,15 @@ def write_task(recipe: Recipe, slot: TaskSlot, spec: ServerSpec, db: dict[str, l
         pick_transforms(calls, rng, recipe.transform_rate)
         inst = slot.instance
         cand = Plan(task_id=f"t{slot.index:06d}", server=slot.server,
-                    db_id=db_id(slot.server, *inst) if spec.kind == "bundled" else f"{slot.server}:emulated:s{inst[0]}",
+                    db_id=_db_id(slot.server, spec.kind, inst),
                     instance=inst, calls=calls, structure=slot.chain.structure, signature=slot.chain.signature,
                     task_kind=slot.kind, seed=recipe.seed * 1_000_003 + slot.index)
-        cand.query, cand.augmentation = roles.task_writer.write(cand, spec, rng)
-        reason = roles.task_writer.gate(cand, spec)
+        try:
+            cand.query, cand.augmentation = roles.task_writer.write(cand, spec, rng)
+            reason = roles.task_writer.gate(cand, spec)
+        except SampleRejected as err:
+            tally.rejections[err.reason] += 1
+            return None
         if reason is None and (slot.server, cand.query) in tally.seen_queries:
             reason = "duplicate_query"
         if reason is None:
@@ -145,12 +150,21 @@ def _transformed_calls(plan: Plan, trace: Trace, prov: list[ActionProvenance]) -
             and (t := transformed_arguments(p.missing, sent[p.call_id], shown))}
 
 
+def _db_id(server: str, kind: str, inst: tuple[int, int]) -> str:
+    if kind == "bundled":
+        return db_id(server, *inst)
+    return f"{server}:live" if kind == "live" else f"{server}:emulated:s{inst[0]}"
+
+
 def roll_out(recipe: Recipe, slot: TaskSlot, plan: Plan, spec: ServerSpec, backend: Backend, roles: Roles,
              tools_json: str, tally: Tally) -> tuple[Accepted | None, NarrativeSource | None]:
     """Phase 5: roll out, judge and label one task; ``(accepted or None, judged or None)``."""
     try:
         trace = roles.policy.rollout(plan, spec, backend, random.Random(f"{recipe.seed}:exec:{slot.index}"),
                                      recipe.error_rate)
+    except SampleRejected as err:
+        tally.rejections[err.reason] += 1
+        return None, None
     except ServerError:
         tally.rejections["server_error"] += 1
         tally.dead.add((slot.server, slot.instance))

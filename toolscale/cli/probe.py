@@ -119,11 +119,11 @@ def _save(args: argparse.Namespace, config: Any, summary: Any) -> None:
     payload = {**manifest, "probe_actions": [{k: s.get(k) for k in keep} for s in scores]}
     dataset_id = str(manifest.get("dataset_id") or d.resolve().name)
     with Registry(registry_path(args, config)) as reg:
-        stored = reg.dataset(dataset_id) or {}
-        experiment = manifest.get("experiment") or stored.get("experiment") or (
+        stored = reg.dataset(dataset_id)
+        experiment = manifest.get("experiment") or (stored.experiment if stored else None) or (
             config.experiment.name if config is not None else None)
-        recipe = manifest.get("recipe") or stored.get("recipe") or {}
-        seed = manifest.get("seed", recipe.get("seed", stored.get("seed", 0)))
+        recipe = manifest.get("recipe") or (stored.recipe if stored else None) or {}
+        seed = manifest.get("seed", recipe.get("seed", stored.seed if stored else 0))
         reg.save_dataset(dataset_id, experiment=experiment, recipe=recipe,
                          seed=int(seed) if isinstance(seed, int) else 0, path=str(d.resolve()), manifest=payload)
 
