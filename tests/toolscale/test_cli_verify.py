@@ -120,7 +120,7 @@ def setup(tmp_path: Path):
 
 def _snapshot(registry: str) -> tuple:
     with Registry(registry, read_only=True) as reg:
-        return ([e["name"] for e in reg.experiments()], len(reg.runs()), len(reg.allocations()))
+        return ([e.name for e in reg.experiments()], len(reg.runs()), len(reg.allocations()))
 
 
 @pytest.mark.parametrize("extra, needle", [
