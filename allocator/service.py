@@ -20,7 +20,8 @@ from grid.registry import Registry
 from toolscale.config import ExperimentConfig, parse_config, training_flops
 
 __all__ = ["MAX_EXTRAPOLATION", "resolve_experiment", "load_fit", "make_surface", "build_request",
-           "plan_allocation", "benchmarks_with_fits", "config_for", "form_weights", "other_forms"]
+           "plan_allocation", "benchmarks_with_fits", "config_for", "form_weights", "other_forms",
+           "fit_summary_of"]
 
 MAX_EXTRAPOLATION = 4.0
 """Diversity axes may be planned up to this multiple of their largest fitted level (flagged as extrapolation)."""
@@ -132,6 +133,14 @@ def make_surface(fit: Any, *, tokens: float, others: Sequence[Any] = ()) -> Surf
             draws.append(_score_fn(flaw, f.bootstrap[i % len(f.bootstrap)], tokens=tokens, sign=sign))
             labels.append(f.law)
     return Surface(score=score, draws=draws, labels=labels)
+
+
+def fit_summary_of(fit: Any, fit_id: str | None = None) -> Any:
+    """The :class:`fit.models.FitSummary` of a stored fit (what the MCP ``fit_summary`` tool returns)."""
+    from fit.laws import law_of
+    from fit.models import FitSummary
+
+    return FitSummary.of(fit, fit_id, formula=law_of(fit).formula)
 
 
 def other_forms(reg: Registry, experiment: str, benchmark: str, fit: Any) -> list[Any]:

@@ -116,7 +116,7 @@ def main() -> int:
         law = get_law(hyp, inputs)
         pts = points_for(design, law, truth, seed=100 + i)
         t0 = time.perf_counter()
-        inter = compare_hypotheses(pts, inputs, n_starts=8, max_grid=4096, seed=i)
+        inter, _ = compare_hypotheses(pts, inputs, n_starts=8, max_grid=4096, seed=i)
         chosen = get_law(inter.supported, inputs)
         fit = fit_law(pts, chosen, n_starts=8, max_grid=8192, n_bootstrap=args.bootstrap, n_jobs=args.jobs, seed=i)
         h = fit.heldout

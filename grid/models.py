@@ -165,6 +165,9 @@ class TrainStats(_Frozen):
     """Last training loss."""
     steps: int | None = None
     """Optimizer steps."""
+    stage_flops: dict[str, float] = Field(default_factory=dict)
+    """Training FLOPs per stage (``midtrain``, ``sft``, ``grpo``) when a run has several; they sum to
+    ``train_flops``."""
 
 
 class RunResult(_Frozen):

@@ -50,6 +50,7 @@ from synth.roles import Roles
 from synth.selection import bundled_spec, document_spec, select_tools
 from synth.servers.db import make_database
 from synth.taskplan import ChainPools, TaskSet, chain_pools, plan_tasks, server_specs
+from synth.userservers import UserServers
 from synth.trajectories import Accepted, Tally, roll_out, write_task
 
 __all__ = ["SYNTH_VERSION", "select_tools", "bundled_spec", "document_spec", "synthesize", "build_dataset",
@@ -71,10 +72,7 @@ def approx_tokens(text: str) -> int:
 
 def dataset_id(recipe: Recipe, extra: str = "") -> str:
     """Content hash of the recipe, the synthesis version and any extra tool documents (16 hex digits)."""
-    dump = recipe.model_dump(mode="json")
-    if not dump.get("transform_rate"):  # keeps the ids of recipes written before the knob existed
-        dump.pop("transform_rate", None)
-    blob = json.dumps({"recipe": dump, "v": SYNTH_VERSION, "extra": extra}, sort_keys=True)
+    blob = json.dumps({"recipe": recipe.identity(), "v": SYNTH_VERSION, "extra": extra}, sort_keys=True)
     return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
 
@@ -167,8 +165,8 @@ def _manifest(recipe: Recipe, specs: dict[str, ServerSpec], pools: ChainPools, t
 
 def synthesize(recipe: Recipe, *, extra_docs: list[ToolDoc] | None = None, judge: Judge | None = None,
                backend: Backend | None = None, progress: Progress | None = None,
-               roles: Roles | None = None) -> SynthResult:
-    """Build the dataset of one grid point in memory (the pure core of :func:`build_dataset`).
+               roles: Roles | None = None, user_servers: UserServers | None = None) -> SynthResult:
+    """Build the dataset of one grid point in memory (the core of :func:`build_dataset`).
 
     Phases: server views (:func:`synth.taskplan.server_specs`), chain pools (:func:`~synth.taskplan.chain_pools`),
     task slots (:func:`~synth.taskplan.plan_tasks`), then per task the query (:func:`synth.trajectories.write_task`)
@@ -177,7 +175,8 @@ def synthesize(recipe: Recipe, *, extra_docs: list[ToolDoc] | None = None, judge
     Parameters
     ----------
     recipe : Recipe
-        The knobs.
+        The knobs. ``recipe.servers`` are started, collected and executed live (one session each, for
+        this call) unless ``user_servers`` is given.
     extra_docs : list of ToolDoc, optional
         Document-only tools (e.g. collected or imported from ASTRA's ``mcp_servers.jsonl``), rolled out
         against the emulator role.
@@ -190,25 +189,41 @@ def synthesize(recipe: Recipe, *, extra_docs: list[ToolDoc] | None = None, judge
         Called as ``progress(done, total)`` after each task.
     roles : Roles, optional
         Task writer, policy, emulator and judge (default: the offline templates).
+    user_servers : UserServers, optional
+        The user's servers, already open (a job that synthesises more than once keeps one session each).
     """
-    extra_docs = list(extra_docs or [])
-    by_server: dict[str, list[ToolDoc]] = defaultdict(list)
-    for d in extra_docs:
-        by_server[d.server].append(d)
-    specs = server_specs(recipe, dict(by_server))
     if roles is None:
         roles = _default_roles(recipe, judge)
     elif judge is not None:
         roles = Roles(task_writer=roles.task_writer, policy=roles.policy, emulator=roles.emulator, judge=judge)
+    own = UserServers(recipe.servers).open() if recipe.servers and user_servers is None else None
+    live = user_servers or own
+    try:
+        return _synthesize(recipe, list(extra_docs or []), backend, progress, roles, live)
+    finally:
+        if own is not None:
+            own.close()
+
+
+def _synthesize(recipe: Recipe, extra_docs: list[ToolDoc], backend: Backend | None, progress: Progress | None,
+                roles: Roles, live: UserServers | None) -> SynthResult:
+    live_docs = live.docs() if live is not None else {}
+    extra_docs = [d for d in extra_docs if d.server not in live_docs]  # a live server beats its stored docs
+    by_server: dict[str, list[ToolDoc]] = defaultdict(list)
+    for d in extra_docs:
+        by_server[d.server].append(d)
+    specs = server_specs(recipe, {**by_server, **live_docs}, live=set(live_docs))
     pools = chain_pools(recipe, specs)
     tasks = plan_tasks(recipe, pools)
     doc_only = [d for s in sorted(by_server) for d in document_spec(s, by_server[s]).docs.values()]
     be = _make_backend(recipe, doc_only, backend, roles)
+    be.live, be.live_servers = live, frozenset(live_docs)
     try:
         accepted, judged, tally = _run_tasks(recipe, specs, tasks, be, roles, progress)
     finally:
         be.close()
-    manifest = _manifest(recipe, specs, pools, tasks, accepted, tally, extra_docs, roles)
+    hashed = extra_docs + [d for s in sorted(live_docs) for d in live_docs[s]]
+    manifest = _manifest(recipe, specs, pools, tasks, accepted, tally, hashed, roles)
     documents: list[Document] = []
     if recipe.narratives:
         documents, corpus = narrative_documents(specs, pools.pools, judged, min_judge=recipe.narrative_min_judge,
@@ -228,7 +243,7 @@ def _write_atomic(path: Path, text: str) -> str:
 
 def build_dataset(recipe: Recipe, out_dir: str | Path, *, extra_docs: list[ToolDoc] | None = None,
                   judge: Judge | None = None, backend: Backend | None = None, progress: Progress | None = None,
-                  roles: Roles | None = None) -> Manifest:
+                  roles: Roles | None = None, user_servers: UserServers | None = None) -> Manifest:
     """Synthesise the dataset of one grid point and write it to ``out_dir`` (pinned interface 6).
 
     Writes ``train.jsonl`` (one trajectory row per line, pinned interface 1), ``manifest.json`` and, when
@@ -246,7 +261,8 @@ def build_dataset(recipe: Recipe, out_dir: str | Path, *, extra_docs: list[ToolD
     out = Path(out_dir)
     if out.exists() and not out.is_dir():
         raise RecipeError(f"output path {str(out)!r} exists and is not a directory")
-    result = synthesize(recipe, extra_docs=extra_docs, judge=judge, backend=backend, progress=progress, roles=roles)
+    result = synthesize(recipe, extra_docs=extra_docs, judge=judge, backend=backend, progress=progress, roles=roles,
+                        user_servers=user_servers)
     try:
         out.mkdir(parents=True, exist_ok=True)
         files = {"train.jsonl": _write_atomic(out / "train.jsonl", "".join(r + "\n" for r in result.rows))}

@@ -32,6 +32,10 @@ AXIS_KNOBS: tuple[str, ...] = ("tool_diversity", "task_count", "db_diversity", "
 """Recipe fields that are grid axes (the names used in ``[[axes]]`` of the experiment config)."""
 
 
+_LATER_DEFAULTS: dict[str, Any] = {"transform_rate": 0.0, "servers": [], "arg_values": {}, "max_turns": 32}
+"""Recipe knobs added after the first dataset ids, with their defaults (see :meth:`Recipe.identity`)."""
+
+
 class _Frozen(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
@@ -110,6 +114,15 @@ class Recipe(_Frozen):
     """Corpus coherence gate: minimum coherence score of a document, 1-5 (seed 001: 4)."""
     llm_url: str | None = None
     """Optional OpenAI-compatible endpoint for an LLM judge; never needed."""
+    servers: tuple[str, ...] = ()
+    """The user's stdio MCP servers as command lines (``"python -m mcp_server_git --repository ."``): their
+    tools join the bundled ones for ``tool_diversity`` and their calls run live, one session per server
+    per synthesis (the config's ``[synth].servers``)."""
+    arg_values: dict[str, list[str | int | float | bool]] = Field(default_factory=dict)
+    """Values a task may state for an argument of a user or document-only server, by argument name
+    (``{repo_path = ["/data/repo"]}``); other arguments get generated values."""
+    max_turns: int = Field(default=32, ge=1, le=256)
+    """Most assistant turns of the LLM policy per trajectory (ASTRA: 32), in turns."""
 
     @model_validator(mode="after")
     def _check(self) -> "Recipe":
@@ -123,14 +136,14 @@ class Recipe(_Frozen):
 
         Integer knobs are rounded to the nearest integer (design levels may be real). Keys that are neither
         recipe fields nor known ``[synth]`` settings raise :class:`~synth.errors.RecipeError`. Settings that
-        only the config knows (``servers``) are ignored.
+        only the config knows (``llm``) are ignored.
 
         Examples
         --------
         >>> Recipe.from_axes({"tool_diversity": 12.4, "repair_rate": 0.5}, seed=3).tool_diversity
         12
         """
-        ignored = {"servers"}
+        ignored = {"llm"} - set(cls.model_fields)
         data: dict[str, Any] = {}
         for key, value in {**levels, **settings}.items():
             if key in ignored:
@@ -151,6 +164,15 @@ class Recipe(_Frozen):
             e = err.errors()[0]
             loc = ".".join(str(x) for x in e["loc"]) or "recipe"
             raise RecipeError(f"recipe knob {loc}: {e['msg']} (got {e.get('input')!r})") from None
+
+    def identity(self) -> dict[str, Any]:
+        """The recipe as hashed into dataset ids: its JSON dump, without the knobs added later while they
+        sit at their defaults (so the ids of older recipes do not change)."""
+        dump = self.model_dump(mode="json")
+        for key, default in _LATER_DEFAULTS.items():
+            if dump.get(key) == default:
+                dump.pop(key, None)
+        return dump
 
     def axes(self) -> dict[str, float]:
         """The requested axis values ``{axis: value}``."""

@@ -36,6 +36,11 @@ narratives = false      # also write the mid-training corpus: narratives.jsonl a
 narrative_min_judge = 0.7     # corpus judge gate: a document's trajectory needs this mean judge score
 narrative_min_coherence = 4   # corpus coherence gate, 1..5
 # llm_url = "http://localhost:8000/v1"   # optional OpenAI-compatible judge; never required
+max_turns = 32          # most assistant turns of an LLM policy per trajectory (ASTRA: 32)
+
+# ---- your own stdio MCP servers: collected and executed live, one session each per synthesis ----
+# servers = ["python -m mcp_server_git --repository /data/repo"]
+# arg_values = { repo_path = ["/data/repo"] }   # values tasks may state for your tools' arguments
 """
 """The documented example printed by ``toolscale synth --example-recipe``."""
 

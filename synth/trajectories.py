@@ -121,7 +121,7 @@ def write_task(recipe: Recipe, slot: TaskSlot, spec: ServerSpec, db: dict[str, l
         pick_transforms(calls, rng, recipe.transform_rate)
         inst = slot.instance
         cand = Plan(task_id=f"t{slot.index:06d}", server=slot.server,
-                    db_id=db_id(slot.server, *inst) if spec.kind == "bundled" else f"{slot.server}:emulated:s{inst[0]}",
+                    db_id=_db_id(slot.server, spec.kind, inst),
                     instance=inst, calls=calls, structure=slot.chain.structure, signature=slot.chain.signature,
                     task_kind=slot.kind, seed=recipe.seed * 1_000_003 + slot.index)
         try:
@@ -148,6 +148,12 @@ def _transformed_calls(plan: Plan, trace: Trace, prov: list[ActionProvenance]) -
     sent = {r.id: r.args for r in trace.records}
     return {p.call_id: t for p in prov if not p.derivable and p.call_id in sent
             and (t := transformed_arguments(p.missing, sent[p.call_id], shown))}
+
+
+def _db_id(server: str, kind: str, inst: tuple[int, int]) -> str:
+    if kind == "bundled":
+        return db_id(server, *inst)
+    return f"{server}:live" if kind == "live" else f"{server}:emulated:s{inst[0]}"
 
 
 def roll_out(recipe: Recipe, slot: TaskSlot, plan: Plan, spec: ServerSpec, backend: Backend, roles: Roles,

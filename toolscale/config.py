@@ -19,7 +19,7 @@ from __future__ import annotations
 import math
 import tomllib
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
@@ -80,8 +80,10 @@ class AxisSpec(_Frozen):
 
     name: str = Field(pattern=r"^[a-z][a-z0-9_]*$")
     """Identifier, snake_case; becomes the registry column ``axis_<name>``."""
-    kind: Literal["diversity", "quality"]
-    """``diversity`` (more of something) or ``quality`` (better supervision)."""
+    kind: Literal["diversity", "quality", "stage"]
+    """``diversity`` (more of something), ``quality`` (better supervision) or ``stage`` (a training stage's
+    size, e.g. ``midtrain_tokens``: level 0 turns the stage off, so it is fitted like a quality axis on its
+    range, and it changes training, not the dataset)."""
     unit: str
     """Unit of the real level, e.g. ``tools``, ``tasks``, ``databases``, ``fraction``, ``hops``."""
     min: float
@@ -240,7 +242,14 @@ class SynthSpec(_Frozen):
     """Synthesis settings (synth/)."""
 
     servers: list[str] = Field(default_factory=list)
-    """Extra stdio MCP servers as command lines (``"python -m pkg.server"``); bundled ones always count."""
+    """Your stdio MCP servers as command lines (``"python -m mcp_server_git --repository /data/repo"``):
+    collected and executed live in ``synth`` and in every pipeline job (one session per server per job);
+    their tools join the bundled ones for ``tool_diversity``."""
+    arg_values: dict[str, list[str | int | float | bool]] = Field(default_factory=dict)
+    """Values tasks may state for an argument of your servers' tools, by argument name
+    (``{ repo_path = ["/data/repo"] }``); other arguments get generated values."""
+    max_turns: int = Field(default=32, ge=1, le=256)
+    """Most assistant turns of an LLM policy per trajectory (ASTRA: 32), in turns."""
     heldout_servers: list[str] = Field(default_factory=list)
     """Bundled server names reserved for evaluation; empty uses the package default."""
     error_rate: float = Field(default=0.2, ge=0.0, le=1.0)
@@ -258,6 +267,12 @@ class SynthSpec(_Frozen):
     """Minimum mean judge score a trajectory needs to be kept."""
     llm_url: str | None = None
     """Optional OpenAI-compatible endpoint for text generation and judging; never needed."""
+    narratives: bool = False
+    """Also write the mid-training corpus (``corpus.jsonl``, seed 001) with every dataset."""
+    narrative_min_judge: float = Field(default=0.7, ge=0.0, le=1.0)
+    """Corpus judge gate: minimum mean judge score of a document's trajectory."""
+    narrative_min_coherence: int = Field(default=4, ge=1, le=5)
+    """Corpus coherence gate, 1-5."""
 
 
 class ProbeSpec(_Frozen):
@@ -301,11 +316,66 @@ class ProbeSpec(_Frozen):
     """Score only a random subset of trajectories when scoring all would exceed ``max_cost_share``."""
 
 
-class TrainSpec(_Frozen):
-    """SFT settings shared by every rung (train/)."""
+STAGES: tuple[str, ...] = ("midtrain", "sft", "grpo")
+"""Training stages in the order they run (:mod:`train.stages`)."""
 
-    objective: Literal["sft", "grpo"] = "sft"
-    """Training objective; SFT and RL laws are fitted separately."""
+STAGE_AXES: tuple[str, ...] = ("midtrain_tokens",)
+"""Axes of kind ``stage`` that the pipeline knows (they set training, not the dataset)."""
+
+
+class TrainSpec(_Frozen):
+    """Training settings shared by every rung (train/): the stages each run goes through."""
+
+    stages: list[Literal["midtrain", "sft", "grpo"]] = Field(default_factory=lambda: ["sft"])
+    """Stages in order: ``midtrain`` (causal LM on synth's corpus, seed 001), ``sft``, ``grpo`` (RL on the
+    compiled environments with the F1 reward, ASTRA's second stage). SFT is always there; SFT and RL laws
+    are fitted separately (``fit --stages``)."""
+    midtrain_corpus: str | None = None
+    """A JSONL file of ``{"text"}`` documents to mid-train on; None uses each run's synthesised
+    ``corpus.jsonl`` (needs ``[synth].narratives = true``)."""
+    midtrain_tokens: float | None = Field(default=None, ge=0.0)
+    """Corpus tokens to mid-train on when no ``midtrain_tokens`` axis sets it; None takes one pass over the
+    corpus. Total tokens stay those of the run's planned steps: SFT gets what mid-training did not use."""
+    grpo_envs: str | None = None
+    """``envs.jsonl`` (``toolscale envs build``) for the grpo stage; None builds ``grpo_n_envs`` per run."""
+    grpo_n_envs: int = Field(default=16, ge=0)
+    """Environments built for the grpo stage when ``grpo_envs`` is not given (training domains, run seed)."""
+    grpo_steps: int = Field(default=10, ge=1)
+    """GRPO optimizer steps."""
+    grpo_generations: int = Field(default=4, ge=2)
+    """Completions per prompt (the GRPO group)."""
+    threads: int = Field(default=2, ge=1)
+    """torch CPU threads per run."""
+    save_checkpoints: bool = True
+    """Write checkpoints so a preempted run resumes."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _objective(cls, data: Any) -> Any:
+        # ``objective`` (before stages existed): "grpo" meant SFT then GRPO
+        if isinstance(data, dict) and "objective" in data:
+            data = dict(data)
+            obj = data.pop("objective")
+            if obj not in ("sft", "grpo"):
+                raise ValueError(f"objective must be 'sft' or 'grpo' (better: stages = [...]), got {obj!r}")
+            data.setdefault("stages", ["sft", "grpo"] if obj == "grpo" else ["sft"])
+        return data
+
+    @model_validator(mode="after")
+    def _stage_order(self) -> "TrainSpec":
+        if "sft" not in self.stages:
+            raise ValueError(f"stages must include 'sft', got {self.stages}")
+        if len(set(self.stages)) != len(self.stages) or self.stages != [s for s in STAGES if s in self.stages]:
+            raise ValueError(f"stages run in the order {', '.join(STAGES)}, each at most once; got {self.stages}")
+        if "grpo" in self.stages and self.grpo_envs is None and self.grpo_n_envs == 0:
+            raise ValueError("stage 'grpo' needs environments: set train.grpo_envs (an envs.jsonl) or "
+                             "train.grpo_n_envs > 0")
+        return self
+
+    @property
+    def objective(self) -> str:
+        """The last stage's objective (``sft`` or ``grpo``): SFT and RL laws are fitted separately."""
+        return "grpo" if "grpo" in self.stages else "sft"
     threads: int = Field(default=2, ge=1)
     """torch CPU threads per run."""
     save_checkpoints: bool = True
@@ -442,6 +512,17 @@ class ExperimentConfig(_Frozen):
             if a.cost_scales_with is not None and (a.cost_scales_with not in axes or a.cost_scales_with == a.name):
                 raise ValueError(f"axis {a.name!r}: cost_scales_with must name another axis, got "
                                  f"{a.cost_scales_with!r}; known: {', '.join(axes)}")
+        for a in self.axes:
+            if a.kind == "stage" and a.name not in STAGE_AXES:
+                raise ValueError(f"axis {a.name!r} has kind 'stage', which only {', '.join(STAGE_AXES)} can have")
+            if a.name == "midtrain_tokens" and a.kind != "stage":
+                raise ValueError("axis 'midtrain_tokens' must have kind 'stage'")
+        midtrain = "midtrain" in self.train.stages or any(a.name == "midtrain_tokens" for a in self.axes)
+        if midtrain and "midtrain" not in self.train.stages:
+            raise ValueError("axis 'midtrain_tokens' needs 'midtrain' in train.stages")
+        if midtrain and self.train.midtrain_corpus is None and not self.synth.narratives:
+            raise ValueError("stage 'midtrain' has no corpus: set synth.narratives = true (each run's synthesised "
+                             "corpus.jsonl) or train.midtrain_corpus = a JSONL file of {\"text\"} documents")
         bad = [f for f in self.design.foldover if f not in axes]
         if bad:
             raise ValueError(f"design.foldover names unknown axes {bad}; known: {', '.join(axes)}")
@@ -519,5 +600,36 @@ def read_toml(path: str | Path, *, kind: str, error: type[Exception] = ConfigErr
 
 
 def load_config(path: str | Path) -> ExperimentConfig:
-    """Read and validate a TOML config; ConfigError naming the file and each bad field."""
-    return parse_config(read_toml(path, kind="config"), source=str(path))
+    """Read and validate a TOML config; ConfigError naming the file and each bad field.
+
+    Files the config names for training (``train.midtrain_corpus``, ``train.grpo_envs``) must exist, and
+    the corpus must be JSONL with a non-empty string ``text`` on every line, so a bad one fails here,
+    before anything runs.
+    """
+    cfg = parse_config(read_toml(path, kind="config"), source=str(path))
+    _check_train_files(cfg.train, str(path))
+    return cfg
+
+
+def _check_train_files(train: TrainSpec, source: str) -> None:
+    import json
+
+    if train.grpo_envs is not None and not Path(train.grpo_envs).is_file():
+        raise ConfigError(f"{source}: train.grpo_envs {train.grpo_envs!r} does not exist "
+                          "(write one with `toolscale envs build`)")
+    if train.midtrain_corpus is None:
+        return
+    corpus = Path(train.midtrain_corpus)
+    if not corpus.is_file():
+        raise ConfigError(f"{source}: train.midtrain_corpus {str(corpus)!r} does not exist")
+    with corpus.open(encoding="utf-8", errors="replace") as f:
+        for n, line in enumerate(f, 1):
+            if not line.strip():
+                continue
+            try:
+                doc = json.loads(line)
+            except ValueError:
+                doc = None
+            if not isinstance(doc, dict) or not isinstance(doc.get("text"), str) or not doc["text"].strip():
+                raise ConfigError(f"{source}: train.midtrain_corpus {str(corpus)!r} line {n} is not a JSON object "
+                                  "with a non-empty string 'text'")

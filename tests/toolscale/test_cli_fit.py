@@ -45,6 +45,18 @@ def test_fit_json_contract_and_stored_fit_loads_back(simulated_registry, capsys)
     fit = FitResult.model_validate(fits[0].payload)
     assert fit.params == pytest.approx({k: v["estimate"] for k, v in out["params"].items()})
     assert len(fit.bootstrap) >= 14 and fit.simulated
+    # one model for fit --json and the stored fit's summary (the MCP fit_summary tool)
+    from fit.laws import law_of
+    from fit.models import FitSummary
+
+    again = FitSummary.of(fit, out["fit_id"], formula=law_of(fit).formula).model_dump(mode="json")
+    assert again["interaction"] == out["interaction"] and again["heldout_predictions"] == out["heldout_predictions"]
+    assert out["interaction"]["verdict"] == "amplifies" and out["interaction"]["lr_p_method"].startswith("parametric")
+    assert out["residual_scale"] == "relative" and set(out["form_weights"]) == {"additive", "multiplicative",
+                                                                                  "interaction"}
+    assert len(out["heldout_predictions"]) == out["heldout_n"] == 27
+    p0 = out["heldout_predictions"][0]
+    assert set(p0) >= {"run_id", "actual", "predicted", "lo", "hi"} and p0["lo"] <= p0["predicted"] <= p0["hi"]
 
 
 def test_fit_holdout_none_and_explicit_law_table_output(simulated_registry, capsys):

@@ -99,3 +99,24 @@ def test_collect_stdio_server_json(tmp_path, capsys):
     assert main(["collect", "--server", cmd, "--registry", str(tmp_path / "r.duckdb"), "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert out["servers"][0]["tools"] == ["echo_0", "echo_1", "echo_2"] and out["quarantined"] == []
+
+
+@pytest.mark.integration
+def test_synth_with_a_server_that_exits_at_once_exit_2_nothing_written(tmp_path, capsys):
+    r = tmp_path / "r.toml"
+    r.write_text("task_count = 4\n")
+    bad = f"{sys.executable} -c \"import sys; sys.stderr.write('no such repository\\n'); sys.exit(1)\""
+    assert main(["synth", "--recipe", str(r), "--out", str(tmp_path / "d"), "--server", bad]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "quarantined" in err and "no such repository" in err
+    assert not (tmp_path / "d").exists()
+
+
+def test_validate_refuses_more_tools_than_available(tmp_path, capsys):
+    src = (Path(__file__).parents[2] / "docs" / "cluster.toml").read_text()
+    cfg = tmp_path / "c.toml"
+    cfg.write_text(src.replace("max = 48", "max = 256", 1))
+    for argv in (["validate", str(cfg)], ["grid", "design", str(cfg), "--dry-run"]):
+        assert main(argv) == 2
+        err = capsys.readouterr().err.strip()
+        assert len(err.splitlines()) == 1 and "tool_diversity max = 256 exceeds the 50 tools available" in err

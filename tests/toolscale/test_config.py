@@ -134,3 +134,64 @@ def test_validate_cli_prints_field_by_field(tmp_path, capsys) -> None:
     err = capsys.readouterr().err
     assert "axes.0.kind" in err and "axes.0.levels" in err
     assert "2 problems" in err
+
+
+MIDTRAIN_AXIS = {"name": "midtrain_tokens", "kind": "stage", "unit": "tokens", "min": 0.0, "max": 1e5,
+                 "spacing": "linear"}
+
+
+@pytest.mark.parametrize(
+    ("train", "synth", "axis", "needle"),
+    [
+        ({"stages": ["sft", "pretrain"]}, {}, None, "train.stages.1"),
+        ({"stages": ["sft", "midtrain"]}, {"narratives": True}, None, "in the order midtrain, sft, grpo"),
+        ({"stages": ["midtrain"]}, {"narratives": True}, None, "stages must include 'sft'"),
+        ({"stages": ["midtrain", "sft"]}, {}, None, "stage 'midtrain' has no corpus"),
+        ({"stages": ["sft", "grpo"], "grpo_n_envs": 0}, {}, None, "stage 'grpo' needs environments"),
+        ({}, {"narratives": True}, MIDTRAIN_AXIS, "needs 'midtrain' in train.stages"),
+        ({"stages": ["midtrain", "sft"]}, {"narratives": True}, {**MIDTRAIN_AXIS, "name": "rl_steps"},
+         "only midtrain_tokens can have"),
+        ({"objective": "ppo"}, {}, None, "objective must be 'sft' or 'grpo'"),
+    ],
+)
+def test_stage_config_errors(train, synth, axis, needle) -> None:
+    data = _base()
+    data.setdefault("train", {}).update(train)
+    data.setdefault("synth", {}).update(synth)
+    if axis:
+        data["axes"].append(axis)
+    with pytest.raises(ConfigError) as err:
+        parse_config(data, source="x.toml")
+    assert needle in str(err.value)
+
+
+def test_stages_and_the_old_objective() -> None:
+    data = _base()
+    data.setdefault("train", {})["objective"] = "grpo"
+    cfg = parse_config(data)
+    assert cfg.train.stages == ["sft", "grpo"] and cfg.train.objective == "grpo"
+    data = _base()
+    data.setdefault("train", {}).update(stages=["midtrain", "sft"])
+    data.setdefault("synth", {})["narratives"] = True
+    data["axes"].append(MIDTRAIN_AXIS)
+    cfg = parse_config(data)
+    assert cfg.train.objective == "sft" and cfg.axis("midtrain_tokens").kind == "stage"
+
+
+@pytest.mark.parametrize("content,needle", [("not json\n", "line 1 is not a JSON object"),
+                                            ('{"text": "ok"}\n{"body": "x"}\n', "line 2"),
+                                            (None, "does not exist")])
+def test_a_bad_corpus_file_fails_before_anything_runs(tmp_path, capsys, content, needle) -> None:
+    corpus = tmp_path / "corpus.jsonl"
+    if content is not None:
+        corpus.write_text(content)
+    text = example_config_text("default") + f'\n[train]\nstages = ["midtrain", "sft"]\nmidtrain_corpus = "{corpus}"\n'
+    if "[train]" in example_config_text("default"):
+        pytest.skip("the preset has its own [train] table")
+    path = tmp_path / "exp.toml"
+    path.write_text(text)
+    assert main(["validate", str(path)]) == 2
+    assert needle in capsys.readouterr().err
+    assert main(["grid", "design", str(path), "--dry-run"]) == 2
+    err = capsys.readouterr().err
+    assert needle in err and err.strip().count("\n") == 0

@@ -134,35 +134,12 @@ def _run(args: argparse.Namespace, experiment: str | None):
         return fit_experiment(runs, request, config=config, simulated=simulated or None)
 
 
-def fit_summary(result: Any, fit_id: str | None = None) -> dict[str, Any]:
-    """The ``fit --json`` object: named parameters with intervals, held-out metrics, diagnostics."""
-    f = result.fit
-    params = {}
-    for name, value in f.params.items():
-        iv = f.intervals.get(name)
-        params[name] = {"estimate": value, "lo": iv.lo if iv else None, "hi": iv.hi if iv else None,
-                        "se": iv.se if iv else None}
-    h = f.heldout
-    out: dict[str, Any] = {
-        "fit_id": fit_id, "experiment": f.experiment, "benchmark": f.benchmark, "metric": f.metric, "law": f.law,
-        "simulated": f.simulated, "converged": f.converged, "message": f.message, "at_bounds": f.at_bounds,
-        "n_points": f.n_points, "n_params": f.n_params, "data_hash": f.data_hash, "params": params,
-        "residual_sd": f.residual_sd, "replicate_sd": f.replicate_sd, "aic": f.aic, "bic": f.bic,
-        "n_bootstrap": len(f.bootstrap), "holdout_rule": f.holdout_rule, "holdout_source": f.holdout_source,
-        "heldout_n": h.n if h else 0, "heldout_mae": h.mae if h else None,
-        "heldout_max_error": h.max_error if h else None,
-        "interval_coverage": h.interval_coverage if h else None,
-        "extrapolation_factor": h.extrapolation_factor if h else None, "fit_seconds": f.fit_seconds,
-    }
-    if result.interaction is not None:
-        i = result.interaction
-        out["interaction"] = {"supported": i.supported, "strength": i.strength, "delta_bic": i.delta_bic,
-                              "lr_stat": i.lr_stat, "lr_p": i.lr_p, "f_stat": i.f_stat, "f_p": i.f_p,
-                              "gain_ratio": i.gain_ratio, "gain_ratio_lo": i.gain_ratio_lo,
-                              "gain_ratio_hi": i.gain_ratio_hi,
-                              "bic": {k: v.bic for k, v in i.fits.items()},
-                              "heldout_mae": {k: v.heldout_mae for k, v in i.fits.items()}}
-    return out
+def fit_summary(result: Any, fit_id: str | None = None):
+    """The ``fit --json`` object: :class:`fit.models.FitSummary` of the result's fit (its verdict included)."""
+    from fit.laws import law_of
+    from fit.models import FitSummary
+
+    return FitSummary.of(result.fit, fit_id, formula=law_of(result.fit).formula)
 
 
 def _fit(args: argparse.Namespace) -> int:
@@ -193,13 +170,13 @@ def _fit(args: argparse.Namespace) -> int:
                                   payload=f.model_dump(mode="json"))
     summary = fit_summary(result, fit_id)
     if args.json:
-        emit_json(summary)
+        emit_json(summary.model_dump(mode="json"))
         return 0
     tag = " [SIMULATED DATA]" if f.simulated else ""
     print(f"{f.law} on {f.n_points} runs of {f.experiment} / {f.benchmark}/{f.metric}{tag}; "
           f"converged={f.converged}; stored as {fit_id or '(not stored)'}")
-    rows = [{"param": k, "estimate": v["estimate"], "95% lo": v["lo"], "95% hi": v["hi"]}
-            for k, v in summary["params"].items()]
+    rows = [{"param": k, "estimate": v.estimate, "95% lo": v.lo, "95% hi": v.hi}
+            for k, v in summary.params.items()]
     print_table(rows, title="parameters")
     if f.heldout:
         h = f.heldout
@@ -220,7 +197,10 @@ def _report(args: argparse.Namespace) -> int:
     result = _run(args, args.experiment)
     paths = write_report(result, Path(args.out))
     if args.json:
-        emit_json({"files": {k: str(v) for k, v in paths.items()}, **fit_summary(result)})
+        from fit.models import ReportSummary
+
+        summary = fit_summary(result)
+        emit_json(ReportSummary(**dict(summary), files={k: str(v) for k, v in paths.items()}).model_dump(mode="json"))
     else:
         print(f"wrote {paths['markdown']}, {paths['html']} and {paths['json']}")
     return 0

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from toolscale.cli._common import Formatter, emit_json, print_table
+from toolscale.cli._common import Formatter, check_tool_axis, emit_json, print_table
 from toolscale.config import load_config
 
 __all__ = ["register"]
@@ -42,6 +42,7 @@ def _design(args: argparse.Namespace) -> int:
     from grid.design import build_design
 
     config = load_config(args.config)
+    check_tool_axis(config)
     design = build_design(config)
     written = None
     if not args.dry_run:

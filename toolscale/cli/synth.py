@@ -34,7 +34,10 @@ def register(sub: argparse._SubParsersAction) -> None:
                        formatter_class=Formatter,
                        epilog="examples:\n  toolscale synth --example-recipe > point.toml\n"
                               "  toolscale synth --recipe point.toml --out data/point0 --json\n"
-                              "  toolscale synth --recipe point.toml --out data/p1 --set repair_rate=0.5 --seed 1")
+                              "  toolscale synth --recipe point.toml --out data/p1 --set repair_rate=0.5 --seed 1\n"
+                              "  toolscale synth --recipe point.toml --out data/git \\\n"
+                              "      --server 'python -m mcp_server_git --repository /data/repo' --set "
+                              "'arg_values={repo_path=[\"/data/repo\"]}'")
     p.add_argument("--example-recipe", action="store_true", help="print a documented recipe and exit")
     p.add_argument("--recipe", metavar="RECIPE.toml", help="the recipe (knobs) to build")
     p.add_argument("--out", metavar="DIR", help="output folder for train.jsonl and manifest.json")
@@ -43,6 +46,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--seed", type=int, help="override the recipe's seed")
     p.add_argument("--with-collected", action="store_true",
                    help="also draw from document-only servers stored in the registry (emulated)")
+    p.add_argument("--server", action="append", default=[], metavar="'COMMAND [ARGS...]'",
+                   help="a stdio MCP server of yours, collected and executed live (repeatable; joins the "
+                        "recipe's servers and the config's [synth].servers)")
     add_registry_args(p)
     p.add_argument("--json", action="store_true", help="print the manifest as JSON")
     p.set_defaults(func=_synth)
@@ -115,6 +121,9 @@ def _synth(args: argparse.Namespace) -> int:
     from synth.models import ToolDoc
 
     config = config_of(args)
+    servers = list(dict.fromkeys([*recipe.servers, *args.server, *(config.synth.servers if config else [])]))
+    if tuple(servers) != recipe.servers:
+        recipe = recipe.model_copy(update={"servers": tuple(servers)})
     use_registry = bool(getattr(args, "registry", None) or config)
     extra: list[ToolDoc] = []
     if args.with_collected:
