@@ -29,6 +29,9 @@ __all__ = [
     "AxisSpec",
     "ModelSize",
     "DesignSpec",
+    "LLMRoleSpec",
+    "LLM_ROLES",
+    "check_llm_roles",
     "SynthSpec",
     "ProbeSpec",
     "TrainSpec",
@@ -238,6 +241,52 @@ class DesignSpec(_Frozen):
     """Seed of randomized designs (LHS) and of the run seeds."""
 
 
+LLM_ROLES: tuple[str, ...] = ("task_writer", "policy", "emulator", "judge")
+"""The LLM roles of synthesis; a role left out of ``[synth.llm]`` keeps its offline template."""
+
+
+class LLMRoleSpec(_Frozen):
+    """One LLM role's endpoint (``[synth.llm.<role>]`` in a config, ``[llm.<role>]`` in a recipe).
+
+    Any server that speaks OpenAI chat completions works (vLLM, SGLang, TGI, a hosted API,
+    ``toolscale serve-model``). The API key is read from the environment variable named by
+    ``api_key_env``, never from the file.
+    """
+
+    base_url: str = Field(pattern=r"^https?://[^\s/]+")
+    """Endpoint root including the API prefix, e.g. ``http://127.0.0.1:8000/v1``."""
+    model: str = Field(min_length=1)
+    """Model name sent in each request (``/models`` must list it when the endpoint has that route)."""
+    api_key_env: str | None = Field(default=None, pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")
+    """Environment variable holding the API key (sent as ``Authorization: Bearer``); None sends none."""
+    temperature: float = Field(default=0.0, ge=0.0, le=2.0, strict=True, allow_inf_nan=False)
+    """Sampling temperature (0 = greedy)."""
+    max_tokens: int = Field(default=1024, ge=1, strict=True)
+    """Most completion tokens per request, in tokens."""
+    concurrency: int = Field(default=8, ge=1, strict=True)
+    """Requests in flight at once for this role, in requests."""
+    timeout_s: float = Field(default=60.0, gt=0.0, strict=True, allow_inf_nan=False)
+    """Seconds one request may take before it is retried (then fails), in seconds."""
+    max_tries: int = Field(default=4, ge=1, le=20, strict=True)
+    """Attempts per request on 429, 5xx, timeouts and malformed replies (bounded), in attempts."""
+    price_in: float = Field(default=0.0, ge=0.0, strict=True, allow_inf_nan=False)
+    """Price of input (prompt) tokens, in dollars per 1M tokens."""
+    price_out: float = Field(default=0.0, ge=0.0, strict=True, allow_inf_nan=False)
+    """Price of output (completion) tokens, in dollars per 1M tokens."""
+
+
+def check_llm_roles(roles: dict) -> dict:
+    """Reject unknown role names with the valid ones (used by the config and the recipe)."""
+    import difflib
+
+    for name in roles:
+        if name not in LLM_ROLES:
+            close = difflib.get_close_matches(str(name), LLM_ROLES, n=1)
+            hint = f" (did you mean {close[0]!r}?)" if close else ""
+            raise ValueError(f"unknown LLM role {name!r}{hint}; expected one of {', '.join(LLM_ROLES)}")
+    return roles
+
+
 class SynthSpec(_Frozen):
     """Synthesis settings (synth/)."""
 
@@ -266,13 +315,21 @@ class SynthSpec(_Frozen):
     judge_threshold: float = Field(default=0.7, ge=0.0, le=1.0)
     """Minimum mean judge score a trajectory needs to be kept."""
     llm_url: str | None = None
-    """Optional OpenAI-compatible endpoint for text generation and judging; never needed."""
+    """Legacy LLM judge endpoint (model name ``judge``, no key); prefer ``[synth.llm.judge]``."""
     narratives: bool = False
     """Also write the mid-training corpus (``corpus.jsonl``, seed 001) with every dataset."""
     narrative_min_judge: float = Field(default=0.7, ge=0.0, le=1.0)
     """Corpus judge gate: minimum mean judge score of a document's trajectory."""
     narrative_min_coherence: int = Field(default=4, ge=1, le=5)
     """Corpus coherence gate, 1-5."""
+    llm: dict[str, LLMRoleSpec] = Field(default_factory=dict)
+    """LLM endpoints per role (``[synth.llm.task_writer]``, ``policy``, ``emulator``, ``judge``); a role
+    left out keeps its offline template."""
+
+    @field_validator("llm")
+    @classmethod
+    def _known_roles(cls, roles: dict) -> dict:
+        return check_llm_roles(roles)
 
 
 class ProbeSpec(_Frozen):
