@@ -1,4 +1,5 @@
-"""Contracts of the allocator: budgets, requests, plans. Imports only pydantic, numpy and the standard library."""
+"""Contracts of the allocator: budgets, requests, plans. Imports only pydantic, numpy, the standard library and
+the config contract (for the one training-FLOPs rule)."""
 
 from __future__ import annotations
 
@@ -7,6 +8,8 @@ from typing import Literal
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
+
+from toolscale.config import training_flops
 
 __all__ = ["Unit", "UNITS", "Budget", "AxisCost", "CostModel", "COMPUTE", "AxisBounds", "AllocationRequest", "Plan",
            "Optimality", "Decision", "AllocationPlan", "ARMS", "VerificationArm", "VerificationReport"]
@@ -77,7 +80,8 @@ class CostModel(_Frozen):
             scale = levels[a.scales_with] if a.scales_with else 1.0
             out[a.name] = a.per_unit * np.maximum(np.asarray(levels[a.name], dtype=float) - a.free_level, 0.0) * scale
         if self.per_pflop > 0 and self.tasks_axis in levels:
-            out[COMPUTE] = self.per_pflop * 6.0 * model_params * levels[self.tasks_axis] * self.tokens_per_task / 1e15
+            tokens = levels[self.tasks_axis] * self.tokens_per_task
+            out[COMPUTE] = self.per_pflop * training_flops(model_params, tokens) / 1e15
         return out
 
     def total(self, levels: Mapping[str, float], model_params: float) -> float:

@@ -18,7 +18,7 @@ from allocator.errors import AllocatorError, AllocatorUsageError
 from allocator.models import UNITS, AllocationPlan, AllocationRequest, AxisBounds, Budget, Plan
 from allocator.solver import Surface, solve
 from grid.registry import Registry
-from toolscale.config import ExperimentConfig, parse_config
+from toolscale.config import ExperimentConfig, parse_config, training_flops
 
 __all__ = ["MAX_EXTRAPOLATION", "resolve_experiment", "load_fit", "make_surface", "build_request",
            "plan_allocation", "benchmarks_with_fits", "config_for", "form_weights", "other_forms",
@@ -88,7 +88,7 @@ def _score_fn(law: Any, params: dict[str, float], *, tokens: float, sign: float)
         m = len(next(iter(X.values())))
         X.setdefault("N", np.full(m, float(n_params)))
         X.setdefault("D", np.full(m, float(tokens)))
-        X.setdefault("C", 6.0 * X["N"] * X["D"])
+        X.setdefault("C", training_flops(X["N"], X["D"]))
         return sign * np.asarray(law.predict(params, X), dtype=float).ravel()
     return score
 

@@ -131,7 +131,7 @@ def run_pipeline(run: RunSpec, workdir: Path, checkpoint: dict[str, Any] | None)
 
         build_dataset(recipe, folder)
         target = cfg.target_size  # the probe budget is a share of the run the data is for
-        probe_dataset(folder, spec=cfg.probe, target_train_flops=6.0 * target.approx_params * target.planned_tokens)
+        probe_dataset(folder, spec=cfg.probe, target_train_flops=target.planned_flops)
 
     t0 = time.monotonic()
     data_dir, built = ensure_dataset(ctx["dataset_cache"], key, build)

@@ -29,6 +29,9 @@ __all__ = [
     "AxisSpec",
     "ModelSize",
     "DesignSpec",
+    "LLMRoleSpec",
+    "LLM_ROLES",
+    "check_llm_roles",
     "SynthSpec",
     "ProbeSpec",
     "TrainSpec",
@@ -44,9 +47,31 @@ __all__ = [
     "format_validation_error",
     "DEFAULT_AXES",
     "BUDGET_UNITS",
+    "FLOPS_PER_PARAM_TOKEN",
+    "training_flops",
 ]
 
 BUDGET_UNITS = ("usd", "gpu_hours")
+
+FLOPS_PER_PARAM_TOKEN = 6.0
+"""Training FLOPs per parameter per token: forward 2, backward 4 (Kaplan et al. 2020, "Scaling Laws for
+Neural Language Models", section 2.1)."""
+
+
+def training_flops(params: float, tokens: float) -> float:
+    """Training compute ``C = 6 N D`` in FLOPs, for ``N`` parameters trained on ``D`` tokens.
+
+    The one definition of the rule: planned runs (grid/), measured runs (train/), the probe's
+    budget (probes/), imported tables (grid/importer) and the allocator's compute cost all use it.
+    Embedding parameters are counted in ``N`` (the proxies are tiny, so they matter).
+    Numpy arrays broadcast elementwise.
+
+    Examples
+    --------
+    >>> training_flops(1e6, 2e9)
+    1.2e+16
+    """
+    return FLOPS_PER_PARAM_TOKEN * params * tokens
 
 
 class _Frozen(BaseModel):
@@ -173,6 +198,11 @@ class ModelSize(_Frozen):
         """Training tokens D one run plans to see: steps x batch x max_seq_len (an upper bound)."""
         return float(self.max_steps * self.batch_size * self.max_seq_len)
 
+    @property
+    def planned_flops(self) -> float:
+        """Planned training FLOPs of one run at this rung: ``6 N D`` with N and D as above."""
+        return training_flops(self.approx_params, self.planned_tokens)
+
 
 class DesignSpec(_Frozen):
     """The experimental design over the data axes, crossed with the ladder (grid/)."""
@@ -211,6 +241,52 @@ class DesignSpec(_Frozen):
     """Seed of randomized designs (LHS) and of the run seeds."""
 
 
+LLM_ROLES: tuple[str, ...] = ("task_writer", "policy", "emulator", "judge")
+"""The LLM roles of synthesis; a role left out of ``[synth.llm]`` keeps its offline template."""
+
+
+class LLMRoleSpec(_Frozen):
+    """One LLM role's endpoint (``[synth.llm.<role>]`` in a config, ``[llm.<role>]`` in a recipe).
+
+    Any server that speaks OpenAI chat completions works (vLLM, SGLang, TGI, a hosted API,
+    ``toolscale serve-model``). The API key is read from the environment variable named by
+    ``api_key_env``, never from the file.
+    """
+
+    base_url: str = Field(pattern=r"^https?://[^\s/]+")
+    """Endpoint root including the API prefix, e.g. ``http://127.0.0.1:8000/v1``."""
+    model: str = Field(min_length=1)
+    """Model name sent in each request (``/models`` must list it when the endpoint has that route)."""
+    api_key_env: str | None = Field(default=None, pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")
+    """Environment variable holding the API key (sent as ``Authorization: Bearer``); None sends none."""
+    temperature: float = Field(default=0.0, ge=0.0, le=2.0, strict=True, allow_inf_nan=False)
+    """Sampling temperature (0 = greedy)."""
+    max_tokens: int = Field(default=1024, ge=1, strict=True)
+    """Most completion tokens per request, in tokens."""
+    concurrency: int = Field(default=8, ge=1, strict=True)
+    """Requests in flight at once for this role, in requests."""
+    timeout_s: float = Field(default=60.0, gt=0.0, strict=True, allow_inf_nan=False)
+    """Seconds one request may take before it is retried (then fails), in seconds."""
+    max_tries: int = Field(default=4, ge=1, le=20, strict=True)
+    """Attempts per request on 429, 5xx, timeouts and malformed replies (bounded), in attempts."""
+    price_in: float = Field(default=0.0, ge=0.0, strict=True, allow_inf_nan=False)
+    """Price of input (prompt) tokens, in dollars per 1M tokens."""
+    price_out: float = Field(default=0.0, ge=0.0, strict=True, allow_inf_nan=False)
+    """Price of output (completion) tokens, in dollars per 1M tokens."""
+
+
+def check_llm_roles(roles: dict) -> dict:
+    """Reject unknown role names with the valid ones (used by the config and the recipe)."""
+    import difflib
+
+    for name in roles:
+        if name not in LLM_ROLES:
+            close = difflib.get_close_matches(str(name), LLM_ROLES, n=1)
+            hint = f" (did you mean {close[0]!r}?)" if close else ""
+            raise ValueError(f"unknown LLM role {name!r}{hint}; expected one of {', '.join(LLM_ROLES)}")
+    return roles
+
+
 class SynthSpec(_Frozen):
     """Synthesis settings (synth/)."""
 
@@ -239,13 +315,21 @@ class SynthSpec(_Frozen):
     judge_threshold: float = Field(default=0.7, ge=0.0, le=1.0)
     """Minimum mean judge score a trajectory needs to be kept."""
     llm_url: str | None = None
-    """Optional OpenAI-compatible endpoint for text generation and judging; never needed."""
+    """Legacy LLM judge endpoint (model name ``judge``, no key); prefer ``[synth.llm.judge]``."""
     narratives: bool = False
     """Also write the mid-training corpus (``corpus.jsonl``, seed 001) with every dataset."""
     narrative_min_judge: float = Field(default=0.7, ge=0.0, le=1.0)
     """Corpus judge gate: minimum mean judge score of a document's trajectory."""
     narrative_min_coherence: int = Field(default=4, ge=1, le=5)
     """Corpus coherence gate, 1-5."""
+    llm: dict[str, LLMRoleSpec] = Field(default_factory=dict)
+    """LLM endpoints per role (``[synth.llm.task_writer]``, ``policy``, ``emulator``, ``judge``); a role
+    left out keeps its offline template."""
+
+    @field_validator("llm")
+    @classmethod
+    def _known_roles(cls, roles: dict) -> dict:
+        return check_llm_roles(roles)
 
 
 class ProbeSpec(_Frozen):
@@ -419,7 +503,8 @@ class ExperimentSpec(_Frozen):
     budget_unit: Literal["usd", "gpu_hours"] = "usd"
     """Unit of every cost and budget."""
     target_model_size: str | None = None
-    """Ladder rung the allocator plans for by default (None = the largest)."""
+    """Ladder rung the experiment is for: allocations plan for it, the probe's cost is a share of its
+    training FLOPs (None = the largest rung)."""
 
 
 class ExperimentConfig(_Frozen):
@@ -466,6 +551,11 @@ class ExperimentConfig(_Frozen):
         dup = sorted({n for n in names if names.count(n) > 1})
         if dup:
             raise ValueError(f"duplicate model size names: {', '.join(dup)}")
+        for small, big in zip(ladder, ladder[1:]):
+            if big.approx_params < small.approx_params:
+                raise ValueError(f"the ladder must list rungs from smallest to largest parameter count N; "
+                                 f"{big.name!r} (N = {big.approx_params:.4g}) comes after {small.name!r} "
+                                 f"(N = {small.approx_params:.4g})")
         return ladder
 
     @model_validator(mode="after")
@@ -511,7 +601,12 @@ class ExperimentConfig(_Frozen):
 
     @property
     def target_size(self) -> ModelSize:
-        """The rung allocations plan for (the configured target, else the last rung)."""
+        """The rung the experiment is for: ``experiment.target_model_size``, else the largest rung.
+
+        The ladder is validated to run from smallest to largest N, so the largest is the
+        last (on a tie in N, the last of the tied rungs). Allocation, the probe's cost
+        budget and the pipeline all use this one rule.
+        """
         name = self.experiment.target_model_size
         return self.model_size(name) if name else self.ladder[-1]
 

@@ -49,6 +49,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--server", action="append", default=[], metavar="'COMMAND [ARGS...]'",
                    help="a stdio MCP server of yours, collected and executed live (repeatable; joins the "
                         "recipe's servers and the config's [synth].servers)")
+    p.add_argument("--llm-cache", metavar="DIR",
+                   help="LLM response cache folder (default: $TOOLSCALE_LLM_CACHE, else ~/.cache/toolscale/llm)")
     add_registry_args(p)
     p.add_argument("--json", action="store_true", help="print the manifest as JSON")
     p.set_defaults(func=_synth)
@@ -133,7 +135,7 @@ def _synth(args: argparse.Namespace) -> int:
             extra = [ToolDoc.model_validate({k: v for k, v in d.items()})
                      for d in reg.tool_docs() if d["server"] not in SERVERS]
     with _progress("synthesising", enabled=sys.stderr.isatty() and not args.json) as progress:
-        manifest = build_dataset(recipe, args.out, extra_docs=extra, progress=progress)
+        manifest = build_dataset(recipe, args.out, extra_docs=extra, progress=progress, llm_cache=args.llm_cache)
     if use_registry:
         from grid.registry import Registry
         with Registry(registry_path(args, config)) as reg:
@@ -148,7 +150,12 @@ def _synth(args: argparse.Namespace) -> int:
         c = manifest.counts
         print(f"{c['accepted']} trajectories kept of {c['trajectories']} ({c['rejected']} rejected), "
               f"{c['tool_calls']} tool calls, ~{c['tokens']} tokens; judge failures "
-              f"{manifest.judge_failure_rate:.1%}")
+              f"{manifest.judge_failure_rate:.1%}; rejected tasks and reasons in {args.out}/rejected.jsonl")
+        if manifest.llm:
+            print_table([{"role": r, "requests": u.requests, "cache hits": u.cache_hits, "retries": u.retries,
+                          "tokens in": u.tokens_in, "tokens out": u.tokens_out, "dollars": u.dollars,
+                          "$ / accepted": u.dollars_per_accepted} for r, u in manifest.llm.items()],
+                        title="LLM usage per role")
     return 0
 
 
