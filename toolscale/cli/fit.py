@@ -74,9 +74,14 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "report", help="write a Markdown + HTML report (plots) and a JSON file of every number for one benchmark",
         formatter_class=Formatter,
-        epilog="example:\n  toolscale report --benchmark heldout-calls --experiment E --out reports/")
+        epilog="examples:\n  toolscale report --benchmark heldout-calls --experiment E --out reports/\n"
+               "  toolscale report --benchmark heldout-calls --experiment E --compare-stages sft "
+               "--compare-stages sft,grpo")
     p.add_argument("--experiment", help="experiment name (default: the only one in the registry)")
     _add_fit_args(p)
+    p.add_argument("--compare-stages", action="append", metavar="S[,S]",
+                   help="fit the runs of each stage set separately (repeat: sft, then sft,grpo) and write "
+                        "stages.md / stages.json side by side instead of the full report")
     p.add_argument("--out", default="reports", metavar="DIR", help="output folder (default ./reports)")
     p.add_argument("--json", action="store_true", help="print the report's JSON summary on stdout")
     p.set_defaults(func=_report)
@@ -302,9 +307,39 @@ def _predict(args: argparse.Namespace) -> int:
     return 0
 
 
+def _compare_stages(args: argparse.Namespace) -> int:
+    from fit.compare import StageComparison, comparison_markdown
+    from grid.results import atomic_write_text
+
+    sets = [_stages(s) for s in args.compare_stages]
+    if len(sets) < 2:
+        raise UsageError("--compare-stages needs at least two stage sets, e.g. --compare-stages sft "
+                         "--compare-stages sft,grpo")
+    fits = {}
+    for stages in sets:
+        args.stages = ",".join(stages)
+        result = _run(args, args.experiment)
+        fits["+".join(stages)] = fit_summary(result)
+    cmp = StageComparison(experiment=result.fit.experiment, benchmark=result.fit.benchmark, fits=fits)
+    out = Path(args.out)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        atomic_write_text(out / "stages.md", comparison_markdown(cmp))
+        atomic_write_text(out / "stages.json", cmp.model_dump_json(indent=1) + "\n")
+    except OSError as err:
+        raise UsageError(f"cannot write to --out {str(out)!r}: {err.strerror or err}") from None
+    if args.json:
+        emit_json(cmp.model_dump(mode="json"))
+    else:
+        print(f"wrote {out / 'stages.md'} and {out / 'stages.json'}")
+    return 0
+
+
 def _report(args: argparse.Namespace) -> int:
     from fit.report import write_report
 
+    if args.compare_stages:
+        return _compare_stages(args)
     result = _run(args, args.experiment)
     paths = write_report(result, Path(args.out))
     if args.json:
