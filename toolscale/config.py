@@ -376,8 +376,9 @@ class ProbeSpec(_Frozen):
 STAGES: tuple[str, ...] = ("midtrain", "sft", "grpo")
 """Training stages in the order they run (:mod:`train.stages`)."""
 
-STAGE_AXES: tuple[str, ...] = ("midtrain_tokens",)
-"""Axes of kind ``stage`` that the pipeline knows (they set training, not the dataset)."""
+STAGE_AXES: dict[str, str] = {"midtrain_tokens": "midtrain", "grpo_steps": "grpo"}
+"""Axes of kind ``stage`` the pipeline knows, with the stage each sizes (they set training, not the dataset;
+level 0 skips the stage, so one experiment can hold runs with and without it)."""
 
 
 class TrainSpec(_Frozen):
@@ -572,11 +573,11 @@ class ExperimentConfig(_Frozen):
         for a in self.axes:
             if a.kind == "stage" and a.name not in STAGE_AXES:
                 raise ValueError(f"axis {a.name!r} has kind 'stage', which only {', '.join(STAGE_AXES)} can have")
-            if a.name == "midtrain_tokens" and a.kind != "stage":
-                raise ValueError("axis 'midtrain_tokens' must have kind 'stage'")
-        midtrain = "midtrain" in self.train.stages or any(a.name == "midtrain_tokens" for a in self.axes)
-        if midtrain and "midtrain" not in self.train.stages:
-            raise ValueError("axis 'midtrain_tokens' needs 'midtrain' in train.stages")
+            if a.name in STAGE_AXES and a.kind != "stage":
+                raise ValueError(f"axis {a.name!r} must have kind 'stage'")
+            if a.name in STAGE_AXES and STAGE_AXES[a.name] not in self.train.stages:
+                raise ValueError(f"axis {a.name!r} needs {STAGE_AXES[a.name]!r} in train.stages")
+        midtrain = "midtrain" in self.train.stages
         if midtrain and self.train.midtrain_corpus is None and not self.synth.narratives:
             raise ValueError("stage 'midtrain' has no corpus: set synth.narratives = true (each run's synthesised "
                              "corpus.jsonl) or train.midtrain_corpus = a JSONL file of {\"text\"} documents")

@@ -169,8 +169,10 @@ MIDTRAIN_AXIS = {"name": "midtrain_tokens", "kind": "stage", "unit": "tokens", "
         ({"stages": ["midtrain", "sft"]}, {}, None, "stage 'midtrain' has no corpus"),
         ({"stages": ["sft", "grpo"], "grpo_n_envs": 0}, {}, None, "stage 'grpo' needs environments"),
         ({}, {"narratives": True}, MIDTRAIN_AXIS, "needs 'midtrain' in train.stages"),
+        ({"stages": ["sft", "grpo"]}, {}, {**MIDTRAIN_AXIS, "name": "grpo_steps", "kind": "diversity", "min": 1.0},
+         "axis 'grpo_steps' must have kind 'stage'"),
         ({"stages": ["midtrain", "sft"]}, {"narratives": True}, {**MIDTRAIN_AXIS, "name": "rl_steps"},
-         "only midtrain_tokens can have"),
+         "which only midtrain_tokens, grpo_steps can have"),
         ({"objective": "ppo"}, {}, None, "objective must be 'sft' or 'grpo'"),
     ],
 )
