@@ -17,7 +17,9 @@ $(STAMP): pyproject.toml | $(VPY)
 	test -f .cache/bfcl/bfcl_eval-2026.3.23-py3-none-any.whl || $(VPY) -m pip download -q --no-deps bfcl-eval==2026.3.23 -d .cache/bfcl || echo "warning: BFCL data wheel not downloaded; the bfcl benchmark is unavailable"
 	touch $(STAMP)
 
+# The jail for generated tool code (bubblewrap): installed if missing, checked every time.
 install: $(STAMP)
+	@synth/envs/sandbox-setup.sh || echo "warning: generated tool code cannot be isolated here; toolscale envs check will refuse to run it"
 
 demo: install
 	$(VENV)/bin/toolscale demo

@@ -9,8 +9,14 @@ __all__ = ["cost_model_from_config"]
 
 
 def cost_model_from_config(config: ExperimentConfig) -> CostModel:
-    """``[[axes]].cost_per_unit`` / ``cost_scales_with`` and ``[cost]`` as a :class:`CostModel`."""
+    """``[[axes]].cost_per_unit`` / ``cost_scales_with`` and ``[cost]`` as a :class:`CostModel`.
+
+    Quality axes are charged above their baseline only (``free_level = baseline``): the
+    baseline is what the pipeline delivers without extra spend. Diversity axes are charged
+    in full (every tool, task and database is bought).
+    """
     return CostModel(
         unit=config.experiment.budget_unit,
-        axes=[AxisCost(name=a.name, per_unit=a.cost_per_unit, scales_with=a.cost_scales_with) for a in config.axes],
+        axes=[AxisCost(name=a.name, per_unit=a.cost_per_unit, scales_with=a.cost_scales_with,
+                       free_level=a.baseline_level if a.kind == "quality" else 0.0) for a in config.axes],
         per_pflop=config.cost.per_pflop, tokens_per_task=config.cost.tokens_per_task)

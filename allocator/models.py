@@ -1,13 +1,18 @@
-"""Contracts of the allocator: budgets, requests, plans. Imports only pydantic and the standard library."""
+"""Contracts of the allocator: budgets, requests, plans. Imports only pydantic, numpy, the standard library and
+the config contract (for the one training-FLOPs rule)."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from typing import Literal
 
+import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
-__all__ = ["Unit", "UNITS", "Budget", "AxisCost", "CostModel", "COMPUTE", "AxisBounds", "AllocationRequest", "Plan", "Optimality", "AllocationPlan"]
+from toolscale.config import training_flops
+
+__all__ = ["Unit", "UNITS", "Budget", "AxisCost", "CostModel", "COMPUTE", "AxisBounds", "AllocationRequest", "Plan",
+           "Optimality", "Decision", "AllocationPlan", "AllocationReport", "ARMS", "VerificationArm", "VerificationReport"]
 
 Unit = Literal["usd", "gpu_hours"]
 UNITS: tuple[str, ...] = ("usd", "gpu_hours")
@@ -34,14 +39,16 @@ COMPUTE = "compute"
 
 
 class AxisCost(_Frozen):
-    """Cost of one axis: ``per_unit * level * level[scales_with]``, in the budget unit."""
+    """Cost of one axis: ``per_unit * max(level - free_level, 0) * level[scales_with]``, in the budget unit."""
 
     name: str
     """Axis name."""
     per_unit: float = Field(ge=0)
-    """Cost of one unit of the axis' level."""
+    """Cost of one unit of the axis' level above ``free_level``."""
     scales_with: str | None = None
-    """Axis whose level multiplies this one's cost (per-task costs)."""
+    """Axis whose level multiplies this one's cost (per-task costs, e.g. ``task_count``)."""
+    free_level: float = 0.0
+    """Level that costs nothing (a quality axis' baseline: what the pipeline delivers anyway), in the axis' unit."""
 
 
 class CostModel(_Frozen):
@@ -49,7 +56,8 @@ class CostModel(_Frozen):
 
     Notes
     -----
-    ``spend_i = per_unit_i * x_i * x_j`` (``x_j`` = level of ``scales_with``, else 1), and
+    ``spend_i = per_unit_i * max(x_i - free_i, 0) * x_j`` (``x_j`` = level of ``scales_with``, else 1;
+    ``free_i`` = the axis' ``free_level``: quality is charged above its baseline only), and
     ``spend_compute = per_pflop * 6 N D / 1e15`` with ``D = tasks * tokens_per_task``
     (6 N D training FLOPs, Kaplan et al. 2020).
     """
@@ -70,9 +78,10 @@ class CostModel(_Frozen):
         out = {}
         for a in self.axes:
             scale = levels[a.scales_with] if a.scales_with else 1.0
-            out[a.name] = a.per_unit * levels[a.name] * scale
+            out[a.name] = a.per_unit * np.maximum(np.asarray(levels[a.name], dtype=float) - a.free_level, 0.0) * scale
         if self.per_pflop > 0 and self.tasks_axis in levels:
-            out[COMPUTE] = self.per_pflop * 6.0 * model_params * levels[self.tasks_axis] * self.tokens_per_task / 1e15
+            tokens = levels[self.tasks_axis] * self.tokens_per_task
+            out[COMPUTE] = self.per_pflop * training_flops(model_params, tokens) / 1e15
         return out
 
     def total(self, levels: Mapping[str, float], model_params: float) -> float:
@@ -101,6 +110,8 @@ class AxisBounds(_Frozen):
     """Search in log space (log-spaced axes)."""
     baseline: float
     """Level a diversity-only plan holds a quality axis at."""
+    integer: bool = False
+    """Levels are counts: plans round them to feasible integers within the budget."""
 
 
 class AllocationRequest(_Frozen):
@@ -152,8 +163,26 @@ class Optimality(_Frozen):
     """Whether the conditions hold within tolerance."""
 
 
+class Decision(_Frozen):
+    """Whether the law can tell the recommended plan from the diversity-only baseline at this budget."""
+
+    verdict: Literal["recommend", "no_decision"]
+    """``recommend``: the gain is resolved; ``no_decision``: the plans tie within the law's uncertainty or the noise."""
+    reason: str
+    """One line: why (the gain, its interval, the replicate SD)."""
+    tied_axes: list[str] = Field(default_factory=list)
+    """With ``no_decision``: the axes on which the two plans differ, i.e. the choice the data cannot make."""
+
+
 class AllocationPlan(_Frozen):
-    """The answer to an :class:`AllocationRequest`."""
+    """The answer to an :class:`AllocationRequest`.
+
+    Two comparisons: ``baseline`` is what a diversity-only user would do (a law over the
+    diversity axes alone, solved for the same budget, quality left as the pipeline delivers
+    it); ``pinned`` is the same law as the plan re-solved with the quality axes at their
+    baseline (nested in the plan's problem, so its gain is >= 0 by construction). Both are
+    scored by the plan's law (point estimate and draws), so the gains compare like with like.
+    """
 
     budget: Budget
     """The budget asked about."""
@@ -164,26 +193,153 @@ class AllocationPlan(_Frozen):
     plan: Plan
     """The recommended plan."""
     interval: tuple[float, float] | None = None
-    """90% interval of the plan's predicted score over the fit's bootstrap draws."""
+    """90% interval of the plan's predicted score over the draws (bootstrap, and law forms where mixed)."""
     spend_spread: dict[str, tuple[float, float]] = Field(default_factory=dict)
-    """5th-95th percentile of each axis' spend when re-solved per bootstrap draw."""
+    """5th-95th percentile of each axis' spend when re-solved per draw."""
     baseline: Plan
-    """Diversity-only plan at the same budget (quality axes at baseline)."""
+    """The fair diversity-only plan at the same budget (see ``baseline_method``), scored by the plan's law."""
+    baseline_method: str = "same law, quality pinned at baseline"
+    """How the baseline's levels were chosen (which law, fitted on which runs)."""
+    baseline_own_prediction: float | None = None
+    """What the diversity-only law itself predicts for its plan (what its user would expect), score points."""
     baseline_interval: tuple[float, float] | None = None
     """90% interval of the baseline's predicted score."""
     gain_over_baseline: float
     """``plan.predicted_score - baseline.predicted_score`` (score points)."""
     gain_interval: tuple[float, float] | None = None
-    """90% interval of the gain over bootstrap draws."""
+    """90% interval of the gain over the draws."""
     p_beats_baseline: float | None = None
-    """Share of bootstrap draws in which the plan scores above the baseline."""
+    """Share of draws in which the plan scores above the baseline."""
+    pinned: Plan | None = None
+    """Second comparison: the plan's own law re-solved with quality pinned at baseline (gain >= 0 by construction)."""
+    gain_over_pinned: float | None = None
+    """``plan.predicted_score - pinned.predicted_score`` (score points)."""
+    pinned_gain_interval: tuple[float, float] | None = None
+    """90% interval of that gain over the draws."""
+    decision: Decision
+    """Whether the gain over ``baseline`` is resolved, or the plans tie at this budget."""
+    replicate_sd: float | None = None
+    """Seed-to-seed SD of one run's score from the fit's replicates (score points), the noise floor of a decision."""
     marginal_value: dict[str, float]
     """What the next budget unit buys: score points per unit of budget spent on each axis."""
     optimality: Optimality
-    """The optimality check."""
+    """The optimality check (of the continuous optimum, before integer rounding)."""
     extrapolation: bool
     """True when the plan leaves the range the law was fitted on."""
     extrapolation_detail: dict[str, float] = Field(default_factory=dict)
     """Per axis outside the fitted range: level / fitted max (or fitted min / level)."""
     draws_used: int = 0
-    """Bootstrap draws behind the intervals."""
+    """Draws behind the intervals."""
+    law_weights: dict[str, float] = Field(default_factory=dict)
+    """Share of the draws each law form contributed (one form: ``{law: 1.0}``); empty without draws."""
+
+
+class AllocationReport(AllocationPlan):
+    """The answer of ``allocate``: the :class:`AllocationPlan` plus where it came from.
+
+    ``model_dump(mode="json")`` is the contract of ``allocate --json`` and of the MCP
+    ``allocate`` tool (``allocate --sweep --json`` lists one per budget). The registry stores
+    the :class:`AllocationPlan` part; ``allocation_id`` names that row.
+    """
+
+    experiment: str
+    """Experiment whose fit made the plan."""
+    law: str
+    """Law of that fit."""
+    fit_id: str
+    """Registry id of that fit."""
+    metric: str
+    """Metric the law predicts (``benchmark/metric``)."""
+    simulated: bool = False
+    """True when the fit was on simulated runs."""
+    allocation_id: str | None = None
+    """Registry id of the stored plan (None when not stored, e.g. over MCP)."""
+
+
+ARMS: tuple[str, ...] = ("allocator", "diversity_only", "equal_spend")
+"""The plans ``toolscale verify`` trains: the allocator's, the fair diversity-only one, and an equal split."""
+
+
+class VerificationArm(_Frozen):
+    """One plan of a verification: its recipe, what the law predicted, and what training it gave."""
+
+    name: Literal["allocator", "diversity_only", "equal_spend"]
+    """Which plan (see :data:`ARMS`)."""
+    label: str
+    """How the plan was made, in words."""
+    levels: dict[str, float]
+    """Level per axis (integer axes rounded within budget), in the axes' units."""
+    planned_cost: float
+    """Cost of ``levels`` under the cost model, in the budget unit (never above the budget)."""
+    predicted_score: float
+    """The allocator's law at ``levels`` (point estimate)."""
+    predicted_interval: tuple[float, float] | None = None
+    """90% interval of that prediction over the law's draws."""
+    run_ids: list[str]
+    """One training run per seed, in ``seeds`` order."""
+    seeds: list[int]
+    """Seeds of synthesis and training."""
+    realised_scores: list[float | None] = Field(default_factory=list)
+    """The benchmark metric of each run (None while a run is not done), per seed."""
+    realised_mean: float | None = None
+    """Mean over the done runs."""
+    realised_ci: tuple[float, float] | None = None
+    """90% Student-t interval of the mean over seeds (None with fewer than 2 done runs)."""
+    synthesis_cost: float | None = None
+    """Mean realised synthesis cost over the done runs, in the budget unit: the cost model priced at the levels
+    the pipeline's dataset manifest measured (tools used, tasks synthesised and judged, databases used,
+    repair share, coverage, support depth)."""
+    run_status: dict[str, str] = Field(default_factory=dict)
+    """State of each run."""
+
+
+class VerificationReport(_Frozen):
+    """The output of ``toolscale verify``: realised against predicted scores of the plans at one budget.
+
+    ``model_dump(mode="json")`` is the ``verify --json`` contract. Stored in the registry as a
+    verification group: an experiment ``group`` whose design record holds the plans and predictions,
+    and whose runs (one per arm and seed, launched like grid runs) hold the realised scores.
+    """
+
+    experiment: str
+    """Experiment whose fit made the plans."""
+    group: str
+    """Name of the verification group (an experiment of its own in the registry)."""
+    benchmark: str
+    """Benchmark scored."""
+    metric: str
+    """Metric compared (the fitted metric of ``benchmark``)."""
+    budget: Budget
+    """Budget every plan spends at most."""
+    model_size: str
+    """Ladder rung trained."""
+    model_params: float
+    """Parameters N of that rung."""
+    law: str
+    """Law of the fit that made the plans."""
+    fit_id: str
+    """Registry id of that fit."""
+    allocation_id: str | None = None
+    """Registry id of the stored allocation."""
+    simulated: bool = False
+    """True when the fit was on simulated runs (its predictions are of a simulated benchmark)."""
+    arms: list[VerificationArm]
+    """The plans, in :data:`ARMS` order."""
+    predicted_gain: float
+    """Allocator minus diversity-only, predicted by the law (score points)."""
+    predicted_gain_interval: tuple[float, float] | None = None
+    """90% interval of the predicted gain."""
+    decision: Decision
+    """What ``allocate`` said at this budget."""
+    realised_gain: float | None = None
+    """Allocator minus diversity-only, mean over seeds of the paired per-seed differences (score points)."""
+    realised_gain_ci: tuple[float, float] | None = None
+    """90% Student-t interval of the realised gain over seeds (None with fewer than 2 paired seeds)."""
+    inside_interval: bool | None = None
+    """Whether ``realised_gain`` lies inside ``predicted_gain_interval`` (None when either is missing)."""
+    complete: bool
+    """True when every run is done."""
+    problems: list[str] = Field(default_factory=list)
+    """Runs not done, with why."""
+    plot: str | None = None
+    """Path of the predicted-against-realised plot, when written."""

@@ -21,9 +21,10 @@ import numpy as np
 from scipy.optimize import minimize
 
 from allocator.errors import AllocatorError
-from allocator.models import AllocationPlan, AllocationRequest, AxisBounds, Optimality, Plan
+from allocator.models import AllocationPlan, AllocationRequest, AxisBounds, Decision, Optimality, Plan
 
-__all__ = ["Surface", "ScoreFn", "solve", "solve_levels", "make_plan", "check_optimality", "min_cost", "score_at"]
+__all__ = ["Surface", "ScoreFn", "solve", "solve_levels", "round_integers", "make_plan", "check_optimality",
+           "min_cost", "score_at", "decide", "equal_spend_levels", "percentile_interval"]
 
 ScoreFn = Callable[[Mapping[str, np.ndarray], float], np.ndarray]
 """``score(levels, model_params) -> predicted scores``, vectorised: ``levels`` maps each axis to an
@@ -32,10 +33,16 @@ array of m levels and the result has shape (m,) (higher is better)."""
 
 @dataclass(frozen=True)
 class Surface:
-    """A fitted law as callables: the point estimate and its bootstrap draws."""
+    """A fitted law as callables: the point estimate and its draws (bootstrap, possibly over several law forms).
+
+    ``labels[i]`` names the law form of ``draws[i]`` (empty: unnamed); ``own`` is how the
+    law was chosen, for a baseline surface.
+    """
 
     score: ScoreFn
     draws: Sequence[ScoreFn] = field(default_factory=tuple)
+    labels: Sequence[str] = field(default_factory=tuple)
+    own: str = ""
 
 
 def _to_level(b: AxisBounds, u: np.ndarray) -> np.ndarray:
@@ -71,10 +78,15 @@ def score_at(score: ScoreFn, levels: Mapping[str, float], model_params: float) -
     return float(np.asarray(score({k: np.array([v]) for k, v in levels.items()}, model_params)).ravel()[0])
 
 
+def _lowest(a: AxisBounds) -> float:
+    """The smallest level a plan may take: the lower bound, rounded up for integer axes."""
+    return float(math.ceil(a.lower - 1e-9)) if a.integer else a.lower
+
+
 def min_cost(request: AllocationRequest, fixed: Mapping[str, float] | None = None) -> float:
-    """Cost of the cheapest plan (every free axis at its lower bound), in the budget unit."""
+    """Cost of the cheapest plan (every free axis at its lowest feasible level), in the budget unit."""
     fixed = dict(fixed or {})
-    levels = {a.name: fixed.get(a.name, a.lower) for a in request.axes}
+    levels = {a.name: fixed.get(a.name, _lowest(a)) for a in request.axes}
     return request.cost.total(levels, request.model_params)
 
 
@@ -116,7 +128,7 @@ def solve_levels(request: AllocationRequest, score: ScoreFn, *, fixed: Mapping[s
     budget, n_params = request.budget.value, request.model_params
     if min_cost(request, fixed) > budget * (1 + 1e-12):
         raise AllocatorError(f"budget {request.budget} is below the cheapest feasible plan "
-                             f"({min_cost(request, fixed):,.2f} {request.budget.unit})")
+                             f"({min_cost(request, fixed):,.2f} {request.budget.unit}: every axis at its lowest level)")
     if not free:
         return dict(fixed)
     k = len(free)
@@ -211,42 +223,190 @@ def _extrapolation(request: AllocationRequest, levels: Mapping[str, float]) -> d
     return out
 
 
-def _interval(values: Sequence[float]) -> tuple[float, float] | None:
+def percentile_interval(values: Sequence[float]) -> tuple[float, float] | None:
+    """5th-95th percentile of ``values`` (a 90% interval), or None when empty."""
     if not values:
         return None
     lo, hi = np.percentile(np.asarray(values, dtype=float), [5, 95])
     return float(lo), float(hi)
 
 
-def solve(request: AllocationRequest, surface: Surface, *, redraws: int = 30,
-          warm: Sequence[Mapping[str, float]] = ()) -> AllocationPlan:
-    """The recommended plan, the diversity-only baseline, and their uncertainty over bootstrap draws.
+def round_integers(request: AllocationRequest, levels: Mapping[str, float], score: ScoreFn, *,
+                   fixed: Mapping[str, float] | None = None) -> dict[str, float]:
+    """The best plan whose integer axes are integers, within the budget.
 
-    ``redraws`` bootstrap draws are re-solved (warm-started from the point solution) for
-    the spread of spend per axis (one SLSQP run each); every draw scores both plans for
-    the intervals.
+    Branch and bound in the small: integer axes are rounded one at a time, coarsest first
+    (smallest level, where rounding moves the most budget); each gets its floor and its
+    ceiling (clipped to its bounds), and after each choice every axis not yet fixed is
+    re-solved (one SLSQP run warm-started from the previous solution), so the budget a
+    rounding frees or takes moves to the other axes. Branches over budget are dropped, so
+    rounding never overspends; the best-scoring leaf wins (at most ``2^k`` leaves for
+    ``k`` integer axes). Without a feasible leaf the cheapest integer plan is returned.
     """
-    levels = solve_levels(request, surface.score, warm=warm)
+    fixed = dict(fixed or {})
+    ints = sorted((a for a in request.axes if a.integer and a.name not in fixed), key=lambda a: levels[a.name])
+    if not ints:
+        return dict(levels)
+    budget, n = request.budget.value, request.model_params
+
+    def branch(lv: Mapping[str, float], fix: dict[str, float], i: int) -> tuple[float, dict[str, float] | None]:
+        if i == len(ints):
+            if request.cost.total(lv, n) > budget * (1 + 1e-9):
+                return -math.inf, None
+            return score_at(score, lv, n), dict(lv)
+        a = ints[i]
+        lo, hi = _lowest(a), float(math.floor(a.upper + 1e-9))
+        x = lv[a.name]
+        best: tuple[float, dict[str, float] | None] = (-math.inf, None)
+        for v in sorted({min(max(float(c), lo), hi) for c in (math.floor(x + 1e-9), math.ceil(x - 1e-9))}):
+            nfix = {**fix, a.name: v}
+            if min_cost(request, nfix) > budget * (1 + 1e-12):
+                continue
+            nlv = solve_levels(request, score, fixed=nfix, warm=[lv], starts=0)
+            got = branch(nlv, nfix, i + 1)
+            if got[0] > best[0]:
+                best = got
+        return best
+
+    _, out = branch(levels, fixed, 0)
+    if out is None:
+        fix = {**fixed, **{a.name: _lowest(a) for a in ints}}
+        out = solve_levels(request, score, fixed=fix, warm=[levels], starts=0)
+    return out
+
+
+def equal_spend_levels(request: AllocationRequest) -> dict[str, float]:
+    """The equal-spend plan: every axis with a cost gets the same share ``s`` of the budget.
+
+    ``level_i = free_i + s / (per_unit_i * x_j)`` (``x_j`` the level of ``scales_with``, set
+    first), clipped to the axis' bounds, integers rounded down; ``s`` is the largest share
+    (bisection, 60 steps) whose plan fits the budget. Axes without a cost stay at their lowest level.
+    """
+    costs = {c.name: c for c in request.cost.axes}
+    costed = sorted((a for a in request.axes if a.name in costs and costs[a.name].per_unit > 0),
+                    key=lambda a: costs[a.name].scales_with is not None)
+    budget, n = request.budget.value, request.model_params
+
+    def levels_at(share: float) -> dict[str, float]:
+        lv = {a.name: _lowest(a) for a in request.axes}
+        for a in costed:
+            c = costs[a.name]
+            scale = lv[c.scales_with] if c.scales_with else 1.0
+            x = c.free_level + share / (c.per_unit * max(scale, 1e-12))
+            x = min(max(x, _lowest(a)), a.upper)
+            lv[a.name] = max(float(math.floor(x + 1e-9)), _lowest(a)) if a.integer else x
+        return lv
+
+    if min_cost(request) > budget * (1 + 1e-12):
+        raise AllocatorError(f"budget {request.budget} is below the cheapest feasible plan "
+                             f"({min_cost(request):,.2f} {request.budget.unit}: every axis at its lowest level)")
+    lo, hi = 0.0, budget
+    for _ in range(60):
+        mid = (lo + hi) / 2
+        if request.cost.total(levels_at(mid), n) <= budget:
+            lo = mid
+        else:
+            hi = mid
+    return levels_at(lo)
+
+
+def _differing_axes(request: AllocationRequest, a: Mapping[str, float], b: Mapping[str, float]) -> list[str]:
+    """Axes whose levels differ by more than 1% of their allowed range."""
+    out = []
+    for ax in request.axes:
+        span = max(ax.upper - ax.lower, 1e-12)
+        if abs(a[ax.name] - b[ax.name]) > 0.01 * span:
+            out.append(ax.name)
+    return out
+
+
+def decide(gain: float, gain_interval: tuple[float, float] | None, replicate_sd: float | None,
+           differing: Sequence[str]) -> Decision:
+    """``recommend`` when the gain is resolved, else ``no_decision`` naming why and the axes that tie.
+
+    No decision when the gain's 90% interval contains 0, when the gain is below the
+    seed-to-seed SD of a single run (``replicate_sd``), or when the plans do not differ.
+    """
+    reasons = []
+    if not differing:
+        reasons.append("the plan and the diversity-only plan are the same")
+    if gain_interval is not None and gain_interval[0] <= 0.0:
+        reasons.append(f"the gain's 90% interval [{gain_interval[0]:+.4f}, {gain_interval[1]:+.4f}] "
+                       + ("contains 0" if gain_interval[1] >= 0 else "is below 0"))
+    if replicate_sd is not None and gain < replicate_sd:
+        reasons.append(f"the gain {gain:+.4f} is below the seed-to-seed SD {replicate_sd:.4f}")
+    if gain_interval is None and gain <= 0.0:
+        reasons.append(f"the gain {gain:+.4f} is not positive")
+    if reasons:
+        return Decision(verdict="no_decision", reason="no decision at this budget: " + "; ".join(reasons),
+                        tied_axes=list(differing))
+    iv = f" (90% interval [{gain_interval[0]:+.4f}, {gain_interval[1]:+.4f}])" if gain_interval else ""
+    sd = f", above the seed-to-seed SD {replicate_sd:.4f}" if replicate_sd is not None else ""
+    return Decision(verdict="recommend", reason=f"gain {gain:+.4f} over the diversity-only plan{iv}{sd}")
+
+
+def _gains(surface: Surface, a: Mapping[str, float], b: Mapping[str, float], n: float) -> list[float]:
+    return [score_at(d, a, n) - score_at(d, b, n) for d in surface.draws]
+
+
+def solve(request: AllocationRequest, surface: Surface, *, baseline_surface: Surface | None = None,
+          replicate_sd: float | None = None, redraws: int = 30,
+          warm: Sequence[Mapping[str, float]] = ()) -> AllocationPlan:
+    """The recommended plan, the diversity-only baseline, the quality-pinned comparison, their uncertainty.
+
+    Parameters
+    ----------
+    surface : the plan's law (point estimate and draws); it scores every plan.
+    baseline_surface : a law over the diversity axes alone; the baseline is its optimum at the same
+        budget with quality at baseline (None: the baseline is the quality-pinned plan).
+    replicate_sd : seed-to-seed SD of one run's score, the noise floor of a decision.
+    redraws : draws re-solved (warm-started from the point solution) for the spread of spend per axis.
+
+    Integer axes are rounded to feasible integers within the budget (:func:`round_integers`);
+    the optimality check is of the continuous optimum.
+    """
+    n = request.model_params
+    continuous = solve_levels(request, surface.score, warm=warm)
+    levels = round_integers(request, continuous, surface.score)
     plan = make_plan(request, levels, surface.score)
     fixed = {a.name: a.baseline for a in request.axes if a.kind == "quality"}
-    base_levels = solve_levels(request, surface.score, fixed=fixed)
-    baseline = make_plan(request, base_levels, surface.score)
-    n = request.model_params
+    pinned_levels = round_integers(request, solve_levels(request, surface.score, fixed=fixed), surface.score,
+                                   fixed=fixed)
+    pinned = make_plan(request, pinned_levels, surface.score)
+    if baseline_surface is not None:
+        own = solve_levels(request, baseline_surface.score, fixed=fixed)
+        base_levels = round_integers(request, own, baseline_surface.score, fixed=fixed)
+        baseline = make_plan(request, base_levels, surface.score)
+        own_pred = score_at(baseline_surface.score, base_levels, n)
+        method = baseline_surface.own or "a law over the diversity axes alone"
+    else:
+        base_levels, baseline, own_pred = pinned_levels, pinned, None
+        method = "same law, quality pinned at baseline"
     plan_draws = [score_at(d, levels, n) for d in surface.draws]
     base_draws = [score_at(d, base_levels, n) for d in surface.draws]
     gains = [p - b for p, b in zip(plan_draws, base_draws)]
+    pinned_gains = _gains(surface, levels, pinned_levels, n)
     spreads: dict[str, list[float]] = {}
     for d in list(surface.draws)[:redraws]:
-        lv = solve_levels(request, d, warm=[levels], starts=0)
+        lv = solve_levels(request, d, warm=[continuous], starts=0)
         for k, v in request.cost.spend(lv, n).items():
-            spreads.setdefault(k, []).append(v)
+            spreads.setdefault(k, []).append(float(v))
     extra = _extrapolation(request, levels)
+    gain = plan.predicted_score - baseline.predicted_score
+    gain_iv = percentile_interval(gains)
+    labels = list(surface.labels)
+    weights = ({k: labels.count(k) / len(labels) for k in sorted(set(labels))} if labels and surface.draws
+               else {})
     return AllocationPlan(
         budget=request.budget, benchmark=request.benchmark, model_params=n, plan=plan,
-        interval=_interval(plan_draws), spend_spread={k: _interval(v) for k, v in spreads.items()},
-        baseline=baseline, baseline_interval=_interval(base_draws),
-        gain_over_baseline=plan.predicted_score - baseline.predicted_score, gain_interval=_interval(gains),
+        interval=percentile_interval(plan_draws),
+        spend_spread={k: percentile_interval(v) for k, v in spreads.items()},
+        baseline=baseline, baseline_method=method, baseline_own_prediction=own_pred,
+        baseline_interval=percentile_interval(base_draws), gain_over_baseline=gain, gain_interval=gain_iv,
         p_beats_baseline=float(np.mean([g > 0 for g in gains])) if gains else None,
-        marginal_value=_marginals(request, levels, surface.score),
-        optimality=check_optimality(request, levels, surface.score), extrapolation=bool(extra),
-        extrapolation_detail=extra, draws_used=len(surface.draws))
+        pinned=pinned, gain_over_pinned=plan.predicted_score - pinned.predicted_score,
+        pinned_gain_interval=percentile_interval(pinned_gains),
+        decision=decide(gain, gain_iv, replicate_sd, _differing_axes(request, levels, base_levels)),
+        replicate_sd=replicate_sd, marginal_value=_marginals(request, levels, surface.score),
+        optimality=check_optimality(request, continuous, surface.score), extrapolation=bool(extra),
+        extrapolation_detail=extra, draws_used=len(surface.draws), law_weights=weights)

@@ -89,7 +89,8 @@ def score_folds(trained: list, provs: Sequence[TrajectoryProvenance], spec: Prob
 
     Returns the scores (skipped ones marked), the scoring tokens and the budget problem, if any.
     """
-    from probes.cost import scoring_flops, training_flops
+    from probes.cost import scoring_flops
+    from toolscale.config import training_flops
     from probes.masking import score_dataset, scoring_tokens
 
     scores: list[ActionScore] = []

@@ -26,7 +26,7 @@ from pathlib import Path
 
 from grid.models import RUN_STATUSES
 from slurm.errors import LaunchError, SubmitError
-from slurm.launcher import ACTIVE, LOCAL_JOBS, read_manifests, submit_runs
+from slurm.submit import ACTIVE, LOCAL_JOBS, read_manifests, submit_runs
 from slurm.models import JobState, LaunchManifest, SyncReport
 from slurm.paths import LaunchPaths
 from toolscale.config import ExperimentConfig
@@ -235,8 +235,8 @@ def sync(registry_path: str | Path, *, config: ExperimentConfig | None = None, e
         for exp, c in reg.status_counts(experiment).items():
             for s, n in c.items():
                 counts[s] += n
-    return SyncReport(ingested=ingest["ingested"], duplicate=ingest["duplicate"],
-                      problems=problems + list(ingest["problems"]) + scheduler_problems,
+    return SyncReport(ingested=ingest.ingested, duplicate=ingest.duplicate,
+                      problems=problems + ingest.problems + scheduler_problems,
                       transitions={k: v[0] for k, v in changes.items()}, retried=retried,
                       active=counts["submitted"] + counts["running"], counts=counts)
 

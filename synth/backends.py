@@ -18,7 +18,7 @@ from synth.models import ToolDoc
 from synth.servers import catalog
 from synth.servers.db import make_database
 
-__all__ = ["Backend", "InProcessBackend", "EmulatorBackend", "RoutingBackend"]
+__all__ = ["Backend", "InProcessBackend", "EmulatorBackend", "RoutingBackend", "argument_problem"]
 
 _TYPES = {"string": (str,), "integer": (int,), "number": (int, float), "boolean": (bool,),
           "array": (list,), "object": (dict,)}
@@ -32,6 +32,28 @@ class Backend(Protocol):
 
     def close(self) -> None:
         ...
+
+
+def argument_problem(doc: ToolDoc, arguments: Any) -> str | None:
+    """Why ``arguments`` do not fit ``doc``'s JSON schema (required, unknown, types, enums), or None."""
+    name = doc.name
+    if not isinstance(arguments, dict):
+        return f"{name}: arguments must be a JSON object, got {type(arguments).__name__}"
+    props = doc.parameters.get("properties", {})
+    for p in doc.required:
+        if arguments.get(p) is None:
+            return f"{name}: missing required argument {p!r}"
+    for k, v in arguments.items():
+        if k not in props:
+            return f"{name}: unknown argument {k!r}; expected {', '.join(props)}"
+        spec = props[k] if isinstance(props[k], dict) else {}
+        typ = spec.get("type")
+        if isinstance(typ, str) and typ in _TYPES and v is not None:
+            if (typ in ("integer", "number") and isinstance(v, bool)) or not isinstance(v, _TYPES[typ]):
+                return f"{name}: argument {k!r} must be {typ}, got {v!r}"
+        if "enum" in spec and v not in spec["enum"]:
+            return f"{name}: argument {k!r} must be one of {spec['enum']}, got {v!r}"
+    return None
 
 
 class InProcessBackend:
@@ -74,20 +96,9 @@ class EmulatorBackend:
         doc = self._docs.get((server, name))
         if doc is None:
             raise ToolCallError(f"unknown tool {name!r} on server {server!r}")
-        props = doc.parameters.get("properties", {})
-        for p in doc.required:
-            if arguments.get(p) is None:
-                raise ToolCallError(f"{name}: missing required argument {p!r}")
-        for k, v in arguments.items():
-            if k not in props:
-                raise ToolCallError(f"{name}: unknown argument {k!r}; expected {', '.join(props)}")
-            spec = props[k] if isinstance(props[k], dict) else {}
-            typ = spec.get("type")
-            if isinstance(typ, str) and typ in _TYPES and v is not None:
-                if (typ in ("integer", "number") and isinstance(v, bool)) or not isinstance(v, _TYPES[typ]):
-                    raise ToolCallError(f"{name}: argument {k!r} must be {typ}, got {v!r}")
-            if "enum" in spec and v not in spec["enum"]:
-                raise ToolCallError(f"{name}: argument {k!r} must be one of {spec['enum']}, got {v!r}")
+        problem = argument_problem(doc, arguments)
+        if problem is not None:
+            raise ToolCallError(problem)
         key = (server, instance, name, json.dumps(arguments, sort_keys=True))
         if key in self._state:
             return self._state[key]
@@ -109,11 +120,20 @@ class EmulatorBackend:
 
 
 class RoutingBackend:
-    """Bundled servers to one backend, document-only servers to the emulator."""
+    """Bundled servers to one backend, live user servers to theirs, document-only servers to the emulator."""
 
-    def __init__(self, bundled: Any, emulator: EmulatorBackend | None = None):
+    def __init__(self, bundled: Any, emulator: Any | None = None, live: Any | None = None,
+                 live_servers: frozenset[str] = frozenset()):
         self.bundled = bundled
         self.emulator = emulator
+        self.live = live
+        self.live_servers = live_servers
+
+    def begin(self, task_id: str) -> None:
+        """A new trajectory starts: a stateful emulator forgets the previous one's calls."""
+        begin = getattr(self.emulator, "begin", None)
+        if begin is not None:
+            begin(task_id)
 
     def database(self, server: str, instance: tuple[int, int]) -> dict[str, list[dict]]:
         if server in catalog.SERVERS:
@@ -124,6 +144,8 @@ class RoutingBackend:
     def call(self, server: str, instance: tuple[int, int], name: str, arguments: dict[str, Any]) -> dict:
         if server in catalog.SERVERS:
             return self.bundled.call(server, instance, name, arguments)
+        if server in self.live_servers and self.live is not None:
+            return self.live.call(server, instance, name, arguments)
         if self.emulator is None:
             raise ToolCallError(f"no backend for server {server!r}")
         return self.emulator.call(server, instance, name, arguments)

@@ -4,7 +4,8 @@ Modules
 -------
 ``models``      pydantic contracts: :class:`EnvSample` (one artifact row), sandbox limits and results, checks
 ``reward``      :func:`f1_reward` and how a call hits a target
-``sandbox``     out-of-process execution of generated tool code under limits, without network
+``sandbox``     out-of-process execution of generated tool code under limits, in the jail
+``jail``        the bubblewrap jail (namespaces, read-only root, uid 65534) and its fail-closed probe
 ``graph``       QA dependency DAGs and their four structural checks
 ``compile``     sub-question -> executable lookup tool (schema + source); merging with unique names
 ``validate``    replay of every golden call on the final serialized artifact (checks a-d)

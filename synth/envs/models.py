@@ -142,9 +142,15 @@ class SandboxLimits(BaseModel):
     """Largest file the child may write (KiB, RLIMIT_FSIZE)."""
     output_chars: int = 65536
     """Longest observation a call may return (characters); longer ones are a failed call."""
-    network: Literal["auto", "netns", "block"] = "auto"
-    """``netns``: a fresh network namespace (needs CAP_SYS_ADMIN); ``block``: socket creation refused by an
-    audit hook; ``auto``: the namespace when the machine allows it, else the block."""
+    max_processes: int = 16
+    """Most processes (threads included) the jailed uid may have at once (RLIMIT_NPROC): a fork bomb stops
+    there. Counted for uid 65534 across the machine, so concurrent sandboxes share it."""
+    work_mb: int = 16
+    """Size of the empty tmpfs work directory, the only writable place in the jail (MiB)."""
+    isolation: Literal["namespaces", "insecure"] = "namespaces"
+    """``namespaces``: bubblewrap's jail (:mod:`synth.envs.jail`), refused with an error where it cannot be set
+    up; ``insecure``: a plain child process as the caller's user with only rlimits and an audit hook, for
+    debugging generated code only (it can read your files and reach your network)."""
 
 
 class CallOutcome(BaseModel):
@@ -170,11 +176,12 @@ class SandboxRun(BaseModel):
     status: Literal["ok", "cpu_limit", "memory_limit", "wall_limit", "violation", "crashed"]
     """``ok`` when the process finished within limits without a policy violation."""
     isolation: str
-    """Which network isolation applied: ``netns`` or ``socket-blocked``."""
+    """Which isolation applied: ``namespaces`` (the bubblewrap jail) or ``insecure`` (none)."""
     calls: list[CallOutcome] = Field(default_factory=list)
     """One outcome per requested call, in order (empty when the process died)."""
     violations: list[str] = Field(default_factory=list)
-    """Policy violations seen (network, file write outside the work dir, process spawn, native code)."""
+    """Policy violations seen by the audit hook (network, file write outside the work dir, process spawn, native
+    code): a tripwire that fails the run; the jail, not the hook, is what stops them."""
     detail: str = ""
     """One line on a failure (signal, stderr tail)."""
     wall_s: float = 0.0
@@ -210,7 +217,7 @@ class CheckResult(BaseModel):
     reasons: list[str] = Field(default_factory=list)
     """Why the row was rejected (one line each)."""
     isolation: str = ""
-    """Network isolation the replay ran under (``netns`` / ``socket-blocked``; empty when not replayed)."""
+    """Isolation the replay ran under (``namespaces`` / ``insecure``; empty when not replayed)."""
     replay_s: float = 0.0
     """Wall-clock seconds spent replaying the row's golden calls (both runs)."""
 

@@ -1,22 +1,22 @@
-"""Run generated tool code out of process, under limits, without network.
+"""Run generated tool code out of process, jailed, under limits.
 
 Generated code never runs in the caller's process. :func:`run_calls` starts ONE child interpreter per batch
-of calls (all golden calls of a sample go into one run) with:
+of calls (all golden calls of a sample go into one run). By default (``SandboxLimits.isolation ==
+"namespaces"``) the child is jailed by bubblewrap (:mod:`synth.envs.jail`): uid 65534, new PID, network, IPC
+and UTS namespaces, a read-only root holding only the interpreter, an empty tmpfs work directory, and a PID
+namespace that dies with the call. Where the jail cannot be set up, :func:`run_calls` raises
+:class:`SandboxError` (fail closed); it never falls back to running the code unjailed.
 
-- CPU time (``RLIMIT_CPU``), address space (``RLIMIT_AS``), file size (``RLIMIT_FSIZE``) and a wall-clock
-  timeout after which the child is killed;
-- an empty temporary working directory (removed afterwards) and a stripped environment (no ``PYTHONPATH``,
-  no site-packages: ``python -S -s -P -B``, standard library only);
-- no network: the child first enters a fresh network namespace (``unshare(CLONE_NEWNET)`` through libc; it
-  needs CAP_SYS_ADMIN, e.g. root) where only a down loopback exists; where that is not allowed it refuses
-  socket creation instead. Which one applied is reported as ``SandboxRun.isolation`` (``netns`` or
-  ``socket-blocked``). In both cases an audit hook (PEP 578) *records* any network attempt, file write
-  outside the work directory, process spawn or native-code load as a policy violation, and refuses all but
-  the network attempt under ``netns`` (the namespace already makes it fail). A violation fails the run even
-  when the tool code catches the exception.
+Inside, the runner sets the kernel limits: CPU time (``RLIMIT_CPU``), address space (``RLIMIT_AS``), file size
+(``RLIMIT_FSIZE``), processes (``RLIMIT_NPROC``), no core dumps; the caller kills the whole jail after
+``wall_s``. The environment is stripped and the interpreter runs as ``python -S -s -P -B`` (standard library
+only).
 
-The audit hook is a tripwire for buggy or over-eager generated code, not a jail against an adversary; the
-resource limits and the namespace are enforced by the kernel.
+An audit hook (PEP 578) is kept as a *tripwire*: a network attempt, a file write outside the work directory,
+a process spawn or a native-code load is recorded as a policy violation and fails the run even when the tool
+code catches the resulting error. In the jail it only records (the kernel refuses); under ``insecure`` it
+also refuses what it sees. It is not a barrier: ``_posixsubprocess.fork_exec`` and ``os.open(dir_fd=...)``
+raise no event it could stop, which is why the jail exists.
 
 A run that exceeds a limit, crashes or violates the policy has ``failed == True``: callers reject the sample.
 Per-call exceptions (bad arguments, a ``KeyError`` in the tool) are *not* run failures: they come back as
@@ -37,6 +37,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from synth.envs.errors import SandboxError
+from synth.envs.jail import INSTALL_HINT, JAIL_UID, WORK_DIR, bwrap_argv, require_jail
 from synth.envs.models import CallOutcome, SandboxLimits, SandboxRun
 
 __all__ = ["run_calls", "RUNNER_SOURCE"]
@@ -45,27 +46,28 @@ RUNNER_SOURCE = r'''
 import io, json, os, resource, sys
 
 def _main():
+    uid = int(sys.argv[1])
+    refuse = sys.argv[2] == "refuse"
+    out = os.fdopen(os.dup(1), "w", encoding="utf-8")
+    if uid >= 0 and os.getuid() != uid:
+        if os.getuid() != 0:
+            out.write("@@sbx-fatal@@running as uid " + str(os.getuid()) + ", expected " + str(uid) + "\n")
+            out.flush()
+            return
+        os.setgroups([])
+        os.setresgid(uid, uid, uid)
+        os.setresuid(uid, uid, uid)
+        if os.getuid() != uid or os.geteuid() != uid or os.getgid() != uid:
+            out.write("@@sbx-fatal@@could not drop to uid " + str(uid) + "\n")
+            out.flush()
+            return
     payload = json.loads(sys.stdin.read())
     nonce = payload["nonce"]
     lim = payload["limits"]
-    out = os.fdopen(os.dup(1), "w", encoding="utf-8")
     devnull = os.open(os.devnull, os.O_WRONLY)
     os.dup2(devnull, 1)
     os.dup2(devnull, 2)
-    isolation = "socket-blocked"
-    if lim["network"] in ("auto", "netns"):
-        try:
-            import ctypes
-            libc = ctypes.CDLL(None, use_errno=True)
-            if libc.unshare(0x40000000) == 0:  # CLONE_NEWNET
-                isolation = "netns"
-        except Exception:
-            pass
-        if lim["network"] == "netns" and isolation != "netns":
-            out.write(nonce + json.dumps({"fatal": "network namespace unavailable"}))
-            out.flush()
-            return
-    out.write(nonce + "ISO:" + isolation + "\n")
+    out.write(nonce + "READY\n")
     out.flush()
     cpu = max(1, int(lim["cpu_s"] + 0.999))
     resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu + 1))
@@ -74,10 +76,12 @@ def _main():
     fsize = int(lim["file_kb"]) * 1024
     resource.setrlimit(resource.RLIMIT_FSIZE, (fsize, fsize))
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+    if uid >= 0:
+        nproc = int(lim["max_processes"])
+        resource.setrlimit(resource.RLIMIT_NPROC, (nproc, nproc))
     root = os.path.realpath(os.getcwd())
     violations = []
     write_flags = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_APPEND | os.O_TRUNC
-    block_net = isolation != "netns"
 
     def _inside(path):
         try:
@@ -98,7 +102,7 @@ def _main():
             if event == "socket.__new__" and len(args) > 1 and args[1] == 1:  # AF_UNIX
                 return
             _note("network access attempted (" + event + ")")
-            if block_net:
+            if refuse:
                 raise PermissionError("network access is disabled in this sandbox")
         elif event == "open":
             path, mode, flags = args
@@ -106,21 +110,29 @@ def _main():
                 isinstance(flags, int) and flags & write_flags)
             if writing and not _inside(path):
                 _note("file write outside the work directory (" + os.fsdecode(path) + ")")
-                raise PermissionError("writing outside the work directory is not allowed")
+                if refuse:
+                    raise PermissionError("writing outside the work directory is not allowed")
         elif event in ("os.remove", "os.rename", "os.rmdir", "os.mkdir", "os.chmod", "os.chown", "os.link",
                        "os.symlink", "os.truncate", "shutil.rmtree", "os.utime"):
             paths = [a for a in args if isinstance(a, (str, bytes))]
             if any(not _inside(p) for p in paths):
                 _note("file change outside the work directory (" + event + ")")
-                raise PermissionError("changing files outside the work directory is not allowed")
+                if refuse:
+                    raise PermissionError("changing files outside the work directory is not allowed")
         elif event in ("os.system", "subprocess.Popen", "os.exec", "os.posix_spawn", "os.spawn", "os.fork",
                        "os.forkpty", "os.kill", "os.killpg", "pty.spawn"):
             _note("process control attempted (" + event + ")")
-            raise PermissionError("process control is not allowed")
+            if refuse:
+                raise PermissionError("process control is not allowed")
+        elif event == "import" and args[0] in ("_posixsubprocess", "_ctypes"):
+            _note("process or native-code module imported (" + args[0] + ")")
+            if refuse:
+                raise PermissionError("importing " + args[0] + " is not allowed")
         elif event in ("ctypes.dlopen", "ctypes.dlsym", "ctypes.cdata", "resource.setrlimit", "resource.prlimit",
-                       "sys.setrecursionlimit" ):
+                       "sys.setrecursionlimit"):
             _note("forbidden operation (" + event + ")")
-            raise PermissionError(event + " is not allowed")
+            if refuse:
+                raise PermissionError(event + " is not allowed")
 
     sys.addaudithook(hook)
     results = []
@@ -165,7 +177,7 @@ def _main():
         results[-1]["stdout"] = buf.getvalue()[:4096]
         if status:
             break
-    out.write(nonce + json.dumps({"isolation": isolation, "calls": results, "violations": violations,
+    out.write(nonce + json.dumps({"calls": results, "violations": violations,
                                   "status": status}, ensure_ascii=False))
     out.flush()
 
@@ -176,6 +188,16 @@ _main()
 def _child_env(hash_seed: int) -> dict[str, str]:
     return {"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8", "LC_ALL": "C.UTF-8", "PYTHONHASHSEED": str(hash_seed),
             "PYTHONIOENCODING": "utf-8", "PYTHONDONTWRITEBYTECODE": "1"}
+
+
+def _command(limits: SandboxLimits) -> tuple[list[str], str | None]:
+    """``(argv, cwd)`` of one sandbox child: jailed by bubblewrap, or (``insecure``) a plain child."""
+    exe = os.path.realpath(sys.executable)
+    py = [exe, "-S", "-s", "-P", "-B", "-c", RUNNER_SOURCE]
+    if limits.isolation == "insecure":
+        return [*py, "-1", "refuse"], None
+    bwrap = require_jail()
+    return [*bwrap_argv(limits, bwrap=bwrap), *py, str(JAIL_UID), "record"], WORK_DIR
 
 
 def run_calls(tools: Mapping[str, str], calls: Sequence[Mapping[str, Any]], *,
@@ -190,7 +212,8 @@ def run_calls(tools: Mapping[str, str], calls: Sequence[Mapping[str, Any]], *,
         ``{"name": str, "arguments": dict}`` in order; each runs in a fresh namespace of its tool's source
         (no state shared between calls or tools).
     limits : SandboxLimits, optional
-        CPU seconds, memory MiB, wall seconds, file KiB, network mode; defaults as in :class:`SandboxLimits`.
+        CPU seconds, memory MiB, wall seconds, file KiB, processes, isolation; defaults as in
+        :class:`SandboxLimits`.
     hash_seed : int
         ``PYTHONHASHSEED`` of the child: two runs with different seeds also expose set/dict-order dependence.
 
@@ -198,40 +221,46 @@ def run_calls(tools: Mapping[str, str], calls: Sequence[Mapping[str, Any]], *,
     -------
     SandboxRun
         ``status`` ``ok`` with one :class:`CallOutcome` per call, or the failure (limit, crash, violation).
+
+    Raises
+    ------
+    SandboxError
+        When the jail cannot be set up (no bubblewrap, namespaces refused, privileges not dropped): no tool
+        code has run.
     """
     limits = limits or SandboxLimits()
     nonce = "@@sbx-" + secrets.token_hex(8) + "@@"
     payload = json.dumps({"nonce": nonce, "limits": limits.model_dump(), "tools": dict(tools),
                           "calls": [{"name": str(c["name"]), "arguments": dict(c.get("arguments") or {})}
                                     for c in calls]}, ensure_ascii=False)
-    cmd = [sys.executable, "-S", "-s", "-P", "-B", "-c", RUNNER_SOURCE]
+    argv, jail_cwd = _command(limits)
+    isolation = limits.isolation
     t0 = time.perf_counter()
     try:
         with tempfile.TemporaryDirectory(prefix="toolscale-sbx-") as work:
-            proc = subprocess.Popen(cmd, cwd=work, env=_child_env(hash_seed), stdin=subprocess.PIPE,
+            proc = subprocess.Popen(argv, cwd=work, env=_child_env(hash_seed), stdin=subprocess.PIPE,
                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
             try:
                 out, err = proc.communicate(payload.encode("utf-8"), timeout=limits.wall_s)
             except subprocess.TimeoutExpired:
                 _kill(proc)
                 out, err = proc.communicate()
-                return SandboxRun(status="wall_limit", isolation=_isolation_of(out, nonce, limits),
+                _fail_closed(out, err, nonce, jail_cwd)
+                return SandboxRun(status="wall_limit", isolation=isolation,
                                   detail=f"killed after {limits.wall_s:g} s", wall_s=time.perf_counter() - t0)
     except OSError as exc:
-        raise SandboxError(f"cannot start the sandbox interpreter {sys.executable!r}: {exc}") from exc
+        raise SandboxError(f"cannot start the sandbox ({argv[0]}): {exc}") from exc
     wall = time.perf_counter() - t0
+    _fail_closed(out, err, nonce, jail_cwd)
     text = out.decode("utf-8", "replace")
     pos = text.rfind(nonce + "{")
-    rc = proc.returncode
-    isolation = _isolation_of(out, nonce, limits)
+    rc = _child_rc(proc.returncode, jailed=jail_cwd is not None)
     if pos < 0:
         return SandboxRun(status=_status_of_rc(rc), isolation=isolation, detail=_describe_rc(rc, err), wall_s=wall)
     try:
         data = json.loads(text[pos + len(nonce):])
     except json.JSONDecodeError:
         return SandboxRun(status="crashed", isolation=isolation, detail="sandbox output was cut off", wall_s=wall)
-    if "fatal" in data:
-        raise SandboxError(f"sandbox: {data['fatal']} (network mode {limits.network!r})")
     outcomes = [CallOutcome(**c) for c in data["calls"]]
     violations = list(data["violations"])
     if data["status"] == "memory_limit":
@@ -243,25 +272,45 @@ def run_calls(tools: Mapping[str, str], calls: Sequence[Mapping[str, Any]], *,
     else:
         status = "ok"
     detail = "" if status == "ok" else (_describe_rc(rc, err) if rc else "")
-    return SandboxRun(status=status, isolation=data["isolation"], calls=outcomes, violations=violations,
+    return SandboxRun(status=status, isolation=isolation, calls=outcomes, violations=violations,
                       detail=detail, wall_s=wall)
 
 
+def _fail_closed(out: bytes, err: bytes, nonce: str, jail_cwd: str | None) -> None:
+    """Raise :class:`SandboxError` when the child never reached tool code because isolation failed.
+
+    The runner writes ``NONCE READY`` after dropping privileges and before running any tool code; without
+    it, a ``@@sbx-fatal@@`` line from the runner or bubblewrap's own ``bwrap:`` error is a setup failure,
+    not a bad sample.
+    """
+    text = out.decode("utf-8", "replace")
+    if nonce + "READY" in text:
+        return
+    fatal = text.find("@@sbx-fatal@@")
+    if fatal >= 0:
+        line = text[fatal + len("@@sbx-fatal@@"):].split("\n", 1)[0]
+        raise SandboxError(f"the sandbox refused to run generated code: {line}")
+    lines = err.decode("utf-8", "replace").strip().splitlines()
+    if jail_cwd is not None and lines and lines[-1].startswith("bwrap:"):
+        raise SandboxError(f"cannot isolate generated tool code: {lines[-1][:200]}; {INSTALL_HINT}")
+
+
+def _child_rc(rc: int, *, jailed: bool) -> int:
+    """The runner's exit status as ``Popen.returncode`` reports it (negative: killed by that signal).
+
+    bubblewrap exits with its child's status, and with 128 + N when the child was killed by signal N.
+    """
+    if jailed and rc > 128 and rc - 128 < 65:
+        return -(rc - 128)
+    return rc
+
+
 def _kill(proc: subprocess.Popen) -> None:
+    """SIGKILL the child's process group: bubblewrap, whose death takes its PID namespace with it."""
     try:
         os.killpg(proc.pid, signal.SIGKILL)
     except (ProcessLookupError, PermissionError):
         proc.kill()
-
-
-def _isolation_of(out: bytes, nonce: str, limits: SandboxLimits) -> str:
-    """The isolation the child announced before running any tool code."""
-    text = out.decode("utf-8", "replace")
-    key = nonce + "ISO:"
-    pos = text.find(key)
-    if pos >= 0:
-        return text[pos + len(key):].split("\n", 1)[0]
-    return "socket-blocked" if limits.network == "block" else "unknown"
 
 
 def _status_of_rc(rc: int) -> str:

@@ -107,7 +107,7 @@ def test_bootstrap_draws_give_intervals_and_probability() -> None:
 
 def test_budget_below_cheapest_plan_names_the_minimum() -> None:
     req = _request(100.0)
-    with pytest.raises(AllocatorError, match=f"cheapest feasible plan \\({min_cost(req):,.2f} usd\\)"):
+    with pytest.raises(AllocatorError, match=f"cheapest feasible plan \\({min_cost(req):,.2f} usd"):
         solve_levels(req, multiplicative)
 
 
@@ -115,3 +115,88 @@ def test_budget_below_cheapest_plan_names_the_minimum() -> None:
 def test_budget_must_be_positive_and_finite(value: float) -> None:
     with pytest.raises(ValueError):
         Budget(value=value)
+
+
+INT_AXES = [a.model_copy(update={"integer": True}) if a.kind == "diversity" else a for a in AXES]
+
+
+def test_integer_axes_are_rounded_within_budget() -> None:
+    for budget in (1234.5, 5000.0, 17777.0):
+        req = _request(budget).model_copy(update={"axes": INT_AXES})
+        plan = solve(req, Surface(score=multiplicative))
+        for name in ("tool_diversity", "task_count"):
+            assert plan.plan.levels[name] == int(plan.plan.levels[name])
+        assert plan.plan.total_cost <= budget * (1 + 1e-9)
+        cont = solve_levels(req, multiplicative)
+        # rounding costs little: the integer plan keeps >= 99% of the continuous plan's gain over the cheapest plan
+        cheapest = multiplicative({a.name: a.lower for a in AXES}, 1e6)
+        assert plan.plan.predicted_score - cheapest >= 0.99 * (multiplicative(cont, 1e6) - cheapest)
+
+
+def test_rounding_never_overspends_when_every_ceiling_is_over_budget() -> None:
+    from allocator.solver import round_integers
+
+    req = _request(1000.0).model_copy(update={"axes": INT_AXES})
+    # a continuous plan that spends the whole budget with fractional counts: ceilings overspend
+    levels = {"tool_diversity": 5.7, "task_count": (1000 - 150 * 5.7) / 0.8 - 0.3, "repair_rate": 0.0}
+    out = round_integers(req, levels, multiplicative)
+    assert req.cost.total(out, 1e6) <= 1000.0
+    assert out["tool_diversity"] in (5.0, 6.0) and out["task_count"] == int(out["task_count"])
+
+
+def test_quality_is_charged_above_its_baseline_only() -> None:
+    cost = CostModel(unit="usd", axes=[AxisCost(name="repair_rate", per_unit=400.0, free_level=0.25),
+                                       AxisCost(name="task_count", per_unit=0.8)])
+    assert cost.total({"repair_rate": 0.25, "task_count": 100}, 1e6) == pytest.approx(80.0)
+    assert cost.total({"repair_rate": 0.75, "task_count": 100}, 1e6) == pytest.approx(80.0 + 200.0)
+    assert cost.total({"repair_rate": 0.0, "task_count": 100}, 1e6) == pytest.approx(80.0)  # below baseline: free
+
+
+def test_per_task_scaling_and_compute_cost() -> None:
+    cost = CostModel(unit="usd", axes=[AxisCost(name="repair_rate", per_unit=2.0, scales_with="task_count"),
+                                       AxisCost(name="task_count", per_unit=0.5)],
+                     per_pflop=10.0, tokens_per_task=1000.0)
+    spend = cost.spend({"repair_rate": 0.5, "task_count": 200}, 1e9)
+    assert spend["repair_rate"] == pytest.approx(2.0 * 0.5 * 200)
+    assert spend["compute"] == pytest.approx(10.0 * 6 * 1e9 * 200 * 1000 / 1e15)
+
+
+def test_a_tie_is_no_decision_naming_the_axes() -> None:
+    from allocator.solver import decide
+
+    d = decide(0.0003, (-0.001, 0.002), 0.0009, ["repair_rate", "tool_diversity"])
+    assert d.verdict == "no_decision" and d.tied_axes == ["repair_rate", "tool_diversity"]
+    assert "contains 0" in d.reason and "below the seed-to-seed SD 0.0009" in d.reason
+    assert decide(0.0003, (0.0001, 0.0005), 0.0009, ["repair_rate"]).verdict == "no_decision"
+    assert decide(0.05, (0.02, 0.08), 0.0009, ["repair_rate"]).verdict == "recommend"
+    assert decide(0.0, None, None, []).verdict == "no_decision"
+
+
+def test_quality_blind_law_gives_a_baseline_that_can_lose() -> None:
+    """The baseline plans with a law that cannot see quality, and the plan's law scores both."""
+    blind = Surface(score=lambda lv, n: 0.9 - 0.5 * lv["tool_diversity"] ** -0.5 - 0.3 * lv["task_count"] ** -0.8,
+                    own="a blind law")
+    draws = [lambda lv, n, s=s: multiplicative(lv, n) * s for s in np.linspace(0.97, 1.03, 11)]
+    plan = solve(_request(5000), Surface(score=multiplicative, draws=draws), baseline_surface=blind)
+    assert plan.baseline_method == "a blind law"
+    assert plan.baseline.levels != plan.pinned.levels  # a different law picks a different diversity split
+    assert plan.baseline.predicted_score == pytest.approx(multiplicative(plan.baseline.levels, 1e6))
+    assert plan.gain_over_baseline >= plan.gain_over_pinned - 1e-12  # the pinned plan is the best diversity-only plan
+    assert plan.baseline_own_prediction == pytest.approx(blind.score(plan.baseline.levels, 1e6))
+    assert plan.decision.verdict == "recommend"
+
+
+def test_equal_spend_splits_the_budget_and_never_overspends() -> None:
+    from allocator.solver import equal_spend_levels
+
+    for budget in (2000.0, 9000.0):
+        req = _request(budget).model_copy(update={"axes": INT_AXES})
+        lv = equal_spend_levels(req)
+        spend = req.cost.spend(lv, 1e6)
+        assert sum(spend.values()) <= budget
+        assert lv["tool_diversity"] == int(lv["tool_diversity"]) and lv["task_count"] == int(lv["task_count"])
+    lv = equal_spend_levels(_request(3000.0))
+    spend = _request(3000.0).cost.spend(lv, 1e6)
+    assert spend["tool_diversity"] == pytest.approx(spend["task_count"], rel=1e-6)
+    assert spend["repair_rate"] == pytest.approx(spend["task_count"], rel=1e-6)
+    assert sum(spend.values()) == pytest.approx(3000.0, rel=1e-6)

@@ -11,8 +11,9 @@ import pytest
 from grid.models import RunSpec
 from grid.registry import Registry
 from slurm.errors import SubmitError, UnknownJobKindError
-from slurm.launcher import cancel, launch, read_manifests
+from slurm.launcher import cancel, launch
 from slurm.paths import LaunchPaths
+from slurm.submit import read_manifests
 from slurm.sync import sync, wait
 
 
@@ -152,7 +153,7 @@ def test_cancel_pending_stops_the_whole_experiment(make, rows, monkeypatch, caps
     assert sorted(out["cancelled"]) == sorted(env.run_ids) and out["job_ids"] == [rep.job_ids[rep.submitted[0]]]
     assert {r.status for r in rows(env).values()} == {"cancelled"}
     assert launch(env.config, env.registry, job_kind="succeed").submitted == []  # nothing pending is left
-    from slurm.launcher import LOCAL_JOBS
+    from slurm.submit import LOCAL_JOBS
 
     job = LOCAL_JOBS.get(str(rep.job_ids[rep.submitted[0]]))
     if job is not None:  # the signalled job ends; what it leaves behind changes no state
@@ -172,7 +173,7 @@ def test_local_cancel_then_resume(make, rows, monkeypatch):
     deadline = time.monotonic() + 20
     while time.monotonic() < deadline and sync(env.registry, config=env.config).active:
         time.sleep(0.2)
-    from slurm.launcher import LOCAL_JOBS
+    from slurm.submit import LOCAL_JOBS
     job = LOCAL_JOBS.get(str(pid))
     if job is not None:
         job._process.wait(timeout=20)
@@ -197,7 +198,7 @@ def test_launcher_killed_between_submit_and_registry_update_is_recovered_by_sync
     with pytest.raises(KeyboardInterrupt):
         launch(env.config, env.registry, job_kind="succeed")
     monkeypatch.undo()
-    from slurm.launcher import LOCAL_JOBS
+    from slurm.submit import LOCAL_JOBS
     LOCAL_JOBS.clear()  # a new process: job states come from the process table, not from submitit objects
     assert {r.status for r in rows(env).values()} == {"pending"}
     final = wait(env.registry, config=env.config, poll_s=0.3, timeout_s=60)

@@ -41,10 +41,22 @@ def test_fit_json_contract_and_stored_fit_loads_back(simulated_registry, capsys)
     assert est["lo"] <= est["estimate"] <= est["hi"]
     with Registry(db, read_only=True) as reg:
         fits = reg.fits("sim", "simulated")
-    assert len(fits) == 1 and fits[0]["fit_id"] == out["fit_id"]
-    fit = FitResult.model_validate(fits[0]["payload"])
+    assert len(fits) == 1 and fits[0].fit_id == out["fit_id"]
+    fit = FitResult.model_validate(fits[0].payload)
     assert fit.params == pytest.approx({k: v["estimate"] for k, v in out["params"].items()})
     assert len(fit.bootstrap) >= 14 and fit.simulated
+    # one model for fit --json and the stored fit's summary (the MCP fit_summary tool)
+    from fit.laws import law_of
+    from fit.models import FitSummary
+
+    again = FitSummary.of(fit, out["fit_id"], formula=law_of(fit).formula).model_dump(mode="json")
+    assert again["interaction"] == out["interaction"] and again["heldout_predictions"] == out["heldout_predictions"]
+    assert out["interaction"]["verdict"] == "amplifies" and out["interaction"]["lr_p_method"].startswith("parametric")
+    assert out["residual_scale"] == "relative" and set(out["form_weights"]) == {"additive", "multiplicative",
+                                                                                  "interaction"}
+    assert len(out["heldout_predictions"]) == out["heldout_n"] == 27
+    p0 = out["heldout_predictions"][0]
+    assert set(p0) >= {"run_id", "actual", "predicted", "lo", "hi"} and p0["lo"] <= p0["predicted"] <= p0["hi"]
 
 
 def test_fit_holdout_none_and_explicit_law_table_output(simulated_registry, capsys):
@@ -110,3 +122,12 @@ def test_imported_runs_fit_the_same_way(tmp_path, capsys):
     assert out["law"] == "chinchilla" and out["n_points"] + out["heldout_n"] == 245 and out["heldout_n"] >= 61
     assert out["holdout_source"] == "stored split column"
     assert 0.25 < out["params"]["alpha"]["estimate"] < 0.5 and out["heldout_mae"] < 0.1
+
+
+@pytest.mark.parametrize("value,needle", [("pretrain", "unknown stage 'pretrain'"), ("grpo,sft", "in the order")])
+def test_fit_stages_bad_value_one_line(capsys, value, needle):
+    from toolscale.cli import main
+
+    assert main(["fit", "--experiment", "e", "--benchmark", "x", "--stages", value]) == 2
+    err = capsys.readouterr().err
+    assert needle in err and err.strip().count("\n") <= 1

@@ -52,8 +52,8 @@ def test_probe_json_and_registry(setup, capsys):
     assert out["probe_cost_share"] == pytest.approx(out["cost"]["total_flops"] / target)
     with Registry(reg, read_only=True) as r:
         row = r.dataset("d-1")
-    assert row["experiment"] == "toolscale-micro" and row["recipe"] == {"repair_rate": 0.5}
-    assert row["manifest"]["probe"]["n_actions"] == out["n_actions"] == len(row["manifest"]["probe_actions"])
+    assert row.experiment == "toolscale-micro" and row.recipe == {"repair_rate": 0.5}
+    assert row.manifest["probe"]["n_actions"] == out["n_actions"] == len(row.manifest["probe_actions"])
     assert json.loads((d / "manifest.json").read_text())["probe"]["coverage"] == out["coverage"]
 
 
@@ -140,4 +140,4 @@ def test_probe_keeps_the_experiment_synth_stored(setup, capsys):
     assert main(["probe", str(d), "--config", str(cfg), "--registry", str(reg)]) == 0
     with Registry(reg, read_only=True) as r:
         row = r.dataset("d-1")
-    assert row["experiment"] == "from-synth" and row["seed"] == 3 and "probe" in row["manifest"]
+    assert row.experiment == "from-synth" and row.seed == 3 and "probe" in row.manifest

@@ -9,7 +9,7 @@ from toolscale.cli._common import (Formatter, add_registry_args, config_of, emit
                                    registry_path)
 from toolscale.errors import UsageError
 
-__all__ = ["register", "plan_json"]
+__all__ = ["register"]
 
 EXAMPLES = """\
 examples:
@@ -45,23 +45,6 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=_serve)
 
 
-def plan_json(plan, context: dict) -> dict:
-    """The JSON contract of ``allocate --json``."""
-    return {
-        "budget": plan.budget.value, "unit": plan.budget.unit, "benchmark": plan.benchmark,
-        "experiment": context["experiment"], "law": context["law"], "fit_id": context["fit_id"],
-        "simulated": context["simulated"], "metric": context["metric"], "model_params": plan.model_params,
-        "spend": plan.plan.spend, "levels": plan.plan.levels, "total_cost": plan.plan.total_cost,
-        "predicted_score": plan.plan.predicted_score, "interval": plan.interval,
-        "spend_spread": plan.spend_spread, "marginal_value": plan.marginal_value,
-        "baseline": {"spend": plan.baseline.spend, "levels": plan.baseline.levels,
-                     "predicted_score": plan.baseline.predicted_score, "interval": plan.baseline_interval},
-        "gain_over_baseline": plan.gain_over_baseline, "gain_interval": plan.gain_interval,
-        "p_beats_baseline": plan.p_beats_baseline, "extrapolation": plan.extrapolation,
-        "extrapolation_detail": plan.extrapolation_detail, "optimality": plan.optimality.model_dump(),
-        "draws_used": plan.draws_used, "allocation_id": context.get("allocation_id")}
-
-
 def _next_dollar_line(open_axes: dict[str, float], unit: str, metric: str) -> str:
     """Where the next budget unit goes; axes within 1% of the best marginal value are named together
     (at an interior optimum every axis that gets spend buys the same: the KKT condition)."""
@@ -94,11 +77,11 @@ def _allocate(args: argparse.Namespace) -> int:
                   model_size=args.model_size, config=cfg, law=args.law, draws=args.draws)
     if args.sweep:
         return _sweep(args, kwargs)
-    plan, ctx = plan_allocation(registry_path(args, cfg), budget=args.budget, **kwargs)
+    report = plan_allocation(registry_path(args, cfg), budget=args.budget, **kwargs)
     if args.json:
-        emit_json(plan_json(plan, ctx))
+        emit_json(report.model_dump(mode="json"))
     else:
-        _render(plan, ctx)
+        _render(report)
     return 0
 
 
@@ -108,25 +91,25 @@ def _sweep(args: argparse.Namespace, kwargs: dict) -> int:
 
     plans, warm = [], []
     for budget in _sweep_budgets(args.sweep):
-        plan, ctx = plan_allocation(registry_path(args, kwargs["config"]), budget=budget, warm=warm, redraws=0,
-                                    **kwargs)
-        warm = [plan.plan.levels]
-        plans.append((plan, ctx))
-    sweep_plot([p for p, _ in plans], args.plot, metric=plans[0][1]["metric"])
+        report = plan_allocation(registry_path(args, kwargs["config"]), budget=budget, warm=warm, redraws=0,
+                                 **kwargs)
+        warm = [report.plan.levels]
+        plans.append(report)
+    sweep_plot(plans, args.plot, metric=plans[0].metric)
     if args.json:
-        emit_json({"plans": [plan_json(p, c) for p, c in plans], "plot": args.plot})
+        emit_json({"plans": [p.model_dump(mode="json") for p in plans], "plot": args.plot})
     else:
         print_table([{"budget": p.budget.value, "score": p.plan.predicted_score, "baseline": p.baseline.predicted_score,
-                      **{f"{k} spend": v for k, v in p.plan.spend.items()}} for p, _ in plans],
-                    title=f"allocation sweep ({plans[0][0].budget.unit})")
+                      **{f"{k} spend": v for k, v in p.plan.spend.items()}} for p in plans],
+                    title=f"allocation sweep ({plans[0].budget.unit})")
         print(f"plot: {args.plot}")
     return 0
 
 
-def _render(plan, ctx: dict) -> None:
-    unit, metric = plan.budget.unit, ctx["metric"]
-    label = " (SIMULATED data)" if ctx["simulated"] else ""
-    print(f"Allocation of {plan.budget} for {plan.benchmark} — experiment {ctx['experiment']}, law {ctx['law']}{label}")
+def _render(plan) -> None:
+    unit, metric = plan.budget.unit, plan.metric
+    label = " (SIMULATED data)" if plan.simulated else ""
+    print(f"Allocation of {plan.budget} for {plan.benchmark} — experiment {plan.experiment}, law {plan.law}{label}")
     capped = {k for k, why in plan.optimality.at_bound.items() if why.startswith("upper")}
     rows = []
     for name, level in plan.plan.levels.items():
@@ -144,6 +127,16 @@ def _render(plan, ctx: dict) -> None:
     giv = f" (90% interval {plan.gain_interval[0]:+.4f} to {plan.gain_interval[1]:+.4f})" if plan.gain_interval else ""
     pb = f"; P(beats baseline) = {plan.p_beats_baseline:.2f}" if plan.p_beats_baseline is not None else ""
     print(f"diversity-only baseline: {plan.baseline.predicted_score:.4f}; gain {plan.gain_over_baseline:+.4f}{giv}{pb}")
+    print(f"  baseline: {plan.baseline_method}")
+    if plan.pinned is not None and plan.gain_over_pinned is not None:
+        piv = (f" (90% interval {plan.pinned_gain_interval[0]:+.4f} to {plan.pinned_gain_interval[1]:+.4f})"
+               if plan.pinned_gain_interval else "")
+        print(f"same law, quality pinned at baseline: {plan.pinned.predicted_score:.4f}; "
+              f"gain {plan.gain_over_pinned:+.4f}{piv} (>= 0 by construction)")
+    if len(plan.law_weights) > 1:
+        print("intervals mix law forms: " + ", ".join(f"{k} {v:.0%}" for k, v in plan.law_weights.items()))
+    tied = f" (axes that tie: {', '.join(plan.decision.tied_axes)})" if plan.decision.tied_axes else ""
+    print(("DECISION: " if plan.decision.verdict == "recommend" else "") + plan.decision.reason + tied)
     open_axes = {k: v for k, v in plan.marginal_value.items() if k not in capped and math.isfinite(v)}
     if open_axes:
         print(_next_dollar_line(open_axes, unit, metric))

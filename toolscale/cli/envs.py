@@ -58,13 +58,17 @@ def register(sub: argparse._SubParsersAction) -> None:
 
     c = es.add_parser("check", help="replay every golden call of an envs.jsonl in the sandbox; exit 1 if any "
                                     "row is rejected", formatter_class=Formatter,
-                      epilog="example:\n  toolscale envs check envs/envs.jsonl --json")
+                      epilog="example:\n  toolscale envs check envs/envs.jsonl --json\n\n"
+                             "Generated code runs jailed by bubblewrap (uid 65534; new PID, network, IPC and UTS\n"
+                             "namespaces; a read-only root with only the interpreter; an empty tmpfs work folder).\n"
+                             "Where the jail cannot be set up the check refuses to run (exit 1) and says why.")
     c.add_argument("file", help="an envs.jsonl artifact (any producer)")
     c.add_argument("--cpu-s", type=float, default=5.0, help="CPU seconds per sandbox run (default 5)")
     c.add_argument("--memory-mb", type=int, default=512, help="memory limit per sandbox run in MiB (default 512)")
     c.add_argument("--wall-s", type=float, default=10.0, help="wall-clock seconds per sandbox run (default 10)")
-    c.add_argument("--network", choices=["auto", "netns", "block"], default="auto",
-                   help="network isolation: namespace, socket block, or auto (default)")
+    c.add_argument("--insecure-in-process", action="store_true",
+                   help="DEBUGGING ONLY: run generated code WITHOUT the bubblewrap jail (a plain child process "
+                        "as your user, able to read your files and reach your network)")
     c.add_argument("--json", action="store_true", help="machine-readable report")
     c.set_defaults(func=_check)
 
@@ -131,7 +135,16 @@ def _check(args: argparse.Namespace) -> int:
     if args.cpu_s <= 0 or args.wall_s <= 0 or args.memory_mb < 64:
         raise UsageError(f"limits must be positive (--memory-mb >= 64); got --cpu-s {args.cpu_s} "
                          f"--wall-s {args.wall_s} --memory-mb {args.memory_mb}")
-    limits = SandboxLimits(cpu_s=args.cpu_s, memory_mb=args.memory_mb, wall_s=args.wall_s, network=args.network)
+    isolation = "insecure" if args.insecure_in_process else "namespaces"
+    if isolation == "insecure":
+        print("WARNING: --insecure-in-process: generated tool code runs WITHOUT isolation, as your user, with "
+              "access to your files and network. Use it for debugging only, never on untrusted artifacts.",
+              file=sys.stderr)
+    else:
+        from synth.envs.jail import require_jail
+
+        require_jail()
+    limits = SandboxLimits(cpu_s=args.cpu_s, memory_mb=args.memory_mb, wall_s=args.wall_s, isolation=isolation)
     prog, tick = _progress(None, "replaying")
     if prog:
         with prog:
@@ -152,5 +165,5 @@ def _check(args: argparse.Namespace) -> int:
                 print(f"  - {reason}")
         iso = ", ".join(summary["isolation"]) or "none (nothing replayed)"
         print(f"{args.file}: {summary['passed']} of {summary['rows']} rows pass, {summary['rejected']} rejected "
-              f"(network isolation: {iso})")
+              f"(isolation: {iso})")
     return 1 if bad else 0

@@ -31,6 +31,9 @@ def _add_fit_args(p: argparse.ArgumentParser, benchmark_required: bool = True) -
     p.add_argument("--seed", type=int, default=0, help="seed of the bootstrap and grid subsampling")
     p.add_argument("--jobs", type=int, metavar="N", help="bootstrap worker processes (default: every core)")
     p.add_argument("--no-interaction", action="store_true", help="skip the additive vs multiplicative test")
+    p.add_argument("--stages", metavar="S[,S]",
+                   help="fit only runs trained with exactly these stages, e.g. sft or sft,grpo (SFT and RL laws "
+                        "are fitted separately); default: every run")
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -52,9 +55,14 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "report", help="write a Markdown + HTML report (plots) and a JSON file of every number for one benchmark",
         formatter_class=Formatter,
-        epilog="example:\n  toolscale report --benchmark heldout-calls --experiment E --out reports/")
+        epilog="examples:\n  toolscale report --benchmark heldout-calls --experiment E --out reports/\n"
+               "  toolscale report --benchmark heldout-calls --experiment E --compare-stages sft "
+               "--compare-stages sft,grpo")
     p.add_argument("--experiment", help="experiment name (default: the only one in the registry)")
     _add_fit_args(p)
+    p.add_argument("--compare-stages", action="append", metavar="S[,S]",
+                   help="fit the runs of each stage set separately (repeat: sft, then sft,grpo) and write "
+                        "stages.md / stages.json side by side instead of the full report")
     p.add_argument("--out", default="reports", metavar="DIR", help="output folder (default ./reports)")
     p.add_argument("--json", action="store_true", help="print the report's JSON summary on stdout")
     p.set_defaults(func=_report)
@@ -99,7 +107,20 @@ def _request(args: argparse.Namespace, experiment: str):
     return FitRequest(experiment=experiment, benchmark=args.benchmark, metric=args.metric, law=args.law, axes=axes,
                       holdout=args.holdout, n_bootstrap=args.bootstrap, huber_delta=args.huber_delta,
                       n_starts=args.starts, method=args.method, seed=args.seed, n_jobs=args.jobs,
-                      interaction_test=not args.no_interaction)
+                      interaction_test=not args.no_interaction, train_stages=_stages(args.stages) if args.stages else None)
+
+
+def _stages(text: str) -> list[str]:
+    """``--stages``: known stages in their running order, else a UsageError."""
+    from toolscale.config import STAGES
+
+    names = [t.strip() for t in text.split(",") if t.strip()]
+    bad = [n for n in names if n not in STAGES]
+    if bad or not names:
+        raise UsageError(f"--stages: unknown stage {bad[0] if bad else text!r}; stages: {', '.join(STAGES)}")
+    if names != [s for s in STAGES if s in names]:
+        raise UsageError(f"--stages: stages run in the order {', '.join(STAGES)}; got {text!r}")
+    return names
 
 
 def _load(args: argparse.Namespace, experiment: str | None) -> tuple[str, list, dict | None, bool]:
@@ -107,14 +128,14 @@ def _load(args: argparse.Namespace, experiment: str | None) -> tuple[str, list, 
 
     with Registry(registry_path(args, config_of(args)), read_only=True) as reg:
         if experiment is None:
-            names = [e["name"] for e in reg.experiments()]
+            names = [e.name for e in reg.experiments()]
             if len(names) != 1:
                 raise UsageError(f"name the experiment with --experiment; the registry holds "
                                  f"{', '.join(names) if names else 'none'}")
             experiment = names[0]
         info = reg.experiment(experiment)
         runs = reg.runs(experiment, status="done")
-    return experiment, runs, info.get("config"), bool(info.get("simulated"))
+    return experiment, runs, info.config, info.simulated
 
 
 def _run(args: argparse.Namespace, experiment: str | None):
@@ -122,6 +143,8 @@ def _run(args: argparse.Namespace, experiment: str | None):
 
     from fit.experiment import fit_experiment
 
+    if args.stages:
+        _stages(args.stages)  # a bad value fails before the registry is opened
     experiment, runs, config, simulated = _load(args, experiment)
     request = _request(args, experiment)
     status = nullcontext()
@@ -134,35 +157,12 @@ def _run(args: argparse.Namespace, experiment: str | None):
         return fit_experiment(runs, request, config=config, simulated=simulated or None)
 
 
-def fit_summary(result: Any, fit_id: str | None = None) -> dict[str, Any]:
-    """The ``fit --json`` object: named parameters with intervals, held-out metrics, diagnostics."""
-    f = result.fit
-    params = {}
-    for name, value in f.params.items():
-        iv = f.intervals.get(name)
-        params[name] = {"estimate": value, "lo": iv.lo if iv else None, "hi": iv.hi if iv else None,
-                        "se": iv.se if iv else None}
-    h = f.heldout
-    out: dict[str, Any] = {
-        "fit_id": fit_id, "experiment": f.experiment, "benchmark": f.benchmark, "metric": f.metric, "law": f.law,
-        "simulated": f.simulated, "converged": f.converged, "message": f.message, "at_bounds": f.at_bounds,
-        "n_points": f.n_points, "n_params": f.n_params, "data_hash": f.data_hash, "params": params,
-        "residual_sd": f.residual_sd, "replicate_sd": f.replicate_sd, "aic": f.aic, "bic": f.bic,
-        "n_bootstrap": len(f.bootstrap), "holdout_rule": f.holdout_rule, "holdout_source": f.holdout_source,
-        "heldout_n": h.n if h else 0, "heldout_mae": h.mae if h else None,
-        "heldout_max_error": h.max_error if h else None,
-        "interval_coverage": h.interval_coverage if h else None,
-        "extrapolation_factor": h.extrapolation_factor if h else None, "fit_seconds": f.fit_seconds,
-    }
-    if result.interaction is not None:
-        i = result.interaction
-        out["interaction"] = {"supported": i.supported, "strength": i.strength, "delta_bic": i.delta_bic,
-                              "lr_stat": i.lr_stat, "lr_p": i.lr_p, "f_stat": i.f_stat, "f_p": i.f_p,
-                              "gain_ratio": i.gain_ratio, "gain_ratio_lo": i.gain_ratio_lo,
-                              "gain_ratio_hi": i.gain_ratio_hi,
-                              "bic": {k: v.bic for k, v in i.fits.items()},
-                              "heldout_mae": {k: v.heldout_mae for k, v in i.fits.items()}}
-    return out
+def fit_summary(result: Any, fit_id: str | None = None):
+    """The ``fit --json`` object: :class:`fit.models.FitSummary` of the result's fit (its verdict included)."""
+    from fit.laws import law_of
+    from fit.models import FitSummary
+
+    return FitSummary.of(result.fit, fit_id, formula=law_of(result.fit).formula)
 
 
 def _fit(args: argparse.Namespace) -> int:
@@ -193,13 +193,13 @@ def _fit(args: argparse.Namespace) -> int:
                                   payload=f.model_dump(mode="json"))
     summary = fit_summary(result, fit_id)
     if args.json:
-        emit_json(summary)
+        emit_json(summary.model_dump(mode="json"))
         return 0
     tag = " [SIMULATED DATA]" if f.simulated else ""
     print(f"{f.law} on {f.n_points} runs of {f.experiment} / {f.benchmark}/{f.metric}{tag}; "
           f"converged={f.converged}; stored as {fit_id or '(not stored)'}")
-    rows = [{"param": k, "estimate": v["estimate"], "95% lo": v["lo"], "95% hi": v["hi"]}
-            for k, v in summary["params"].items()]
+    rows = [{"param": k, "estimate": v.estimate, "95% lo": v.lo, "95% hi": v.hi}
+            for k, v in summary.params.items()]
     print_table(rows, title="parameters")
     if f.heldout:
         h = f.heldout
@@ -214,13 +214,46 @@ def _fit(args: argparse.Namespace) -> int:
     return 0
 
 
+def _compare_stages(args: argparse.Namespace) -> int:
+    from fit.compare import StageComparison, comparison_markdown
+    from grid.results import atomic_write_text
+
+    sets = [_stages(s) for s in args.compare_stages]
+    if len(sets) < 2:
+        raise UsageError("--compare-stages needs at least two stage sets, e.g. --compare-stages sft "
+                         "--compare-stages sft,grpo")
+    fits = {}
+    for stages in sets:
+        args.stages = ",".join(stages)
+        result = _run(args, args.experiment)
+        fits["+".join(stages)] = fit_summary(result)
+    cmp = StageComparison(experiment=result.fit.experiment, benchmark=result.fit.benchmark, fits=fits)
+    out = Path(args.out)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        atomic_write_text(out / "stages.md", comparison_markdown(cmp))
+        atomic_write_text(out / "stages.json", cmp.model_dump_json(indent=1) + "\n")
+    except OSError as err:
+        raise UsageError(f"cannot write to --out {str(out)!r}: {err.strerror or err}") from None
+    if args.json:
+        emit_json(cmp.model_dump(mode="json"))
+    else:
+        print(f"wrote {out / 'stages.md'} and {out / 'stages.json'}")
+    return 0
+
+
 def _report(args: argparse.Namespace) -> int:
     from fit.report import write_report
 
+    if args.compare_stages:
+        return _compare_stages(args)
     result = _run(args, args.experiment)
     paths = write_report(result, Path(args.out))
     if args.json:
-        emit_json({"files": {k: str(v) for k, v in paths.items()}, **fit_summary(result)})
+        from fit.models import ReportSummary
+
+        summary = fit_summary(result)
+        emit_json(ReportSummary(**dict(summary), files={k: str(v) for k, v in paths.items()}).model_dump(mode="json"))
     else:
         print(f"wrote {paths['markdown']}, {paths['html']} and {paths['json']}")
     return 0

@@ -46,18 +46,12 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def target_flops_from_config(config: Any, model_size: str | None) -> float | None:
-    """``6 N D`` of a ladder rung (D = its planned tokens); the config's target rung, else the largest."""
+    """Planned training FLOPs ``6 N D`` of rung ``model_size``, else of the config's target rung
+    (:attr:`toolscale.config.ExperimentConfig.target_size`: the configured one, else the largest)."""
     if config is None:
         return None
-    ladder = {m.name: m for m in config.ladder}
-    name = model_size or config.experiment.target_model_size
-    if name is None:
-        size = max(config.ladder, key=lambda m: m.approx_params)
-    elif name in ladder:
-        size = ladder[name]
-    else:
-        raise UsageError(f"unknown model size {name!r}; known: {', '.join(ladder)}")
-    return 6.0 * size.approx_params * size.planned_tokens
+    size = config.model_size(model_size) if model_size else config.target_size
+    return size.planned_flops
 
 
 def _probe(args: argparse.Namespace) -> int:
@@ -136,7 +130,7 @@ def _target(args: argparse.Namespace, config: Any) -> tuple[float, str]:
     if args.target_flops:
         return args.target_flops, "--target-flops"
     if config is not None:
-        name = args.model_size or config.experiment.target_model_size or "largest rung"
+        name = args.model_size or config.target_size.name
         return target_flops_from_config(config, args.model_size), f"rung {name} of {args.config}"
     _, manifest = read_dataset(args.dir)
     t = manifest.get("target_train_flops")
@@ -147,8 +141,7 @@ def _target(args: argparse.Namespace, config: Any) -> tuple[float, str]:
     from toolscale.config import load_config
 
     preset = load_config(resources.files("toolscale.presets").joinpath("default.toml"))
-    name = preset.experiment.target_model_size or "largest rung"
-    return target_flops_from_config(preset, None), f"rung {name} of the default preset"
+    return target_flops_from_config(preset, None), f"rung {preset.target_size.name} of the default preset"
 
 
 def _scores(args: argparse.Namespace, spec: Any) -> list[dict[str, Any]]:
@@ -213,11 +206,11 @@ def _save(args: argparse.Namespace, config: Any, summary: Any) -> None:
     payload = {**manifest, "probe_actions": [{k: s.get(k) for k in keep} for s in scores]}
     dataset_id = str(manifest.get("dataset_id") or d.resolve().name)
     with Registry(registry_path(args, config)) as reg:
-        stored = reg.dataset(dataset_id) or {}
-        experiment = manifest.get("experiment") or stored.get("experiment") or (
+        stored = reg.dataset(dataset_id)
+        experiment = manifest.get("experiment") or (stored.experiment if stored else None) or (
             config.experiment.name if config is not None else None)
-        recipe = manifest.get("recipe") or stored.get("recipe") or {}
-        seed = manifest.get("seed", recipe.get("seed", stored.get("seed", 0)))
+        recipe = manifest.get("recipe") or (stored.recipe if stored else None) or {}
+        seed = manifest.get("seed", recipe.get("seed", stored.seed if stored else 0))
         reg.save_dataset(dataset_id, experiment=experiment, recipe=recipe,
                          seed=int(seed) if isinstance(seed, int) else 0, path=str(d.resolve()), manifest=payload)
 

@@ -8,7 +8,8 @@ import sys
 from importlib import resources
 from pathlib import Path
 
-from toolscale.cli._common import Formatter, add_registry_args, emit_json, print_table, registry_path
+from toolscale.cli._common import (Formatter, add_registry_args, check_tool_axis, emit_json, print_table,
+                                    registry_path)
 from toolscale.config import load_config
 from toolscale.errors import ConfigError, UsageError
 
@@ -97,6 +98,7 @@ def _validate(args: argparse.Namespace) -> int:
         n = len(str(err).splitlines())
         print(f"toolscale: error: {args.config} is not valid ({n} problem{'s' if n > 1 else ''})", file=sys.stderr)
         return 2
+    check_tool_axis(cfg)
     if args.json:
         emit_json(cfg)
     else:
@@ -181,12 +183,12 @@ def _ingest(args: argparse.Namespace) -> int:
     results, problems = read_results(args.folder)
     with Registry(registry_path(args)) as reg:
         report = reg.ingest(results)
-    report["problems"] = problems + report["problems"]
+    report = report.model_copy(update={"problems": problems + report.problems})
     if args.json:
-        emit_json(dict(report))
+        emit_json(report.model_dump(mode="json"))
     else:
-        print(f"ingested {report['ingested']} results ({report['duplicate']} already in, "
-              f"{report['unknown_run']} unknown runs, {len(report['problems'])} problems)")
-        for p in report["problems"]:
+        print(f"ingested {report.ingested} results ({report.duplicate} already in, "
+              f"{report.unknown_run} unknown runs, {len(report.problems)} problems)")
+        for p in report.problems:
             print(f"  {p}", file=sys.stderr)
     return 0

@@ -22,7 +22,7 @@ def test_build_then_check(tmp_path: Path, capsys):
     assert main(["envs", "check", str(tmp_path / "envs.jsonl"), "--json"]) == 0
     report = json.loads(capsys.readouterr().out)
     assert report["rows"] == 3 and report["passed"] == 3 and report["rejected_rows"] == []
-    assert report["isolation"] and set(report["isolation"]) <= {"netns", "socket-blocked"}
+    assert report["isolation"] == ["namespaces"]
 
 
 def test_check_foreign_file_reports_rejected_rows(tmp_path: Path, capsys):
@@ -58,3 +58,23 @@ def test_empty_file_is_a_usage_error(tmp_path: Path, capsys):
     empty.write_text("\n")
     assert main(["envs", "check", str(empty)]) == 2
     assert "has no rows" in capsys.readouterr().err
+
+
+def test_check_fails_closed_when_the_jail_cannot_be_set_up(tmp_path: Path, capsys, monkeypatch):
+    from synth.envs import jail
+
+    shutil.copy(FIX / "astra_baggage_fixed.jsonl", tmp_path / "a.jsonl")
+    monkeypatch.setattr(jail, "_bwrap", lambda: "/bin/false")  # a "bubblewrap" that cannot set anything up
+    jail.jail_problem.cache_clear()
+    try:
+        assert main(["envs", "check", str(tmp_path / "a.jsonl")]) == 1
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and "cannot isolate generated tool code" in err[0]
+        assert "--insecure-in-process" in err[0]
+        assert main(["envs", "check", str(tmp_path / "a.jsonl"), "--insecure-in-process", "--json"]) == 0
+        captured = capsys.readouterr()
+        assert "WARNING: --insecure-in-process" in captured.err
+        assert json.loads(captured.out)["isolation"] == ["insecure"]
+    finally:
+        monkeypatch.undo()
+        jail.jail_problem.cache_clear()

@@ -23,7 +23,7 @@ FAST = SandboxLimits(cpu_s=1, wall_s=30, memory_mb=256)
 def test_fixed_baggage_row_passes():
     (res,) = check_file(FIX / "astra_baggage_fixed.jsonl", limits=FAST)
     assert res.ok, res.reasons
-    assert res.isolation in ("netns", "socket-blocked")
+    assert res.isolation == "namespaces"
 
 
 def test_duplicate_payment_processor_is_caught():

@@ -1,0 +1,63 @@
+"""The layer rule, as import-linter contracts in pyproject.toml: kept by the code, and able to fail.
+
+The rule: ``toolscale.cli`` imports the packages; the packages import only the contracts
+(``toolscale.config``, ``toolscale.errors``, each other's ``models.py``; the known exceptions
+are listed one by one in pyproject.toml); nothing imports ``toolscale.cli``; no import cycles.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+LINT = Path(sys.executable).with_name("lint-imports")
+PACKAGES = ("toolscale", "synth", "probes", "grid", "fit", "allocator", "train", "eval", "slurm")
+
+
+def _lint(root: Path, *args: str) -> subprocess.CompletedProcess:
+    env = {**os.environ, "PYTHONPATH": str(root)}
+    return subprocess.run([str(LINT), "--no-cache", *args], cwd=root, env=env, capture_output=True, text=True,
+                          timeout=120)
+
+
+def _contracts() -> list[dict]:
+    return tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["importlinter"]["contracts"]
+
+
+def test_the_import_contracts_are_kept() -> None:
+    out = _lint(REPO)
+    assert out.returncode == 0, out.stdout + out.stderr
+    names = [c["name"] for c in _contracts()]
+    assert {c["type"] for c in _contracts()} >= {"forbidden", "layers", "independence", "acyclic_siblings"}
+    for name in names:
+        assert f"{name} KEPT" in " ".join(out.stdout.split()), f"{name!r} not reported as kept:\n{out.stdout}"
+
+
+def test_the_contracts_cover_every_package() -> None:
+    config = tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["importlinter"]
+    assert set(config["root_packages"]) == set(PACKAGES)
+    layered = {m.strip() for c in _contracts() if c["type"] == "layers" for layer in c["layers"]
+               for m in layer.replace(":", "|").split("|")}
+    assert set(PACKAGES) - {"toolscale"} <= layered
+    assert {"toolscale.cli", "toolscale.config", "toolscale.errors"} <= layered
+
+
+def test_a_library_module_importing_the_cli_breaks_the_contracts(tmp_path) -> None:
+    """The same config over a copy of the tree where allocator/ imports toolscale.cli: lint-imports fails."""
+    for pkg in PACKAGES:
+        if pkg == "allocator":
+            shutil.copytree(REPO / pkg, tmp_path / pkg, ignore=shutil.ignore_patterns("__pycache__"))
+        else:
+            (tmp_path / pkg).symlink_to(REPO / pkg, target_is_directory=True)
+    (tmp_path / "allocator" / "bad_import.py").write_text("from toolscale.cli.allocate import register\n")
+    shutil.copy(REPO / "pyproject.toml", tmp_path / "pyproject.toml")
+    out = _lint(tmp_path)
+    text = " ".join(out.stdout.split())
+    assert out.returncode == 1, out.stdout + out.stderr
+    assert "nothing imports toolscale.cli BROKEN" in text
+    assert "allocator.bad_import -> toolscale.cli.allocate" in text
