@@ -19,8 +19,10 @@ import numpy as np
 from fit.errors import FitInputError
 from fit.laws import Law, get_law
 from fit.models import LawInput, Points
+from toolscale.config import STAGES
 
-__all__ = ["points_from_runs", "law_for_runs", "axis_kinds", "available_metrics", "DEFAULT_QUALITY_AXES"]
+__all__ = ["points_from_runs", "law_for_runs", "axis_kinds", "available_metrics", "runs_with_stages",
+           "DEFAULT_QUALITY_AXES"]
 
 DEFAULT_QUALITY_AXES = frozenset({"repair_rate", "coverage_quota", "support_depth", "groundedness"})
 """Axes treated as quality axes when the experiment has no config saying otherwise (imports)."""
@@ -128,7 +130,7 @@ def law_for_runs(name: str, runs: Sequence[Any], config: Mapping[str, Any] | Non
     inputs = [LawInput(name="N", kind="size", ref=min(n_vals))]
     for a in chosen:
         spec = ax[a]
-        if spec["kind"] == "quality":
+        if spec["kind"] in ("quality", "stage"):  # a stage axis is 0 when the stage is off
             lo, hi = spec["min"], spec["max"]
             if not hi > lo:
                 raise FitInputError(f"axis {a!r} has a single level ({lo:g}); a law cannot learn its effect")
@@ -139,3 +141,14 @@ def law_for_runs(name: str, runs: Sequence[Any], config: Mapping[str, Any] | Non
             inputs.append(LawInput(name=a, kind="diversity", ref=spec["min"]))
     return get_law(name, inputs)
 
+
+def train_stages_of(run: Any) -> list[str]:
+    """The training stages a run went through, in order (``metadata.stages``; runs from before stages: SFT)."""
+    done = (getattr(run, "metadata", None) or {}).get("stages")
+    return [s for s in STAGES if s in done] if isinstance(done, dict) else ["sft"]
+
+
+def runs_with_stages(runs: Sequence[Any], stages: Sequence[str]) -> list[Any]:
+    """The runs trained with exactly ``stages`` (order as they run)."""
+    want = list(stages)
+    return [r for r in runs if train_stages_of(r) == want]

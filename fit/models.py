@@ -431,6 +431,9 @@ class FitRequest(_Frozen):
     """Run the additive vs multiplicative comparison when the experiment has both axis kinds."""
     interaction_bootstrap: int = Field(default=50, ge=0)
     """Bootstrap refits of the ``interaction`` law for the effect-size interval (at most ``n_bootstrap``)."""
+    train_stages: list[str] | None = None
+    """Fit only the runs trained with exactly these stages (``["sft"]``, ``["sft", "grpo"]``...); None: all.
+    SFT and RL laws are fitted separately (research plan)."""
 
 
 class ExperimentFit(_Frozen):

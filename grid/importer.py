@@ -19,9 +19,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from grid.errors import TableImportError
 from grid.models import MetricResult, RunSpec
 from grid.split import heldout_mask
-from grid.errors import TableImportError
+from toolscale.config import FLOPS_PER_PARAM_TOKEN, training_flops
 
 __all__ = ["FIXED_TARGETS", "parse_column_map", "read_table", "rows_to_runs"]
 
@@ -126,9 +127,9 @@ def rows_to_runs(rows: Sequence[dict[str, Any]], mapping: dict[str, str], *, exp
         tokens = _number(row, mapping["train_tokens"], line, "train_tokens") if "train_tokens" in mapping else None
         c = _number(row, mapping["train_flops"], line, "train_flops") if "train_flops" in mapping else None
         if c is None and params and tokens:
-            c = 6.0 * params * tokens
+            c = training_flops(params, tokens)
         if tokens is None and params and c:
-            tokens = c / (6.0 * params)
+            tokens = c / (FLOPS_PER_PARAM_TOKEN * params)
         seed = int(_number(row, mapping["seed"], line, "seed")) if "seed" in mapping else 0
         bench = str(row[mapping["benchmark"]]) if "benchmark" in mapping else benchmark
         ms = []

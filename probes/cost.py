@@ -11,14 +11,10 @@ from __future__ import annotations
 import math
 
 from probes.models import ProbeCost
+from toolscale.config import training_flops
 from toolscale.errors import UsageError
 
-__all__ = ["probe_cost", "training_flops", "scoring_flops"]
-
-
-def training_flops(params: float, tokens: float) -> float:
-    """Training FLOPs ``6 N D`` for N parameters and D tokens."""
-    return 6.0 * params * tokens
+__all__ = ["probe_cost", "scoring_flops"]
 
 
 def scoring_flops(params: float, tokens: float) -> float:

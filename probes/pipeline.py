@@ -115,7 +115,8 @@ def _run_probe(rows: list[ParsedRow], provs: list[TrajectoryProvenance], spec: P
     token counts from the masking plan) would exceed it, a seeded random subset of trajectories
     is scored and the other actions are marked ``skipped``.
     """
-    from probes.cost import scoring_flops, training_flops
+    from probes.cost import scoring_flops
+    from toolscale.config import training_flops
     from probes.masking import encode, render_pieces, score_dataset, scoring_tokens, train_probe
 
     pieces = [render_pieces(r) for r in rows]

@@ -131,7 +131,7 @@ def run_pipeline(run: RunSpec, workdir: Path, checkpoint: dict[str, Any] | None)
 
         build_dataset(recipe, folder)
         target = cfg.target_size  # the probe budget is a share of the run the data is for
-        probe_dataset(folder, spec=cfg.probe, target_train_flops=6.0 * target.approx_params * target.planned_tokens)
+        probe_dataset(folder, spec=cfg.probe, target_train_flops=target.planned_flops)
 
     t0 = time.monotonic()
     data_dir, built = ensure_dataset(ctx["dataset_cache"], key, build)
@@ -158,6 +158,7 @@ def run_pipeline(run: RunSpec, workdir: Path, checkpoint: dict[str, Any] | None)
             "extra": {"dataset_key": key, "dataset_built_here": built, "dataset_dir": str(data_dir),
                       "probe": _probe_extra(manifest, stats.train_flops),
                       "measured": manifest.get("measured", {}),
+                      "counts": manifest.get("counts", {}),
                       "stage_s": {k: round(v, 2) for k, v in stage_s.items()},
                       "stages": {k: v.model_dump(mode="json") for k, v in trained.stages.items()},
                       "stage_plan": trained.plan}}

@@ -47,9 +47,31 @@ __all__ = [
     "format_validation_error",
     "DEFAULT_AXES",
     "BUDGET_UNITS",
+    "FLOPS_PER_PARAM_TOKEN",
+    "training_flops",
 ]
 
 BUDGET_UNITS = ("usd", "gpu_hours")
+
+FLOPS_PER_PARAM_TOKEN = 6.0
+"""Training FLOPs per parameter per token: forward 2, backward 4 (Kaplan et al. 2020, "Scaling Laws for
+Neural Language Models", section 2.1)."""
+
+
+def training_flops(params: float, tokens: float) -> float:
+    """Training compute ``C = 6 N D`` in FLOPs, for ``N`` parameters trained on ``D`` tokens.
+
+    The one definition of the rule: planned runs (grid/), measured runs (train/), the probe's
+    budget (probes/), imported tables (grid/importer) and the allocator's compute cost all use it.
+    Embedding parameters are counted in ``N`` (the proxies are tiny, so they matter).
+    Numpy arrays broadcast elementwise.
+
+    Examples
+    --------
+    >>> training_flops(1e6, 2e9)
+    1.2e+16
+    """
+    return FLOPS_PER_PARAM_TOKEN * params * tokens
 
 
 class _Frozen(BaseModel):
@@ -175,6 +197,11 @@ class ModelSize(_Frozen):
     def planned_tokens(self) -> float:
         """Training tokens D one run plans to see: steps x batch x max_seq_len (an upper bound)."""
         return float(self.max_steps * self.batch_size * self.max_seq_len)
+
+    @property
+    def planned_flops(self) -> float:
+        """Planned training FLOPs of one run at this rung: ``6 N D`` with N and D as above."""
+        return training_flops(self.approx_params, self.planned_tokens)
 
 
 class DesignSpec(_Frozen):
@@ -349,8 +376,9 @@ class ProbeSpec(_Frozen):
 STAGES: tuple[str, ...] = ("midtrain", "sft", "grpo")
 """Training stages in the order they run (:mod:`train.stages`)."""
 
-STAGE_AXES: tuple[str, ...] = ("midtrain_tokens",)
-"""Axes of kind ``stage`` that the pipeline knows (they set training, not the dataset)."""
+STAGE_AXES: dict[str, str] = {"midtrain_tokens": "midtrain", "grpo_steps": "grpo"}
+"""Axes of kind ``stage`` the pipeline knows, with the stage each sizes (they set training, not the dataset;
+level 0 skips the stage, so one experiment can hold runs with and without it)."""
 
 
 class TrainSpec(_Frozen):
@@ -476,7 +504,8 @@ class ExperimentSpec(_Frozen):
     budget_unit: Literal["usd", "gpu_hours"] = "usd"
     """Unit of every cost and budget."""
     target_model_size: str | None = None
-    """Ladder rung the allocator plans for by default (None = the largest)."""
+    """Ladder rung the experiment is for: allocations plan for it, the probe's cost is a share of its
+    training FLOPs (None = the largest rung)."""
 
 
 class ExperimentConfig(_Frozen):
@@ -523,6 +552,11 @@ class ExperimentConfig(_Frozen):
         dup = sorted({n for n in names if names.count(n) > 1})
         if dup:
             raise ValueError(f"duplicate model size names: {', '.join(dup)}")
+        for small, big in zip(ladder, ladder[1:]):
+            if big.approx_params < small.approx_params:
+                raise ValueError(f"the ladder must list rungs from smallest to largest parameter count N; "
+                                 f"{big.name!r} (N = {big.approx_params:.4g}) comes after {small.name!r} "
+                                 f"(N = {small.approx_params:.4g})")
         return ladder
 
     @model_validator(mode="after")
@@ -539,11 +573,11 @@ class ExperimentConfig(_Frozen):
         for a in self.axes:
             if a.kind == "stage" and a.name not in STAGE_AXES:
                 raise ValueError(f"axis {a.name!r} has kind 'stage', which only {', '.join(STAGE_AXES)} can have")
-            if a.name == "midtrain_tokens" and a.kind != "stage":
-                raise ValueError("axis 'midtrain_tokens' must have kind 'stage'")
-        midtrain = "midtrain" in self.train.stages or any(a.name == "midtrain_tokens" for a in self.axes)
-        if midtrain and "midtrain" not in self.train.stages:
-            raise ValueError("axis 'midtrain_tokens' needs 'midtrain' in train.stages")
+            if a.name in STAGE_AXES and a.kind != "stage":
+                raise ValueError(f"axis {a.name!r} must have kind 'stage'")
+            if a.name in STAGE_AXES and STAGE_AXES[a.name] not in self.train.stages:
+                raise ValueError(f"axis {a.name!r} needs {STAGE_AXES[a.name]!r} in train.stages")
+        midtrain = "midtrain" in self.train.stages
         if midtrain and self.train.midtrain_corpus is None and not self.synth.narratives:
             raise ValueError("stage 'midtrain' has no corpus: set synth.narratives = true (each run's synthesised "
                              "corpus.jsonl) or train.midtrain_corpus = a JSONL file of {\"text\"} documents")
@@ -568,7 +602,12 @@ class ExperimentConfig(_Frozen):
 
     @property
     def target_size(self) -> ModelSize:
-        """The rung allocations plan for (the configured target, else the last rung)."""
+        """The rung the experiment is for: ``experiment.target_model_size``, else the largest rung.
+
+        The ladder is validated to run from smallest to largest N, so the largest is the
+        last (on a tie in N, the last of the tied rungs). Allocation, the probe's cost
+        budget and the pipeline all use this one rule.
+        """
         name = self.experiment.target_model_size
         return self.model_size(name) if name else self.ladder[-1]
 

@@ -57,3 +57,16 @@ def test_law_for_runs_normalises_by_design_ranges():
     with pytest.raises(FitInputError, match="unknown axis 'nope'"):
         law_for_runs("additive", runs, axes=["nope"])
     assert law_for_runs("chinchilla", runs).axes == ("N", "D")
+
+
+def test_runs_are_selected_by_their_training_stages():
+    from types import SimpleNamespace
+
+    from fit.data import runs_with_stages, train_stages_of
+
+    sft = SimpleNamespace(metadata={"stages": {"sft": {}}})
+    rl = SimpleNamespace(metadata={"stages": {"grpo": {}, "sft": {}}})  # stored JSON sorts keys
+    old = SimpleNamespace(metadata={})
+    assert train_stages_of(rl) == ["sft", "grpo"] and train_stages_of(old) == ["sft"]
+    assert runs_with_stages([sft, rl, old], ["sft"]) == [sft, old]
+    assert runs_with_stages([sft, rl, old], ["sft", "grpo"]) == [rl]

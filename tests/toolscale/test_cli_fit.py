@@ -122,3 +122,12 @@ def test_imported_runs_fit_the_same_way(tmp_path, capsys):
     assert out["law"] == "chinchilla" and out["n_points"] + out["heldout_n"] == 245 and out["heldout_n"] >= 61
     assert out["holdout_source"] == "stored split column"
     assert 0.25 < out["params"]["alpha"]["estimate"] < 0.5 and out["heldout_mae"] < 0.1
+
+
+@pytest.mark.parametrize("value,needle", [("pretrain", "unknown stage 'pretrain'"), ("grpo,sft", "in the order")])
+def test_fit_stages_bad_value_one_line(capsys, value, needle):
+    from toolscale.cli import main
+
+    assert main(["fit", "--experiment", "e", "--benchmark", "x", "--stages", value]) == 2
+    err = capsys.readouterr().err
+    assert needle in err and err.strip().count("\n") <= 1

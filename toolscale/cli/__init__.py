@@ -22,7 +22,7 @@ from toolscale.errors import ToolscaleError
 __all__ = ["main", "allocate_main", "build_parser", "COMMAND_MODULES"]
 
 COMMAND_MODULES = ("project", "grid", "synth", "envs", "probe", "train", "eval", "serve", "launch", "fit", "allocate",
-                   "demo")
+                   "verify", "demo")
 """Modules of :mod:`toolscale.cli` contributing subcommands, in ``--help`` order."""
 
 EPILOG = """\

@@ -31,6 +31,9 @@ def _add_fit_args(p: argparse.ArgumentParser, benchmark_required: bool = True) -
     p.add_argument("--seed", type=int, default=0, help="seed of the bootstrap and grid subsampling")
     p.add_argument("--jobs", type=int, metavar="N", help="bootstrap worker processes (default: every core)")
     p.add_argument("--no-interaction", action="store_true", help="skip the additive vs multiplicative test")
+    p.add_argument("--stages", metavar="S[,S]",
+                   help="fit only runs trained with exactly these stages, e.g. sft or sft,grpo (SFT and RL laws "
+                        "are fitted separately); default: every run")
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -52,9 +55,14 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "report", help="write a Markdown + HTML report (plots) and a JSON file of every number for one benchmark",
         formatter_class=Formatter,
-        epilog="example:\n  toolscale report --benchmark heldout-calls --experiment E --out reports/")
+        epilog="examples:\n  toolscale report --benchmark heldout-calls --experiment E --out reports/\n"
+               "  toolscale report --benchmark heldout-calls --experiment E --compare-stages sft "
+               "--compare-stages sft,grpo")
     p.add_argument("--experiment", help="experiment name (default: the only one in the registry)")
     _add_fit_args(p)
+    p.add_argument("--compare-stages", action="append", metavar="S[,S]",
+                   help="fit the runs of each stage set separately (repeat: sft, then sft,grpo) and write "
+                        "stages.md / stages.json side by side instead of the full report")
     p.add_argument("--out", default="reports", metavar="DIR", help="output folder (default ./reports)")
     p.add_argument("--json", action="store_true", help="print the report's JSON summary on stdout")
     p.set_defaults(func=_report)
@@ -99,7 +107,20 @@ def _request(args: argparse.Namespace, experiment: str):
     return FitRequest(experiment=experiment, benchmark=args.benchmark, metric=args.metric, law=args.law, axes=axes,
                       holdout=args.holdout, n_bootstrap=args.bootstrap, huber_delta=args.huber_delta,
                       n_starts=args.starts, method=args.method, seed=args.seed, n_jobs=args.jobs,
-                      interaction_test=not args.no_interaction)
+                      interaction_test=not args.no_interaction, train_stages=_stages(args.stages) if args.stages else None)
+
+
+def _stages(text: str) -> list[str]:
+    """``--stages``: known stages in their running order, else a UsageError."""
+    from toolscale.config import STAGES
+
+    names = [t.strip() for t in text.split(",") if t.strip()]
+    bad = [n for n in names if n not in STAGES]
+    if bad or not names:
+        raise UsageError(f"--stages: unknown stage {bad[0] if bad else text!r}; stages: {', '.join(STAGES)}")
+    if names != [s for s in STAGES if s in names]:
+        raise UsageError(f"--stages: stages run in the order {', '.join(STAGES)}; got {text!r}")
+    return names
 
 
 def _load(args: argparse.Namespace, experiment: str | None) -> tuple[str, list, dict | None, bool]:
@@ -122,6 +143,8 @@ def _run(args: argparse.Namespace, experiment: str | None):
 
     from fit.experiment import fit_experiment
 
+    if args.stages:
+        _stages(args.stages)  # a bad value fails before the registry is opened
     experiment, runs, config, simulated = _load(args, experiment)
     request = _request(args, experiment)
     status = nullcontext()
@@ -191,9 +214,39 @@ def _fit(args: argparse.Namespace) -> int:
     return 0
 
 
+def _compare_stages(args: argparse.Namespace) -> int:
+    from fit.compare import StageComparison, comparison_markdown
+    from grid.results import atomic_write_text
+
+    sets = [_stages(s) for s in args.compare_stages]
+    if len(sets) < 2:
+        raise UsageError("--compare-stages needs at least two stage sets, e.g. --compare-stages sft "
+                         "--compare-stages sft,grpo")
+    fits = {}
+    for stages in sets:
+        args.stages = ",".join(stages)
+        result = _run(args, args.experiment)
+        fits["+".join(stages)] = fit_summary(result)
+    cmp = StageComparison(experiment=result.fit.experiment, benchmark=result.fit.benchmark, fits=fits)
+    out = Path(args.out)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        atomic_write_text(out / "stages.md", comparison_markdown(cmp))
+        atomic_write_text(out / "stages.json", cmp.model_dump_json(indent=1) + "\n")
+    except OSError as err:
+        raise UsageError(f"cannot write to --out {str(out)!r}: {err.strerror or err}") from None
+    if args.json:
+        emit_json(cmp.model_dump(mode="json"))
+    else:
+        print(f"wrote {out / 'stages.md'} and {out / 'stages.json'}")
+    return 0
+
+
 def _report(args: argparse.Namespace) -> int:
     from fit.report import write_report
 
+    if args.compare_stages:
+        return _compare_stages(args)
     result = _run(args, args.experiment)
     paths = write_report(result, Path(args.out))
     if args.json:

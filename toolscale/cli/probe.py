@@ -36,18 +36,12 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def target_flops_from_config(config: Any, model_size: str | None) -> float | None:
-    """``6 N D`` of a ladder rung (D = its planned tokens); the config's target rung, else the largest."""
+    """Planned training FLOPs ``6 N D`` of rung ``model_size``, else of the config's target rung
+    (:attr:`toolscale.config.ExperimentConfig.target_size`: the configured one, else the largest)."""
     if config is None:
         return None
-    ladder = {m.name: m for m in config.ladder}
-    name = model_size or config.experiment.target_model_size
-    if name is None:
-        size = max(config.ladder, key=lambda m: m.approx_params)
-    elif name in ladder:
-        size = ladder[name]
-    else:
-        raise UsageError(f"unknown model size {name!r}; known: {', '.join(ladder)}")
-    return 6.0 * size.approx_params * size.planned_tokens
+    size = config.model_size(model_size) if model_size else config.target_size
+    return size.planned_flops
 
 
 def _probe(args: argparse.Namespace) -> int:
