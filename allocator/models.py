@@ -12,7 +12,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from toolscale.config import training_flops
 
 __all__ = ["Unit", "UNITS", "Budget", "AxisCost", "CostModel", "COMPUTE", "AxisBounds", "AllocationRequest", "Plan",
-           "Optimality", "Decision", "AllocationPlan", "ARMS", "VerificationArm", "VerificationReport"]
+           "Optimality", "Decision", "AllocationPlan", "AllocationReport", "ARMS", "VerificationArm", "VerificationReport"]
 
 Unit = Literal["usd", "gpu_hours"]
 UNITS: tuple[str, ...] = ("usd", "gpu_hours")
@@ -232,6 +232,28 @@ class AllocationPlan(_Frozen):
     """Draws behind the intervals."""
     law_weights: dict[str, float] = Field(default_factory=dict)
     """Share of the draws each law form contributed (one form: ``{law: 1.0}``); empty without draws."""
+
+
+class AllocationReport(AllocationPlan):
+    """The answer of ``allocate``: the :class:`AllocationPlan` plus where it came from.
+
+    ``model_dump(mode="json")`` is the contract of ``allocate --json`` and of the MCP
+    ``allocate`` tool (``allocate --sweep --json`` lists one per budget). The registry stores
+    the :class:`AllocationPlan` part; ``allocation_id`` names that row.
+    """
+
+    experiment: str
+    """Experiment whose fit made the plan."""
+    law: str
+    """Law of that fit."""
+    fit_id: str
+    """Registry id of that fit."""
+    metric: str
+    """Metric the law predicts (``benchmark/metric``)."""
+    simulated: bool = False
+    """True when the fit was on simulated runs."""
+    allocation_id: str | None = None
+    """Registry id of the stored plan (None when not stored, e.g. over MCP)."""
 
 
 ARMS: tuple[str, ...] = ("allocator", "diversity_only", "equal_spend")

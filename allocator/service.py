@@ -15,7 +15,7 @@ import numpy as np
 
 from allocator.cost import cost_model_from_config
 from allocator.errors import AllocatorError, AllocatorUsageError
-from allocator.models import UNITS, AllocationPlan, AllocationRequest, AxisBounds, Budget, Plan
+from allocator.models import UNITS, AllocationReport, AllocationRequest, AxisBounds, Budget, Plan
 from allocator.solver import Surface, solve
 from grid.registry import Registry
 from toolscale.config import ExperimentConfig, parse_config, training_flops
@@ -247,8 +247,8 @@ def plan_allocation(registry: str, *, budget: float, benchmark: str, unit: str |
                     experiment: str | None = None, model_size: str | None = None,
                     config: ExperimentConfig | None = None, law: str | None = None, draws: int | None = None,
                     redraws: int = 30, save: bool = True, warm: Sequence[dict] = (),
-                    mix_forms: bool = True) -> tuple[AllocationPlan, dict]:
-    """Load the fit, solve, store the plan; returns ``(plan, context)`` (context: experiment, fit id, law, metric).
+                    mix_forms: bool = True) -> AllocationReport:
+    """Load the fit, solve, store the plan; the :class:`AllocationReport` (plan, experiment, fit id, law, metric).
 
     The baseline is the fair diversity-only plan (:mod:`allocator.baseline`); with
     ``mix_forms`` the intervals mix in the other law forms stored for the same points.
@@ -264,14 +264,13 @@ def plan_allocation(registry: str, *, budget: float, benchmark: str, unit: str |
                      redraws=redraws, warm=warm)
         if base_surface is None:
             plan = plan.model_copy(update={"baseline_method": base_method})
-        unit_ = ld.request.budget.unit
-        context = {"experiment": ld.experiment, "fit_id": ld.fit_id, "law": ld.fit.law, "simulated": ld.fit.simulated,
-                   "unit": unit_, "metric": ld.fit.metric}
+        allocation_id = None
         if save:
-            context["allocation_id"] = reg.save_allocation(
-                experiment=ld.experiment, benchmark=benchmark, budget=budget, unit=unit_, fit_id=ld.fit_id,
-                payload=plan.model_dump(mode="json"))
-    return plan, context
+            allocation_id = reg.save_allocation(
+                experiment=ld.experiment, benchmark=benchmark, budget=budget, unit=ld.request.budget.unit,
+                fit_id=ld.fit_id, payload=plan.model_dump(mode="json"))
+    return AllocationReport(**dict(plan), experiment=ld.experiment, law=ld.fit.law, fit_id=ld.fit_id,
+                            metric=ld.fit.metric, simulated=ld.fit.simulated, allocation_id=allocation_id)
 
 
 def equal_spend_plan(registry: str, *, budget: float, benchmark: str, unit: str | None = None,

@@ -66,13 +66,13 @@ def _plans(reg_path: str, cfg, args, rung: str):
     common = dict(budget=args.budget, benchmark=args.benchmark, experiment=args.experiment, model_size=rung,
                   config=cfg)
     equal, equal_iv = equal_spend_plan(reg_path, **common)  # read-only: fails before anything is stored
-    plan, ctx = plan_allocation(reg_path, **common)
+    plan = plan_allocation(reg_path, **common)
     size = cfg.model_size(rung)
     arms = arms_of(plan, equal, equal_iv, seeds=list(range(args.seeds)))
-    group = group_name(ctx["experiment"], args.benchmark, args.budget, rung, arms)
+    group = group_name(plan.experiment, args.benchmark, args.budget, rung, arms)
     arms, specs = verification_runs(arms, group=group, model_size=rung, model_params=size.approx_params,
-                                    train_tokens=size.planned_tokens, verifies=ctx["experiment"])
-    return plan, ctx, arms, group, specs
+                                    train_tokens=size.planned_tokens, verifies=plan.experiment)
+    return plan, arms, group, specs
 
 
 def _group_config(cfg, group: str, args):
@@ -83,12 +83,11 @@ def _group_config(cfg, group: str, args):
     return cfg.model_copy(update={"experiment": exp, "executor": ex.model_copy(update=updates)})
 
 
-def _store(reg_path: str, gcfg, plan, ctx, arms, specs) -> None:
+def _store(reg_path: str, gcfg, plan, arms, specs) -> None:
     from grid.registry import Registry
 
-    summary = {"group": "verification", "verifies": ctx["experiment"], "fit_id": ctx["fit_id"], "law": ctx["law"],
-               "metric": ctx["metric"], "simulated": ctx["simulated"], "allocation_id": ctx.get("allocation_id"),
-               "plan": plan.model_dump(mode="json"), "arms": [a.model_dump(mode="json") for a in arms]}
+    summary = {"group": "verification", "verifies": plan.experiment, "allocation": plan.model_dump(mode="json"),
+               "arms": [a.model_dump(mode="json") for a in arms]}
     with Registry(reg_path) as reg:
         reg.ensure_experiment(gcfg.experiment.name, config=gcfg.model_dump(mode="json"),
                               axes=[a.name for a in gcfg.axes])
@@ -125,16 +124,16 @@ def run_verification(args: argparse.Namespace):
         with Registry(reg_path, read_only=True) as reg:
             cfg = config_for(reg, resolve_experiment(reg, args.benchmark, args.experiment), None)
     rung = _rung(cfg, args.model_size)
-    plan, ctx, arms, group, specs = _plans(reg_path, cfg, args, rung)
+    plan, arms, group, specs = _plans(reg_path, cfg, args, rung)
     gcfg = _group_config(cfg, group, args)
-    _store(reg_path, gcfg, plan, ctx, arms, specs)
+    _store(reg_path, gcfg, plan, arms, specs)
     _train(reg_path, gcfg, args)
     with Registry(reg_path, read_only=True) as reg:
         runs = reg.runs(group)
-    report = summarise(experiment=ctx["experiment"], group=group, benchmark=args.benchmark, metric=ctx["metric"],
+    report = summarise(experiment=plan.experiment, group=group, benchmark=args.benchmark, metric=plan.metric,
                        plan=plan, arms=arms, runs=runs, cost=cost_model_from_config(cfg), model_size=rung,
-                       law=ctx["law"], fit_id=ctx["fit_id"], allocation_id=ctx.get("allocation_id"),
-                       simulated=ctx["simulated"], decision=plan.decision)
+                       law=plan.law, fit_id=plan.fit_id, allocation_id=plan.allocation_id,
+                       simulated=plan.simulated, decision=plan.decision)
     if args.plot:
         report = report.model_copy(update={"plot": str(verification_plot(report, args.plot))})
     return report
