@@ -35,8 +35,7 @@ def build_server(registry: str, config: ExperimentConfig | None = None):
     """An ``MCPServer`` answering from the registry at ``registry``."""
     from mcp.server.mcpserver import MCPServer
 
-    from allocator.report import plan_json
-    from allocator.service import benchmarks_with_fits, load_fit, plan_allocation, resolve_experiment
+    from allocator.service import benchmarks_with_fits, fit_summary_of, load_fit, plan_allocation, resolve_experiment
     from grid.registry import Registry
 
     server = MCPServer("toolscale-allocator", instructions="Ask how to spend a synthetic-data budget: "
@@ -48,9 +47,9 @@ def build_server(registry: str, config: ExperimentConfig | None = None):
                  unit: str | None = None) -> dict[str, Any]:
         """Best spend of `budget` per data axis for `benchmark`, with the predicted score, its interval,
         and the comparison with a diversity-only allocation."""
-        plan, ctx = plan_allocation(registry, budget=budget, benchmark=benchmark, experiment=experiment,
+        report = plan_allocation(registry, budget=budget, benchmark=benchmark, experiment=experiment,
                                     model_size=model_size, unit=unit, config=config, save=False, redraws=10)
-        return plan_json(plan, ctx)
+        return report.model_dump(mode="json")
 
     @server.tool()
     @_user_errors
@@ -62,15 +61,11 @@ def build_server(registry: str, config: ExperimentConfig | None = None):
     @server.tool()
     @_user_errors
     def fit_summary(benchmark: str, experiment: str | None = None) -> dict[str, Any]:
-        """The newest fit for `benchmark`: law, parameters with intervals, held-out error."""
+        """The newest fit for `benchmark`: law, parameters with intervals, held-out error and predictions,
+        the interaction verdict (the same object as `toolscale fit --json`)."""
         with Registry(registry, read_only=True) as reg:
             exp = resolve_experiment(reg, benchmark, experiment)
             fit_id, fit = load_fit(reg, exp, benchmark)
-        return {"fit_id": fit_id, "experiment": exp, "law": fit.law, "params": fit.params,
-                "intervals": {k: [v.lo, v.hi] for k, v in fit.intervals.items()},
-                "heldout_mae": fit.heldout.mae if fit.heldout else None,
-                "interval_coverage": fit.heldout.interval_coverage if fit.heldout else None,
-                "extrapolation_factor": fit.heldout.extrapolation_factor if fit.heldout else None,
-                "n_points": fit.n_points, "simulated": fit.simulated}
+        return fit_summary_of(fit, fit_id).model_dump(mode="json")
 
     return server

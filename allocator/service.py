@@ -8,19 +8,21 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from allocator.cost import cost_model_from_config
 from allocator.errors import AllocatorError, AllocatorUsageError
-from allocator.models import UNITS, AllocationPlan, AllocationRequest, AxisBounds, Budget
+from allocator.models import UNITS, AllocationReport, AllocationRequest, AxisBounds, Budget, Plan
 from allocator.solver import Surface, solve
 from grid.registry import Registry
-from toolscale.config import ExperimentConfig, parse_config
+from toolscale.config import ExperimentConfig, parse_config, training_flops
 
 __all__ = ["MAX_EXTRAPOLATION", "resolve_experiment", "load_fit", "make_surface", "build_request",
-           "plan_allocation", "benchmarks_with_fits", "config_for", "form_weights", "other_forms"]
+           "plan_allocation", "benchmarks_with_fits", "config_for", "form_weights", "other_forms",
+           "equal_spend_plan", "fit_summary_of"]
 
 MAX_EXTRAPOLATION = 4.0
 """Diversity axes may be planned up to this multiple of their largest fitted level (flagged as extrapolation)."""
@@ -30,9 +32,9 @@ def benchmarks_with_fits(reg: Registry, experiment: str | None = None) -> dict[s
     """``{benchmark: [experiments with a fit]}``."""
     out: dict[str, list[str]] = {}
     for f in reg.fits(experiment):
-        exps = out.setdefault(f["benchmark"], [])
-        if f["experiment"] not in exps:
-            exps.append(f["experiment"])
+        exps = out.setdefault(f.benchmark, [])
+        if f.experiment not in exps:
+            exps.append(f.experiment)
     return out
 
 
@@ -57,23 +59,23 @@ def load_fit(reg: Registry, experiment: str, benchmark: str, law: str | None = N
     """The newest stored fit ``(fit_id, FitResult)``; refuses fits that did not converge."""
     from fit.models import FitResult
 
-    rows = [f for f in reg.fits(experiment, benchmark) if law is None or f["law"] == law]
+    rows = [f for f in reg.fits(experiment, benchmark) if law is None or f.law == law]
     if not rows:
         raise AllocatorUsageError(f"no fit of law {law!r} for {experiment}/{benchmark}; laws fitted: "
-                                  f"{', '.join(sorted({f['law'] for f in reg.fits(experiment, benchmark)}))}")
+                                  f"{', '.join(sorted({f.law for f in reg.fits(experiment, benchmark)}))}")
     row = rows[0]
-    fit = FitResult.model_validate(row["payload"])
+    fit = FitResult.model_validate(row.payload)
     if not fit.converged:
         raise AllocatorError(f"the newest {fit.law} fit for {experiment}/{benchmark} did not converge "
                              f"({fit.message or 'no message'}); refit before allocating")
-    return row["fit_id"], fit
+    return row.fit_id, fit
 
 
 def config_for(reg: Registry, experiment: str, config: ExperimentConfig | None) -> ExperimentConfig:
     """The config given, else the one stored with the experiment by `grid design` / `simulate`."""
     if config is not None:
         return config
-    stored = reg.experiment(experiment).get("config")
+    stored = reg.experiment(experiment).config
     if not stored:
         raise AllocatorUsageError(f"experiment {experiment!r} has no stored config (imported runs?); "
                                   "pass --config CONFIG for its axes and cost model")
@@ -86,7 +88,7 @@ def _score_fn(law: Any, params: dict[str, float], *, tokens: float, sign: float)
         m = len(next(iter(X.values())))
         X.setdefault("N", np.full(m, float(n_params)))
         X.setdefault("D", np.full(m, float(tokens)))
-        X.setdefault("C", 6.0 * X["N"] * X["D"])
+        X.setdefault("C", training_flops(X["N"], X["D"]))
         return sign * np.asarray(law.predict(params, X), dtype=float).ravel()
     return score
 
@@ -134,17 +136,24 @@ def make_surface(fit: Any, *, tokens: float, others: Sequence[Any] = ()) -> Surf
     return Surface(score=score, draws=draws, labels=labels)
 
 
+def fit_summary_of(fit: Any, fit_id: str | None = None) -> Any:
+    """The :class:`fit.models.FitSummary` of a stored fit (what the MCP ``fit_summary`` tool returns)."""
+    from fit.laws import law_of
+    from fit.models import FitSummary
+
+    return FitSummary.of(fit, fit_id, formula=law_of(fit).formula)
+
+
 def other_forms(reg: Registry, experiment: str, benchmark: str, fit: Any) -> list[Any]:
     """The newest converged fit of every other law form on the same points (same data hash and metric)."""
     from fit.models import FitResult
 
     seen, out = {fit.law}, []
     for row in reg.fits(experiment, benchmark):
-        if row["law"] in seen or not row["converged"] or row["data_hash"] != fit.data_hash \
-                or row["metric"] != fit.metric:
+        if row.law in seen or not row.converged or row.data_hash != fit.data_hash or row.metric != fit.metric:
             continue
-        seen.add(row["law"])
-        out.append(FitResult.model_validate(row["payload"]))
+        seen.add(row.law)
+        out.append(FitResult.model_validate(row.payload))
     return out
 
 
@@ -197,45 +206,83 @@ def _model_params(config: ExperimentConfig, model_size: str | None) -> tuple[flo
     return n, config.target_size.planned_tokens
 
 
+@dataclass(frozen=True)
+class _Loaded:
+    """What an allocation reads from the registry: the fit, the config, the request and the surfaces."""
+
+    experiment: str
+    fit_id: str
+    fit: Any
+    config: ExperimentConfig
+    request: AllocationRequest
+    surface: Surface
+    tokens: float
+    fitted_runs: list[Any]
+
+
+def _load(reg: Registry, *, budget: float, benchmark: str, unit: str | None, experiment: str | None,
+          model_size: str | None, config: ExperimentConfig | None, law: str | None, draws: int | None,
+          mix_forms: bool) -> _Loaded:
+    if unit is not None and unit not in UNITS:
+        raise AllocatorUsageError(f"--unit must be one of {', '.join(UNITS)}, got {unit!r}")
+    if not (isinstance(budget, int | float) and math.isfinite(budget) and budget > 0):
+        raise AllocatorUsageError(f"--budget must be a positive number, got {budget}")
+    exp = resolve_experiment(reg, benchmark, experiment)
+    fit_id, fit = load_fit(reg, exp, benchmark, law)
+    cfg = config_for(reg, exp, config)
+    ranges = _fitted_ranges(reg, exp)
+    others = other_forms(reg, exp, benchmark, fit) if mix_forms and law is None else []
+    n_params, tokens = _model_params(cfg, model_size)
+    b = Budget(value=budget, unit=unit or cfg.experiment.budget_unit)
+    request = build_request(cfg, budget=b, benchmark=benchmark, model_params=n_params, fitted_ranges=ranges)
+    if draws is not None:
+        fit = fit.model_copy(update={"bootstrap": fit.bootstrap[:draws]})
+        others = [o.model_copy(update={"bootstrap": o.bootstrap[:draws]}) for o in others]
+    return _Loaded(experiment=exp, fit_id=fit_id, fit=fit, config=cfg, request=request,
+                   surface=make_surface(fit, tokens=tokens, others=others), tokens=tokens,
+                   fitted_runs=reg.runs(exp, status="done", split="fit"))
+
+
 def plan_allocation(registry: str, *, budget: float, benchmark: str, unit: str | None = None,
                     experiment: str | None = None, model_size: str | None = None,
                     config: ExperimentConfig | None = None, law: str | None = None, draws: int | None = None,
                     redraws: int = 30, save: bool = True, warm: Sequence[dict] = (),
-                    mix_forms: bool = True) -> tuple[AllocationPlan, dict]:
-    """Load the fit, solve, store the plan; returns ``(plan, context)`` (context: experiment, fit id, law, metric).
+                    mix_forms: bool = True) -> AllocationReport:
+    """Load the fit, solve, store the plan; the :class:`AllocationReport` (plan, experiment, fit id, law, metric).
 
     The baseline is the fair diversity-only plan (:mod:`allocator.baseline`); with
     ``mix_forms`` the intervals mix in the other law forms stored for the same points.
     """
     from allocator.baseline import diversity_only_law
 
-    if unit is not None and unit not in UNITS:
-        raise AllocatorUsageError(f"--unit must be one of {', '.join(UNITS)}, got {unit!r}")
-    if not (isinstance(budget, int | float) and math.isfinite(budget) and budget > 0):
-        raise AllocatorUsageError(f"--budget must be a positive number, got {budget}")
     with Registry(registry, read_only=not save) as reg:
-        exp = resolve_experiment(reg, benchmark, experiment)
-        fit_id, fit = load_fit(reg, exp, benchmark, law)
-        cfg = config_for(reg, exp, config)
-        ranges = _fitted_ranges(reg, exp)
-        fitted_runs = reg.runs(exp, status="done", split="fit")
-        others = other_forms(reg, exp, benchmark, fit) if mix_forms and law is None else []
-        n_params, tokens = _model_params(cfg, model_size)
-        b = Budget(value=budget, unit=unit or cfg.experiment.budget_unit)
-        request = build_request(cfg, budget=b, benchmark=benchmark, model_params=n_params, fitted_ranges=ranges)
-        if draws is not None:
-            fit = fit.model_copy(update={"bootstrap": fit.bootstrap[:draws]})
-            others = [o.model_copy(update={"bootstrap": o.bootstrap[:draws]}) for o in others]
-        base_surface, base_method = diversity_only_law(fitted_runs, cfg, benchmark=benchmark, metric=fit.metric,
-                                                       tokens=tokens)
-        plan = solve(request, make_surface(fit, tokens=tokens, others=others), baseline_surface=base_surface,
-                     replicate_sd=fit.replicate_sd, redraws=redraws, warm=warm)
+        ld = _load(reg, budget=budget, benchmark=benchmark, unit=unit, experiment=experiment, model_size=model_size,
+                   config=config, law=law, draws=draws, mix_forms=mix_forms)
+        base_surface, base_method = diversity_only_law(ld.fitted_runs, ld.config, benchmark=benchmark,
+                                                       metric=ld.fit.metric, tokens=ld.tokens)
+        plan = solve(ld.request, ld.surface, baseline_surface=base_surface, replicate_sd=ld.fit.replicate_sd,
+                     redraws=redraws, warm=warm)
         if base_surface is None:
             plan = plan.model_copy(update={"baseline_method": base_method})
-        context = {"experiment": exp, "fit_id": fit_id, "law": fit.law, "simulated": fit.simulated,
-                   "unit": b.unit, "metric": fit.metric}
+        allocation_id = None
         if save:
-            context["allocation_id"] = reg.save_allocation(
-                experiment=exp, benchmark=benchmark, budget=budget, unit=b.unit, fit_id=fit_id,
-                payload=plan.model_dump(mode="json"))
-    return plan, context
+            allocation_id = reg.save_allocation(
+                experiment=ld.experiment, benchmark=benchmark, budget=budget, unit=ld.request.budget.unit,
+                fit_id=ld.fit_id, payload=plan.model_dump(mode="json"))
+    return AllocationReport(**dict(plan), experiment=ld.experiment, law=ld.fit.law, fit_id=ld.fit_id,
+                            metric=ld.fit.metric, simulated=ld.fit.simulated, allocation_id=allocation_id)
+
+
+def equal_spend_plan(registry: str, *, budget: float, benchmark: str, unit: str | None = None,
+                     experiment: str | None = None, model_size: str | None = None,
+                     config: ExperimentConfig | None = None) -> tuple[Plan, tuple[float, float] | None]:
+    """The equal-spend plan at ``budget`` (:func:`allocator.solver.equal_spend_levels`), scored by the
+    same law as :func:`plan_allocation`, with its 90% interval over the draws."""
+    from allocator.solver import equal_spend_levels, make_plan, percentile_interval, score_at
+
+    with Registry(registry, read_only=True) as reg:
+        ld = _load(reg, budget=budget, benchmark=benchmark, unit=unit, experiment=experiment, model_size=model_size,
+                   config=config, law=None, draws=None, mix_forms=True)
+    levels = equal_spend_levels(ld.request)
+    plan = make_plan(ld.request, levels, ld.surface.score)
+    return plan, percentile_interval([score_at(d, levels, ld.request.model_params) for d in ld.surface.draws])

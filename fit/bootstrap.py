@@ -19,6 +19,7 @@ import numpy as np
 
 from fit.laws import Law
 from fit.models import FitResult, ParamInterval, Points
+from fit.optimize import fit_any
 
 __all__ = ["bootstrap_draws", "param_intervals", "prediction_interval", "predict_draws"]
 
@@ -38,13 +39,11 @@ def _usable_cores() -> int:
 
 
 def _refit(task: tuple[np.ndarray, dict[str, float]]) -> dict[str, float] | None:
-    from fit.fitting import _fit_any
-
     indices, fixed = task
     law: Law = _SHARED["law"]
     sample = _SHARED["points"].subset(indices)
     try:
-        opt = _fit_any(law, sample, huber_delta=_SHARED["delta"], n_starts=1, max_grid=1, seed=0,
+        opt = fit_any(law, sample, huber_delta=_SHARED["delta"], n_starts=1, max_grid=1, seed=0,
                        starts=[_SHARED["start"]], method=_SHARED["method"], fixed=fixed or None,
                        tol=REFIT_TOL, polish=False)
     except Exception:  # noqa: BLE001 - a degenerate resample is dropped, not fatal
@@ -127,8 +126,8 @@ def prediction_interval(fit: FitResult, law: Law, X: Mapping[str, Any], *, level
     """Point prediction and a ``level`` prediction interval for new runs at ``X``.
 
     Returns ``(predicted, lo, hi)``. Each bootstrap draw's prediction gets a noise draw
-    ``N(0, s^2)`` with ``s`` the fit's residual SD (on the log scale for a loss: the
-    noise multiplies); the bounds are percentiles of the result. Parameter uncertainty
+    ``N(0, s^2)`` with ``s`` the fit's residual SD (log units for ``log``
+    residuals: the noise multiplies; metric units otherwise); the bounds are percentiles of the result. Parameter uncertainty
     and run-to-run noise both count. Without bootstrap draws only the noise counts.
     """
     pred = np.atleast_1d(law.predict(fit.params, X))
@@ -137,7 +136,7 @@ def prediction_interval(fit: FitResult, law: Law, X: Mapping[str, Any], *, level
     reps = max(1, 2000 // draws.shape[0])
     sims = np.repeat(draws, reps, axis=0)
     noise = rng.normal(0.0, fit.residual_sd, size=sims.shape)
-    if fit.target == "loss":
+    if fit.residual_scale == "log":
         sims = np.maximum(sims, 1e-300) * np.exp(noise)
     else:
         sims = sims + noise

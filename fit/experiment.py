@@ -9,15 +9,16 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from fit.data import law_for_runs, points_from_runs
+from fit.data import law_for_runs, points_from_runs, runs_with_stages
 from fit.errors import FitInputError
 from fit.fitting import fit_law
-from fit.holdout import apply_holdout
+from fit.holdout import apply_holdout, heldout_metrics
 from fit.interaction import compare_hypotheses
-from fit.laws import get_law
-from fit.models import ExperimentFit, FitRequest
+from fit.laws import Law, get_law
+from fit.models import ExperimentFit, FitRequest, FitResult, Points
+from fit.predict import bic_weights
 
-__all__ = ["fit_experiment", "stored_fraction"]
+__all__ = ["fit_experiment", "stored_fraction", "with_forms"]
 
 
 def stored_fraction(config: Mapping[str, Any] | None) -> float:
@@ -41,6 +42,11 @@ def fit_experiment(runs: Sequence[Any], request: FitRequest, *, config: Mapping[
     """
     if not runs:
         raise FitInputError(f"experiment {request.experiment!r} has no done runs to fit")
+    if request.train_stages is not None:
+        runs = runs_with_stages(runs, request.train_stages)
+        if not runs:
+            raise FitInputError(f"experiment {request.experiment!r} has no done run trained with stages "
+                                f"{'+'.join(request.train_stages)}")
     name = request.law
     if name == "auto":
         name = _auto_law(runs, request, config)
@@ -56,16 +62,41 @@ def fit_experiment(runs: Sequence[Any], request: FitRequest, *, config: Mapping[
     interaction = None
     if request.interaction_test and law.target == "score" and {"diversity", "quality"} <= kinds \
             and law.stages is None:
-        interaction = compare_hypotheses(points, law.inputs, n_starts=request.n_starts,
-                                         n_bootstrap=min(request.n_bootstrap, request.interaction_bootstrap),
-                                         max_grid=min(request.max_grid, 4096), seed=request.seed,
-                                         huber_delta=request.huber_delta, n_jobs=request.n_jobs)
+        interaction, forms = compare_hypotheses(points, law.inputs, n_starts=request.n_starts,
+                                                n_bootstrap=min(request.n_bootstrap, request.interaction_bootstrap),
+                                                max_grid=min(request.max_grid, 4096), seed=request.seed,
+                                                huber_delta=request.huber_delta, n_jobs=request.n_jobs)
         if request.law == "auto":
             law = get_law(interaction.supported, law.inputs)
     fit = fit_law(points, law, huber_delta=request.huber_delta, n_starts=request.n_starts,
                   max_grid=request.max_grid, seed=request.seed, n_bootstrap=request.n_bootstrap,
                   n_jobs=request.n_jobs, holdout_rule=request.holdout, holdout_source=source, method=request.method)
+    if interaction is not None:
+        fit = with_forms(fit, [f for name, f in forms.items() if name != fit.law], points, law, seed=request.seed)
+        fit = fit.model_copy(update={"interaction": interaction})
     return ExperimentFit(request=request, fit=fit, interaction=interaction, points=points)
+
+
+def with_forms(fit: FitResult, others: Sequence[FitResult], points: Points, law: Law, *, seed: int = 0,
+               level: float = 0.90) -> FitResult:
+    """``fit`` with the other candidate forms attached by BIC weight, held-out metrics recomputed on the mixture.
+
+    Forms fitted on other data (another hash) are not mixed. Each attached form keeps its bootstrap
+    draws and drops its own held-out detail and forms (the payload stays flat).
+    """
+    others = [o for o in others if o.data_hash == fit.data_hash and o.converged]
+    if not others:
+        return fit
+    weights = bic_weights({fit.law: fit.bic, **{o.law: o.bic for o in others}})
+    flat = [o.model_copy(update={"form_weight": weights[o.law], "forms": [], "heldout": None,
+                                 "interaction": None}) for o in others]
+    fit = fit.model_copy(update={"forms": flat, "form_weight": weights[fit.law]})
+    test = points.subset(points.split_array() == "heldout")
+    if test.n:
+        train = points.subset(points.split_array() == "fit")
+        fit = fit.model_copy(update={"heldout": heldout_metrics(fit, law, test, train_flops=train.flops,
+                                                                level=level, seed=seed)})
+    return fit
 
 
 def _auto_law(runs: Sequence[Any], request: FitRequest, config: Mapping[str, Any] | None) -> str:

@@ -7,7 +7,8 @@ minimised over the named parameters, amplitudes in log space. Every start of the
 law's grid is scored in one vectorised pass; the minimiser runs from the ``n_starts``
 best and the best optimum is polished by L-BFGS-B from where it ended.
 
-The default minimiser is scipy's trust-region reflective least squares with its
+The optimiser itself lives in :mod:`fit.optimize` (under this module, :mod:`fit.bootstrap`
+and :mod:`fit.holdout`). The default minimiser is scipy's trust-region reflective least squares with its
 ``huber`` loss, which is the same objective (``0.5 f^2 rho(r^2 / f^2) = H_f(r)``)
 minimised with Gauss-Newton steps; on the 15-parameter axis laws it needs tens of
 iterations where L-BFGS-B needs hundreds. ``method="lbfgsb"`` runs L-BFGS-B from
@@ -21,188 +22,20 @@ when asked; it never reads or writes anything.
 
 from __future__ import annotations
 
-import itertools
 import math
 import time
-from collections.abc import Mapping
-from dataclasses import dataclass
 
 import numpy as np
-from scipy.optimize import least_squares, minimize
 
+from fit.bootstrap import bootstrap_draws, param_intervals
 from fit.errors import FitError, FitInputError
+from fit.holdout import heldout_metrics
 from fit.laws import Law
-from fit.models import FitResult, Points
+from fit.models import FitResult, LackOfFit, Points
+from fit.optimize import OptimumInfo, fit_any, fit_params, huber, residuals, scale_of
 
-__all__ = ["fit_law", "fit_params", "OptimumInfo", "huber", "residuals", "check_points", "replicate_sd"]
-
-_EPS = 1e-300
-
-
-def huber(r: np.ndarray, delta: float) -> np.ndarray:
-    """Huber loss ``r^2 / 2`` for ``|r| <= delta``, ``delta (|r| - delta / 2)`` beyond."""
-    a = np.abs(r)
-    return np.where(a <= delta, 0.5 * r * r, delta * (a - 0.5 * delta))
-
-
-def residuals(law: Law, y: np.ndarray, pred: np.ndarray) -> np.ndarray:
-    """``log y - log pred`` for loss targets (``pred <= 0`` gives a huge residual), ``y - pred`` for scores."""
-    if law.target == "loss":
-        return np.log(y) - np.log(np.maximum(pred, _EPS))
-    return y - pred
-
-
-@dataclass(frozen=True)
-class OptimumInfo:
-    """The outcome of one minimisation (internal to fit/, but returned by :func:`fit_params`)."""
-
-    params: dict[str, float]
-    objective: float
-    converged: bool
-    message: str
-    at_bounds: tuple[str, ...]
-    n_starts: int
-
-
-class _Problem:
-    """Vector <-> named parameters, bounds and the vectorised objective for one law and data set."""
-
-    def __init__(self, law: Law, X: Mapping[str, np.ndarray], y: np.ndarray, delta: float,
-                 fixed: Mapping[str, float] | None = None):
-        self.law, self.X, self.y, self.delta = law, X, y, delta
-        self.fixed = dict(fixed or {})
-        self.names = tuple(p for p in law.param_names if p not in self.fixed)
-        self.is_log = np.array([p in law.log_params for p in self.names])
-        lo = np.array([law.bounds[p][0] for p in self.names], dtype=float)
-        hi = np.array([law.bounds[p][1] for p in self.names], dtype=float)
-        self.lo = np.array([math.log(v) if g else v for v, g in zip(lo, self.is_log)])
-        self.hi = np.array([math.log(v) if g else v for v, g in zip(hi, self.is_log)])
-
-    def to_theta(self, params: Mapping[str, float]) -> np.ndarray:
-        v = np.array([float(params[p]) for p in self.names])
-        return np.clip(np.where(self.is_log, np.log(np.maximum(v, _EPS)), v), self.lo, self.hi)
-
-    def to_params(self, theta: np.ndarray) -> dict[str, float]:
-        v = np.where(self.is_log, np.exp(theta), theta)
-        out = {p: float(x) for p, x in zip(self.names, v)}
-        return {p: out[p] if p in out else float(self.fixed[p]) for p in self.law.param_names}
-
-    def objective_batch(self, thetas: np.ndarray) -> np.ndarray:
-        """Mean Huber loss divided by delta, for each row of ``thetas`` (shape ``(B, k)``)."""
-        vals = np.where(self.is_log, np.exp(thetas), thetas)
-        params = {p: vals[:, i:i + 1] for i, p in enumerate(self.names)}
-        params.update(self.fixed)
-        with np.errstate(all="ignore"):
-            pred = np.asarray(self.law.fn(params, self.X), dtype=float)
-            if pred.ndim == 1:
-                pred = np.broadcast_to(pred, (thetas.shape[0], self.y.shape[0]))
-            r = residuals(self.law, self.y, pred)
-            obj = huber(r, self.delta).mean(axis=1) / self.delta
-        return np.where(np.isfinite(obj), obj, np.inf)
-
-    def _batch_pred(self, thetas: np.ndarray) -> np.ndarray:
-        vals = np.where(self.is_log, np.exp(thetas), thetas)
-        params = {p: vals[:, i:i + 1] for i, p in enumerate(self.names)}
-        params.update(self.fixed)
-        with np.errstate(all="ignore"):
-            pred = np.asarray(self.law.fn(params, self.X), dtype=float)
-        return np.broadcast_to(pred, (thetas.shape[0], self.y.shape[0]))
-
-    def _steps(self, theta: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        k = theta.shape[0]
-        h = 1e-7 * np.maximum(1.0, np.abs(theta))
-        h = np.where(theta + h <= self.hi, h, -h)
-        batch = np.repeat(theta[None, :], k + 1, axis=0)
-        batch[np.arange(1, k + 1), np.arange(k)] += h
-        return batch, h
-
-    def resid(self, theta: np.ndarray) -> np.ndarray:
-        """Residuals at ``theta`` (non-finite ones replaced by a large value)."""
-        r = residuals(self.law, self.y, self._batch_pred(theta[None, :])[0])
-        return np.where(np.isfinite(r), r, 1e6)
-
-    def resid_jac(self, theta: np.ndarray) -> np.ndarray:
-        """Forward-difference Jacobian of the residuals, shape ``(n, k)``, from one batched evaluation."""
-        batch, h = self._steps(theta)
-        r = residuals(self.law, self.y, self._batch_pred(batch))
-        jac = ((r[1:] - r[0]) / h[:, None]).T
-        return np.where(np.isfinite(jac), jac, 0.0)
-
-    def fun_and_grad(self, theta: np.ndarray) -> tuple[float, np.ndarray]:
-        """Objective and its forward-difference gradient, from one batched evaluation."""
-        k = theta.shape[0]
-        batch, h = self._steps(theta)
-        vals = self.objective_batch(batch)
-        f0 = vals[0]
-        if not np.isfinite(f0):
-            return 1e30, np.zeros(k)
-        grad = (vals[1:] - f0) / h
-        grad = np.where(np.isfinite(grad), grad, 0.0)
-        return float(f0), grad
-
-
-def _grid(law: Law, max_grid: int, seed: int, names: tuple[str, ...] | None = None) -> list[dict[str, float]]:
-    """The law's full starting grid (over ``names``), or ``max_grid`` seeded draws from it when it is larger."""
-    names = law.param_names if names is None else names
-    values = [law.start_grid[p] for p in names]
-    total = math.prod(len(v) for v in values)
-    if total <= max_grid:
-        return [dict(zip(names, combo)) for combo in itertools.product(*values)]
-    rng = np.random.default_rng(seed)
-    picks = np.stack([rng.integers(0, len(v), size=max_grid) for v in values], axis=1)
-    picks = np.unique(picks, axis=0)
-    return [{p: values[j][row[j]] for j, p in enumerate(names)} for row in picks]
-
-
-def _trf(prob: _Problem, theta0: np.ndarray, maxiter: int, tol: float = 1e-8):
-    """Trust-region reflective least squares with scipy's ``huber`` loss: the same objective
-    (``0.5 f^2 rho((r / f)^2)`` with ``f = delta`` equals ``H_delta(r)``), Gauss-Newton steps."""
-    res = least_squares(prob.resid, np.clip(theta0, prob.lo, prob.hi), jac=prob.resid_jac, bounds=(prob.lo, prob.hi),
-                        loss="huber", f_scale=prob.delta, method="trf", x_scale="jac", max_nfev=maxiter,
-                        ftol=tol, xtol=tol, gtol=tol)
-    fun = float(prob.objective_batch(res.x[None, :])[0])
-    return _Res(x=res.x, fun=fun, success=res.status > 0, message=str(res.message), nit=int(res.nfev))
-
-
-@dataclass
-class _Res:
-    x: np.ndarray
-    fun: float
-    success: bool
-    message: str
-    nit: int
-
-
-def _minimise(prob: _Problem, starts: list[np.ndarray], maxiter: int, method: str = "trf", tol: float = 1e-8,
-              do_polish: bool = True) -> OptimumInfo:
-    bounds = list(zip(prob.lo, prob.hi))
-    options = {"maxiter": maxiter, "ftol": 1e-13, "gtol": 1e-10, "maxcor": 20}
-    best = None
-    for theta0 in starts:
-        if method == "trf":
-            res = _trf(prob, theta0, maxiter, tol)
-        else:
-            res = minimize(prob.fun_and_grad, theta0, jac=True, method="L-BFGS-B", bounds=bounds, options=options)
-        if best is None or res.fun < best.fun:
-            best = res
-    assert best is not None  # noqa: S101 - starts is never empty (internal invariant)
-    if not do_polish:
-        polish = best
-    else:
-        polish = minimize(prob.fun_and_grad, best.x, jac=True, method="L-BFGS-B", bounds=bounds,
-                          options={**options, "maxiter": min(300, maxiter)})
-    final = polish if polish.fun <= best.fun else best
-    stalled = abs(best.fun - polish.fun) <= 1e-7 * (1.0 + abs(best.fun))
-    converged = bool(np.isfinite(final.fun) and final.fun < 1e29 and (polish.success or stalled))
-    span = prob.hi - prob.lo
-    near = (np.abs(final.x - prob.lo) <= 1e-6 * span) | (np.abs(prob.hi - final.x) <= 1e-6 * span)
-    at_bounds = tuple(p for p, b in zip(prob.names, near) if b)
-    msg = str(polish.message) if polish.fun < best.fun else str(best.message)
-    if not converged:
-        msg = (f"the minimiser did not converge ({msg}; {polish.nit} iterations, objective {final.fun:.6g}, "
-               f"change on polishing {best.fun - polish.fun:.3g})")
-    return OptimumInfo(params=prob.to_params(final.x), objective=float(final.fun * prob.delta), converged=converged,
-                       message=msg, at_bounds=at_bounds, n_starts=len(starts))
+__all__ = ["fit_law", "fit_params", "OptimumInfo", "huber", "residuals", "check_points", "replicate_sd",
+           "choose_residual_scale", "lack_of_fit"]
 
 
 def check_points(points: Points, law: Law) -> None:
@@ -245,62 +78,6 @@ def check_points(points: Points, law: Law) -> None:
                             f"{law.n_params + 1} fitted runs; got {points.n}")
 
 
-def fit_params(law: Law, X: Mapping[str, np.ndarray], y: np.ndarray, *, huber_delta: float | None = None,
-               n_starts: int = 8, max_grid: int = 8192, maxiter: int = 2000, seed: int = 0,
-               starts: list[Mapping[str, float]] | None = None, method: str = "trf",
-               fixed: Mapping[str, float] | None = None, tol: float = 1e-8,
-               polish: bool = True) -> OptimumInfo:
-    """Minimise the Huber objective of one (single-stage) law; no validation, no uncertainty.
-
-    ``starts`` replaces the grid (bootstrap refits start from the full-data optimum).
-    ``method``: ``trf`` runs trust-region reflective least squares with scipy's Huber loss
-    (the same objective, Gauss-Newton steps: tens of iterations where L-BFGS-B takes hundreds
-    on many-axis laws) from each start, then polishes the best with L-BFGS-B; ``lbfgsb`` runs
-    L-BFGS-B from each start (exactly the Epoch AI procedure). ``fixed`` holds parameters at
-    given values (they are not fitted).
-    """
-    if method not in ("trf", "lbfgsb"):
-        raise FitInputError(f"method must be 'trf' or 'lbfgsb', got {method!r}")
-    delta = law.huber_delta if huber_delta is None else huber_delta
-    prob = _Problem(law, X, y, delta, fixed)
-    if starts is not None:
-        thetas = [prob.to_theta(s) for s in starts]
-    else:
-        grid = _grid(law, max_grid, seed, prob.names)
-        cand = np.stack([prob.to_theta(g) for g in grid])
-        scores = np.concatenate([prob.objective_batch(cand[i:i + 512]) for i in range(0, len(cand), 512)])
-        order = np.argsort(scores, kind="stable")
-        thetas = [cand[i] for i in order[:max(1, n_starts)]]
-    return _minimise(prob, thetas, maxiter, method, tol, do_polish=polish)
-
-
-def _fit_any(law: Law, points: Points, *, huber_delta: float | None, n_starts: int, max_grid: int,
-             seed: int, starts: list[Mapping[str, float]] | None = None, method: str = "trf",
-             fixed: Mapping[str, float] | None = None, maxiter: int = 2000, tol: float = 1e-8,
-             polish: bool = True) -> OptimumInfo:
-    """Fit a law (chaining the stages of a two-step law, each on its own observed data)."""
-    X = points.X()
-    y = points.y_array()
-    if law.stages is None:
-        return fit_params(law, X, y, huber_delta=huber_delta, n_starts=n_starts, max_grid=max_grid, seed=seed,
-                          starts=starts, method=method, fixed=fixed, maxiter=maxiter, tol=tol, polish=polish)
-    if fixed:
-        raise FitInputError(f"law {law.name!r}: fixed parameters are not supported for two-step laws")
-    stage1, stage2, inter = law.stages
-    s1 = fit_params(stage1, X, X[inter], n_starts=n_starts, max_grid=max_grid, seed=seed, method=method,
-                    maxiter=maxiter,
-                    starts=None if starts is None else [{k: s[k] for k in stage1.param_names} for s in starts])
-    s2 = fit_params(stage2, X, y, huber_delta=huber_delta, n_starts=n_starts, max_grid=max_grid, seed=seed,
-                    method=method, maxiter=maxiter,
-                    starts=None if starts is None else [{k: s[k] for k in stage2.param_names} for s in starts])
-    pred = law.predict({**s1.params, **s2.params}, X)
-    delta = law.huber_delta if huber_delta is None else huber_delta
-    return OptimumInfo(params={**s1.params, **s2.params},
-                       objective=float(huber(residuals(law, y, pred), delta).mean()),
-                       converged=s1.converged and s2.converged,
-                       message=f"stage 1 ({stage1.name}): {s1.message}; stage 2 ({stage2.name}): {s2.message}",
-                       at_bounds=s1.at_bounds + s2.at_bounds, n_starts=s1.n_starts + s2.n_starts)
-
 
 SIZE_EXPONENT_FIXED = 0.5
 """Size exponent held fixed when the fitted runs have fewer than 3 model sizes."""
@@ -331,13 +108,47 @@ def _unidentified_size_exponent(law: Law, points: Points
     return {name: SIZE_EXPONENT_FIXED}, {name: SIZE_EXPONENT_PRIOR}, note
 
 
-def replicate_sd(points: Points, law: Law) -> float | None:
-    """Pooled within-group SD of ``y`` (log y for losses) over replicate groups of 2+ runs; None without any."""
+SMALL_METRIC = 0.1
+"""A positive score whose fitted values all lie below this (e.g. an error rate of 0.005-0.03) is fitted on
+log residuals: its noise scales with its level, and raw residuals would weigh the largest values most."""
+DELTA_SPREAD = 0.25
+"""Default Huber threshold of a score law, as a fraction of the metric's SD over the fitted runs (on the
+residual scale): robust to outlying runs without turning into least squares when the metric is small."""
+
+
+def choose_residual_scale(law: Law, y: np.ndarray, huber_delta: float | None = None) -> Law:
+    """The law with its residual scale, unit and Huber delta set for the fitted values ``y``.
+
+    - a loss, a two-step law, or a law that names its scale: unchanged (``log`` for a loss, delta the law's);
+    - a score with ``0 < y < SMALL_METRIC`` everywhere: ``log`` residuals,
+      delta ``DELTA_SPREAD * SD(log y)``;
+    - any other score: ``relative`` residuals ``(y - f) / SD(y)``, delta ``DELTA_SPREAD``.
+
+    ``huber_delta`` (in the chosen residual units) overrides the default delta.
+    """
+    from dataclasses import replace
+
+    if law.target == "loss" or law.stages is not None or law.residual_scale is not None or y.size < 2:
+        return law if huber_delta is None else replace(law, huber_delta=huber_delta)
+    if np.all(y > 0) and np.all(y < SMALL_METRIC):
+        spread = float(np.std(np.log(y), ddof=1))
+        return replace(law, residual_scale="log", residual_unit=1.0,
+                       huber_delta=huber_delta or max(DELTA_SPREAD * spread, 1e-6))
+    unit = float(np.std(y, ddof=1))
+    if not unit > 0:
+        return replace(law, residual_scale="raw", huber_delta=huber_delta or law.huber_delta)
+    return replace(law, residual_scale="relative", residual_unit=unit, huber_delta=huber_delta or DELTA_SPREAD)
+
+
+def _on_scale(law: Law, y: np.ndarray) -> np.ndarray:
+    return np.log(y) if scale_of(law) == "log" else y
+
+
+def _replicate_groups(points: Points, law: Law) -> tuple[float, int, int]:
+    """Within-group sum of squares (residual scale), its degrees of freedom, and the number of groups."""
     if not points.groups:
-        return None
-    y = points.y_array()
-    if law.target == "loss":
-        y = np.log(y)
+        return 0.0, 0, 0
+    y = _on_scale(law, points.y_array())
     groups: dict[str, list[float]] = {}
     for g, v in zip(points.groups, y):
         groups.setdefault(g, []).append(float(v))
@@ -347,6 +158,33 @@ def replicate_sd(points: Points, law: Law) -> float | None:
             a = np.asarray(vals)
             ss += float(((a - a.mean()) ** 2).sum())
             dof += len(vals) - 1
+    return ss, dof, len(groups)
+
+
+def lack_of_fit(points: Points, law: Law, rss: float, k: int, residual_sd: float) -> LackOfFit | None:
+    """Residual SD against replicate SD, with the lack-of-fit F test where the design has replicates.
+
+    ``SS_pure`` = within-group sum of squares (``df_pure = n - g``), ``SS_lack = RSS - SS_pure``
+    (``df_lack = g - k``); ``F = (SS_lack / df_lack) / (SS_pure / df_pure)``. None without replicates.
+    """
+    from scipy.stats import f as f_dist
+
+    ss_pure, df_pure, g = _replicate_groups(points, law)
+    if df_pure == 0 or ss_pure <= 0:
+        return None
+    rep_sd = math.sqrt(ss_pure / df_pure)
+    df_lack = g - k
+    f_stat = p = None
+    if df_lack > 0:
+        f_stat = max(rss - ss_pure, 0.0) / df_lack / (ss_pure / df_pure)
+        p = float(f_dist.sf(f_stat, df_lack, df_pure))
+    return LackOfFit(residual_sd=residual_sd, replicate_sd=rep_sd, ratio=residual_sd / rep_sd, f_stat=f_stat,
+                     df_lack=max(df_lack, 0), df_pure=df_pure, p_value=p, flagged=p is not None and p < 0.01)
+
+
+def replicate_sd(points: Points, law: Law) -> float | None:
+    """Pooled within-group SD of ``y`` on the law's residual scale over replicate groups of 2+ runs."""
+    ss, dof, _ = _replicate_groups(points, law)
     return math.sqrt(ss / dof) if dof else None
 
 
@@ -398,9 +236,6 @@ def fit_law(points: Points, law: Law, *, huber_delta: float | None = None, n_sta
     >>> round(fit.params["alpha"], 2), round(fit.params["E"], 2)
     (0.34, 1.8)
     """
-    from fit.bootstrap import bootstrap_draws, param_intervals
-    from fit.holdout import heldout_metrics
-
     if law.target != points.target and law.stages is None:
         raise FitInputError(f"law {law.name!r} fits a {law.target}, but the points hold a {points.target} "
                             f"({points.benchmark}/{points.metric})")
@@ -408,9 +243,11 @@ def fit_law(points: Points, law: Law, *, huber_delta: float | None = None, n_sta
     train = points.subset(split == "fit")
     test = points.subset(split == "heldout")
     check_points(train, law)
+    law = choose_residual_scale(law, train.y_array(), huber_delta)
+    huber_delta = None
     fixed, priors, note = _unidentified_size_exponent(law, train)
     t0 = time.perf_counter()
-    opt = _fit_any(law, train, huber_delta=huber_delta, n_starts=n_starts, max_grid=max_grid, seed=seed,
+    opt = fit_any(law, train, huber_delta=huber_delta, n_starts=n_starts, max_grid=max_grid, seed=seed,
                    method=method, fixed=fixed, maxiter=maxiter)
     if note:
         opt = OptimumInfo(params=opt.params, objective=opt.objective, converged=opt.converged,
@@ -420,12 +257,13 @@ def fit_law(points: Points, law: Law, *, huber_delta: float | None = None, n_sta
         raise FitError(f"law {law.name!r} on {train.n} runs: {opt.message}; at bounds: "
                        f"{', '.join(opt.at_bounds) or 'none'}")
     X, y = train.X(), train.y_array()
-    r = residuals(law, y, law.predict(opt.params, X))
+    r = residuals(law, y, law.predict(opt.params, X)) * law.residual_unit  # log or metric units
     n, k = train.n, law.n_params - len(fixed)
     rss = float((r * r).sum())
+    res_sd = math.sqrt(rss / max(n - k, 1))
     s2 = max(rss / n, 1e-300)
     ll = -0.5 * n * (math.log(2 * math.pi * s2) + 1.0)
-    delta = law.huber_delta if huber_delta is None else huber_delta
+    delta = law.huber_delta
     draws: list[dict[str, float]] = []
     if n_bootstrap > 0:
         draws = bootstrap_draws(train, law, opt.params, n_bootstrap=n_bootstrap, seed=seed, huber_delta=delta,
@@ -435,13 +273,16 @@ def fit_law(points: Points, law: Law, *, huber_delta: float | None = None, n_sta
         converged=opt.converged, message=opt.message, at_bounds=list(opt.at_bounds), fixed=fixed, priors=priors,
         n_points=n, n_params=k,
         data_hash=train.data_hash(), huber_delta=delta, n_starts=opt.n_starts,
-        residual_sd=math.sqrt(rss / max(n - k, 1)), replicate_sd=replicate_sd(train, law), log_likelihood=ll,
+        residual_sd=res_sd, replicate_sd=replicate_sd(train, law), log_likelihood=ll,
+        residual_scale=scale_of(law), residual_unit=law.residual_unit,
+        lack_of_fit=lack_of_fit(train, law, rss, k, res_sd),
         aic=2 * k - 2 * ll, bic=k * math.log(n) - 2 * ll, bootstrap=draws,
         bootstrap_seed=seed if draws else None, intervals=param_intervals(opt.params, draws) if draws else {},
         holdout_rule=holdout_rule or ("none" if test.n == 0 else "split"),
         holdout_source=holdout_source or ("none" if test.n == 0 else "points' split"),
         experiment=points.experiment, benchmark=points.benchmark, metric=points.metric, simulated=points.simulated,
-        fit_seconds=elapsed)
+        fit_seconds=elapsed, n_skipped=points.n_skipped,
+        max_fitted_flops=max(train.flops) if train.flops and all(math.isfinite(f) for f in train.flops) else None)
     if test.n:
         result = result.model_copy(update={"heldout": heldout_metrics(
             result, law, test, train_flops=train.flops, level=interval_level, seed=seed)})

@@ -26,10 +26,10 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from fit.bootstrap import prediction_interval
 from fit.errors import FitInputError
 from fit.laws import Law
 from fit.models import FitResult, HeldoutMetrics, HeldoutPoint, Points
+from fit.predict import predict_points
 
 __all__ = ["parse_holdout", "apply_holdout", "heldout_metrics", "DEFAULT_HOLDOUT"]
 
@@ -84,9 +84,9 @@ def heldout_metrics(fit: FitResult, law: Law, test: Points, *, train_flops: Sequ
     """
     X = test.X()
     y = test.y_array()
-    pred, lo, hi = prediction_interval(fit, law, X, level=level, seed=seed)
+    pred, lo, hi = predict_points(fit, X, level=level, seed=seed, law=law)
     err = np.abs(pred - y)
-    has_pi = bool(fit.bootstrap)
+    has_pi = bool(fit.bootstrap) or bool(fit.forms)
     coverage = float(np.mean((y >= lo) & (y <= hi))) if has_pi else None
     factor = None
     if test.flops and train_flops and all(math.isfinite(f) for f in (*test.flops, *train_flops)):
@@ -95,6 +95,7 @@ def heldout_metrics(fit: FitResult, law: Law, test: Points, *, train_flops: Sequ
                         predicted=float(pred[i]), lo=float(lo[i]) if has_pi else None,
                         hi=float(hi[i]) if has_pi else None,
                         flops=float(test.flops[i]) if test.flops else None) for i in range(test.n)]
-    return HeldoutMetrics(n=test.n, mae=float(err.mean()), max_error=float(err.max()),
+    rel = err / np.maximum(np.abs(y), 1e-12)
+    return HeldoutMetrics(n=test.n, mae=float(err.mean()), relative_mae=float(rel.mean()), max_error=float(err.max()),
                           rmse=float(np.sqrt((err ** 2).mean())), interval_coverage=coverage, interval_level=level,
                           extrapolation_factor=factor, points=pts)

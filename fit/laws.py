@@ -9,7 +9,12 @@ particular form.
 Registered forms (``known_laws()``):
 
 ``chinchilla``
-    ``L(N, D) = E + A / N^alpha + B / D^beta`` (Hoffmann et al. 2022, Approach 3).
+    ``L(N, D) = E + A / N^alpha + B / D^beta`` (Hoffmann et al. 2022, Approach 3); with
+    unique tokens or data axes, ``D`` becomes effective data ``D_eff`` (below).
+``chinchilla_qterm``, ``effective``, ``effective_qterm`` (effective-data laws, loss and score)
+    ``L = E + A n^-alpha + B d_eff^-beta`` / ``S = S_max - A n^-alpha - B d_eff^-beta`` with
+    ``d_eff = D' prod_i m_i(x_i)``: repetition (Muennighoff et al. 2023) and a saturating
+    multiplier per data axis; ``_qterm``: quality as its own additive term instead.
 ``saturating``
     ``S = S_max - sum_k A_k t_k^(-alpha_k)`` over model size and every data axis.
 ``additive`` (hypothesis: quality acts on its own failure modes)
@@ -63,6 +68,7 @@ __all__ = [
     "default_inputs",
     "normalise",
     "HYPOTHESES",
+    "effective_tokens",
 ]
 
 Params = Mapping[str, Any]
@@ -89,6 +95,10 @@ class Law:
     stages : for a two-step law, ``(stage1, stage2, intermediate)``: stage 1 predicts the
         intermediate input of stage 2 (e.g. a loss from N and D); each stage is fitted on
         its own observed data and the prediction chains them.
+    residual_scale : ``log``, ``relative`` or ``raw`` residuals (:data:`fit.models.ResidualScale`);
+        None: ``log`` for a loss, ``raw`` for a score. The fitter sets it per data set
+        (:func:`fit.fitting.choose_residual_scale`) and :func:`law_of` restores it.
+    residual_unit : divisor of ``relative`` residuals (the metric's SD over the fitted runs).
     """
 
     name: str
@@ -102,6 +112,8 @@ class Law:
     formula: str = ""
     huber_delta: float = 0.05
     stages: tuple["Law", "Law", str] | None = field(default=None, repr=False)
+    residual_scale: str | None = None
+    residual_unit: float = 1.0
 
     def __post_init__(self) -> None:
         names = set(self.param_names)
@@ -199,8 +211,14 @@ def get_law(name: str, inputs: Sequence[LawInput] | None = None) -> Law:
 
 
 def law_of(fit: FitResult) -> Law:
-    """Rebuild the law a stored :class:`FitResult` was fitted with (same inputs, same normalisation)."""
-    return get_law(fit.law, fit.inputs)
+    """Rebuild the law a stored :class:`FitResult` was fitted with (same inputs, normalisation, residual scale)."""
+    from dataclasses import replace
+
+    law = get_law(fit.law, fit.inputs)
+    if law.stages is not None:
+        return law
+    return replace(law, residual_scale=fit.residual_scale, residual_unit=fit.residual_unit,
+                   huber_delta=fit.huber_delta)
 
 
 def default_inputs() -> tuple[LawInput, ...]:
@@ -229,13 +247,17 @@ def normalise(inp: LawInput, x: np.ndarray) -> np.ndarray:
 # chinchilla
 # ---------------------------------------------------------------------------
 def _chinchilla(inputs: Sequence[LawInput] | None = None) -> Law:
-    """``L(N, D) = E + A / N^alpha + B / D^beta``.
+    """``L = E + A / N^alpha + B / D_eff^beta`` (Hoffmann et al. 2022, Approach 3), with data axes.
 
-    Amplitudes ``E, A, B`` are fitted as logs; the starting grid is the Epoch AI
-    replication's (Besiroglu et al. 2024, arXiv 2404.10102): ``alpha, beta in
-    {0, 0.5, ..., 2}``, ``log E in {-1, -0.5, ..., 1}``, ``log A, log B in {0, 5, ..., 25}``
-    (0 replaced by 0.02 because the bounds exclude it); Huber delta ``1e-3`` on log loss.
+    With inputs ``N`` and ``D`` only, this is the published form: amplitudes ``E, A, B``
+    fitted as logs; the starting grid is the Epoch AI replication's (Besiroglu et al. 2024,
+    arXiv 2404.10102): ``alpha, beta in {0, 0.5, ..., 2}``, ``log E in {-1, -0.5, ..., 1}``,
+    ``log A, log B in {0, 5, ..., 25}`` (0 replaced by 0.02 because the bounds exclude it);
+    Huber delta ``1e-3`` on log loss. A ``unique_tokens`` input, or diversity and quality
+    axes, make it the effective-data law of :func:`_effective` (quality as a multiplier).
     """
+    if inputs is not None and any(i.kind in ("unique_tokens", "diversity", "quality") for i in inputs):
+        return _effective("chinchilla", "loss", "multiplier")(inputs)
     if inputs is None:
         inputs = (LawInput(name="N", kind="size"), LawInput(name="D", kind="tokens"))
     n_in = _one(inputs, "size", "chinchilla")
@@ -256,6 +278,117 @@ def _chinchilla(inputs: Sequence[LawInput] | None = None) -> Law:
                     "beta": (0.02, 0.5, 1.0, 1.5, 2.0)},
         fn=fn, log_params=frozenset({"E", "A", "B"}), huber_delta=1e-3,
         formula="L(N, D) = E + A / N^alpha + B / D^beta")
+
+
+def effective_tokens(p: Params, d: np.ndarray, u: np.ndarray | None) -> np.ndarray:
+    """Repetition-adjusted tokens ``D' = U + U R* (1 - exp(-R / R*))``, ``R = max(D / U - 1, 0)``.
+
+    Muennighoff et al. 2023 ("Scaling Data-Constrained Language Models", eq. 5): the ``R``-th
+    repetition of the unique tokens ``U`` is worth ``exp(-R / R*)`` of a new token, so repeated
+    data saturates at ``U (1 + R*)``. ``d`` and ``u`` share one unit; ``u is None`` returns ``d``.
+    """
+    if u is None:
+        return d
+    r = np.maximum(d / u - 1.0, 0.0)
+    rs = p["R_star"]
+    return u + u * rs * (1.0 - np.exp(-r / rs))
+
+
+def _effective(name: str, target: Target, quality: str) -> LawFactory:
+    """Effective-data laws: the data axes act on the tokens the model effectively sees.
+
+    ``loss:  L = E     + A n^(-alpha) + B d_eff^(-beta) [- Q(q)]``
+    ``score: S = S_max - A n^(-alpha) - B d_eff^(-beta) [+ Q(q)]``
+
+    with ``n = N / ref_N``, ``d_eff = D' prod_i m_i(x_i)``, ``D'`` the repetition-adjusted
+    tokens of :func:`effective_tokens` (``D / ref_D`` without a ``unique_tokens`` input) and
+    each ``m_i`` a saturating multiplier of its axis: ``m_i = 1 + c_i (1 - t_i^(-gamma_i))``
+    for a diversity axis (``t_i = x_i / ref_i``, ``m = 1`` at the reference level, at most
+    ``1 + c_i``), ``m_j = 1 + c_j (1 - (1 + w_j)^(-gamma_j))`` for a quality axis. A data
+    axis is then worth more as N grows and as D grows (its effect enters through
+    ``B d_eff^(-beta)``, not as a separable term). ``quality="multiplier"`` puts quality
+    inside ``d_eff`` (quality scales what diversity buys); ``quality="term"`` gives it its own
+    saturating term ``Q(q) = sum_j H_j (1 - (1 + w_j)^(-beta_j))`` (the research plan's two
+    hypotheses).
+    """
+    def factory(inputs: Sequence[LawInput] | None = None) -> Law:
+        if inputs is None:
+            inputs = (LawInput(name="N", kind="size"), LawInput(name="D", kind="tokens"))
+        size = _one(inputs, "size", name)
+        toks = _one(inputs, "tokens", name)
+        uniq = [i for i in inputs if i.kind == "unique_tokens"]
+        if len(uniq) > 1:
+            raise FitInputError(f"law {name!r} takes at most one unique_tokens input, got {len(uniq)}")
+        uniq_in = uniq[0] if uniq else None
+        div = [i for i in inputs if i.kind == "diversity"]
+        qual = [i for i in inputs if i.kind == "quality"]
+        mult = div + (qual if quality == "multiplier" else [])
+        term = qual if quality == "term" else []
+        is_loss = target == "loss"
+        if is_loss:
+            names = ["E", "A", "alpha", "B", "beta"]
+            bounds: dict[str, tuple[float, float]] = {
+                "E": (1e-3, 50.0), "A": (1e-3, 1e14), "alpha": (1e-3, 3.0), "B": (1e-3, 1e14), "beta": (1e-3, 3.0)}
+            big = size.ref == 1.0  # raw N and D: published magnitudes
+            amp = tuple(float(np.exp(v)) for v in ((0.0, 5.0, 10.0, 15.0, 20.0, 25.0) if big else (-2.0, 0.0, 2.0)))
+            grid: dict[str, tuple[float, ...]] = {
+                "E": tuple(float(np.exp(v)) for v in (-1.0, -0.5, 0.0, 0.5, 1.0)), "A": amp,
+                "alpha": (0.02, 0.5, 1.0, 1.5, 2.0) if big else (0.3, 0.7), "B": amp,
+                "beta": (0.02, 0.5, 1.0, 1.5, 2.0) if big else (0.3, 0.7)}
+        else:
+            names = ["S_max", "A", "alpha", "B", "beta"]
+            bounds = {"S_max": (-0.5, 1.5), "A": (1e-6, 10.0), "alpha": (1e-3, 3.0), "B": (1e-6, 10.0),
+                      "beta": (1e-3, 3.0)}
+            grid = {"S_max": (0.3, 0.6, 0.9), "A": (0.03, 0.2), "alpha": (0.3, 0.8), "B": (0.03, 0.2),
+                    "beta": (0.3, 0.8)}
+        if uniq_in is not None:
+            names.append("R_star")
+            bounds["R_star"] = (0.05, 1e3)
+            grid["R_star"] = (2.0, 10.0, 40.0)
+        for a in mult:
+            names += [f"c_{a.name}", f"gamma_{a.name}"]
+            bounds[f"c_{a.name}"] = (1e-4, 1e3)
+            bounds[f"gamma_{a.name}"] = (1e-2, 5.0)
+            grid[f"c_{a.name}"] = (0.3, 3.0)
+            grid[f"gamma_{a.name}"] = (0.3, 1.0)
+        for q in term:
+            names += [f"H_{q.name}", f"beta_{q.name}"]
+            bounds[f"H_{q.name}"] = (1e-6, 3.0)
+            bounds[f"beta_{q.name}"] = (1e-2, 10.0)
+            grid[f"H_{q.name}"] = (0.02, 0.1)
+            grid[f"beta_{q.name}"] = (0.5, 2.0)
+
+        def fn(p: Params, X: ArrayMap) -> np.ndarray:
+            n = normalise(size, X[size.name])
+            d = normalise(toks, X[toks.name])
+            u = None if uniq_in is None else X[uniq_in.name] / toks.ref
+            d_eff = effective_tokens(p, d, u)
+            for a in mult:
+                x = normalise(a, X[a.name])
+                base = 1.0 + x if a.kind == "quality" else x
+                d_eff = d_eff * (1.0 + p[f"c_{a.name}"] * (1.0 - base ** (-p[f"gamma_{a.name}"])))
+            red = p["A"] * n ** (-p["alpha"]) + p["B"] * d_eff ** (-p["beta"])
+            qgain = 0.0
+            for q in term:
+                qgain = qgain + p[f"H_{q.name}"] * (1.0 - (1.0 + normalise(q, X[q.name])) ** (-p[f"beta_{q.name}"]))
+            return p["E"] + red - qgain if is_loss else p["S_max"] - red + qgain
+
+        head = "L = E + A n^-alpha + B d_eff^-beta" if is_loss else "S = S_max - A n^-alpha - B d_eff^-beta"
+        if term:
+            head += " - Q(q)" if is_loss else " + Q(q)"
+        parts = ["D'" if uniq_in is not None else "D"] + [f"m_{a.name}" for a in mult]
+        formula = f"{head}; d_eff = {' * '.join(parts)}"
+        if uniq_in is not None:
+            formula += "; D' = U + U R* (1 - exp(-R / R*)), R = D / U - 1"
+        if mult:
+            formula += "; m = 1 + c (1 - t^-gamma)"
+        logs = frozenset(p for p in names if p in ("E", "A", "B", "R_star") or p.split("_")[0] in ("c", "H"))
+        return Law(name=name, target=target, inputs=(size, toks, *uniq, *div, *qual), param_names=tuple(names),
+                   bounds=bounds, start_grid=grid, fn=fn, log_params=logs, formula=formula,
+                   huber_delta=1e-3 if is_loss else 0.05)
+
+    factory.__doc__ = f"The {name!r} effective-data law (see :func:`_effective`)."
+    return factory
 
 
 def _one(inputs: Sequence[LawInput], kind: str, law: str) -> LawInput:
@@ -410,6 +543,9 @@ def _two_step(inputs: Sequence[LawInput] | None = None) -> Law:
 
 
 register_law(_chinchilla, "chinchilla")
+register_law(_effective("chinchilla_qterm", "loss", "term"), "chinchilla_qterm")
+register_law(_effective("effective", "score", "multiplier"), "effective")
+register_law(_effective("effective_qterm", "score", "term"), "effective_qterm")
 register_law(_saturating, "saturating")
 for _kind in ("additive", "multiplicative", "interaction"):
     register_law(_hypothesis(_kind), _kind)

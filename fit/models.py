@@ -29,13 +29,26 @@ __all__ = [
     "InteractionResult",
     "FitRequest",
     "ExperimentFit",
+    "ResidualScale",
+    "LackOfFit",
+    "RollingStep",
+    "SummaryParam",
+    "InteractionSummary",
+    "FitSummary",
+    "ReportSummary",
+    "PointPrediction",
+    "Prediction",
 ]
 
 Target = Literal["score", "loss"]
 """``score``: higher is better, residuals on the raw scale; ``loss``: positive, residuals on the log scale."""
 
-InputKind = Literal["size", "tokens", "flops", "diversity", "quality", "metric"]
-"""How a law input enters a law (see :class:`LawInput`)."""
+InputKind = Literal["size", "tokens", "unique_tokens", "flops", "diversity", "quality", "metric"]
+"""How a law input enters a law (see :class:`LawInput`); ``unique_tokens`` is U of a data-constrained law."""
+
+ResidualScale = Literal["log", "relative", "raw"]
+"""Residuals a fit minimises: ``log`` (``log y - log f``: losses, and small positive scores),
+``relative`` (``(y - f) / scale``, the Huber delta relative to the metric's spread) or ``raw`` (``y - f``)."""
 
 
 class _Frozen(BaseModel):
@@ -54,7 +67,7 @@ class LawInput(_Frozen):
     name: str
     """Key in the ``X`` mapping: ``N``, ``D``, ``C`` or an axis name."""
     kind: InputKind
-    """``size`` (N), ``tokens`` (D), ``flops`` (C), ``diversity`` or ``quality`` axis, or ``metric``
+    """``size`` (N), ``tokens`` (D), ``unique_tokens`` (U), ``flops`` (C), ``diversity`` or ``quality`` axis, or ``metric``
     (an observed intermediate such as the loss of a two-step law; used as is)."""
     ref: float = Field(default=1.0, gt=0)
     """Reference level of ratio inputs, in the input's unit (``t = x / ref``)."""
@@ -95,6 +108,12 @@ class Points(_Frozen):
     """Metric name (``score``, ``loss``...)."""
     simulated: bool = False
     """True when the points come from ``toolscale simulate`` (labelled in every report)."""
+    n_skipped: int = 0
+    """Done runs left out because they lack the target metric (an empty imported cell)."""
+    steps: list[float] = Field(default_factory=list)
+    """Training step of each point's checkpoint (empty: every point is a run's final checkpoint)."""
+    final: list[bool] = Field(default_factory=list)
+    """Per point: is it its run's final checkpoint (empty: all are)."""
 
     @model_validator(mode="after")
     def _lengths(self) -> "Points":
@@ -102,7 +121,7 @@ class Points(_Frozen):
         for name, col in self.inputs.items():
             if len(col) != n:
                 raise ValueError(f"input {name!r} has {len(col)} values for {n} points")
-        for name in ("run_ids", "split", "groups", "flops"):
+        for name in ("run_ids", "split", "groups", "flops", "steps", "final"):
             col = getattr(self, name)
             if col and len(col) != n:
                 raise ValueError(f"{name} has {len(col)} values for {n} points")
@@ -138,7 +157,7 @@ class Points(_Frozen):
         return self.model_copy(update={
             "inputs": {k: take(v) for k, v in self.inputs.items()}, "y": take(self.y),
             "run_ids": take(self.run_ids), "split": take(self.split), "groups": take(self.groups),
-            "flops": take(self.flops)})
+            "flops": take(self.flops), "steps": take(self.steps), "final": take(self.final)})
 
     def data_hash(self) -> str:
         """SHA-256 (first 16 hex digits) of the inputs, values and run ids: same data, same hash."""
@@ -187,6 +206,8 @@ class HeldoutMetrics(_Frozen):
     """Held-out runs."""
     mae: float
     """Mean absolute error, in the target's unit (score points or loss)."""
+    relative_mae: float | None = None
+    """Mean of ``|error| / |actual|`` (dimensionless)."""
     max_error: float
     """Largest absolute error."""
     rmse: float
@@ -271,6 +292,35 @@ class FitResult(_Frozen):
     """True when fitted on simulated runs."""
     fit_seconds: float = 0.0
     """Wall time of the point fit, in seconds."""
+    residual_scale: ResidualScale = "raw"
+    """Residuals minimised (``log`` for losses; see :data:`ResidualScale`). ``huber_delta`` is in these units;
+    ``residual_sd`` and ``replicate_sd`` are in log units for ``log``, metric units otherwise."""
+    residual_unit: float = 1.0
+    """For ``relative`` residuals, the metric's scale the residuals are divided by (its SD over the fitted runs),
+    in metric units; 1 otherwise."""
+    n_skipped: int = 0
+    """Done runs skipped because they lack the fitted metric (e.g. an empty imported cell)."""
+    lack_of_fit: LackOfFit | None = None
+    """Residual SD against replicate SD (None without replicated seeds)."""
+    interaction: InteractionResult | None = None
+    """The additive-vs-interaction verdict this fit was chosen by (None when not run)."""
+    form_weight: float = 1.0
+    """This form's weight among the candidate forms (BIC weight); 1 when no other form was fitted."""
+    forms: list[FitResult] = Field(default_factory=list)
+    """The other candidate forms, each with its ``form_weight``: prediction intervals mix them by weight
+    (:func:`fit.predict.predict_points`)."""
+    rolling: list[RollingStep] = Field(default_factory=list)
+    """Rolling validation steps (``--holdout rungs:K``): fit the smallest sizes, predict the next one."""
+    max_fitted_flops: float | None = None
+    """Training FLOPs of the largest fitted run (None when unknown): ``predict`` measures extrapolation by it."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _default_scale(cls, data):
+        """Fits stored before ``residual_scale`` existed: log residuals for a loss, raw for a score."""
+        if isinstance(data, dict) and "residual_scale" not in data:
+            data = {**data, "residual_scale": "log" if data.get("target") == "loss" else "raw"}
+        return data
 
     def draws(self) -> list[dict[str, float]]:
         """Bootstrap parameter draws, or ``[params]`` when none were computed."""
@@ -320,16 +370,25 @@ class InteractionResult(_Frozen):
 
     fits: dict[str, HypothesisFit]
     """Fit of each law by name."""
-    supported: Literal["additive", "multiplicative"]
-    """Hypothesis with the lower BIC (equal k: the lower RSS)."""
+    supported: Literal["additive", "multiplicative", "interaction"]
+    """Form the evidence supports (what ``--law auto`` fits): ``additive`` only when the data cannot tell
+    the forms apart; else ``multiplicative`` or ``interaction``, whichever has the lower BIC (a discount
+    needs ``interaction``: ``multiplicative`` can only amplify)."""
+    verdict: Literal["additive", "amplifies", "discounts"] = "additive"
+    """``additive`` (no detectable interaction), or the direction: quality ``amplifies`` or ``discounts``
+    what diversity buys (``gain_ratio`` above or below 1)."""
     strength: Literal["strong", "weak"]
-    """``strong`` when the BIC gap exceeds 6 and the likelihood-ratio test agrees."""
+    """``strong`` when the interval of ``gain_ratio`` and the bootstrap LR test agree (or, without them,
+    the BIC gap exceeds 6)."""
     delta_bic: float
-    """BIC(other) - BIC(supported) (>= 0)."""
+    """BIC(additive) - min(BIC(multiplicative), BIC(interaction)) (> 0 favours a non-additive form)."""
     lr_stat: float
-    """Likelihood-ratio statistic of ``interaction`` vs ``additive`` (kappa = 0), 1 df."""
+    """Likelihood-ratio statistic of ``interaction`` vs ``additive`` (kappa = 0)."""
     lr_p: float
-    """Its p-value (chi-square, 1 df)."""
+    """Its p-value against the parametric bootstrap of the statistic under the additive fit (the chi-square
+    reference is invalid with parameters at their bounds); chi-square 1 df without bootstrap draws."""
+    lr_p_method: str = "chi-square (1 df)"
+    """How ``lr_p`` was computed."""
     f_stat: float
     """Linearised F statistic (statsmodels OLS, exponents fixed at the additive fit) for the interaction term."""
     f_p: float
@@ -380,6 +439,9 @@ class FitRequest(_Frozen):
     """Run the additive vs multiplicative comparison when the experiment has both axis kinds."""
     interaction_bootstrap: int = Field(default=50, ge=0)
     """Bootstrap refits of the ``interaction`` law for the effect-size interval (at most ``n_bootstrap``)."""
+    train_stages: list[str] | None = None
+    """Fit only the runs trained with exactly these stages (``["sft"]``, ``["sft", "grpo"]``...); None: all.
+    SFT and RL laws are fitted separately (research plan)."""
 
 
 class ExperimentFit(_Frozen):
@@ -393,3 +455,263 @@ class ExperimentFit(_Frozen):
     """The hypothesis comparison (None without both diversity and quality axes, or for loss laws)."""
     points: Points
     """The points fitted and held out (for plots)."""
+
+
+class LackOfFit(_Frozen):
+    """Does the law fit as well as the noise allows? Residual SD against the SD between replicated seeds.
+
+    ``F = (SS_lack / df_lack) / (SS_pure / df_pure)`` with ``SS_pure`` the within-replicate-group sum of
+    squares and ``SS_lack = RSS - SS_pure`` (the classical lack-of-fit F test of a regression with replicates).
+    """
+
+    residual_sd: float
+    """Residual SD of the fit, in residual units."""
+    replicate_sd: float
+    """Pooled SD between replicated seeds, in residual units."""
+    ratio: float
+    """``residual_sd / replicate_sd`` (about 1 when the law fits to the noise)."""
+    f_stat: float | None = None
+    """Lack-of-fit F statistic (None where the degrees of freedom do not allow it)."""
+    df_lack: int = 0
+    """Degrees of freedom of lack of fit: groups minus free parameters."""
+    df_pure: int = 0
+    """Degrees of freedom of pure error: runs minus groups (of replicated runs)."""
+    p_value: float | None = None
+    """P-value of ``f_stat`` (F distribution)."""
+    flagged: bool = False
+    """True when ``p_value < 0.01``: the law misses structure the data have (the report flags it)."""
+
+
+class RollingStep(_Frozen):
+    """One step of rolling validation: fit the smallest model sizes, predict the next one up."""
+
+    fit_sizes: list[float]
+    """Model sizes fitted (parameters)."""
+    predicted_size: float
+    """Model size predicted (parameters)."""
+    n: int
+    """Runs predicted."""
+    mae: float
+    """Mean absolute error, in the metric's unit."""
+    relative_mae: float
+    """Mean of ``|error| / |actual|``."""
+    max_error: float
+    """Largest absolute error."""
+    interval_coverage: float | None = None
+    """Share of predicted runs inside their 90% interval (None without bootstrap)."""
+    converged: bool = True
+    """Whether the step's fit converged."""
+
+
+class SummaryParam(_Frozen):
+    """One parameter in a fit summary."""
+
+    estimate: float
+    """Point estimate, natural units."""
+    lo: float | None = None
+    """Lower 95% bootstrap bound (None without bootstrap)."""
+    hi: float | None = None
+    """Upper 95% bootstrap bound."""
+    se: float | None = None
+    """Bootstrap standard deviation."""
+
+
+class InteractionSummary(_Frozen):
+    """The interaction verdict in a fit summary."""
+
+    supported: str
+    """Form the evidence supports: ``additive``, ``multiplicative`` or ``interaction``."""
+    verdict: str
+    """``additive`` (the data cannot tell the forms apart), ``amplifies`` or ``discounts`` (quality scales what
+    diversity buys up or down)."""
+    strength: str
+    """``strong`` or ``weak``."""
+    delta_bic: float
+    """BIC(additive) - BIC(best other form)."""
+    lr_stat: float
+    """Likelihood-ratio statistic, interaction vs additive."""
+    lr_p: float
+    """P-value of the LR statistic against its parametric bootstrap (chi-square, 1 df, without bootstrap)."""
+    lr_p_method: str
+    """``parametric bootstrap (B draws)`` or ``chi-square (1 df, invalid at bounds)``."""
+    f_stat: float
+    """Linearised F statistic."""
+    f_p: float
+    """Its p-value."""
+    gain_ratio: float
+    """Diversity gain at top quality / at bottom quality (1 = additive)."""
+    gain_ratio_lo: float | None = None
+    """Lower 95% bound."""
+    gain_ratio_hi: float | None = None
+    """Upper 95% bound."""
+    bic: dict[str, float]
+    """BIC per form."""
+    heldout_mae: dict[str, float | None]
+    """Held-out MAE per form (None when nothing is held out)."""
+
+
+class FitSummary(_Frozen):
+    """What ``toolscale fit --json`` prints and the MCP ``fit_summary`` tool returns: ``model_dump(mode="json")``.
+
+    One model for both, built from a stored :class:`FitResult` by :meth:`of`.
+    """
+
+    fit_id: str | None = None
+    """Registry id of the stored fit (None with ``--no-store``)."""
+    experiment: str
+    """Experiment name."""
+    benchmark: str
+    """Benchmark name."""
+    metric: str
+    """Metric fitted."""
+    law: str
+    """Law fitted."""
+    formula: str = ""
+    """The law's formula."""
+    target: str
+    """``score`` or ``loss``."""
+    simulated: bool
+    """True for simulated runs."""
+    converged: bool
+    """Optimizer convergence."""
+    message: str
+    """Optimizer message and diagnostics."""
+    at_bounds: list[str]
+    """Parameters at a bound."""
+    n_points: int
+    """Runs fitted."""
+    n_skipped: int = 0
+    """Done runs skipped because they lack the fitted metric."""
+    n_params: int
+    """Free parameters."""
+    data_hash: str
+    """Hash of the fitted points."""
+    params: dict[str, SummaryParam]
+    """Parameters with their 95% intervals."""
+    residual_scale: ResidualScale
+    """Residuals minimised (``log``, ``relative`` or ``raw``)."""
+    huber_delta: float
+    """Huber threshold, in residual units."""
+    residual_sd: float
+    """Residual SD, in residual units."""
+    replicate_sd: float | None
+    """Replicate SD (None without replicates)."""
+    lack_of_fit: LackOfFit | None = None
+    """Residual vs replicate SD test."""
+    aic: float
+    """AIC."""
+    bic: float
+    """BIC."""
+    n_bootstrap: int
+    """Bootstrap draws kept."""
+    form_weights: dict[str, float] = Field(default_factory=dict)
+    """Weight of each candidate form in the prediction intervals (the fitted law's included)."""
+    holdout_rule: str
+    """Hold-out rule."""
+    holdout_source: str
+    """Where the split came from."""
+    heldout_n: int
+    """Held-out runs."""
+    heldout_mae: float | None
+    """Held-out MAE, metric units."""
+    heldout_relative_mae: float | None = None
+    """Held-out mean of ``|error| / |actual|``."""
+    heldout_max_error: float | None
+    """Largest held-out error."""
+    interval_coverage: float | None
+    """Share of held-out runs inside their 90% interval."""
+    extrapolation_factor: float | None
+    """Largest held-out FLOPs / largest fitted FLOPs."""
+    heldout_predictions: list[HeldoutPoint] = Field(default_factory=list)
+    """Each held-out run: actual, predicted and the 90% interval."""
+    rolling: list[RollingStep] = Field(default_factory=list)
+    """Rolling validation steps (``--holdout rungs:K``)."""
+    fit_seconds: float
+    """Wall time of the point fit, seconds."""
+    interaction: InteractionSummary | None = None
+    """The interaction verdict (None when not run)."""
+
+    @classmethod
+    def of(cls, fit: "FitResult", fit_id: str | None = None, formula: str = "") -> "FitSummary":
+        """The summary of ``fit`` (its stored interaction verdict included)."""
+        params = {}
+        for name, value in fit.params.items():
+            iv = fit.intervals.get(name)
+            params[name] = SummaryParam(estimate=value, lo=iv.lo if iv else None, hi=iv.hi if iv else None,
+                                        se=iv.se if iv else None)
+        h = fit.heldout
+        inter = None
+        if fit.interaction is not None:
+            i = fit.interaction
+            inter = InteractionSummary(
+                supported=i.supported, verdict=i.verdict, strength=i.strength, delta_bic=i.delta_bic,
+                lr_stat=i.lr_stat, lr_p=i.lr_p, lr_p_method=i.lr_p_method, f_stat=i.f_stat, f_p=i.f_p,
+                gain_ratio=i.gain_ratio, gain_ratio_lo=i.gain_ratio_lo, gain_ratio_hi=i.gain_ratio_hi,
+                bic={k: v.bic for k, v in i.fits.items()}, heldout_mae={k: v.heldout_mae for k, v in i.fits.items()})
+        weights = {fit.law: fit.form_weight, **{f.law: f.form_weight for f in fit.forms}} if fit.forms else {}
+        return cls(fit_id=fit_id, experiment=fit.experiment, benchmark=fit.benchmark, metric=fit.metric, law=fit.law,
+                   formula=formula, target=fit.target, simulated=fit.simulated, converged=fit.converged,
+                   message=fit.message, at_bounds=list(fit.at_bounds), n_points=fit.n_points,
+                   n_skipped=fit.n_skipped, n_params=fit.n_params, data_hash=fit.data_hash, params=params,
+                   residual_scale=fit.residual_scale, huber_delta=fit.huber_delta, residual_sd=fit.residual_sd,
+                   replicate_sd=fit.replicate_sd, lack_of_fit=fit.lack_of_fit, aic=fit.aic, bic=fit.bic,
+                   n_bootstrap=len(fit.bootstrap), form_weights=weights, holdout_rule=fit.holdout_rule,
+                   holdout_source=fit.holdout_source, heldout_n=h.n if h else 0, heldout_mae=h.mae if h else None,
+                   heldout_relative_mae=h.relative_mae if h else None,
+                   heldout_max_error=h.max_error if h else None,
+                   interval_coverage=h.interval_coverage if h else None,
+                   extrapolation_factor=h.extrapolation_factor if h else None,
+                   heldout_predictions=list(h.points) if h else [], rolling=list(fit.rolling),
+                   fit_seconds=fit.fit_seconds, interaction=inter)
+
+
+class ReportSummary(FitSummary):
+    """What ``toolscale report --json`` prints: the fit summary and the files written."""
+
+    files: dict[str, str] = Field(default_factory=dict)
+    """``markdown``, ``html``, ``json`` -> path written."""
+
+
+class PointPrediction(_Frozen):
+    """One predicted point (``toolscale predict``)."""
+
+    inputs: dict[str, float]
+    """The point's inputs, natural units (N in parameters, D in tokens, axes in their units)."""
+    predicted: float
+    """Predicted value (the fitted law's point prediction), metric units."""
+    lo: float
+    """Lower bound of the prediction interval (forms mixed by weight, parameters and noise)."""
+    hi: float
+    """Upper bound."""
+    level: float = 0.90
+    """Nominal level of ``[lo, hi]``."""
+    flops: float | None = None
+    """Training FLOPs of the point (``6 N D``), when N and D are known."""
+    beyond_range: bool = False
+    """True when the point's FLOPs exceed the largest fitted run's."""
+    extrapolation_factor: float | None = None
+    """Point FLOPs / largest fitted FLOPs (> 1 is beyond the fitted range)."""
+
+
+class Prediction(_Frozen):
+    """What ``toolscale predict --json`` prints."""
+
+    experiment: str
+    """Experiment of the fit."""
+    benchmark: str
+    """Benchmark."""
+    metric: str
+    """Metric predicted."""
+    law: str
+    """Law fitted."""
+    fit_id: str | None = None
+    """Registry id of the fit used."""
+    form_weights: dict[str, float] = Field(default_factory=dict)
+    """Forms mixed into the intervals, by weight."""
+    max_fitted_flops: float | None = None
+    """Largest fitted run's training FLOPs."""
+    points: list[PointPrediction]
+    """One entry per ``--at``."""
+
+
+FitResult.model_rebuild()

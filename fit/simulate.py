@@ -122,8 +122,8 @@ def simulate_experiment(registry: Any, config: Any, experiment: str, *, truth_pa
 
     if not experiment or not experiment.replace("-", "").replace("_", "").replace(".", "").isalnum():
         raise FitInputError(f"experiment name must be letters, digits, '-', '_' or '.', got {experiment!r}")
-    existing = {e["name"]: e for e in registry.experiments()}
-    if experiment in existing and not existing[experiment]["simulated"]:
+    existing = {e.name: e for e in registry.experiments()}
+    if experiment in existing and not existing[experiment].simulated:
         raise FitInputError(f"experiment {experiment!r} holds real runs; simulate into a new experiment name")
     inputs = law_inputs_for_config(config)
     truth = load_truth(truth_path) if truth_path else builtin_truth(inputs, hypothesis)

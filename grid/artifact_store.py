@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from grid.connection import Connection, now
+from grid.models import DatasetRecord
 from grid.schema import SCHEMA_VERSION
 
 __all__ = ["ArtifactStore"]
@@ -24,14 +25,14 @@ class ArtifactStore(Connection):
                              [dataset_id, experiment, self._json(recipe), seed, path, self._json(manifest), now(),
                               SCHEMA_VERSION])
 
-    def dataset(self, dataset_id: str) -> dict[str, Any] | None:
-        """A dataset row, or None."""
+    def dataset(self, dataset_id: str) -> DatasetRecord | None:
+        """A dataset's stored manifest, or None."""
         r = self.con.execute("SELECT dataset_id, experiment, recipe, seed, path, manifest FROM datasets "
                              "WHERE dataset_id = ?", [dataset_id]).fetchone()
         if r is None:
             return None
-        return {"dataset_id": r[0], "experiment": r[1], "recipe": json.loads(r[2] or "{}"), "seed": r[3],
-                "path": r[4], "manifest": json.loads(r[5] or "{}")}
+        return DatasetRecord(dataset_id=r[0], experiment=r[1], recipe=json.loads(r[2] or "{}"), seed=r[3], path=r[4],
+                             manifest=json.loads(r[5] or "{}"))
 
     def save_tool_docs(self, server: str, docs: Sequence[dict[str, Any]], quarantined: Sequence[tuple[str | None, str]] = ()) -> None:
         """Replace a server's tool docs and quarantine entries (one collection)."""

@@ -7,6 +7,7 @@ import uuid
 from typing import Any
 
 from grid.connection import Connection, now
+from grid.models import FitRecord
 from grid.schema import SCHEMA_VERSION
 
 __all__ = ["FitStore"]
@@ -26,19 +27,14 @@ class FitStore(Connection):
                               self._json(payload), now(), SCHEMA_VERSION])
         return fit_id
 
-    def fits(self, experiment: str | None = None, benchmark: str | None = None) -> list[dict[str, Any]]:
+    def fits(self, experiment: str | None = None, benchmark: str | None = None) -> list[FitRecord]:
         """Stored fits, newest first, with their payloads."""
         where, args = self._where(experiment=experiment, benchmark=benchmark)
         sql = ("SELECT fit_id, experiment, benchmark, metric, law, converged, n_points, data_hash, payload, "
                "created_at FROM fits" + where)
-        cols = ["fit_id", "experiment", "benchmark", "metric", "law", "converged", "n_points", "data_hash",
-                "payload", "created_at"]
-        out = []
-        for r in self.con.execute(sql + " ORDER BY created_at DESC", args).fetchall():
-            d = dict(zip(cols, r))
-            d["payload"] = json.loads(d["payload"])
-            out.append(d)
-        return out
+        return [FitRecord(fit_id=r[0], experiment=r[1], benchmark=r[2], metric=r[3], law=r[4], converged=r[5],
+                          n_points=r[6], data_hash=r[7], payload=json.loads(r[8]), created_at=r[9])
+                for r in self.con.execute(sql + " ORDER BY created_at DESC", args).fetchall()]
 
     def save_allocation(self, *, experiment: str, benchmark: str, budget: float, unit: str, fit_id: str | None,
                         payload: dict[str, Any]) -> str:

@@ -2,6 +2,13 @@
 
 Imports only pydantic and the standard library. A compute job writes exactly one
 :class:`RunResult` file; the registry ingests it (jobs never open the registry).
+
+:class:`DesignSummary` is what ``grid design --json`` prints (with the alias report) and what
+the registry stores with each design version.
+
+The registry's reads return these models (:class:`RunRecord`, :class:`ExperimentRecord`,
+:class:`DatasetRecord`, :class:`FitRecord`) and its ingest an :class:`IngestReport`;
+wherever one is shown as JSON (``--json``, MCP), the JSON is its ``model_dump(mode="json")``.
 """
 
 from __future__ import annotations
@@ -23,6 +30,13 @@ __all__ = [
     "MetricResult",
     "TrainStats",
     "RunResult",
+    "IngestReport",
+    "ExperimentRecord",
+    "DatasetRecord",
+    "FitRecord",
+    "Cell",
+    "EstimatedCost",
+    "DesignSummary",
     "run_id_for",
     "TableCheck",
     "RegistryCheck",
@@ -153,6 +167,9 @@ class TrainStats(_Frozen):
     """Last training loss."""
     steps: int | None = None
     """Optimizer steps."""
+    stage_flops: dict[str, float] = Field(default_factory=dict)
+    """Training FLOPs per stage (``midtrain``, ``sft``, ``grpo``) when a run has several; they sum to
+    ``train_flops``."""
 
 
 class RunResult(_Frozen):
@@ -178,6 +195,173 @@ class RunResult(_Frozen):
     """When the job finished (UTC)."""
     extra: dict[str, Any] = Field(default_factory=dict)
     """Anything else the job measured (loss curve, probe summary)."""
+
+
+class IngestReport(_Frozen):
+    """Outcome of ingesting result files into the registry (one transaction)."""
+
+    ingested: int = 0
+    """Result files applied to their runs."""
+    duplicate: int = 0
+    """Result files skipped because a file with the same content hash was ingested before."""
+    unknown_run: int = 0
+    """Result files skipped because the registry has no run with their run id."""
+    problems: list[str] = Field(default_factory=list)
+    """One line per skipped unknown-run file: ``"<path>: unknown run <run_id>"``."""
+
+
+class ExperimentRecord(_Frozen):
+    """An experiment as stored in the registry."""
+
+    name: str
+    """Experiment name (unique)."""
+    axes: list[str]
+    """Data axes, in the order they were declared."""
+    simulated: bool
+    """True when any of its runs were simulated, not trained."""
+    config: dict[str, Any] | None
+    """The experiment config as JSON (``ExperimentConfig.model_dump(mode="json")``), or None for imported runs."""
+
+
+class DatasetRecord(_Frozen):
+    """A synthesized dataset's manifest as stored in the registry (written by synth/ and probes/)."""
+
+    dataset_id: str
+    """Content-derived dataset id."""
+    experiment: str | None
+    """Experiment the dataset was made for, or None."""
+    recipe: dict[str, Any]
+    """The recipe it was synthesized from (axis name -> level, plus recipe options)."""
+    seed: int
+    """Seed of synthesis."""
+    path: str
+    """Folder holding the dataset's files."""
+    manifest: dict[str, Any]
+    """The dataset's manifest (counts, provenance, probe results...) as JSON."""
+
+
+class FitRecord(_Frozen):
+    """A fitted scaling law as stored in the registry."""
+
+    fit_id: str
+    """Fit id (``f-`` and 12 hex digits)."""
+    experiment: str
+    """Experiment whose runs were fitted."""
+    benchmark: str
+    """Benchmark whose scores were fitted."""
+    metric: str
+    """Metric of the benchmark."""
+    law: str
+    """Registered law name."""
+    converged: bool
+    """Whether the optimiser converged."""
+    n_points: int
+    """Runs (points) the law was fitted on."""
+    data_hash: str
+    """Hash of the fitted points: the same data gives the same hash."""
+    payload: dict[str, Any]
+    """The ``FitResult`` as JSON (``FitResult.model_validate(payload)`` reads it back)."""
+    created_at: datetime
+    """When the fit was stored (UTC, no tzinfo)."""
+
+
+class Cell(_Frozen):
+    """One (rung, token multiplier) cell of the crossing: every run in it has the same planned FLOPs."""
+
+    model_size: str
+    """Ladder rung."""
+    token_multiplier: float
+    """Multiple of the rung's planned tokens."""
+    model_params: float
+    """Planned parameters N (``ModelSize.approx_params``)."""
+    max_steps: int
+    """Optimizer steps a run trains: ``ceil(rung max_steps x token_multiplier)``."""
+    train_tokens: float
+    """Planned tokens D = max_steps x batch_size x max_seq_len."""
+    train_flops: float
+    """Planned training FLOPs, 6 N D."""
+    runs: int
+    """Runs in this cell."""
+    split: str
+    """``fit``, ``heldout`` or ``mixed``."""
+
+
+class EstimatedCost(_Frozen):
+    """What a design costs before anything runs, in the experiment's budget unit."""
+
+    unit: str
+    """Budget unit (``usd`` or ``gpu_hours``)."""
+    data: float
+    """Synthesis: sum over distinct (recipe, seed) datasets of ``cost_per_unit x level`` per axis."""
+    compute: float
+    """Training: ``cost.per_pflop x planned FLOPs / 1e15`` summed over runs."""
+    total: float
+    """``data + compute``."""
+
+
+class DesignSummary(_Frozen):
+    """What a built design holds and can estimate; ``grid design --json`` prints its ``model_dump(mode="json")``."""
+
+    experiment: str
+    """Experiment name."""
+    design_version: str
+    """Design version (``d-`` + 12 hex digits)."""
+    kind: str
+    """Design kind (``fractional``, ``gsd``, ``full``, ``lhs``)."""
+    runs: int
+    """Planned runs."""
+    points: int
+    """Design points, center points included."""
+    center_points: int
+    """Center points."""
+    replicates: int
+    """Seeds per point."""
+    datasets: int
+    """Distinct (recipe, seed) datasets the runs need."""
+    levels: dict[str, list[float]]
+    """Real levels used per axis, ascending, in each axis' unit."""
+    level_counts: dict[str, int]
+    """Number of distinct levels per axis."""
+    units: dict[str, str]
+    """Unit of each axis."""
+    resolution: int | None
+    """Resolution of a regular two-level fraction, else None."""
+    resolution_roman: str | None
+    """The resolution in Roman numerals (``IV``), else None."""
+    generators: str | None
+    """Generators of a two-level fraction (``a b c -abc``), else None."""
+    gsd_reduction: int | None
+    """Reduction of a generalized subset design, else None."""
+    d_efficiency: float
+    """D-efficiency of the main-effects model on the design, in [0, 1]."""
+    alias_highlights: list[str]
+    """The first (at most 12) alias statements worth reading."""
+    qd_clear_of_main: bool
+    """True when quality x diversity interactions are not aliased with main effects."""
+    qd_statement: str
+    """One sentence on what the design can say about quality x diversity interactions."""
+    split_rule: str
+    """The held-out rule, e.g. ``top 25% of runs by planned training FLOPs``."""
+    fit_runs: int
+    """Runs the fit sees."""
+    heldout_runs: int
+    """Runs held out to check extrapolation."""
+    heldout_share: float
+    """``heldout_runs / runs`` (rounded to 6 digits)."""
+    extrapolation_factor: float | None
+    """Largest held-out FLOPs / largest fitted FLOPs (rounded to 6 digits); None with nothing held out."""
+    min_extrapolation_factor: float
+    """The factor the config requires."""
+    flops_range: list[float] | None
+    """``[min, max]`` planned training FLOPs over the runs; None for an empty design."""
+    cells: list[Cell]
+    """The (rung, token multiplier) cells, in ladder order."""
+    constrained_points: int
+    """Points moved by the design constraints."""
+    duplicate_runs_dropped: int
+    """Runs dropped because another run had the same id (points that constraints made equal)."""
+    estimated_cost: EstimatedCost
+    """Data, compute and total cost before anything runs."""
 
 
 class TableCheck(_Frozen):

@@ -14,7 +14,8 @@ from grid.artifact_store import ArtifactStore
 from grid.connection import code_version, now
 from grid.errors import RegistryError, RegistryLockedError
 from grid.fit_store import FitStore
-from grid.run_store import IngestReport, RunStore
+from grid.models import IngestReport
+from grid.run_store import RunStore
 
 __all__ = ["Registry", "RegistryError", "RegistryLockedError", "IngestReport", "code_version", "now"]
 

@@ -14,14 +14,11 @@ from typing import Any
 
 from grid.connection import Connection, code_version, now
 from grid.errors import RegistryError, UnknownNameError
-from grid.models import RUN_STATUSES, TERMINAL_STATUSES, MetricResult, RunRecord, RunResult, RunSpec
+from grid.models import (RUN_STATUSES, TERMINAL_STATUSES, ExperimentRecord, IngestReport, MetricResult, RunRecord,
+                         RunResult, RunSpec)
 from grid.schema import SCHEMA_VERSION, axis_column, axis_column_ddl
 
-__all__ = ["RunStore", "IngestReport"]
-
-
-class IngestReport(dict):
-    """Counts of an ingest: ``ingested``, ``duplicate``, ``unknown_run``; plus ``problems`` (list of str)."""
+__all__ = ["RunStore"]
 
 
 class RunStore(Connection):
@@ -48,19 +45,20 @@ class RunStore(Connection):
                 if config is not None:
                     self.con.execute("UPDATE experiments SET config = ? WHERE name = ?", [self._json(config), name])
 
-    def experiments(self) -> list[dict[str, Any]]:
-        """Every experiment: name, axes, simulated flag, config (dict or None)."""
+    def experiments(self) -> list[ExperimentRecord]:
+        """Every experiment (name, axes, simulated flag, config), oldest first."""
         rows = self.con.execute(
             "SELECT name, axes, simulated, config FROM experiments ORDER BY created_at, name").fetchall()
-        return [{"name": r[0], "axes": json.loads(r[1] or "[]"), "simulated": bool(r[2]),
-                 "config": json.loads(r[3]) if r[3] else None} for r in rows]
+        return [ExperimentRecord(name=r[0], axes=json.loads(r[1] or "[]"), simulated=bool(r[2]),
+                                 config=json.loads(r[3]) if r[3] else None) for r in rows]
 
-    def experiment(self, name: str) -> dict[str, Any]:
+    def experiment(self, name: str) -> ExperimentRecord:
         """One experiment; RegistryError listing the known ones otherwise."""
-        for e in self.experiments():
-            if e["name"] == name:
+        experiments = self.experiments()
+        for e in experiments:
+            if e.name == name:
                 return e
-        known = ", ".join(e["name"] for e in self.experiments()) or "none"
+        known = ", ".join(e.name for e in experiments) or "none"
         raise UnknownNameError(f"unknown experiment {name!r}; known: {known}")
 
     # ---- designs and runs ------------------------------------------------
@@ -256,20 +254,20 @@ class RunStore(Connection):
         measured N, D, FLOPs; failed runs their error tail. Set-based: a few statements
         per batch, not per file (300 results in well under a second).
         """
-        report = IngestReport(ingested=0, duplicate=0, unknown_run=0, problems=[])
         if not results:
-            return report
+            return IngestReport()
+        duplicate, unknown, problems = 0, 0, []
         with self.transaction():
             seen = self._existing("ingested_files", "content_hash", [d for _, d, _ in results])
             known = self._existing("runs", "run_id", [r.run_id for r, _, _ in results])
             todo: list[tuple[RunResult, str, str]] = []
             for result, digest, path in results:
                 if digest in seen:
-                    report["duplicate"] += 1
+                    duplicate += 1
                     continue
                 if result.run_id not in known:
-                    report["unknown_run"] += 1
-                    report["problems"].append(f"{path}: unknown run {result.run_id}")
+                    unknown += 1
+                    problems.append(f"{path}: unknown run {result.run_id}")
                     continue
                 seen.add(digest)
                 todo.append((result, digest, path))
@@ -279,8 +277,7 @@ class RunStore(Connection):
             if earlier:
                 self._values("INSERT INTO ingested_files VALUES {values}",
                              "(?::VARCHAR, ?::VARCHAR, ?::VARCHAR, ?::TIMESTAMP, ?::INTEGER)", earlier)
-            report["ingested"] = len(todo)
-        return report
+        return IngestReport(ingested=len(todo), duplicate=duplicate, unknown_run=unknown, problems=problems)
 
     def _apply_results(self, todo: Sequence[tuple[RunResult, str, str]]) -> None:
         """Apply results of distinct runs, a few statements in all.

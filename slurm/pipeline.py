@@ -8,8 +8,8 @@ requeued job skips what is done:
    shared by every model size. Two jobs building the same dataset take an exclusive
    file lock; the builder writes a temporary folder and renames it into place, so a
    reader sees a complete dataset or none.
-2. **train**: :func:`train.sft.train_sft` into ``workdir/model`` (it resumes from its
-   own checkpoints after a requeue).
+2. **train**: the configured ``[train].stages`` (:mod:`slurm.stages`: mid-training, SFT into
+   ``workdir/model``, GRPO), each resuming from its own checkpoints after a requeue.
 3. **eval**: :func:`eval.runner.evaluate_spec` (every configured benchmark, one model load).
 
 The heavy packages are imported inside the job, so a missing one fails that run (its
@@ -28,12 +28,16 @@ import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from grid.models import RunSpec
 from slurm.job import read_context, save_checkpoint
 
-__all__ = ["run_pipeline", "dataset_key", "ensure_dataset", "COMPLETE_MARKER"]
+if TYPE_CHECKING:
+    from synth.models import Recipe
+    from toolscale.config import ExperimentConfig
+
+__all__ = ["run_pipeline", "job_recipe", "dataset_key", "ensure_dataset", "COMPLETE_MARKER"]
 
 COMPLETE_MARKER = ".complete"
 """File a finished dataset folder holds (written before the folder is renamed into place)."""
@@ -93,10 +97,21 @@ def _probe_extra(manifest: dict[str, Any], train_flops: float | None) -> dict[st
             "probe_cost_share": (flops / train_flops) if flops is not None and train_flops else None}
 
 
+def job_recipe(run: RunSpec, cfg: ExperimentConfig) -> Recipe:
+    """The run's recipe: its axis levels, the config's ``[synth]`` settings (the user's ``servers``
+    included, so they are collected and executed live in the job) and the run's seed."""
+    from synth.models import Recipe
+
+    from slurm.stages import stage_axes
+
+    settings = {k: v for k, v in cfg.synth.model_dump().items() if k in Recipe.model_fields}
+    knobs = {k: v for k, v in run.recipe.items() if k not in stage_axes(cfg)}  # stage axes set training
+    return Recipe.from_axes(knobs, seed=run.seed, **settings)
+
+
 def run_pipeline(run: RunSpec, workdir: Path, checkpoint: dict[str, Any] | None) -> dict[str, Any]:
     """Build (or reuse) the run's dataset, train, evaluate; returns the result fields (see :mod:`slurm.jobs`)."""
     from synth.dataset import build_dataset
-    from synth.models import Recipe
     from toolscale.config import ExperimentConfig
 
     ctx = read_context(workdir)
@@ -106,16 +121,17 @@ def run_pipeline(run: RunSpec, workdir: Path, checkpoint: dict[str, Any] | None)
     if run.model_size not in sizes:
         raise KeyError(f"model size {run.model_size!r} is not in the config's ladder ({', '.join(sizes)})")
     size = sizes[run.model_size]
-    settings = {k: v for k, v in cfg.synth.model_dump().items() if k in Recipe.model_fields}
-    recipe = Recipe.from_axes(run.recipe, seed=run.seed, **settings)
-    key = dataset_key(recipe.model_dump(mode="json"))
+    from slurm.stages import train_stages
+
+    recipe = job_recipe(run, cfg)
+    key = dataset_key(recipe.identity())
 
     def build(folder: Path) -> None:
         from probes.pipeline import probe_dataset
 
         build_dataset(recipe, folder)
         target = cfg.target_size  # the probe budget is a share of the run the data is for
-        probe_dataset(folder, spec=cfg.probe, target_train_flops=6.0 * target.approx_params * target.planned_tokens)
+        probe_dataset(folder, spec=cfg.probe, target_train_flops=target.planned_flops)
 
     t0 = time.monotonic()
     data_dir, built = ensure_dataset(ctx["dataset_cache"], key, build)
@@ -124,12 +140,9 @@ def run_pipeline(run: RunSpec, workdir: Path, checkpoint: dict[str, Any] | None)
     save_checkpoint(workdir, state)
     manifest = json.loads((data_dir / "manifest.json").read_text(encoding="utf-8"))
 
-    from train.sft import train_sft
-
-    model_dir = Path(workdir) / "model"
     steps = int(run.metadata.get("max_steps", size.max_steps))  # the design's steps (token multiples)
-    stats = train_sft(data_dir, size, model_dir, max_steps=steps, seed=run.seed, threads=cfg.train.threads,
-                      resume=True)
+    trained = train_stages(cfg, size, run, data_dir, Path(workdir), steps=steps)
+    stats, model_dir = trained.total, trained.model_dir
     stage_s["train"] = time.monotonic() - t0 - stage_s["dataset"]
     state.update(stage="trained", model=str(model_dir))
     save_checkpoint(workdir, state)
@@ -145,4 +158,7 @@ def run_pipeline(run: RunSpec, workdir: Path, checkpoint: dict[str, Any] | None)
             "extra": {"dataset_key": key, "dataset_built_here": built, "dataset_dir": str(data_dir),
                       "probe": _probe_extra(manifest, stats.train_flops),
                       "measured": manifest.get("measured", {}),
-                      "stage_s": {k: round(v, 2) for k, v in stage_s.items()}}}
+                      "counts": manifest.get("counts", {}),
+                      "stage_s": {k: round(v, 2) for k, v in stage_s.items()},
+                      "stages": {k: v.model_dump(mode="json") for k, v in trained.stages.items()},
+                      "stage_plan": trained.plan}}

@@ -1,7 +1,12 @@
 """Knobs -> dataset: the SFT trajectory dataset of one grid point (pinned interface 6).
 
 :func:`synthesize` is the pure core (recipe in, rows and manifest out); :func:`build_dataset` writes
-``DIR/train.jsonl`` and ``DIR/manifest.json`` atomically (a failure leaves earlier files untouched).
+``DIR/train.jsonl``, ``DIR/rejected.jsonl`` (every rejected task with its reasons) and
+``DIR/manifest.json`` atomically (a failure leaves earlier files untouched). When the recipe configures
+LLM roles (``[llm.<role>]``), :func:`build_dataset` opens one :class:`~synth.llm.client.LLMClient` with
+the response cache, checks every endpoint first (an endpoint that is down fails in seconds, before
+anything is written), the configured roles get their LLM versions (:func:`synth.llm_roles.llm_roles`),
+and the manifest's ``llm`` key holds requests, tokens and dollars per role.
 
 How each knob acts:
 
@@ -38,22 +43,24 @@ import re
 from collections import Counter, defaultdict
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from synth.backends import Backend, InProcessBackend, RoutingBackend
 from synth.errors import RecipeError, SynthError
-from synth.judge import Judge, LLMJudge
+from synth.judge import Judge
 from synth.measure import summarize
 from synth.models import STRUCTURES, Manifest, Recipe, ToolDoc
-from synth.narratives import Document, NarrativeSource, narrative_documents
+from synth.narratives import Document, LLMCoherence, NarrativeSource, narrative_documents, rule_coherence
 from synth.plans import ServerSpec
 from synth.roles import Roles
 from synth.selection import bundled_spec, document_spec, select_tools
 from synth.servers.db import make_database
 from synth.taskplan import ChainPools, TaskSet, chain_pools, plan_tasks, server_specs
+from synth.userservers import UserServers
 from synth.trajectories import Accepted, Tally, roll_out, write_task
 
 __all__ = ["SYNTH_VERSION", "select_tools", "bundled_spec", "document_spec", "synthesize", "build_dataset",
-           "dataset_id", "approx_tokens", "SynthResult", "Progress"]
+           "dataset_id", "approx_tokens", "SynthResult", "Progress", "open_llm"]
 
 SYNTH_VERSION = "1"
 """Version of the output format and synthesis logic (part of the dataset id)."""
@@ -71,20 +78,20 @@ def approx_tokens(text: str) -> int:
 
 def dataset_id(recipe: Recipe, extra: str = "") -> str:
     """Content hash of the recipe, the synthesis version and any extra tool documents (16 hex digits)."""
-    dump = recipe.model_dump(mode="json")
-    if not dump.get("transform_rate"):  # keeps the ids of recipes written before the knob existed
-        dump.pop("transform_rate", None)
-    blob = json.dumps({"recipe": dump, "v": SYNTH_VERSION, "extra": extra}, sort_keys=True)
+    blob = json.dumps({"recipe": recipe.identity(), "v": SYNTH_VERSION, "extra": extra}, sort_keys=True)
     return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
 
 class SynthResult:
-    """Rows (JSON lines, in task order), the gated mid-training documents and the manifest of one synthesis."""
+    """Rows (JSON lines, in task order), rejected rows (:class:`~synth.models.RejectedRow` JSON lines, in
+    task order), the gated mid-training documents and the manifest of one synthesis."""
 
-    def __init__(self, rows: list[str], manifest: Manifest, narratives: list[Document]):
+    def __init__(self, rows: list[str], manifest: Manifest, narratives: list[Document],
+                 rejected: list[str] | None = None):
         self.rows = rows
         self.manifest = manifest
         self.narratives = narratives
+        self.rejected = rejected or []
 
 
 def _make_backend(recipe: Recipe, extra_docs: list[ToolDoc], backend: Backend | None, roles: Roles) -> RoutingBackend:
@@ -97,10 +104,31 @@ def _make_backend(recipe: Recipe, extra_docs: list[ToolDoc], backend: Backend | 
     return RoutingBackend(InProcessBackend(), emulator)
 
 
-def _default_roles(recipe: Recipe, judge: Judge | None) -> Roles:
-    if judge is None and recipe.llm_url:
-        judge = LLMJudge(recipe.llm_url)
-    return Roles() if judge is None else Roles(judge=judge)
+def open_llm(recipe: Recipe, cache: Any = None) -> Any:
+    """An :class:`~synth.llm.client.LLMClient` for the recipe's roles (None when it has none).
+
+    ``cache`` is a :class:`~synth.llm.cache.ResponseCache` or folder; None uses
+    :func:`synth.llm.cache.default_cache_dir`. Raises ``LLMConfigError`` for a missing API key variable.
+    """
+    roles = recipe.llm_roles()
+    if not roles:
+        return None
+    from synth.llm.cache import default_cache_dir
+    from synth.llm.client import LLMClient
+
+    return LLMClient(roles, cache=default_cache_dir() if cache is None else cache)
+
+
+def _default_roles(recipe: Recipe, judge: Judge | None, llm: Any) -> Roles:
+    if llm is not None:
+        from synth.llm_roles import llm_roles
+
+        roles = llm_roles(llm, llm.roles, max_turns=recipe.max_turns)
+    else:
+        roles = Roles()
+    if judge is not None:
+        roles = Roles(task_writer=roles.task_writer, policy=roles.policy, emulator=roles.emulator, judge=judge)
+    return roles
 
 
 def _run_tasks(recipe: Recipe, specs: dict[str, ServerSpec], tasks: TaskSet, be: RoutingBackend, roles: Roles,
@@ -116,7 +144,8 @@ def _run_tasks(recipe: Recipe, specs: dict[str, ServerSpec], tasks: TaskSet, be:
         if progress is not None:
             progress(done, len(order))
         if (slot.server, slot.instance) in tally.dead:
-            tally.rejections["server_error"] += 1
+            tally.reject(slot.index, slot.server, "rollout", "server_error",
+                         "an earlier task of this database instance found its server dead")
             continue
         spec = specs[slot.server]
         key = (slot.server, *slot.instance)
@@ -137,7 +166,7 @@ def _run_tasks(recipe: Recipe, specs: dict[str, ServerSpec], tasks: TaskSet, be:
 
 
 def _manifest(recipe: Recipe, specs: dict[str, ServerSpec], pools: ChainPools, tasks: TaskSet,
-              accepted: list[Accepted], tally: Tally, extra_docs: list[ToolDoc], roles: Roles) -> Manifest:
+              accepted: list[Accepted], tally: Tally, extra_docs: list[ToolDoc], roles: Roles, llm: Any) -> Manifest:
     """Phase 6: what was asked for and what the accepted trajectories measure to be."""
     stats = getattr(roles.judge, "stats", None)
     judge_stats = stats() if callable(stats) else {}
@@ -162,13 +191,15 @@ def _manifest(recipe: Recipe, specs: dict[str, ServerSpec], pools: ChainPools, t
         judge_failure_rate=tally.judge_failures / judged if judged else 0.0,
         judge_fallback_rate=float(judge_stats.get("fallback_rate", 0.0)), roles=roles.names(), servers=servers,
         tools=sorted(f"{s}.{t}" for s in servers for t in specs[s].docs),
-        db_ids=sorted({m["db_id"] for m in metas}), files={})
+        db_ids=sorted({m["db_id"] for m in metas}), files={},
+        llm=llm.usage(accepted=len(accepted)) if llm is not None else {})
 
 
 def synthesize(recipe: Recipe, *, extra_docs: list[ToolDoc] | None = None, judge: Judge | None = None,
                backend: Backend | None = None, progress: Progress | None = None,
-               roles: Roles | None = None) -> SynthResult:
-    """Build the dataset of one grid point in memory (the pure core of :func:`build_dataset`).
+               roles: Roles | None = None, user_servers: UserServers | None = None,
+               llm: Any = None) -> SynthResult:
+    """Build the dataset of one grid point in memory (the core of :func:`build_dataset`).
 
     Phases: server views (:func:`synth.taskplan.server_specs`), chain pools (:func:`~synth.taskplan.chain_pools`),
     task slots (:func:`~synth.taskplan.plan_tasks`), then per task the query (:func:`synth.trajectories.write_task`)
@@ -177,45 +208,68 @@ def synthesize(recipe: Recipe, *, extra_docs: list[ToolDoc] | None = None, judge
     Parameters
     ----------
     recipe : Recipe
-        The knobs.
+        The knobs. ``recipe.servers`` are started, collected and executed live (one session each, for
+        this call) unless ``user_servers`` is given.
     extra_docs : list of ToolDoc, optional
         Document-only tools (e.g. collected or imported from ASTRA's ``mcp_servers.jsonl``), rolled out
         against the emulator role.
     judge : Judge, optional
-        Overrides ``roles.judge``; default :class:`~synth.judge.RuleJudge` (or :class:`~synth.judge.LLMJudge`
-        when ``recipe.llm_url`` is set).
+        Overrides ``roles.judge``; default :class:`~synth.judge.RuleJudge` (or the rubric judge when
+        ``llm`` has the ``judge`` role).
     backend : Backend, optional
         Backend for bundled servers (default: in-process, or live stdio when ``recipe.backend == "live"``).
     progress : Progress, optional
         Called as ``progress(done, total)`` after each task.
     roles : Roles, optional
-        Task writer, policy, emulator and judge (default: the offline templates).
+        Task writer, policy, emulator and judge (default: the LLM version of each role ``llm`` has,
+        the offline template of the others).
+    user_servers : UserServers, optional
+        The user's servers, already open (a job that synthesises more than once keeps one session each).
+    llm : LLMClient, optional
+        The client of the recipe's LLM roles (:func:`open_llm`); its usage goes to ``manifest.llm``.
     """
-    extra_docs = list(extra_docs or [])
+    if roles is None:
+        roles = _default_roles(recipe, judge, llm)
+    elif judge is not None:
+        roles = Roles(task_writer=roles.task_writer, policy=roles.policy, emulator=roles.emulator, judge=judge)
+    own = UserServers(recipe.servers).open() if recipe.servers and user_servers is None else None
+    live = user_servers or own
+    try:
+        return _synthesize(recipe, list(extra_docs or []), backend, progress, roles, live, llm)
+    finally:
+        if own is not None:
+            own.close()
+
+
+def _synthesize(recipe: Recipe, extra_docs: list[ToolDoc], backend: Backend | None, progress: Progress | None,
+                roles: Roles, live: UserServers | None, llm: Any) -> SynthResult:
+    live_docs = live.docs() if live is not None else {}
+    extra_docs = [d for d in extra_docs if d.server not in live_docs]  # a live server beats its stored docs
     by_server: dict[str, list[ToolDoc]] = defaultdict(list)
     for d in extra_docs:
         by_server[d.server].append(d)
-    specs = server_specs(recipe, dict(by_server))
-    if roles is None:
-        roles = _default_roles(recipe, judge)
-    elif judge is not None:
-        roles = Roles(task_writer=roles.task_writer, policy=roles.policy, emulator=roles.emulator, judge=judge)
+    specs = server_specs(recipe, {**by_server, **live_docs}, live=set(live_docs))
     pools = chain_pools(recipe, specs)
     tasks = plan_tasks(recipe, pools)
     doc_only = [d for s in sorted(by_server) for d in document_spec(s, by_server[s]).docs.values()]
     be = _make_backend(recipe, doc_only, backend, roles)
+    be.live, be.live_servers = live, frozenset(live_docs)
     try:
         accepted, judged, tally = _run_tasks(recipe, specs, tasks, be, roles, progress)
     finally:
         be.close()
-    manifest = _manifest(recipe, specs, pools, tasks, accepted, tally, extra_docs, roles)
+    hashed = extra_docs + [d for s in sorted(live_docs) for d in live_docs[s]]
+    manifest = _manifest(recipe, specs, pools, tasks, accepted, tally, hashed, roles, llm)
     documents: list[Document] = []
     if recipe.narratives:
+        client = getattr(roles.judge, "client", None)  # the LLM judge scores coherence too, when there is one
+        coherence = LLMCoherence(client) if client is not None else rule_coherence
         documents, corpus = narrative_documents(specs, pools.pools, judged, min_judge=recipe.narrative_min_judge,
                                                 min_coherence=recipe.narrative_min_coherence,
-                                                approx_tokens=approx_tokens)
+                                                approx_tokens=approx_tokens, coherence=coherence)
         manifest = manifest.model_copy(update={"corpus": corpus})
-    return SynthResult([a.row for a in accepted], manifest, documents)
+    return SynthResult([a.row for a in accepted], manifest, documents,
+                       [r for _, r in sorted(tally.rejected, key=lambda x: x[0])])
 
 
 def _write_atomic(path: Path, text: str) -> str:
@@ -228,13 +282,19 @@ def _write_atomic(path: Path, text: str) -> str:
 
 def build_dataset(recipe: Recipe, out_dir: str | Path, *, extra_docs: list[ToolDoc] | None = None,
                   judge: Judge | None = None, backend: Backend | None = None, progress: Progress | None = None,
-                  roles: Roles | None = None) -> Manifest:
+                  roles: Roles | None = None, user_servers: UserServers | None = None, llm: Any = None,
+                  llm_cache: Any = None) -> Manifest:
     """Synthesise the dataset of one grid point and write it to ``out_dir`` (pinned interface 6).
 
-    Writes ``train.jsonl`` (one trajectory row per line, pinned interface 1), ``manifest.json`` and, when
+    Writes ``train.jsonl`` (one trajectory row per line, pinned interface 1), ``rejected.jsonl`` (one
+    :class:`~synth.models.RejectedRow` per rejected task), ``manifest.json`` and, when
     ``recipe.narratives``, ``narratives.jsonl`` (documents with kind, server and signature) and
     ``corpus.jsonl`` (one ``{"text"}`` per line, the continued-pretraining corpus). Files are replaced atomically only after synthesis
-    succeeded, so a failure loses nothing already there. Same recipe and seed: byte-identical files.
+    succeeded, so a failure loses nothing already there. Same recipe and seed: byte-identical files
+    (with LLM roles: when the replies come from the response cache).
+
+    ``llm`` is an open client for the recipe's roles; None opens one (:func:`open_llm`, with
+    ``llm_cache``) when the recipe has roles, checks its endpoints before synthesis, and closes it.
 
     Examples
     --------
@@ -246,10 +306,21 @@ def build_dataset(recipe: Recipe, out_dir: str | Path, *, extra_docs: list[ToolD
     out = Path(out_dir)
     if out.exists() and not out.is_dir():
         raise RecipeError(f"output path {str(out)!r} exists and is not a directory")
-    result = synthesize(recipe, extra_docs=extra_docs, judge=judge, backend=backend, progress=progress, roles=roles)
+    own = llm is None
+    if own:
+        llm = open_llm(recipe, llm_cache)
+    try:
+        if own and llm is not None:
+            llm.check()
+        result = synthesize(recipe, extra_docs=extra_docs, judge=judge, backend=backend, progress=progress,
+                            roles=roles, user_servers=user_servers, llm=llm)
+    finally:
+        if own and llm is not None:
+            llm.close()
     try:
         out.mkdir(parents=True, exist_ok=True)
-        files = {"train.jsonl": _write_atomic(out / "train.jsonl", "".join(r + "\n" for r in result.rows))}
+        files = {"train.jsonl": _write_atomic(out / "train.jsonl", "".join(r + "\n" for r in result.rows)),
+                 "rejected.jsonl": _write_atomic(out / "rejected.jsonl", "".join(r + "\n" for r in result.rejected))}
         if recipe.narratives:
             files["narratives.jsonl"] = _write_atomic(out / "narratives.jsonl",
                                                       "".join(d.json_line() + "\n" for d in result.narratives))

@@ -5,7 +5,7 @@ from __future__ import annotations
 from toolscale.errors import ToolscaleError, UsageError
 
 __all__ = ["SynthError", "RecipeError", "ToolCallError", "ToolDocError", "ServerError", "JudgeError",
-           "SampleRejected"]
+           "SampleRejected", "LLMConfigError", "LLMError", "LLMEndpointError", "LLMReplyError"]
 
 
 class SynthError(ToolscaleError):
@@ -41,3 +41,26 @@ class SampleRejected(SynthError):
     def __init__(self, message: str, reason: str):
         super().__init__(message)
         self.reason = reason
+
+
+class LLMConfigError(UsageError):
+    """An LLM role that cannot be used as configured: unknown role or model, missing API key variable."""
+
+
+class LLMError(SynthError):
+    """An LLM request that failed after its bounded retries."""
+
+
+class LLMEndpointError(LLMError):
+    """The endpoint cannot serve at all (unreachable, 429/5xx after every try, auth refused): the run fails.
+
+    The message names the URL and the role; nothing of the dataset is written.
+    """
+
+
+class LLMReplyError(LLMError, SampleRejected):
+    """One request's reply is unusable (malformed JSON, no choices, a 400): that sample is rejected.
+
+    ``reason`` is the short, countable rejection reason (``malformed_reply``, ``http_400``...); as a
+    :class:`SampleRejected` it is counted wherever a role's rejection is.
+    """

@@ -24,8 +24,8 @@ The dimensions follow ASTRA (seed 000, Q3), each a score in [0, 1], averaged wit
 
 :func:`judge_trajectory` wraps any judge: an exception, a timeout, a missing dimension or a non-finite
 score rejects the sample (``judge_error:...``); the public ASTRA code scores such samples 1.0, this
-never does. The optional :class:`LLMJudge` asks an OpenAI-compatible endpoint for the same seven scores
-and goes through the same wrapper.
+never does. The optional :class:`LLMJudge` asks the shared LLM client's ``judge`` role
+(:mod:`synth.llm.client`) for the same seven scores and goes through the same wrapper.
 """
 
 from __future__ import annotations
@@ -34,9 +34,9 @@ import json
 import math
 import re
 import threading
-import urllib.request
 from typing import Any, Protocol
 
+from synth.errors import LLMEndpointError
 from synth.models import JUDGE_DIMENSIONS, JudgeVerdict
 from synth.provenance import provenance, value_in
 
@@ -137,29 +137,37 @@ def _names_in(text: str, names: set[str]) -> set[str]:
 
 
 class LLMJudge:
-    """The seven scores from an OpenAI-compatible ``/chat/completions`` endpoint (e.g. a vLLM server).
+    """The seven scores from an LLM, through the shared client's ``judge`` role (:mod:`synth.llm.client`).
 
-    The reply must be a JSON object with the seven dimension names; anything else raises, and
-    :func:`judge_trajectory` rejects the sample.
+    The reply must contain a JSON object with the seven dimension names; anything else raises, and
+    :func:`judge_trajectory` rejects the sample. An endpoint that fails raises too (fail closed).
+
+    Parameters
+    ----------
+    client : LLMClient or str
+        A client with the ``judge`` role configured; a URL string (the legacy ``[synth].llm_url``)
+        builds one with model ``judge`` and no key.
     """
 
     name = "llm"
 
-    def __init__(self, url: str, model: str = "judge", timeout_s: float = 30.0):
-        self.url = url.rstrip("/") + "/chat/completions"
-        self.model = model
-        self.timeout_s = timeout_s
+    def __init__(self, client: Any, model: str = "judge", timeout_s: float = 30.0):
+        if isinstance(client, str):
+            from synth.llm.client import LLMClient
+            from toolscale.config import LLMRoleSpec
+
+            client = LLMClient({"judge": LLMRoleSpec(base_url=client, model=model, timeout_s=timeout_s,
+                                                     max_tries=1)})
+        self.client = client
+
+    def prompt(self, messages: list[dict]) -> list[dict]:
+        """The judge's chat messages for one conversation."""
+        return [{"role": "user", "content": "Score this tool-use conversation from 0 to 1 on each of: "
+                 + ", ".join(JUDGE_DIMENSIONS) + ". Reply with one JSON object mapping each name to its score.\n\n"
+                 + json.dumps(messages, ensure_ascii=False)}]
 
     def score(self, messages: list[dict]) -> dict[str, float]:
-        prompt = ("Score this tool-use conversation from 0 to 1 on each of: " + ", ".join(JUDGE_DIMENSIONS)
-                  + ". Reply with one JSON object mapping each name to its score.\n\n"
-                  + json.dumps(messages, ensure_ascii=False))
-        body = json.dumps({"model": self.model, "temperature": 0,
-                           "messages": [{"role": "user", "content": prompt}]}).encode()
-        req = urllib.request.Request(self.url, data=body, headers={"Content-Type": "application/json"})
-        with urllib.request.urlopen(req, timeout=self.timeout_s) as resp:  # noqa: S310 - user-given endpoint
-            reply = json.loads(resp.read())
-        text = reply["choices"][0]["message"]["content"]
+        text = self.client.chat("judge", self.prompt(messages)).content
         start, end = text.find("{"), text.rfind("}")
         return json.loads(text[start:end + 1])
 
@@ -190,10 +198,13 @@ def judge_trajectory(judge: Any, messages: list[dict], threshold: float,
     Returns an accepted verdict only when the judge returned a finite score in [0, 1] for each of the
     seven dimensions and their mean reaches ``threshold``. Anything else (an exception, no answer within
     ``timeout_s`` seconds, a missing or invalid score) gives ``accepted=False`` with ``judge_failed=True``
-    and the reason.
+    and the reason. The one exception that propagates is :class:`~synth.errors.LLMEndpointError` (the
+    endpoint is down or refuses every try): then no sample can be judged and the run fails, naming the URL.
     """
     try:
         raw = judge.score(messages) if timeout_s is None else _score_with_timeout(judge, messages, timeout_s)
+    except LLMEndpointError:
+        raise  # the endpoint cannot serve at all: the run fails cleanly, naming the URL
     except Exception as err:  # noqa: BLE001 - any judge failure must reject, never pass
         return JudgeVerdict(accepted=False, scores={}, mean=None, reason=f"judge_error:{type(err).__name__}",
                             judge_failed=True)

@@ -17,9 +17,9 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import shlex
 import sys
+import tempfile
 import threading
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -61,7 +61,8 @@ class LiveSessions:
         self._thread.start()
         self._queues: dict[str, asyncio.Queue] = {}
         self._tasks: dict[str, Any] = {}
-        self._devnull = open(os.devnull, "w")  # noqa: SIM115 - closed in shutdown()
+        self._errlogs: dict[str, Any] = {}
+        """Each server's stderr, captured to a temporary file (its tail names why a start failed)."""
 
     # ---- sync API ---------------------------------------------------------------------------------
     def open(self, key: str, command: str | Sequence[str], env: dict[str, str] | None = None) -> dict[str, Any]:
@@ -130,7 +131,22 @@ class LiveSessions:
                 pass
         self._loop.call_soon_threadsafe(self._loop.stop)
         self._thread.join(5)
-        self._devnull.close()
+        for f in self._errlogs.values():
+            f.close()
+        self._errlogs.clear()
+
+    def stderr_tail(self, key: str, limit: int = 300) -> str:
+        """The last non-empty line the server ``key`` wrote to stderr ("" if none), at most ``limit`` chars."""
+        f = self._errlogs.get(key)
+        if f is None:
+            return ""
+        try:
+            f.flush()
+            f.seek(0)
+            lines = [ln.strip() for ln in f.read().splitlines() if ln.strip()]
+        except (OSError, ValueError):
+            return ""
+        return lines[-1][-limit:] if lines else ""
 
     # ---- internals --------------------------------------------------------------------------------
     def _request(self, key: str, op: str, payload: Any) -> Any:
@@ -189,8 +205,11 @@ class LiveSessions:
 
         params = StdioServerParameters(command=argv[0], args=argv[1:], env=env)
         pending: asyncio.Future | None = None
+        errlog = self._errlogs.get(key)
+        if errlog is None:
+            errlog = self._errlogs[key] = tempfile.TemporaryFile("w+", encoding="utf-8", errors="replace")
         try:
-            async with stdio_client(params, errlog=self._devnull) as (read, write):
+            async with stdio_client(params, errlog=errlog) as (read, write):
                 async with ClientSession(read, write) as session:
                     init = await session.initialize()
                     self.opened += 1
@@ -219,7 +238,10 @@ class LiveSessions:
                         pending = None
         except BaseException as err:  # noqa: BLE001 - start failure or a crash while serving
             if not ready.done():
-                ready.set_exception(ServerError(f"server {shlex.join(argv)!r} failed to start: {_why(err)}"))
+                await asyncio.sleep(0.05)  # let the exited process's stderr reach the file
+                tail = self.stderr_tail(key)
+                ready.set_exception(ServerError(f"server {shlex.join(argv)!r} failed to start: {_why(err)}"
+                                                + (f"; stderr: {tail}" if tail else "")))
             if pending is not None and not pending.done():
                 pending.set_exception(ServerError(f"server {key!r} crashed: {_why(err)}"))
             while not q.empty():

@@ -12,13 +12,15 @@ import difflib
 import math
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from synth.errors import RecipeError
+from synth.llm.models import LLMUsage
+from toolscale.config import LLMRoleSpec, check_llm_roles
 
 __all__ = ["ToolDoc", "Recipe", "AXIS_KNOBS", "STRUCTURES", "JUDGE_DIMENSIONS", "Message", "TrajectoryMeta",
-           "TrajectoryRow", "JudgeVerdict", "Quarantined", "CollectedServer", "CollectReport", "CorpusReport",
-           "Manifest"]
+           "TrajectoryRow", "RejectedRow", "JudgeVerdict", "Quarantined", "CollectedServer", "CollectReport",
+           "CorpusReport", "Manifest"]
 
 STRUCTURES: tuple[str, ...] = ("chain", "fan-in", "fan-out", "parallel")
 """Dependency structures a task can have (the coverage quota applies to each)."""
@@ -30,6 +32,14 @@ JUDGE_DIMENSIONS: tuple[str, ...] = ("query_understanding", "query_planning", "t
 AXIS_KNOBS: tuple[str, ...] = ("tool_diversity", "task_count", "db_diversity", "repair_rate", "coverage_quota",
                                "support_depth")
 """Recipe fields that are grid axes (the names used in ``[[axes]]`` of the experiment config)."""
+
+
+_LATER_DEFAULTS: dict[str, Any] = {"transform_rate": 0.0, "servers": [], "arg_values": {}, "max_turns": 32,
+                                   "llm": {}}
+"""Recipe knobs added after the first dataset ids, with their defaults (see :meth:`Recipe.identity`)."""
+
+_LLM_OPERATIONAL = frozenset({"api_key_env", "concurrency", "timeout_s", "max_tries", "price_in", "price_out"})
+"""LLM role settings that change how replies are fetched or priced, not what they are (not in dataset ids)."""
 
 
 class _Frozen(BaseModel):
@@ -109,7 +119,31 @@ class Recipe(_Frozen):
     narrative_min_coherence: int = Field(default=4, ge=1, le=5)
     """Corpus coherence gate: minimum coherence score of a document, 1-5 (seed 001: 4)."""
     llm_url: str | None = None
-    """Optional OpenAI-compatible endpoint for an LLM judge; never needed."""
+    """Legacy LLM judge endpoint (model ``judge``, no key); prefer ``llm.judge``. Never needed."""
+    servers: tuple[str, ...] = ()
+    """The user's stdio MCP servers as command lines (``"python -m mcp_server_git --repository ."``): their
+    tools join the bundled ones for ``tool_diversity`` and their calls run live, one session per server
+    per synthesis (the config's ``[synth].servers``)."""
+    arg_values: dict[str, list[str | int | float | bool]] = Field(default_factory=dict)
+    """Values a task may state for an argument of a user or document-only server, by argument name
+    (``{repo_path = ["/data/repo"]}``); other arguments get generated values."""
+    max_turns: int = Field(default=32, ge=1, le=256)
+    """Most assistant turns of the LLM policy per trajectory (ASTRA: 32), in turns."""
+    llm: dict[str, LLMRoleSpec] = Field(default_factory=dict)
+    """LLM endpoint per role (``[llm.<role>]`` in a recipe, ``[synth.llm.<role>]`` in a config); a role
+    left out keeps its offline template."""
+
+    @field_validator("llm")
+    @classmethod
+    def _known_roles(cls, roles: dict) -> dict:
+        return check_llm_roles(roles)
+
+    def llm_roles(self) -> dict[str, LLMRoleSpec]:
+        """The configured LLM roles, the legacy ``llm_url`` as the ``judge`` role when that is not set."""
+        roles = dict(self.llm)
+        if self.llm_url and "judge" not in roles:
+            roles["judge"] = LLMRoleSpec(base_url=self.llm_url, model="judge", timeout_s=30.0)
+        return roles
 
     @model_validator(mode="after")
     def _check(self) -> "Recipe":
@@ -123,14 +157,14 @@ class Recipe(_Frozen):
 
         Integer knobs are rounded to the nearest integer (design levels may be real). Keys that are neither
         recipe fields nor known ``[synth]`` settings raise :class:`~synth.errors.RecipeError`. Settings that
-        only the config knows (``servers``) are ignored.
+        only the config knows (``llm``) are ignored.
 
         Examples
         --------
         >>> Recipe.from_axes({"tool_diversity": 12.4, "repair_rate": 0.5}, seed=3).tool_diversity
         12
         """
-        ignored = {"servers"}
+        ignored = {"llm"} - set(cls.model_fields)
         data: dict[str, Any] = {}
         for key, value in {**levels, **settings}.items():
             if key in ignored:
@@ -150,7 +184,22 @@ class Recipe(_Frozen):
         except ValidationError as err:
             e = err.errors()[0]
             loc = ".".join(str(x) for x in e["loc"]) or "recipe"
-            raise RecipeError(f"recipe knob {loc}: {e['msg']} (got {e.get('input')!r})") from None
+            got = e.get("input")
+            shown = "" if isinstance(got, dict | list) else f" (got {got!r})"
+            raise RecipeError(f"recipe knob {loc}: {e['msg'].removeprefix('Value error, ')}{shown}") from None
+
+    def identity(self) -> dict[str, Any]:
+        """The recipe as hashed into dataset ids: its JSON dump, without the knobs added later while they
+        sit at their defaults (so the ids of older recipes do not change). Of the LLM roles only what
+        shapes the data counts (``base_url``, ``model``, ``temperature``, ``max_tokens``)."""
+        dump = self.model_dump(mode="json")
+        for key, default in _LATER_DEFAULTS.items():
+            if dump.get(key) == default:
+                dump.pop(key, None)
+        if "llm" in dump:
+            dump["llm"] = {r: {k: v for k, v in spec.items() if k not in _LLM_OPERATIONAL}
+                           for r, spec in dump["llm"].items()}
+        return dump
 
     def axes(self) -> dict[str, float]:
         """The requested axis values ``{axis: value}``."""
@@ -219,6 +268,25 @@ class TrajectoryRow(_Frozen):
     """JSON string of the OpenAI tool schemas offered."""
     meta: str
     """JSON string of a :class:`TrajectoryMeta`."""
+
+
+class RejectedRow(_Frozen):
+    """One row of ``rejected.jsonl``: a task or trajectory that did not make ``train.jsonl``, and why."""
+
+    task_id: str
+    """The task's identifier (same numbering as accepted rows)."""
+    server: str
+    """Server (domain) of the task."""
+    stage: Literal["task", "rollout", "judge", "filter"]
+    """Where it was rejected: the task gates, the rollout (server or LLM failure), the judge, a final filter."""
+    reasons: list[str]
+    """Countable reasons (the keys of the manifest's ``rejections``), at least one."""
+    detail: str | None = None
+    """One line for people (e.g. the bad tool call or the endpoint's error), if any."""
+    messages: list[Message] | None = None
+    """The conversation, when one was produced."""
+    judge: dict[str, float] = Field(default_factory=dict)
+    """Judge scores per dimension and ``mean``, when the judge scored it."""
 
 
 class JudgeVerdict(_Frozen):
@@ -327,3 +395,6 @@ class Manifest(_Frozen):
     """The mid-training corpus's gate counts and size; None when ``recipe.narratives`` is off."""
     probe: dict[str, Any] | None = None
     """Filled by probes/ (measured groundedness, coverage, cost share); None until probed."""
+    llm: dict[str, LLMUsage] = Field(default_factory=dict)
+    """LLM requests, tokens and dollars per role (empty when no role is configured); ``dollars_per_accepted``
+    is the measured cost of one kept trajectory, the allocator's ``cost_per_unit`` for tasks."""

@@ -13,7 +13,7 @@ __all__ = ["EXAMPLE_RECIPE", "load_recipe", "parse_recipe"]
 EXAMPLE_RECIPE = """\
 # toolscale synthesis recipe: the knobs of one grid point.
 # Build with:  toolscale synth --recipe THIS_FILE --out data/point0
-# Keys may also sit under a [recipe] table. Unknown keys are an error.
+# Keys may also sit under a [recipe] table (the [llm.<role>] tables beside it). Unknown keys are an error.
 
 # ---- grid axes ------------------------------------------------------------
 tool_diversity = 16     # distinct tools (APIs) drawn from, across servers (at most 50 bundled)
@@ -36,6 +36,26 @@ narratives = false      # also write the mid-training corpus: narratives.jsonl a
 narrative_min_judge = 0.7     # corpus judge gate: a document's trajectory needs this mean judge score
 narrative_min_coherence = 4   # corpus coherence gate, 1..5
 # llm_url = "http://localhost:8000/v1"   # optional OpenAI-compatible judge; never required
+max_turns = 32          # most assistant turns of an LLM policy per trajectory (ASTRA: 32)
+
+# ---- your own stdio MCP servers: collected and executed live, one session each per synthesis ----
+# servers = ["python -m mcp_server_git --repository /data/repo"]
+# arg_values = { repo_path = ["/data/repo"] }   # values tasks may state for your tools' arguments
+
+# ---- LLM roles (optional; a role left out keeps its offline template) -------
+# Any OpenAI-compatible endpoint: vLLM, SGLang, TGI, a hosted API, `toolscale serve-model DIR`.
+# Roles: task_writer, policy, emulator, judge. The key is read from the variable api_key_env names.
+# [llm.judge]
+# base_url = "http://127.0.0.1:8000/v1"
+# model = "Qwen/Qwen3-8B"
+# api_key_env = "OPENAI_API_KEY"   # omit for a local server without a key
+# temperature = 0.0
+# max_tokens = 1024
+# concurrency = 8                  # requests in flight for this role
+# timeout_s = 60.0                 # per request; 429/5xx/timeouts are retried max_tries times
+# max_tries = 4
+# price_in = 0.0                   # dollars per 1M prompt tokens
+# price_out = 0.0                  # dollars per 1M completion tokens
 """
 """The documented example printed by ``toolscale synth --example-recipe``."""
 
@@ -43,10 +63,10 @@ narrative_min_coherence = 4   # corpus coherence gate, 1..5
 def parse_recipe(data: dict[str, Any], source: str = "recipe") -> Recipe:
     """A :class:`Recipe` from a mapping (flat, or under ``recipe``); one-line errors naming the bad key."""
     if "recipe" in data and isinstance(data["recipe"], dict):
-        extra = [k for k in data if k != "recipe"]
+        extra = [k for k in data if k not in ("recipe", "llm")]
         if extra:
             raise RecipeError(f"{source}: keys {extra} outside the [recipe] table")
-        data = data["recipe"]
+        data = {**data["recipe"], **({"llm": data["llm"]} if "llm" in data else {})}
     data = dict(data)
     seed = data.pop("seed", 0)
     if isinstance(seed, bool) or not isinstance(seed, int):

@@ -7,6 +7,7 @@ chains). A larger T is a superset of a smaller one for the same seed.
 
 from __future__ import annotations
 
+import json
 import random
 
 from synth.errors import RecipeError
@@ -82,12 +83,15 @@ def bundled_spec(domain: str, tools: list[str] | None = None) -> ServerSpec:
     return ServerSpec(domain, docs, sources, {t.name: t.intent for t in keep}, kind="bundled")
 
 
-def document_spec(server: str, docs: list[ToolDoc]) -> ServerSpec:
+def document_spec(server: str, docs: list[ToolDoc], values: dict[str, list] | None = None,
+                  kind: str = "document") -> ServerSpec:
     """The synthesis view of a document-only server (tools known only from their documents).
 
     Output fields missing from a document are inferred: a tool outputs ``X_id`` when another tool
     requires ``X_id`` and the tool's name or description mentions ``X``. A required parameter can come
-    from the query unless it is such an inferred id (then only an earlier output can supply it).
+    from the query unless it is such an inferred id (then only an earlier output can supply it); its
+    value is drawn from ``values[param]`` when given (the recipe's ``arg_values``), else generated from
+    its type. ``kind`` is ``document`` (emulated) or ``live`` (a user server, executed).
     """
     by_name = {d.name: d for d in docs}
     ids = {p for d in docs for p in d.required if p.endswith("_id")}
@@ -112,11 +116,11 @@ def document_spec(server: str, docs: list[ToolDoc]) -> ServerSpec:
             typ = spec.get("type", "string")
             if "enum" in spec and spec["enum"]:
                 typ = "enum=" + "|".join(str(x) for x in spec["enum"])
-            src[p] = f"gen:{typ}:{p}"
+            src[p] = f"pick:{json.dumps(values[p])}" if values and values.get(p) else f"gen:{typ}:{p}"
         sources[name] = src
         ph = " and ".join(f"{p.replace('_', ' ')} {{{p}|that {p.replace('_', ' ')}}}" for p in d.required)
         intents[name] = f"use {name} ({d.description.rstrip('.').lower()[:80]})" + (f" with {ph}" if ph else "")
-    return ServerSpec(server, inferred, sources, intents, kind="document")
+    return ServerSpec(server, inferred, sources, intents, kind=kind)
 
 
 def select_tools(recipe: Recipe, extra_specs: dict[str, ServerSpec] | None = None) -> dict[str, ServerSpec]:

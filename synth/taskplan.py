@@ -17,6 +17,7 @@ from __future__ import annotations
 import math
 import random
 from collections import Counter
+from collections.abc import Collection
 from dataclasses import dataclass, field
 
 from synth.errors import RecipeError
@@ -93,13 +94,18 @@ class TaskSet:
     """Slots that fell back or were dropped, per reason (``quota_unavailable:S``, ``no_valid_chain``)."""
 
 
-def server_specs(recipe: Recipe, extra: dict[str, list[ToolDoc]] | None = None) -> dict[str, ServerSpec]:
-    """Phase 1: the servers and tools the recipe draws from; ``extra`` maps user server names to their docs."""
+def server_specs(recipe: Recipe, extra: dict[str, list[ToolDoc]] | None = None,
+                 live: Collection[str] = ()) -> dict[str, ServerSpec]:
+    """Phase 1: the servers and tools the recipe draws from.
+
+    ``extra`` maps user server names to their docs; those named in ``live`` run live (kind ``live``),
+    the others are document-only (kind ``document``, emulated).
+    """
     extra_specs: dict[str, ServerSpec] = {}
     for s, docs in sorted((extra or {}).items()):
         if s in catalog.SERVERS:
             raise RecipeError(f"extra tool documents use the bundled server name {s!r}; rename the server")
-        extra_specs[s] = document_spec(s, docs)
+        extra_specs[s] = document_spec(s, docs, recipe.arg_values, kind="live" if s in live else "document")
     return select_tools(recipe, extra_specs)
 
 

@@ -9,6 +9,7 @@ sentence) and *persona* (who is asking), each chosen by the task's own random st
 
 from __future__ import annotations
 
+import json
 import random
 from typing import Any
 
@@ -29,7 +30,7 @@ COMPLICATIONS = ("If anything fails, tell me exactly what went wrong.", "Double-
 
 def sample_value(source: str, db: dict[str, list[dict]], rng: random.Random, row_cache: dict[str, dict]) -> Any:
     """One query value for a parameter source (``row:T.C``, ``col:T.C``, ``names``, ``int:A:B``,
-    ``choice:A|B``, ``gen:TYPE:NAME``); None when the database has no such value."""
+    ``choice:A|B``, ``pick:JSON-LIST``, ``gen:TYPE:NAME``); None when the database has no such value."""
     kind, _, rest = source.partition(":")
     if kind in ("row", "col"):
         table, _, col = rest.partition(".")
@@ -48,6 +49,8 @@ def sample_value(source: str, db: dict[str, list[dict]], rng: random.Random, row
     if kind == "int":
         lo, hi = rest.split(":")
         return rng.randint(int(lo), int(hi))
+    if kind == "pick":
+        return rng.choice(json.loads(rest))
     if kind == "choice":
         return rng.choice(rest.split("|"))
     if kind == "gen":

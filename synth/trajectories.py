@@ -18,7 +18,7 @@ from typing import Any
 from synth.backends import Backend
 from synth.errors import SampleRejected, ServerError
 from synth.judge import RuleJudge, judge_trajectory
-from synth.models import Recipe
+from synth.models import RejectedRow, Recipe
 from synth.narratives import NarrativeSource
 from synth.plans import Call, Plan, ServerSpec, deepen
 from synth.provenance import ActionProvenance, provenance
@@ -71,6 +71,16 @@ class Tally:
     """``(server, query)`` of accepted tasks (the novelty gate)."""
     dead: set[tuple[str, tuple[int, int]]] = field(default_factory=set)
     """``(server, instance)`` pairs whose server died; their remaining tasks are rejected."""
+    rejected: list[tuple[int, str]] = field(default_factory=list)
+    """``(task index, rejected.jsonl line)`` of every rejected task (:class:`~synth.models.RejectedRow`)."""
+
+    def reject(self, index: int, server: str, stage: str, reason: str, detail: str | None = None,
+               messages: list[dict] | None = None, scores: dict[str, float] | None = None) -> None:
+        """Count a rejected task under ``reason`` and keep its :class:`~synth.models.RejectedRow`."""
+        self.rejections[reason] += 1
+        row = RejectedRow(task_id=f"t{index:06d}", server=server, stage=stage, reasons=[reason],
+                          detail=None if detail is None else detail[:300], messages=messages, judge=scores or {})
+        self.rejected.append((index, row.model_dump_json()))
 
 
 def pick_defects(calls: list[Call], rng: random.Random, defect_rate: float, repair_rate: float) -> None:
@@ -121,21 +131,21 @@ def write_task(recipe: Recipe, slot: TaskSlot, spec: ServerSpec, db: dict[str, l
         pick_transforms(calls, rng, recipe.transform_rate)
         inst = slot.instance
         cand = Plan(task_id=f"t{slot.index:06d}", server=slot.server,
-                    db_id=db_id(slot.server, *inst) if spec.kind == "bundled" else f"{slot.server}:emulated:s{inst[0]}",
+                    db_id=_db_id(slot.server, spec.kind, inst),
                     instance=inst, calls=calls, structure=slot.chain.structure, signature=slot.chain.signature,
                     task_kind=slot.kind, seed=recipe.seed * 1_000_003 + slot.index)
         try:
             cand.query, cand.augmentation = roles.task_writer.write(cand, spec, rng)
             reason = roles.task_writer.gate(cand, spec)
         except SampleRejected as err:
-            tally.rejections[err.reason] += 1
+            tally.reject(slot.index, slot.server, "task", err.reason, str(err), getattr(err, "messages", None))
             return None
         if reason is None and (slot.server, cand.query) in tally.seen_queries:
             reason = "duplicate_query"
         if reason is None:
             tally.seen_queries.add((slot.server, cand.query))
             return cand
-    tally.rejections["no_values" if calls is None else f"task_gate:{reason}"] += 1
+    tally.reject(slot.index, slot.server, "task", "no_values" if calls is None else f"task_gate:{reason}")
     return None
 
 
@@ -150,6 +160,12 @@ def _transformed_calls(plan: Plan, trace: Trace, prov: list[ActionProvenance]) -
             and (t := transformed_arguments(p.missing, sent[p.call_id], shown))}
 
 
+def _db_id(server: str, kind: str, inst: tuple[int, int]) -> str:
+    if kind == "bundled":
+        return db_id(server, *inst)
+    return f"{server}:live" if kind == "live" else f"{server}:emulated:s{inst[0]}"
+
+
 def roll_out(recipe: Recipe, slot: TaskSlot, plan: Plan, spec: ServerSpec, backend: Backend, roles: Roles,
              tools_json: str, tally: Tally) -> tuple[Accepted | None, NarrativeSource | None]:
     """Phase 5: roll out, judge and label one task; ``(accepted or None, judged or None)``."""
@@ -157,10 +173,10 @@ def roll_out(recipe: Recipe, slot: TaskSlot, plan: Plan, spec: ServerSpec, backe
         trace = roles.policy.rollout(plan, spec, backend, random.Random(f"{recipe.seed}:exec:{slot.index}"),
                                      recipe.error_rate)
     except SampleRejected as err:
-        tally.rejections[err.reason] += 1
+        tally.reject(slot.index, slot.server, "rollout", err.reason, str(err), getattr(err, "messages", None))
         return None, None
-    except ServerError:
-        tally.rejections["server_error"] += 1
+    except ServerError as err:
+        tally.reject(slot.index, slot.server, "rollout", "server_error", str(err))
         tally.dead.add((slot.server, slot.instance))
         tally.stats[f"server_error:{slot.server}"] += 1
         return None, None
@@ -178,19 +194,23 @@ def roll_out(recipe: Recipe, slot: TaskSlot, plan: Plan, spec: ServerSpec, backe
     judge_mean = None if verdict.judge_failed else verdict.mean
     tally.stats["defects_planned"] += sum(c.defect is not None for c in plan.calls)
     tally.stats["defects_repaired"] += sum(c.repaired for c in plan.calls)
+    scores = {} if verdict.mean is None else {**{k: round(v, 4) for k, v in verdict.scores.items()},
+                                              "mean": round(verdict.mean, 4)}
     if not verdict.accepted:
-        tally.rejections[verdict.reason or "rejected"] += 1
+        tally.reject(slot.index, slot.server, "judge", verdict.reason or "rejected", messages=trace.messages,
+                     scores=scores)
         return None, NarrativeSource(slot.index, slot.server, plan.query, trace, False, judge_mean)
     hops = max((p.hops for p in prov), default=0)
     if hops > recipe.support_depth:
         # a skipped lookup can leave only an older observation holding the value
-        tally.rejections["exceeds_support_depth"] += 1
+        tally.reject(slot.index, slot.server, "filter", "exceeds_support_depth",
+                     f"support depth {hops} > {recipe.support_depth}", trace.messages, scores)
         return None, NarrativeSource(slot.index, slot.server, plan.query, trace, False, judge_mean)
     meta = {"task_id": plan.task_id, "server": slot.server, "db_id": plan.db_id,
             "chain": [c.tool for c in plan.ordered()], "signature": plan.signature, "structure": plan.structure,
             "nonderivable_calls": nonderiv, "repaired_calls": repaired_ids, "seed": plan.seed,
             "support_depth": hops, "injected_errors": trace.injected,
-            "judge": {**{k: round(v, 4) for k, v in verdict.scores.items()}, "mean": round(verdict.mean, 4)},
+            "judge": scores,
             "task_kind": slot.kind, "augmentation": plan.augmentation}
     if transformed:
         meta["transformed_calls"] = transformed

@@ -19,7 +19,7 @@ from __future__ import annotations
 import math
 import tomllib
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
@@ -29,8 +29,12 @@ __all__ = [
     "AxisSpec",
     "ModelSize",
     "DesignSpec",
+    "LLMRoleSpec",
+    "LLM_ROLES",
+    "check_llm_roles",
     "SynthSpec",
     "ProbeSpec",
+    "PROBE_KINDS",
     "TrainSpec",
     "EvalSpec",
     "SlurmSpec",
@@ -44,9 +48,31 @@ __all__ = [
     "format_validation_error",
     "DEFAULT_AXES",
     "BUDGET_UNITS",
+    "FLOPS_PER_PARAM_TOKEN",
+    "training_flops",
 ]
 
 BUDGET_UNITS = ("usd", "gpu_hours")
+
+FLOPS_PER_PARAM_TOKEN = 6.0
+"""Training FLOPs per parameter per token: forward 2, backward 4 (Kaplan et al. 2020, "Scaling Laws for
+Neural Language Models", section 2.1)."""
+
+
+def training_flops(params: float, tokens: float) -> float:
+    """Training compute ``C = 6 N D`` in FLOPs, for ``N`` parameters trained on ``D`` tokens.
+
+    The one definition of the rule: planned runs (grid/), measured runs (train/), the probe's
+    budget (probes/), imported tables (grid/importer) and the allocator's compute cost all use it.
+    Embedding parameters are counted in ``N`` (the proxies are tiny, so they matter).
+    Numpy arrays broadcast elementwise.
+
+    Examples
+    --------
+    >>> training_flops(1e6, 2e9)
+    1.2e+16
+    """
+    return FLOPS_PER_PARAM_TOKEN * params * tokens
 
 
 class _Frozen(BaseModel):
@@ -58,8 +84,10 @@ class AxisSpec(_Frozen):
 
     name: str = Field(pattern=r"^[a-z][a-z0-9_]*$")
     """Identifier, snake_case; becomes the registry column ``axis_<name>``."""
-    kind: Literal["diversity", "quality"]
-    """``diversity`` (more of something) or ``quality`` (better supervision)."""
+    kind: Literal["diversity", "quality", "stage"]
+    """``diversity`` (more of something), ``quality`` (better supervision) or ``stage`` (a training stage's
+    size, e.g. ``midtrain_tokens``: level 0 turns the stage off, so it is fitted like a quality axis on its
+    range, and it changes training, not the dataset)."""
     unit: str
     """Unit of the real level, e.g. ``tools``, ``tasks``, ``databases``, ``fraction``, ``hops``."""
     min: float
@@ -171,6 +199,11 @@ class ModelSize(_Frozen):
         """Training tokens D one run plans to see: steps x batch x max_seq_len (an upper bound)."""
         return float(self.max_steps * self.batch_size * self.max_seq_len)
 
+    @property
+    def planned_flops(self) -> float:
+        """Planned training FLOPs of one run at this rung: ``6 N D`` with N and D as above."""
+        return training_flops(self.approx_params, self.planned_tokens)
+
 
 class DesignSpec(_Frozen):
     """The experimental design over the data axes, crossed with the ladder (grid/)."""
@@ -209,11 +242,64 @@ class DesignSpec(_Frozen):
     """Seed of randomized designs (LHS) and of the run seeds."""
 
 
+LLM_ROLES: tuple[str, ...] = ("task_writer", "policy", "emulator", "judge")
+"""The LLM roles of synthesis; a role left out of ``[synth.llm]`` keeps its offline template."""
+
+
+class LLMRoleSpec(_Frozen):
+    """One LLM role's endpoint (``[synth.llm.<role>]`` in a config, ``[llm.<role>]`` in a recipe).
+
+    Any server that speaks OpenAI chat completions works (vLLM, SGLang, TGI, a hosted API,
+    ``toolscale serve-model``). The API key is read from the environment variable named by
+    ``api_key_env``, never from the file.
+    """
+
+    base_url: str = Field(pattern=r"^https?://[^\s/]+")
+    """Endpoint root including the API prefix, e.g. ``http://127.0.0.1:8000/v1``."""
+    model: str = Field(min_length=1)
+    """Model name sent in each request (``/models`` must list it when the endpoint has that route)."""
+    api_key_env: str | None = Field(default=None, pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")
+    """Environment variable holding the API key (sent as ``Authorization: Bearer``); None sends none."""
+    temperature: float = Field(default=0.0, ge=0.0, le=2.0, strict=True, allow_inf_nan=False)
+    """Sampling temperature (0 = greedy)."""
+    max_tokens: int = Field(default=1024, ge=1, strict=True)
+    """Most completion tokens per request, in tokens."""
+    concurrency: int = Field(default=8, ge=1, strict=True)
+    """Requests in flight at once for this role, in requests."""
+    timeout_s: float = Field(default=60.0, gt=0.0, strict=True, allow_inf_nan=False)
+    """Seconds one request may take before it is retried (then fails), in seconds."""
+    max_tries: int = Field(default=4, ge=1, le=20, strict=True)
+    """Attempts per request on 429, 5xx, timeouts and malformed replies (bounded), in attempts."""
+    price_in: float = Field(default=0.0, ge=0.0, strict=True, allow_inf_nan=False)
+    """Price of input (prompt) tokens, in dollars per 1M tokens."""
+    price_out: float = Field(default=0.0, ge=0.0, strict=True, allow_inf_nan=False)
+    """Price of output (completion) tokens, in dollars per 1M tokens."""
+
+
+def check_llm_roles(roles: dict) -> dict:
+    """Reject unknown role names with the valid ones (used by the config and the recipe)."""
+    import difflib
+
+    for name in roles:
+        if name not in LLM_ROLES:
+            close = difflib.get_close_matches(str(name), LLM_ROLES, n=1)
+            hint = f" (did you mean {close[0]!r}?)" if close else ""
+            raise ValueError(f"unknown LLM role {name!r}{hint}; expected one of {', '.join(LLM_ROLES)}")
+    return roles
+
+
 class SynthSpec(_Frozen):
     """Synthesis settings (synth/)."""
 
     servers: list[str] = Field(default_factory=list)
-    """Extra stdio MCP servers as command lines (``"python -m pkg.server"``); bundled ones always count."""
+    """Your stdio MCP servers as command lines (``"python -m mcp_server_git --repository /data/repo"``):
+    collected and executed live in ``synth`` and in every pipeline job (one session per server per job);
+    their tools join the bundled ones for ``tool_diversity``."""
+    arg_values: dict[str, list[str | int | float | bool]] = Field(default_factory=dict)
+    """Values tasks may state for an argument of your servers' tools, by argument name
+    (``{ repo_path = ["/data/repo"] }``); other arguments get generated values."""
+    max_turns: int = Field(default=32, ge=1, le=256)
+    """Most assistant turns of an LLM policy per trajectory (ASTRA: 32), in turns."""
     heldout_servers: list[str] = Field(default_factory=list)
     """Bundled server names reserved for evaluation; empty uses the package default."""
     error_rate: float = Field(default=0.2, ge=0.0, le=1.0)
@@ -230,11 +316,40 @@ class SynthSpec(_Frozen):
     judge_threshold: float = Field(default=0.7, ge=0.0, le=1.0)
     """Minimum mean judge score a trajectory needs to be kept."""
     llm_url: str | None = None
-    """Optional OpenAI-compatible endpoint for text generation and judging; never needed."""
+    """Legacy LLM judge endpoint (model name ``judge``, no key); prefer ``[synth.llm.judge]``."""
+    narratives: bool = False
+    """Also write the mid-training corpus (``corpus.jsonl``, seed 001) with every dataset."""
+    narrative_min_judge: float = Field(default=0.7, ge=0.0, le=1.0)
+    """Corpus judge gate: minimum mean judge score of a document's trajectory."""
+    narrative_min_coherence: int = Field(default=4, ge=1, le=5)
+    """Corpus coherence gate, 1-5."""
+    llm: dict[str, LLMRoleSpec] = Field(default_factory=dict)
+    """LLM endpoints per role (``[synth.llm.task_writer]``, ``policy``, ``emulator``, ``judge``); a role
+    left out keeps its offline template."""
+
+    @field_validator("llm")
+    @classmethod
+    def _known_roles(cls, roles: dict) -> dict:
+        return check_llm_roles(roles)
+
+
+PROBE_KINDS: tuple[str, ...] = ("copy", "lm", "hf:MODEL_DIR")
+"""Groundedness probe kinds (``[probe].kind``): the training-free copy scorer, the learned LM probe, or any
+saved causal LM (``hf:`` followed by its folder)."""
 
 
 class ProbeSpec(_Frozen):
     """The groundedness probe (probes/)."""
+
+    kind: str = "copy"
+    """Probe kind, one of :data:`PROBE_KINDS`: ``copy`` (training-free, the CPU default), ``lm`` (a tiny LM
+    trained on the data, cross-fitted) or ``hf:MODEL_DIR`` (a saved causal LM scored as is)."""
+    @field_validator("kind")
+    @classmethod
+    def _known_kind(cls, v: str) -> str:
+        if v in ("copy", "lm") or (v.startswith("hf:") and len(v) > 3):
+            return v
+        raise ValueError(f"unknown probe kind {v!r}; known kinds: {', '.join(PROBE_KINDS)}")
 
     model: str = "probe"
     """Ladder-style name of the probe model (built from the fields below)."""
@@ -266,19 +381,79 @@ class ProbeSpec(_Frozen):
     """Trajectories a (structure, depth) cell needs to count as covered."""
     seed: int = 0
     """Seed of the probe's sample, initialisation and calibration split."""
-    mask: str = "support"
-    """Masking strategy registered in ``probes.masking`` (``support``: provenance; ``latest``: label-free)."""
-    folds: int = Field(default=2, ge=1)
-    """Cross-fitting folds: each fold is scored by a probe trained on the others (1 = score in-sample)."""
+    mask: str = "all"
+    """Masking strategy registered in ``probes.masking`` for ``lm`` and ``hf:`` probes; none reads
+    provenance labels (``all``: every earlier observation; ``latest``: the latest one)."""
+    folds: int = Field(default=2, ge=2)
+    """Cross-fitting folds of the ``lm`` probe: each fold is scored by a probe trained on the others."""
+    mask_drop: float = Field(default=0.15, ge=0.0, lt=1.0)
+    """``lm`` probe: probability that an observation's content is replaced by the learned mask token in a
+    training sequence (teaches the mask)."""
     enforce_budget: bool = True
     """Score only a random subset of trajectories when scoring all would exceed ``max_cost_share``."""
 
 
-class TrainSpec(_Frozen):
-    """SFT settings shared by every rung (train/)."""
+STAGES: tuple[str, ...] = ("midtrain", "sft", "grpo")
+"""Training stages in the order they run (:mod:`train.stages`)."""
 
-    objective: Literal["sft", "grpo"] = "sft"
-    """Training objective; SFT and RL laws are fitted separately."""
+STAGE_AXES: dict[str, str] = {"midtrain_tokens": "midtrain", "grpo_steps": "grpo"}
+"""Axes of kind ``stage`` the pipeline knows, with the stage each sizes (they set training, not the dataset;
+level 0 skips the stage, so one experiment can hold runs with and without it)."""
+
+
+class TrainSpec(_Frozen):
+    """Training settings shared by every rung (train/): the stages each run goes through."""
+
+    stages: list[Literal["midtrain", "sft", "grpo"]] = Field(default_factory=lambda: ["sft"])
+    """Stages in order: ``midtrain`` (causal LM on synth's corpus, seed 001), ``sft``, ``grpo`` (RL on the
+    compiled environments with the F1 reward, ASTRA's second stage). SFT is always there; SFT and RL laws
+    are fitted separately (``fit --stages``)."""
+    midtrain_corpus: str | None = None
+    """A JSONL file of ``{"text"}`` documents to mid-train on; None uses each run's synthesised
+    ``corpus.jsonl`` (needs ``[synth].narratives = true``)."""
+    midtrain_tokens: float | None = Field(default=None, ge=0.0)
+    """Corpus tokens to mid-train on when no ``midtrain_tokens`` axis sets it; None takes one pass over the
+    corpus. Total tokens stay those of the run's planned steps: SFT gets what mid-training did not use."""
+    grpo_envs: str | None = None
+    """``envs.jsonl`` (``toolscale envs build``) for the grpo stage; None builds ``grpo_n_envs`` per run."""
+    grpo_n_envs: int = Field(default=16, ge=0)
+    """Environments built for the grpo stage when ``grpo_envs`` is not given (training domains, run seed)."""
+    grpo_steps: int = Field(default=10, ge=1)
+    """GRPO optimizer steps."""
+    grpo_generations: int = Field(default=4, ge=2)
+    """Completions per prompt (the GRPO group)."""
+    threads: int = Field(default=2, ge=1)
+    """torch CPU threads per run."""
+    save_checkpoints: bool = True
+    """Write checkpoints so a preempted run resumes."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _objective(cls, data: Any) -> Any:
+        # ``objective`` (before stages existed): "grpo" meant SFT then GRPO
+        if isinstance(data, dict) and "objective" in data:
+            data = dict(data)
+            obj = data.pop("objective")
+            if obj not in ("sft", "grpo"):
+                raise ValueError(f"objective must be 'sft' or 'grpo' (better: stages = [...]), got {obj!r}")
+            data.setdefault("stages", ["sft", "grpo"] if obj == "grpo" else ["sft"])
+        return data
+
+    @model_validator(mode="after")
+    def _stage_order(self) -> "TrainSpec":
+        if "sft" not in self.stages:
+            raise ValueError(f"stages must include 'sft', got {self.stages}")
+        if len(set(self.stages)) != len(self.stages) or self.stages != [s for s in STAGES if s in self.stages]:
+            raise ValueError(f"stages run in the order {', '.join(STAGES)}, each at most once; got {self.stages}")
+        if "grpo" in self.stages and self.grpo_envs is None and self.grpo_n_envs == 0:
+            raise ValueError("stage 'grpo' needs environments: set train.grpo_envs (an envs.jsonl) or "
+                             "train.grpo_n_envs > 0")
+        return self
+
+    @property
+    def objective(self) -> str:
+        """The last stage's objective (``sft`` or ``grpo``): SFT and RL laws are fitted separately."""
+        return "grpo" if "grpo" in self.stages else "sft"
     threads: int = Field(default=2, ge=1)
     """torch CPU threads per run."""
     save_checkpoints: bool = True
@@ -349,7 +524,8 @@ class ExperimentSpec(_Frozen):
     budget_unit: Literal["usd", "gpu_hours"] = "usd"
     """Unit of every cost and budget."""
     target_model_size: str | None = None
-    """Ladder rung the allocator plans for by default (None = the largest)."""
+    """Ladder rung the experiment is for: allocations plan for it, the probe's cost is a share of its
+    training FLOPs (None = the largest rung)."""
 
 
 class ExperimentConfig(_Frozen):
@@ -359,8 +535,9 @@ class ExperimentConfig(_Frozen):
     """Identity and bookkeeping."""
     axes: list[AxisSpec]
     """Data axes (at least one)."""
-    ladder: list[ModelSize]
-    """Model sizes (at least one)."""
+    ladder: list[ModelSize] = Field(default_factory=list)
+    """Model sizes (at least one to design, train or allocate; a config for imported runs may have none,
+    their model sizes being parameter counts)."""
     design: DesignSpec = Field(default_factory=DesignSpec)
     """Experimental design."""
     synth: SynthSpec = Field(default_factory=SynthSpec)
@@ -390,12 +567,15 @@ class ExperimentConfig(_Frozen):
     @field_validator("ladder")
     @classmethod
     def _unique_sizes(cls, ladder: list[ModelSize]) -> list[ModelSize]:
-        if not ladder:
-            raise ValueError("at least one model size is required")
         names = [m.name for m in ladder]
         dup = sorted({n for n in names if names.count(n) > 1})
         if dup:
             raise ValueError(f"duplicate model size names: {', '.join(dup)}")
+        for small, big in zip(ladder, ladder[1:]):
+            if big.approx_params < small.approx_params:
+                raise ValueError(f"the ladder must list rungs from smallest to largest parameter count N; "
+                                 f"{big.name!r} (N = {big.approx_params:.4g}) comes after {small.name!r} "
+                                 f"(N = {small.approx_params:.4g})")
         return ladder
 
     @model_validator(mode="after")
@@ -409,6 +589,17 @@ class ExperimentConfig(_Frozen):
             if a.cost_scales_with is not None and (a.cost_scales_with not in axes or a.cost_scales_with == a.name):
                 raise ValueError(f"axis {a.name!r}: cost_scales_with must name another axis, got "
                                  f"{a.cost_scales_with!r}; known: {', '.join(axes)}")
+        for a in self.axes:
+            if a.kind == "stage" and a.name not in STAGE_AXES:
+                raise ValueError(f"axis {a.name!r} has kind 'stage', which only {', '.join(STAGE_AXES)} can have")
+            if a.name in STAGE_AXES and a.kind != "stage":
+                raise ValueError(f"axis {a.name!r} must have kind 'stage'")
+            if a.name in STAGE_AXES and STAGE_AXES[a.name] not in self.train.stages:
+                raise ValueError(f"axis {a.name!r} needs {STAGE_AXES[a.name]!r} in train.stages")
+        midtrain = "midtrain" in self.train.stages
+        if midtrain and self.train.midtrain_corpus is None and not self.synth.narratives:
+            raise ValueError("stage 'midtrain' has no corpus: set synth.narratives = true (each run's synthesised "
+                             "corpus.jsonl) or train.midtrain_corpus = a JSONL file of {\"text\"} documents")
         bad = [f for f in self.design.foldover if f not in axes]
         if bad:
             raise ValueError(f"design.foldover names unknown axes {bad}; known: {', '.join(axes)}")
@@ -430,9 +621,24 @@ class ExperimentConfig(_Frozen):
 
     @property
     def target_size(self) -> ModelSize:
-        """The rung allocations plan for (the configured target, else the last rung)."""
+        """The rung the experiment is for: ``experiment.target_model_size``, else the largest rung.
+
+        The ladder is validated to run from smallest to largest N, so the largest is the
+        last (on a tie in N, the last of the tied rungs). Allocation, the probe's cost
+        budget and the pipeline all use this one rule.
+        """
         name = self.experiment.target_model_size
+        if not name and not self.ladder:
+            raise ConfigError("the config has no [[ladder]]: add model sizes (or experiment.target_model_size) "
+                              "to plan for a target size")
         return self.model_size(name) if name else self.ladder[-1]
+
+    def require_ladder(self, purpose: str) -> list[ModelSize]:
+        """The ladder; ConfigError naming ``purpose`` when the config has none (configs for imported runs)."""
+        if not self.ladder:
+            raise ConfigError(f"{purpose} needs model sizes: the config has no [[ladder]] (only imported runs "
+                              "can do without one)")
+        return self.ladder
 
 
 DEFAULT_AXES: tuple[str, ...] = (
@@ -481,5 +687,36 @@ def read_toml(path: str | Path, *, kind: str, error: type[Exception] = ConfigErr
 
 
 def load_config(path: str | Path) -> ExperimentConfig:
-    """Read and validate a TOML config; ConfigError naming the file and each bad field."""
-    return parse_config(read_toml(path, kind="config"), source=str(path))
+    """Read and validate a TOML config; ConfigError naming the file and each bad field.
+
+    Files the config names for training (``train.midtrain_corpus``, ``train.grpo_envs``) must exist, and
+    the corpus must be JSONL with a non-empty string ``text`` on every line, so a bad one fails here,
+    before anything runs.
+    """
+    cfg = parse_config(read_toml(path, kind="config"), source=str(path))
+    _check_train_files(cfg.train, str(path))
+    return cfg
+
+
+def _check_train_files(train: TrainSpec, source: str) -> None:
+    import json
+
+    if train.grpo_envs is not None and not Path(train.grpo_envs).is_file():
+        raise ConfigError(f"{source}: train.grpo_envs {train.grpo_envs!r} does not exist "
+                          "(write one with `toolscale envs build`)")
+    if train.midtrain_corpus is None:
+        return
+    corpus = Path(train.midtrain_corpus)
+    if not corpus.is_file():
+        raise ConfigError(f"{source}: train.midtrain_corpus {str(corpus)!r} does not exist")
+    with corpus.open(encoding="utf-8", errors="replace") as f:
+        for n, line in enumerate(f, 1):
+            if not line.strip():
+                continue
+            try:
+                doc = json.loads(line)
+            except ValueError:
+                doc = None
+            if not isinstance(doc, dict) or not isinstance(doc.get("text"), str) or not doc["text"].strip():
+                raise ConfigError(f"{source}: train.midtrain_corpus {str(corpus)!r} line {n} is not a JSON object "
+                                  "with a non-empty string 'text'")

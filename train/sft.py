@@ -28,9 +28,9 @@ from pathlib import Path
 from typing import Any
 
 from grid.models import TrainStats
-from toolscale.config import ModelSize
+from toolscale.config import ModelSize, training_flops
 from toolscale.errors import UsageError
-from train.accounting import accounting_callback, loss_curve, read_accounting, training_flops
+from train.accounting import accounting_callback, loss_curve, read_accounting
 from train.checkpoint import RUN_FILE, STATS_FILE, checkpoint_dir, clear_checkpoints, last_checkpoint
 from train.data import dataset_id, read_rows, render_corpus, tokenize_rows
 from train.errors import TrainError
@@ -134,7 +134,8 @@ def _tokenizer_for(size: ModelSize, out_dir: Path, rows, resume: bool):
 
 def train_sft(data_dir: str | Path, size: ModelSize, out_dir: str | Path, *, max_steps: int | None = None,
               seed: int = 0, threads: int | None = None, resume: bool = True, save_steps: int | None = None,
-              on_step: Callable[[int, int, float | None], None] | None = None) -> TrainStats:
+              on_step: Callable[[int, int, float | None], None] | None = None,
+              init: str | Path | None = None) -> TrainStats:
     """Train one model with SFT on a synthesised dataset; write it to ``out_dir``.
 
     Parameters
@@ -160,6 +161,9 @@ def train_sft(data_dir: str | Path, size: ModelSize, out_dir: str | Path, *, max
         Steps between checkpoints; default ``max(10, max_steps // 4)``; 0 disables them.
     on_step
         Progress hook ``on_step(step, max_steps, last_loss)``.
+    init
+        Start from this saved model folder and its tokenizer (a mid-trained proxy, :mod:`train.midtrain`)
+        instead of a new proxy model; its ``run.json`` is part of this run's identity.
 
     Returns
     -------
@@ -183,6 +187,13 @@ def train_sft(data_dir: str | Path, size: ModelSize, out_dir: str | Path, *, max
     data_id = dataset_id(data_dir)
     identity = {"dataset_id": data_id, "steps": steps, "seed": seed,
                 "model_size": size.model_dump(mode="json", exclude=_RESOURCE_FIELDS)}
+    if init is not None:
+        if size.pretrained:
+            raise UsageError(f"model size {size.name!r} is pretrained; init is for proxy rungs (a mid-trained model)")
+        init_run = Path(init) / RUN_FILE
+        if not init_run.is_file():
+            raise TrainError(f"init folder {str(init)!r} holds no finished toolscale run ({RUN_FILE} missing)")
+        identity["init"] = json.loads(init_run.read_text(encoding="utf-8"))
     run_file = out / RUN_FILE
     if resume and run_file.is_file():
         before = json.loads(run_file.read_text(encoding="utf-8"))
@@ -199,13 +210,17 @@ def train_sft(data_dir: str | Path, size: ModelSize, out_dir: str | Path, *, max
     out.mkdir(parents=True, exist_ok=True)
     _write_json(run_file, identity)
 
-    tokenizer = _tokenizer_for(size, out, rows, resume)
+    if init is not None:
+        from train.tokenizer import load_tokenizer
+        tokenizer = load_tokenizer(init)
+    else:
+        tokenizer = _tokenizer_for(size, out, rows, resume)
     data = tokenize_rows(rows, tokenizer, size.max_seq_len, seed=seed)
     if not data["examples"]:
         raise TrainError(f"no row of {data_dir} keeps an assistant token within max_seq_len={size.max_seq_len}")
-    if size.pretrained:
+    if size.pretrained or init is not None:
         with quiet_progress():
-            model = load_model(size.pretrained)
+            model = load_model(size.pretrained or init)
     else:
         model = build_model(size, seed=seed)
         if len(tokenizer) > model.config.vocab_size:

@@ -17,10 +17,24 @@ SIZES = [(2.6e5, 8.2e5), (1.3e6, 1.2e6), (6.8e6, 3.9e6)]
 """(N, D) of three rungs, like the default preset's ladder."""
 
 
+def reference_dir() -> Path:
+    """``shared/reference`` beside the clone (CI), or beside a folder above it (a worktree under ``wt/``)."""
+    repo = Path(__file__).resolve().parents[2]
+    for parent in repo.parents:
+        cand = parent / "shared" / "reference"
+        if cand.is_dir():
+            return cand
+    return repo / ".." / "shared" / "reference"
+
+
 def chinchilla_csv() -> Path:
     """``<repo>/../shared/reference/chinchilla/chinchilla_fig4_points.csv`` (CI has shared/ beside the clone)."""
-    return Path(__file__).resolve().parents[2] / ".." / "shared" / "reference" / "chinchilla" / \
-        "chinchilla_fig4_points.csv"
+    return reference_dir() / "chinchilla" / "chinchilla_fig4_points.csv"
+
+
+def datablations_csv() -> Path:
+    """``<repo>/../shared/reference/datablations/datablations_losses.csv`` (Muennighoff et al. 2023)."""
+    return reference_dir() / "datablations" / "datablations_losses.csv"
 
 
 def small_inputs() -> tuple[LawInput, ...]:
@@ -73,4 +87,4 @@ def truths() -> dict[str, dict[str, float]]:
 def sim() -> SimpleNamespace:
     """The helpers above, as a fixture (test modules cannot import conftest under importlib mode)."""
     return SimpleNamespace(design_runs=design_runs, simulated_points=simulated_points, small_inputs=small_inputs,
-                           chinchilla_csv=chinchilla_csv, LEVELS=LEVELS, SIZES=SIZES)
+                           chinchilla_csv=chinchilla_csv, datablations_csv=datablations_csv, LEVELS=LEVELS, SIZES=SIZES)

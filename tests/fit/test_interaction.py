@@ -12,15 +12,39 @@ from fit.laws import get_law
 def test_picks_the_true_hypothesis(sim, truths, truth):
     runs = sim.design_runs(n_points=40, seed=11)
     pts = sim.simulated_points(truth, truths[truth], runs, noise=0.01, seed=5)
-    res = compare_hypotheses(pts, sim.small_inputs(), n_starts=4, max_grid=512, n_bootstrap=12, n_jobs=1)
+    res, _ = compare_hypotheses(pts, sim.small_inputs(), n_starts=4, max_grid=512, n_bootstrap=12, n_jobs=1)
     assert res.supported == truth
     assert set(res.fits) == {"additive", "multiplicative", "interaction"}
     assert res.n_points == 80  # the held-out rung is predicted, not fitted
     assert res.gain_ratio_lo is not None and res.gain_ratio_lo <= res.gain_ratio <= res.gain_ratio_hi
+    assert res.lr_p_method == "parametric bootstrap (12 draws)"
     if truth == "multiplicative":
-        assert res.lr_p < 0.01 and res.f_p < 0.01 and res.gain_ratio > 1.2
+        # the observed LR exceeds every one of the 12 draws under the additive fit: p = 1 / 13
+        assert res.lr_p == pytest.approx(1 / 13) and res.f_p < 0.01 and res.gain_ratio > 1.2
+        assert res.verdict == "amplifies" and res.strength == "strong" and res.delta_bic > 6
     else:
         assert res.gain_ratio == pytest.approx(1.0, abs=0.15)
+        assert res.verdict == "additive" and res.lr_p > 0.05
+
+
+def test_a_discount_rejects_additivity(sim, truths):
+    """Quality that discounts what diversity buys (gain ratio 0.63) is an interaction, not 'additive'."""
+    runs = sim.design_runs(n_points=40, seed=11)
+    truth = {**truths["additive"], "kappa": -6.0}
+    pts = sim.simulated_points("interaction", truth, runs, noise=0.01, seed=5)
+    res, fits = compare_hypotheses(pts, sim.small_inputs(), n_starts=4, max_grid=512, n_bootstrap=12, n_jobs=1)
+    assert res.gain_ratio_hi < 1.0 and res.gain_ratio == pytest.approx(0.63, abs=0.12)
+    assert res.verdict == "discounts" and res.supported == "interaction"
+    assert set(fits) == {"additive", "multiplicative", "interaction"}
+    assert fits["interaction"].heldout.mae < fits["additive"].heldout.mae
+
+
+def test_without_bootstrap_the_verdict_follows_bic(sim, truths):
+    runs = sim.design_runs(n_points=40, seed=11)
+    pts = sim.simulated_points("multiplicative", truths["multiplicative"], runs, noise=0.01, seed=5)
+    res, _ = compare_hypotheses(pts, sim.small_inputs(), n_starts=4, max_grid=512)
+    assert res.lr_p_method.startswith("chi-square") and res.delta_bic > 6
+    assert res.supported == "multiplicative" and res.verdict == "amplifies"
 
 
 def test_gain_ratio_of_each_form(sim, truths):
@@ -41,7 +65,7 @@ def test_picks_the_true_hypothesis_over_many_seeds(sim, truths):
         for truth in ("additive", "multiplicative"):
             runs = sim.design_runs(n_points=40, seed=100 + seed)
             pts = sim.simulated_points(truth, truths[truth], runs, noise=0.015, seed=seed)
-            res = compare_hypotheses(pts, sim.small_inputs(), n_starts=8)
+            res, _ = compare_hypotheses(pts, sim.small_inputs(), n_starts=8)
             verdicts.append((truth, res.supported, res.strength))
     correct = [t == s for t, s, _ in verdicts]
     assert sum(correct) >= 18, verdicts

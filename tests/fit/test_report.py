@@ -52,7 +52,7 @@ def result() -> ExperimentFit:
                  run_ids=[r.run_id for r in runs], split=[r.split for r in runs], flops=[r.train_flops for r in runs],
                  experiment="golden", benchmark="toy", simulated=True)
     fit = fit_law(pts, law, n_starts=4, max_grid=512, holdout_rule="split", holdout_source="stored split column")
-    inter = compare_hypotheses(pts, inputs, n_starts=4, max_grid=512)
+    inter, _ = compare_hypotheses(pts, inputs, n_starts=4, max_grid=512)
     req = FitRequest(experiment="golden", benchmark="toy", law="multiplicative", n_bootstrap=0)
     return ExperimentFit(request=req, fit=fit, interaction=inter, points=pts)
 

@@ -27,7 +27,7 @@ def test_simulated_experiment_is_labelled_and_follows_the_design(tmp_path):
     design = build_design(config)
     assert out["runs"] == len(design.runs) == len(runs) == 108
     assert out["heldout"] == sum(r.split == "heldout" for r in design.runs) == 27
-    assert info["simulated"] and info["config"]["axes"][0]["name"] == "tool_diversity"
+    assert info.simulated and info.config["axes"][0]["name"] == "tool_diversity"
     assert {r.source for r in runs} == {"simulated"}
     assert all(0.0 <= r.metrics["simulated/score"] <= 1.0 for r in runs)
     planned = sorted((r.model_size, r.train_flops) for r in design.runs)
@@ -39,7 +39,7 @@ def test_fit_recovers_the_simulated_truth(tmp_path):
     with Registry(tmp_path / "r.duckdb") as reg:
         simulate_experiment(reg, config, "sim", hypothesis="multiplicative", noise_sd=0.005, seed=1)
         runs = reg.runs("sim", status="done")
-        cfg = reg.experiment("sim")["config"]
+        cfg = reg.experiment("sim").config
     req = FitRequest(experiment="sim", benchmark="simulated", law="auto", n_bootstrap=0, n_starts=4, max_grid=1024,
                      n_jobs=1)
     res = fit_experiment(runs, req, config=cfg)

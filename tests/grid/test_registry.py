@@ -102,7 +102,7 @@ def test_ingest_is_idempotent_and_applies_results(tmp_path) -> None:
         second = reg.ingest(read_results(folder)[0])
         done = reg.runs(status="done")
         failed = reg.runs(status="failed")
-    assert (first["ingested"], second["ingested"], second["duplicate"]) == (2, 0, 2)
+    assert (first.ingested, second.ingested, second.duplicate) == (2, 0, 2)
     assert done[0].metrics == {"heldout-calls/score": 0.7}
     assert done[0].model_params == 123.0 and done[0].train_flops == 6 * 123 * 456.0
     assert "ValueError: boom" in failed[0].error
@@ -121,7 +121,7 @@ def test_unknown_run_is_reported(tmp_path) -> None:
     write_result(tmp_path / "res", _result("r-unknown"))
     with Registry(tmp_path / "r.duckdb") as reg:
         report = reg.ingest(read_results(tmp_path / "res")[0])
-    assert report["unknown_run"] == 1 and "unknown run r-unknown" in report["problems"][0]
+    assert report.unknown_run == 1 and "unknown run r-unknown" in report.problems[0]
 
 
 _SLOW_INGEST = textwrap.dedent("""
@@ -160,7 +160,7 @@ def test_ingest_killed_midway_leaves_registry_unchanged(tmp_path) -> None:
         assert reg.con.execute("SELECT count(*) FROM ingested_files").fetchone()[0] == 0
         assert reg.con.execute("SELECT count(*) FROM metrics").fetchone()[0] == 0
         report = reg.ingest(read_results(tmp_path / "res")[0])
-        assert report["ingested"] == 20
+        assert report.ingested == 20
         assert reg.status_counts()["e1"]["done"] == 20
 
 
@@ -202,7 +202,7 @@ def test_second_writer_waits_for_holder_to_finish(tmp_path) -> None:
     assert proc.stdout.readline().strip() == "holding"
     with Registry(db, lock_timeout_s=30) as reg:
         reg.ensure_experiment("after-wait")
-        assert [e["name"] for e in reg.experiments()] == ["after-wait"]
+        assert [e.name for e in reg.experiments()] == ["after-wait"]
     proc.wait(timeout=30)
 
 
@@ -230,7 +230,8 @@ def test_fits_and_allocations_round_trip(tmp_path) -> None:
                             payload={"spend": {"x": 100.0}})
         fits = reg.fits("e1", "b")
         allocs = reg.allocations("e1")
-    assert fits[0]["fit_id"] == fid and fits[0]["payload"] == {"params": {"a": 1.0}}
+    assert fits[0].fit_id == fid and fits[0].payload == {"params": {"a": 1.0}}
+    assert (fits[0].law, fits[0].converged, fits[0].n_points, fits[0].data_hash) == ("additive", True, 10, "abc")
     assert allocs[0]["payload"]["spend"] == {"x": 100.0}
 
 

@@ -154,3 +154,18 @@ def test_pipeline_end_to_end_shares_the_dataset_across_sizes(tmp_path):
         assert r.metadata["stage_s"]["train"] > 0 and r.metadata["stage_s"]["eval"] > 0
     datasets = [p for p in (tmp_path / "runs" / "datasets").iterdir() if not p.name.startswith(".")]
     assert len(datasets) == 1
+
+
+def test_job_recipe_keeps_the_users_servers(tmp_path):
+    from slurm.pipeline import job_recipe
+
+    cfg = _pipe(tmp_path, ("t1",))
+    synth = cfg.synth.model_copy(update={"servers": ["python -m mcp_server_git --repository /data/repo"],
+                                         "arg_values": {"repo_path": ["/data/repo"]}})
+    run = RunSpec(run_id="p", experiment="pipe", design_version="v", recipe={"tool_diversity": 6.0}, model_size="t1")
+    recipe = job_recipe(run, cfg.model_copy(update={"synth": synth}))
+    assert recipe.servers == ("python -m mcp_server_git --repository /data/repo",)
+    assert recipe.arg_values == {"repo_path": ["/data/repo"]} and recipe.tool_diversity == 6
+    plain = job_recipe(run, cfg)
+    assert dataset_key(plain.identity()) != dataset_key(recipe.identity())
+    assert "servers" not in plain.identity()  # ids of recipes without servers are unchanged

@@ -50,7 +50,7 @@ def test_batch_ingest_equals_one_file_at_a_time(tmp_path):
         rep = a.ingest(results)
         for t in results:
             b.ingest([t])
-        assert rep["ingested"] == 12 and rep["duplicate"] == 0
+        assert rep.ingested == 12 and rep.duplicate == 0
         assert _state(a) == _state(b)
         runs = {r.run_id: r for r in a.runs("e")}
         assert runs["r0"].metrics == {"b/score": 0.0, "b/loss": 2.0}
@@ -59,7 +59,7 @@ def test_batch_ingest_equals_one_file_at_a_time(tmp_path):
         assert runs["r4"].metadata["keep"] is True and runs["r4"].metadata["k"] == 4
         assert runs["r4"].model_params == 500.0
         again = a.ingest(results)
-        assert again["ingested"] == 0 and again["duplicate"] == 12
+        assert again.ingested == 0 and again.duplicate == 12
 
 
 def test_same_run_twice_in_a_batch_last_wins_and_unknown_runs_reported(tmp_path):
@@ -70,8 +70,8 @@ def test_same_run_twice_in_a_batch_last_wins_and_unknown_runs_reported(tmp_path)
     with _registry(tmp_path / "r.duckdb", 2) as reg:
         rep = reg.ingest([first, (later, "h-later", "/x/later"), (ghost, "h-ghost", "/x/ghost"),
                           (first[0], first[1], "/copy")])
-        assert (rep["ingested"], rep["duplicate"], rep["unknown_run"]) == (2, 1, 1)
-        assert rep["problems"] == ["/x/ghost: unknown run nope"]
+        assert (rep.ingested, rep.duplicate, rep.unknown_run) == (2, 1, 1)
+        assert rep.problems == ["/x/ghost: unknown run nope"]
         assert reg.runs("e", run_ids=["r0"])[0].status == "failed"
 
 

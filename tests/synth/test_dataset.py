@@ -147,3 +147,83 @@ def test_config_heldout_servers_respected():
     assert not {"travel", "shop"} & set(m.servers) and "weather" in m.servers
     with pytest.raises(RecipeError, match="unknown held-out server 'mars'"):
         _m(heldout_servers=("mars",))
+
+
+# ---- rejected.jsonl and the LLM roles --------------------------------------------------------------------
+
+def _judge_script(score: int | None):
+    """A scripted rubric-judge endpoint: every dimension gets ``score`` 1-5 (None: a reply without a score)."""
+    from synth.llm.scripted import reply
+
+    text = "no idea" if score is None else json.dumps({"score": score})
+    return lambda n, body: reply(text, prompt_tokens=2000, completion_tokens=100)
+
+
+def _llm_recipe(url: str, **kw) -> Recipe:
+    judge = {"base_url": url, "model": "scripted", "concurrency": 2, "price_in": 1.0, "price_out": 4.0}
+    return Recipe(task_count=12, tool_diversity=8, seed=3, llm={"judge": judge}, **kw)
+
+
+def test_rejected_rows_give_every_rejection_its_reasons(tmp_path):
+    from synth.models import RejectedRow
+
+    m = build_dataset(Recipe(task_count=48, tool_diversity=8, seed=1, judge_threshold=0.9), tmp_path)
+    rows = [RejectedRow.model_validate_json(x) for x in (tmp_path / "rejected.jsonl").read_text().splitlines()]
+    assert len(rows) == m.counts["rejected"] > 0 and "rejected.jsonl" in m.files
+    counted: dict[str, int] = {}
+    for r in rows:
+        assert r.reasons and r.task_id.startswith("t")
+        counted[r.reasons[0]] = counted.get(r.reasons[0], 0) + 1
+    assert counted == m.rejections
+    judged = [r for r in rows if r.stage == "judge"]
+    assert judged and all(r.messages and r.judge["mean"] < 0.9 for r in judged)
+    assert m.llm == {}  # no LLM role configured: nothing to account
+
+
+def test_llm_judge_usage_per_role_and_a_cached_rerun_costs_nothing(tmp_path):
+    from synth.llm.scripted import ScriptedEndpoint
+
+    with ScriptedEndpoint(_judge_script(5)) as ep:
+        recipe = _llm_recipe(ep.url)
+        m = build_dataset(recipe, tmp_path / "a", llm_cache=tmp_path / "cache")
+        first = ep.requests
+        m2 = build_dataset(recipe, tmp_path / "b", llm_cache=tmp_path / "cache")
+        assert ep.requests == first  # the rerun sent no request
+    u, u2 = m.llm["judge"], m2.llm["judge"]
+    judged = m.counts["accepted"] + m.rejections.get("exceeds_support_depth", 0)
+    assert first == u.requests == 7 * judged > 0 and u.cache_hits == 0  # one rubric prompt per dimension
+    assert (u2.requests, u2.cache_hits, u2.dollars_spent) == (0, u.requests, 0.0)
+    per_reply = 2000 * 1.0 / 1e6 + 100 * 4.0 / 1e6
+    assert u.dollars == pytest.approx(u.requests * per_reply) == u2.dollars
+    assert u.dollars_per_accepted == pytest.approx(u.dollars / m.counts["accepted"])
+    for name in ("train.jsonl", "rejected.jsonl"):
+        assert (tmp_path / "a" / name).read_bytes() == (tmp_path / "b" / name).read_bytes()
+    assert m.roles["judge"] == "llm" and m.roles["policy"] == "template"
+    assert all(json.loads(json.loads(x)["meta"])["judge"]["mean"] == 1.0
+               for x in (tmp_path / "a" / "train.jsonl").read_text().splitlines())
+    assert m.dataset_id == m2.dataset_id != build_dataset(Recipe(task_count=12, tool_diversity=8, seed=3),
+                                                          tmp_path / "c").dataset_id
+
+
+def test_llm_judge_without_usable_scores_rejects_everything_with_a_reason(tmp_path):
+    from synth.llm.scripted import ScriptedEndpoint
+
+    with ScriptedEndpoint(_judge_script(None)) as ep:
+        m = build_dataset(_llm_recipe(ep.url), tmp_path, llm_cache=tmp_path / "cache")
+    assert m.counts["accepted"] == 0 and m.rejections.get("judge_error:JudgeError", 0) > 0
+    assert m.judge_failure_rate == 1.0 and m.llm["judge"].dollars_per_accepted is None
+
+
+def test_llm_endpoint_down_fails_fast_and_writes_nothing(tmp_path):
+    import socket
+    import time
+
+    from synth.errors import LLMEndpointError
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        url = f"http://127.0.0.1:{s.getsockname()[1]}/v1"
+    t = time.perf_counter()
+    with pytest.raises(LLMEndpointError, match=url):
+        build_dataset(_llm_recipe(url), tmp_path / "out", llm_cache=tmp_path / "cache")
+    assert time.perf_counter() - t < 5 and not (tmp_path / "out").exists()

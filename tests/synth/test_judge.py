@@ -6,8 +6,12 @@ import json
 import math
 import socket
 
+import pytest
+
+from synth.errors import LLMEndpointError
 from synth.judge import LLMJudge, RuleJudge, judge_trajectory
 from synth.models import JUDGE_DIMENSIONS
+from synth.llm.scripted import ScriptedEndpoint, raw, reply
 from synth.rollout import message
 
 
@@ -68,12 +72,23 @@ def test_judge_error_rejects_never_passes():
         assert not v.accepted and v.judge_failed and v.reason == reason and v.mean is None
 
 
-def test_llm_judge_unreachable_endpoint_rejects():
+def test_llm_judge_unreachable_endpoint_fails_cleanly_naming_the_url():
     with socket.socket() as s:  # a local port nobody listens on: connection refused, no network
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    v = judge_trajectory(LLMJudge(f"http://127.0.0.1:{port}/v1", timeout_s=2), good(), 0.0)
-    assert not v.accepted and v.judge_failed and v.reason.startswith("judge_error:")
+    url = f"http://127.0.0.1:{port}/v1"
+    with pytest.raises(LLMEndpointError, match=f"{url}/chat/completions .*unreachable"):
+        judge_trajectory(LLMJudge(url, timeout_s=2), good(), 0.0)
+
+
+def test_llm_judge_unusable_reply_rejects():
+    with ScriptedEndpoint([raw("not json"), reply("no scores here"), reply('{"query_understanding": 1}')],
+                          models=("judge",)) as ep:
+        judge = LLMJudge(ep.url)
+        reasons = [judge_trajectory(judge, good(), 0.0).reason for _ in range(3)]
+        judge.client.close()
+    assert reasons == ["judge_error:LLMReplyError", "judge_error:JSONDecodeError",
+                       "judge_error:missing_or_invalid:query_planning"]
 
 
 def test_judge_timeout_rejects():

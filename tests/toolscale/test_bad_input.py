@@ -72,6 +72,8 @@ CASES = [
     ("import-negative-size", ["import-runs", "{d}/neg_n.csv", "--experiment", "e", "--benchmark", "b",
                               "--map", "model=model_params", "--map", "tokens=train_tokens", "--map", "acc=score"],
      2, "must be > 0"),
+    ("import-zero-size-label", ["import-runs", "{d}/zero_n.csv", "--experiment", "e", "--benchmark", "b", *MAP],
+     2, "must be finite and > 0"),
     ("import-zero-tokens", ["import-runs", "{d}/zero_d.csv", "--experiment", "e", "--benchmark", "b", *MAP], 2,
      "must be > 0"),
     ("import-flops-overflow", ["import-runs", "{d}/huge.csv", "--experiment", "e", "--benchmark", "b", *MAP], 2,

@@ -8,7 +8,7 @@ import pytest
 
 from toolscale.cli import main
 from toolscale.cli.project import example_config_text
-from toolscale.config import DEFAULT_AXES, ExperimentConfig, load_config, parse_config
+from toolscale.config import DEFAULT_AXES, ExperimentConfig, load_config, parse_config, training_flops
 from toolscale.errors import ConfigError
 
 
@@ -52,6 +52,14 @@ def test_config_is_frozen() -> None:
         (lambda d: d["executor"].update(kind="k8s"), "executor.kind"),
         (lambda d: d["design"].update(foldover=["nope"]), "unknown axes ['nope']"),
         (lambda d: d["axes"][3].update(cost_per_unit=-1), "axes.3.cost_per_unit"),
+        (lambda d: d.setdefault("synth", {}).update(llm={"writer": {"base_url": "http://h/v1", "model": "m"}}),
+         "synth.llm: unknown LLM role 'writer'"),
+        (lambda d: d.setdefault("synth", {}).update(llm={"policy": {"base_url": "http://h/v1", "model": "m",
+                                                                    "concurrency": 0}}),
+         "synth.llm.policy.concurrency: Input should be greater than or equal to 1 (got 0)"),
+        (lambda d: d.setdefault("synth", {}).update(llm={"policy": {"base_url": "http://h/v1", "model": "m",
+                                                                    "price_out": "n/a"}}),
+         "synth.llm.policy.price_out: Input should be a valid number (got 'n/a')"),
     ],
 )
 def test_each_validation_error_names_the_field(mutate, needle: str) -> None:
@@ -83,6 +91,32 @@ def test_load_config_errors(tmp_path) -> None:
         load_config(bad)
 
 
+def test_six_n_d():
+    assert training_flops(82016, 1000) == 6 * 82016 * 1000
+    assert training_flops(0, 10) == 0
+
+
+def test_planned_flops_is_six_n_d_of_the_planned_tokens() -> None:
+    m = parse_config(_base()).ladder[0]
+    assert m.planned_flops == 6 * m.approx_params * m.max_steps * m.batch_size * m.max_seq_len
+
+
+def test_ladder_must_run_from_smallest_to_largest() -> None:
+    data = _base()
+    data["ladder"] = list(reversed(data["ladder"]))
+    with pytest.raises(ConfigError, match="smallest to largest parameter count N") as err:
+        parse_config(data, source="x.toml")
+    assert repr(data["ladder"][1]["name"]) in str(err.value)
+
+
+def test_target_size_is_the_configured_rung_else_the_largest() -> None:
+    data = _base()
+    cfg = parse_config(data)
+    assert cfg.target_size.name == max(cfg.ladder, key=lambda m: m.approx_params).name == cfg.ladder[-1].name
+    data["experiment"]["target_model_size"] = data["ladder"][0]["name"]
+    assert parse_config(data).target_size.name == data["ladder"][0]["name"]
+
+
 def test_approx_params_matches_formula() -> None:
     cfg = parse_config(_base())
     m = cfg.ladder[0]
@@ -108,3 +142,78 @@ def test_validate_cli_prints_field_by_field(tmp_path, capsys) -> None:
     err = capsys.readouterr().err
     assert "axes.0.kind" in err and "axes.0.levels" in err
     assert "2 problems" in err
+
+
+def test_synth_llm_roles_reach_the_recipe() -> None:
+    from synth.models import Recipe
+
+    data = _base()
+    data.setdefault("synth", {})["llm"] = {"judge": {"base_url": "http://127.0.0.1:8000/v1", "model": "q",
+                                                      "price_in": 1, "concurrency": 4}}
+    cfg = parse_config(data)
+    settings = {k: v for k, v in cfg.synth.model_dump().items() if k in Recipe.model_fields}  # as slurm/pipeline.py
+    recipe = Recipe.from_axes({"task_count": 8}, **settings)
+    assert recipe.llm["judge"] == cfg.synth.llm["judge"] and recipe.llm["judge"].price_in == 1.0
+
+
+MIDTRAIN_AXIS = {"name": "midtrain_tokens", "kind": "stage", "unit": "tokens", "min": 0.0, "max": 1e5,
+                 "spacing": "linear"}
+
+
+@pytest.mark.parametrize(
+    ("train", "synth", "axis", "needle"),
+    [
+        ({"stages": ["sft", "pretrain"]}, {}, None, "train.stages.1"),
+        ({"stages": ["sft", "midtrain"]}, {"narratives": True}, None, "in the order midtrain, sft, grpo"),
+        ({"stages": ["midtrain"]}, {"narratives": True}, None, "stages must include 'sft'"),
+        ({"stages": ["midtrain", "sft"]}, {}, None, "stage 'midtrain' has no corpus"),
+        ({"stages": ["sft", "grpo"], "grpo_n_envs": 0}, {}, None, "stage 'grpo' needs environments"),
+        ({}, {"narratives": True}, MIDTRAIN_AXIS, "needs 'midtrain' in train.stages"),
+        ({"stages": ["sft", "grpo"]}, {}, {**MIDTRAIN_AXIS, "name": "grpo_steps", "kind": "diversity", "min": 1.0},
+         "axis 'grpo_steps' must have kind 'stage'"),
+        ({"stages": ["midtrain", "sft"]}, {"narratives": True}, {**MIDTRAIN_AXIS, "name": "rl_steps"},
+         "which only midtrain_tokens, grpo_steps can have"),
+        ({"objective": "ppo"}, {}, None, "objective must be 'sft' or 'grpo'"),
+    ],
+)
+def test_stage_config_errors(train, synth, axis, needle) -> None:
+    data = _base()
+    data.setdefault("train", {}).update(train)
+    data.setdefault("synth", {}).update(synth)
+    if axis:
+        data["axes"].append(axis)
+    with pytest.raises(ConfigError) as err:
+        parse_config(data, source="x.toml")
+    assert needle in str(err.value)
+
+
+def test_stages_and_the_old_objective() -> None:
+    data = _base()
+    data.setdefault("train", {})["objective"] = "grpo"
+    cfg = parse_config(data)
+    assert cfg.train.stages == ["sft", "grpo"] and cfg.train.objective == "grpo"
+    data = _base()
+    data.setdefault("train", {}).update(stages=["midtrain", "sft"])
+    data.setdefault("synth", {})["narratives"] = True
+    data["axes"].append(MIDTRAIN_AXIS)
+    cfg = parse_config(data)
+    assert cfg.train.objective == "sft" and cfg.axis("midtrain_tokens").kind == "stage"
+
+
+@pytest.mark.parametrize("content,needle", [("not json\n", "line 1 is not a JSON object"),
+                                            ('{"text": "ok"}\n{"body": "x"}\n', "line 2"),
+                                            (None, "does not exist")])
+def test_a_bad_corpus_file_fails_before_anything_runs(tmp_path, capsys, content, needle) -> None:
+    corpus = tmp_path / "corpus.jsonl"
+    if content is not None:
+        corpus.write_text(content)
+    text = example_config_text("default") + f'\n[train]\nstages = ["midtrain", "sft"]\nmidtrain_corpus = "{corpus}"\n'
+    if "[train]" in example_config_text("default"):
+        pytest.skip("the preset has its own [train] table")
+    path = tmp_path / "exp.toml"
+    path.write_text(text)
+    assert main(["validate", str(path)]) == 2
+    assert needle in capsys.readouterr().err
+    assert main(["grid", "design", str(path), "--dry-run"]) == 2
+    err = capsys.readouterr().err
+    assert needle in err and err.strip().count("\n") == 0

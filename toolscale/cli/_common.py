@@ -12,7 +12,7 @@ from typing import Any
 from toolscale.config import ExperimentConfig, load_config
 
 __all__ = ["add_registry_args", "registry_path", "config_of", "emit_json", "print_table", "Formatter",
-           "positive_float", "positive_int", "open_fraction", "writable_file", "writable_dir"]
+           "positive_float", "positive_int", "check_tool_axis", "open_fraction", "writable_file", "writable_dir"]
 
 Formatter = argparse.RawDescriptionHelpFormatter
 DEFAULT_REGISTRY = "./toolscale.duckdb"
@@ -108,6 +108,17 @@ def positive_int(text: str) -> int:
     if n < 1:
         raise argparse.ArgumentTypeError(f"must be a positive integer, got {n}")
     return n
+
+
+def check_tool_axis(config: ExperimentConfig) -> int | None:
+    """Refuse a ``tool_diversity`` axis above the tools available (bundled training tools plus the
+    config's ``[synth].servers``, started only when needed); returns the count, or None without the axis."""
+    axis = next((a for a in config.axes if a.name == "tool_diversity"), None)
+    if axis is None:
+        return None
+    from synth.capacity import check_tool_levels
+
+    return check_tool_levels(axis.max, config.synth.heldout_servers, config.synth.servers)
 
 
 def open_fraction(text: str) -> float:

@@ -8,8 +8,8 @@ import sys
 from importlib import resources
 from pathlib import Path
 
-from toolscale.cli._common import (Formatter, add_registry_args, emit_json, open_fraction, print_table, registry_path,
-                                   writable_file)
+from toolscale.cli._common import (Formatter, add_registry_args, check_tool_axis, emit_json, open_fraction, print_table,
+                                   registry_path, writable_file)
 from toolscale.config import load_config
 from toolscale.errors import ConfigError, UsageError
 
@@ -64,7 +64,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--experiment", required=True, help="experiment to import into (created if missing)")
     p.add_argument("--map", action="append", default=[], metavar="COLUMN=FIELD",
                    help="map a column to run_id, model_size, model_params, train_tokens, train_flops, score, "
-                        "loss, benchmark, seed, or an axis name (repeatable)")
+                        "loss, benchmark, seed, split (fit/heldout), or an axis name (repeatable); with --config, "
+                        "columns named like an axis map themselves")
     p.add_argument("--benchmark", help="benchmark name when the file has no benchmark column")
     p.add_argument("--heldout-fraction", type=open_fraction, default=0.25,
                    help="share of runs (top training FLOPs) marked held out, in (0, 1) (default 0.25)")
@@ -98,6 +99,7 @@ def _validate(args: argparse.Namespace) -> int:
         n = len(str(err).splitlines())
         print(f"toolscale: error: {args.config} is not valid ({n} problem{'s' if n > 1 else ''})", file=sys.stderr)
         return 2
+    check_tool_axis(cfg)
     if args.json:
         emit_json(cfg)
     else:
@@ -165,13 +167,16 @@ def _score_range(benchmark: str | None) -> tuple[float, float] | None:
 
 
 def _import_runs(args: argparse.Namespace) -> int:
-    from grid.importer import parse_column_map, read_table, rows_to_runs
+    from grid.importer import check_metric_mapped, parse_column_map, read_table, rows_to_runs, self_mapped
     from grid.registry import Registry
 
     cfg = load_config(args.config) if args.config else None
     axes = [a.name for a in cfg.axes] if cfg else None
-    mapping = parse_column_map(args.map, axes)
     rows = read_table(args.file)
+    mapping = parse_column_map(args.map, axes, require_metric=not axes)
+    if axes:
+        mapping = self_mapped(mapping, list(rows[0]), axes)
+        check_metric_mapped(mapping)
     axes_found, runs, metrics = rows_to_runs(rows, mapping, experiment=args.experiment, benchmark=args.benchmark,
                                              heldout_fraction=args.heldout_fraction,
                                              score_range=_score_range(args.benchmark))
@@ -194,12 +199,12 @@ def _ingest(args: argparse.Namespace) -> int:
     results, problems = read_results(args.folder)
     with Registry(registry_path(args)) as reg:
         report = reg.ingest(results)
-    report["problems"] = problems + report["problems"]
+    report = report.model_copy(update={"problems": problems + report.problems})
     if args.json:
-        emit_json(dict(report))
+        emit_json(report.model_dump(mode="json"))
     else:
-        print(f"ingested {report['ingested']} results ({report['duplicate']} already in, "
-              f"{report['unknown_run']} unknown runs, {len(report['problems'])} problems)")
-        for p in report["problems"]:
+        print(f"ingested {report.ingested} results ({report.duplicate} already in, "
+              f"{report.unknown_run} unknown runs, {len(report.problems)} problems)")
+        for p in report.problems:
             print(f"  {p}", file=sys.stderr)
     return 0

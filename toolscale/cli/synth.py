@@ -34,7 +34,10 @@ def register(sub: argparse._SubParsersAction) -> None:
                        formatter_class=Formatter,
                        epilog="examples:\n  toolscale synth --example-recipe > point.toml\n"
                               "  toolscale synth --recipe point.toml --out data/point0 --json\n"
-                              "  toolscale synth --recipe point.toml --out data/p1 --set repair_rate=0.5 --seed 1")
+                              "  toolscale synth --recipe point.toml --out data/p1 --set repair_rate=0.5 --seed 1\n"
+                              "  toolscale synth --recipe point.toml --out data/git \\\n"
+                              "      --server 'python -m mcp_server_git --repository /data/repo' --set "
+                              "'arg_values={repo_path=[\"/data/repo\"]}'")
     p.add_argument("--example-recipe", action="store_true", help="print a documented recipe and exit")
     p.add_argument("--recipe", metavar="RECIPE.toml", help="the recipe (knobs) to build")
     p.add_argument("--out", metavar="DIR", help="output folder for train.jsonl and manifest.json")
@@ -43,6 +46,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--seed", type=int, help="override the recipe's seed")
     p.add_argument("--with-collected", action="store_true",
                    help="also draw from document-only servers stored in the registry (emulated)")
+    p.add_argument("--server", action="append", default=[], metavar="'COMMAND [ARGS...]'",
+                   help="a stdio MCP server of yours, collected and executed live (repeatable; joins the "
+                        "recipe's servers and the config's [synth].servers)")
+    p.add_argument("--llm-cache", metavar="DIR",
+                   help="LLM response cache folder (default: $TOOLSCALE_LLM_CACHE, else ~/.cache/toolscale/llm)")
     add_registry_args(p)
     p.add_argument("--json", action="store_true", help="print the manifest as JSON")
     p.set_defaults(func=_synth)
@@ -115,6 +123,9 @@ def _synth(args: argparse.Namespace) -> int:
     from synth.models import ToolDoc
 
     config = config_of(args)
+    servers = list(dict.fromkeys([*recipe.servers, *args.server, *(config.synth.servers if config else [])]))
+    if tuple(servers) != recipe.servers:
+        recipe = recipe.model_copy(update={"servers": tuple(servers)})
     use_registry = bool(getattr(args, "registry", None) or config)
     extra: list[ToolDoc] = []
     if args.with_collected:
@@ -124,7 +135,7 @@ def _synth(args: argparse.Namespace) -> int:
             extra = [ToolDoc.model_validate({k: v for k, v in d.items()})
                      for d in reg.tool_docs() if d["server"] not in SERVERS]
     with _progress("synthesising", enabled=sys.stderr.isatty() and not args.json) as progress:
-        manifest = build_dataset(recipe, args.out, extra_docs=extra, progress=progress)
+        manifest = build_dataset(recipe, args.out, extra_docs=extra, progress=progress, llm_cache=args.llm_cache)
     if use_registry:
         from grid.registry import Registry
         with Registry(registry_path(args, config)) as reg:
@@ -139,7 +150,12 @@ def _synth(args: argparse.Namespace) -> int:
         c = manifest.counts
         print(f"{c['accepted']} trajectories kept of {c['trajectories']} ({c['rejected']} rejected), "
               f"{c['tool_calls']} tool calls, ~{c['tokens']} tokens; judge failures "
-              f"{manifest.judge_failure_rate:.1%}")
+              f"{manifest.judge_failure_rate:.1%}; rejected tasks and reasons in {args.out}/rejected.jsonl")
+        if manifest.llm:
+            print_table([{"role": r, "requests": u.requests, "cache hits": u.cache_hits, "retries": u.retries,
+                          "tokens in": u.tokens_in, "tokens out": u.tokens_out, "dollars": u.dollars,
+                          "$ / accepted": u.dollars_per_accepted} for r, u in manifest.llm.items()],
+                        title="LLM usage per role")
     return 0
 
 

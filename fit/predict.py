@@ -1,0 +1,123 @@
+"""Predictions with intervals that include the law's form: the API ``predict``, ``allocate`` and ``verify`` call.
+
+A stored :class:`fit.models.FitResult` may carry other candidate forms (``fit.forms``, each
+with a ``form_weight``; the fit's own weight is ``fit.form_weight``). The interval of a new
+point mixes them: each form contributes simulated outcomes in proportion to its weight,
+each outcome being one of that form's bootstrap parameter draws plus a noise draw of that
+form's residual SD (log scale for log residuals). The point prediction is the fitted law's.
+
+Example
+-------
+>>> from fit.predict import predict_points          # doctest: +SKIP
+>>> pred, lo, hi = predict_points(fit, {"N": [1.3e10], "D": [5e12]}, level=0.90)
+>>> prediction = predict_at(fit, [{"N": 1.3e10, "D": 5e12}])   # a Prediction model, FLOPs range included
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from fit.errors import FitInputError
+from fit.laws import Law, law_of
+from fit.models import FitResult, PointPrediction, Prediction
+
+__all__ = ["bic_weights", "components", "predict_points", "predict_at", "required_inputs"]
+
+N_SIMS = 4000
+"""Simulated outcomes per point behind each interval."""
+
+
+def bic_weights(bic: Mapping[str, float]) -> dict[str, float]:
+    """``w_k = exp(-(BIC_k - BIC_min) / 2) / sum_j exp(-(BIC_j - BIC_min) / 2)`` (Schwarz weights)."""
+    best = min(bic.values())
+    raw = {k: math.exp(-0.5 * (v - best)) for k, v in bic.items()}
+    total = sum(raw.values())
+    return {k: v / total for k, v in raw.items()}
+
+
+def components(fit: FitResult, law: Law | None = None) -> list[tuple[FitResult, Law, float]]:
+    """``(fit, law, weight)`` of every form mixed into the intervals, weights summing to 1.
+
+    ``law``: the fit's own law when it is not registered (default :func:`fit.laws.law_of`)."""
+    comps = [(fit, law or law_of(fit), fit.form_weight if fit.forms else 1.0)]
+    comps += [(f, law_of(f), f.form_weight) for f in fit.forms]
+    total = sum(w for _, _, w in comps)
+    return [(f, law, w / total) for f, law, w in comps if w > 0]
+
+
+def required_inputs(fit: FitResult, law: Law | None = None) -> tuple[str, ...]:
+    """Input names a prediction needs (for a two-step law, stage 1's)."""
+    law = law or law_of(fit)
+    return law.stages[0].axes if law.stages is not None else law.axes
+
+
+def predict_points(fit: FitResult, X: Mapping[str, Any], *, level: float = 0.90, seed: int = 0,
+                   law: Law | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Point prediction and a ``level`` prediction interval at ``X``, forms mixed by weight.
+
+    Parameters
+    ----------
+    fit : a stored fit (``FitResult.model_validate(payload)``).
+    X : ``input name -> values`` in natural units (N in parameters, D in tokens, axes in their units);
+        every name of :func:`required_inputs`.
+    level : nominal coverage of ``[lo, hi]``.
+    law : the fit's own law when it is not registered (default :func:`fit.laws.law_of`).
+
+    Returns
+    -------
+    (predicted, lo, hi), each of shape ``(n,)``.
+    """
+    own = law or law_of(fit)
+    need = required_inputs(fit, own)
+    missing = [a for a in need if a not in X]
+    if missing:
+        raise FitInputError(f"prediction needs input {missing[0]!r} (law {fit.law!r} reads {', '.join(need)})")
+    pred = np.atleast_1d(own.predict(fit.params, X))
+    rng = np.random.default_rng(seed)
+    sims = []
+    for f, form, w in components(fit, own):
+        k = max(1, int(round(w * N_SIMS)))
+        draws = f.draws()
+        idx = rng.integers(0, len(draws), size=k) if len(draws) > 1 else np.zeros(k, dtype=int)
+        per_draw = np.stack([np.atleast_1d(form.predict(d, X)) for d in draws])
+        s = per_draw[idx]
+        noise = rng.normal(0.0, f.residual_sd, size=s.shape)
+        sims.append(np.maximum(s, 1e-300) * np.exp(noise) if f.residual_scale == "log" else s + noise)
+    allsims = np.concatenate(sims, axis=0)
+    q = (1 - level) / 2
+    return pred, np.quantile(allsims, q, axis=0), np.quantile(allsims, 1 - q, axis=0)
+
+
+def predict_at(fit: FitResult, points: Sequence[Mapping[str, float]], *, level: float = 0.90,
+               max_fitted_flops: float | None = None, fit_id: str | None = None, seed: int = 0) -> Prediction:
+    """A :class:`Prediction` of each point (inputs by name), with its interval and how far beyond the fitted range.
+
+    ``max_fitted_flops``: the largest fitted run's training FLOPs; a point whose ``6 N D`` exceeds
+    it is ``beyond_range`` by the factor ``extrapolation_factor``.
+    """
+    if not points:
+        raise FitInputError("predict needs at least one point (--at model_size=...,train_tokens=...)")
+    names = sorted({k for p in points for k in p})
+    X = {k: np.array([float(p.get(k, math.nan)) for p in points]) for k in names}
+    need = required_inputs(fit)
+    for i, p in enumerate(points):
+        absent = [a for a in need if a not in p]
+        if absent:
+            raise FitInputError(f"--at #{i + 1} lacks input {absent[0]!r}; law {fit.law!r} needs "
+                                f"{', '.join(need)}")
+    pred, lo, hi = predict_points(fit, {k: X[k] for k in need}, level=level, seed=seed)
+    out = []
+    for i, p in enumerate(points):
+        flops = 6.0 * p["N"] * p["D"] if "N" in p and "D" in p else None
+        factor = flops / max_fitted_flops if flops is not None and max_fitted_flops else None
+        out.append(PointPrediction(inputs={k: float(v) for k, v in p.items()}, predicted=float(pred[i]),
+                                   lo=float(lo[i]), hi=float(hi[i]), level=level, flops=flops,
+                                   beyond_range=bool(factor is not None and factor > 1.0),
+                                   extrapolation_factor=factor))
+    weights = {f.law: w for f, _, w in components(fit)} if fit.forms else {}
+    return Prediction(experiment=fit.experiment, benchmark=fit.benchmark, metric=fit.metric, law=fit.law,
+                      fit_id=fit_id, form_weights=weights, max_fitted_flops=max_fitted_flops, points=out)

@@ -1,0 +1,113 @@
+"""Training stages in grid runs: midtrain -> SFT at equal total tokens, SFT -> GRPO, each accounted."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from grid.models import RunSpec
+from grid.registry import Registry
+from slurm.launcher import launch
+from toolscale.config import load_config
+
+CONFIG = """\
+[experiment]
+name = "stages"
+registry = "{root}/reg.duckdb"
+
+[[axes]]
+name = "task_count"
+kind = "diversity"
+unit = "tasks"
+min = 24
+max = 48
+integer = true
+{extra_axis}
+[[ladder]]
+name = "t1"
+hidden_size = 16
+num_layers = 1
+num_heads = 2
+vocab_size = 512
+max_steps = 8
+batch_size = 2
+
+[synth]
+narratives = true
+
+[probe]
+sample_size = 8
+train_steps = 2
+
+[train]
+threads = 1
+{train}
+
+[eval]
+benchmarks = ["heldout-calls"]
+limit = 2
+
+[executor]
+kind = "debug"
+folder = "{root}/runs"
+"""
+
+MIDTRAIN_AXIS = """
+[[axes]]
+name = "midtrain_tokens"
+kind = "stage"
+unit = "tokens"
+min = 0
+max = 2000
+spacing = "linear"
+"""
+
+
+def _launch(tmp_path: Path, train: str, runs: dict[str, dict[str, float]], extra_axis: str = ""):
+    path = tmp_path / "c.toml"
+    path.write_text(CONFIG.format(root=tmp_path, train=train, extra_axis=extra_axis))
+    cfg = load_config(path)
+    with Registry(cfg.experiment.registry) as reg:
+        reg.ensure_experiment("stages", axes=[a.name for a in cfg.axes])
+        reg.add_runs([RunSpec(run_id=k, experiment="stages", design_version="v", recipe=v, model_size="t1")
+                      for k, v in runs.items()])
+    launch(cfg, cfg.experiment.registry, executor="debug")
+    with Registry(cfg.experiment.registry, read_only=True) as reg:
+        out = {r.run_id: r for r in reg.runs("stages")}
+    assert {r.status for r in out.values()} == {"done"}, [r.error for r in out.values()]
+    return out
+
+
+@pytest.mark.integration
+def test_midtrain_then_sft_at_equal_total_tokens(tmp_path):
+    runs = _launch(tmp_path, 'stages = ["midtrain", "sft"]',
+                   {"off": {"task_count": 24.0, "midtrain_tokens": 0.0},
+                    "on": {"task_count": 24.0, "midtrain_tokens": 2000.0}}, MIDTRAIN_AXIS)
+    off, on = runs["off"].metadata, runs["on"].metadata
+    assert set(off["stages"]) == {"sft"} and off["stage_plan"]["sft_steps"] == 8
+    assert set(on["stages"]) == {"midtrain", "sft"}
+    plan = on["stage_plan"]
+    assert plan["midtrain_steps"] >= 1 and plan["sft_steps"] < 8 and plan["midtrain_tokens"] == 2000.0
+    # every stage counts in the run's FLOPs
+    flops = {k: v["train_flops"] for k, v in on["stages"].items()}
+    assert runs["on"].train_flops == pytest.approx(sum(flops.values()))
+    # equal total tokens within one SFT step's worth (sequences differ in length)
+    sft_step_tokens = off["stages"]["sft"]["train_tokens"] / 8
+    total_on = sum(v["train_tokens"] for v in on["stages"].values())
+    assert abs(total_on - off["stages"]["sft"]["train_tokens"]) < 3 * sft_step_tokens
+    # the SFT stage started from the mid-trained model: the same tokenizer, the midtrain run in its identity
+    workdirs = list((tmp_path / "runs").rglob("midtrain/run.json"))
+    assert workdirs and (workdirs[0].parent.parent / "model" / "run.json").read_text().count('"stage": "midtrain"') == 1
+
+
+@pytest.mark.integration
+def test_grpo_steps_axis_zero_is_the_sft_only_arm(tmp_path):
+    axis = ('\n[[axes]]\nname = "grpo_steps"\nkind = "stage"\nunit = "steps"\nmin = 0\nmax = 1\n'
+            'spacing = "linear"\ninteger = true\n')
+    runs = _launch(tmp_path, 'stages = ["sft", "grpo"]\ngrpo_n_envs = 2\ngrpo_generations = 2',
+                   {"sft": {"task_count": 24.0, "grpo_steps": 0.0}, "rl": {"task_count": 24.0, "grpo_steps": 1.0}},
+                   axis)
+    assert set(runs["sft"].metadata["stages"]) == {"sft"}
+    assert set(runs["rl"].metadata["stages"]) == {"sft", "grpo"} and runs["rl"].metadata["stage_plan"]["grpo_steps"] == 1
+    assert runs["sft"].metadata["dataset_key"] == runs["rl"].metadata["dataset_key"]  # a stage axis is not a knob
