@@ -167,6 +167,12 @@ def _run(args: argparse.Namespace, experiment: str | None):
         _stages(args.stages)  # a bad value fails before the registry is opened
     experiment, runs, config, simulated = _load(args, experiment)
     request = _request(args, experiment)
+    if request.axes and "measured_groundedness" in request.axes:
+        from fit.data import axis_kinds
+        from probes.measured import with_measured_axis
+
+        runs, axes = with_measured_axis(runs, axis_kinds(config, runs))
+        config = {**(config or {}), **axes}
     status = nullcontext()
     if sys.stderr.isatty():
         from rich.console import Console
