@@ -261,7 +261,7 @@ def plan_allocation(registry: str, *, budget: float, benchmark: str, unit: str |
         base_surface, base_method = diversity_only_law(ld.fitted_runs, ld.config, benchmark=benchmark,
                                                        metric=ld.fit.metric, tokens=ld.tokens)
         plan = solve(ld.request, ld.surface, baseline_surface=base_surface, replicate_sd=ld.fit.replicate_sd,
-                     redraws=redraws, warm=warm)
+                     replicate_log=ld.fit.residual_scale == "log", redraws=redraws, warm=warm)
         if base_surface is None:
             plan = plan.model_copy(update={"baseline_method": base_method})
         allocation_id = None
