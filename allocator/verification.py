@@ -25,6 +25,7 @@ import numpy as np
 
 from allocator.models import (ARMS, AllocationPlan, CostModel, Decision, Plan, VerificationArm,
                               VerificationReport)
+from toolscale.config import training_flops
 
 __all__ = ["ARM_LABELS", "group_name", "verification_runs", "realised_levels", "summarise", "t_interval",
            "arms_of"]
@@ -84,7 +85,7 @@ def verification_runs(arms: Sequence[VerificationArm], *, group: str, model_size
             ids.append(rid)
             specs.append(RunSpec(run_id=rid, experiment=group, design_version=group, recipe=dict(arm.levels),
                                  model_size=model_size, model_params=model_params, train_tokens=train_tokens,
-                                 train_flops=6.0 * model_params * train_tokens, seed=seed, split="heldout",
+                                 train_flops=training_flops(model_params, train_tokens), seed=seed, split="heldout",
                                  metadata={"group": "verification", "arm": arm.name, "verifies": verifies}))
         out_arms.append(arm.model_copy(update={"run_ids": ids}))
     return out_arms, specs

@@ -34,6 +34,7 @@ __all__ = [
     "check_llm_roles",
     "SynthSpec",
     "ProbeSpec",
+    "PROBE_KINDS",
     "TrainSpec",
     "EvalSpec",
     "SlurmSpec",
@@ -332,8 +333,23 @@ class SynthSpec(_Frozen):
         return check_llm_roles(roles)
 
 
+PROBE_KINDS: tuple[str, ...] = ("copy", "lm", "hf:MODEL_DIR")
+"""Groundedness probe kinds (``[probe].kind``): the training-free copy scorer, the learned LM probe, or any
+saved causal LM (``hf:`` followed by its folder)."""
+
+
 class ProbeSpec(_Frozen):
     """The groundedness probe (probes/)."""
+
+    kind: str = "copy"
+    """Probe kind, one of :data:`PROBE_KINDS`: ``copy`` (training-free, the CPU default), ``lm`` (a tiny LM
+    trained on the data, cross-fitted) or ``hf:MODEL_DIR`` (a saved causal LM scored as is)."""
+    @field_validator("kind")
+    @classmethod
+    def _known_kind(cls, v: str) -> str:
+        if v in ("copy", "lm") or (v.startswith("hf:") and len(v) > 3):
+            return v
+        raise ValueError(f"unknown probe kind {v!r}; known kinds: {', '.join(PROBE_KINDS)}")
 
     model: str = "probe"
     """Ladder-style name of the probe model (built from the fields below)."""
@@ -365,10 +381,14 @@ class ProbeSpec(_Frozen):
     """Trajectories a (structure, depth) cell needs to count as covered."""
     seed: int = 0
     """Seed of the probe's sample, initialisation and calibration split."""
-    mask: str = "support"
-    """Masking strategy registered in ``probes.masking`` (``support``: provenance; ``latest``: label-free)."""
-    folds: int = Field(default=2, ge=1)
-    """Cross-fitting folds: each fold is scored by a probe trained on the others (1 = score in-sample)."""
+    mask: str = "all"
+    """Masking strategy registered in ``probes.masking`` for ``lm`` and ``hf:`` probes; none reads
+    provenance labels (``all``: every earlier observation; ``latest``: the latest one)."""
+    folds: int = Field(default=2, ge=2)
+    """Cross-fitting folds of the ``lm`` probe: each fold is scored by a probe trained on the others."""
+    mask_drop: float = Field(default=0.15, ge=0.0, lt=1.0)
+    """``lm`` probe: probability that an observation's content is replaced by the learned mask token in a
+    training sequence (teaches the mask)."""
     enforce_budget: bool = True
     """Score only a random subset of trajectories when scoring all would exceed ``max_cost_share``."""
 

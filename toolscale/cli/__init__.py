@@ -21,8 +21,8 @@ from toolscale.errors import ToolscaleError
 
 __all__ = ["main", "allocate_main", "build_parser", "COMMAND_MODULES"]
 
-COMMAND_MODULES = ("project", "grid", "synth", "envs", "probe", "train", "eval", "launch", "fit", "allocate", "verify",
-                   "demo")
+COMMAND_MODULES = ("project", "grid", "synth", "envs", "probe", "train", "eval", "serve", "launch", "fit", "allocate",
+                   "verify", "demo")
 """Modules of :mod:`toolscale.cli` contributing subcommands, in ``--help`` order."""
 
 EPILOG = """\
