@@ -35,7 +35,6 @@ def build_server(registry: str, config: ExperimentConfig | None = None):
     """An ``MCPServer`` answering from the registry at ``registry``."""
     from mcp.server.mcpserver import MCPServer
 
-    from allocator.report import plan_json
     from allocator.service import benchmarks_with_fits, fit_summary_of, load_fit, plan_allocation, resolve_experiment
     from grid.registry import Registry
 
@@ -48,9 +47,9 @@ def build_server(registry: str, config: ExperimentConfig | None = None):
                  unit: str | None = None) -> dict[str, Any]:
         """Best spend of `budget` per data axis for `benchmark`, with the predicted score, its interval,
         and the comparison with a diversity-only allocation."""
-        plan, ctx = plan_allocation(registry, budget=budget, benchmark=benchmark, experiment=experiment,
+        report = plan_allocation(registry, budget=budget, benchmark=benchmark, experiment=experiment,
                                     model_size=model_size, unit=unit, config=config, save=False, redraws=10)
-        return plan_json(plan, ctx)
+        return report.model_dump(mode="json")
 
     @server.tool()
     @_user_errors

@@ -1,4 +1,5 @@
-"""Contracts of the allocator: budgets, requests, plans. Imports only pydantic, numpy and the standard library."""
+"""Contracts of the allocator: budgets, requests, plans. Imports only pydantic, numpy, the standard library and
+the config contract (for the one training-FLOPs rule)."""
 
 from __future__ import annotations
 
@@ -8,8 +9,10 @@ from typing import Literal
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
+from toolscale.config import training_flops
+
 __all__ = ["Unit", "UNITS", "Budget", "AxisCost", "CostModel", "COMPUTE", "AxisBounds", "AllocationRequest", "Plan",
-           "Optimality", "Decision", "AllocationPlan"]
+           "Optimality", "Decision", "AllocationPlan", "AllocationReport", "ARMS", "VerificationArm", "VerificationReport"]
 
 Unit = Literal["usd", "gpu_hours"]
 UNITS: tuple[str, ...] = ("usd", "gpu_hours")
@@ -77,7 +80,8 @@ class CostModel(_Frozen):
             scale = levels[a.scales_with] if a.scales_with else 1.0
             out[a.name] = a.per_unit * np.maximum(np.asarray(levels[a.name], dtype=float) - a.free_level, 0.0) * scale
         if self.per_pflop > 0 and self.tasks_axis in levels:
-            out[COMPUTE] = self.per_pflop * 6.0 * model_params * levels[self.tasks_axis] * self.tokens_per_task / 1e15
+            tokens = levels[self.tasks_axis] * self.tokens_per_task
+            out[COMPUTE] = self.per_pflop * training_flops(model_params, tokens) / 1e15
         return out
 
     def total(self, levels: Mapping[str, float], model_params: float) -> float:
@@ -228,3 +232,114 @@ class AllocationPlan(_Frozen):
     """Draws behind the intervals."""
     law_weights: dict[str, float] = Field(default_factory=dict)
     """Share of the draws each law form contributed (one form: ``{law: 1.0}``); empty without draws."""
+
+
+class AllocationReport(AllocationPlan):
+    """The answer of ``allocate``: the :class:`AllocationPlan` plus where it came from.
+
+    ``model_dump(mode="json")`` is the contract of ``allocate --json`` and of the MCP
+    ``allocate`` tool (``allocate --sweep --json`` lists one per budget). The registry stores
+    the :class:`AllocationPlan` part; ``allocation_id`` names that row.
+    """
+
+    experiment: str
+    """Experiment whose fit made the plan."""
+    law: str
+    """Law of that fit."""
+    fit_id: str
+    """Registry id of that fit."""
+    metric: str
+    """Metric the law predicts (``benchmark/metric``)."""
+    simulated: bool = False
+    """True when the fit was on simulated runs."""
+    allocation_id: str | None = None
+    """Registry id of the stored plan (None when not stored, e.g. over MCP)."""
+
+
+ARMS: tuple[str, ...] = ("allocator", "diversity_only", "equal_spend")
+"""The plans ``toolscale verify`` trains: the allocator's, the fair diversity-only one, and an equal split."""
+
+
+class VerificationArm(_Frozen):
+    """One plan of a verification: its recipe, what the law predicted, and what training it gave."""
+
+    name: Literal["allocator", "diversity_only", "equal_spend"]
+    """Which plan (see :data:`ARMS`)."""
+    label: str
+    """How the plan was made, in words."""
+    levels: dict[str, float]
+    """Level per axis (integer axes rounded within budget), in the axes' units."""
+    planned_cost: float
+    """Cost of ``levels`` under the cost model, in the budget unit (never above the budget)."""
+    predicted_score: float
+    """The allocator's law at ``levels`` (point estimate)."""
+    predicted_interval: tuple[float, float] | None = None
+    """90% interval of that prediction over the law's draws."""
+    run_ids: list[str]
+    """One training run per seed, in ``seeds`` order."""
+    seeds: list[int]
+    """Seeds of synthesis and training."""
+    realised_scores: list[float | None] = Field(default_factory=list)
+    """The benchmark metric of each run (None while a run is not done), per seed."""
+    realised_mean: float | None = None
+    """Mean over the done runs."""
+    realised_ci: tuple[float, float] | None = None
+    """90% Student-t interval of the mean over seeds (None with fewer than 2 done runs)."""
+    synthesis_cost: float | None = None
+    """Mean realised synthesis cost over the done runs, in the budget unit: the cost model priced at the levels
+    the pipeline's dataset manifest measured (tools used, tasks synthesised and judged, databases used,
+    repair share, coverage, support depth)."""
+    run_status: dict[str, str] = Field(default_factory=dict)
+    """State of each run."""
+
+
+class VerificationReport(_Frozen):
+    """The output of ``toolscale verify``: realised against predicted scores of the plans at one budget.
+
+    ``model_dump(mode="json")`` is the ``verify --json`` contract. Stored in the registry as a
+    verification group: an experiment ``group`` whose design record holds the plans and predictions,
+    and whose runs (one per arm and seed, launched like grid runs) hold the realised scores.
+    """
+
+    experiment: str
+    """Experiment whose fit made the plans."""
+    group: str
+    """Name of the verification group (an experiment of its own in the registry)."""
+    benchmark: str
+    """Benchmark scored."""
+    metric: str
+    """Metric compared (the fitted metric of ``benchmark``)."""
+    budget: Budget
+    """Budget every plan spends at most."""
+    model_size: str
+    """Ladder rung trained."""
+    model_params: float
+    """Parameters N of that rung."""
+    law: str
+    """Law of the fit that made the plans."""
+    fit_id: str
+    """Registry id of that fit."""
+    allocation_id: str | None = None
+    """Registry id of the stored allocation."""
+    simulated: bool = False
+    """True when the fit was on simulated runs (its predictions are of a simulated benchmark)."""
+    arms: list[VerificationArm]
+    """The plans, in :data:`ARMS` order."""
+    predicted_gain: float
+    """Allocator minus diversity-only, predicted by the law (score points)."""
+    predicted_gain_interval: tuple[float, float] | None = None
+    """90% interval of the predicted gain."""
+    decision: Decision
+    """What ``allocate`` said at this budget."""
+    realised_gain: float | None = None
+    """Allocator minus diversity-only, mean over seeds of the paired per-seed differences (score points)."""
+    realised_gain_ci: tuple[float, float] | None = None
+    """90% Student-t interval of the realised gain over seeds (None with fewer than 2 paired seeds)."""
+    inside_interval: bool | None = None
+    """Whether ``realised_gain`` lies inside ``predicted_gain_interval`` (None when either is missing)."""
+    complete: bool
+    """True when every run is done."""
+    problems: list[str] = Field(default_factory=list)
+    """Runs not done, with why."""
+    plot: str | None = None
+    """Path of the predicted-against-realised plot, when written."""

@@ -5,9 +5,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from allocator.models import AllocationPlan
+from allocator.models import AllocationPlan, VerificationReport
 
-__all__ = ["sweep_plot"]
+__all__ = ["sweep_plot", "verification_plot"]
 
 
 def sweep_plot(plans: Sequence[AllocationPlan], path: str | Path, metric: str = "score") -> Path:
@@ -63,3 +63,47 @@ def _budget_axis(ax, budgets: Sequence[float]) -> None:
     ax.xaxis.set_major_formatter(lambda v, _pos: _short(v))
     ax.xaxis.set_minor_locator(NullLocator())
     ax.xaxis.set_minor_formatter(NullFormatter())
+
+
+def verification_plot(report: VerificationReport, path: str | Path) -> Path:
+    """Predicted (x, with its 90% interval) against realised (y, seed mean with its 90% CI, and each seed) per plan."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(5.6, 5.0))
+    values = []
+    for arm, marker in zip(report.arms, ("o", "s", "^")):
+        x = arm.predicted_score
+        values.append(x)
+        xerr = None
+        if arm.predicted_interval:
+            xerr = [[x - arm.predicted_interval[0]], [arm.predicted_interval[1] - x]]
+            values += list(arm.predicted_interval)
+        seeds = [s for s in arm.realised_scores if s is not None]
+        if arm.realised_mean is not None:
+            yerr = None
+            if arm.realised_ci:
+                yerr = [[arm.realised_mean - arm.realised_ci[0]], [arm.realised_ci[1] - arm.realised_mean]]
+                values += list(arm.realised_ci)
+            ax.errorbar([x], [arm.realised_mean], xerr=xerr, yerr=yerr, fmt=marker, capsize=4,
+                        label=f"{arm.name} ({len(seeds)} seed{'s' if len(seeds) != 1 else ''})")
+            ax.scatter([x] * len(seeds), seeds, s=12, alpha=0.5, color="grey")
+            values += seeds
+    if values:
+        lo, hi = min(values), max(values)
+        pad = 0.08 * (hi - lo or abs(hi) or 1.0)
+        ax.plot([lo - pad, hi + pad], [lo - pad, hi + pad], "k:", lw=1, label="realised = predicted")
+    ax.set_xlabel(f"predicted {report.benchmark}/{report.metric}")
+    ax.set_ylabel(f"realised {report.benchmark}/{report.metric}")
+    gain = "n/a" if report.realised_gain is None else f"{report.realised_gain:+.3g}"
+    ax.set_title(f"{report.budget} at {report.model_size}: realised gain {gain}, predicted "
+                 f"{report.predicted_gain:+.3g}", fontsize=9)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    out = Path(path)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(out, dpi=110)
+    plt.close(fig)
+    return out

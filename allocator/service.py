@@ -8,20 +8,22 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from allocator.cost import cost_model_from_config
 from allocator.errors import AllocatorError, AllocatorUsageError
-from allocator.models import UNITS, AllocationPlan, AllocationRequest, AxisBounds, Budget
+from allocator.models import UNITS, AllocationReport, AllocationRequest, AxisBounds, Budget, Plan
 from allocator.solver import Surface, solve
+from fit.models import FitResult
 from grid.registry import Registry
-from toolscale.config import ExperimentConfig, parse_config
+from toolscale.config import ExperimentConfig, parse_config, training_flops
 
 __all__ = ["MAX_EXTRAPOLATION", "resolve_experiment", "load_fit", "make_surface", "build_request",
            "plan_allocation", "benchmarks_with_fits", "config_for", "form_weights", "other_forms",
-           "fit_summary_of"]
+           "equal_spend_plan", "fit_summary_of"]
 
 MAX_EXTRAPOLATION = 4.0
 """Diversity axes may be planned up to this multiple of their largest fitted level (flagged as extrapolation)."""
@@ -56,7 +58,6 @@ def resolve_experiment(reg: Registry, benchmark: str, experiment: str | None) ->
 
 def load_fit(reg: Registry, experiment: str, benchmark: str, law: str | None = None) -> tuple[str, Any]:
     """The newest stored fit ``(fit_id, FitResult)``; refuses fits that did not converge."""
-    from fit.models import FitResult
 
     rows = [f for f in reg.fits(experiment, benchmark) if law is None or f.law == law]
     if not rows:
@@ -87,49 +88,49 @@ def _score_fn(law: Any, params: dict[str, float], *, tokens: float, sign: float)
         m = len(next(iter(X.values())))
         X.setdefault("N", np.full(m, float(n_params)))
         X.setdefault("D", np.full(m, float(tokens)))
-        X.setdefault("C", 6.0 * X["N"] * X["D"])
+        X.setdefault("C", training_flops(X["N"], X["D"]))
         return sign * np.asarray(law.predict(params, X), dtype=float).ravel()
     return score
 
 
-def form_weights(fits: Sequence[Any]) -> dict[str, float]:
-    """BIC weights of law forms fitted to the same points: ``w_k = exp(-dBIC_k / 2) / sum``.
+def form_weights(fits: Sequence[FitResult]) -> dict[str, float]:
+    """BIC weights of law forms fitted to the same points (:func:`fit.predict.bic_weights`)."""
+    from fit.predict import bic_weights
 
-    ``dBIC_k = BIC_k - min BIC`` (Burnham and Anderson 2002, the BIC analogue of Akaike weights).
-    """
-    bics = {f.law: f.bic for f in fits}
-    best = min(bics.values())
-    raw = {k: math.exp(-(b - best) / 2.0) for k, b in bics.items()}
-    total = sum(raw.values())
-    return {k: v / total for k, v in raw.items()}
+    return bic_weights({f.law: f.bic for f in fits})
 
 
-def make_surface(fit: Any, *, tokens: float, others: Sequence[Any] = ()) -> Surface:
-    """The fitted law and its draws as score callables; other forms' draws mixed in by BIC weight.
+def make_surface(fit: FitResult, *, tokens: float, others: Sequence[FitResult] = ()) -> Surface:
+    """The fitted law and its draws as score callables, the other law forms' draws mixed in by weight.
 
     Inputs that are not data axes are filled from the plan's context: ``N`` is the
     planned model size, ``D`` the planned training tokens, ``C = 6 N D``. Loss laws
-    are negated (the solver maximises). ``others`` are fits of other law forms to the
-    same points (same ``data_hash`` and metric) with bootstrap draws: the draws of form
-    ``k`` are ``round(w_k B)`` of its bootstrap draws (``B`` = the chosen fit's draw count,
-    ``w_k`` from :func:`form_weights`), so the intervals include law-form uncertainty.
+    are negated (the solver maximises). The forms mixed are the fit's own candidate
+    forms (``fit.forms`` with their ``form_weight``, :func:`fit.predict.components`) or,
+    for a fit stored without them, ``others``: fits of other law forms to the same points,
+    weighted by :func:`form_weights`. Form ``k`` contributes ``round(w_k B)`` of its
+    bootstrap draws (``B`` = the chosen fit's draw count), so the intervals include
+    law-form uncertainty as well as parameter uncertainty.
     """
     from fit.laws import law_of
+    from fit.predict import components
 
     sign = -1.0 if fit.target == "loss" else 1.0
     law = law_of(fit)
     score = _score_fn(law, dict(fit.params), tokens=tokens, sign=sign)
-    forms = [fit] + [o for o in others if o.law != fit.law and o.bootstrap]
-    if len(forms) == 1 or not fit.bootstrap:
+    if fit.forms:
+        comps = [(f, flaw, w) for f, flaw, w in components(fit, law) if f.bootstrap]
+    else:
+        forms = [fit] + [o for o in others if o.law != fit.law and o.bootstrap]
+        weights = form_weights(forms)
+        comps = [(f, law if f is fit else law_of(f), weights[f.law]) for f in forms]
+    if len(comps) <= 1 or not fit.bootstrap:
         return Surface(score=score, draws=[_score_fn(law, d, tokens=tokens, sign=sign) for d in fit.bootstrap],
                        labels=[fit.law] * len(fit.bootstrap))
-    weights = form_weights(forms)
     total = len(fit.bootstrap)
     draws, labels = [], []
-    for f in forms:
-        k = int(round(weights[f.law] * total))
-        flaw = law_of(f)
-        for i in range(k):
+    for f, flaw, w in comps:
+        for i in range(int(round(w * total))):
             draws.append(_score_fn(flaw, f.bootstrap[i % len(f.bootstrap)], tokens=tokens, sign=sign))
             labels.append(f.law)
     return Surface(score=score, draws=draws, labels=labels)
@@ -145,7 +146,6 @@ def fit_summary_of(fit: Any, fit_id: str | None = None) -> Any:
 
 def other_forms(reg: Registry, experiment: str, benchmark: str, fit: Any) -> list[Any]:
     """The newest converged fit of every other law form on the same points (same data hash and metric)."""
-    from fit.models import FitResult
 
     seen, out = {fit.law}, []
     for row in reg.fits(experiment, benchmark):
@@ -211,45 +211,83 @@ def _model_params(config: ExperimentConfig, model_size: str | None) -> tuple[flo
     return n, _rung_n_d(config, config.target_size)[1]
 
 
+@dataclass(frozen=True)
+class _Loaded:
+    """What an allocation reads from the registry: the fit, the config, the request and the surfaces."""
+
+    experiment: str
+    fit_id: str
+    fit: Any
+    config: ExperimentConfig
+    request: AllocationRequest
+    surface: Surface
+    tokens: float
+    fitted_runs: list[Any]
+
+
+def _load(reg: Registry, *, budget: float, benchmark: str, unit: str | None, experiment: str | None,
+          model_size: str | None, config: ExperimentConfig | None, law: str | None, draws: int | None,
+          mix_forms: bool) -> _Loaded:
+    if unit is not None and unit not in UNITS:
+        raise AllocatorUsageError(f"--unit must be one of {', '.join(UNITS)}, got {unit!r}")
+    if not (isinstance(budget, int | float) and math.isfinite(budget) and budget > 0):
+        raise AllocatorUsageError(f"--budget must be a positive number, got {budget}")
+    exp = resolve_experiment(reg, benchmark, experiment)
+    fit_id, fit = load_fit(reg, exp, benchmark, law)
+    cfg = config_for(reg, exp, config)
+    ranges = _fitted_ranges(reg, exp)
+    others = other_forms(reg, exp, benchmark, fit) if mix_forms and law is None else []
+    n_params, tokens = _model_params(cfg, model_size)
+    b = Budget(value=budget, unit=unit or cfg.experiment.budget_unit)
+    request = build_request(cfg, budget=b, benchmark=benchmark, model_params=n_params, fitted_ranges=ranges)
+    if draws is not None:
+        fit = fit.model_copy(update={"bootstrap": fit.bootstrap[:draws]})
+        others = [o.model_copy(update={"bootstrap": o.bootstrap[:draws]}) for o in others]
+    return _Loaded(experiment=exp, fit_id=fit_id, fit=fit, config=cfg, request=request,
+                   surface=make_surface(fit, tokens=tokens, others=others), tokens=tokens,
+                   fitted_runs=reg.runs(exp, status="done", split="fit"))
+
+
 def plan_allocation(registry: str, *, budget: float, benchmark: str, unit: str | None = None,
                     experiment: str | None = None, model_size: str | None = None,
                     config: ExperimentConfig | None = None, law: str | None = None, draws: int | None = None,
                     redraws: int = 30, save: bool = True, warm: Sequence[dict] = (),
-                    mix_forms: bool = True) -> tuple[AllocationPlan, dict]:
-    """Load the fit, solve, store the plan; returns ``(plan, context)`` (context: experiment, fit id, law, metric).
+                    mix_forms: bool = True) -> AllocationReport:
+    """Load the fit, solve, store the plan; the :class:`AllocationReport` (plan, experiment, fit id, law, metric).
 
     The baseline is the fair diversity-only plan (:mod:`allocator.baseline`); with
     ``mix_forms`` the intervals mix in the other law forms stored for the same points.
     """
     from allocator.baseline import diversity_only_law
 
-    if unit is not None and unit not in UNITS:
-        raise AllocatorUsageError(f"--unit must be one of {', '.join(UNITS)}, got {unit!r}")
-    if not (isinstance(budget, int | float) and math.isfinite(budget) and budget > 0):
-        raise AllocatorUsageError(f"--budget must be a positive number, got {budget}")
     with Registry(registry, read_only=not save) as reg:
-        exp = resolve_experiment(reg, benchmark, experiment)
-        fit_id, fit = load_fit(reg, exp, benchmark, law)
-        cfg = config_for(reg, exp, config)
-        ranges = _fitted_ranges(reg, exp)
-        fitted_runs = reg.runs(exp, status="done", split="fit")
-        others = other_forms(reg, exp, benchmark, fit) if mix_forms and law is None else []
-        n_params, tokens = _model_params(cfg, model_size)
-        b = Budget(value=budget, unit=unit or cfg.experiment.budget_unit)
-        request = build_request(cfg, budget=b, benchmark=benchmark, model_params=n_params, fitted_ranges=ranges)
-        if draws is not None:
-            fit = fit.model_copy(update={"bootstrap": fit.bootstrap[:draws]})
-            others = [o.model_copy(update={"bootstrap": o.bootstrap[:draws]}) for o in others]
-        base_surface, base_method = diversity_only_law(fitted_runs, cfg, benchmark=benchmark, metric=fit.metric,
-                                                       tokens=tokens)
-        plan = solve(request, make_surface(fit, tokens=tokens, others=others), baseline_surface=base_surface,
-                     replicate_sd=fit.replicate_sd, redraws=redraws, warm=warm)
+        ld = _load(reg, budget=budget, benchmark=benchmark, unit=unit, experiment=experiment, model_size=model_size,
+                   config=config, law=law, draws=draws, mix_forms=mix_forms)
+        base_surface, base_method = diversity_only_law(ld.fitted_runs, ld.config, benchmark=benchmark,
+                                                       metric=ld.fit.metric, tokens=ld.tokens)
+        plan = solve(ld.request, ld.surface, baseline_surface=base_surface, replicate_sd=ld.fit.replicate_sd,
+                     replicate_log=ld.fit.residual_scale == "log", redraws=redraws, warm=warm)
         if base_surface is None:
             plan = plan.model_copy(update={"baseline_method": base_method})
-        context = {"experiment": exp, "fit_id": fit_id, "law": fit.law, "simulated": fit.simulated,
-                   "unit": b.unit, "metric": fit.metric}
+        allocation_id = None
         if save:
-            context["allocation_id"] = reg.save_allocation(
-                experiment=exp, benchmark=benchmark, budget=budget, unit=b.unit, fit_id=fit_id,
-                payload=plan.model_dump(mode="json"))
-    return plan, context
+            allocation_id = reg.save_allocation(
+                experiment=ld.experiment, benchmark=benchmark, budget=budget, unit=ld.request.budget.unit,
+                fit_id=ld.fit_id, payload=plan.model_dump(mode="json"))
+    return AllocationReport(**dict(plan), experiment=ld.experiment, law=ld.fit.law, fit_id=ld.fit_id,
+                            metric=ld.fit.metric, simulated=ld.fit.simulated, allocation_id=allocation_id)
+
+
+def equal_spend_plan(registry: str, *, budget: float, benchmark: str, unit: str | None = None,
+                     experiment: str | None = None, model_size: str | None = None,
+                     config: ExperimentConfig | None = None) -> tuple[Plan, tuple[float, float] | None]:
+    """The equal-spend plan at ``budget`` (:func:`allocator.solver.equal_spend_levels`), scored by the
+    same law as :func:`plan_allocation`, with its 90% interval over the draws."""
+    from allocator.solver import equal_spend_levels, make_plan, percentile_interval, score_at
+
+    with Registry(registry, read_only=True) as reg:
+        ld = _load(reg, budget=budget, benchmark=benchmark, unit=unit, experiment=experiment, model_size=model_size,
+                   config=config, law=None, draws=None, mix_forms=True)
+    levels = equal_spend_levels(ld.request)
+    plan = make_plan(ld.request, levels, ld.surface.score)
+    return plan, percentile_interval([score_at(d, levels, ld.request.model_params) for d in ld.surface.draws])

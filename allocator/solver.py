@@ -24,7 +24,7 @@ from allocator.errors import AllocatorError
 from allocator.models import AllocationPlan, AllocationRequest, AxisBounds, Decision, Optimality, Plan
 
 __all__ = ["Surface", "ScoreFn", "solve", "solve_levels", "round_integers", "make_plan", "check_optimality",
-           "min_cost", "score_at", "decide"]
+           "min_cost", "score_at", "decide", "equal_spend_levels", "percentile_interval"]
 
 ScoreFn = Callable[[Mapping[str, np.ndarray], float], np.ndarray]
 """``score(levels, model_params) -> predicted scores``, vectorised: ``levels`` maps each axis to an
@@ -223,7 +223,8 @@ def _extrapolation(request: AllocationRequest, levels: Mapping[str, float]) -> d
     return out
 
 
-def _interval(values: Sequence[float]) -> tuple[float, float] | None:
+def percentile_interval(values: Sequence[float]) -> tuple[float, float] | None:
+    """5th-95th percentile of ``values`` (a 90% interval), or None when empty."""
     if not values:
         return None
     lo, hi = np.percentile(np.asarray(values, dtype=float), [5, 95])
@@ -274,6 +275,41 @@ def round_integers(request: AllocationRequest, levels: Mapping[str, float], scor
     return out
 
 
+def equal_spend_levels(request: AllocationRequest) -> dict[str, float]:
+    """The equal-spend plan: every axis with a cost gets the same share ``s`` of the budget.
+
+    ``level_i = free_i + s / (per_unit_i * x_j)`` (``x_j`` the level of ``scales_with``, set
+    first), clipped to the axis' bounds, integers rounded down; ``s`` is the largest share
+    (bisection, 60 steps) whose plan fits the budget. Axes without a cost stay at their lowest level.
+    """
+    costs = {c.name: c for c in request.cost.axes}
+    costed = sorted((a for a in request.axes if a.name in costs and costs[a.name].per_unit > 0),
+                    key=lambda a: costs[a.name].scales_with is not None)
+    budget, n = request.budget.value, request.model_params
+
+    def levels_at(share: float) -> dict[str, float]:
+        lv = {a.name: _lowest(a) for a in request.axes}
+        for a in costed:
+            c = costs[a.name]
+            scale = lv[c.scales_with] if c.scales_with else 1.0
+            x = c.free_level + share / (c.per_unit * max(scale, 1e-12))
+            x = min(max(x, _lowest(a)), a.upper)
+            lv[a.name] = max(float(math.floor(x + 1e-9)), _lowest(a)) if a.integer else x
+        return lv
+
+    if min_cost(request) > budget * (1 + 1e-12):
+        raise AllocatorError(f"budget {request.budget} is below the cheapest feasible plan "
+                             f"({min_cost(request):,.2f} {request.budget.unit}: every axis at its lowest level)")
+    lo, hi = 0.0, budget
+    for _ in range(60):
+        mid = (lo + hi) / 2
+        if request.cost.total(levels_at(mid), n) <= budget:
+            lo = mid
+        else:
+            hi = mid
+    return levels_at(lo)
+
+
 def _differing_axes(request: AllocationRequest, a: Mapping[str, float], b: Mapping[str, float]) -> list[str]:
     """Axes whose levels differ by more than 1% of their allowed range."""
     out = []
@@ -314,7 +350,7 @@ def _gains(surface: Surface, a: Mapping[str, float], b: Mapping[str, float], n: 
 
 
 def solve(request: AllocationRequest, surface: Surface, *, baseline_surface: Surface | None = None,
-          replicate_sd: float | None = None, redraws: int = 30,
+          replicate_sd: float | None = None, replicate_log: bool = False, redraws: int = 30,
           warm: Sequence[Mapping[str, float]] = ()) -> AllocationPlan:
     """The recommended plan, the diversity-only baseline, the quality-pinned comparison, their uncertainty.
 
@@ -324,6 +360,8 @@ def solve(request: AllocationRequest, surface: Surface, *, baseline_surface: Sur
     baseline_surface : a law over the diversity axes alone; the baseline is its optimum at the same
         budget with quality at baseline (None: the baseline is the quality-pinned plan).
     replicate_sd : seed-to-seed SD of one run's score, the noise floor of a decision.
+    replicate_log : ``replicate_sd`` is in log units (a fit on log residuals); it is converted to score
+        points at the baseline's predicted score (delta method: ``sd_y = y sd_log``).
     redraws : draws re-solved (warm-started from the point solution) for the spread of spend per axis.
 
     Integer axes are rounded to feasible integers within the budget (:func:`round_integers`);
@@ -357,18 +395,21 @@ def solve(request: AllocationRequest, surface: Surface, *, baseline_surface: Sur
             spreads.setdefault(k, []).append(float(v))
     extra = _extrapolation(request, levels)
     gain = plan.predicted_score - baseline.predicted_score
-    gain_iv = _interval(gains)
+    gain_iv = percentile_interval(gains)
+    if replicate_sd is not None and replicate_log:
+        replicate_sd = replicate_sd * abs(baseline.predicted_score)
     labels = list(surface.labels)
     weights = ({k: labels.count(k) / len(labels) for k in sorted(set(labels))} if labels and surface.draws
                else {})
     return AllocationPlan(
         budget=request.budget, benchmark=request.benchmark, model_params=n, plan=plan,
-        interval=_interval(plan_draws), spend_spread={k: _interval(v) for k, v in spreads.items()},
+        interval=percentile_interval(plan_draws),
+        spend_spread={k: percentile_interval(v) for k, v in spreads.items()},
         baseline=baseline, baseline_method=method, baseline_own_prediction=own_pred,
-        baseline_interval=_interval(base_draws), gain_over_baseline=gain, gain_interval=gain_iv,
+        baseline_interval=percentile_interval(base_draws), gain_over_baseline=gain, gain_interval=gain_iv,
         p_beats_baseline=float(np.mean([g > 0 for g in gains])) if gains else None,
         pinned=pinned, gain_over_pinned=plan.predicted_score - pinned.predicted_score,
-        pinned_gain_interval=_interval(pinned_gains),
+        pinned_gain_interval=percentile_interval(pinned_gains),
         decision=decide(gain, gain_iv, replicate_sd, _differing_axes(request, levels, base_levels)),
         replicate_sd=replicate_sd, marginal_value=_marginals(request, levels, surface.score),
         optimality=check_optimality(request, continuous, surface.score), extrapolation=bool(extra),

@@ -60,12 +60,12 @@ def main() -> None:
             t0 = time.perf_counter()
             d = build_design(config)
             times.append(time.perf_counter() - t0)
-        res = d.summary["resolution"]
+        res = d.summary.resolution
         median = statistics.median(times)
-        records.append({"benchmark": "grid design", "figure": f"{name}: {d.summary['runs']} runs (median)",
+        records.append({"benchmark": "grid design", "figure": f"{name}: {d.summary.runs} runs (median)",
                         "value": median, "unit": "s", "target": "< 1 s for presets"})
         if not args.json:
-            print(f"{name:36s} {d.summary['runs']:6d} {d.summary['points']:6d} {str(res or '-'):>4s} {median:8.3f}")
+            print(f"{name:36s} {d.summary.runs:6d} {d.summary.points:6d} {str(res or '-'):>4s} {median:8.3f}")
     if args.json:
         print(json.dumps(records))
 

@@ -85,7 +85,7 @@ def main() -> int:
     inputs = law_inputs_for_config(config)
     fitted = sum(r.split == "fit" for r in design.runs)
     print(f"design: {len(design.runs)} runs ({fitted} fitted), {len(config.axes)} axes, "
-          f"extrapolation factor {design.summary['extrapolation_factor']:.1f}x; cores: {os.cpu_count()}")
+          f"extrapolation factor {design.summary.extrapolation_factor:.1f}x; cores: {os.cpu_count()}")
 
     if not args.skip_speed:
         law = get_law("multiplicative", inputs)
@@ -128,7 +128,7 @@ def main() -> int:
               f"({inter.strength}, dBIC {inter.delta_bic:6.1f})  MAE {h.mae:.4f}  max {h.max_error:.4f}  "
               f"coverage {h.interval_coverage:.2f}  [{time.perf_counter() - t0:.1f} s]", flush=True)
     if args.experiments:
-        factor = design.summary["extrapolation_factor"]
+        factor = design.summary.extrapolation_factor
         print(f"quality over {args.experiments} simulated experiments (noise SD {args.noise}, {factor:.1f}x):")
         print(f"  held-out MAE: mean {np.mean(maes):.4f}, median {np.median(maes):.4f}, worst {np.max(maes):.4f}  "
               "[target <= 0.02; plan reference 0.0285]")

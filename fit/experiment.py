@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from fit.data import law_for_runs, points_from_runs
+from fit.data import law_for_runs, points_from_runs, runs_with_stages
 from fit.errors import FitInputError
 from fit.fitting import fit_law
 from fit.holdout import apply_holdout, heldout_metrics
@@ -42,6 +42,11 @@ def fit_experiment(runs: Sequence[Any], request: FitRequest, *, config: Mapping[
     """
     if not runs:
         raise FitInputError(f"experiment {request.experiment!r} has no done runs to fit")
+    if request.train_stages is not None:
+        runs = runs_with_stages(runs, request.train_stages)
+        if not runs:
+            raise FitInputError(f"experiment {request.experiment!r} has no done run trained with stages "
+                                f"{'+'.join(request.train_stages)}")
     name = request.law
     if name == "auto":
         name = _auto_law(runs, request, config)

@@ -24,6 +24,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -33,37 +34,14 @@ from grid.alias import ROMAN, AliasReport, alias_report
 from grid.coded import fractional, greedy_d_optimal, latin_hypercube, multilevel
 from grid.errors import DesignError
 from grid.levels import apply_constraints, coded_to_real, level_values, parse_constraint
-from grid.models import RunSpec, run_id_for
+from grid.models import Cell, DesignSummary, EstimatedCost, RunSpec, run_id_for
 from grid.split import SPLIT_RULE, heldout_mask
-from toolscale.config import ExperimentConfig, ModelSize
+from toolscale.config import ExperimentConfig, ModelSize, training_flops
 
 __all__ = ["Design", "Cell", "build_design", "design_version", "planned_epochs", "ALGORITHM_VERSION"]
 
 ALGORITHM_VERSION = "1"
 """Bumped when the same config would give different runs; part of every design version."""
-
-
-class Cell(BaseModel):
-    """One (rung, token multiplier) cell of the crossing: every run in it has the same planned FLOPs."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid", use_attribute_docstrings=True)
-
-    model_size: str
-    """Ladder rung."""
-    token_multiplier: float
-    """Multiple of the rung's planned tokens."""
-    model_params: float
-    """Planned parameters N (``ModelSize.approx_params``)."""
-    max_steps: int
-    """Optimizer steps a run trains: ``ceil(rung max_steps x token_multiplier)``."""
-    train_tokens: float
-    """Planned tokens D = max_steps x batch_size x max_seq_len."""
-    train_flops: float
-    """Planned training FLOPs, 6 N D."""
-    runs: int
-    """Runs in this cell."""
-    split: str
-    """``fit``, ``heldout`` or ``mixed``."""
 
 
 class Design(BaseModel):
@@ -85,8 +63,8 @@ class Design(BaseModel):
     """The (rung, token multiplier) cells, in ladder order."""
     alias: AliasReport
     """Alias report of the factorial part (center points excluded)."""
-    summary: dict[str, Any]
-    """JSON-able summary: runs, levels per axis, resolution, held-out runs, extrapolation factor, cost..."""
+    summary: DesignSummary
+    """Runs, levels per axis, resolution, held-out runs, extrapolation factor, cost..."""
 
 
 def design_version(config: ExperimentConfig, learning_rates: dict[str, float] | None = None) -> str:
@@ -137,8 +115,55 @@ def _seed(config: ExperimentConfig, i: int) -> int:
     return int(base + config.design.seed)
 
 
-def _cells(config: ExperimentConfig) -> list[tuple[ModelSize, float, int, float, float]]:
-    """(rung, multiplier, steps, N, D) for every cell, ladder order then multiplier order.
+@dataclass(frozen=True)
+class _CellPlan:
+    """One (rung, token multiplier) cell before its runs exist."""
+
+    rung: ModelSize
+    multiplier: float
+    steps: int
+    """Optimizer steps: ``ceil(rung.max_steps x multiplier)`` (or from tokens per parameter, :func:`_cells`)."""
+    params: float
+    """Planned parameters N."""
+    tokens: float
+    """Planned tokens D = steps x batch_size x max_seq_len."""
+
+    @property
+    def flops(self) -> float:
+        """Planned training FLOPs ``6 N D``."""
+        return training_flops(self.params, self.tokens)
+
+
+@dataclass(frozen=True)
+class _Points:
+    """The design points over the data axes (center points last)."""
+
+    coded: np.ndarray
+    """Coded levels, shape (points, axes), in [-1, 1]."""
+    is_center: list[bool]
+    """Whether each point is a center point."""
+    recipes: list[dict[str, float]]
+    """Real levels of each point after the constraints, keyed by axis name."""
+    constrained: int
+    """Points the constraints moved."""
+    alias: AliasReport
+    """Alias report of the factorial part."""
+    info: dict[str, Any]
+    """Kind-specific facts: ``generators``, ``levels``, ``gsd_reduction``, ``lhs_samples``."""
+
+
+@dataclass(frozen=True)
+class _Split:
+    """The held-out split of the runs."""
+
+    rule: str
+    """The rule, in words (:data:`grid.split.SPLIT_RULE`)."""
+    factor: float | None
+    """Largest held-out FLOPs / largest fitted FLOPs; None when nothing is held out."""
+
+
+def _cells(config: ExperimentConfig) -> list[_CellPlan]:
+    """Every (rung, token multiplier) cell, ladder order then multiplier order.
 
     With ``design.tokens_per_param`` the multiplier is D / N: ``steps = ceil(tpp x N / (batch x s))``
     with ``s = design.tokens_per_sequence`` and planned ``D = steps x batch x s``; otherwise it multiplies
@@ -154,13 +179,14 @@ def _cells(config: ExperimentConfig) -> list[tuple[ModelSize, float, int, float,
         if len(set(tpp)) != len(tpp):
             raise DesignError(f"design.tokens_per_param has duplicates: {tpp}")
         seq = config.design.tokens_per_sequence
-        out = []
+        planned = []
         for rung in config.ladder:
             n = rung.counted_params(count)
             for m in tpp:
                 steps = max(1, math.ceil(m * n / (rung.batch_size * seq) - 1e-9))
-                out.append((rung, float(m), steps, n, float(steps * rung.batch_size * seq)))
-        return out
+                planned.append(_CellPlan(rung=rung, multiplier=float(m), steps=steps, params=n,
+                                         tokens=float(steps * rung.batch_size * seq)))
+        return planned
     mults = config.design.token_multipliers
     if not mults:
         raise DesignError("design.token_multipliers is empty; use [1.0] for the rungs' own token counts")
@@ -173,13 +199,13 @@ def _cells(config: ExperimentConfig) -> list[tuple[ModelSize, float, int, float,
     for rung in config.ladder:
         for m in mults:
             steps = max(1, math.ceil(rung.max_steps * m - 1e-9))
-            tokens = float(steps * rung.batch_size * rung.max_seq_len)
-            out.append((rung, float(m), steps, rung.counted_params(count), tokens))
+            out.append(_CellPlan(rung=rung, multiplier=float(m), steps=steps, params=rung.counted_params(count),
+                                 tokens=float(steps * rung.batch_size * rung.max_seq_len)))
     return out
 
 
-def _plan_points(config: ExperimentConfig):
-    """Coded points (center points last), center flags, real recipes, constrained count, alias report, info."""
+def _plan_points(config: ExperimentConfig) -> _Points:
+    """Coded points (center points last), real recipes after the constraints, and the alias report."""
     spec = config.design
     axes = {a.name: a for a in config.axes}
     names = [a.name for a in config.axes]
@@ -189,12 +215,13 @@ def _plan_points(config: ExperimentConfig):
     coded = np.vstack([h, np.zeros((spec.center_points, len(names)))]) if spec.center_points else h
     is_center = [False] * h.shape[0] + [True] * spec.center_points
     reals = {a.name: coded_to_real(a, coded[:, i]) for i, a in enumerate(config.axes)}
-    points, constrained = [], 0
+    recipes, constrained = [], 0
     for p in range(coded.shape[0]):
         recipe, changed = apply_constraints({n: reals[n][p] for n in names}, constraints, axes)
-        points.append(recipe)
+        recipes.append(recipe)
         constrained += changed
-    return coded, is_center, points, constrained, report, info
+    return _Points(coded=coded, is_center=is_center, recipes=recipes, constrained=constrained, alias=report,
+                   info=info)
 
 
 def _point_seeds(config: ExperimentConfig, is_center: list[bool]) -> list[list[int]]:
@@ -223,6 +250,117 @@ def _top_points(fraction: float, other_runs: int, replicates: int) -> int:
     return k
 
 
+def _top_cell(cells: list[_CellPlan]) -> int:
+    """Index of the cell with the most planned FLOPs (the first of any tie)."""
+    return int(np.argmax([c.flops for c in cells]))
+
+
+def _crossing(config: ExperimentConfig, cells: list[_CellPlan], points: _Points
+              ) -> tuple[list[_CellPlan], int, list[list[int]]]:
+    """``(cells, top, points of each cell)``: which design points each cell is crossed with.
+
+    With a held-out share and two or more rungs, the top rung keeps only its largest
+    multiple. Every cell gets every point except the top-FLOPs one, which gets a
+    D-optimal subset of :func:`_top_points` points (or ``design.heldout_points``).
+    """
+    spec = config.design
+    f = spec.heldout_fraction
+    top = _top_cell(cells)
+    if f > 0 and len(config.ladder) > 1:
+        # The top rung runs only at its largest multiple: its smaller multiples would be fitted runs at
+        # the largest N and shrink the extrapolation range the held-out check is about.
+        top_rung = cells[top].rung.name
+        cells = [c for i, c in enumerate(cells) if c.rung.name != top_rung or i == top]
+        top = _top_cell(cells)
+    n_points = len(points.recipes)
+    cell_points: list[list[int]] = [list(range(n_points)) for _ in cells]
+    if f > 0:
+        if len(cells) < 2:
+            raise DesignError("the held-out rule needs at least two FLOPs levels (ladder rungs or "
+                              "design.token_multipliers); set design.heldout_fraction = 0 to hold out nothing")
+        per_cell = n_points * spec.replicates
+        k = spec.heldout_points or _top_points(f, per_cell * (len(cells) - 1), spec.replicates)
+        if spec.heldout_points is not None and k > n_points:
+            raise DesignError(f"design.heldout_points = {k} exceeds the {n_points} design points")
+        cell_points[top] = greedy_d_optimal(points.coded, min(k, n_points))
+    return cells, top, cell_points
+
+
+def _expand_runs(config: ExperimentConfig, version: str, cells: list[_CellPlan], cell_points: list[list[int]],
+                 points: _Points, learning_rates: dict[str, float] | None = None) -> tuple[list[RunSpec], int]:
+    """``(runs, duplicates dropped)``: cell x point x seed, each run once (constraints can merge points)."""
+    names = [a.name for a in config.axes]
+    point_seeds = _point_seeds(config, points.is_center)
+    runs: list[RunSpec] = []
+    seen: set[str] = set()
+    duplicates = 0
+    for cell, in_cell in zip(cells, cell_points):
+        for p in in_cell:
+            recipe = points.recipes[p]
+            for seed in point_seeds[p]:
+                rid = run_id_for(config.experiment.name, version, recipe, cell.rung.name, seed, cell.multiplier)
+                if rid in seen:
+                    duplicates += 1
+                    continue
+                seen.add(rid)
+                runs.append(RunSpec(
+                    run_id=rid, experiment=config.experiment.name, design_version=version, recipe=recipe,
+                    model_size=cell.rung.name, model_params=cell.params, train_tokens=cell.tokens,
+                    train_flops=cell.flops, token_multiplier=cell.multiplier, seed=seed,
+                    metadata={"point": p, "center": points.is_center[p], "max_steps": cell.steps,
+                              "design_kind": config.design.kind,
+                              "coded": {n: round(float(points.coded[p, i]), 6) for i, n in enumerate(names)},
+                              "params_total": cell.rung.approx_params,
+                              "params_nonembedding": cell.rung.approx_params_nonembedding,
+                              "param_count": config.design.param_count,
+                              "learning_rate": float((learning_rates or {}).get(cell.rung.name,
+                                                                                cell.rung.learning_rate)),
+                              **({"tokens_per_param": cell.multiplier}
+                                 if config.design.tokens_per_param is not None else {})}))
+    return runs, duplicates
+
+
+def _split(config: ExperimentConfig, runs: list[RunSpec], top: _CellPlan) -> tuple[list[RunSpec], _Split]:
+    """Set each run's split by :func:`grid.split.heldout_mask` on planned FLOPs; check the extrapolation factor."""
+    spec = config.design
+    f = spec.heldout_fraction
+    rule = SPLIT_RULE.format(fraction=f)
+    mask = heldout_mask([r.train_flops for r in runs], f) if f > 0 else [False] * len(runs)
+    runs = [r.model_copy(update={"split": "heldout" if m else "fit",
+                                 "metadata": {**r.metadata, "split_rule": rule}}) for r, m in zip(runs, mask)]
+    if f <= 0:
+        return runs, _Split(rule=rule, factor=None)
+    fit_flops = [r.train_flops for r in runs if r.split == "fit"]
+    held_flops = [r.train_flops for r in runs if r.split == "heldout"]
+    if not fit_flops:
+        raise DesignError(f"every run is held out by rule {rule} (ties at the top FLOPs); add a smaller rung "
+                          f"or token multiplier")
+    factor = max(held_flops) / max(fit_flops)
+    if factor < spec.min_extrapolation_factor - 1e-9:
+        if spec.tokens_per_param is not None:
+            hint = (f"widen rung {top.rung.name!r} (at a fixed tokens-per-parameter multiple FLOPs grow as N^2: "
+                    f"N x {math.sqrt(spec.min_extrapolation_factor / factor):.3g}) or shrink the fitted rungs")
+        else:
+            need = math.ceil(top.rung.max_steps * spec.min_extrapolation_factor / factor)
+            hint = f"raise rung {top.rung.name!r} max_steps to >= {need} (or add a larger rung / token multiplier)"
+        raise DesignError(
+            f"held-out runs reach only {factor:.3g}x the largest fitted run's FLOPs, below "
+            f"design.min_extrapolation_factor = {spec.min_extrapolation_factor:g}; {hint}")
+    return runs, _Split(rule=rule, factor=factor)
+
+
+def _cell_rows(cells: list[_CellPlan], runs: list[RunSpec]) -> list[Cell]:
+    """The cells as reported, with their run count and split (``fit``, ``heldout``, ``mixed`` or ``none``)."""
+    rows = []
+    for c in cells:
+        in_cell = [r for r in runs if r.model_size == c.rung.name and r.token_multiplier == c.multiplier]
+        splits = {r.split for r in in_cell}
+        rows.append(Cell(model_size=c.rung.name, token_multiplier=c.multiplier, model_params=c.params,
+                         max_steps=c.steps, train_tokens=c.tokens, train_flops=c.flops, runs=len(in_cell),
+                         split=splits.pop() if len(splits) == 1 else ("mixed" if splits else "none")))
+    return rows
+
+
 def build_design(config: ExperimentConfig, learning_rates: dict[str, float] | None = None) -> Design:
     """Plan every run of the experiment: points x cells x seeds, with the held-out split.
 
@@ -249,100 +387,26 @@ def build_design(config: ExperimentConfig, learning_rates: dict[str, float] | No
 
     Notes
     -----
-    Planned FLOPs follow Kaplan et al. (2020): ``C = 6 N D`` with ``N`` the rung's
-    parameters and ``D = steps x batch_size x max_seq_len`` (an upper bound on tokens
-    seen). The top-FLOPs cell is crossed with ``K`` points, ``K`` the smallest count for
+    Planned FLOPs follow Kaplan et al. (2020): ``C = 6 N D`` (:func:`toolscale.config.training_flops`)
+    with ``N`` the rung's parameters and ``D = steps x batch_size x max_seq_len`` (an upper bound on
+    tokens seen). The top-FLOPs cell is crossed with ``K`` points, ``K`` the smallest count for
     which it makes up the held-out share ``f`` of the runs:
     ``K = ceil(f / (1 - f) x other_runs / replicates)``.
     """
-    spec = config.design
-    names = [a.name for a in config.axes]
+    config.require_ladder("grid design")
     version = design_version(config, learning_rates)
     unknown = sorted(set(learning_rates or {}) - {m.name for m in config.ladder})
     if unknown:
         raise DesignError(f"learning rates given for unknown rungs {unknown}")
-    coded, is_center, points, constrained, report, info = _plan_points(config)
-    point_seeds = _point_seeds(config, is_center)
-
-    cells = _cells(config)
-    f = spec.heldout_fraction
-    top = int(np.argmax([6.0 * n * d for _, _, _, n, d in cells]))
-    if f > 0 and len(config.ladder) > 1:
-        # The top rung runs only at its largest multiple: its smaller multiples would be fitted runs at
-        # the largest N and shrink the extrapolation range the held-out check is about.
-        top_rung = cells[top][0].name
-        cells = [c for i, c in enumerate(cells) if c[0].name != top_rung or i == top]
-        top = int(np.argmax([6.0 * n * d for _, _, _, n, d in cells]))
-    per_cell = len(points) * spec.replicates
-    cell_points: list[list[int]] = [list(range(len(points))) for _ in cells]
-    if f > 0:
-        if len(cells) < 2:
-            raise DesignError("the held-out rule needs at least two FLOPs levels (ladder rungs or "
-                              "design.token_multipliers); set design.heldout_fraction = 0 to hold out nothing")
-        k = spec.heldout_points or _top_points(f, per_cell * (len(cells) - 1), spec.replicates)
-        if spec.heldout_points is not None and k > len(points):
-            raise DesignError(f"design.heldout_points = {k} exceeds the {len(points)} design points")
-        cell_points[top] = greedy_d_optimal(coded, min(k, len(points)))
-
-    runs: list[RunSpec] = []
-    seen: set[str] = set()
-    duplicates = 0
-    for c, (rung, mult, steps, n_params, tokens) in enumerate(cells):
-        for p in cell_points[c]:
-            for seed in point_seeds[p]:
-                rid = run_id_for(config.experiment.name, version, points[p], rung.name, seed, mult)
-                if rid in seen:
-                    duplicates += 1
-                    continue
-                seen.add(rid)
-                runs.append(RunSpec(
-                    run_id=rid, experiment=config.experiment.name, design_version=version, recipe=points[p],
-                    model_size=rung.name, model_params=n_params, train_tokens=tokens,
-                    train_flops=6.0 * n_params * tokens, token_multiplier=mult, seed=seed,
-                    metadata={"point": p, "center": is_center[p], "max_steps": steps, "design_kind": spec.kind,
-                              "coded": {n: round(float(coded[p, i]), 6) for i, n in enumerate(names)},
-                              "params_total": rung.approx_params,
-                              "params_nonembedding": rung.approx_params_nonembedding,
-                              "param_count": spec.param_count,
-                              "learning_rate": float((learning_rates or {}).get(rung.name, rung.learning_rate)),
-                              **({"tokens_per_param": mult} if spec.tokens_per_param is not None else {})}))
+    points = _plan_points(config)
+    cells, top, cell_points = _crossing(config, _cells(config), points)
+    runs, duplicates = _expand_runs(config, version, cells, cell_points, points, learning_rates)
     _check_epochs(config, runs)
-
-    rule = SPLIT_RULE.format(fraction=f)
-    mask = heldout_mask([r.train_flops for r in runs], f) if f > 0 else [False] * len(runs)
-    runs = [r.model_copy(update={"split": "heldout" if m else "fit",
-                                 "metadata": {**r.metadata, "split_rule": rule}}) for r, m in zip(runs, mask)]
-    fit_flops = [r.train_flops for r in runs if r.split == "fit"]
-    held_flops = [r.train_flops for r in runs if r.split == "heldout"]
-    factor = None
-    if f > 0:
-        if not fit_flops:
-            raise DesignError(f"every run is held out by rule {rule} (ties at the top FLOPs); add a smaller rung "
-                              f"or token multiplier")
-        factor = max(held_flops) / max(fit_flops)
-        if factor < spec.min_extrapolation_factor - 1e-9:
-            rung, mult, steps = cells[top][0], cells[top][1], cells[top][2]
-            if spec.tokens_per_param is not None:
-                hint = (f"widen rung {rung.name!r} (at a fixed tokens-per-parameter multiple FLOPs grow as N^2: "
-                        f"N x {math.sqrt(spec.min_extrapolation_factor / factor):.3g}) or shrink the fitted rungs")
-            else:
-                need = math.ceil(rung.max_steps * spec.min_extrapolation_factor / factor)
-                hint = f"raise rung {rung.name!r} max_steps to >= {need} (or add a larger rung / token multiplier)"
-            raise DesignError(
-                f"held-out runs reach only {factor:.3g}x the largest fitted run's FLOPs, below "
-                f"design.min_extrapolation_factor = {spec.min_extrapolation_factor:g}; {hint}")
-
-    cell_rows = []
-    for c, (rung, mult, steps, n_params, tokens) in enumerate(cells):
-        in_cell = [r for r in runs if r.model_size == rung.name and r.token_multiplier == mult]
-        splits = {r.split for r in in_cell}
-        cell_rows.append(Cell(model_size=rung.name, token_multiplier=mult, model_params=n_params, max_steps=steps,
-                              train_tokens=tokens, train_flops=6.0 * n_params * tokens, runs=len(in_cell),
-                              split=splits.pop() if len(splits) == 1 else ("mixed" if splits else "none")))
-    summary = _summary(config, version, runs, points, is_center, cell_rows, report, info, rule, factor,
-                       constrained, duplicates)
-    return Design(experiment=config.experiment.name, version=version, kind=spec.kind, runs=runs, points=points,
-                  cells=cell_rows, alias=report, summary=summary)
+    runs, split = _split(config, runs, cells[top])
+    rows = _cell_rows(cells, runs)
+    summary = _summary(config, version, points=points, runs=runs, cells=rows, split=split, duplicates=duplicates)
+    return Design(experiment=config.experiment.name, version=version, kind=config.design.kind, runs=runs,
+                  points=points.recipes, cells=rows, alias=points.alias, summary=summary)
 
 
 def planned_epochs(run: RunSpec, batch_size: int) -> float | None:
@@ -375,50 +439,37 @@ def _check_epochs(config: ExperimentConfig, runs: list[RunSpec]) -> None:
             "raise the task_count axis's min or plan fewer tokens")
 
 
-def _summary(config: ExperimentConfig, version: str, runs: list[RunSpec], points: list[dict[str, float]],
-             is_center: list[bool], cells: list[Cell], report: AliasReport, info: dict[str, Any], rule: str,
-             factor: float | None, constrained: int, duplicates: int) -> dict[str, Any]:
+def _estimated_cost(config: ExperimentConfig, runs: list[RunSpec]) -> EstimatedCost:
+    """Data cost per distinct (recipe, seed) dataset plus compute cost per run, rounded to cents."""
     names = [a.name for a in config.axes]
-    levels = {n: sorted({p[n] for p in points}) for n in names}
     datasets = {(json.dumps(r.recipe, sort_keys=True), r.seed) for r in runs}
     data_cost = 0.0
     for recipe_json, _ in datasets:
         recipe = json.loads(recipe_json)
         data_cost += sum(config.axis(n).cost_per_unit * recipe[n] for n in names)
     compute_cost = sum(config.cost.per_pflop * (r.train_flops or 0.0) / 1e15 for r in runs)
+    return EstimatedCost(unit=config.experiment.budget_unit, data=round(data_cost, 2),
+                         compute=round(compute_cost, 2), total=round(data_cost + compute_cost, 2))
+
+
+def _summary(config: ExperimentConfig, version: str, *, points: _Points, runs: list[RunSpec], cells: list[Cell],
+             split: _Split, duplicates: int) -> DesignSummary:
+    names = [a.name for a in config.axes]
+    levels = {n: sorted({p[n] for p in points.recipes}) for n in names}
     flops = [r.train_flops for r in runs]
-    held = [r for r in runs if r.split == "heldout"]
-    res = report.resolution
-    return {
-        "experiment": config.experiment.name,
-        "design_version": version,
-        "kind": config.design.kind,
-        "runs": len(runs),
-        "points": len(points),
-        "center_points": sum(is_center),
-        "replicates": config.design.replicates,
-        "datasets": len(datasets),
-        "levels": levels,
-        "level_counts": {n: len(v) for n, v in levels.items()},
-        "units": {a.name: a.unit for a in config.axes},
-        "resolution": res,
-        "resolution_roman": ROMAN.get(res, str(res)) if res is not None else None,
-        "generators": info.get("generators"),
-        "gsd_reduction": info.get("gsd_reduction"),
-        "d_efficiency": report.d_efficiency,
-        "alias_highlights": report.highlights[:12],
-        "qd_clear_of_main": report.qd_clear_of_main,
-        "qd_statement": report.statement,
-        "split_rule": rule,
-        "fit_runs": len(runs) - len(held),
-        "heldout_runs": len(held),
-        "heldout_share": round(len(held) / len(runs), 6) if runs else 0.0,
-        "extrapolation_factor": round(factor, 6) if factor is not None else None,
-        "min_extrapolation_factor": config.design.min_extrapolation_factor,
-        "flops_range": [min(flops), max(flops)] if flops else None,
-        "cells": [c.model_dump(mode="json") for c in cells],
-        "constrained_points": constrained,
-        "duplicate_runs_dropped": duplicates,
-        "estimated_cost": {"unit": config.experiment.budget_unit, "data": round(data_cost, 2),
-                           "compute": round(compute_cost, 2), "total": round(data_cost + compute_cost, 2)},
-    }
+    held = sum(r.split == "heldout" for r in runs)
+    report, res = points.alias, points.alias.resolution
+    return DesignSummary(
+        experiment=config.experiment.name, design_version=version, kind=config.design.kind, runs=len(runs),
+        points=len(points.recipes), center_points=sum(points.is_center), replicates=config.design.replicates,
+        datasets=len({(json.dumps(r.recipe, sort_keys=True), r.seed) for r in runs}), levels=levels,
+        level_counts={n: len(v) for n, v in levels.items()}, units={a.name: a.unit for a in config.axes},
+        resolution=res, resolution_roman=ROMAN.get(res, str(res)) if res is not None else None,
+        generators=points.info.get("generators"), gsd_reduction=points.info.get("gsd_reduction"),
+        d_efficiency=report.d_efficiency, alias_highlights=report.highlights[:12],
+        qd_clear_of_main=report.qd_clear_of_main, qd_statement=report.statement, split_rule=split.rule,
+        fit_runs=len(runs) - held, heldout_runs=held, heldout_share=round(held / len(runs), 6) if runs else 0.0,
+        extrapolation_factor=round(split.factor, 6) if split.factor is not None else None,
+        min_extrapolation_factor=config.design.min_extrapolation_factor,
+        flops_range=[min(flops), max(flops)] if flops else None, cells=cells, constrained_points=points.constrained,
+        duplicate_runs_dropped=duplicates, estimated_cost=_estimated_cost(config, runs))

@@ -5,8 +5,11 @@ everything before anything is written; ``read_table`` is the file edge.
 
 Map targets: ``run_id``, ``model_size`` (a parameter count N, or a label),
 ``model_params``, ``train_tokens`` (D), ``train_flops`` (C), ``score`` (higher is
-better), ``loss`` (lower is better), ``benchmark``, ``seed``, and any axis name.
-Missing D or C is derived with C = 6 N D. Unmapped columns are kept as run metadata.
+better), ``loss`` (lower is better), ``benchmark``, ``seed``, ``split`` (``fit`` or
+``heldout``: overrides the top-FLOPs rule), and any axis name. Columns named exactly
+like a config axis map themselves (:func:`self_mapped`). Missing D or C is derived with
+C = 6 N D. An empty metric cell is a missing value: the run is imported without that
+metric (``fit`` skips it and says how many). Unmapped columns are kept as run metadata.
 """
 
 from __future__ import annotations
@@ -19,22 +22,28 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from grid.errors import TableImportError
 from grid.models import MetricResult, RunSpec
 from grid.split import heldout_mask
-from grid.errors import TableImportError
+from toolscale.config import FLOPS_PER_PARAM_TOKEN, training_flops
 
-__all__ = ["FIXED_TARGETS", "parse_column_map", "read_table", "rows_to_runs"]
+__all__ = ["FIXED_TARGETS", "SPLITS", "MAX_ABS_METRIC", "POSITIVE_TARGETS", "parse_column_map", "read_table",
+           "rows_to_runs", "self_mapped", "check_metric_mapped"]
 
 FIXED_TARGETS = ("run_id", "model_size", "model_params", "train_tokens", "train_flops", "score", "loss",
-                 "benchmark", "seed")
+                 "benchmark", "seed", "split")
+SPLITS = ("fit", "heldout")
+"""Values of a mapped ``split`` column (it overrides the top-FLOPs rule)."""
 _AXIS = re.compile(r"^[a-z][a-z0-9_]*$")
 
 
-def parse_column_map(items: Sequence[str], axes: Sequence[str] | None = None) -> dict[str, str]:
+def parse_column_map(items: Sequence[str], axes: Sequence[str] | None = None, *,
+                     require_metric: bool = True) -> dict[str, str]:
     """``["Model Size=model_size", ...]`` -> ``{target: column}``.
 
     ``axes`` (from a config) restricts axis targets to known names; without it any
-    snake_case name that is not a fixed target is an axis.
+    snake_case name that is not a fixed target is an axis. ``require_metric=False`` defers
+    the check that a score or loss is mapped (:func:`check_metric_mapped`).
     """
     mapping: dict[str, str] = {}
     for item in items:
@@ -53,9 +62,28 @@ def parse_column_map(items: Sequence[str], axes: Sequence[str] | None = None) ->
         if target in mapping:
             raise TableImportError(f"--map target {target!r} is mapped twice")
         mapping[target] = column
+    if require_metric:
+        check_metric_mapped(mapping)
+    return mapping
+
+
+def check_metric_mapped(mapping: dict[str, str]) -> None:
+    """TableImportError unless a column maps to ``score`` or ``loss``."""
     if "score" not in mapping and "loss" not in mapping:
         raise TableImportError("--map must map a column to score (higher is better) or loss (lower is better)")
-    return mapping
+
+
+def self_mapped(mapping: dict[str, str], columns: Sequence[str], axes: Sequence[str]) -> dict[str, str]:
+    """``mapping`` plus every config axis that names a column exactly and is not mapped yet."""
+    used = set(mapping.values())
+    extra = {a: a for a in axes if a in columns and a not in mapping and a not in used}
+    return {**mapping, **extra}
+
+
+def _missing(value: Any) -> bool:
+    """An empty cell: None, NaN or blank text."""
+    return value is None or (isinstance(value, float) and math.isnan(value)) or \
+        (isinstance(value, str) and not value.strip())
 
 
 def read_table(path: str | Path) -> list[dict[str, Any]]:
@@ -82,6 +110,13 @@ def read_table(path: str | Path) -> list[dict[str, Any]]:
     return frame.to_dict(orient="records")
 
 
+MAX_ABS_METRIC = 1e12
+"""Largest metric magnitude accepted: beyond it a value is a unit or parsing error, and its square (the fit's
+residuals) would overflow long before ``1e308``."""
+POSITIVE_TARGETS = ("model_params", "train_tokens", "train_flops")
+"""Fields that must be finite and > 0: a model has parameters, training sees tokens and costs FLOPs."""
+
+
 def _number(row: dict[str, Any], column: str, line: int, target: str) -> float:
     value = row[column]
     try:
@@ -90,15 +125,23 @@ def _number(row: dict[str, Any], column: str, line: int, target: str) -> float:
         raise TableImportError(f"row {line}: column {column!r} ({target}) must be a number, got {value!r}") from None
     if not math.isfinite(x):
         raise TableImportError(f"row {line}: column {column!r} ({target}) must be finite, got {value!r}")
+    if target in POSITIVE_TARGETS and x <= 0:
+        raise TableImportError(f"row {line}: column {column!r} ({target}) must be > 0, got {value!r}")
+    if target in ("score", "loss") and abs(x) > MAX_ABS_METRIC:
+        raise TableImportError(f"row {line}: column {column!r} ({target}) must be within +-{MAX_ABS_METRIC:g}, "
+                               f"got {value!r}")
     return x
 
 
 def rows_to_runs(rows: Sequence[dict[str, Any]], mapping: dict[str, str], *, experiment: str,
-                 benchmark: str | None = None, heldout_fraction: float = 0.25
+                 benchmark: str | None = None, heldout_fraction: float = 0.25,
+                 score_range: tuple[float, float] | None = None
                  ) -> tuple[list[str], list[RunSpec], list[list[MetricResult]]]:
     """Validate every row and build runs with their metrics; returns ``(axes, runs, metrics)``.
 
-    Rows are numbered from 2 (the header is line 1), as a spreadsheet shows them.
+    Rows are numbered from 2 (the header is line 1), as a spreadsheet shows them. ``score_range``
+    (``(0, 1)`` for the registered benchmarks, whose headline score is a share) bounds the ``score`` column.
+    Sizes, tokens and FLOPs must be finite and positive, ``C = 6 N D`` included when it is derived.
     """
     if not rows:
         raise TableImportError("the table has no rows")
@@ -113,6 +156,7 @@ def rows_to_runs(rows: Sequence[dict[str, Any]], mapping: dict[str, str], *, exp
     runs: list[RunSpec] = []
     metrics: list[list[MetricResult]] = []
     flops: list[float] = []
+    splits: list[str] = []
     for i, row in enumerate(rows):
         line = i + 2
         recipe = {a: _number(row, mapping[a], line, a) for a in axes}
@@ -123,21 +167,35 @@ def rows_to_runs(rows: Sequence[dict[str, Any]], mapping: dict[str, str], *, exp
                 params = float(size_raw)
             except (TypeError, ValueError):
                 params = None
+            if params is not None and not (math.isfinite(params) and params > 0):
+                raise TableImportError(f"row {line}: column {mapping['model_size']!r} (model_size) as a parameter "
+                                       f"count must be finite and > 0, got {size_raw!r}")
         tokens = _number(row, mapping["train_tokens"], line, "train_tokens") if "train_tokens" in mapping else None
         c = _number(row, mapping["train_flops"], line, "train_flops") if "train_flops" in mapping else None
         if c is None and params and tokens:
-            c = 6.0 * params * tokens
+            c = training_flops(params, tokens)
+            if not math.isfinite(c):
+                raise TableImportError(f"row {line}: train_flops = 6 N D overflows (N = {params:g}, D = {tokens:g})")
         if tokens is None and params and c:
-            tokens = c / (6.0 * params)
+            tokens = c / (FLOPS_PER_PARAM_TOKEN * params)
         seed = int(_number(row, mapping["seed"], line, "seed")) if "seed" in mapping else 0
         bench = str(row[mapping["benchmark"]]) if "benchmark" in mapping else benchmark
         ms = []
-        if "score" in mapping:
-            ms.append(MetricResult(benchmark=bench, metric="score", score=_number(row, mapping["score"], line, "score"),
-                                   higher_is_better=True))
-        if "loss" in mapping:
+        if "score" in mapping and not _missing(row[mapping["score"]]):
+            score = _number(row, mapping["score"], line, "score")
+            if score_range is not None and not score_range[0] <= score <= score_range[1]:
+                raise TableImportError(f"row {line}: column {mapping['score']!r} (score) of benchmark {bench!r} must be "
+                                       f"in [{score_range[0]:g}, {score_range[1]:g}], got {row[mapping['score']]!r}")
+            ms.append(MetricResult(benchmark=bench, metric="score", score=score, higher_is_better=True))
+        if "loss" in mapping and not _missing(row[mapping["loss"]]):
             ms.append(MetricResult(benchmark=bench, metric="loss", score=_number(row, mapping["loss"], line, "loss"),
                                    higher_is_better=False))
+        if "split" in mapping:
+            value = str(row[mapping["split"]]).strip()
+            if value not in SPLITS:
+                raise TableImportError(f"row {line}: column {mapping['split']!r} (split) must be fit or heldout, "
+                                       f"got {row[mapping['split']]!r}")
+            splits.append(value)
         meta = {str(k): (v if not isinstance(v, float) or math.isfinite(v) else None)
                 for k, v in row.items() if k not in used}
         key = str(row[mapping["run_id"]]) if "run_id" in mapping else hashlib.sha256(
@@ -149,8 +207,10 @@ def rows_to_runs(rows: Sequence[dict[str, Any]], mapping: dict[str, str], *, exp
                             metadata={"import_key": key, "columns": meta}))
         metrics.append(ms)
         flops.append(c if c is not None else math.nan)
-    if all(math.isfinite(f) for f in flops):
-        mask = heldout_mask(flops, heldout_fraction)
+    if splits:
+        runs = [r.model_copy(update={"split": sp}) for r, sp in zip(runs, splits)]
+    elif all(math.isfinite(f) for f in flops):
+        mask = heldout_mask(flops, heldout_fraction, min_fit=1)
         runs = [r.model_copy(update={"split": "heldout" if h else "fit"}) for r, h in zip(runs, mask)]
     ids = [r.run_id for r in runs]
     if len(set(ids)) != len(ids):

@@ -3,6 +3,9 @@
 Imports only pydantic and the standard library. A compute job writes exactly one
 :class:`RunResult` file; the registry ingests it (jobs never open the registry).
 
+:class:`DesignSummary` is what ``grid design --json`` prints (with the alias report) and what
+the registry stores with each design version.
+
 The registry's reads return these models (:class:`RunRecord`, :class:`ExperimentRecord`,
 :class:`DatasetRecord`, :class:`FitRecord`) and its ingest an :class:`IngestReport`;
 wherever one is shown as JSON (``--json``, MCP), the JSON is its ``model_dump(mode="json")``.
@@ -31,7 +34,12 @@ __all__ = [
     "ExperimentRecord",
     "DatasetRecord",
     "FitRecord",
+    "Cell",
+    "EstimatedCost",
+    "DesignSummary",
     "run_id_for",
+    "TableCheck",
+    "RegistryCheck",
 ]
 
 RunStatus = Literal["pending", "submitted", "running", "done", "failed", "cancelled"]
@@ -255,3 +263,132 @@ class FitRecord(_Frozen):
     """The ``FitResult`` as JSON (``FitResult.model_validate(payload)`` reads it back)."""
     created_at: datetime
     """When the fit was stored (UTC, no tzinfo)."""
+
+
+class Cell(_Frozen):
+    """One (rung, token multiplier) cell of the crossing: every run in it has the same planned FLOPs."""
+
+    model_size: str
+    """Ladder rung."""
+    token_multiplier: float
+    """Multiple of the rung's planned tokens."""
+    model_params: float
+    """Planned parameters N (``ModelSize.approx_params``)."""
+    max_steps: int
+    """Optimizer steps a run trains: ``ceil(rung max_steps x token_multiplier)``."""
+    train_tokens: float
+    """Planned tokens D = max_steps x batch_size x max_seq_len."""
+    train_flops: float
+    """Planned training FLOPs, 6 N D."""
+    runs: int
+    """Runs in this cell."""
+    split: str
+    """``fit``, ``heldout`` or ``mixed``."""
+
+
+class EstimatedCost(_Frozen):
+    """What a design costs before anything runs, in the experiment's budget unit."""
+
+    unit: str
+    """Budget unit (``usd`` or ``gpu_hours``)."""
+    data: float
+    """Synthesis: sum over distinct (recipe, seed) datasets of ``cost_per_unit x level`` per axis."""
+    compute: float
+    """Training: ``cost.per_pflop x planned FLOPs / 1e15`` summed over runs."""
+    total: float
+    """``data + compute``."""
+
+
+class DesignSummary(_Frozen):
+    """What a built design holds and can estimate; ``grid design --json`` prints its ``model_dump(mode="json")``."""
+
+    experiment: str
+    """Experiment name."""
+    design_version: str
+    """Design version (``d-`` + 12 hex digits)."""
+    kind: str
+    """Design kind (``fractional``, ``gsd``, ``full``, ``lhs``)."""
+    runs: int
+    """Planned runs."""
+    points: int
+    """Design points, center points included."""
+    center_points: int
+    """Center points."""
+    replicates: int
+    """Seeds per point."""
+    datasets: int
+    """Distinct (recipe, seed) datasets the runs need."""
+    levels: dict[str, list[float]]
+    """Real levels used per axis, ascending, in each axis' unit."""
+    level_counts: dict[str, int]
+    """Number of distinct levels per axis."""
+    units: dict[str, str]
+    """Unit of each axis."""
+    resolution: int | None
+    """Resolution of a regular two-level fraction, else None."""
+    resolution_roman: str | None
+    """The resolution in Roman numerals (``IV``), else None."""
+    generators: str | None
+    """Generators of a two-level fraction (``a b c -abc``), else None."""
+    gsd_reduction: int | None
+    """Reduction of a generalized subset design, else None."""
+    d_efficiency: float
+    """D-efficiency of the main-effects model on the design, in [0, 1]."""
+    alias_highlights: list[str]
+    """The first (at most 12) alias statements worth reading."""
+    qd_clear_of_main: bool
+    """True when quality x diversity interactions are not aliased with main effects."""
+    qd_statement: str
+    """One sentence on what the design can say about quality x diversity interactions."""
+    split_rule: str
+    """The held-out rule, e.g. ``top 25% of runs by planned training FLOPs``."""
+    fit_runs: int
+    """Runs the fit sees."""
+    heldout_runs: int
+    """Runs held out to check extrapolation."""
+    heldout_share: float
+    """``heldout_runs / runs`` (rounded to 6 digits)."""
+    extrapolation_factor: float | None
+    """Largest held-out FLOPs / largest fitted FLOPs (rounded to 6 digits); None with nothing held out."""
+    min_extrapolation_factor: float
+    """The factor the config requires."""
+    flops_range: list[float] | None
+    """``[min, max]`` planned training FLOPs over the runs; None for an empty design."""
+    cells: list[Cell]
+    """The (rung, token multiplier) cells, in ladder order."""
+    constrained_points: int
+    """Points moved by the design constraints."""
+    duplicate_runs_dropped: int
+    """Runs dropped because another run had the same id (points that constraints made equal)."""
+    estimated_cost: EstimatedCost
+    """Data, compute and total cost before anything runs."""
+
+
+class TableCheck(_Frozen):
+    """One table of a registry read end to end by ``toolscale registry check``."""
+
+    table: str
+    """Table name."""
+    rows: int | None
+    """Rows read (None when the table could not be read)."""
+    ok: bool
+    """True when every row was read without an I/O or checksum error."""
+    error: str = ""
+    """DuckDB's first error line for this table (empty when ok)."""
+
+
+class RegistryCheck(_Frozen):
+    """The result of reading every table of a registry file, so DuckDB verifies each block's checksum."""
+
+    path: str
+    """The registry file checked."""
+    size_bytes: int
+    """Its size on disk (bytes)."""
+    schema_version: int | None
+    """Schema version stored in the file (None when unreadable)."""
+    tables: list[TableCheck] = Field(default_factory=list)
+    """Every table, in name order."""
+    ok: bool
+    """True when the file opened and every table read cleanly."""
+    error: str = ""
+    """Why the file could not be opened at all (empty otherwise)."""

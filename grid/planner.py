@@ -23,7 +23,7 @@ def record_design(registry: Registry, design: Design, config: ExperimentConfig, 
     """Record ``design`` and its runs; returns ``{"design_version", "new_design", "new_runs",
     "existing_runs", "other_versions"}``.
 
-    Raises :class:`grid.design.DesignError` (nothing written) when the experiment already
+    Raises :class:`grid.errors.DesignError` (nothing written) when the experiment already
     has runs of a different design version and ``new_version`` is False.
     """
     name = design.experiment
@@ -36,7 +36,7 @@ def record_design(registry: Registry, design: Design, config: ExperimentConfig, 
             f"{design.version}; pass --new-version to add it alongside (runs keep their design_version), "
             f"or use a new experiment name")
     registry.ensure_experiment(name, config=config.model_dump(mode="json"), axes=[a.name for a in config.axes])
-    new_design = registry.add_design(design.version, name, design.summary)
+    new_design = registry.add_design(design.version, name, design.summary.model_dump(mode="json"))
     new_runs = registry.add_runs(design.runs, source="design", status="pending")
     return {"design_version": design.version, "new_design": new_design, "new_runs": new_runs,
             "existing_runs": len(design.runs) - new_runs, "other_versions": others}

@@ -11,14 +11,10 @@ from __future__ import annotations
 import math
 
 from probes.models import ProbeCost
+from toolscale.config import training_flops
 from toolscale.errors import UsageError
 
-__all__ = ["probe_cost", "training_flops", "scoring_flops"]
-
-
-def training_flops(params: float, tokens: float) -> float:
-    """Training FLOPs ``6 N D`` for N parameters and D tokens."""
-    return 6.0 * params * tokens
+__all__ = ["probe_cost", "scoring_flops"]
 
 
 def scoring_flops(params: float, tokens: float) -> float:
@@ -27,7 +23,7 @@ def scoring_flops(params: float, tokens: float) -> float:
 
 
 def probe_cost(*, params: float, train_tokens: float, score_tokens: float, target_train_flops: float | None,
-               budget_share: float = 0.05, data_tokens: float = 0.0) -> ProbeCost:
+               budget_share: float = 0.05, data_tokens: float = 0.0, target: str | None = None) -> ProbeCost:
     r"""The probe's FLOPs and their share of the target training run.
 
     Parameters
@@ -44,6 +40,8 @@ def probe_cost(*, params: float, train_tokens: float, score_tokens: float, targe
         Allowed share (default 5 %, the research plan's budget).
     data_tokens : float
         Tokens of the probed dataset (recorded, not used in the share).
+    target : str, optional
+        What the target FLOPs are (recorded).
 
     Notes
     -----
@@ -61,8 +59,11 @@ def probe_cost(*, params: float, train_tokens: float, score_tokens: float, targe
         raise UsageError(f"target_train_flops must be a positive number of FLOPs, got {target_train_flops}")
     tf, sf = training_flops(params, train_tokens), scoring_flops(params, score_tokens)
     total = tf + sf
-    share = None if target_train_flops is None else total / target_train_flops
+    if target_train_flops is not None:
+        share: float | None = total / target_train_flops
+    else:
+        share = 0.0 if total == 0 else None  # nothing spent is no share of any run
     return ProbeCost(params=params, train_tokens=train_tokens, train_flops=tf, score_tokens=score_tokens,
                      score_flops=sf, data_tokens=data_tokens, total_flops=total,
-                     target_train_flops=target_train_flops, share=share, budget_share=budget_share,
+                     target_train_flops=target_train_flops, share=share, budget_share=budget_share, target=target,
                      within_budget=None if share is None else share <= budget_share)

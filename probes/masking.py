@@ -1,32 +1,28 @@
-"""Counterfactual-masking probe: does the action's probability collapse when its support is hidden?
+"""Counterfactual-masking LM probe: does the action's probability collapse when the history is hidden?
 
-A small causal LM (a proxy rung built by :func:`train.models.build_model`, with a byte-level
-BPE from :func:`train.tokenizer.train_tokenizer`) is trained once on a sample of rendered
-trajectories (plain next-token loss; up-weighting the argument tokens was tried and copied
-worse out of sample). Then the tokens of every action's argument *values* are scored three
-times, batched:
+A small causal LM (a proxy rung built by :func:`train.models.build_model`, with a byte-level BPE from
+:func:`train.tokenizer.train_tokenizer` plus a learned ``<|mask|>`` token) is trained on a sample of
+rendered trajectories with plain next-token loss, where each observation's content is replaced by mask
+tokens with probability ``ProbeSpec.mask_drop`` (so the model learns what a hidden observation looks like
+and that a value it cannot see cannot be copied). Scoring (:func:`score_dataset`) runs every action's
+window twice, batched:
 
-- ``full``: log p(arguments | full history);
-- ``masked``: the supporting observations' content replaced by mask tokens (same length,
-  same positions). Which observations is a registered strategy (``ProbeSpec.mask``):
-  ``support`` (default) takes them from symbolic provenance, and an action without any
-  traced support gets its latest observation masked (the history an agent's next call
-  most often reads); ``latest`` always masks the latest observation and uses no
-  provenance at all;
-- ``control``: the same number of tokens masked in non-supporting spans (other observations
-  and the system turn, nearest to the action first), to cancel the effect of masking as such.
+- ``full``: log p(argument values | full history);
+- ``masked``: the history's content replaced by mask tokens (same length, same positions). Which spans
+  is a registered strategy (``ProbeSpec.mask``) and none reads provenance labels: ``all`` (default)
+  masks every earlier observation (user turns, tool outputs) *and* the values of earlier tool calls
+  (which may repeat the value); ``latest`` masks the latest observation only.
 
-With per-token means :math:`\\ell_v` over the argument-value tokens and
-:math:`\\Delta_v = \\ell_\\mathrm{full} - \\ell_v`, the groundedness score is the normalised
-collapse
+With :math:`\\ell_\\mathrm{full}(t)`, :math:`\\ell_\\mathrm{masked}(t)` the log-probabilities of value token t,
+argument a's evidence is the summed drop and the action's score is its weakest argument's:
 
-.. math:: g = 1 - \\exp\\bigl(-\\max(0, \\Delta_\\mathrm{masked} - \\Delta_\\mathrm{control})\\bigr) \\in [0, 1),
+.. math:: \\Delta_a = \\sum_{t \\in a} \\bigl(\\ell_\\mathrm{full}(t) - \\ell_\\mathrm{masked}(t)\\bigr), \\qquad
+          g = \\min_a \\Delta_a \\quad \\text{(nats)}.
 
-the per-token share of probability the action loses beyond the control when its support is
-hidden. A derivable action copies from its support and collapses (g near 1); an action that
-no visible observation determines does not (g near 0). An action the probe cannot score
-(malformed arguments, unknown tool, support outside the window, a model error) gets
-``g = None`` and is never grounded.
+A derivable action copies from its history and collapses when it is hidden (g large); an action that
+no visible observation determines does not (g near 0). An action the probe cannot score (malformed
+arguments, unknown tool, nothing to mask inside the window, a model error) gets ``g = None`` and is
+never grounded. The same scoring serves any saved causal LM (``hf:MODEL_DIR``, :mod:`probes.hfprobe`).
 
 Rendering (probe-internal, not the training chat template): the text of an assistant turn
 that carries tool calls is dropped, since it is part of the action (it often narrates the very
@@ -42,6 +38,7 @@ from __future__ import annotations
 
 import json
 import math
+import random
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -55,8 +52,11 @@ if TYPE_CHECKING:  # pragma: no cover
 
     from toolscale.config import ProbeSpec
 
-__all__ = ["Encoded", "ProbeLM", "render_pieces", "encode", "train_probe", "score_dataset", "groundedness",
+__all__ = ["Encoded", "ProbeLM", "render_pieces", "encode", "train_probe", "score_dataset", "argument_score", "MASK_TOKEN",
            "MASK_STRATEGIES", "register_mask", "get_mask_strategy", "scoring_tokens"]
+
+MASK_TOKEN = "<|mask|>"
+"""The learned mask token added to the ``lm`` probe's tokenizer."""
 
 Piece = tuple[str, str, Any]  # (text, kind: "plain" | "obs" | "args" | "system", key)
 
@@ -75,6 +75,8 @@ class Encoded:
     """Call id -> [start, end) of the call's arguments JSON."""
     value_positions: dict[str, list[int]] = field(default_factory=dict)
     """Call id -> token positions of the argument *values* (string contents, numbers, ...)."""
+    value_leaves: dict[str, dict[str, list[int]]] = field(default_factory=dict)
+    """Call id -> argument path -> token positions of that argument's value."""
 
 
 @dataclass
@@ -89,26 +91,34 @@ class ProbeLM:
     """Non-padding tokens seen in training."""
     final_loss: float
     """Mean training loss over the last 10 steps (nats/token)."""
+    mask_id: int = 0
+    """Token id that replaces masked content (the learned ``<|mask|>`` for ``lm``)."""
+    pad_id: int = 0
+    """Token id of padding."""
 
 
-def _json_pieces(obj: Any, key: str) -> list[Piece]:
-    """``json.dumps(obj, ensure_ascii=False)`` as pieces; value text is kind ``value``, the rest ``args``."""
+def _json_pieces(obj: Any, key: str, path: str = "") -> list[Piece]:
+    """``json.dumps(obj, ensure_ascii=False)`` as pieces; value text is kind ``value`` keyed ``(call id, dotted
+    path)``, the rest ``args`` keyed by the call id."""
     if isinstance(obj, dict):
         out: list[Piece] = [("{", "args", key)]
         for i, (k, v) in enumerate(obj.items()):
             out.append(((", " if i else "") + json.dumps(str(k), ensure_ascii=False) + ": ", "args", key))
-            out.extend(_json_pieces(v, key))
+            out.extend(_json_pieces(v, key, f"{path}.{k}" if path else str(k)))
         return out + [("}", "args", key)]
     if isinstance(obj, list):
         out = [("[", "args", key)]
         for i, v in enumerate(obj):
             if i:
                 out.append((", ", "args", key))
-            out.extend(_json_pieces(v, key))
+            out.extend(_json_pieces(v, key, f"{path}.{i}" if path else str(i)))
         return out + [("]", "args", key)]
     if isinstance(obj, str):
-        return [('"', "args", key), (json.dumps(obj, ensure_ascii=False)[1:-1], "value", key), ('"', "args", key)]
-    return [(json.dumps(obj, ensure_ascii=False), "value", key)]
+        return [('"', "args", key), (json.dumps(obj, ensure_ascii=False)[1:-1], "value", (key, path)),
+                ('"', "args", key)]
+    if obj is None or isinstance(obj, bool):  # fixed by the tool schema: not scored
+        return [(json.dumps(obj), "args", key)]
+    return [(json.dumps(obj, ensure_ascii=False), "value", (key, path))]
 
 
 def _args_pieces(call: dict[str, Any], cid: str) -> list[Piece]:
@@ -170,10 +180,12 @@ def encode(pieces_list: Sequence[Sequence[Piece]], tokenizer: "PreTrainedTokeniz
             elif kind == "system":
                 enc.system_spans.append(span)
             elif kind in ("args", "value"):
-                s0 = enc.args_spans.get(key, span)[0]
-                enc.args_spans[key] = (s0, span[1])
+                cid, path = key if kind == "value" else (key, None)
+                s0 = enc.args_spans.get(cid, span)[0]
+                enc.args_spans[cid] = (s0, span[1])
                 if kind == "value":
-                    enc.value_positions.setdefault(key, []).extend(range(*span))
+                    enc.value_positions.setdefault(cid, []).extend(range(*span))
+                    enc.value_leaves.setdefault(cid, {}).setdefault(path, []).extend(range(*span))
         out.append(enc)
     return out
 
@@ -196,7 +208,8 @@ def train_probe(texts: Sequence[str], encoded_fn: Callable[["PreTrainedTokenizer
     Notes
     -----
     Next-token cross-entropy on every token of a window of ``max_seq_len`` tokens (a random
-    window for longer trajectories), AdamW, linear warm-up over the first 10 % of the steps
+    window for longer trajectories); each observation's content is replaced by the ``<|mask|>`` token
+    with probability ``spec.mask_drop`` (the learned mask); AdamW, linear warm-up over the first 10 % of the steps
     then cosine decay. Training tokens counted are the non-padding tokens of every batch.
     """
     import torch
@@ -206,13 +219,18 @@ def train_probe(texts: Sequence[str], encoded_fn: Callable[["PreTrainedTokenizer
     from train.tokenizer import train_tokenizer
 
     tokenizer = train_tokenizer(texts, spec.vocab_size)
-    seqs = [e.ids for e in encoded_fn(tokenizer) if len(e.ids) >= 2]
+    tokenizer.add_tokens([MASK_TOKEN], special_tokens=True)
+    mask_id = tokenizer.convert_tokens_to_ids(MASK_TOKEN)
+    encs = [e for e in encoded_fn(tokenizer) if len(e.ids) >= 2]
+    seqs = [e.ids for e in encs]
+    drop_rng = random.Random(spec.seed)
     size = ModelSize(name="probe", hidden_size=spec.hidden_size, num_layers=spec.num_layers,
                      num_heads=spec.num_heads, vocab_size=max(len(tokenizer), 256), max_seq_len=spec.max_seq_len)
     model = build_model(size, len(tokenizer), seed=spec.seed)
     params, _ = count_params(model)
     if not seqs:
-        return ProbeLM(model=model.eval(), tokenizer=tokenizer, params=params, train_tokens=0, final_loss=math.nan)
+        return ProbeLM(model=model.eval(), tokenizer=tokenizer, params=params, train_tokens=0, final_loss=math.nan,
+                       mask_id=mask_id, pad_id=PAD_TOKEN_ID)
     gen = torch.Generator().manual_seed(spec.seed)
     opt = torch.optim.AdamW(model.parameters(), lr=spec.learning_rate, weight_decay=0.0, betas=(0.9, 0.95))
     warm = max(1, spec.train_steps // 10)
@@ -230,7 +248,10 @@ def train_probe(texts: Sequence[str], encoded_fn: Callable[["PreTrainedTokenizer
         idx = torch.randint(len(seqs), (spec.batch_size,), generator=gen).tolist()
         batch = []
         for i in idx:
-            s = seqs[i]
+            s = list(seqs[i])
+            for x0, x1 in encs[i].obs_spans.values():  # observation dropout teaches the mask token
+                if drop_rng.random() < spec.mask_drop:
+                    s[x0:x1] = [mask_id] * (x1 - x0)
             if len(s) > L:
                 start = int(torch.randint(len(s) - L + 1, (1,), generator=gen))
                 s = s[start:start + L]
@@ -253,12 +274,12 @@ def train_probe(texts: Sequence[str], encoded_fn: Callable[["PreTrainedTokenizer
             progress(step + 1, spec.train_steps)
     model.eval()
     return ProbeLM(model=model, tokenizer=tokenizer, params=params, train_tokens=tokens,
-                   final_loss=float(sum(losses[-10:]) / len(losses[-10:])))
+                   final_loss=float(sum(losses[-10:]) / len(losses[-10:])), mask_id=mask_id, pad_id=PAD_TOKEN_ID)
 
 
-def groundedness(logp_full: float, logp_masked: float, logp_control: float) -> float:
-    """Normalised collapse ``1 - exp(-max(0, (full - masked) - (full - control)))`` (see module docstring)."""
-    return 1.0 - math.exp(-max(0.0, logp_control - logp_masked))
+def argument_score(full: Sequence[float], masked: Sequence[float]) -> float:
+    """:math:`\\Delta_a = \\sum_t (\\ell_\\mathrm{full}(t) - \\ell_\\mathrm{masked}(t))` over one argument's tokens (nats)."""
+    return float(sum(f - m for f, m in zip(full, masked, strict=True)))
 
 
 @dataclass
@@ -307,21 +328,24 @@ def _latest(enc: Encoded, a: ActionProvenance) -> list[tuple[int, int]]:
     return [enc.obs_spans[max(before)]] if before else []
 
 
-@register_mask("support")
-def _mask_support(enc: Encoded, a: ActionProvenance) -> list[tuple[int, int]]:
-    """Observations symbolic provenance found the argument values in; the latest one if none."""
-    return [enc.obs_spans[j] for j in a.supports if j in enc.obs_spans] or _latest(enc, a)
+@register_mask("all")
+def _mask_all(enc: Encoded, a: ActionProvenance) -> list[tuple[int, int]]:
+    """Every observation before the action and the values of every earlier tool call (label-free)."""
+    start = enc.args_spans.get(a.call_id, (len(enc.ids), 0))[0]
+    spans = [x for j, x in enc.obs_spans.items() if j < a.message_index]
+    spans += [(p, p + 1) for cid, pos in enc.value_positions.items() for p in pos if p < start and cid != a.call_id]
+    return spans
 
 
 @register_mask("latest")
 def _mask_latest(enc: Encoded, a: ActionProvenance) -> list[tuple[int, int]]:
-    """The latest observation before the action, whatever provenance says (label-free)."""
+    """The latest observation before the action (label-free)."""
     return _latest(enc, a)
 
 
 def _plan(enc: Encoded, prov: TrajectoryProvenance, L: int, mask_id: int,
           errors: dict[tuple[int, str], str], counts: dict[tuple[int, str], tuple[int, int]],
-          strategy: MaskStrategy = _mask_support) -> list[_Variant]:
+          strategy: MaskStrategy = _mask_all) -> list[_Variant]:
     variants: list[_Variant] = []
     shared_end = min(len(enc.ids), L)
     shared = False
@@ -336,24 +360,17 @@ def _plan(enc: Encoded, prov: TrajectoryProvenance, L: int, mask_id: int,
             continue
         s, e = span
         w0 = max(0, e - L)
-        scored = enc.value_positions.get(a.call_id) or list(range(s, e))
-        support = strategy(enc, a)
-        mask = sorted({p for x0, x1 in support for p in range(max(x0, w0), min(x1, s))})
+        scored = enc.value_positions.get(a.call_id) or []
+        mask = sorted({p for x0, x1 in strategy(enc, a) for p in range(max(x0, w0), min(x1, s))})
         if not mask:
-            errors[key] = "not scored: no support inside the probe window"
+            errors[key] = "not scored: nothing to mask inside the probe window"
             continue
-        sup_set = {tuple(x) for x in support}
-        others = [x for j, x in enc.obs_spans.items() if tuple(x) not in sup_set and x[0] < s]
-        others += enc.system_spans
-        others = [(max(x0, w0), min(x1, s)) for x0, x1 in others if min(x1, s) > max(x0, w0)]
-        control = _take(others, len(mask))
-        counts[key] = (len(mask), len(control))
+        counts[key] = (len(mask), 0)
         base = enc.ids[w0:e]
-        for kind, pos in (("masked", mask), ("control", control)):
-            ids = list(base)
-            for p in pos:
-                ids[p - w0] = mask_id
-            variants.append(_Variant(ids, [p - w0 for p in scored], (prov.index, a.call_id, kind)))
+        ids = list(base)
+        for p in mask:
+            ids[p - w0] = mask_id
+        variants.append(_Variant(ids, [p - w0 for p in scored], (prov.index, a.call_id, "masked")))
         if w0 == 0 and e <= shared_end:
             shared = True
             variants.append(_Variant([], list(scored), (prov.index, a.call_id, "full@shared")))
@@ -364,48 +381,50 @@ def _plan(enc: Encoded, prov: TrajectoryProvenance, L: int, mask_id: int,
     return variants
 
 
-def scoring_tokens(enc: Encoded, prov: TrajectoryProvenance, *, max_seq_len: int, mask: str = "support") -> int:
+def scoring_tokens(enc: Encoded, prov: TrajectoryProvenance, *, max_seq_len: int, mask: str = "all") -> int:
     """Tokens :func:`score_dataset` runs through the model for one trajectory (for budgeting)."""
     variants = _plan(enc, prov, max_seq_len, 0, {}, {}, get_mask_strategy(mask))
     return sum(len(v.ids) for v in variants)
 
 
 def score_dataset(lm: ProbeLM, encoded: Sequence[Encoded], provs: Sequence[TrajectoryProvenance], *,
-                  max_seq_len: int, batch_size: int, mask: str = "support",
+                  max_seq_len: int, batch_size: int, mask: str = "all",
                   progress: Callable[[int, int], None] | None = None) -> tuple[list[ActionScore], int]:
     """Score every action of every trajectory; returns the scores and the scoring tokens processed.
 
-    Forward passes run in batches of ``batch_size`` sequences sorted by length; each
-    trajectory's unmasked pass is shared by all its actions that fit the window.
-    ``progress(done, total)`` is called after each batch (sequences).
+    Forward passes run in batches of ``batch_size`` sequences sorted by length; each trajectory's
+    unmasked pass is shared by all its actions that fit the window. An action without any scored value
+    (only booleans and nulls, or no arguments) has nothing that could be fabricated and gets the copy
+    probe's :data:`probes.copyprobe.NOTHING_TO_SCORE`. ``progress(done, total)`` is called after each
+    batch (sequences).
     """
     import torch
 
-    from train.models import PAD_TOKEN_ID
+    from probes.copyprobe import NOTHING_TO_SCORE
 
-    mask_id = PAD_TOKEN_ID
     strategy = get_mask_strategy(mask)
     errors: dict[tuple[int, str], str] = {}
     counts: dict[tuple[int, str], tuple[int, int]] = {}
     variants: list[_Variant] = []
     for enc, prov in zip(encoded, provs, strict=True):
-        variants.extend(_plan(enc, prov, max_seq_len, mask_id, errors, counts, strategy))
+        variants.extend(_plan(enc, prov, max_seq_len, lm.mask_id, errors, counts, strategy))
     runnable = [v for v in variants if v.ids]
     runnable.sort(key=lambda v: len(v.ids))
     token_logps: dict[tuple[int, str, str], Any] = {}
     tokens = 0
     model = lm.model
+    device = next(model.parameters()).device
     with torch.no_grad():
         for b0 in range(0, len(runnable), batch_size):
             batch = runnable[b0:b0 + batch_size]
             width = max(len(v.ids) for v in batch)
-            ids = torch.full((len(batch), width), PAD_TOKEN_ID, dtype=torch.long)
+            ids = torch.full((len(batch), width), lm.pad_id, dtype=torch.long)
             att = torch.zeros((len(batch), width), dtype=torch.long)
             for r, v in enumerate(batch):
                 ids[r, :len(v.ids)] = torch.tensor(v.ids)
                 att[r, :len(v.ids)] = 1
             try:
-                logits = model(input_ids=ids, attention_mask=att).logits.float()
+                logits = model(input_ids=ids.to(device), attention_mask=att.to(device)).logits.float().cpu()
             except RuntimeError as err:  # a failed batch scores nothing: its actions stay ungrounded
                 for v in batch:
                     errors.setdefault(v.key[:2], f"probe forward failed: {str(err).splitlines()[0][:120]}")
@@ -417,43 +436,51 @@ def score_dataset(lm: ProbeLM, encoded: Sequence[Encoded], provs: Sequence[Traje
             if progress is not None:
                 progress(min(b0 + batch_size, len(runnable)), len(runnable))
 
-    def mean_logp(row_logp: Any, positions: list[int]) -> float:
-        pos = [p - 1 for p in positions if p >= 1]
-        return float(row_logp[pos].mean()) if pos else math.nan
-
     by_key = {v.key: v for v in variants}
+    enc_of = {prov.index: enc for enc, prov in zip(encoded, provs, strict=True)}
     out: list[ActionScore] = []
     for prov in provs:
         injected = set(prov.injected) if prov.injected is not None else None
+        enc = enc_of[prov.index]
         for a in prov.actions:
             key = (prov.index, a.call_id)
             lab = None if injected is None else a.call_id in injected
-            span: list[int] | None = None
+            base = dict(trajectory=prov.index, call_id=a.call_id, derivable=a.derivable, injected=lab)
             err = errors.get(key)
-            vals: dict[str, float] = {}
+            rows: dict[str, tuple[Any, int]] = {}
             if err is None:
-                for kind in ("masked", "control", "full"):
-                    var = by_key.get((prov.index, a.call_id, kind))
-                    v_logp = token_logps.get((prov.index, a.call_id, kind))
+                for kind in ("masked", "full"):
+                    var, row = by_key.get((prov.index, a.call_id, kind)), token_logps.get((prov.index, a.call_id, kind))
                     if kind == "full" and var is None:
                         var = by_key.get((prov.index, a.call_id, "full@shared"))
-                        v_logp = token_logps.get((prov.index, "", "shared"))
-                    if v_logp is None or var is None:
+                        row = token_logps.get((prov.index, "", "shared"))
+                    if var is None or row is None:
                         err = "probe forward failed"
                         break
-                    span = var.positions
-                    vals[kind] = mean_logp(v_logp, span)
-                if err is None and not all(math.isfinite(x) for x in vals.values()):
-                    err = "non-finite log-probability"
-            n_tok = 0 if span is None else len(span)
-            m, c = counts.get(key, (0, 0))
+                    offset = (var.positions[0] - enc.value_positions[a.call_id][0]) if var.positions else 0
+                    rows[kind] = (row, offset)
+            m, _ = counts.get(key, (0, 0))
             if err is not None:
-                out.append(ActionScore(trajectory=prov.index, call_id=a.call_id, n_tokens=n_tok, mask_tokens=m,
-                                       control_tokens=c, derivable=a.derivable, injected=lab, error=err))
+                out.append(ActionScore(n_tokens=0, mask_tokens=m, error=err, **base))
                 continue
-            out.append(ActionScore(trajectory=prov.index, call_id=a.call_id, n_tokens=n_tok,
-                                   logp_full=vals["full"], logp_masked=vals["masked"],
-                                   logp_control=vals["control"], mask_tokens=m, control_tokens=c,
-                                   groundedness=groundedness(vals["full"], vals["masked"], vals["control"]),
-                                   derivable=a.derivable, injected=lab))
+            leaves = {path: pos for path, pos in (enc.value_leaves.get(a.call_id) or {}).items() if pos}
+            if not leaves:
+                out.append(ActionScore(n_tokens=0, mask_tokens=m, groundedness=NOTHING_TO_SCORE, **base))
+                continue
+            best: tuple[float, str, float, float] | None = None
+            for path, pos in leaves.items():
+                full = [float(rows["full"][0][p + rows["full"][1] - 1]) for p in pos if p + rows["full"][1] >= 1]
+                masked = [float(rows["masked"][0][p + rows["masked"][1] - 1]) for p in pos
+                          if p + rows["masked"][1] >= 1]
+                if len(full) != len(pos) or len(masked) != len(pos):
+                    continue
+                d = argument_score(full, masked)
+                if best is None or d < best[0]:
+                    best = (d, path, sum(full), sum(masked))
+            if best is None or not all(math.isfinite(x) for x in (best[0], best[2], best[3])):
+                out.append(ActionScore(n_tokens=0, mask_tokens=m, error="non-finite log-probability", **base))
+                continue
+            out.append(ActionScore(n_tokens=sum(len(p) for p in leaves.values()), logp_full=best[2],
+                                   logp_masked=best[3], mask_tokens=m, groundedness=best[0],
+                                   weakest_argument=best[1], **base))
     return out, tokens

@@ -19,7 +19,10 @@ __all__ = [
     "ActionScore",
     "ConfusionMatrix",
     "CalibrationReport",
+    "Interval",
+    "MetricIntervals",
     "CoverageReport",
+    "HumanAgreement",
     "ProbeCost",
     "RepairRecord",
     "ProbeSummary",
@@ -104,17 +107,20 @@ class ActionScore(_Frozen):
     n_tokens: int = Field(ge=0)
     """Scored tokens: the argument values (string contents, numbers) of the call, in tokens."""
     logp_full: float | None = None
-    """Mean log-probability per token of the action given the full history (nats/token)."""
+    """Log-probability of the weakest argument value given the full history (nats, summed over its
+    characters or tokens)."""
     logp_masked: float | None = None
-    """Same with the supporting observations masked (nats/token)."""
+    """Same with the history masked (nats)."""
     logp_control: float | None = None
-    """Same with an equal-length mask on non-supporting spans (nats/token)."""
+    """``lm`` probe with the ``control`` comparison only: an equal-length mask on other spans (nats)."""
     mask_tokens: int = Field(default=0, ge=0)
     """Tokens masked in the support mask."""
     control_tokens: int = Field(default=0, ge=0)
     """Tokens masked in the control mask (equal to ``mask_tokens`` unless the history is too short)."""
     groundedness: float | None = None
-    """Normalised collapse in [0, 1); None when the probe failed for this action."""
+    """Probe score, higher = more grounded: the weakest argument's summed log-probability drop when the
+    history is masked, in nats (``copy``; ``lm`` and ``hf:`` likewise over tokens); None when the probe
+    failed for this action."""
     grounded: bool = False
     """Probe verdict at the calibrated threshold; always False when ``groundedness`` is None."""
     derivable: bool
@@ -125,6 +131,8 @@ class ActionScore(_Frozen):
     """Why the probe could not score this action (e.g. truncated history), else None."""
     skipped: bool = False
     """Not scored to keep the probe within its FLOP budget (left out of groundedness and calibration)."""
+    weakest_argument: str | None = None
+    """Dotted path of the argument with the smallest score (the one that decides ``groundedness``)."""
 
 
 class ConfusionMatrix(_Frozen):
@@ -150,13 +158,40 @@ class ConfusionMatrix(_Frozen):
         return (self.tp + self.tn) / self.n if self.n else None
 
 
+class Interval(_Frozen):
+    """A two-sided bootstrap confidence interval."""
+
+    low: float
+    """Lower bound."""
+    high: float
+    """Upper bound."""
+
+
+class MetricIntervals(_Frozen):
+    """Percentile bootstrap intervals of the evaluation-split figures, resampling trajectories (clusters)."""
+
+    level: float = Field(gt=0.0, lt=1.0)
+    """Coverage of each interval (0.95)."""
+    n_bootstrap: int = Field(ge=1)
+    """Bootstrap resamples."""
+    agreement: Interval | None = None
+    """Interval of the agreement."""
+    balanced_accuracy: Interval | None = None
+    """Interval of the balanced accuracy."""
+    kappa: Interval | None = None
+    """Interval of Cohen's kappa."""
+    auc: Interval | None = None
+    """Interval of the ROC AUC."""
+
+
 class CalibrationReport(_Frozen):
     """Threshold chosen on a calibration split, agreement measured on a separate evaluation split."""
 
     reference: Literal["injected", "provenance"]
     """Labels calibrated against: synth's injected labels when present, else symbolic provenance."""
     threshold: float
-    """Decision threshold on the groundedness score: grounded iff score >= threshold."""
+    """Decision threshold on the groundedness score: grounded iff score >= threshold (chosen to maximise
+    balanced accuracy on the calibration split, so the base rate cannot win it)."""
     n_calibration: int = Field(ge=0)
     """Actions in the calibration split."""
     n_evaluation: int = Field(ge=0)
@@ -169,10 +204,43 @@ class CalibrationReport(_Frozen):
     """Mean of true-positive and true-negative rates on the evaluation split."""
     auc: float | None = None
     """Area under the ROC curve of the score on the evaluation split (0.5 = chance)."""
+    kappa: float | None = None
+    """Cohen's kappa of verdicts against labels on the evaluation split (0 = chance, 1 = perfect)."""
+    baseline_agreement: float | None = None
+    """Agreement of the constant verdict "every action grounded" on the evaluation split (the base rate)."""
+    intervals: MetricIntervals | None = None
+    """Bootstrap intervals of agreement, balanced accuracy, kappa and AUC (evaluation split)."""
     confusion: ConfusionMatrix
     """Confusion matrix on the evaluation split."""
     target: float = 0.85
     """Agreement target of the research plan."""
+
+
+class HumanAgreement(_Frozen):
+    """Probe verdicts against human labels (``toolscale probe DIR --import-annotation FILE``)."""
+
+    file: str
+    """Annotation file read."""
+    n_items: int = Field(ge=0)
+    """Annotated rows (grounded, not grounded or unsure)."""
+    n_labelled: int = Field(ge=0)
+    """Rows labelled grounded or not grounded (the ones counted)."""
+    n_unsure: int = Field(ge=0)
+    """Rows labelled unsure (left out)."""
+    agreement: float | None = None
+    """Share of labelled rows where the probe verdict equals the human label (None when none)."""
+    agreement_ci: Interval | None = None
+    """95 % bootstrap interval of ``agreement``, resampling trajectories."""
+    weighted_agreement: float | None = None
+    """Agreement weighted by the export's sampling weights (an estimate for the whole dataset)."""
+    balanced_accuracy: float | None = None
+    """Balanced accuracy of the probe against the human labels (None with one class)."""
+    kappa: float | None = None
+    """Cohen's kappa of the probe against the human labels."""
+    confusion: ConfusionMatrix
+    """Probe verdict (positive = grounded) against the human label."""
+    injected_agreement: float | None = None
+    """Agreement of synth's injected labels with the same human labels (None without injected labels)."""
 
 
 class CoverageReport(_Frozen):
@@ -215,11 +283,14 @@ class ProbeCost(_Frozen):
     target_train_flops: float | None = None
     """FLOPs of the target training run (None when unknown)."""
     share: float | None = None
-    """``total_flops / target_train_flops`` (None when the target is unknown)."""
+    """``total_flops / target_train_flops``; 0 when ``total_flops`` is 0 (None only when FLOPs were spent
+    and the target is unknown)."""
+    target: str | None = None
+    """What ``target_train_flops`` is (``rung tiny-l``, ``--target-flops``, ``experiment total``...)."""
     budget_share: float = Field(gt=0)
     """Allowed share (ProbeSpec.max_cost_share)."""
     within_budget: bool | None = None
-    """``share <= budget_share`` (None when the target is unknown)."""
+    """``share <= budget_share`` (None when the share is unknown)."""
 
 
 class RepairRecord(_Frozen):
@@ -261,8 +332,16 @@ class ProbeSummary(_Frozen):
     """Probe agreement with the injected labels on the evaluation split (None without labels)."""
     provenance_agreement: float | None = None
     """Symbolic provenance agreement with the injected labels on all actions (None without labels)."""
+    provenance_balanced_accuracy: float | None = None
+    """Balanced accuracy of symbolic provenance (exact, structured, normalised and schema matches) against
+    the injected labels on the probe's evaluation split (None without labels or calibration)."""
+    exact_match_balanced_accuracy: float | None = None
+    """The same for exact-match provenance alone (no normalised tier): what a plain copy check gets."""
+    kind: str = "copy"
+    """Probe kind that produced the scores (``copy``, ``lm``, ``hf:MODEL_DIR``)."""
     probe_cost_share: float | None
-    """Probe FLOPs / target training FLOPs (None when the target is unknown)."""
+    """Probe FLOPs / target training FLOPs (``cost.target`` says which target); 0 for a probe that spends
+    no FLOPs; None only when FLOPs were spent and no target is known."""
     probe_reliable: bool | None = None
     """True when the calibrated probe beats a constant verdict on the evaluation split (balanced accuracy
     >= ``RELIABLE_BALANCED_ACCURACY``); False means use ``symbolic_groundedness``; None without calibration."""

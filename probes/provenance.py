@@ -34,6 +34,7 @@ __all__ = [
     "parse_row",
     "trace_trajectory",
     "trace_dataset",
+    "exact_derivable",
     "iter_leaves",
     "match_value",
     "normalise_text",
@@ -324,6 +325,15 @@ def _trace_call(call: Any, j: int, obs: Sequence[tuple[int, str, list[Any] | Non
     return ActionProvenance(call_id=cid, tool=name, message_index=j, status=status,
                             derivable=status == "ok" and untraced is None, arguments=leaves,
                             supports=sorted(sources_all), parents=parents, depth=max(depth, 1), reason=reason)
+
+
+def exact_derivable(action: ActionProvenance) -> bool:
+    """Derivable by exact matching alone: every argument traced ``exact``, ``structured`` or ``schema``.
+
+    The verdict of a plain exact-match provenance check (the one synth labels with), without the
+    ``normalised`` tier's case folding and whitespace collapse.
+    """
+    return action.derivable and all(a.match in ("exact", "structured", "schema") for a in action.arguments)
 
 
 def trace_dataset(rows: Sequence[Mapping[str, Any] | ParsedRow]) -> list[TrajectoryProvenance]:

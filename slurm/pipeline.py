@@ -136,6 +136,8 @@ def _probe_extra(manifest: dict[str, Any], train_flops: float | None) -> dict[st
     return {"measured_groundedness": probe.get("measured_groundedness"),
             "symbolic_groundedness": probe.get("symbolic_groundedness"),
             "coverage": probe.get("coverage"), "agreement": probe.get("agreement"),
+            "probe_reliable": probe.get("probe_reliable"), "kind": probe.get("kind"),
+            "balanced_accuracy": (probe.get("calibration") or {}).get("balanced_accuracy"),
             "probe_flops": flops,
             "probe_cost_share": (flops / train_flops) if flops is not None and train_flops else None}
 
@@ -174,7 +176,7 @@ def run_pipeline(run: RunSpec, workdir: Path, checkpoint: dict[str, Any] | None)
 
         build_dataset(recipe, folder)
         target = cfg.target_size  # the probe budget is a share of the run the data is for
-        probe_dataset(folder, spec=cfg.probe, target_train_flops=6.0 * target.approx_params * target.planned_tokens)
+        probe_dataset(folder, spec=cfg.probe, target_train_flops=target.planned_flops)
 
     t0 = time.monotonic()
     data_dir, built = ensure_dataset(ctx["dataset_cache"], key, build)
@@ -210,6 +212,7 @@ def run_pipeline(run: RunSpec, workdir: Path, checkpoint: dict[str, Any] | None)
                       "tokenizer": "shared" if tok_dir is not None else "per_run",
                       "probe": _probe_extra(manifest, stats.train_flops),
                       "measured": manifest.get("measured", {}),
+                      "counts": manifest.get("counts", {}),
                       "stage_s": {k: round(v, 2) for k, v in stage_s.items()},
                       "stages": {k: v.model_dump(mode="json") for k, v in trained.stages.items()},
                       "stage_plan": trained.plan}}

@@ -8,6 +8,8 @@
 ``grpo``
     :func:`train.grpo.train_grpo` from the SFT model on the compiled RL environments (F1 reward, tiered
     distractors), into ``workdir/grpo``; environments come from ``[train].grpo_envs`` or are built per run.
+    Its steps are the ``grpo_steps`` axis' level when the design has one (0: the SFT-only arm), else
+    ``[train].grpo_steps``.
 
 Every stage's accounting is kept (``StagesResult.stages``); the run's N is the SFT model's, and its D,
 FLOPs and wall time are the sums over stages, so all stages count in the run's FLOPs and in cost.
@@ -86,8 +88,9 @@ def train_stages(cfg: ExperimentConfig, size: ModelSize, run: RunSpec, data_dir:
         tok_dir = workdir / "tokenizer"
         sft_t, doc_t, corpus_t = prepare_midtrain(corpus, data_dir, size, tok_dir)
         level = run.recipe.get("midtrain_tokens", cfg.train.midtrain_tokens)
+        level = None if level is None else float(level)
         plan = plan_stages(stages, total_steps=steps, batch_size=size.batch_size, sft_tokens=sft_t, doc_tokens=doc_t,
-                           corpus_tokens=corpus_t, midtrain_tokens=level, grpo_steps=cfg.train.grpo_steps)
+                           corpus_tokens=corpus_t, midtrain_tokens=level)
         if plan.midtrain_steps:
             done["midtrain"] = train_midtrain(corpus, size, workdir / "midtrain", max_steps=plan.midtrain_steps,
                                               seed=run.seed, threads=cfg.train.threads, tokenizer_dir=tok_dir)
@@ -96,15 +99,16 @@ def train_stages(cfg: ExperimentConfig, size: ModelSize, run: RunSpec, data_dir:
     model_dir = workdir / "model"
     done["sft"] = train_sft(data_dir, size, model_dir, max_steps=sft_steps, seed=run.seed, threads=cfg.train.threads,
                             resume=True, init=init, **sft_options)
-    if "grpo" in stages:
+    grpo_steps = int(round(run.recipe.get("grpo_steps", cfg.train.grpo_steps))) if "grpo" in stages else 0
+    if grpo_steps > 0:
         from train.grpo import train_grpo
 
         envs = _grpo_envs(cfg, run, workdir)
-        done["grpo"] = train_grpo(envs, model_dir, workdir / "grpo", max_steps=cfg.train.grpo_steps,
+        done["grpo"] = train_grpo(envs, model_dir, workdir / "grpo", max_steps=grpo_steps,
                                   num_generations=cfg.train.grpo_generations, seed=run.seed,
                                   threads=cfg.train.threads)
         model_dir = workdir / "grpo"
     return StagesResult(total=_total(done), stages=done, model_dir=model_dir,
                         plan={"midtrain_steps": plan.midtrain_steps, "sft_steps": sft_steps,
-                              "grpo_steps": cfg.train.grpo_steps if "grpo" in stages else 0,
+                              "grpo_steps": grpo_steps,
                               "midtrain_tokens": plan.midtrain_tokens})

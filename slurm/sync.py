@@ -22,14 +22,19 @@ import os
 import subprocess
 import time
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from grid.models import RUN_STATUSES
+from grid.models import RUN_STATUSES, IngestReport, RunRecord
 from slurm.errors import LaunchError, SubmitError
-from slurm.submit import ACTIVE, LOCAL_JOBS, read_manifests, submit_runs
 from slurm.models import JobState, LaunchManifest, SyncReport
 from slurm.paths import LaunchPaths
+from slurm.submit import ACTIVE, LOCAL_JOBS, read_manifests, submit_runs
 from toolscale.config import ExperimentConfig
+
+if TYPE_CHECKING:  # pragma: no cover
+    from grid.registry import Registry
 
 __all__ = ["sync", "wait", "slurm_states", "local_state", "map_slurm_state", "log_tail", "LOG_TAIL_LINES"]
 
@@ -149,6 +154,117 @@ def _death_error(state: JobState, manifest: LaunchManifest | None) -> str:
     return f"{why} (job {state.job_id})" + (f"\n{tail}" if tail else "")
 
 
+@dataclass(frozen=True)
+class _Launches:
+    """What the launch manifests under the root say about the runs."""
+
+    latest: dict[str, str]
+    """Run id -> job id of its newest launch."""
+    by_job: dict[tuple[str, str], LaunchManifest]
+    """(run id, job id) -> its manifest (job ids repeat after a cluster reset, so the pair is the key)."""
+
+    @classmethod
+    def read(cls, paths: LaunchPaths, experiment: str | None) -> _Launches:
+        latest: dict[str, str] = {}
+        by_job: dict[tuple[str, str], LaunchManifest] = {}
+        for m in read_manifests(paths, experiment):  # oldest first: the last one seen is the newest
+            for rid, jid in m.jobs.items():
+                latest[rid] = jid
+                by_job[(rid, jid)] = m
+        return cls(latest=latest, by_job=by_job)
+
+    def of(self, run: RunRecord) -> LaunchManifest | None:
+        """The manifest of the run's current job, or None when no launch under this root made it."""
+        return self.by_job.get((run.run_id, run.job_id or ""))
+
+
+def _record_orphans(reg: Registry, experiment: str | None, launches: _Launches) -> None:
+    """Step 1: pending runs a killed launcher submitted (manifest written, registry not) become submitted."""
+    orphans = {r.run_id: launches.latest[r.run_id] for r in reg.runs(experiment, status="pending")
+               if r.run_id in launches.latest and launches.latest[r.run_id] != r.job_id}
+    if orphans:
+        reg.mark_submitted(orphans)
+
+
+def _live_states(reg: Registry, experiment: str | None, launches: _Launches,
+                 paths: LaunchPaths) -> tuple[dict[str, JobState], list[str]]:
+    """Step 2: ``(job id -> state, problems)`` of every live run's job, asked before results are read."""
+    live = reg.runs(experiment, status=list(ACTIVE))
+    jobs = {r.job_id: m for r in live if (m := launches.of(r)) is not None}
+    problems = [f"run {r.run_id}: job {r.job_id} is in no launch manifest under {paths.root} (wrong --folder?); "
+                f"state left as is" for r in live if launches.of(r) is None]
+    try:
+        return _states(jobs), problems
+    except LaunchError as err:  # the scheduler did not answer: still ingest what the jobs wrote
+        return {}, [*problems, str(err)]
+
+
+def _ingest_results(reg: Registry, paths: LaunchPaths, experiment: str | None) -> tuple[IngestReport, list[str]]:
+    """Step 3: ``(ingest report, unreadable files)`` of the result files under the root."""
+    from grid.results import read_results
+
+    results, problems = read_results(paths.results) if paths.results.exists() else ([], [])
+    if experiment is not None:
+        results = [t for t in results if t[0].experiment == experiment]
+    return reg.ingest(results), problems
+
+
+def _transition(run: RunRecord, state: JobState | None, manifest: LaunchManifest | None
+                ) -> tuple[str, str | None] | None:
+    """The ``(status, error)`` a live run without a result moves to, or None to leave it."""
+    if state is None or state.status in ("submitted", "unknown") or state.status == run.status:
+        return None
+    if state.status == "running":
+        return "running", None
+    if state.status == "cancelled":
+        return "cancelled", f"cancelled ({state.raw}, job {state.job_id})"
+    return "failed", _death_error(state, manifest)
+
+
+def _reconcile(reg: Registry, experiment: str | None, launches: _Launches,
+               states: dict[str, JobState]) -> dict[str, tuple[str, str | None]]:
+    """Step 4: live runs without a result take their scheduler state; returns ``run id -> (status, error)``."""
+    changes: dict[str, tuple[str, str | None]] = {}
+    for r in reg.runs(experiment, status=list(ACTIVE)):
+        manifest = launches.of(r)
+        change = _transition(r, states.get(r.job_id or "") if manifest is not None else None, manifest)
+        if change is not None:
+            changes[r.run_id] = change
+    if changes:
+        reg.set_statuses(changes)
+    return changes
+
+
+def _retry(reg: Registry, config: ExperimentConfig, experiment: str | None, launches: _Launches,
+           paths: LaunchPaths) -> tuple[list[str], list[str]]:
+    """Step 5: ``(resubmitted run ids, problems)``: failed runs below ``executor.max_attempts``, by executor and kind."""
+    failed = [r for r in reg.runs(experiment, status="failed")
+              if r.attempts < config.executor.max_attempts and launches.of(r) is not None]
+    groups: dict[tuple[str, str], list[RunRecord]] = {}
+    for r in failed:
+        m = launches.of(r)
+        groups.setdefault((m.executor, m.job_kind), []).append(r)
+    retried: list[str] = []
+    problems: list[str] = []
+    for (executor, job_kind), group in groups.items():
+        try:
+            rep = submit_runs(reg, config, group, executor=executor, paths=paths, job_kind=job_kind)
+        except (LaunchError, SubmitError) as err:  # the runs stay failed; the next sync tries again
+            problems.append(f"retry of {len(group)} failed runs not submitted: {err}")
+            continue
+        retried.extend(rep.submitted)
+    return retried, problems
+
+
+def _counts(reg: Registry, experiment: str | None) -> dict[str, int]:
+    """Runs per status, summed over the experiments synced (every status present)."""
+    counts = {s: 0 for s in RUN_STATUSES}
+    for c in reg.status_counts(experiment).values():
+        for s, n in c.items():
+            counts[s] += n
+    return counts
+
+
 def sync(registry_path: str | Path, *, config: ExperimentConfig | None = None, experiment: str | None = None,
          folder: str | Path | None = None, retry: bool = True) -> SyncReport:
     """Ingest result files and update run states from the scheduler; retry failed runs (see module doc).
@@ -162,81 +278,19 @@ def sync(registry_path: str | Path, *, config: ExperimentConfig | None = None, e
     retry : resubmit failed runs whose attempts are below ``executor.max_attempts``.
     """
     from grid.registry import Registry
-    from grid.results import read_results
 
     experiment = experiment or (config.experiment.name if config else None)
     paths = LaunchPaths.of(folder or (config.executor.folder if config else "./runs"))
-    manifests = read_manifests(paths, experiment)
-    latest: dict[str, tuple[str, LaunchManifest]] = {}
-    launched: dict[tuple[str, str], LaunchManifest] = {}  # (run, job id): job ids repeat after a cluster reset
-    for m in manifests:
-        for rid, jid in m.jobs.items():
-            latest[rid] = (jid, m)
-            launched[(rid, jid)] = m
-
-    def manifest_of(r) -> LaunchManifest | None:
-        return launched.get((r.run_id, r.job_id or ""))
+    launches = _Launches.read(paths, experiment)
     with Registry(registry_path) as reg:
-        # 1. launches the registry never heard of (launcher killed after submitting)
-        orphans = {r.run_id: latest[r.run_id][0] for r in reg.runs(experiment, status="pending")
-                   if r.run_id in latest and latest[r.run_id][0] != r.job_id}
-        if orphans:
-            reg.mark_submitted(orphans)
-        # 2. scheduler states of live jobs, before reading results
-        live = reg.runs(experiment, status=list(ACTIVE))
-        jobs = {r.job_id: m for r in live if (m := manifest_of(r)) is not None}
-        scheduler_problems: list[str] = [
-            f"run {r.run_id}: job {r.job_id} is in no launch manifest under {paths.root} (wrong --folder?); "
-            f"state left as is" for r in live if manifest_of(r) is None]
-        try:
-            states = _states(jobs)
-        except LaunchError as err:  # the scheduler did not answer: still ingest what the jobs wrote
-            states = {}
-            scheduler_problems.append(str(err))
-        # 3. result files
-        results, problems = read_results(paths.results) if paths.results.exists() else ([], [])
-        if experiment is not None:
-            results = [t for t in results if t[0].experiment == experiment]
-        ingest = reg.ingest(results)
-        # 4. live runs without a result take their scheduler state
-        changes: dict[str, tuple[str, str | None]] = {}
-        for r in reg.runs(experiment, status=list(ACTIVE)):
-            state = states.get(r.job_id or "") if manifest_of(r) is not None else None
-            if state is None:
-                continue
-            if state.status in ("submitted", "unknown") or state.status == r.status:
-                continue
-            if state.status == "running":
-                changes[r.run_id] = ("running", None)
-            elif state.status == "cancelled":
-                changes[r.run_id] = ("cancelled", f"cancelled ({state.raw}, job {state.job_id})")
-            else:
-                changes[r.run_id] = ("failed", _death_error(state, manifest_of(r)))
-        if changes:
-            reg.set_statuses(changes)
-        # 5. retries
-        retried: list[str] = []
-        if retry and config is not None:
-            failed = [r for r in reg.runs(experiment, status="failed")
-                      if r.attempts < config.executor.max_attempts and manifest_of(r) is not None]
-            if failed:
-                kinds: dict[tuple[str, str], list] = {}
-                for r in failed:
-                    m = manifest_of(r)
-                    kinds.setdefault((m.executor, m.job_kind), []).append(r)
-                for (executor, job_kind), group in kinds.items():
-                    try:
-                        rep = submit_runs(reg, config, group, executor=executor, paths=paths, job_kind=job_kind)
-                    except (LaunchError, SubmitError) as err:  # the runs stay failed; the next sync tries again
-                        scheduler_problems.append(f"retry of {len(group)} failed runs not submitted: {err}")
-                        continue
-                    retried.extend(rep.submitted)
-        counts = {s: 0 for s in RUN_STATUSES}
-        for exp, c in reg.status_counts(experiment).items():
-            for s, n in c.items():
-                counts[s] += n
+        _record_orphans(reg, experiment, launches)
+        states, scheduler_problems = _live_states(reg, experiment, launches, paths)
+        ingest, file_problems = _ingest_results(reg, paths, experiment)
+        changes = _reconcile(reg, experiment, launches, states)
+        retried, retry_problems = _retry(reg, config, experiment, launches, paths) if retry and config else ([], [])
+        counts = _counts(reg, experiment)
     return SyncReport(ingested=ingest.ingested, duplicate=ingest.duplicate,
-                      problems=problems + ingest.problems + scheduler_problems,
+                      problems=file_problems + ingest.problems + scheduler_problems + retry_problems,
                       transitions={k: v[0] for k, v in changes.items()}, retried=retried,
                       active=counts["submitted"] + counts["running"], counts=counts)
 

@@ -50,7 +50,7 @@ from synth.errors import RecipeError, SynthError
 from synth.judge import Judge
 from synth.measure import summarize
 from synth.models import STRUCTURES, Manifest, Recipe, ToolDoc
-from synth.narratives import Document, NarrativeSource, narrative_documents
+from synth.narratives import Document, LLMCoherence, NarrativeSource, narrative_documents, rule_coherence
 from synth.plans import ServerSpec
 from synth.roles import Roles
 from synth.selection import bundled_spec, document_spec, select_tools
@@ -262,9 +262,11 @@ def _synthesize(recipe: Recipe, extra_docs: list[ToolDoc], backend: Backend | No
     manifest = _manifest(recipe, specs, pools, tasks, accepted, tally, hashed, roles, llm)
     documents: list[Document] = []
     if recipe.narratives:
+        client = getattr(roles.judge, "client", None)  # the LLM judge scores coherence too, when there is one
+        coherence = LLMCoherence(client) if client is not None else rule_coherence
         documents, corpus = narrative_documents(specs, pools.pools, judged, min_judge=recipe.narrative_min_judge,
                                                 min_coherence=recipe.narrative_min_coherence,
-                                                approx_tokens=approx_tokens)
+                                                approx_tokens=approx_tokens, coherence=coherence)
         manifest = manifest.model_copy(update={"corpus": corpus})
     return SynthResult([a.row for a in accepted], manifest, documents,
                        [r for _, r in sorted(tally.rejected, key=lambda x: x[0])])

@@ -22,7 +22,8 @@ Every document passes four gates (seed 001), counted by reason in :class:`~synth
    ``Recipe.narrative_min_judge`` (0.7); an ecosystem document uses the mean over its server's kept
    trajectories;
 3. **coherence** (``incoherent``): a score >= ``Recipe.narrative_min_coherence`` (4 of 5) from a
-   :class:`CoherenceScorer`, by default :func:`rule_coherence`;
+   :class:`CoherenceScorer`: :class:`LLMCoherence` when an LLM judge is configured, else the rule-based
+   :func:`rule_coherence`. A scorer that fails drops the document (fail closed);
 4. **signature dedup** (``signature_cap``): at most :data:`MAX_DOCS_PER_SIGNATURE` documents per tool-chain
    signature, across all kinds, in document order.
 """
@@ -42,7 +43,7 @@ from synth.rollout import CallRecord, Trace
 
 __all__ = ["MAX_DOCS_PER_SIGNATURE", "TYPICAL_CHAINS", "Flow", "NarrativeSource", "Document", "CoherenceScorer",
            "executed_flows", "chain_signature", "ecosystem_doc", "trajectory_narrative", "failure_writeup",
-           "rule_coherence", "narrative_documents"]
+           "rule_coherence", "LLMCoherence", "narrative_documents"]
 
 MAX_DOCS_PER_SIGNATURE = 3
 """Documents allowed per tool-chain signature, across all kinds (seed 001's dedup)."""
@@ -252,6 +253,44 @@ def rule_coherence(doc: Document, source: NarrativeSource | None, spec: ServerSp
     else:
         return 1
     return max(1, 5 - 2 * failed)
+
+
+_COHERENCE_PROMPT = (
+    "Below is a document written for a language model's pre-training corpus, and the tool-use conversation it "
+    "retells (or the tool catalogue it describes). Rate its coherence from 1 to 5: 5 = every entity it names is "
+    "introduced, its steps are in the order they happened, and every data flow it states really happened; "
+    "1 = it states things that did not happen or contradicts itself.\n\nDocument:\n{doc}\n\nSource:\n{src}\n\n"
+    'Reply with JSON only: {{"score": N}} where N is 1, 2, 3, 4 or 5.')
+
+
+class LLMCoherence:
+    """Coherence 1-5 from the LLM judge role: one rubric prompt per document; None when it fails (fail closed).
+
+    ``client`` is any :class:`synth.chat.ChatClient` (the synthesis's :class:`~synth.llm.client.LLMClient`).
+    """
+
+    name = "llm"
+
+    def __init__(self, client: Any, role: str = "judge"):
+        self.client, self.role = client, role
+        self.failures = 0
+        """Documents the judge could not score (each one dropped)."""
+
+    def __call__(self, doc: Document, source: NarrativeSource | None, spec: ServerSpec | None) -> int | None:
+        from synth.chat import parse_score, transcript
+
+        if source is not None:
+            src = transcript(source.trace.messages)
+        else:
+            src = "\n".join(f"{d.name}: {d.description}" for d in (spec.docs.values() if spec else []))
+        try:
+            reply = self.client.chat(self.role, [{"role": "user", "content": _COHERENCE_PROMPT.format(
+                doc=doc.text, src=src)}])
+            score, _ = parse_score(reply.content or "")
+        except Exception:  # noqa: BLE001 - a judge that fails never passes a document
+            self.failures += 1
+            return None
+        return score
 
 
 def _candidates(specs: dict[str, ServerSpec], pools: dict[str, list[Chain]], sources: list[NarrativeSource],

@@ -18,3 +18,96 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 def _seeded() -> None:
     random.seed(0)
     np.random.seed(0)
+
+
+# ---- a real generating model behind a real OpenAI-compatible server (LLM roles, serve-model) -------------
+
+SERVE_TOOLS = [{"type": "function", "function": {
+    "name": "get_weather", "description": "Current weather of a city.",
+    "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}}]
+"""The one tool of the tiny served model's training conversations."""
+
+SERVED_MODEL_NAME = "tiny-served"
+"""Model name ``served_model`` serves under."""
+
+
+def _serve_rows() -> list[dict]:
+    """Short conversations the tiny model memorises: a weather question, one tool call, an answer."""
+    import json as _json
+
+    rows = []
+    for city in ("Oslo", "Lima", "Rome", "Kyiv"):
+        call = {"id": "call_0", "type": "function",
+                "function": {"name": "get_weather", "arguments": _json.dumps({"city": city})}}
+        rows.append({"messages": [
+            {"role": "user", "content": f"What is the weather in {city}?"},
+            {"role": "assistant", "content": "", "tool_calls": [call]},
+            {"role": "tool", "content": _json.dumps({"city": city, "sky": "sunny"}), "tool_call_id": "call_0",
+             "name": "get_weather"},
+            {"role": "assistant", "content": f"It is sunny in {city}."}],
+            "tools": _json.dumps(SERVE_TOOLS), "meta": "{}"})
+    return rows
+
+
+@pytest.fixture(scope="session")
+def tiny_model_dir(tmp_path_factory):
+    """A tiny causal LM trained with TRL (train.sft.train_sft) on a few short tool-call conversations.
+
+    About 10 s on one core. It answers a weather question with a ``get_weather`` tool call most of the
+    time and with weak text otherwise: real generations, for the parsing and fail-closed paths.
+    """
+    import json as _json
+
+    import torch
+
+    from toolscale.config import ModelSize
+    from train.sft import train_sft
+
+    root = tmp_path_factory.mktemp("served")
+    data = root / "data"
+    data.mkdir()
+    (data / "train.jsonl").write_text("".join(_json.dumps(r) + "\n" for r in _serve_rows() * 4), encoding="utf-8")
+    size = ModelSize(name="tiny-served", hidden_size=64, num_layers=1, num_heads=2, vocab_size=512, max_seq_len=4096,
+                     max_steps=120, batch_size=4, learning_rate=1e-2)
+    before = torch.get_num_threads()
+    try:
+        train_sft(data, size, root / "model", threads=1, save_steps=0, resume=False)
+    finally:
+        torch.set_num_threads(before)
+    return root / "model"
+
+
+class ServedModel:
+    """A ``toolscale serve-model`` subprocess: ``url`` (``http://127.0.0.1:PORT/v1``), ``model``, ``proc``."""
+
+    def __init__(self, url: str, model: str, proc):
+        self.url, self.model, self.proc = url, model, proc
+
+
+@pytest.fixture(scope="session")
+def served_model(tiny_model_dir):
+    """``toolscale serve-model`` over :func:`tiny_model_dir` on a free port, as a real subprocess."""
+    import re
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(root), os.environ.get("PYTHONPATH", "")])}
+    proc = subprocess.Popen([sys.executable, "-m", "toolscale.cli", "serve-model", str(tiny_model_dir), "--port", "0",
+                             "--model-name", SERVED_MODEL_NAME], stderr=subprocess.PIPE, text=True, env=env)
+    line = proc.stderr.readline()
+    m = re.search(r"at (http://127\.0\.0\.1:\d+/v1)", line)
+    if m is None:
+        proc.kill()
+        raise RuntimeError(f"serve-model did not start: {line}{proc.stderr.read()[-2000:]}")
+    try:
+        yield ServedModel(m.group(1), SERVED_MODEL_NAME, proc)
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+        proc.stderr.close()

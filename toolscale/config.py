@@ -34,6 +34,7 @@ __all__ = [
     "check_llm_roles",
     "SynthSpec",
     "ProbeSpec",
+    "PROBE_KINDS",
     "TrainSpec",
     "EvalSpec",
     "LRScanSpec",
@@ -48,9 +49,31 @@ __all__ = [
     "format_validation_error",
     "DEFAULT_AXES",
     "BUDGET_UNITS",
+    "FLOPS_PER_PARAM_TOKEN",
+    "training_flops",
 ]
 
 BUDGET_UNITS = ("usd", "gpu_hours")
+
+FLOPS_PER_PARAM_TOKEN = 6.0
+"""Training FLOPs per parameter per token: forward 2, backward 4 (Kaplan et al. 2020, "Scaling Laws for
+Neural Language Models", section 2.1)."""
+
+
+def training_flops(params: float, tokens: float) -> float:
+    """Training compute ``C = 6 N D`` in FLOPs, for ``N`` parameters trained on ``D`` tokens.
+
+    The one definition of the rule: planned runs (grid/), measured runs (train/), the probe's
+    budget (probes/), imported tables (grid/importer) and the allocator's compute cost all use it.
+    Embedding parameters are counted in ``N`` (the proxies are tiny, so they matter).
+    Numpy arrays broadcast elementwise.
+
+    Examples
+    --------
+    >>> training_flops(1e6, 2e9)
+    1.2e+16
+    """
+    return FLOPS_PER_PARAM_TOKEN * params * tokens
 
 
 class _Frozen(BaseModel):
@@ -180,6 +203,11 @@ class ModelSize(_Frozen):
     def planned_tokens(self) -> float:
         """Training tokens D one run plans to see: steps x batch x max_seq_len (an upper bound)."""
         return float(self.max_steps * self.batch_size * self.max_seq_len)
+
+    @property
+    def planned_flops(self) -> float:
+        """Planned training FLOPs of one run at this rung: ``6 N D`` with N and D as above."""
+        return training_flops(self.approx_params, self.planned_tokens)
 
 
 class DesignSpec(_Frozen):
@@ -320,8 +348,23 @@ class SynthSpec(_Frozen):
         return check_llm_roles(roles)
 
 
+PROBE_KINDS: tuple[str, ...] = ("copy", "lm", "hf:MODEL_DIR")
+"""Groundedness probe kinds (``[probe].kind``): the training-free copy scorer, the learned LM probe, or any
+saved causal LM (``hf:`` followed by its folder)."""
+
+
 class ProbeSpec(_Frozen):
     """The groundedness probe (probes/)."""
+
+    kind: str = "copy"
+    """Probe kind, one of :data:`PROBE_KINDS`: ``copy`` (training-free, the CPU default), ``lm`` (a tiny LM
+    trained on the data, cross-fitted) or ``hf:MODEL_DIR`` (a saved causal LM scored as is)."""
+    @field_validator("kind")
+    @classmethod
+    def _known_kind(cls, v: str) -> str:
+        if v in ("copy", "lm") or (v.startswith("hf:") and len(v) > 3):
+            return v
+        raise ValueError(f"unknown probe kind {v!r}; known kinds: {', '.join(PROBE_KINDS)}")
 
     model: str = "probe"
     """Ladder-style name of the probe model (built from the fields below)."""
@@ -353,10 +396,14 @@ class ProbeSpec(_Frozen):
     """Trajectories a (structure, depth) cell needs to count as covered."""
     seed: int = 0
     """Seed of the probe's sample, initialisation and calibration split."""
-    mask: str = "support"
-    """Masking strategy registered in ``probes.masking`` (``support``: provenance; ``latest``: label-free)."""
-    folds: int = Field(default=2, ge=1)
-    """Cross-fitting folds: each fold is scored by a probe trained on the others (1 = score in-sample)."""
+    mask: str = "all"
+    """Masking strategy registered in ``probes.masking`` for ``lm`` and ``hf:`` probes; none reads
+    provenance labels (``all``: every earlier observation; ``latest``: the latest one)."""
+    folds: int = Field(default=2, ge=2)
+    """Cross-fitting folds of the ``lm`` probe: each fold is scored by a probe trained on the others."""
+    mask_drop: float = Field(default=0.15, ge=0.0, lt=1.0)
+    """``lm`` probe: probability that an observation's content is replaced by the learned mask token in a
+    training sequence (teaches the mask)."""
     enforce_budget: bool = True
     """Score only a random subset of trajectories when scoring all would exceed ``max_cost_share``."""
 
@@ -364,8 +411,9 @@ class ProbeSpec(_Frozen):
 STAGES: tuple[str, ...] = ("midtrain", "sft", "grpo")
 """Training stages in the order they run (:mod:`train.stages`)."""
 
-STAGE_AXES: tuple[str, ...] = ("midtrain_tokens",)
-"""Axes of kind ``stage`` that the pipeline knows (they set training, not the dataset)."""
+STAGE_AXES: dict[str, str] = {"midtrain_tokens": "midtrain", "grpo_steps": "grpo"}
+"""Axes of kind ``stage`` the pipeline knows, with the stage each sizes (they set training, not the dataset;
+level 0 skips the stage, so one experiment can hold runs with and without it)."""
 
 
 class TrainSpec(_Frozen):
@@ -526,7 +574,8 @@ class ExperimentSpec(_Frozen):
     budget_unit: Literal["usd", "gpu_hours"] = "usd"
     """Unit of every cost and budget."""
     target_model_size: str | None = None
-    """Ladder rung the allocator plans for by default (None = the largest)."""
+    """Ladder rung the experiment is for: allocations plan for it, the probe's cost is a share of its
+    training FLOPs (None = the largest rung)."""
 
 
 class ExperimentConfig(_Frozen):
@@ -536,8 +585,9 @@ class ExperimentConfig(_Frozen):
     """Identity and bookkeeping."""
     axes: list[AxisSpec]
     """Data axes (at least one)."""
-    ladder: list[ModelSize]
-    """Model sizes (at least one)."""
+    ladder: list[ModelSize] = Field(default_factory=list)
+    """Model sizes (at least one to design, train or allocate; a config for imported runs may have none,
+    their model sizes being parameter counts)."""
     design: DesignSpec = Field(default_factory=DesignSpec)
     """Experimental design."""
     synth: SynthSpec = Field(default_factory=SynthSpec)
@@ -569,12 +619,15 @@ class ExperimentConfig(_Frozen):
     @field_validator("ladder")
     @classmethod
     def _unique_sizes(cls, ladder: list[ModelSize]) -> list[ModelSize]:
-        if not ladder:
-            raise ValueError("at least one model size is required")
         names = [m.name for m in ladder]
         dup = sorted({n for n in names if names.count(n) > 1})
         if dup:
             raise ValueError(f"duplicate model size names: {', '.join(dup)}")
+        for small, big in zip(ladder, ladder[1:]):
+            if big.approx_params < small.approx_params:
+                raise ValueError(f"the ladder must list rungs from smallest to largest parameter count N; "
+                                 f"{big.name!r} (N = {big.approx_params:.4g}) comes after {small.name!r} "
+                                 f"(N = {small.approx_params:.4g})")
         return ladder
 
     @model_validator(mode="after")
@@ -600,11 +653,11 @@ class ExperimentConfig(_Frozen):
         for a in self.axes:
             if a.kind == "stage" and a.name not in STAGE_AXES:
                 raise ValueError(f"axis {a.name!r} has kind 'stage', which only {', '.join(STAGE_AXES)} can have")
-            if a.name == "midtrain_tokens" and a.kind != "stage":
-                raise ValueError("axis 'midtrain_tokens' must have kind 'stage'")
-        midtrain = "midtrain" in self.train.stages or any(a.name == "midtrain_tokens" for a in self.axes)
-        if midtrain and "midtrain" not in self.train.stages:
-            raise ValueError("axis 'midtrain_tokens' needs 'midtrain' in train.stages")
+            if a.name in STAGE_AXES and a.kind != "stage":
+                raise ValueError(f"axis {a.name!r} must have kind 'stage'")
+            if a.name in STAGE_AXES and STAGE_AXES[a.name] not in self.train.stages:
+                raise ValueError(f"axis {a.name!r} needs {STAGE_AXES[a.name]!r} in train.stages")
+        midtrain = "midtrain" in self.train.stages
         if midtrain and self.train.midtrain_corpus is None and not self.synth.narratives:
             raise ValueError("stage 'midtrain' has no corpus: set synth.narratives = true (each run's synthesised "
                              "corpus.jsonl) or train.midtrain_corpus = a JSONL file of {\"text\"} documents")
@@ -629,9 +682,24 @@ class ExperimentConfig(_Frozen):
 
     @property
     def target_size(self) -> ModelSize:
-        """The rung allocations plan for (the configured target, else the last rung)."""
+        """The rung the experiment is for: ``experiment.target_model_size``, else the largest rung.
+
+        The ladder is validated to run from smallest to largest N, so the largest is the
+        last (on a tie in N, the last of the tied rungs). Allocation, the probe's cost
+        budget and the pipeline all use this one rule.
+        """
         name = self.experiment.target_model_size
+        if not name and not self.ladder:
+            raise ConfigError("the config has no [[ladder]]: add model sizes (or experiment.target_model_size) "
+                              "to plan for a target size")
         return self.model_size(name) if name else self.ladder[-1]
+
+    def require_ladder(self, purpose: str) -> list[ModelSize]:
+        """The ladder; ConfigError naming ``purpose`` when the config has none (configs for imported runs)."""
+        if not self.ladder:
+            raise ConfigError(f"{purpose} needs model sizes: the config has no [[ladder]] (only imported runs "
+                              "can do without one)")
+        return self.ladder
 
 
 DEFAULT_AXES: tuple[str, ...] = (

@@ -1,7 +1,7 @@
 """Accounting of a training run: parameters, tokens, FLOPs, wall time, loss curve.
 
-FLOPs follow the standard approximation ``C = 6 N D`` (Kaplan et al. 2020, eq. 2.1; Hoffmann
-et al. 2022, "Chinchilla", section 3): each parameter costs 2 FLOPs per token forward and 4
+FLOPs follow the standard approximation ``C = 6 N D``, :func:`toolscale.config.training_flops` (Kaplan
+et al. 2020, eq. 2.1; Hoffmann et al. 2022, "Chinchilla", section 3): each parameter costs 2 FLOPs per token forward and 4
 backward. N counts every parameter, embeddings included (the Chinchilla convention; the
 non-embedding count is reported beside it); D counts the non-padding tokens the model was fed
 (prompt and tool tokens included: they are computed on even where they carry no loss).
@@ -14,15 +14,10 @@ import time
 from pathlib import Path
 from typing import Any
 
-__all__ = ["training_flops", "loss_curve", "accounting_callback", "ACCOUNTING_FILE", "read_accounting"]
+__all__ = ["loss_curve", "accounting_callback", "ACCOUNTING_FILE", "read_accounting"]
 
 ACCOUNTING_FILE = "toolscale_accounting.json"
 """Written into each checkpoint folder: wall time spent up to that checkpoint."""
-
-
-def training_flops(params: float, tokens: float) -> float:
-    """Training FLOPs ``6 N D`` for N parameters and D tokens."""
-    return 6.0 * float(params) * float(tokens)
 
 
 def loss_curve(log_history: list[dict[str, Any]]) -> list[dict[str, float]]:

@@ -29,8 +29,9 @@ from pathlib import Path
 from typing import Any
 
 from grid.models import TrainStats
+from toolscale.config import training_flops
 from toolscale.errors import UsageError
-from train.accounting import accounting_callback, loss_curve, read_accounting, training_flops
+from train.accounting import accounting_callback, loss_curve, read_accounting
 from train.checkpoint import STATS_FILE, checkpoint_dir, clear_checkpoints, last_checkpoint
 from train.errors import TrainError
 

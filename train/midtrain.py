@@ -18,9 +18,9 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from grid.models import TrainStats
-from toolscale.config import ModelSize
+from toolscale.config import ModelSize, training_flops
 from toolscale.errors import UsageError
-from train.accounting import accounting_callback, loss_curve, read_accounting, training_flops
+from train.accounting import accounting_callback, loss_curve, read_accounting
 from train.checkpoint import RUN_FILE, STATS_FILE, checkpoint_dir, clear_checkpoints, last_checkpoint
 from train.errors import TrainDataError
 

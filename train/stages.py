@@ -10,8 +10,9 @@ mid-training come out of SFT's:
 * mid-training steps ``ceil(M / (b * t_doc))`` with ``t_doc`` the mean tokens of a corpus document;
 * SFT steps ``max(1, round((D - M) / (b * t_sft)))``.
 
-GRPO runs after SFT for its own configured steps; its FLOPs are recorded as a separate stage and count in
-the run's total (an RL run is a different objective, fitted separately, not an equal-FLOPs arm).
+GRPO is not planned here: it runs after SFT for its own steps (``[train].grpo_steps`` or the ``grpo_steps``
+axis); its FLOPs are recorded as a separate stage and count in the run's total (an RL run is a different
+objective, fitted separately, not an equal-FLOPs arm).
 """
 
 from __future__ import annotations
@@ -28,7 +29,6 @@ class StagePlan:
 
     midtrain_steps: int
     sft_steps: int
-    grpo_steps: int
     midtrain_tokens: float
     """Planned mid-training tokens ``M``."""
     planned_tokens: float
@@ -36,13 +36,13 @@ class StagePlan:
 
 
 def plan_stages(stages: list[str], *, total_steps: int, batch_size: int, sft_tokens: float, doc_tokens: float = 0.0,
-                corpus_tokens: float = 0.0, midtrain_tokens: float | None = None, grpo_steps: int = 0) -> StagePlan:
+                corpus_tokens: float = 0.0, midtrain_tokens: float | None = None) -> StagePlan:
     """Steps per stage at equal total tokens (see the module docstring).
 
     Parameters
     ----------
     stages
-        The run's stages (``midtrain``, ``sft``, ``grpo``), in order.
+        The run's stages (``midtrain``, ``sft``, ``grpo``), in order; only ``midtrain`` changes the split.
     total_steps, batch_size
         The design's planned steps and the rung's batch size, in sequences.
     sft_tokens, doc_tokens
@@ -64,15 +64,14 @@ def plan_stages(stages: list[str], *, total_steps: int, batch_size: int, sft_tok
         raise ValueError(f"need total_steps, batch_size >= 1 and sft_tokens > 0, got {total_steps}, {batch_size}, "
                          f"{sft_tokens}")
     planned = float(total_steps * batch_size * sft_tokens)
-    grpo = grpo_steps if "grpo" in stages else 0
     if "midtrain" not in stages:
-        return StagePlan(0, total_steps, grpo, 0.0, planned)
+        return StagePlan(0, total_steps, 0.0, planned)
     if not doc_tokens > 0:
         raise ValueError(f"mid-training needs documents with tokens, got a mean of {doc_tokens}")
     m = float(corpus_tokens) if midtrain_tokens is None else float(midtrain_tokens)
     m = min(m, planned - batch_size * sft_tokens)
     if m <= 0:
-        return StagePlan(0, total_steps, grpo, 0.0, planned)
+        return StagePlan(0, total_steps, 0.0, planned)
     mid_steps = math.ceil(m / (batch_size * doc_tokens))
     sft_steps = max(1, round((planned - m) / (batch_size * sft_tokens)))
-    return StagePlan(mid_steps, sft_steps, grpo, m, planned)
+    return StagePlan(mid_steps, sft_steps, m, planned)

@@ -60,12 +60,9 @@ def value_available(value: object, prompt: str, known: Sequence[str]) -> bool:
     return text.casefold() in prompt.casefold()
 
 
-def structural_problems(sample: EnvSample) -> list[str]:
-    """Every structural defect of the sample's graph and targets, one line each (empty when sound)."""
-    nodes = sample.nodes
+def _dependency_problems(nodes: Sequence[QANode]) -> list[str]:
+    """Check 1, ids and edges: duplicate ids, self-dependencies, dependencies on unknown nodes."""
     problems: list[str] = []
-    if not nodes:
-        return ["graph: no sub-questions"]
     ids = [n.id for n in nodes]
     dup = sorted({i for i in ids if ids.count(i) > 1})
     if dup:
@@ -77,13 +74,21 @@ def structural_problems(sample: EnvSample) -> list[str]:
                 problems.append(f"dependencies: node {n.id} depends on itself")
             elif d not in known_ids:
                 problems.append(f"dependencies: node {n.id} depends on unknown node {d!r}")
-    g = to_digraph(nodes)
-    if not nx.is_directed_acyclic_graph(g):
-        cycle = nx.find_cycle(g)
-        path = " -> ".join([u for u, _ in cycle] + [cycle[0][0]])
-        problems.append(f"dependencies: cyclic dependency graph ({path})")
-        return problems
-    # atomic
+    return problems
+
+
+def _cycle_problem(g: nx.DiGraph) -> str | None:
+    """Check 1, acyclicity: the cycle as ``a -> b -> a``, or None for a DAG."""
+    if nx.is_directed_acyclic_graph(g):
+        return None
+    cycle = nx.find_cycle(g)
+    path = " -> ".join([u for u, _ in cycle] + [cycle[0][0]])
+    return f"dependencies: cyclic dependency graph ({path})"
+
+
+def _atomic_problems(nodes: Sequence[QANode]) -> list[str]:
+    """Check 2 (and the serial mode of check 3): one question, one answer, a tool's golden arguments."""
+    problems: list[str] = []
     for n in nodes:
         if not n.question.strip():
             problems.append(f"atomic: node {n.id} has no question")
@@ -95,33 +100,47 @@ def structural_problems(sample: EnvSample) -> list[str]:
             problems.append(f"atomic: reasoning node {n.id} depends on no other node (nothing to derive it from)")
         if n.depends_on and n.mode != "serial":
             problems.append(f"order: node {n.id} has dependencies but is marked {n.mode!r} (expected 'serial')")
-    # order executable: golden arguments available from the prompt or ancestors' answers
+    return problems
+
+
+def _order_problems(nodes: Sequence[QANode], g: nx.DiGraph, prompt: str) -> list[str]:
+    """Check 3: every golden argument occurs in the prompt or is an answer of one of the node's ancestors."""
+    problems: list[str] = []
     for n in nodes:
         if n.tool is None or not n.arguments:
             continue
         known = [canonical_answer(g.nodes[a]["node"].answer) for a in nx.ancestors(g, n.id)
                  if g.nodes[a]["node"].answer is not None]
         for key, value in n.arguments.items():
-            if not value_available(value, sample.prompt, known):
+            if not value_available(value, prompt, known):
                 problems.append(f"order: argument {key}={value!r} of node {n.id} is neither in the prompt nor "
                                 f"an answer of an earlier node")
-    # sufficient
+    return problems
+
+
+def _sufficiency_problems(sample: EnvSample, g: nx.DiGraph) -> list[str]:
+    """Check 4: one sink, every node one of its ancestors, and the sink answers the main question."""
     sinks = [nid for nid in g.nodes if g.out_degree(nid) == 0]
     if len(sinks) != 1:
-        problems.append(f"sufficient: expected one final node, found {len(sinks)} sinks {sorted(sinks)}")
-    else:
-        sink = sinks[0]
-        dangling = sorted(known_ids - nx.ancestors(g, sink) - {sink})
-        if dangling:
-            problems.append(f"sufficient: nodes {dangling} do not contribute to the final node {sink}")
-        final = g.nodes[sink]["node"].answer
-        if sample.main_answer is None or not str(sample.main_answer).strip():
-            problems.append("sufficient: the main question has no answer")
-        elif final is not None and canonical_answer(final) != canonical_answer(sample.main_answer):
-            problems.append(f"sufficient: final node {sink} answers {final!r}, main answer is "
-                            f"{sample.main_answer!r}")
-    # targets == tool nodes' golden calls
-    tool_nodes = {n.id: n for n in nodes if n.tool is not None}
+        return [f"sufficient: expected one final node, found {len(sinks)} sinks {sorted(sinks)}"]
+    problems: list[str] = []
+    sink = sinks[0]
+    dangling = sorted({n.id for n in sample.nodes} - nx.ancestors(g, sink) - {sink})
+    if dangling:
+        problems.append(f"sufficient: nodes {dangling} do not contribute to the final node {sink}")
+    final = g.nodes[sink]["node"].answer
+    if sample.main_answer is None or not str(sample.main_answer).strip():
+        problems.append("sufficient: the main question has no answer")
+    elif final is not None and canonical_answer(final) != canonical_answer(sample.main_answer):
+        problems.append(f"sufficient: final node {sink} answers {final!r}, main answer is "
+                        f"{sample.main_answer!r}")
+    return problems
+
+
+def _target_problems(sample: EnvSample) -> list[str]:
+    """The targets are exactly the tool nodes' golden calls: one each, same tool, arguments and answer."""
+    problems: list[str] = []
+    tool_nodes = {n.id: n for n in sample.nodes if n.tool is not None}
     seen: set[str] = set()
     for t in sample.targets:
         n = tool_nodes.get(t.node)
@@ -137,6 +156,27 @@ def structural_problems(sample: EnvSample) -> list[str]:
     missing = sorted(set(tool_nodes) - seen)
     if missing:
         problems.append(f"targets: tool nodes {missing} have no target")
+    return problems
+
+
+def structural_problems(sample: EnvSample) -> list[str]:
+    """Every structural defect of the sample's graph and targets, one line each (empty when sound).
+
+    The checks run in the module docstring's order; a cyclic graph stops after check 1
+    (the later checks need a topological order).
+    """
+    nodes = sample.nodes
+    if not nodes:
+        return ["graph: no sub-questions"]
+    problems = _dependency_problems(nodes)
+    g = to_digraph(nodes)
+    cycle = _cycle_problem(g)
+    if cycle is not None:
+        return [*problems, cycle]
+    problems += _atomic_problems(nodes)
+    problems += _order_problems(nodes, g, sample.prompt)
+    problems += _sufficiency_problems(sample, g)
+    problems += _target_problems(sample)
     if sample.hop_budget > 0:
         hops = tool_hops(g)
         if hops > sample.hop_budget:

@@ -10,6 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from allocator.models import AllocationReport
 from allocator.service import plan_allocation
 from fit.laws import get_law
 from fit.models import FitResult
@@ -21,8 +22,9 @@ from toolscale.cli import allocate_main, main
 from toolscale.cli.project import example_config_text
 from toolscale.config import parse_config
 
-CONTRACT = {"budget", "unit", "benchmark", "spend", "levels", "total_cost", "predicted_score", "interval",
-            "baseline", "gain_over_baseline", "p_beats_baseline", "extrapolation"}
+CONTRACT = {"budget", "benchmark", "plan", "interval", "baseline", "baseline_method", "gain_over_baseline",
+            "gain_interval", "p_beats_baseline", "pinned", "decision", "extrapolation", "experiment", "law", "fit_id",
+            "metric", "allocation_id"}
 
 
 def _config():
@@ -73,8 +75,8 @@ def registry(_template, tmp_path) -> str:
 
 def test_plan_from_registry_respects_budget_and_truth(registry) -> None:
     cfg = _config()
-    plan, ctx = plan_allocation(registry, budget=5000.0, benchmark="bench")
-    assert ctx["experiment"] == "exp" and ctx["law"] == "multiplicative"
+    plan = plan_allocation(registry, budget=5000.0, benchmark="bench")
+    assert plan.experiment == "exp" and plan.law == "multiplicative" and plan.allocation_id
     assert plan.plan.total_cost <= 5000.0 * (1 + 1e-9)
     truth = builtin_truth(law_inputs_for_config(cfg), "multiplicative")
     law = get_law("multiplicative", law_inputs_for_config(cfg))
@@ -92,18 +94,19 @@ def test_allocate_cli_json_contract_and_toolscale_alias(registry, capsys) -> Non
                           "--draws", "8"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert CONTRACT <= set(out) and out["metric"] == "token_prob"  # the fitted metric, named
-    assert out["total_cost"] <= 5000 and set(out["spend"]) == set(out["levels"])
+    assert AllocationReport.model_validate(out).plan.total_cost <= 5000  # the JSON is the model, dumped
+    assert set(out["plan"]["spend"]) == set(out["plan"]["levels"])
     assert main(["allocate", "--budget", "5000", "--benchmark", "bench", "--registry", registry, "--json",
                  "--draws", "8"]) == 0
     again = json.loads(capsys.readouterr().out)
-    assert again["levels"] == out["levels"]  # same inputs, same plan
+    assert again["plan"]["levels"] == out["plan"]["levels"]  # same inputs, same plan
     assert main(["allocate", "--budget", "5000", "--benchmark", "bench", "--registry", registry, "--draws", "8"]) == 0
     table = capsys.readouterr().out
     assert "the next usd buys the" in table and "diversity-only baseline" in table
     assert "predicted token_prob: " in table and "points of token_prob per usd" in table
     assert "baseline: diversity-only law" in table and "quality pinned at baseline" in table
     assert "DECISION: gain" in table or "no decision at this budget" in table
-    assert out["decision"]["verdict"] in ("recommend", "no_decision") and "method" in out["baseline"]
+    assert out["decision"]["verdict"] in ("recommend", "no_decision") and out["baseline_method"]
 
 
 def test_sweep_writes_plot_and_is_monotone(registry, tmp_path, capsys) -> None:
@@ -111,7 +114,7 @@ def test_sweep_writes_plot_and_is_monotone(registry, tmp_path, capsys) -> None:
     assert main(["allocate", "--budget", "1000", "--benchmark", "bench", "--registry", registry, "--sweep",
                  "2000:40000:3", "--plot", str(plot), "--json", "--draws", "4"]) == 0
     out = json.loads(capsys.readouterr().out)
-    scores = [p["predicted_score"] for p in out["plans"]]
+    scores = [p["plan"]["predicted_score"] for p in out["plans"]]
     assert all(b >= a - 1e-9 for a, b in zip(scores, scores[1:]))
     assert plot.stat().st_size > 10_000 and plot.read_bytes()[:4] == b"\x89PNG"
 
@@ -169,8 +172,9 @@ def test_mcp_server_over_stdio(registry, tmp_path) -> None:
     tools, listed, plan, summary, bad = asyncio.run(talk())
     assert {"allocate", "list_benchmarks", "fit_summary"} <= tools
     assert listed.structured_content["bench"] == ["exp"]
-    assert plan.structured_content["total_cost"] <= 5000
+    assert plan.structured_content["plan"]["total_cost"] <= 5000
     assert CONTRACT <= set(plan.structured_content)
+    assert AllocationReport.model_validate(plan.structured_content).allocation_id is None  # not stored over MCP
     assert summary.structured_content["law"] == "multiplicative"
     assert bad.is_error and "no fit for benchmark 'nope'" in bad.content[0].text
 
@@ -193,7 +197,7 @@ def test_next_dollar_names_every_axis_tied_at_the_optimum() -> None:
 
 
 def test_baseline_is_a_diversity_only_law_and_quality_pinned_is_kept(registry) -> None:
-    plan, _ = plan_allocation(registry, budget=5000.0, benchmark="bench", save=False)
+    plan = plan_allocation(registry, budget=5000.0, benchmark="bench", save=False)
     assert plan.baseline_method.startswith("diversity-only law (saturating over N and tool_diversity")
     assert "quality marginalised" in plan.baseline_method  # micro: too few runs at baseline quality
     assert all(plan.baseline.levels[a] == lv for a, lv in plan.pinned.levels.items()
@@ -221,9 +225,24 @@ def test_other_law_forms_are_mixed_by_bic_weight(registry) -> None:
                      n_points=18, data_hash="test", payload=fit.model_dump(mode="json"))
     w = form_weights([fit, other])
     assert w["multiplicative"] == pytest.approx(1 / (1 + np.exp(-1.0)))
-    plan, _ = plan_allocation(registry, budget=5000.0, benchmark="bench", save=False)
+    plan = plan_allocation(registry, budget=5000.0, benchmark="bench", save=False)
     assert set(plan.law_weights) == {"multiplicative", "additive"}
     assert plan.law_weights["additive"] == pytest.approx(round(w["additive"] * 40) / plan.draws_used)
-    alone, _ = plan_allocation(registry, budget=5000.0, benchmark="bench", save=False, mix_forms=False)
+    alone = plan_allocation(registry, budget=5000.0, benchmark="bench", save=False, mix_forms=False)
     assert alone.law_weights == {"multiplicative": 1.0}
     assert alone.gain_interval != plan.gain_interval
+
+
+def test_forms_attached_to_the_fit_are_mixed_by_their_weight(registry) -> None:
+    cfg = _config()
+    fit = _fit_result(cfg)
+    add_law = get_law("additive", law_inputs_for_config(cfg))
+    add_params = builtin_truth(law_inputs_for_config(cfg), "additive").params
+    other = fit.model_copy(update={"law": "additive", "params": add_params, "inputs": list(add_law.inputs),
+                                   "bootstrap": [add_params] * 40, "form_weight": 0.25})
+    fit = fit.model_copy(update={"forms": [other], "form_weight": 0.75})
+    with Registry(registry) as reg:
+        reg.save_fit(experiment="exp", benchmark="bench", metric="token_prob", law=fit.law, converged=True,
+                     n_points=18, data_hash="test", payload=fit.model_dump(mode="json"))
+    plan = plan_allocation(registry, budget=5000.0, benchmark="bench", save=False)
+    assert plan.law_weights == {"additive": 10 / 40, "multiplicative": 30 / 40} and plan.draws_used == 40

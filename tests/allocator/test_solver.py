@@ -184,3 +184,26 @@ def test_quality_blind_law_gives_a_baseline_that_can_lose() -> None:
     assert plan.gain_over_baseline >= plan.gain_over_pinned - 1e-12  # the pinned plan is the best diversity-only plan
     assert plan.baseline_own_prediction == pytest.approx(blind.score(plan.baseline.levels, 1e6))
     assert plan.decision.verdict == "recommend"
+
+
+def test_equal_spend_splits_the_budget_and_never_overspends() -> None:
+    from allocator.solver import equal_spend_levels
+
+    for budget in (2000.0, 9000.0):
+        req = _request(budget).model_copy(update={"axes": INT_AXES})
+        lv = equal_spend_levels(req)
+        spend = req.cost.spend(lv, 1e6)
+        assert sum(spend.values()) <= budget
+        assert lv["tool_diversity"] == int(lv["tool_diversity"]) and lv["task_count"] == int(lv["task_count"])
+    lv = equal_spend_levels(_request(3000.0))
+    spend = _request(3000.0).cost.spend(lv, 1e6)
+    assert spend["tool_diversity"] == pytest.approx(spend["task_count"], rel=1e-6)
+    assert spend["repair_rate"] == pytest.approx(spend["task_count"], rel=1e-6)
+    assert sum(spend.values()) == pytest.approx(3000.0, rel=1e-6)
+
+
+def test_a_replicate_sd_in_log_units_is_converted_to_score_points() -> None:
+    plan = solve(_request(5000), Surface(score=multiplicative), replicate_sd=0.04, replicate_log=True)
+    assert plan.replicate_sd == pytest.approx(0.04 * plan.baseline.predicted_score)
+    raw = solve(_request(5000), Surface(score=multiplicative), replicate_sd=0.04)
+    assert raw.replicate_sd == 0.04

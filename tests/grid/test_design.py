@@ -40,7 +40,7 @@ def preset(name: str):
 def test_planned_n_d_flops_and_split():
     c = cfg({"center_points": 1})
     d = build_design(c)
-    assert d.summary["resolution"] == 4 and d.summary["points"] == 9  # 2^(4-1) IV + 1 center
+    assert d.summary.resolution == 4 and d.summary.points == 9  # 2^(4-1) IV + 1 center
     for r in d.runs:
         size = c.model_size(r.model_size)
         assert r.model_params == size.approx_params
@@ -50,7 +50,7 @@ def test_planned_n_d_flops_and_split():
     assert [r.split == "heldout" for r in d.runs] == heldout_mask([r.train_flops for r in d.runs], 0.25)
     # 9 points on s; l gets ceil(1/3 * 9) = 3 points, exactly the held-out quarter
     assert [(cell.model_size, cell.runs, cell.split) for cell in d.cells] == [("s", 9, "fit"), ("l", 3, "heldout")]
-    assert d.summary["heldout_runs"] == 3 and d.summary["fit_runs"] == 9
+    assert d.summary.heldout_runs == 3 and d.summary.fit_runs == 9
     assert len({r.run_id for r in d.runs}) == len(d.runs)
 
 
@@ -58,7 +58,7 @@ def test_extrapolation_factor_is_computed_from_flops():
     d = build_design(cfg())
     s, l = cfg().ladder
     expected = (l.approx_params * l.planned_tokens) / (s.approx_params * s.planned_tokens)
-    assert d.summary["extrapolation_factor"] == pytest.approx(expected, rel=1e-5)
+    assert d.summary.extrapolation_factor == pytest.approx(expected, rel=1e-5)
     assert expected >= 16
 
 
@@ -74,7 +74,7 @@ def test_too_small_extrapolation_is_an_error_naming_the_fix():
     except DesignError as err:
         msg = str(err)
     ladder[1]["max_steps"] = int(msg.rsplit(">= ", 1)[1].split()[0])
-    assert build_design(cfg(ladder=ladder)).summary["extrapolation_factor"] >= 16
+    assert build_design(cfg(ladder=ladder)).summary.extrapolation_factor >= 16
 
 
 def test_token_multipliers_make_flops_levels_for_one_rung():
@@ -82,16 +82,16 @@ def test_token_multipliers_make_flops_levels_for_one_rung():
     steps = sorted({r.metadata["max_steps"] for r in d.runs})
     assert steps == [10, 20, 320]
     held = {r.token_multiplier for r in d.runs if r.split == "heldout"}
-    assert held == {32.0} and d.summary["extrapolation_factor"] == pytest.approx(16.0)
+    assert held == {32.0} and d.summary.extrapolation_factor == pytest.approx(16.0)
     # 8 points x 2 fitted cells = 16; top cell ceil(16 / 3) = 6 points
-    assert d.summary["runs"] == 22 and d.summary["heldout_runs"] == 6
+    assert d.summary.runs == 22 and d.summary.heldout_runs == 6
 
 
 def test_one_flops_level_cannot_hold_out():
     with pytest.raises(DesignError, match="at least two FLOPs levels"):
         build_design(cfg(ladder=[LADDER[0]]))
     d = build_design(cfg({"heldout_fraction": 0.0}, ladder=[LADDER[0]]))
-    assert all(r.split == "fit" for r in d.runs) and d.summary["extrapolation_factor"] is None
+    assert all(r.split == "fit" for r in d.runs) and d.summary.extrapolation_factor is None
 
 
 def test_replicates_and_center_points_get_distinct_seeds():
@@ -115,9 +115,9 @@ def test_version_is_stable_and_tracks_design_parts():
 def test_gsd_levels_and_curvature():
     d = build_design(cfg({"kind": "gsd", "gsd_reduction": 2, "center_points": 0},
                          axes=[{**a, "levels": 3} for a in AXES]))
-    assert all(n == 3 for n in d.summary["level_counts"].values())
-    assert d.summary["resolution"] is None and d.summary["points"] == 41  # ~ 81 / 2
-    assert d.summary["levels"]["repair_rate"] == [0.0, 0.5, 1.0]
+    assert all(n == 3 for n in d.summary.level_counts.values())
+    assert d.summary.resolution is None and d.summary.points == 41  # ~ 81 / 2
+    assert d.summary.levels["repair_rate"] == [0.0, 0.5, 1.0]
 
 
 def test_lhs_is_seeded():
@@ -129,18 +129,18 @@ def test_lhs_is_seeded():
 
 def test_foldover_breaks_resolution_iii_aliases():
     three = build_design(cfg({"fraction_points": 4, "resolution": 3}, axes=AXES[:3]))
-    assert three.summary["resolution"] == 3 and not three.summary["qd_clear_of_main"]
+    assert three.summary.resolution == 3 and not three.summary.qd_clear_of_main
     folded = build_design(cfg({"fraction_points": 4, "resolution": 3, "foldover": ["tool_diversity", "task_count",
                                                                                       "repair_rate"]}, axes=AXES[:3]))
-    assert folded.summary["resolution"] is None and folded.summary["points"] == 8 + 2
-    assert folded.summary["qd_clear_of_main"]
+    assert folded.summary.resolution is None and folded.summary.points == 8 + 2
+    assert folded.summary.qd_clear_of_main
 
 
 def test_constraints_are_applied_and_counted():
     axes = copy.deepcopy(AXES)
     axes[1] = {**axes[1], "min": 4, "max": 512}
     d = build_design(cfg({"constraints": ["task_count >= 2 * tool_diversity"]}, axes=axes))
-    assert d.summary["constrained_points"] > 0
+    assert d.summary.constrained_points > 0
     assert all(p["task_count"] >= 2 * p["tool_diversity"] for p in d.points)
 
 
@@ -166,22 +166,22 @@ def test_bad_design_input_is_one_clear_line(design, axes, message):
 def test_micro_preset_size_and_split():
     d = build_design(preset("micro"))
     s = d.summary
-    assert 16 <= s["runs"] <= 24
+    assert 16 <= s.runs <= 24
     # two fitted sizes (the law needs two N to extrapolate in N), one held out above them
     assert len({r.model_size for r in d.runs if r.split == "fit"}) == 2
-    assert s["resolution"] >= 3
-    assert s["heldout_runs"] == math.ceil(0.25 * s["runs"])
-    assert s["extrapolation_factor"] >= 16
+    assert s.resolution >= 3
+    assert s.heldout_runs == math.ceil(0.25 * s.runs)
+    assert s.extrapolation_factor >= 16
     assert {r.model_size for r in d.runs if r.split == "heldout"} == {d.cells[-1].model_size}
 
 
 def test_default_preset_is_about_300_runs():
     d = build_design(preset("default"))
     s = d.summary
-    assert 270 <= s["runs"] <= 330
-    assert s["extrapolation_factor"] >= 16 and 0.25 <= s["heldout_share"] < 0.26
-    assert all(n >= 3 for n in s["level_counts"].values())  # curvature per axis
-    assert s["qd_clear_of_main"]
+    assert 270 <= s.runs <= 330
+    assert s.extrapolation_factor >= 16 and 0.25 <= s.heldout_share < 0.26
+    assert all(n >= 3 for n in s.level_counts.values())  # curvature per axis
+    assert s.qd_clear_of_main
 
 
 def test_top_rung_runs_only_at_its_largest_multiple():
@@ -197,7 +197,7 @@ def test_explicit_generators_below_the_resolution_are_rejected():
     with pytest.raises(DesignError, match="give resolution III, below design.resolution = 4"):
         build_design(cfg({"generators": "a b c ab"}))
     d = build_design(cfg({"generators": "a b c -abc", "center_points": 0}))
-    assert d.summary["resolution"] == 4 and d.summary["generators"] == "a b c -abc"
+    assert d.summary.resolution == 4 and d.summary.generators == "a b c -abc"
     # the sign flips the fourth column relative to "a b c abc"
     plain = build_design(cfg({"generators": "a b c abc", "center_points": 0}))
     assert [p["support_depth"] for p in d.points] != [p["support_depth"] for p in plain.points]
@@ -214,6 +214,19 @@ def test_top_cell_is_exactly_what_the_mask_holds_out(fraction, other, replicates
     if k > 1:  # one point fewer would not be enough
         fewer = [1.0] * other + [2.0] * ((k - 1) * replicates)
         assert heldout_mask(fewer, fraction) != [False] * other + [True] * ((k - 1) * replicates)
+
+
+def test_summary_is_a_frozen_model_whose_json_round_trips():
+    from grid.models import DesignSummary
+
+    d = build_design(cfg())
+    again = DesignSummary.model_validate_json(d.summary.model_dump_json())
+    assert again == d.summary
+    assert [c.model_dump() for c in d.summary.cells] == [c.model_dump() for c in d.cells]
+    assert d.summary.estimated_cost.total == pytest.approx(d.summary.estimated_cost.data
+                                                           + d.summary.estimated_cost.compute, abs=0.011)
+    with pytest.raises(Exception):
+        d.summary.runs = 0  # type: ignore[misc]
 
 
 # ---- the proxy protocol: tokens per parameter, non-embedding N, epochs, scanned rates, the 16x check
@@ -237,7 +250,7 @@ def test_proxy_preset_cells_follow_tokens_per_parameter_on_nonembedding_n():
         assert tpp * r.model_params <= r.train_tokens < tpp * r.model_params + size.batch_size * seq
     held = [r for r in d.runs if r.split == "heldout"]
     assert {r.model_size for r in held} == {"p-l"} and {r.metadata["tokens_per_param"] for r in held} == {20.0}
-    assert len(held) == 6 and d.summary["extrapolation_factor"] >= 16
+    assert len(held) == 6 and d.summary.extrapolation_factor >= 16
     assert {r.metadata["tokens_per_param"] for r in d.runs if r.model_size == "p-xs"} == {2.0, 6.0, 20.0}
 
 
@@ -256,7 +269,7 @@ def test_runs_above_max_epochs_are_refused_before_training_naming_the_run():
                                           r"run \S+ \(p-l, 925 steps x 4 over task_count 256: 14\.45 epochs\)"):
         build_design(parse_config(data))
     data["train"]["max_epochs"] = None  # allowed: the epochs are recorded, the fit's repetition law handles them
-    assert build_design(parse_config(data)).summary["runs"] == 87
+    assert build_design(parse_config(data)).summary.runs == 87
 
 
 def test_scanned_learning_rates_are_recorded_and_versioned():
@@ -281,7 +294,7 @@ def test_demo_preset_follows_the_protocol_at_small_scale():
     c = preset("demo")
     d = build_design(c)
     s = d.summary
-    assert s["runs"] == 49 and s["heldout_runs"] == 4 and s["extrapolation_factor"] >= 16
+    assert s.runs == 49 and s.heldout_runs == 4 and s.extrapolation_factor >= 16
     fitted = {r.model_size for r in d.runs if r.split == "fit"}
     nonemb = [c.model_size(m).approx_params_nonembedding for m in fitted]
     assert max(nonemb) / min(nonemb) >= 8 and c.train.tokenizer == "shared" and c.lr_scan is not None

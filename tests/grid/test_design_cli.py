@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from grid.models import DesignSummary
 from grid.registry import Registry
 from toolscale.cli import main
 
@@ -37,6 +38,8 @@ def test_dry_run_json_contract(micro, capsys):
     assert set(report["levels"]) == {"tool_diversity", "task_count", "db_diversity", "repair_rate",
                                      "coverage_quota", "support_depth"}
     assert not (micro.parent / "reg.duckdb").exists()  # dry run writes nothing
+    extra = {"dry_run", "written", "alias"}
+    assert DesignSummary.model_validate({k: v for k, v in report.items() if k not in extra}).runs == report["runs"]
 
 
 def test_design_writes_pending_runs_and_rerun_changes_nothing(micro, capsys):

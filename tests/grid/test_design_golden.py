@@ -48,7 +48,7 @@ def _snapshot(name: str) -> dict:
     config = parse_config({"experiment": {"name": f"golden-{name}", "seeds": [0, 1]}, "axes": AXES,
                            "ladder": LADDER, "design": CASES[name]})
     d = build_design(config)
-    summary = {k: v for k, v in d.summary.items() if k not in ("cells",)}
+    summary = d.summary.model_dump(mode="json", exclude={"cells"})
     return {
         "version": d.version,
         "summary": summary,

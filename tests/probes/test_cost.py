@@ -24,3 +24,10 @@ def test_unknown_target_leaves_share_empty():
 def test_bad_target_rejected():
     with pytest.raises(UsageError, match="target_train_flops must be a positive number of FLOPs, got -1"):
         probe_cost(params=1, train_tokens=1, score_tokens=1, target_train_flops=-1)
+
+
+def test_a_probe_that_spends_nothing_has_share_zero_even_without_a_target():
+    c = probe_cost(params=0, train_tokens=0, score_tokens=0, target_train_flops=None, target="rung tiny-l")
+    assert c.share == 0.0 and c.within_budget and c.target == "rung tiny-l"
+    spent = probe_cost(params=10, train_tokens=5, score_tokens=0, target_train_flops=None)
+    assert spent.share is None and spent.within_budget is None

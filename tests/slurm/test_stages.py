@@ -102,10 +102,12 @@ def test_midtrain_then_sft_at_equal_total_tokens(tmp_path):
 
 
 @pytest.mark.integration
-def test_sft_then_grpo_records_both_stages(tmp_path):
-    runs = _launch(tmp_path, 'stages = ["sft", "grpo"]\ngrpo_n_envs = 2\ngrpo_steps = 1\ngrpo_generations = 2',
-                   {"rl": {"task_count": 24.0}})
-    meta = runs["rl"].metadata
-    assert set(meta["stages"]) == {"sft", "grpo"} and meta["stage_plan"]["grpo_steps"] == 1
-    assert meta["stages"]["grpo"]["train_flops"] > 0
-    assert runs["rl"].train_flops == pytest.approx(sum(v["train_flops"] for v in meta["stages"].values()))
+def test_grpo_steps_axis_zero_is_the_sft_only_arm(tmp_path):
+    axis = ('\n[[axes]]\nname = "grpo_steps"\nkind = "stage"\nunit = "steps"\nmin = 0\nmax = 1\n'
+            'spacing = "linear"\ninteger = true\n')
+    runs = _launch(tmp_path, 'stages = ["sft", "grpo"]\ngrpo_n_envs = 2\ngrpo_generations = 2',
+                   {"sft": {"task_count": 24.0, "grpo_steps": 0.0}, "rl": {"task_count": 24.0, "grpo_steps": 1.0}},
+                   axis)
+    assert set(runs["sft"].metadata["stages"]) == {"sft"}
+    assert set(runs["rl"].metadata["stages"]) == {"sft", "grpo"} and runs["rl"].metadata["stage_plan"]["grpo_steps"] == 1
+    assert runs["sft"].metadata["dataset_key"] == runs["rl"].metadata["dataset_key"]  # a stage axis is not a knob

@@ -176,3 +176,40 @@ def test_corpus_loads_with_datasets(tmp_path):
 def test_coherence_threshold_outside_1_to_5(value):
     with pytest.raises(RecipeError, match="narrative_min_coherence"):
         Recipe.from_axes({}, narratives=True, narrative_min_coherence=value)
+
+
+class _Reply:
+    def __init__(self, content):
+        self.content = content
+
+
+class _Client:
+    """A chat client that answers from a script (fault cases of the LLM coherence gate)."""
+
+    def __init__(self, *answers):
+        self.answers, self.prompts = list(answers), []
+
+    def chat(self, role, messages, tools=None):
+        self.prompts.append((role, messages[-1]["content"]))
+        a = self.answers.pop(0)
+        if isinstance(a, Exception):
+            raise a
+        return _Reply(a)
+
+
+def test_llm_coherence_scores_and_fails_closed():
+    from synth.narratives import LLMCoherence, narrative_documents
+
+    t = _trace([_rec(1, "find_ticket", {"q": "x"}, True, {"ticket_id": "T-9"}),
+                _rec(2, "close_ticket", {"ticket_id": "T-9"}, True, {"closed": True})], query="find x")
+    src = [NarrativeSource(0, "desk", "find x", t, True, 0.9)]
+    ok = LLMCoherence(_Client('{"score": 5}'))
+    docs, report = narrative_documents({}, {}, src, coherence=ok)
+    assert [d.kind for d in docs] == ["trajectory"] and report.rejected == {}
+    role, prompt = ok.client.prompts[0]
+    assert role == "judge" and "close_ticket" in prompt and docs[0].text in prompt
+    for answer in ("looks fine to me", '{"score": 3}', ConnectionError("down")):
+        judge = LLMCoherence(_Client(answer))
+        docs, report = narrative_documents({}, {}, src, coherence=judge)
+        assert docs == [] and report.rejected == {"trajectory:incoherent": 1}
+    assert judge.failures == 1

@@ -61,8 +61,59 @@ def test_probe_table(setup, capsys):
     cfg, d, reg = setup
     assert main(["probe", str(d), "--config", str(cfg), "--no-registry", "--target-flops", "1e12"]) == 0
     text = capsys.readouterr().out
-    assert "measured_groundedness" in text and "calibrated against injected labels" in text
+    assert "measured_groundedness" in text and "against injected labels" in text
+    assert "always-grounded baseline" in text and "balanced accuracy" in text and "kappa" in text
+    assert "cost share against --target-flops" in text
     assert not reg.exists()
+
+
+def test_cost_share_is_a_number_without_a_config(setup, capsys):
+    _, d, _ = setup
+    assert main(["probe", str(d), "--no-registry", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["probe_cost_share"] == 0.0 and out["kind"] == "copy"
+    assert out["cost"]["target"] == "rung tiny-l of the default preset" and out["cost"]["target_train_flops"] > 0
+
+
+def test_unknown_probe_kind_lists_the_kinds(setup, capsys):
+    cfg, d, _ = setup
+    cfg.write_text(cfg.read_text().replace("[probe]\n", '[probe]\nkind = "magic"\n'))
+    assert main(["probe", str(d), "--config", str(cfg), "--no-registry"]) == 2
+    err = capsys.readouterr().err
+    assert "magic" in err and "copy, lm, hf:MODEL_DIR" in err and len(err.strip().splitlines()) == 1
+
+
+def test_annotation_round_trip_and_bad_files(setup, capsys, tmp_path):
+    _, d, _ = setup
+    ann = tmp_path / "ann" / "sample"
+    assert main(["probe", str(d), "--no-registry", "--export-annotation", str(ann), "--n", "12"]) == 0
+    assert "annotation sample" in capsys.readouterr().out
+    items = [json.loads(x) for x in (tmp_path / "ann" / "sample.jsonl").read_text().splitlines()]
+    header = (tmp_path / "ann" / "sample.csv").read_text().splitlines()[0]
+    assert len(items) == 12 and header.startswith("id,trajectory,call_id,tool,argument") and header.endswith("label,note")
+    assert all(x["label"] == "" and x["history"] and x["arguments"] for x in items)
+    assert "injected" not in header
+    scores = {f"{s['trajectory']}:{s['call_id']}": s for s in map(json.loads, (d / "probe_scores.jsonl").read_text().splitlines())}
+    for x in items:  # a perfect annotator who agrees with the injected labels
+        x["label"] = "not grounded" if scores[x["id"]]["injected"] else "grounded"
+    items[0]["label"] = "Unsure"
+    lab = tmp_path / "labels.jsonl"
+    lab.write_text("".join(json.dumps(x) + "\n" for x in items))
+    assert main(["probe", str(d), "--import-annotation", str(lab), "--json"]) == 0
+    rep = json.loads(capsys.readouterr().out)
+    assert rep["n_labelled"] == 11 and rep["n_unsure"] == 1 and rep["injected_agreement"] == 1.0
+    probe_agree = sum(scores[x["id"]]["grounded"] == (x["label"] == "grounded") for x in items[1:]) / 11
+    assert rep["agreement"] == pytest.approx(probe_agree)
+    assert rep["agreement_ci"]["low"] <= rep["agreement"] <= rep["agreement_ci"]["high"]
+    assert json.loads((d / "manifest.json").read_text())["probe_human"]["n_labelled"] == 11
+    before = (d / "manifest.json").read_text()
+    for bad, needle in (({**items[1], "id": "99:call_9"}, "row 1: unknown id '99:call_9'"),
+                        ({**items[1], "label": "maybe"}, "row 1: label 'maybe' must be grounded, not grounded or unsure")):
+        lab.write_text(json.dumps(bad) + "\n")
+        assert main(["probe", str(d), "--import-annotation", str(lab)]) == 2
+        err = capsys.readouterr().err
+        assert needle in err and len(err.strip().splitlines()) == 1
+    assert (d / "manifest.json").read_text() == before
 
 
 @pytest.mark.parametrize("argv, needle, code", [

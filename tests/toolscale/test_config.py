@@ -8,7 +8,7 @@ import pytest
 
 from toolscale.cli import main
 from toolscale.cli.project import example_config_text
-from toolscale.config import DEFAULT_AXES, ExperimentConfig, load_config, parse_config
+from toolscale.config import DEFAULT_AXES, ExperimentConfig, load_config, parse_config, training_flops
 from toolscale.errors import ConfigError
 
 
@@ -91,6 +91,32 @@ def test_load_config_errors(tmp_path) -> None:
         load_config(bad)
 
 
+def test_six_n_d():
+    assert training_flops(82016, 1000) == 6 * 82016 * 1000
+    assert training_flops(0, 10) == 0
+
+
+def test_planned_flops_is_six_n_d_of_the_planned_tokens() -> None:
+    m = parse_config(_base()).ladder[0]
+    assert m.planned_flops == 6 * m.approx_params * m.max_steps * m.batch_size * m.max_seq_len
+
+
+def test_ladder_must_run_from_smallest_to_largest() -> None:
+    data = _base()
+    data["ladder"] = list(reversed(data["ladder"]))
+    with pytest.raises(ConfigError, match="smallest to largest parameter count N") as err:
+        parse_config(data, source="x.toml")
+    assert repr(data["ladder"][1]["name"]) in str(err.value)
+
+
+def test_target_size_is_the_configured_rung_else_the_largest() -> None:
+    data = _base()
+    cfg = parse_config(data)
+    assert cfg.target_size.name == max(cfg.ladder, key=lambda m: m.approx_params).name == cfg.ladder[-1].name
+    data["experiment"]["target_model_size"] = data["ladder"][0]["name"]
+    assert parse_config(data).target_size.name == data["ladder"][0]["name"]
+
+
 def test_approx_params_matches_formula() -> None:
     cfg = parse_config(_base())
     m = cfg.ladder[0]
@@ -143,8 +169,10 @@ MIDTRAIN_AXIS = {"name": "midtrain_tokens", "kind": "stage", "unit": "tokens", "
         ({"stages": ["midtrain", "sft"]}, {}, None, "stage 'midtrain' has no corpus"),
         ({"stages": ["sft", "grpo"], "grpo_n_envs": 0}, {}, None, "stage 'grpo' needs environments"),
         ({}, {"narratives": True}, MIDTRAIN_AXIS, "needs 'midtrain' in train.stages"),
+        ({"stages": ["sft", "grpo"]}, {}, {**MIDTRAIN_AXIS, "name": "grpo_steps", "kind": "diversity", "min": 1.0},
+         "axis 'grpo_steps' must have kind 'stage'"),
         ({"stages": ["midtrain", "sft"]}, {"narratives": True}, {**MIDTRAIN_AXIS, "name": "rl_steps"},
-         "only midtrain_tokens can have"),
+         "which only midtrain_tokens, grpo_steps can have"),
         ({"objective": "ppo"}, {}, None, "objective must be 'sft' or 'grpo'"),
     ],
 )

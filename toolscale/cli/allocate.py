@@ -5,8 +5,8 @@ from __future__ import annotations
 import argparse
 import math
 
-from toolscale.cli._common import (Formatter, add_registry_args, config_of, emit_json, positive_float, print_table,
-                                   registry_path)
+from toolscale.cli._common import (Formatter, add_registry_args, config_of, emit_json, positive_float, positive_int,
+                                   print_table, registry_path, writable_file)
 from toolscale.errors import UsageError
 
 __all__ = ["register"]
@@ -30,7 +30,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--experiment", help="experiment whose fit to use (default: the only one with a fit)")
     p.add_argument("--model-size", help="ladder rung name or parameter count (default: the config's target size)")
     p.add_argument("--law", help="use the newest fit of this law (default: the newest fit)")
-    p.add_argument("--draws", type=int, help="bootstrap draws to use (default: all stored)")
+    p.add_argument("--draws", type=positive_int, help="bootstrap draws to use, >= 1 (default: all stored)")
     p.add_argument("--sweep", metavar="MIN:MAX:STEPS", help="plans over a budget range (log-spaced); writes a plot")
     p.add_argument("--plot", default="allocation_sweep.png", help="where --sweep writes its plot")
     p.add_argument("--json", action="store_true", help="machine-readable output")
@@ -70,7 +70,6 @@ def _sweep_budgets(text: str) -> list[float]:
 
 
 def _allocate(args: argparse.Namespace) -> int:
-    from allocator.report import plan_json
     from allocator.service import plan_allocation
 
     cfg = config_of(args)
@@ -78,40 +77,41 @@ def _allocate(args: argparse.Namespace) -> int:
                   model_size=args.model_size, config=cfg, law=args.law, draws=args.draws)
     if args.sweep:
         return _sweep(args, kwargs)
-    plan, ctx = plan_allocation(registry_path(args, cfg), budget=args.budget, **kwargs)
+    report = plan_allocation(registry_path(args, cfg), budget=args.budget, **kwargs)
     if args.json:
-        emit_json(plan_json(plan, ctx))
+        emit_json(report.model_dump(mode="json"))
     else:
-        _render(plan, ctx)
+        _render(report)
     return 0
 
 
 def _sweep(args: argparse.Namespace, kwargs: dict) -> int:
     from allocator.plots import sweep_plot
-    from allocator.report import plan_json
     from allocator.service import plan_allocation
 
+    budgets = _sweep_budgets(args.sweep)
+    writable_file(args.plot, "--plot")
     plans, warm = [], []
-    for budget in _sweep_budgets(args.sweep):
-        plan, ctx = plan_allocation(registry_path(args, kwargs["config"]), budget=budget, warm=warm, redraws=0,
-                                    **kwargs)
-        warm = [plan.plan.levels]
-        plans.append((plan, ctx))
-    sweep_plot([p for p, _ in plans], args.plot, metric=plans[0][1]["metric"])
+    for budget in budgets:
+        report = plan_allocation(registry_path(args, kwargs["config"]), budget=budget, warm=warm, redraws=0,
+                                 **kwargs)
+        warm = [report.plan.levels]
+        plans.append(report)
+    sweep_plot(plans, args.plot, metric=plans[0].metric)
     if args.json:
-        emit_json({"plans": [plan_json(p, c) for p, c in plans], "plot": args.plot})
+        emit_json({"plans": [p.model_dump(mode="json") for p in plans], "plot": args.plot})
     else:
         print_table([{"budget": p.budget.value, "score": p.plan.predicted_score, "baseline": p.baseline.predicted_score,
-                      **{f"{k} spend": v for k, v in p.plan.spend.items()}} for p, _ in plans],
-                    title=f"allocation sweep ({plans[0][0].budget.unit})")
+                      **{f"{k} spend": v for k, v in p.plan.spend.items()}} for p in plans],
+                    title=f"allocation sweep ({plans[0].budget.unit})")
         print(f"plot: {args.plot}")
     return 0
 
 
-def _render(plan, ctx: dict) -> None:
-    unit, metric = plan.budget.unit, ctx["metric"]
-    label = " (SIMULATED data)" if ctx["simulated"] else ""
-    print(f"Allocation of {plan.budget} for {plan.benchmark} — experiment {ctx['experiment']}, law {ctx['law']}{label}")
+def _render(plan) -> None:
+    unit, metric = plan.budget.unit, plan.metric
+    label = " (SIMULATED data)" if plan.simulated else ""
+    print(f"Allocation of {plan.budget} for {plan.benchmark} — experiment {plan.experiment}, law {plan.law}{label}")
     capped = {k for k, why in plan.optimality.at_bound.items() if why.startswith("upper")}
     rows = []
     for name, level in plan.plan.levels.items():

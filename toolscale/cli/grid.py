@@ -62,7 +62,7 @@ def _design(args: argparse.Namespace) -> int:
         with Registry(args.registry or config.experiment.registry) as reg:
             written = record_design(reg, design, config, new_version=args.new_version)
     if args.json:
-        out = {**design.summary, "dry_run": args.dry_run, "written": written,
+        out = {**design.summary.model_dump(mode="json"), "dry_run": args.dry_run, "written": written,
                "alias": design.alias.model_dump(mode="json")}
         if args.show_runs:
             out["run_list"] = [r.model_dump(mode="json") for r in design.runs]
@@ -74,26 +74,26 @@ def _design(args: argparse.Namespace) -> int:
 
 def _print_summary(design, written, args: argparse.Namespace) -> None:
     s = design.summary
-    res = f"resolution {s['resolution_roman']}" if s["resolution"] else "no regular resolution (multi-level)"
-    print(f"design {s['design_version']} for {s['experiment']!r}: {s['kind']}, {s['points']} points "
-          f"({s['center_points']} center) x {len(s['cells'])} cells = {s['runs']} runs; {res}; "
-          f"D-efficiency {s['d_efficiency']:.3f}")
-    if s["generators"]:
-        print(f"generators: {s['generators']}")
-    print_table([{"axis": a, "unit": s["units"][a], "levels": len(v), "values": ", ".join(f"{x:g}" for x in v)}
-                 for a, v in s["levels"].items()], title="levels per axis")
-    print_table([{"model": c["model_size"], "x tokens": c["token_multiplier"], "N": c["model_params"],
-                  "steps": c["max_steps"], "D": c["train_tokens"], "FLOPs": c["train_flops"], "runs": c["runs"],
-                  "split": c["split"]} for c in s["cells"]], title="cells (rung x token multiplier)")
-    factor = s["extrapolation_factor"]
-    print(f"split {s['split_rule']}: {s['fit_runs']} fit, {s['heldout_runs']} held out "
-          f"({100 * s['heldout_share']:.1f}%)" + (f", largest held-out / largest fitted FLOPs = {factor:.1f}x"
+    res = f"resolution {s.resolution_roman}" if s.resolution else "no regular resolution (multi-level)"
+    print(f"design {s.design_version} for {s.experiment!r}: {s.kind}, {s.points} points "
+          f"({s.center_points} center) x {len(s.cells)} cells = {s.runs} runs; {res}; "
+          f"D-efficiency {s.d_efficiency:.3f}")
+    if s.generators:
+        print(f"generators: {s.generators}")
+    print_table([{"axis": a, "unit": s.units[a], "levels": len(v), "values": ", ".join(f"{x:g}" for x in v)}
+                 for a, v in s.levels.items()], title="levels per axis")
+    print_table([{"model": c.model_size, "x tokens": c.token_multiplier, "N": c.model_params,
+                  "steps": c.max_steps, "D": c.train_tokens, "FLOPs": c.train_flops, "runs": c.runs,
+                  "split": c.split} for c in s.cells], title="cells (rung x token multiplier)")
+    factor = s.extrapolation_factor
+    print(f"split {s.split_rule}: {s.fit_runs} fit, {s.heldout_runs} held out "
+          f"({100 * s.heldout_share:.1f}%)" + (f", largest held-out / largest fitted FLOPs = {factor:.1f}x"
                                                    if factor else ""))
-    print(f"FLOPs {s['flops_range'][0]:.3g} .. {s['flops_range'][1]:.3g}; estimated cost "
-          f"{s['estimated_cost']['total']:,.0f} {s['estimated_cost']['unit']} (data {s['estimated_cost']['data']:,.0f}, "
-          f"compute {s['estimated_cost']['compute']:,.0f})")
-    print(f"interactions: {s['qd_statement']}")
-    for h in s["alias_highlights"][:8]:
+    print(f"FLOPs {s.flops_range[0]:.3g} .. {s.flops_range[1]:.3g}; estimated cost "
+          f"{s.estimated_cost.total:,.0f} {s.estimated_cost.unit} (data {s.estimated_cost.data:,.0f}, "
+          f"compute {s.estimated_cost.compute:,.0f})")
+    print(f"interactions: {s.qd_statement}")
+    for h in s.alias_highlights[:8]:
         print(f"  alias: {h}")
     if args.show_runs:
         print_table([{"run_id": r.run_id, "model": r.model_size, "seed": r.seed, "split": r.split,

@@ -7,8 +7,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from toolscale.cli._common import Formatter, add_registry_args, config_of, emit_json, positive_float, print_table, \
-    registry_path
+from toolscale.cli._common import Formatter, add_registry_args, config_of, emit_json, positive_float, positive_int, \
+    print_table, registry_path
 from toolscale.errors import UsageError
 
 __all__ = ["register", "target_flops_from_config"]
@@ -17,7 +17,12 @@ EPILOG = """\
 examples:
   toolscale probe data/d-0001 --json
   toolscale probe data/d-0001 --config experiment.toml --model-size tiny-m
-  toolscale probe data/d-0001 --target-flops 3e15 --no-registry"""
+  toolscale probe data/d-0001 --target-flops 3e15 --no-registry
+  toolscale probe data/d-0001 --export-annotation ann/d-0001 --n 200   # writes ann/d-0001.jsonl and .csv
+  toolscale probe data/d-0001 --import-annotation ann/d-0001.csv       # agreement with the human labels
+
+The probe kind is [probe].kind in the config: copy (training-free, default), lm or hf:MODEL_DIR.
+Without --config or --target-flops the cost share is against the default preset's target rung."""
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -31,23 +36,22 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--target-flops", type=positive_float, metavar="FLOPS",
                    help="training FLOPs of the target run (overrides --model-size)")
     p.add_argument("--no-registry", action="store_true", help="only update DIR/manifest.json")
+    p.add_argument("--export-annotation", metavar="FILE",
+                   help="also write a stratified sample of actions to label, FILE.jsonl and FILE.csv")
+    p.add_argument("--n", type=positive_int, default=200, metavar="N", help="actions in the exported sample")
+    p.add_argument("--import-annotation", metavar="FILE",
+                   help="read human labels (grounded / not grounded / unsure) and report agreement with them")
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.set_defaults(func=_probe)
 
 
 def target_flops_from_config(config: Any, model_size: str | None) -> float | None:
-    """``6 N D`` of a ladder rung (D = its planned tokens); the config's target rung, else the largest."""
+    """Planned training FLOPs ``6 N D`` of rung ``model_size``, else of the config's target rung
+    (:attr:`toolscale.config.ExperimentConfig.target_size`: the configured one, else the largest)."""
     if config is None:
         return None
-    ladder = {m.name: m for m in config.ladder}
-    name = model_size or config.experiment.target_model_size
-    if name is None:
-        size = max(config.ladder, key=lambda m: m.approx_params)
-    elif name in ladder:
-        size = ladder[name]
-    else:
-        raise UsageError(f"unknown model size {name!r}; known: {', '.join(ladder)}")
-    return 6.0 * size.approx_params * size.planned_tokens
+    size = config.model_size(model_size) if model_size else config.target_size
+    return size.planned_flops
 
 
 def _probe(args: argparse.Namespace) -> int:
@@ -58,20 +62,17 @@ def _probe(args: argparse.Namespace) -> int:
     if args.model_size and config is None:
         raise UsageError("--model-size needs --config (the ladder is defined there)")
     spec = config.probe if config is not None else ProbeSpec()
-    target = args.target_flops or target_flops_from_config(config, args.model_size)
-    if target is None:
-        from probes.pipeline import read_dataset
-
-        _, manifest = read_dataset(args.dir)
-        t = manifest.get("target_train_flops")
-        target = float(t) if isinstance(t, int | float) and t > 0 else None
+    if args.import_annotation:
+        return _import(args, spec)
+    target, target_name = _target(args, config)
     bar = _progress_bar()
     try:
-        summary = probe_dataset(args.dir, spec=spec, target_train_flops=target,
+        summary = probe_dataset(args.dir, spec=spec, target_train_flops=target, target_name=target_name,
                                 progress=None if bar is None else _callback(bar))
     finally:
         if bar is not None:
             bar.stop()
+    exported = _export(args, spec) if args.export_annotation else None
     if not args.no_registry:
         _save(args, config, summary)
     if args.json:
@@ -82,17 +83,28 @@ def _probe(args: argparse.Namespace) -> int:
         return 0
     cal = summary.calibration
     figures = {
-        "trajectories": summary.n_trajectories, "actions": summary.n_actions, "scored actions": summary.n_scored,
-        "measured_groundedness": summary.measured_groundedness,
+        "probe kind": summary.kind, "trajectories": summary.n_trajectories, "actions": summary.n_actions,
+        "scored actions": summary.n_scored, "measured_groundedness": summary.measured_groundedness,
         "symbolic_groundedness": summary.symbolic_groundedness, "coverage": summary.coverage,
         "agreement": summary.agreement, "threshold": None if cal is None else cal.threshold,
         "probe_cost_share": summary.probe_cost_share}
     print_table([{"measure": k, "value": v} for k, v in figures.items()], title=f"probe {args.dir}")
     if cal is not None:
-        cm = cal.confusion
-        print(f"calibrated against {cal.reference} labels on {cal.n_calibration} actions, evaluated on "
-              f"{cal.n_evaluation}: TP {cm.tp}  FP {cm.fp}  TN {cm.tn}  FN {cm.fn}  "
-              f"(balanced accuracy {_f(cal.balanced_accuracy)}, AUC {_f(cal.auc)})")
+        cm, iv = cal.confusion, cal.intervals
+        print(f"against {cal.reference} labels (threshold from {cal.n_calibration} actions, figures on the other "
+              f"{cal.n_evaluation}): TP {cm.tp}  FP {cm.fp}  TN {cm.tn}  FN {cm.fn}")
+        print(f"  agreement {_f(cal.agreement)} {_ci(iv and iv.agreement)} (always-grounded baseline "
+              f"{_f(cal.baseline_agreement)}), balanced accuracy {_f(cal.balanced_accuracy)} "
+              f"{_ci(iv and iv.balanced_accuracy)}, kappa {_f(cal.kappa)} {_ci(iv and iv.kappa)}, "
+              f"AUC {_f(cal.auc)} {_ci(iv and iv.auc)}")
+        if summary.exact_match_balanced_accuracy is not None:
+            print(f"  provenance on the same split: exact match balanced accuracy "
+                  f"{_f(summary.exact_match_balanced_accuracy)}, with normalised matches "
+                  f"{_f(summary.provenance_balanced_accuracy)}")
+    print(f"cost share against {summary.cost.target or 'the given target'}: {_f(summary.probe_cost_share, 4)}")
+    if exported is not None:
+        print(f"annotation sample: {exported[0]} and {exported[1]} (fill the label column: grounded, "
+              "not grounded or unsure)")
     if summary.probe_reliable is False:
         print("warning: the probe does not beat a constant verdict on the evaluation split here; "
               "use symbolic_groundedness")
@@ -102,8 +114,83 @@ def _probe(args: argparse.Namespace) -> int:
     return 0
 
 
-def _f(x: float | None) -> str:
-    return "n/a" if x is None else f"{x:.3f}"
+def _f(x: float | None, digits: int = 3) -> str:
+    return "n/a" if x is None else f"{x:.{digits}f}"
+
+
+def _ci(iv: Any) -> str:
+    return f"[{iv.low:.3f}, {iv.high:.3f}]" if iv else ""
+
+
+def _target(args: argparse.Namespace, config: Any) -> tuple[float, str]:
+    """Target FLOPs and what they are: --target-flops, the config's rung, the manifest's, else the default
+    preset's target rung (so the cost share is always a number)."""
+    from probes.pipeline import read_dataset
+
+    if args.target_flops:
+        return args.target_flops, "--target-flops"
+    if config is not None:
+        name = args.model_size or config.target_size.name
+        return target_flops_from_config(config, args.model_size), f"rung {name} of {args.config}"
+    _, manifest = read_dataset(args.dir)
+    t = manifest.get("target_train_flops")
+    if isinstance(t, int | float) and not isinstance(t, bool) and t > 0:
+        return float(t), "target_train_flops of the manifest"
+    from importlib import resources
+
+    from toolscale.config import load_config
+
+    preset = load_config(resources.files("toolscale.presets").joinpath("default.toml"))
+    return target_flops_from_config(preset, None), f"rung {preset.target_size.name} of the default preset"
+
+
+def _scores(args: argparse.Namespace, spec: Any) -> list[dict[str, Any]]:
+    import json
+
+    from probes.pipeline import SCORES_FILE
+
+    f = Path(args.dir) / SCORES_FILE
+    return [json.loads(line) for line in f.read_text(encoding="utf-8").splitlines() if line.strip()]
+
+
+def _export(args: argparse.Namespace, spec: Any) -> tuple[Path, Path]:
+    from probes.annotation import annotation_sample, write_annotation
+    from probes.pipeline import read_dataset
+
+    rows, _ = read_dataset(args.dir)
+    return write_annotation(annotation_sample(rows, _scores(args, spec), args.n, seed=spec.seed),
+                            args.export_annotation)
+
+
+def _import(args: argparse.Namespace, spec: Any) -> int:
+    """Agreement with human labels; reads DIR/probe_scores.jsonl (probing first when it is missing)."""
+    import json
+
+    from probes.annotation import human_agreement, read_labels
+    from probes.pipeline import SCORES_FILE, _atomic_write, probe_dataset, read_dataset
+
+    d = Path(args.dir)
+    _, manifest = read_dataset(d)
+    if not (d / SCORES_FILE).is_file():
+        target, name = _target(args, config_of(args))
+        probe_dataset(d, spec=spec, target_train_flops=target, target_name=name)
+        _, manifest = read_dataset(d)
+    scores = _scores(args, spec)
+    labels = read_labels(args.import_annotation, {f"{s['trajectory']}:{s['call_id']}" for s in scores})
+    rep = human_agreement(labels, scores, file=str(args.import_annotation), seed=spec.seed)
+    _atomic_write(d / "manifest.json", json.dumps({**manifest, "probe_human": rep.model_dump(mode="json")},
+                                                  indent=2) + "\n")
+    if args.json:
+        emit_json(rep.model_dump(mode="json"))
+        return 0
+    cm = rep.confusion
+    print(f"against human labels ({rep.file}): {rep.n_labelled} labelled, {rep.n_unsure} unsure")
+    print(f"  probe agreement {_f(rep.agreement)} {_ci(rep.agreement_ci)}, weighted to the dataset "
+          f"{_f(rep.weighted_agreement)}, balanced accuracy {_f(rep.balanced_accuracy)}, kappa {_f(rep.kappa)}; "
+          f"TP {cm.tp}  FP {cm.fp}  TN {cm.tn}  FN {cm.fn}")
+    if rep.injected_agreement is not None:
+        print(f"  synth's injected labels agree with the human labels on {_f(rep.injected_agreement)}")
+    return 0
 
 
 def _save(args: argparse.Namespace, config: Any, summary: Any) -> None:

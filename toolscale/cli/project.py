@@ -8,8 +8,8 @@ import sys
 from importlib import resources
 from pathlib import Path
 
-from toolscale.cli._common import (Formatter, add_registry_args, check_tool_axis, emit_json, print_table,
-                                    registry_path)
+from toolscale.cli._common import (Formatter, add_registry_args, check_tool_axis, emit_json, open_fraction, print_table,
+                                   registry_path, writable_file)
 from toolscale.config import load_config
 from toolscale.errors import ConfigError, UsageError
 
@@ -65,10 +65,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--experiment", required=True, help="experiment to import into (created if missing)")
     p.add_argument("--map", action="append", default=[], metavar="COLUMN=FIELD",
                    help="map a column to run_id, model_size, model_params, train_tokens, train_flops, score, "
-                        "loss, benchmark, seed, or an axis name (repeatable)")
+                        "loss, benchmark, seed, split (fit/heldout), or an axis name (repeatable); with --config, "
+                        "columns named like an axis map themselves")
     p.add_argument("--benchmark", help="benchmark name when the file has no benchmark column")
-    p.add_argument("--heldout-fraction", type=float, default=0.25,
-                   help="share of runs (top training FLOPs) marked held out (default 0.25)")
+    p.add_argument("--heldout-fraction", type=open_fraction, default=0.25,
+                   help="share of runs (top training FLOPs) marked held out, in (0, 1) (default 0.25)")
     add_registry_args(p)
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.set_defaults(func=_import_runs)
@@ -137,14 +138,16 @@ def _export(args: argparse.Namespace) -> int:
 
     from grid.registry import Registry
 
+    if args.format == "parquet" and not args.out:
+        raise UsageError("--format parquet needs --out FILE")
+    if args.out:
+        writable_file(args.out)
     with Registry(registry_path(args), read_only=True) as reg:
         if args.experiment:
             reg.experiment(args.experiment)
         rows = reg.export_rows(args.experiment)
     frame = pd.DataFrame(rows)
     if args.format == "parquet":
-        if not args.out:
-            raise UsageError("--format parquet needs --out FILE")
         frame.to_parquet(args.out, index=False)
     elif args.out:
         frame.to_csv(args.out, index=False)
@@ -155,16 +158,29 @@ def _export(args: argparse.Namespace) -> int:
     return 0
 
 
+def _score_range(benchmark: str | None) -> tuple[float, float] | None:
+    """``(0, 1)`` for a registered benchmark (its headline score is a share of items), else None."""
+    if benchmark is None:
+        return None
+    from eval.benchmarks import list_benchmarks
+
+    return (0.0, 1.0) if benchmark in {b.name for b in list_benchmarks()} else None
+
+
 def _import_runs(args: argparse.Namespace) -> int:
-    from grid.importer import parse_column_map, read_table, rows_to_runs
+    from grid.importer import check_metric_mapped, parse_column_map, read_table, rows_to_runs, self_mapped
     from grid.registry import Registry
 
     cfg = load_config(args.config) if args.config else None
     axes = [a.name for a in cfg.axes] if cfg else None
-    mapping = parse_column_map(args.map, axes)
     rows = read_table(args.file)
+    mapping = parse_column_map(args.map, axes, require_metric=not axes)
+    if axes:
+        mapping = self_mapped(mapping, list(rows[0]), axes)
+        check_metric_mapped(mapping)
     axes_found, runs, metrics = rows_to_runs(rows, mapping, experiment=args.experiment, benchmark=args.benchmark,
-                                             heldout_fraction=args.heldout_fraction)
+                                             heldout_fraction=args.heldout_fraction,
+                                             score_range=_score_range(args.benchmark))
     with Registry(registry_path(args, cfg)) as reg:
         new = reg.import_runs(args.experiment, axes_found, runs, metrics)
     out = {"experiment": args.experiment, "rows": len(runs), "new_runs": new, "axes": axes_found,

@@ -1,0 +1,150 @@
+"""Checking a plan by training it: plans -> runs of a verification group, runs -> realised against predicted.
+
+Pure: :func:`verification_runs` turns the arms (the allocator's plan, the fair
+diversity-only plan and an equal-spend plan, each with integer axes rounded within
+budget) into :class:`grid.models.RunSpec` rows of one verification group, K seeds
+each; :func:`summarise` reads the finished runs back into a
+:class:`allocator.models.VerificationReport`. Launching, waiting and storing live at
+the edge (``toolscale verify``), on the same launch path as grid runs.
+
+Statistics: per arm, the mean over seeds and its 90% Student-t interval
+``mean +- t_{0.95, K-1} sd / sqrt(K)``; the realised gain is the mean of the paired
+per-seed differences (allocator minus diversity-only: seed ``s`` of both arms shares
+the synthesis and training seed), with the same interval over those differences.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from allocator.models import (ARMS, AllocationPlan, CostModel, Decision, Plan, VerificationArm,
+                              VerificationReport)
+from toolscale.config import training_flops
+
+__all__ = ["ARM_LABELS", "group_name", "verification_runs", "realised_levels", "summarise", "t_interval",
+           "arms_of"]
+
+ARM_LABELS = {
+    "allocator": "the allocator's plan (the fitted law's optimum at this budget)",
+    "diversity_only": "the fair diversity-only plan (a law over the diversity axes alone, quality at baseline)",
+    "equal_spend": "an equal split of the budget across the costed axes",
+}
+"""What each arm is, in words."""
+
+
+def t_interval(values: Sequence[float], level: float = 0.90) -> tuple[float, float] | None:
+    """Student-t interval of the mean of ``values`` (None with fewer than 2 values)."""
+    from scipy.stats import t
+
+    v = np.asarray([x for x in values if x is not None], dtype=float)
+    if v.size < 2:
+        return None
+    half = float(t.ppf(0.5 + level / 2, v.size - 1) * v.std(ddof=1) / math.sqrt(v.size))
+    m = float(v.mean())
+    return m - half, m + half
+
+
+def arms_of(plan: AllocationPlan, equal: Plan, equal_interval: tuple[float, float] | None,
+            seeds: Sequence[int]) -> list[VerificationArm]:
+    """The three arms (no runs yet): plan, fair baseline and equal spend, with their predictions."""
+    made = {"allocator": (plan.plan, plan.interval), "diversity_only": (plan.baseline, plan.baseline_interval),
+            "equal_spend": (equal, equal_interval)}
+    return [VerificationArm(name=name, label=ARM_LABELS[name], levels=dict(made[name][0].levels),
+                            planned_cost=made[name][0].total_cost, predicted_score=made[name][0].predicted_score,
+                            predicted_interval=made[name][1], run_ids=[], seeds=list(seeds)) for name in ARMS]
+
+
+def group_name(experiment: str, benchmark: str, budget: float, model_size: str,
+               arms: Sequence[VerificationArm]) -> str:
+    """``<experiment>.verify-<hash>``: the same plans at the same budget and size give the same group."""
+    key = json.dumps([experiment, benchmark, budget, model_size, [sorted(a.levels.items()) for a in arms],
+                      sorted({s for a in arms for s in a.seeds})], default=str)
+    return f"{experiment}.verify-{hashlib.sha256(key.encode()).hexdigest()[:10]}"
+
+
+def verification_runs(arms: Sequence[VerificationArm], *, group: str, model_size: str, model_params: float,
+                      train_tokens: float, verifies: str) -> tuple[list[VerificationArm], list[Any]]:
+    """The arms with their run ids, and the :class:`grid.models.RunSpec` of every (arm, seed) run.
+
+    Runs carry ``metadata = {"group": "verification", "arm", "verifies"}`` and split
+    ``heldout`` (nothing ever fits them); their design version is the group name.
+    """
+    from grid.models import RunSpec, run_id_for
+
+    out_arms, specs = [], []
+    for arm in arms:
+        ids = []
+        for seed in arm.seeds:
+            rid = run_id_for(group, group, dict(arm.levels), model_size, seed)
+            ids.append(rid)
+            specs.append(RunSpec(run_id=rid, experiment=group, design_version=group, recipe=dict(arm.levels),
+                                 model_size=model_size, model_params=model_params, train_tokens=train_tokens,
+                                 train_flops=training_flops(model_params, train_tokens), seed=seed, split="heldout",
+                                 metadata={"group": "verification", "arm": arm.name, "verifies": verifies}))
+        out_arms.append(arm.model_copy(update={"run_ids": ids}))
+    return out_arms, specs
+
+
+def realised_levels(requested: Mapping[str, float], metadata: Mapping[str, Any]) -> dict[str, float]:
+    """The levels the pipeline delivered, from a done run's metadata (its dataset manifest's ``measured``).
+
+    ``task_count`` is the tasks synthesised and judged (``counts.trajectories``, what synthesis paid for)
+    when the run recorded it, else the accepted tasks; an axis the manifest does not measure keeps
+    its requested level.
+    """
+    measured = dict(metadata.get("measured") or {})
+    counts = dict(metadata.get("counts") or {})
+    out = {}
+    for k, v in requested.items():
+        out[k] = float(measured[k]) if measured.get(k) is not None else float(v)
+    if counts.get("trajectories") is not None and "task_count" in out:
+        out["task_count"] = float(counts["trajectories"])
+    return out
+
+
+def summarise(*, experiment: str, group: str, benchmark: str, metric: str, plan: AllocationPlan,
+              arms: Sequence[VerificationArm], runs: Sequence[Any], cost: CostModel, model_size: str,
+              law: str, fit_id: str, allocation_id: str | None, simulated: bool,
+              decision: Decision, plot: str | None = None) -> VerificationReport:
+    """Realised against predicted for every arm, the realised gain with its seed interval, and whether it is inside."""
+    by_id = {r.run_id: r for r in runs}
+    key = f"{benchmark}/{metric}"
+    filled, problems = [], []
+    per_seed: dict[str, dict[int, float]] = {}
+    for arm in arms:
+        scores, costs, status = [], [], {}
+        for rid, seed in zip(arm.run_ids, arm.seeds):
+            r = by_id.get(rid)
+            status[rid] = r.status if r is not None else "missing"
+            v = r.metrics.get(key) if r is not None and r.status == "done" else None
+            if r is not None and r.status == "done" and v is None:
+                problems.append(f"run {rid} ({arm.name}, seed {seed}) is done but has no {key}")
+            elif r is None or r.status != "done":
+                why = f": {r.error.strip().splitlines()[-1]}" if r is not None and r.error else ""
+                problems.append(f"run {rid} ({arm.name}, seed {seed}) is {status[rid]}{why}")
+            scores.append(v)
+            if v is not None:
+                per_seed.setdefault(arm.name, {})[seed] = float(v)
+                costs.append(cost.total(realised_levels(arm.levels, r.metadata), r.model_params or 0.0))
+        done = [s for s in scores if s is not None]
+        filled.append(arm.model_copy(update={
+            "realised_scores": scores, "realised_mean": float(np.mean(done)) if done else None,
+            "realised_ci": t_interval(done), "synthesis_cost": float(np.mean(costs)) if costs else None,
+            "run_status": status}))
+    a, b = per_seed.get("allocator", {}), per_seed.get("diversity_only", {})
+    paired = [a[s] - b[s] for s in sorted(set(a) & set(b))]
+    gain = float(np.mean(paired)) if paired else None
+    iv = plan.gain_interval
+    inside = None if gain is None or iv is None else bool(iv[0] <= gain <= iv[1])
+    return VerificationReport(
+        experiment=experiment, group=group, benchmark=benchmark, metric=metric, budget=plan.budget,
+        model_size=model_size, model_params=plan.model_params, law=law, fit_id=fit_id, allocation_id=allocation_id,
+        simulated=simulated, arms=filled, predicted_gain=plan.gain_over_baseline, predicted_gain_interval=iv,
+        decision=decision, realised_gain=gain, realised_gain_ci=t_interval(paired), inside_interval=inside,
+        complete=not problems, problems=problems, plot=plot)

@@ -1,0 +1,98 @@
+"""The pure part of verification: arms -> runs, runs -> realised against predicted, seed intervals."""
+
+from __future__ import annotations
+
+import pytest
+from scipy.stats import t
+
+from allocator.models import AllocationPlan, CostModel, AxisCost, Decision, Optimality, Plan, Budget
+from allocator.verification import (arms_of, group_name, realised_levels, summarise, t_interval,
+                                    verification_runs)
+from grid.models import RunRecord
+
+COST = CostModel(unit="usd", axes=[AxisCost(name="tool_diversity", per_unit=100.0),
+                                   AxisCost(name="task_count", per_unit=1.0)])
+
+
+def _plan(levels, score):
+    spend = COST.spend(levels, 1e6)
+    return Plan(levels=levels, spend=spend, total_cost=sum(spend.values()), predicted_score=score)
+
+
+def _allocation() -> AllocationPlan:
+    opt = Optimality(marginal_per_cost={}, interior=[], at_bound={}, max_relative_gap=0.0, budget_binding=True, ok=True)
+    return AllocationPlan(budget=Budget(value=1000.0), benchmark="b", model_params=1e6,
+                          plan=_plan({"tool_diversity": 6.0, "task_count": 300.0}, 0.30), interval=(0.28, 0.32),
+                          baseline=_plan({"tool_diversity": 4.0, "task_count": 500.0}, 0.25),
+                          baseline_interval=(0.23, 0.27), gain_over_baseline=0.05, gain_interval=(0.03, 0.07),
+                          decision=Decision(verdict="recommend", reason="gain"), marginal_value={}, optimality=opt,
+                          extrapolation=False)
+
+
+def _record(spec, status="done", score=None, **meta):
+    return RunRecord(run_id=spec.run_id, experiment=spec.experiment, design_version=spec.design_version,
+                     recipe=spec.recipe, model_size=spec.model_size, model_params=spec.model_params,
+                     train_tokens=spec.train_tokens, train_flops=spec.train_flops, seed=spec.seed, status=status,
+                     attempts=1, job_id=None, split=spec.split, error=None if status == "done" else "x\nBoom",
+                     source="verification", metadata={**spec.metadata, **meta},
+                     metrics={} if score is None else {"b/token_prob": score})
+
+
+def _arms(seeds=(0, 1, 2)):
+    plan = _allocation()
+    equal = _plan({"tool_diversity": 5.0, "task_count": 450.0}, 0.27)
+    arms = arms_of(plan, equal, (0.25, 0.29), seeds=list(seeds))
+    group = group_name("exp", "b", 1000.0, "s", arms)
+    return plan, verification_runs(arms, group=group, model_size="s", model_params=1e6, train_tokens=1e5,
+                                   verifies="exp"), group
+
+
+def test_t_interval_matches_the_student_t_formula() -> None:
+    lo, hi = t_interval([1.0, 2.0, 4.0])
+    half = t.ppf(0.95, 2) * 1.5275252316519468 / 3 ** 0.5
+    assert (lo, hi) == pytest.approx((7 / 3 - half, 7 / 3 + half))
+    assert t_interval([1.0]) is None and t_interval([1.0, None]) is None
+
+
+def test_runs_of_the_group_are_deterministic_and_never_fitted() -> None:
+    _, (arms, specs), group = _arms()
+    _, (arms2, specs2), group2 = _arms()
+    assert group == group2 and group.startswith("exp.verify-")
+    assert [s.run_id for s in specs] == [s.run_id for s in specs2] and len({s.run_id for s in specs}) == 9
+    assert {s.split for s in specs} == {"heldout"} and {s.metadata["arm"] for s in specs} == {
+        "allocator", "diversity_only", "equal_spend"}
+    assert arms[0].run_ids == [s.run_id for s in specs[:3]]
+    _, _, other = _arms(seeds=(0,))
+    assert other != group
+
+
+def test_realised_levels_price_what_the_pipeline_measured() -> None:
+    lv = realised_levels({"tool_diversity": 6.0, "task_count": 300.0, "repair_rate": 0.5},
+                         {"measured": {"tool_diversity": 5.0, "task_count": 280.0}, "counts": {"trajectories": 310}})
+    assert lv == {"tool_diversity": 5.0, "task_count": 310.0, "repair_rate": 0.5}
+
+
+def test_summary_pairs_seeds_and_checks_the_interval() -> None:
+    plan, (arms, specs), group = _arms()
+    alloc = dict(zip((0, 1, 2), (0.31, 0.29, 0.33)))
+    div = dict(zip((0, 1, 2), (0.26, 0.25, 0.27)))
+    records = []
+    for s in specs:
+        v = {"allocator": alloc, "diversity_only": div}.get(s.metadata["arm"], {0: 0.2, 1: 0.2, 2: 0.2})[s.seed]
+        records.append(_record(s, score=v, measured={"tool_diversity": s.recipe["tool_diversity"] - 1}))
+    rep = summarise(experiment="exp", group=group, benchmark="b", metric="token_prob", plan=plan, arms=arms,
+                    runs=records, cost=COST, model_size="s", law="additive", fit_id="f", allocation_id=None,
+                    simulated=False, decision=plan.decision)
+    gains = [alloc[s] - div[s] for s in (0, 1, 2)]
+    assert rep.realised_gain == pytest.approx(sum(gains) / 3)
+    assert rep.realised_gain_ci == pytest.approx(t_interval(gains))
+    assert rep.inside_interval is True and rep.complete and not rep.problems
+    assert rep.arms[0].realised_mean == pytest.approx(0.31) and rep.arms[0].synthesis_cost == pytest.approx(
+        100 * 5 + 300)
+    # a failed run: reported, left out of the gain, the report incomplete
+    records[1] = _record(specs[1], status="failed")
+    rep = summarise(experiment="exp", group=group, benchmark="b", metric="token_prob", plan=plan, arms=arms,
+                    runs=records, cost=COST, model_size="s", law="additive", fit_id="f", allocation_id=None,
+                    simulated=False, decision=plan.decision)
+    assert not rep.complete and "is failed: Boom" in rep.problems[0]
+    assert rep.realised_gain == pytest.approx((gains[0] + gains[2]) / 2) and rep.arms[0].realised_scores[1] is None
