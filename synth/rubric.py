@@ -5,6 +5,7 @@ rubric (:data:`RUBRICS`) sent with the conversation's transcript. A reply's scor
 ``(s - 1) / 4`` in [0, 1]; the trajectory's mean over the seven is compared with the threshold by
 :func:`synth.judge.judge_trajectory`.
 
+The seven requests go out together when the client has ``chat_many`` (up to the role's concurrency).
 Parsing (:func:`synth.chat.parse_score`): the strict form ``{"score": N}``; a lenient *fallback*
 (``score: N``, or one lone digit) is accepted and counted. A reply with no score, or a failed
 request, raises :class:`~synth.errors.JudgeError`, and the sample is rejected (never passed).
@@ -62,24 +63,38 @@ class RubricJudge:
     def score(self, messages: list[dict]) -> dict[str, float]:
         self.trajectories += 1
         text = transcript(messages)
-        scores: dict[str, float] = {}
-        for dim in JUDGE_DIMENSIONS:
-            prompt = (f"Conversation:\n{text}\n\nDimension: {dim}\n{RUBRICS[dim]}\n"
-                      'Reply with JSON only: {"score": N} where N is 1, 2, 3, 4 or 5.')
-            try:
-                reply = self.client.chat(self.role, [{"role": "system", "content": _SYSTEM},
-                                                     {"role": "user", "content": prompt}])
-                s, fallback = parse_score(reply.content or "")
-            except ValueError as err:
-                self.failures += 1
-                raise JudgeError(f"judge reply for {dim} has no score: {err}") from None
-            except Exception:
-                self.failures += 1
-                raise
-            self.replies += 1
-            self.fallbacks += fallback
-            scores[dim] = (s - 1) / 4
+        prompts = [[{"role": "system", "content": _SYSTEM},
+                    {"role": "user", "content": f"Conversation:\n{text}\n\nDimension: {dim}\n{RUBRICS[dim]}\n"
+                                                'Reply with JSON only: {"score": N} where N is 1, 2, 3, 4 or 5.'}]
+                   for dim in JUDGE_DIMENSIONS]
+        try:
+            replies = self._ask_all(prompts)
+            scores: dict[str, float] = {}
+            fallbacks = 0
+            for dim, reply in zip(JUDGE_DIMENSIONS, replies, strict=True):
+                try:
+                    s, fallback = parse_score(reply.content or "")
+                except ValueError as err:
+                    raise JudgeError(f"judge reply for {dim} has no score: {err}") from None
+                fallbacks += fallback
+                scores[dim] = (s - 1) / 4
+        except Exception:
+            self.failures += 1
+            raise
+        self.replies += len(scores)
+        self.fallbacks += fallbacks
         return scores
+
+    def _ask_all(self, prompts: list[list[dict]]) -> list[Any]:
+        """The seven replies: concurrently when the client has ``chat_many``, else one by one."""
+        many = getattr(self.client, "chat_many", None)
+        if many is None:
+            return [self.client.chat(self.role, p) for p in prompts]
+        replies = many(self.role, [{"messages": p} for p in prompts])
+        for r in replies:
+            if isinstance(r, BaseException):
+                raise r
+        return replies
 
     def stats(self) -> dict[str, Any]:
         """``fallback_rate`` (per dimension reply) and ``failure_rate`` (per trajectory)."""
