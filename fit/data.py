@@ -22,13 +22,18 @@ from fit.models import LawInput, Points
 from toolscale.config import STAGES, ExperimentConfig
 
 __all__ = ["points_from_runs", "law_for_runs", "axis_kinds", "available_metrics", "runs_with_stages",
-           "DEFAULT_QUALITY_AXES"]
+           "DEFAULT_QUALITY_AXES", "UNIQUE_TOKENS", "EFFECTIVE_LAWS"]
 
 DEFAULT_QUALITY_AXES = frozenset({"repair_rate", "coverage_quota", "support_depth", "groundedness"})
 """Axes treated as quality axes when the experiment has no config saying otherwise (imports)."""
 
 
 _COLUMNS = {"N": "model_params", "D": "train_tokens", "C": "train_flops"}
+UNIQUE_TOKENS = "unique_tokens"
+"""Recipe column of a run's unique training tokens U (repeated data: ``D / U`` epochs); it enters
+effective-data laws as repetition (:func:`fit.laws.effective_tokens`), no other law."""
+EFFECTIVE_LAWS = frozenset({"chinchilla", "chinchilla_qterm", "effective", "effective_qterm"})
+"""Laws whose data axes act on effective data ``D_eff`` (they read N, D, U and every axis)."""
 
 
 def available_metrics(runs: Sequence[Any]) -> list[str]:
@@ -50,6 +55,8 @@ def axis_kinds(config: ExperimentConfig | None, runs: Sequence[Any]) -> dict[str
     for name in names:
         vals = np.array([r.recipe[name] for r in runs if name in r.recipe], dtype=float)
         kind = "quality" if name in DEFAULT_QUALITY_AXES or np.any(vals <= 0) else "diversity"
+        if name == UNIQUE_TOKENS:
+            kind = "unique_tokens"
         out[name] = {"kind": kind, "min": float(vals.min()), "max": float(vals.max())}
     return out
 
@@ -58,6 +65,11 @@ def _group_key(r: Any) -> str:
     mult = (r.metadata or {}).get("token_multiplier", 1.0)
     return json.dumps([sorted(r.recipe.items()), r.model_size, mult, r.train_tokens if r.source == "import" else None],
                       default=str)
+
+
+def _present(v: Any) -> bool:
+    """A metric value that is there: not absent, None or NaN (an empty imported cell is missing)."""
+    return v is not None and not (isinstance(v, float) and math.isnan(v))
 
 
 def points_from_runs(runs: Sequence[Any], *, benchmark: str, metric: str = "score", inputs: Sequence[str] = (),
@@ -76,7 +88,7 @@ def points_from_runs(runs: Sequence[Any], *, benchmark: str, metric: str = "scor
     Raises :class:`fit.errors.FitInputError` when no run has the metric (listing the ones present).
     """
     key = f"{benchmark}/{metric}"
-    with_metric = [r for r in runs if key in r.metrics and r.metrics[key] is not None]
+    with_metric = [r for r in runs if _present(r.metrics.get(key))]
     if intermediate is not None:
         with_metric = [r for r in with_metric if f"{benchmark}/{intermediate[1]}" in r.metrics]
     if not with_metric:
@@ -98,7 +110,7 @@ def points_from_runs(runs: Sequence[Any], *, benchmark: str, metric: str = "scor
     flops = [float(r.train_flops) if r.train_flops is not None else math.nan for r in with_metric]
     if simulated is None:
         simulated = any(r.source == "simulated" for r in with_metric)
-    return Points(inputs=cols, y=[float(r.metrics[key]) for r in with_metric],
+    return Points(inputs=cols, y=[float(r.metrics[key]) for r in with_metric], n_skipped=len(runs) - len(with_metric),
                   target="loss" if metric == "loss" else "score", run_ids=[r.run_id for r in with_metric],
                   split=[r.split for r in with_metric], groups=[_group_key(r) for r in with_metric],
                   flops=flops if all(math.isfinite(f) for f in flops) else [], experiment=experiment,
@@ -111,23 +123,38 @@ def law_for_runs(name: str, runs: Sequence[Any], config: ExperimentConfig | None
 
     Size: ``N / min(N)``; diversity axes: ``x / min`` (the config's lowest design level);
     quality axes: ``(x - min) / (max - min)``. ``axes`` restricts which axes enter.
-    ``chinchilla`` and ``two_step`` use N and D only.
+    Effective-data laws (:data:`EFFECTIVE_LAWS`) also read ``D / min(D)`` and the runs'
+    ``unique_tokens`` (repetition); ``chinchilla`` without axes is the published form (raw N
+    and D); ``two_step`` uses N and D only.
     """
     generic = get_law(name)
     kinds = {i.kind for i in generic.inputs}
-    if not kinds & {"diversity", "quality"}:
+    effective = name in EFFECTIVE_LAWS
+    if not kinds & {"diversity", "quality"} and not effective:
         return generic  # N and D enter unnormalised, as in the published fits
     ax = axis_kinds(config, runs)
     chosen = list(axes) if axes is not None else list(ax)
     unknown = [a for a in chosen if a not in ax]
     if unknown:
         raise FitInputError(f"unknown axis {unknown[0]!r}; axes of this experiment: {', '.join(ax) or 'none'}")
+    if not effective:
+        chosen = [a for a in chosen if ax[a]["kind"] != "unique_tokens"]
+    elif not chosen and name == "chinchilla":
+        return generic  # N and D only: the published form, unnormalised
     n_vals = [float(r.model_params) for r in runs if r.model_params]
     if not n_vals:
         raise FitInputError("no run has model_params (N); score laws need the model size of every run")
     inputs = [LawInput(name="N", kind="size", ref=min(n_vals))]
+    if effective:
+        d_vals = [float(r.train_tokens) for r in runs if r.train_tokens]
+        if not d_vals:
+            raise FitInputError(f"no run has train_tokens (D); law {name!r} needs the training tokens of every run")
+        inputs.append(LawInput(name="D", kind="tokens", ref=min(d_vals)))
     for a in chosen:
         spec = ax[a]
+        if spec["kind"] == "unique_tokens":
+            inputs.append(LawInput(name=a, kind="unique_tokens"))
+            continue
         if spec["kind"] in ("quality", "stage"):  # a stage axis is 0 when the stage is off
             lo, hi = spec["min"], spec["max"]
             if not hi > lo:

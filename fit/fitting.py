@@ -281,7 +281,8 @@ def fit_law(points: Points, law: Law, *, huber_delta: float | None = None, n_sta
         holdout_rule=holdout_rule or ("none" if test.n == 0 else "split"),
         holdout_source=holdout_source or ("none" if test.n == 0 else "points' split"),
         experiment=points.experiment, benchmark=points.benchmark, metric=points.metric, simulated=points.simulated,
-        fit_seconds=elapsed)
+        fit_seconds=elapsed, n_skipped=points.n_skipped,
+        max_fitted_flops=max(train.flops) if train.flops and all(math.isfinite(f) for f in train.flops) else None)
     if test.n:
         result = result.model_copy(update={"heldout": heldout_metrics(
             result, law, test, train_flops=train.flops, level=interval_level, seed=seed)})

@@ -108,6 +108,12 @@ class Points(_Frozen):
     """Metric name (``score``, ``loss``...)."""
     simulated: bool = False
     """True when the points come from ``toolscale simulate`` (labelled in every report)."""
+    n_skipped: int = 0
+    """Done runs left out because they lack the target metric (an empty imported cell)."""
+    steps: list[float] = Field(default_factory=list)
+    """Training step of each point's checkpoint (empty: every point is a run's final checkpoint)."""
+    final: list[bool] = Field(default_factory=list)
+    """Per point: is it its run's final checkpoint (empty: all are)."""
 
     @model_validator(mode="after")
     def _lengths(self) -> "Points":
@@ -115,7 +121,7 @@ class Points(_Frozen):
         for name, col in self.inputs.items():
             if len(col) != n:
                 raise ValueError(f"input {name!r} has {len(col)} values for {n} points")
-        for name in ("run_ids", "split", "groups", "flops"):
+        for name in ("run_ids", "split", "groups", "flops", "steps", "final"):
             col = getattr(self, name)
             if col and len(col) != n:
                 raise ValueError(f"{name} has {len(col)} values for {n} points")
@@ -151,7 +157,7 @@ class Points(_Frozen):
         return self.model_copy(update={
             "inputs": {k: take(v) for k, v in self.inputs.items()}, "y": take(self.y),
             "run_ids": take(self.run_ids), "split": take(self.split), "groups": take(self.groups),
-            "flops": take(self.flops)})
+            "flops": take(self.flops), "steps": take(self.steps), "final": take(self.final)})
 
     def data_hash(self) -> str:
         """SHA-256 (first 16 hex digits) of the inputs, values and run ids: same data, same hash."""
@@ -305,6 +311,8 @@ class FitResult(_Frozen):
     (:func:`fit.predict.predict_points`)."""
     rolling: list[RollingStep] = Field(default_factory=list)
     """Rolling validation steps (``--holdout rungs:K``): fit the smallest sizes, predict the next one."""
+    max_fitted_flops: float | None = None
+    """Training FLOPs of the largest fitted run (None when unknown): ``predict`` measures extrapolation by it."""
 
     @model_validator(mode="before")
     @classmethod

@@ -350,6 +350,7 @@ def build_design(config: ExperimentConfig) -> Design:
     which it makes up the held-out share ``f`` of the runs:
     ``K = ceil(f / (1 - f) x other_runs / replicates)``.
     """
+    config.require_ladder("grid design")
     version = design_version(config)
     points = _plan_points(config)
     cells, top, cell_points = _crossing(config, _cells(config), points)

@@ -5,8 +5,11 @@ everything before anything is written; ``read_table`` is the file edge.
 
 Map targets: ``run_id``, ``model_size`` (a parameter count N, or a label),
 ``model_params``, ``train_tokens`` (D), ``train_flops`` (C), ``score`` (higher is
-better), ``loss`` (lower is better), ``benchmark``, ``seed``, and any axis name.
-Missing D or C is derived with C = 6 N D. Unmapped columns are kept as run metadata.
+better), ``loss`` (lower is better), ``benchmark``, ``seed``, ``split`` (``fit`` or
+``heldout``: overrides the top-FLOPs rule), and any axis name. Columns named exactly
+like a config axis map themselves (:func:`self_mapped`). Missing D or C is derived with
+C = 6 N D. An empty metric cell is a missing value: the run is imported without that
+metric (``fit`` skips it and says how many). Unmapped columns are kept as run metadata.
 """
 
 from __future__ import annotations
@@ -24,18 +27,23 @@ from grid.models import MetricResult, RunSpec
 from grid.split import heldout_mask
 from toolscale.config import FLOPS_PER_PARAM_TOKEN, training_flops
 
-__all__ = ["FIXED_TARGETS", "parse_column_map", "read_table", "rows_to_runs"]
+__all__ = ["FIXED_TARGETS", "SPLITS", "parse_column_map", "read_table", "rows_to_runs", "self_mapped",
+           "check_metric_mapped"]
 
 FIXED_TARGETS = ("run_id", "model_size", "model_params", "train_tokens", "train_flops", "score", "loss",
-                 "benchmark", "seed")
+                 "benchmark", "seed", "split")
+SPLITS = ("fit", "heldout")
+"""Values of a mapped ``split`` column (it overrides the top-FLOPs rule)."""
 _AXIS = re.compile(r"^[a-z][a-z0-9_]*$")
 
 
-def parse_column_map(items: Sequence[str], axes: Sequence[str] | None = None) -> dict[str, str]:
+def parse_column_map(items: Sequence[str], axes: Sequence[str] | None = None, *,
+                     require_metric: bool = True) -> dict[str, str]:
     """``["Model Size=model_size", ...]`` -> ``{target: column}``.
 
     ``axes`` (from a config) restricts axis targets to known names; without it any
-    snake_case name that is not a fixed target is an axis.
+    snake_case name that is not a fixed target is an axis. ``require_metric=False`` defers
+    the check that a score or loss is mapped (:func:`check_metric_mapped`).
     """
     mapping: dict[str, str] = {}
     for item in items:
@@ -54,9 +62,28 @@ def parse_column_map(items: Sequence[str], axes: Sequence[str] | None = None) ->
         if target in mapping:
             raise TableImportError(f"--map target {target!r} is mapped twice")
         mapping[target] = column
+    if require_metric:
+        check_metric_mapped(mapping)
+    return mapping
+
+
+def check_metric_mapped(mapping: dict[str, str]) -> None:
+    """TableImportError unless a column maps to ``score`` or ``loss``."""
     if "score" not in mapping and "loss" not in mapping:
         raise TableImportError("--map must map a column to score (higher is better) or loss (lower is better)")
-    return mapping
+
+
+def self_mapped(mapping: dict[str, str], columns: Sequence[str], axes: Sequence[str]) -> dict[str, str]:
+    """``mapping`` plus every config axis that names a column exactly and is not mapped yet."""
+    used = set(mapping.values())
+    extra = {a: a for a in axes if a in columns and a not in mapping and a not in used}
+    return {**mapping, **extra}
+
+
+def _missing(value: Any) -> bool:
+    """An empty cell: None, NaN or blank text."""
+    return value is None or (isinstance(value, float) and math.isnan(value)) or \
+        (isinstance(value, str) and not value.strip())
 
 
 def read_table(path: str | Path) -> list[dict[str, Any]]:
@@ -114,6 +141,7 @@ def rows_to_runs(rows: Sequence[dict[str, Any]], mapping: dict[str, str], *, exp
     runs: list[RunSpec] = []
     metrics: list[list[MetricResult]] = []
     flops: list[float] = []
+    splits: list[str] = []
     for i, row in enumerate(rows):
         line = i + 2
         recipe = {a: _number(row, mapping[a], line, a) for a in axes}
@@ -133,12 +161,18 @@ def rows_to_runs(rows: Sequence[dict[str, Any]], mapping: dict[str, str], *, exp
         seed = int(_number(row, mapping["seed"], line, "seed")) if "seed" in mapping else 0
         bench = str(row[mapping["benchmark"]]) if "benchmark" in mapping else benchmark
         ms = []
-        if "score" in mapping:
+        if "score" in mapping and not _missing(row[mapping["score"]]):
             ms.append(MetricResult(benchmark=bench, metric="score", score=_number(row, mapping["score"], line, "score"),
                                    higher_is_better=True))
-        if "loss" in mapping:
+        if "loss" in mapping and not _missing(row[mapping["loss"]]):
             ms.append(MetricResult(benchmark=bench, metric="loss", score=_number(row, mapping["loss"], line, "loss"),
                                    higher_is_better=False))
+        if "split" in mapping:
+            value = str(row[mapping["split"]]).strip()
+            if value not in SPLITS:
+                raise TableImportError(f"row {line}: column {mapping['split']!r} (split) must be fit or heldout, "
+                                       f"got {row[mapping['split']]!r}")
+            splits.append(value)
         meta = {str(k): (v if not isinstance(v, float) or math.isfinite(v) else None)
                 for k, v in row.items() if k not in used}
         key = str(row[mapping["run_id"]]) if "run_id" in mapping else hashlib.sha256(
@@ -150,7 +184,9 @@ def rows_to_runs(rows: Sequence[dict[str, Any]], mapping: dict[str, str], *, exp
                             metadata={"import_key": key, "columns": meta}))
         metrics.append(ms)
         flops.append(c if c is not None else math.nan)
-    if all(math.isfinite(f) for f in flops):
+    if splits:
+        runs = [r.model_copy(update={"split": sp}) for r, sp in zip(runs, splits)]
+    elif all(math.isfinite(f) for f in flops):
         mask = heldout_mask(flops, heldout_fraction)
         runs = [r.model_copy(update={"split": "heldout" if h else "fit"}) for r, h in zip(runs, mask)]
     ids = [r.run_id for r in runs]

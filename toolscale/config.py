@@ -535,8 +535,9 @@ class ExperimentConfig(_Frozen):
     """Identity and bookkeeping."""
     axes: list[AxisSpec]
     """Data axes (at least one)."""
-    ladder: list[ModelSize]
-    """Model sizes (at least one)."""
+    ladder: list[ModelSize] = Field(default_factory=list)
+    """Model sizes (at least one to design, train or allocate; a config for imported runs may have none,
+    their model sizes being parameter counts)."""
     design: DesignSpec = Field(default_factory=DesignSpec)
     """Experimental design."""
     synth: SynthSpec = Field(default_factory=SynthSpec)
@@ -566,8 +567,6 @@ class ExperimentConfig(_Frozen):
     @field_validator("ladder")
     @classmethod
     def _unique_sizes(cls, ladder: list[ModelSize]) -> list[ModelSize]:
-        if not ladder:
-            raise ValueError("at least one model size is required")
         names = [m.name for m in ladder]
         dup = sorted({n for n in names if names.count(n) > 1})
         if dup:
@@ -629,7 +628,17 @@ class ExperimentConfig(_Frozen):
         budget and the pipeline all use this one rule.
         """
         name = self.experiment.target_model_size
+        if not name and not self.ladder:
+            raise ConfigError("the config has no [[ladder]]: add model sizes (or experiment.target_model_size) "
+                              "to plan for a target size")
         return self.model_size(name) if name else self.ladder[-1]
+
+    def require_ladder(self, purpose: str) -> list[ModelSize]:
+        """The ladder; ConfigError naming ``purpose`` when the config has none (configs for imported runs)."""
+        if not self.ladder:
+            raise ConfigError(f"{purpose} needs model sizes: the config has no [[ladder]] (only imported runs "
+                              "can do without one)")
+        return self.ladder
 
 
 DEFAULT_AXES: tuple[str, ...] = (

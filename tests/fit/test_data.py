@@ -58,7 +58,11 @@ def test_law_for_runs_normalises_by_design_ranges():
     assert by["N"].ref == 2e5 and by["tools"].ref == 4.0 and (by["repair_rate"].lo, by["repair_rate"].hi) == (0, 1)
     with pytest.raises(FitInputError, match="unknown axis 'nope'"):
         law_for_runs("additive", runs, axes=["nope"])
-    assert law_for_runs("chinchilla", runs).axes == ("N", "D")
+    # chinchilla takes the data axes as multipliers of effective data; without axes it is the published form
+    with_axes = law_for_runs("chinchilla", runs)
+    assert with_axes.axes == ("N", "D", "tools", "repair_rate") and "c_tools" in with_axes.param_names
+    assert law_for_runs("chinchilla", runs, axes=[]).axes == ("N", "D")
+    assert law_for_runs("effective", runs).target == "score"
 
 
 def test_runs_are_selected_by_their_training_stages():

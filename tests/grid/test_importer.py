@@ -77,6 +77,8 @@ def test_import_cli_csv_and_parquet_and_reimport_is_idempotent(tmp_path, capsys)
         (ROWS, ["N=model_size"], "must map a column to score"),
         (ROWS, ["acc"], "--map must be COLUMN=FIELD, got 'acc'"),
         (ROWS, ["acc=score", "N=Bad-Axis"], "must be a field"),
+        ([{**r, "part": "train" if i == 3 else "fit"} for i, r in enumerate(ROWS)], ["acc=score", "part=split"],
+         "row 5: column 'part' (split) must be fit or heldout, got 'train'"),
     ],
 )
 def test_bad_input_is_one_clear_line_and_registry_unchanged(tmp_path, capsys, rows, maps, needle) -> None:
@@ -124,3 +126,58 @@ def test_import_chinchilla_points(tmp_path) -> None:
     r = runs[0]
     assert r.train_tokens == pytest.approx(r.train_flops / (6 * r.model_params))
     assert r.metrics["pile-loss/loss"] > 0
+
+
+def test_split_column_overrides_the_flops_rule() -> None:
+    rows = [{**r, "part": "heldout" if i in (0, 1, 2) else "fit"} for i, r in enumerate(ROWS)]
+    _, runs, _ = rows_to_runs(rows, parse_column_map([*MAP, "part=split"]), experiment="byo", benchmark="b")
+    assert [r.split for r in runs] == ["heldout"] * 3 + ["fit"] * 5  # the smallest runs, not the top FLOPs
+    assert "part" not in runs[0].metadata["columns"]
+
+
+def test_empty_metric_cells_are_missing_values(tmp_path, capsys) -> None:
+    rows = [{**r, "acc": "" if i == 1 else r["acc"]} for i, r in enumerate(ROWS)]
+    _, runs, metrics = rows_to_runs(rows, parse_column_map(MAP), experiment="byo", benchmark="b")
+    assert len(runs) == 8 and metrics[1] == [] and len(metrics[2]) == 1
+    db = str(tmp_path / "r.duckdb")
+    path = _table(tmp_path, rows)
+    assert main(["import-runs", str(path), "--experiment", "byo", "--benchmark", "b", "--registry", db,
+                 *[x for m in MAP for x in ("--map", m)]]) == 0
+    with Registry(db, read_only=True) as reg:
+        assert reg.status_counts()["byo"]["done"] == 8 and len(reg.metrics("byo")) == 7
+
+
+NO_LADDER = """
+[experiment]
+name = "imported"
+
+[[axes]]
+name = "tool_diversity"
+kind = "diversity"
+unit = "tools"
+min = 4
+max = 32
+levels = 3
+integer = true
+"""
+
+
+def test_config_without_ladder_serves_imports_and_columns_named_like_axes_map_themselves(tmp_path, capsys) -> None:
+    cfg = tmp_path / "imp.toml"
+    cfg.write_text(NO_LADDER)
+    assert main(["validate", str(cfg)]) == 0
+    rows = [{"N": r["N"], "D": r["D"], "acc": r["acc"], "tool_diversity": r["tools"]} for r in ROWS]
+    path = _table(tmp_path, rows)
+    db = str(tmp_path / "r.duckdb")
+    capsys.readouterr()
+    assert main(["import-runs", str(path), "--experiment", "imp", "--benchmark", "b", "--registry", db,
+                 "--config", str(cfg), "--map", "N=model_size", "--map", "D=train_tokens", "--map", "acc=score",
+                 "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["axes"] == ["tool_diversity"]
+    with Registry(db, read_only=True) as reg:
+        recipes = [r.recipe for r in reg.runs("imp")]
+    assert sorted(r["tool_diversity"] for r in recipes) == sorted(r["tools"] for r in ROWS)
+    # designing needs model sizes: one line, exit 2
+    assert main(["grid", "design", str(cfg), "--dry-run"]) == 2
+    err = capsys.readouterr().err
+    assert "grid design needs model sizes: the config has no [[ladder]]" in err and err.count("\n") == 1

@@ -12,8 +12,11 @@ from grid.registry import Registry
 from toolscale.cli import main
 
 SMALL = Path(__file__).resolve().parents[1] / "fit" / "small.toml"
-CHINCHILLA = Path(__file__).resolve().parents[2] / ".." / "shared" / "reference" / "chinchilla" / \
-    "chinchilla_fig4_points.csv"
+REPO = Path(__file__).resolve().parents[2]
+REFERENCE = next((p / "shared" / "reference" for p in REPO.parents if (p / "shared" / "reference").is_dir()),
+                 REPO / ".." / "shared" / "reference")
+CHINCHILLA = REFERENCE / "chinchilla" / "chinchilla_fig4_points.csv"
+DATABLATIONS = REFERENCE / "datablations" / "datablations_losses.csv"
 
 
 @pytest.fixture
@@ -122,6 +125,70 @@ def test_imported_runs_fit_the_same_way(tmp_path, capsys):
     assert out["law"] == "chinchilla" and out["n_points"] + out["heldout_n"] == 245 and out["heldout_n"] >= 61
     assert out["holdout_source"] == "stored split column"
     assert 0.25 < out["params"]["alpha"]["estimate"] < 0.5 and out["heldout_mae"] < 0.1
+
+
+@pytest.fixture
+def datablations_registry(tmp_path, capsys) -> str:
+    """The datablations final losses (c4), imported as a user has them: the 8.7B runs marked heldout."""
+    if not DATABLATIONS.is_file():
+        pytest.skip(f"datablations reference data not found at {DATABLATIONS}")
+    import pandas as pd
+
+    df = pd.read_csv(DATABLATIONS)
+    df = df[df["data"] == "c4"].sort_values("token_num").groupby(["num_params", "epochs"]).tail(1)
+    n = df["num_params"].map({"2.8B": 2.8e9, "4.2B": 4.2e9, "8.7B": 8.7e9})
+    table = pd.DataFrame({"run": [f"{s}-{e}" for s, e in zip(df["num_params"], df["epochs"])], "params": n,
+                          "tokens": df["token_num"], "unique_tokens": df["tokens_per_epoch"], "loss": df["loss"],
+                          "part": ["heldout" if x > 8e9 else "fit" for x in n]})
+    path = tmp_path / "datablations_c4.csv"
+    table.to_csv(path, index=False)
+    db = str(tmp_path / "r.duckdb")
+    assert main(["import-runs", str(path), "--experiment", "dbl", "--benchmark", "c4", "--registry", db,
+                 "--map", "run=run_id", "--map", "params=model_params", "--map", "tokens=train_tokens",
+                 "--map", "unique_tokens=unique_tokens", "--map", "loss=loss", "--map", "part=split"]) == 0
+    capsys.readouterr()
+    return db
+
+
+def test_imported_repeated_data_fits_with_repetition_and_predicts(datablations_registry, capsys):
+    db = datablations_registry
+    assert main(["fit", "--registry", db, "--experiment", "dbl", "--benchmark", "c4", "--metric", "loss",
+                 "--law", "chinchilla", "--bootstrap", "40", "--jobs", "1", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["holdout_source"] == "stored split column" and out["heldout_n"] == 8 and out["n_points"] == 16
+    assert "R_star" in out["params"] and out["residual_scale"] == "log"
+    assert out["heldout_relative_mae"] < 0.05
+    assert main(["predict", "--registry", db, "--experiment", "dbl", "--benchmark", "c4",
+                 "--at", "model_size=8.7e9,train_tokens=1.78e11,unique_tokens=1.78e11",
+                 "--at", "model_size=2.8e9,train_tokens=5.5e10,unique_tokens=1.1e10", "--json"]) == 0
+    pred = json.loads(capsys.readouterr().out)
+    far, near = pred["points"]
+    assert pred["law"] == "chinchilla" and far["beyond_range"] and not near["beyond_range"]
+    assert far["extrapolation_factor"] == pytest.approx(8.7 * 178 / (4.2 * 84), rel=0.01)
+    assert far["lo"] < far["predicted"] < far["hi"] and far["predicted"] < near["predicted"]
+    assert abs(far["predicted"] - 2.339) / 2.339 < 0.03  # the 8.7B single-epoch run's measured final loss
+
+
+@pytest.mark.parametrize("at,needle", [
+    (["model_size=8.7e9,train_tokens=1.78e11"], "--at #1 (model_size=8.7e9,train_tokens=1.78e11) lacks input "
+                                               "'unique_tokens'; law 'chinchilla' needs model_size, train_tokens, "
+                                               "unique_tokens"),
+    (["model_size=big"], "--at 'model_size=big': model_size must be a number, got 'big'"),
+    (["model_size"], "each input is NAME=VALUE"),
+])
+def test_predict_bad_input_is_one_line(datablations_registry, capsys, at, needle):
+    db = datablations_registry
+    assert main(["fit", "--registry", db, "--experiment", "dbl", "--benchmark", "c4", "--metric", "loss",
+                 "--law", "chinchilla", "--bootstrap", "0"]) == 0
+    capsys.readouterr()
+    with Registry(db, read_only=True) as reg:
+        before = len(reg.fits())
+    assert main(["predict", "--registry", db, "--experiment", "dbl", "--benchmark", "c4",
+                 *[x for a in at for x in ("--at", a)]]) == 2
+    err = capsys.readouterr().err
+    assert needle in err and err.strip().count("\n") == 0
+    with Registry(db, read_only=True) as reg:
+        assert len(reg.fits()) == before
 
 
 @pytest.mark.parametrize("value,needle", [("pretrain", "unknown stage 'pretrain'"), ("grpo,sft", "in the order")])

@@ -11,7 +11,7 @@ from toolscale.cli._common import Formatter, add_registry_args, config_of, emit_
 from toolscale.config import ExperimentConfig, parse_config
 from toolscale.errors import UsageError
 
-__all__ = ["register", "fit_summary"]
+__all__ = ["register", "fit_summary", "parse_at"]
 
 
 def _add_fit_args(p: argparse.ArgumentParser, benchmark_required: bool = True) -> None:
@@ -52,6 +52,25 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="store a fit that did not converge (flagged converged=false) instead of failing")
     p.add_argument("--json", action="store_true", help="parameters with intervals and held-out metrics as JSON")
     p.set_defaults(func=_fit)
+
+    p = sub.add_parser(
+        "predict", help="predict a benchmark at new model sizes, token counts and data recipes from a stored fit",
+        formatter_class=Formatter,
+        epilog="examples:\n  toolscale predict --experiment E --benchmark B --at model_size=1.3e10,train_tokens=5e12\n"
+               "  toolscale predict --experiment E --benchmark B --law effective \\\n"
+               "      --at model_size=1.3e10,train_tokens=5e12,tool_diversity=64 --at model_size=7e10,"
+               "train_tokens=2e13 --json\n"
+               "inputs: model_size (or N, parameters), train_tokens (or D, tokens), unique_tokens, and each axis "
+               "by name, in its config unit")
+    add_registry_args(p)
+    p.add_argument("--experiment", required=True, help="experiment of the fit")
+    p.add_argument("--benchmark", required=True, help="benchmark of the fit")
+    p.add_argument("--law", help="law of the fit (default: the newest fit's)")
+    p.add_argument("--at", action="append", required=True, metavar="K=V,...",
+                   help="a point: comma-separated input=value pairs (repeat for more points)")
+    p.add_argument("--level", type=float, default=0.90, help="interval level (default 0.90)")
+    p.add_argument("--json", action="store_true", help="the Prediction model as JSON")
+    p.set_defaults(func=_predict)
 
     p = sub.add_parser(
         "report", help="write a Markdown + HTML report (plots) and a JSON file of every number for one benchmark",
@@ -150,6 +169,12 @@ def _run(args: argparse.Namespace, experiment: str | None):
         _stages(args.stages)  # a bad value fails before the registry is opened
     experiment, runs, config, simulated = _load(args, experiment)
     request = _request(args, experiment)
+    if request.axes and "measured_groundedness" in request.axes:
+        from fit.data import axis_kinds
+        from probes.measured import with_measured_axis
+
+        runs, axes = with_measured_axis(runs, axis_kinds(config, runs))
+        config = {**(config or {}), **axes}
     status = nullcontext()
     if sys.stderr.isatty():
         from rich.console import Console
@@ -201,6 +226,9 @@ def _fit(args: argparse.Namespace) -> int:
     tag = " [SIMULATED DATA]" if f.simulated else ""
     print(f"{f.law} on {f.n_points} runs of {f.experiment} / {f.benchmark}/{f.metric}{tag}; "
           f"converged={f.converged}; stored as {fit_id or '(not stored)'}")
+    if f.n_skipped:
+        print(f"skipped {f.n_skipped} done runs without {f.benchmark}/{f.metric}")
+    print(f"residuals: {f.residual_scale} (Huber delta {f.huber_delta:.3g} in those units)")
     rows = [{"param": k, "estimate": v.estimate, "95% lo": v.lo, "95% hi": v.hi}
             for k, v in summary.params.items()]
     print_table(rows, title="parameters")
@@ -212,8 +240,79 @@ def _fit(args: argparse.Namespace) -> int:
               f"90% interval coverage {cov}, extrapolation {ext}")
     if result.interaction is not None:
         i = result.interaction
-        print(f"interaction test: {i.supported} ({i.strength}; delta BIC {i.delta_bic:.1f}, LR p={i.lr_p:.3g}); "
-              f"diversity gain at top quality / at bottom = {i.gain_ratio:.2f}")
+        ci = f" [{i.gain_ratio_lo:.2f}, {i.gain_ratio_hi:.2f}]" if i.gain_ratio_lo is not None else ""
+        print(f"interaction test: {i.verdict} -> {i.supported} ({i.strength}; delta BIC {i.delta_bic:.1f}, "
+              f"LR p={i.lr_p:.3g} by {i.lr_p_method}); diversity gain at top quality / at bottom = "
+              f"{i.gain_ratio:.2f}{ci}")
+    if f.lack_of_fit is not None and f.lack_of_fit.flagged:
+        lof = f.lack_of_fit
+        print(f"lack of fit: residual SD {lof.residual_sd:.3g} is {lof.ratio:.1f}x the replicate SD "
+              f"(F {lof.f_stat:.2f}, p={lof.p_value:.2g}): the law misses structure the runs have")
+    return 0
+
+
+_ALIASES = {"model_size": "N", "model_params": "N", "params": "N", "train_tokens": "D", "tokens": "D"}
+
+
+def parse_at(text: str) -> dict[str, float]:
+    """``"model_size=1.3e10,train_tokens=5e12,tool_diversity=64"`` -> ``{"N": 1.3e10, "D": 5e12, ...}``."""
+    import math
+
+    out: dict[str, float] = {}
+    for part in (p.strip() for p in text.split(",")):
+        if not part:
+            continue
+        key, sep, value = part.partition("=")
+        key = key.strip()
+        if not sep or not key:
+            raise UsageError(f"--at {text!r}: each input is NAME=VALUE, got {part!r}")
+        try:
+            v = float(value)
+        except ValueError:
+            raise UsageError(f"--at {text!r}: {key} must be a number, got {value.strip()!r}") from None
+        if not math.isfinite(v):
+            raise UsageError(f"--at {text!r}: {key} must be finite, got {value.strip()!r}")
+        out[_ALIASES.get(key, key)] = v
+    if not out:
+        raise UsageError(f"--at {text!r} names no input (e.g. --at model_size=1.3e10,train_tokens=5e12)")
+    return out
+
+
+def _predict(args: argparse.Namespace) -> int:
+    from fit.models import FitResult
+    from fit.predict import predict_at, required_inputs
+    from grid.registry import Registry
+
+    if not 0.0 < args.level < 1.0:
+        raise UsageError(f"--level must be in (0, 1), got {args.level}")
+    points = [parse_at(a) for a in args.at]
+    with Registry(registry_path(args, config_of(args)), read_only=True) as reg:
+        rows = [r for r in reg.fits(args.experiment, args.benchmark) if args.law is None or r.law == args.law]
+        if not rows:
+            laws = sorted({r.law for r in reg.fits(args.experiment, args.benchmark)})
+            raise UsageError(f"no fit{f' of law {args.law!r}' if args.law else ''} for {args.experiment}/"
+                             f"{args.benchmark}; laws fitted: {', '.join(laws) or 'none (run toolscale fit)'}")
+    fit = FitResult.model_validate(rows[0].payload)
+    need = required_inputs(fit)
+    for i, p in enumerate(points):
+        absent = [a for a in need if a not in p]
+        if absent:
+            shown = {"N": "model_size", "D": "train_tokens"}.get(absent[0], absent[0])
+            raise UsageError(f"--at #{i + 1} ({args.at[i]}) lacks input {shown!r}; law {fit.law!r} needs "
+                             f"{', '.join({'N': 'model_size', 'D': 'train_tokens'}.get(a, a) for a in need)}")
+    pred = predict_at(fit, points, level=args.level, max_fitted_flops=fit.max_fitted_flops, fit_id=rows[0].fit_id)
+    if args.json:
+        emit_json(pred.model_dump(mode="json"))
+        return 0
+    tag = " [SIMULATED DATA]" if fit.simulated else ""
+    print(f"{fit.law} fit {rows[0].fit_id} of {fit.experiment} / {fit.benchmark}/{fit.metric}{tag}")
+    rows_out = []
+    for p in pred.points:
+        beyond = f"{p.extrapolation_factor:.1f}x" if p.extrapolation_factor else "n/a"
+        rows_out.append({"inputs": ", ".join(f"{k}={v:g}" for k, v in p.inputs.items()), "predicted": p.predicted,
+                         f"{args.level:.0%} lo": p.lo, f"{args.level:.0%} hi": p.hi,
+                         "FLOPs / max fitted": beyond + (" (beyond range)" if p.beyond_range else "")})
+    print_table(rows_out, title="predictions")
     return 0
 
 

@@ -64,7 +64,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--experiment", required=True, help="experiment to import into (created if missing)")
     p.add_argument("--map", action="append", default=[], metavar="COLUMN=FIELD",
                    help="map a column to run_id, model_size, model_params, train_tokens, train_flops, score, "
-                        "loss, benchmark, seed, or an axis name (repeatable)")
+                        "loss, benchmark, seed, split (fit/heldout), or an axis name (repeatable); with --config, "
+                        "columns named like an axis map themselves")
     p.add_argument("--benchmark", help="benchmark name when the file has no benchmark column")
     p.add_argument("--heldout-fraction", type=float, default=0.25,
                    help="share of runs (top training FLOPs) marked held out (default 0.25)")
@@ -155,13 +156,16 @@ def _export(args: argparse.Namespace) -> int:
 
 
 def _import_runs(args: argparse.Namespace) -> int:
-    from grid.importer import parse_column_map, read_table, rows_to_runs
+    from grid.importer import check_metric_mapped, parse_column_map, read_table, rows_to_runs, self_mapped
     from grid.registry import Registry
 
     cfg = load_config(args.config) if args.config else None
     axes = [a.name for a in cfg.axes] if cfg else None
-    mapping = parse_column_map(args.map, axes)
     rows = read_table(args.file)
+    mapping = parse_column_map(args.map, axes, require_metric=not axes)
+    if axes:
+        mapping = self_mapped(mapping, list(rows[0]), axes)
+        check_metric_mapped(mapping)
     axes_found, runs, metrics = rows_to_runs(rows, mapping, experiment=args.experiment, benchmark=args.benchmark,
                                              heldout_fraction=args.heldout_fraction)
     with Registry(registry_path(args, cfg)) as reg:
