@@ -7,7 +7,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from toolscale.cli._common import Formatter, add_registry_args, config_of, emit_json, print_table, registry_path
+from toolscale.cli._common import (Formatter, add_registry_args, config_of, emit_json, print_table, registry_path,
+                                   writable_dir)
 from toolscale.errors import UsageError
 
 __all__ = ["register", "fit_summary", "parse_at"]
@@ -346,6 +347,7 @@ def _report(args: argparse.Namespace) -> int:
 
     if args.compare_stages:
         return _compare_stages(args)
+    writable_dir(args.out)
     result = _run(args, args.experiment)
     paths = write_report(result, Path(args.out))
     if args.json:
