@@ -9,6 +9,7 @@ from typing import Any
 
 from toolscale.cli._common import (Formatter, add_registry_args, config_of, emit_json, print_table, registry_path,
                                    writable_dir)
+from toolscale.config import ExperimentConfig, parse_config
 from toolscale.errors import UsageError
 
 __all__ = ["register", "fit_summary", "parse_at"]
@@ -156,7 +157,8 @@ def _stages(text: str) -> list[str]:
     return names
 
 
-def _load(args: argparse.Namespace, experiment: str | None) -> tuple[str, list, dict | None, bool]:
+def _load(args: argparse.Namespace, experiment: str | None) -> tuple[str, list, ExperimentConfig | None, bool]:
+    """``(experiment, done runs, its config parsed from the registry or None, simulated)``."""
     from grid.registry import Registry
 
     with Registry(registry_path(args, config_of(args)), read_only=True) as reg:
@@ -168,7 +170,8 @@ def _load(args: argparse.Namespace, experiment: str | None) -> tuple[str, list, 
             experiment = names[0]
         info = reg.experiment(experiment)
         runs = reg.runs(experiment, status="done")
-    return experiment, runs, info.config, info.simulated
+    config = parse_config(info.config, source=f"registry config of {experiment}") if info.config else None
+    return experiment, runs, config, info.simulated
 
 
 def _run(args: argparse.Namespace, experiment: str | None):
