@@ -93,6 +93,8 @@ def _probe_extra(manifest: dict[str, Any], train_flops: float | None) -> dict[st
     return {"measured_groundedness": probe.get("measured_groundedness"),
             "symbolic_groundedness": probe.get("symbolic_groundedness"),
             "coverage": probe.get("coverage"), "agreement": probe.get("agreement"),
+            "probe_reliable": probe.get("probe_reliable"), "kind": probe.get("kind"),
+            "balanced_accuracy": (probe.get("calibration") or {}).get("balanced_accuracy"),
             "probe_flops": flops,
             "probe_cost_share": (flops / train_flops) if flops is not None and train_flops else None}
 

@@ -67,7 +67,7 @@ def tiny_model_dir(tmp_path_factory):
     data = root / "data"
     data.mkdir()
     (data / "train.jsonl").write_text("".join(_json.dumps(r) + "\n" for r in _serve_rows() * 4), encoding="utf-8")
-    size = ModelSize(name="tiny-served", hidden_size=64, num_layers=1, num_heads=2, vocab_size=512, max_seq_len=512,
+    size = ModelSize(name="tiny-served", hidden_size=64, num_layers=1, num_heads=2, vocab_size=512, max_seq_len=4096,
                      max_steps=120, batch_size=4, learning_rate=1e-2)
     before = torch.get_num_threads()
     try:

@@ -207,45 +207,50 @@ class ScriptedEndpoint:
 
     async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         try:
-            while True:
-                try:
-                    head = await reader.readuntil(b"\r\n\r\n")
-                except (asyncio.IncompleteReadError, asyncio.LimitOverrunError, ConnectionError):
-                    return
-                lines = head.decode("latin-1").split("\r\n")
-                method, path, _ = (lines[0].split(" ", 2) + ["", ""])[:3]
-                headers = {k.strip().lower(): v.strip() for k, _, v in (ln.partition(":") for ln in lines[1:] if ln)}
-                n = int(headers.get("content-length", "0") or 0)
-                payload = await reader.readexactly(n) if n else b""
-                if method == "GET" and path.rstrip("/").endswith("/models"):
-                    await self._send(writer, 200, {"object": "list",
-                                                   "data": [{"id": m, "object": "model"} for m in self.models]})
-                    continue
-                if method != "POST" or not path.rstrip("/").endswith("/chat/completions"):
-                    await self._send(writer, 404, {"error": {"message": f"no route {method} {path}"}})
-                    continue
-                try:
-                    body = json.loads(payload or b"{}")
-                except ValueError:
-                    body = {}
-                self._enter()
-                try:
-                    action = self._next(body, headers)
-                    if self.latency_s:
-                        await asyncio.sleep(self.latency_s)
-                    if action.kind == "hang":
-                        await asyncio.sleep(action.seconds)
-                        return
-                    if action.kind == "disconnect":
-                        return
-                    if action.kind == "raw":
-                        await self._send(writer, 200, action.text)
-                    else:
-                        await self._send(writer, action.code, action.body or {}, action.headers)
-                finally:
-                    self._leave()
+            await self._serve(reader, writer)
+        except (asyncio.CancelledError, ConnectionError):  # stop() cancels, or the client went away
+            pass
         finally:
             writer.close()
+
+    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        while True:
+            try:
+                head = await reader.readuntil(b"\r\n\r\n")
+            except (asyncio.IncompleteReadError, asyncio.LimitOverrunError, ConnectionError):
+                return
+            lines = head.decode("latin-1").split("\r\n")
+            method, path, _ = (lines[0].split(" ", 2) + ["", ""])[:3]
+            headers = {k.strip().lower(): v.strip() for k, _, v in (ln.partition(":") for ln in lines[1:] if ln)}
+            n = int(headers.get("content-length", "0") or 0)
+            payload = await reader.readexactly(n) if n else b""
+            if method == "GET" and path.rstrip("/").endswith("/models"):
+                await self._send(writer, 200, {"object": "list",
+                                               "data": [{"id": m, "object": "model"} for m in self.models]})
+                continue
+            if method != "POST" or not path.rstrip("/").endswith("/chat/completions"):
+                await self._send(writer, 404, {"error": {"message": f"no route {method} {path}"}})
+                continue
+            try:
+                body = json.loads(payload or b"{}")
+            except ValueError:
+                body = {}
+            self._enter()
+            try:
+                action = self._next(body, headers)
+                if self.latency_s:
+                    await asyncio.sleep(self.latency_s)
+                if action.kind == "hang":
+                    await asyncio.sleep(action.seconds)
+                    return
+                if action.kind == "disconnect":
+                    return
+                if action.kind == "raw":
+                    await self._send(writer, 200, action.text)
+                else:
+                    await self._send(writer, action.code, action.body or {}, action.headers)
+            finally:
+                self._leave()
 
     @staticmethod
     async def _send(writer: asyncio.StreamWriter, code: int, body: dict | bytes,

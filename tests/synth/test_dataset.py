@@ -227,3 +227,29 @@ def test_llm_endpoint_down_fails_fast_and_writes_nothing(tmp_path):
     with pytest.raises(LLMEndpointError, match=url):
         build_dataset(_llm_recipe(url), tmp_path / "out", llm_cache=tmp_path / "cache")
     assert time.perf_counter() - t < 5 and not (tmp_path / "out").exists()
+
+
+@pytest.mark.integration
+def test_whole_llm_path_on_real_generations_fails_closed(served_model, tmp_path):
+    """Policy and judge played by a real (tiny, weak) model behind serve-model: every task is kept only
+    through the judge's parsed scores, or rejected under a counted reason; a rerun is served by the cache."""
+    from synth.models import RejectedRow
+
+    role = {"base_url": served_model.url, "model": served_model.model, "max_tokens": 48, "timeout_s": 120.0,
+            "concurrency": 1, "price_in": 0.5, "price_out": 2.0}
+    recipe = Recipe(task_count=6, tool_diversity=4, seed=0, domains=("travel",), error_rate=0.0,
+                    llm={"policy": role, "judge": role})
+    m = build_dataset(recipe, tmp_path / "a", llm_cache=tmp_path / "cache")
+    assert m.roles["policy"] == m.roles["judge"] == "llm"
+    rows = [RejectedRow.model_validate_json(x) for x in (tmp_path / "a" / "rejected.jsonl").read_text().splitlines()]
+    assert m.counts["accepted"] + len(rows) == m.counts["tasks_planned"]
+    assert all(r.reasons[0].startswith(("policy:", "judge_error:", "below_threshold", "exceeds_support_depth"))
+               for r in rows), [r.reasons for r in rows]
+    for line in (tmp_path / "a" / "train.jsonl").read_text().splitlines():
+        assert json.loads(json.loads(line)["meta"])["judge"]["mean"] >= recipe.judge_threshold
+    u = m.llm["policy"]
+    assert u.requests > 0 and u.tokens_in > 0 and u.tokens_out > 0 and u.dollars > 0
+    again = build_dataset(recipe, tmp_path / "b", llm_cache=tmp_path / "cache")
+    assert all(v.requests == 0 and v.cache_hits == m.llm[k].requests for k, v in again.llm.items())
+    for name in ("train.jsonl", "rejected.jsonl"):
+        assert (tmp_path / "a" / name).read_bytes() == (tmp_path / "b" / name).read_bytes()

@@ -117,7 +117,7 @@ def test_bad_input_is_one_line(simulated_registry, capsys, argv, code, needle):
 
 
 def test_unknown_experiment_and_list_laws(tmp_path, simulated_registry, capsys):
-    assert main(["fit", "--registry", simulated_registry, "--experiment", "zzz", "--benchmark", "b"]) == 1
+    assert main(["fit", "--registry", simulated_registry, "--experiment", "zzz", "--benchmark", "b"]) == 2
     assert "unknown experiment 'zzz'; known: sim" in capsys.readouterr().err
     assert main(["fit", "--list-laws", "--json"]) == 0
     names = {row["law"] for row in json.loads(capsys.readouterr().out)}

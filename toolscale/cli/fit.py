@@ -7,7 +7,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from toolscale.cli._common import Formatter, add_registry_args, config_of, emit_json, print_table, registry_path
+from toolscale.cli._common import (Formatter, add_registry_args, config_of, emit_json, print_table, registry_path,
+                                   writable_dir)
 from toolscale.errors import UsageError
 
 __all__ = ["register", "fit_summary", "parse_at"]
@@ -167,6 +168,12 @@ def _run(args: argparse.Namespace, experiment: str | None):
         _stages(args.stages)  # a bad value fails before the registry is opened
     experiment, runs, config, simulated = _load(args, experiment)
     request = _request(args, experiment)
+    if request.axes and "measured_groundedness" in request.axes:
+        from fit.data import axis_kinds
+        from probes.measured import with_measured_axis
+
+        runs, axes = with_measured_axis(runs, axis_kinds(config, runs))
+        config = {**(config or {}), **axes}
     status = nullcontext()
     if sys.stderr.isatty():
         from rich.console import Console
@@ -345,6 +352,7 @@ def _report(args: argparse.Namespace) -> int:
 
     if args.compare_stages:
         return _compare_stages(args)
+    writable_dir(args.out)
     result = _run(args, args.experiment)
     paths = write_report(result, Path(args.out))
     if args.json:

@@ -1,0 +1,31 @@
+"""probes/measured.py: measured groundedness as a quality axis, only with a reliable probe."""
+
+from __future__ import annotations
+
+import pytest
+
+from grid.models import RunRecord
+from probes.measured import MEASURED_AXIS, with_measured_axis
+from toolscale.errors import UsageError
+
+
+def _run(i, g, reliable=True):
+    return RunRecord(run_id=f"r{i}", experiment="E", design_version="1", recipe={"repair_rate": 0.1 * i},
+                     model_size="tiny-s", model_params=1e6, train_tokens=1e7, train_flops=6e13, seed=0, status="done",
+                     attempts=1, job_id=None, split="fit", error=None, source="pipeline", metadata={"probe": {MEASURED_AXIS: g, "probe_reliable": reliable}})
+
+
+def test_reliable_probes_give_a_quality_axis_over_the_runs_range():
+    runs = [_run(i, g) for i, g in enumerate((0.6, 0.75, 0.9))]
+    out, cfg = with_measured_axis(runs, {"repair_rate": {"kind": "quality", "min": 0.0, "max": 0.2}})
+    assert [r.recipe[MEASURED_AXIS] for r in out] == [0.6, 0.75, 0.9]
+    assert runs[0].recipe == {"repair_rate": 0.0}  # not changed in place
+    axes = {a["name"]: a for a in cfg["axes"]}
+    assert axes[MEASURED_AXIS] == {"name": MEASURED_AXIS, "kind": "quality", "min": 0.6, "max": 0.9}
+    assert axes["repair_rate"]["kind"] == "quality"
+
+
+def test_an_unreliable_probe_keeps_the_axis_unavailable():
+    runs = [_run(0, 0.6), _run(1, 0.8, reliable=False), _run(2, None)]
+    with pytest.raises(UsageError, match="2 of 3 runs have none, e.g. r1"):
+        with_measured_axis(runs, {})
