@@ -17,7 +17,7 @@ from allocator.cost import cost_model_from_config
 from allocator.errors import AllocatorError, AllocatorUsageError
 from allocator.models import UNITS, AllocationReport, AllocationRequest, AxisBounds, Budget, Plan
 from allocator.solver import Surface, solve
-from fit.models import FitResult
+from fit.models import FitResult, FitSummary
 from grid.registry import Registry
 from toolscale.config import ExperimentConfig, parse_config, training_flops
 
@@ -56,9 +56,8 @@ def resolve_experiment(reg: Registry, benchmark: str, experiment: str | None) ->
     return fitted[benchmark][0]
 
 
-def load_fit(reg: Registry, experiment: str, benchmark: str, law: str | None = None) -> tuple[str, Any]:
+def load_fit(reg: Registry, experiment: str, benchmark: str, law: str | None = None) -> tuple[str, FitResult]:
     """The newest stored fit ``(fit_id, FitResult)``; refuses fits that did not converge."""
-
     rows = [f for f in reg.fits(experiment, benchmark) if law is None or f.law == law]
     if not rows:
         raise AllocatorUsageError(f"no fit of law {law!r} for {experiment}/{benchmark}; laws fitted: "
@@ -136,17 +135,15 @@ def make_surface(fit: FitResult, *, tokens: float, others: Sequence[FitResult] =
     return Surface(score=score, draws=draws, labels=labels)
 
 
-def fit_summary_of(fit: Any, fit_id: str | None = None) -> Any:
+def fit_summary_of(fit: FitResult, fit_id: str | None = None) -> FitSummary:
     """The :class:`fit.models.FitSummary` of a stored fit (what the MCP ``fit_summary`` tool returns)."""
     from fit.laws import law_of
-    from fit.models import FitSummary
 
     return FitSummary.of(fit, fit_id, formula=law_of(fit).formula)
 
 
-def other_forms(reg: Registry, experiment: str, benchmark: str, fit: Any) -> list[Any]:
+def other_forms(reg: Registry, experiment: str, benchmark: str, fit: FitResult) -> list[FitResult]:
     """The newest converged fit of every other law form on the same points (same data hash and metric)."""
-
     seen, out = {fit.law}, []
     for row in reg.fits(experiment, benchmark):
         if row.law in seen or not row.converged or row.data_hash != fit.data_hash or row.metric != fit.metric:
@@ -211,7 +208,7 @@ class _Loaded:
 
     experiment: str
     fit_id: str
-    fit: Any
+    fit: FitResult
     config: ExperimentConfig
     request: AllocationRequest
     surface: Surface
