@@ -73,7 +73,8 @@ def test_report_content(result, tmp_path):
     assert data["heldout"]["n"] == 24 and data["heldout"]["extrapolation_factor"] == pytest.approx(5 * 4 / 3)
     md = render_markdown(data)
     assert md.startswith("# Scaling-law report: golden / toy/score [SIMULATED]")
-    assert "| alpha_N |" in md and "Supported hypothesis: **multiplicative**" in md
+    assert "| alpha_N |" in md and "supported form **multiplicative**" in md and "Verdict: **amplifies**" in md
+    assert "- Residuals: relative" in md
     html = render_html(data, {"axes": b"\x89PNG fake"})
     assert "<table>" in html and "data:image/png;base64," in html and "SIMULATED DATA" in html
     paths = write_report(result, tmp_path)
@@ -117,3 +118,15 @@ def test_loss_report_with_many_sizes_draws_without_warnings(tmp_path):
     md = paths["markdown"].read_text()
     assert "(loss)" in md and "SynthAPI" not in md and "[SIMULATED]" not in md
     assert (tmp_path / "c__pile_plots" / "axes.png").stat().st_size > 1000
+
+
+def test_one_function_per_figure(result):
+    from fit.report import FIGURE_MAKERS, FIGURES
+
+    assert set(FIGURE_MAKERS) == {k for k, _ in FIGURES}
+    for key, maker in FIGURE_MAKERS.items():
+        blob = maker(result)
+        assert blob is not None and blob.startswith(b"\x89PNG"), key
+    no_heldout = result.model_copy(update={"fit": result.fit.model_copy(update={"heldout": None}),
+                                           "interaction": None})
+    assert FIGURE_MAKERS["heldout"](no_heldout) is None and FIGURE_MAKERS["hypotheses"](no_heldout) is None
