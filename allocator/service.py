@@ -17,6 +17,7 @@ from allocator.cost import cost_model_from_config
 from allocator.errors import AllocatorError, AllocatorUsageError
 from allocator.models import UNITS, AllocationReport, AllocationRequest, AxisBounds, Budget, Plan
 from allocator.solver import Surface, solve
+from fit.models import FitResult, FitSummary
 from grid.registry import Registry
 from toolscale.config import ExperimentConfig, parse_config, training_flops
 
@@ -55,10 +56,8 @@ def resolve_experiment(reg: Registry, benchmark: str, experiment: str | None) ->
     return fitted[benchmark][0]
 
 
-def load_fit(reg: Registry, experiment: str, benchmark: str, law: str | None = None) -> tuple[str, Any]:
+def load_fit(reg: Registry, experiment: str, benchmark: str, law: str | None = None) -> tuple[str, FitResult]:
     """The newest stored fit ``(fit_id, FitResult)``; refuses fits that did not converge."""
-    from fit.models import FitResult
-
     rows = [f for f in reg.fits(experiment, benchmark) if law is None or f.law == law]
     if not rows:
         raise AllocatorUsageError(f"no fit of law {law!r} for {experiment}/{benchmark}; laws fitted: "
@@ -93,61 +92,59 @@ def _score_fn(law: Any, params: dict[str, float], *, tokens: float, sign: float)
     return score
 
 
-def form_weights(fits: Sequence[Any]) -> dict[str, float]:
-    """BIC weights of law forms fitted to the same points: ``w_k = exp(-dBIC_k / 2) / sum``.
+def form_weights(fits: Sequence[FitResult]) -> dict[str, float]:
+    """BIC weights of law forms fitted to the same points (:func:`fit.predict.bic_weights`)."""
+    from fit.predict import bic_weights
 
-    ``dBIC_k = BIC_k - min BIC`` (Burnham and Anderson 2002, the BIC analogue of Akaike weights).
-    """
-    bics = {f.law: f.bic for f in fits}
-    best = min(bics.values())
-    raw = {k: math.exp(-(b - best) / 2.0) for k, b in bics.items()}
-    total = sum(raw.values())
-    return {k: v / total for k, v in raw.items()}
+    return bic_weights({f.law: f.bic for f in fits})
 
 
-def make_surface(fit: Any, *, tokens: float, others: Sequence[Any] = ()) -> Surface:
-    """The fitted law and its draws as score callables; other forms' draws mixed in by BIC weight.
+def make_surface(fit: FitResult, *, tokens: float, others: Sequence[FitResult] = ()) -> Surface:
+    """The fitted law and its draws as score callables, the other law forms' draws mixed in by weight.
 
     Inputs that are not data axes are filled from the plan's context: ``N`` is the
     planned model size, ``D`` the planned training tokens, ``C = 6 N D``. Loss laws
-    are negated (the solver maximises). ``others`` are fits of other law forms to the
-    same points (same ``data_hash`` and metric) with bootstrap draws: the draws of form
-    ``k`` are ``round(w_k B)`` of its bootstrap draws (``B`` = the chosen fit's draw count,
-    ``w_k`` from :func:`form_weights`), so the intervals include law-form uncertainty.
+    are negated (the solver maximises). The forms mixed are the fit's own candidate
+    forms (``fit.forms`` with their ``form_weight``, :func:`fit.predict.components`) or,
+    for a fit stored without them, ``others``: fits of other law forms to the same points,
+    weighted by :func:`form_weights`. Form ``k`` contributes ``round(w_k B)`` of its
+    bootstrap draws (``B`` = the chosen fit's draw count; its point estimate, repeated, when
+    it has none), so the intervals include law-form uncertainty as well as parameter uncertainty.
     """
     from fit.laws import law_of
+    from fit.predict import components
 
     sign = -1.0 if fit.target == "loss" else 1.0
     law = law_of(fit)
     score = _score_fn(law, dict(fit.params), tokens=tokens, sign=sign)
-    forms = [fit] + [o for o in others if o.law != fit.law and o.bootstrap]
-    if len(forms) == 1 or not fit.bootstrap:
+    if fit.forms:
+        comps = components(fit, law)
+    else:
+        forms = [fit] + [o for o in others if o.law != fit.law]
+        weights = form_weights(forms)
+        comps = [(f, law if f is fit else law_of(f), weights[f.law]) for f in forms]
+    if len(comps) <= 1 or not fit.bootstrap:
         return Surface(score=score, draws=[_score_fn(law, d, tokens=tokens, sign=sign) for d in fit.bootstrap],
                        labels=[fit.law] * len(fit.bootstrap))
-    weights = form_weights(forms)
     total = len(fit.bootstrap)
     draws, labels = [], []
-    for f in forms:
-        k = int(round(weights[f.law] * total))
-        flaw = law_of(f)
-        for i in range(k):
-            draws.append(_score_fn(flaw, f.bootstrap[i % len(f.bootstrap)], tokens=tokens, sign=sign))
+    for f, flaw, w in comps:
+        pool = f.draws()  # bootstrap draws, or the point estimate of a form fitted without them
+        for i in range(int(round(w * total))):
+            draws.append(_score_fn(flaw, pool[i % len(pool)], tokens=tokens, sign=sign))
             labels.append(f.law)
     return Surface(score=score, draws=draws, labels=labels)
 
 
-def fit_summary_of(fit: Any, fit_id: str | None = None) -> Any:
+def fit_summary_of(fit: FitResult, fit_id: str | None = None) -> FitSummary:
     """The :class:`fit.models.FitSummary` of a stored fit (what the MCP ``fit_summary`` tool returns)."""
     from fit.laws import law_of
-    from fit.models import FitSummary
 
     return FitSummary.of(fit, fit_id, formula=law_of(fit).formula)
 
 
-def other_forms(reg: Registry, experiment: str, benchmark: str, fit: Any) -> list[Any]:
+def other_forms(reg: Registry, experiment: str, benchmark: str, fit: FitResult) -> list[FitResult]:
     """The newest converged fit of every other law form on the same points (same data hash and metric)."""
-    from fit.models import FitResult
-
     seen, out = {fit.law}, []
     for row in reg.fits(experiment, benchmark):
         if row.law in seen or not row.converged or row.data_hash != fit.data_hash or row.metric != fit.metric:
@@ -212,7 +209,7 @@ class _Loaded:
 
     experiment: str
     fit_id: str
-    fit: Any
+    fit: FitResult
     config: ExperimentConfig
     request: AllocationRequest
     surface: Surface
@@ -261,7 +258,7 @@ def plan_allocation(registry: str, *, budget: float, benchmark: str, unit: str |
         base_surface, base_method = diversity_only_law(ld.fitted_runs, ld.config, benchmark=benchmark,
                                                        metric=ld.fit.metric, tokens=ld.tokens)
         plan = solve(ld.request, ld.surface, baseline_surface=base_surface, replicate_sd=ld.fit.replicate_sd,
-                     redraws=redraws, warm=warm)
+                     replicate_log=ld.fit.residual_scale == "log", redraws=redraws, warm=warm)
         if base_surface is None:
             plan = plan.model_copy(update={"baseline_method": base_method})
         allocation_id = None

@@ -350,7 +350,7 @@ def _gains(surface: Surface, a: Mapping[str, float], b: Mapping[str, float], n: 
 
 
 def solve(request: AllocationRequest, surface: Surface, *, baseline_surface: Surface | None = None,
-          replicate_sd: float | None = None, redraws: int = 30,
+          replicate_sd: float | None = None, replicate_log: bool = False, redraws: int = 30,
           warm: Sequence[Mapping[str, float]] = ()) -> AllocationPlan:
     """The recommended plan, the diversity-only baseline, the quality-pinned comparison, their uncertainty.
 
@@ -360,6 +360,8 @@ def solve(request: AllocationRequest, surface: Surface, *, baseline_surface: Sur
     baseline_surface : a law over the diversity axes alone; the baseline is its optimum at the same
         budget with quality at baseline (None: the baseline is the quality-pinned plan).
     replicate_sd : seed-to-seed SD of one run's score, the noise floor of a decision.
+    replicate_log : ``replicate_sd`` is in log units (a fit on log residuals); it is converted to score
+        points at the baseline's predicted score (delta method: ``sd_y = y sd_log``).
     redraws : draws re-solved (warm-started from the point solution) for the spread of spend per axis.
 
     Integer axes are rounded to feasible integers within the budget (:func:`round_integers`);
@@ -394,6 +396,8 @@ def solve(request: AllocationRequest, surface: Surface, *, baseline_surface: Sur
     extra = _extrapolation(request, levels)
     gain = plan.predicted_score - baseline.predicted_score
     gain_iv = percentile_interval(gains)
+    if replicate_sd is not None and replicate_log:
+        replicate_sd = replicate_sd * abs(baseline.predicted_score)
     labels = list(surface.labels)
     weights = ({k: labels.count(k) / len(labels) for k in sorted(set(labels))} if labels and surface.draws
                else {})

@@ -27,10 +27,12 @@ from typing import Any, Self
 
 import duckdb
 
-from grid.errors import RegistryError, RegistryLockedError
+from grid.errors import (RegistryCorruptError, RegistryError, RegistryLockedError, RegistryNotFoundError,
+                         RegistryWriteError)
+from grid.models import RegistryCheck, TableCheck
 from grid.schema import MIGRATIONS, SCHEMA_VERSION
 
-__all__ = ["Connection", "DEFAULT_LOCK_TIMEOUT_S", "code_version", "now"]
+__all__ = ["Connection", "DEFAULT_LOCK_TIMEOUT_S", "code_version", "now", "registry_failure", "check_registry"]
 
 DEFAULT_LOCK_TIMEOUT_S = 30.0
 """Seconds a process waits for another one to release the registry file (env ``TOOLSCALE_LOCK_TIMEOUT``)."""
@@ -57,15 +59,45 @@ def code_version(root: str | Path | None = None) -> str:
         return "unknown"
 
 
+_CORRUPT = ("could not read enough bytes", "checksum", "corrupt", "not a valid duckdb", "invalid block",
+            "deserializ", "serializ", "malformed", "magic bytes", "unexpected end")
+_UNWRITABLE = ("permission denied", "read-only file system", "cannot open file", "failed to create", "wal",
+               "could not write", "could not open file")
+
+
+def registry_failure(path: str, err: BaseException) -> RegistryError:
+    """One line for a DuckDB error on the registry file: corrupt, unwritable, disk full, or (else) unreadable.
+
+    The messages name the file and what to do: restore a backup and run ``toolscale registry check``; open
+    a folder that lets DuckDB create ``FILE.wal`` beside the file; free disk space.
+    """
+    msg = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+    low = msg.lower()
+    folder = Path(path).resolve().parent
+    if "no space left" in low or "disk full" in low or "not enough space" in low:
+        return RegistryWriteError(f"disk full while writing registry {path} ({msg}); free space on {folder}, "
+                                  "nothing was committed")
+    if any(k in low for k in _CORRUPT) or isinstance(err, duckdb.InternalException | duckdb.SerializationException):
+        return RegistryCorruptError(
+            f"registry {path} is corrupt or truncated ({msg}); restore it from your backup copy "
+            f"and run `toolscale registry check --registry {path}` to see which tables are readable")
+    if isinstance(err, duckdb.TransactionException) or any(k in low for k in _UNWRITABLE):
+        if not os.access(folder, os.W_OK):
+            return RegistryWriteError(f"cannot write registry {path}: its folder {folder} is not writable (DuckDB "
+                                      f"creates {Path(path).name}.wal beside the file); nothing was changed")
+        return RegistryWriteError(f"cannot write registry {path}: {msg}")
+    return RegistryError(f"cannot use registry {path}: {msg}")
+
+
 def _connect(path: str, read_only: bool, timeout_s: float) -> duckdb.DuckDBPyConnection:
     deadline = time.monotonic() + timeout_s
     while True:
         try:
             return duckdb.connect(path, read_only=read_only)
-        except duckdb.IOException as err:
+        except duckdb.Error as err:
             msg = str(err)
-            if "lock" not in msg.lower():
-                raise RegistryError(f"cannot open registry {path}: {msg.splitlines()[0]}") from None
+            if not isinstance(err, duckdb.IOException) or "lock" not in msg.lower():
+                raise registry_failure(path, err) from None
             if time.monotonic() >= deadline:
                 pid = _LOCK_PID.search(msg)
                 holder = f"process {pid.group(1)}" if pid else "another process"
@@ -91,17 +123,22 @@ class Connection:
     def __init__(self, path: str | Path, *, read_only: bool = False, lock_timeout_s: float | None = None):
         self.path = str(path)
         if read_only and not Path(self.path).exists():
-            raise RegistryError(f"registry not found: {self.path} (run `toolscale grid design` or `import-runs` first)")
+            raise RegistryNotFoundError(f"registry not found: {self.path} (run `toolscale grid design` or "
+                                        "`import-runs` first)")
         if not read_only:
             Path(self.path).parent.mkdir(parents=True, exist_ok=True)
         timeout = lock_timeout_s if lock_timeout_s is not None else float(
             os.environ.get("TOOLSCALE_LOCK_TIMEOUT", DEFAULT_LOCK_TIMEOUT_S))
         self.con = _connect(self.path, read_only, timeout)
         self.read_only = read_only
-        if not read_only:
-            self.migrate()
-        else:
-            self._check_version()
+        try:
+            if not read_only:
+                self.migrate()
+            else:
+                self._check_version()
+        except duckdb.Error as err:
+            self.con.close()
+            raise registry_failure(self.path, err) from None
 
     # ---- lifecycle -------------------------------------------------------
     def close(self) -> None:
@@ -110,8 +147,14 @@ class Connection:
     def __enter__(self) -> Self:
         return self
 
-    def __exit__(self, *exc: object) -> None:
-        self.close()
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: object) -> None:
+        """Close; a DuckDB error raised inside the block leaves as one :class:`RegistryError` line."""
+        try:
+            self.close()
+        except duckdb.Error:
+            pass
+        if isinstance(exc, duckdb.Error):
+            raise registry_failure(self.path, exc) from exc
 
     @contextmanager
     def transaction(self) -> Iterator[None]:
@@ -152,6 +195,27 @@ class Connection:
                     self.con.execute(sql)
             self.con.execute("INSERT OR REPLACE INTO schema_meta VALUES ('schema_version', ?)", [str(SCHEMA_VERSION)])
         return SCHEMA_VERSION
+
+    # ---- integrity ---------------------------------------------------------
+    def check_tables(self) -> list[TableCheck]:
+        """Read every row of every table (DuckDB verifies each block's checksum as it reads it).
+
+        A table that fails is reported with DuckDB's first error line and the others are still read.
+        """
+        names = [r[0] for r in self.con.execute(
+            "SELECT table_name FROM information_schema.tables WHERE table_schema = 'main' ORDER BY table_name"
+        ).fetchall()]
+        out = []
+        for name in names:
+            try:
+                cur = self.con.execute(f'SELECT * FROM "{name}"')
+                rows = 0
+                while batch := cur.fetchmany(10_000):
+                    rows += len(batch)
+                out.append(TableCheck(table=name, rows=rows, ok=True))
+            except duckdb.Error as err:
+                out.append(TableCheck(table=name, rows=None, ok=False, error=str(err).strip().splitlines()[0]))
+        return out
 
     # ---- shared SQL helpers ----------------------------------------------
     @staticmethod
@@ -199,3 +263,33 @@ class Connection:
         for i in range(0, len(rows), self._CHUNK):
             part = rows[i:i + self._CHUNK]
             self.con.execute(sql.format(values=", ".join(row_sql for _ in part)), [x for row in part for x in row])
+
+
+def check_registry(path: str | Path) -> RegistryCheck:
+    """Open ``path`` read-only and read every table end to end; never raises for a damaged file.
+
+    Raises :class:`~grid.errors.RegistryNotFoundError` only when there is no file at all.
+    """
+    p = Path(path)
+    if not p.exists():
+        raise RegistryNotFoundError(f"registry not found: {p}")
+    size = p.stat().st_size
+    try:
+        con = Connection(p, read_only=True)
+    except RegistryLockedError:
+        raise
+    except RegistryError as err:
+        return RegistryCheck(path=str(p), size_bytes=size, schema_version=None, ok=False, error=str(err))
+    try:
+        version = con.schema_version()
+        tables = con.check_tables()
+    except duckdb.Error as err:
+        return RegistryCheck(path=str(p), size_bytes=size, schema_version=None, ok=False,
+                             error=str(registry_failure(str(p), err)))
+    finally:
+        try:
+            con.close()
+        except duckdb.Error:
+            pass
+    return RegistryCheck(path=str(p), size_bytes=size, schema_version=version, tables=tables,
+                         ok=all(t.ok for t in tables))

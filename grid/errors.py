@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from toolscale.errors import ToolscaleError, UsageError
 
-__all__ = ["RegistryError", "RegistryLockedError", "DesignError", "TableImportError"]
+__all__ = ["RegistryError", "RegistryLockedError", "RegistryNotFoundError", "UnknownNameError", "RegistryCorruptError",
+           "RegistryWriteError", "RegistryConflictError", "DesignError", "TableImportError"]
 
 
 class RegistryError(ToolscaleError):
@@ -17,6 +18,31 @@ class RegistryError(ToolscaleError):
 
 class RegistryLockedError(RegistryError):
     """Another process holds the registry file."""
+
+
+class RegistryNotFoundError(RegistryError):
+    """The registry file named does not exist (a wrong path is a user mistake: exit code 2)."""
+
+    exit_code = 2
+
+
+class UnknownNameError(RegistryError):
+    """An experiment (or other stored name) that the registry does not hold: a typo is a user mistake (exit 2)."""
+
+    exit_code = 2
+
+
+class RegistryCorruptError(RegistryError):
+    """The registry file is truncated or fails DuckDB's block checksums; the message names it and the way back."""
+
+
+class RegistryWriteError(RegistryError):
+    """The registry cannot be written here: its folder refuses the WAL file, the disk is full, or it is read-only."""
+
+
+class RegistryConflictError(UsageError):
+    """Stored results would be overwritten (re-import with other values, simulate into an existing experiment,
+    an import into a designed or simulated experiment): refused unless the user asks (exit code 2)."""
 
 
 class DesignError(UsageError):

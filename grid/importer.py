@@ -27,8 +27,8 @@ from grid.models import MetricResult, RunSpec
 from grid.split import heldout_mask
 from toolscale.config import FLOPS_PER_PARAM_TOKEN, training_flops
 
-__all__ = ["FIXED_TARGETS", "SPLITS", "parse_column_map", "read_table", "rows_to_runs", "self_mapped",
-           "check_metric_mapped"]
+__all__ = ["FIXED_TARGETS", "SPLITS", "MAX_ABS_METRIC", "POSITIVE_TARGETS", "parse_column_map", "read_table",
+           "rows_to_runs", "self_mapped", "check_metric_mapped"]
 
 FIXED_TARGETS = ("run_id", "model_size", "model_params", "train_tokens", "train_flops", "score", "loss",
                  "benchmark", "seed", "split")
@@ -110,6 +110,13 @@ def read_table(path: str | Path) -> list[dict[str, Any]]:
     return frame.to_dict(orient="records")
 
 
+MAX_ABS_METRIC = 1e12
+"""Largest metric magnitude accepted: beyond it a value is a unit or parsing error, and its square (the fit's
+residuals) would overflow long before ``1e308``."""
+POSITIVE_TARGETS = ("model_params", "train_tokens", "train_flops")
+"""Fields that must be finite and > 0: a model has parameters, training sees tokens and costs FLOPs."""
+
+
 def _number(row: dict[str, Any], column: str, line: int, target: str) -> float:
     value = row[column]
     try:
@@ -118,15 +125,23 @@ def _number(row: dict[str, Any], column: str, line: int, target: str) -> float:
         raise TableImportError(f"row {line}: column {column!r} ({target}) must be a number, got {value!r}") from None
     if not math.isfinite(x):
         raise TableImportError(f"row {line}: column {column!r} ({target}) must be finite, got {value!r}")
+    if target in POSITIVE_TARGETS and x <= 0:
+        raise TableImportError(f"row {line}: column {column!r} ({target}) must be > 0, got {value!r}")
+    if target in ("score", "loss") and abs(x) > MAX_ABS_METRIC:
+        raise TableImportError(f"row {line}: column {column!r} ({target}) must be within +-{MAX_ABS_METRIC:g}, "
+                               f"got {value!r}")
     return x
 
 
 def rows_to_runs(rows: Sequence[dict[str, Any]], mapping: dict[str, str], *, experiment: str,
-                 benchmark: str | None = None, heldout_fraction: float = 0.25
+                 benchmark: str | None = None, heldout_fraction: float = 0.25,
+                 score_range: tuple[float, float] | None = None
                  ) -> tuple[list[str], list[RunSpec], list[list[MetricResult]]]:
     """Validate every row and build runs with their metrics; returns ``(axes, runs, metrics)``.
 
-    Rows are numbered from 2 (the header is line 1), as a spreadsheet shows them.
+    Rows are numbered from 2 (the header is line 1), as a spreadsheet shows them. ``score_range``
+    (``(0, 1)`` for the registered benchmarks, whose headline score is a share) bounds the ``score`` column.
+    Sizes, tokens and FLOPs must be finite and positive, ``C = 6 N D`` included when it is derived.
     """
     if not rows:
         raise TableImportError("the table has no rows")
@@ -152,18 +167,26 @@ def rows_to_runs(rows: Sequence[dict[str, Any]], mapping: dict[str, str], *, exp
                 params = float(size_raw)
             except (TypeError, ValueError):
                 params = None
+            if params is not None and not (math.isfinite(params) and params > 0):
+                raise TableImportError(f"row {line}: column {mapping['model_size']!r} (model_size) as a parameter "
+                                       f"count must be finite and > 0, got {size_raw!r}")
         tokens = _number(row, mapping["train_tokens"], line, "train_tokens") if "train_tokens" in mapping else None
         c = _number(row, mapping["train_flops"], line, "train_flops") if "train_flops" in mapping else None
         if c is None and params and tokens:
             c = training_flops(params, tokens)
+            if not math.isfinite(c):
+                raise TableImportError(f"row {line}: train_flops = 6 N D overflows (N = {params:g}, D = {tokens:g})")
         if tokens is None and params and c:
             tokens = c / (FLOPS_PER_PARAM_TOKEN * params)
         seed = int(_number(row, mapping["seed"], line, "seed")) if "seed" in mapping else 0
         bench = str(row[mapping["benchmark"]]) if "benchmark" in mapping else benchmark
         ms = []
         if "score" in mapping and not _missing(row[mapping["score"]]):
-            ms.append(MetricResult(benchmark=bench, metric="score", score=_number(row, mapping["score"], line, "score"),
-                                   higher_is_better=True))
+            score = _number(row, mapping["score"], line, "score")
+            if score_range is not None and not score_range[0] <= score <= score_range[1]:
+                raise TableImportError(f"row {line}: column {mapping['score']!r} (score) of benchmark {bench!r} must be "
+                                       f"in [{score_range[0]:g}, {score_range[1]:g}], got {row[mapping['score']]!r}")
+            ms.append(MetricResult(benchmark=bench, metric="score", score=score, higher_is_better=True))
         if "loss" in mapping and not _missing(row[mapping["loss"]]):
             ms.append(MetricResult(benchmark=bench, metric="loss", score=_number(row, mapping["loss"], line, "loss"),
                                    higher_is_better=False))
@@ -187,7 +210,7 @@ def rows_to_runs(rows: Sequence[dict[str, Any]], mapping: dict[str, str], *, exp
     if splits:
         runs = [r.model_copy(update={"split": sp}) for r, sp in zip(runs, splits)]
     elif all(math.isfinite(f) for f in flops):
-        mask = heldout_mask(flops, heldout_fraction)
+        mask = heldout_mask(flops, heldout_fraction, min_fit=1)
         runs = [r.model_copy(update={"split": "heldout" if h else "fit"}) for r, h in zip(runs, mask)]
     ids = [r.run_id for r in runs]
     if len(set(ids)) != len(ids):

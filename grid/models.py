@@ -38,6 +38,8 @@ __all__ = [
     "EstimatedCost",
     "DesignSummary",
     "run_id_for",
+    "TableCheck",
+    "RegistryCheck",
 ]
 
 RunStatus = Literal["pending", "submitted", "running", "done", "failed", "cancelled"]
@@ -360,3 +362,33 @@ class DesignSummary(_Frozen):
     """Runs dropped because another run had the same id (points that constraints made equal)."""
     estimated_cost: EstimatedCost
     """Data, compute and total cost before anything runs."""
+
+
+class TableCheck(_Frozen):
+    """One table of a registry read end to end by ``toolscale registry check``."""
+
+    table: str
+    """Table name."""
+    rows: int | None
+    """Rows read (None when the table could not be read)."""
+    ok: bool
+    """True when every row was read without an I/O or checksum error."""
+    error: str = ""
+    """DuckDB's first error line for this table (empty when ok)."""
+
+
+class RegistryCheck(_Frozen):
+    """The result of reading every table of a registry file, so DuckDB verifies each block's checksum."""
+
+    path: str
+    """The registry file checked."""
+    size_bytes: int
+    """Its size on disk (bytes)."""
+    schema_version: int | None
+    """Schema version stored in the file (None when unreadable)."""
+    tables: list[TableCheck] = Field(default_factory=list)
+    """Every table, in name order."""
+    ok: bool
+    """True when the file opened and every table read cleanly."""
+    error: str = ""
+    """Why the file could not be opened at all (empty otherwise)."""

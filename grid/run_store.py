@@ -13,7 +13,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from grid.connection import Connection, code_version, now
-from grid.errors import RegistryError
+from grid.errors import RegistryError, UnknownNameError
 from grid.models import (RUN_STATUSES, TERMINAL_STATUSES, ExperimentRecord, IngestReport, MetricResult, RunRecord,
                          RunResult, RunSpec)
 from grid.schema import SCHEMA_VERSION, axis_column, axis_column_ddl
@@ -59,7 +59,7 @@ class RunStore(Connection):
             if e.name == name:
                 return e
         known = ", ".join(e.name for e in experiments) or "none"
-        raise RegistryError(f"unknown experiment {name!r}; known: {known}")
+        raise UnknownNameError(f"unknown experiment {name!r}; known: {known}")
 
     # ---- designs and runs ------------------------------------------------
     def add_design(self, design_version: str, experiment: str, summary: dict[str, Any]) -> bool:

@@ -15,14 +15,22 @@ SPLIT_RULE = "top-flops:{fraction:g}"
 """How the rule is recorded (``top-flops:0.25``), the same string ``toolscale fit --holdout`` takes."""
 
 
-def heldout_mask(flops: Sequence[float], fraction: float = 0.25) -> list[bool]:
+def heldout_mask(flops: Sequence[float], fraction: float = 0.25, *, min_fit: int = 0) -> list[bool]:
     """True for runs held out: those with FLOPs at or above the ``ceil(fraction * n)``-th largest.
 
     Ties at the threshold are all held out, so runs of one size and recipe never
-    straddle the split. ``fraction = 0`` holds out nothing.
+    straddle the split -- unless that would leave fewer than ``min_fit`` runs to fit
+    (``[1e18] * 8`` would hold out all 8): then the tied group at the threshold stays in
+    the fit and only the runs strictly above it are held out (none, when every run ties).
+    ``min_fit = 0`` (the default, used by designs, which size the top cell so that it is exactly the
+    held-out set) keeps the plain tie rule. ``fraction = 0`` holds out nothing.
 
     >>> heldout_mask([1, 2, 3, 4, 5, 6, 7, 8], 0.25)
     [False, False, False, False, False, False, True, True]
+    >>> heldout_mask([5, 5, 5, 5], 0.25, min_fit=1)
+    [False, False, False, False]
+    >>> heldout_mask([1, 5, 5, 5], 0.5, min_fit=1)
+    [False, True, True, True]
     """
     if not 0.0 <= fraction < 1.0:
         raise ValueError(f"held-out fraction must be in [0, 1), got {fraction}")
@@ -31,4 +39,7 @@ def heldout_mask(flops: Sequence[float], fraction: float = 0.25) -> list[bool]:
     if k == 0:
         return [False] * n
     threshold = sorted(flops, reverse=True)[k - 1]
-    return [f >= threshold for f in flops]
+    mask = [f >= threshold for f in flops]
+    if n - sum(mask) < min_fit:
+        mask = [f > threshold for f in flops]
+    return mask

@@ -231,3 +231,18 @@ def test_other_law_forms_are_mixed_by_bic_weight(registry) -> None:
     alone = plan_allocation(registry, budget=5000.0, benchmark="bench", save=False, mix_forms=False)
     assert alone.law_weights == {"multiplicative": 1.0}
     assert alone.gain_interval != plan.gain_interval
+
+
+def test_forms_attached_to_the_fit_are_mixed_by_their_weight(registry) -> None:
+    cfg = _config()
+    fit = _fit_result(cfg)
+    add_law = get_law("additive", law_inputs_for_config(cfg))
+    add_params = builtin_truth(law_inputs_for_config(cfg), "additive").params
+    other = fit.model_copy(update={"law": "additive", "params": add_params, "inputs": list(add_law.inputs),
+                                   "bootstrap": [add_params] * 40, "form_weight": 0.25})
+    fit = fit.model_copy(update={"forms": [other], "form_weight": 0.75})
+    with Registry(registry) as reg:
+        reg.save_fit(experiment="exp", benchmark="bench", metric="token_prob", law=fit.law, converged=True,
+                     n_points=18, data_hash="test", payload=fit.model_dump(mode="json"))
+    plan = plan_allocation(registry, budget=5000.0, benchmark="bench", save=False)
+    assert plan.law_weights == {"additive": 10 / 40, "multiplicative": 30 / 40} and plan.draws_used == 40

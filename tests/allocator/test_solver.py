@@ -200,3 +200,10 @@ def test_equal_spend_splits_the_budget_and_never_overspends() -> None:
     assert spend["tool_diversity"] == pytest.approx(spend["task_count"], rel=1e-6)
     assert spend["repair_rate"] == pytest.approx(spend["task_count"], rel=1e-6)
     assert sum(spend.values()) == pytest.approx(3000.0, rel=1e-6)
+
+
+def test_a_replicate_sd_in_log_units_is_converted_to_score_points() -> None:
+    plan = solve(_request(5000), Surface(score=multiplicative), replicate_sd=0.04, replicate_log=True)
+    assert plan.replicate_sd == pytest.approx(0.04 * plan.baseline.predicted_score)
+    raw = solve(_request(5000), Surface(score=multiplicative), replicate_sd=0.04)
+    assert raw.replicate_sd == 0.04

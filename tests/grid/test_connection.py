@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+from pathlib import Path
+
 import pytest
 
 from grid.artifact_store import ArtifactStore
@@ -44,3 +49,124 @@ def test_run_store_and_registry_see_the_same_rows(tmp_path) -> None:
         assert reg.runs("e1", run_ids=[]) == []
         assert reg.runs("e1", status=["done", "failed"]) == []
         assert [r.status for r in reg.runs("e1", status="pending")] == ["pending"]
+
+
+# ---- damaged files and unwritable places: one RegistryError line, never a DuckDB traceback -------------------
+@pytest.fixture(scope="module")
+def _base(tmp_path_factory) -> str:
+    """A registry with a few hundred rows over several tables (runs, metrics, fits), built once."""
+    from grid.models import MetricResult
+
+    path = tmp_path_factory.mktemp("filled") / "base.duckdb"
+
+    runs = []
+    for i in range(300):
+        recipe = {"tool_diversity": float(i)}
+        runs.append(RunSpec(run_id=run_id_for("e", "v1", recipe, "s", 0), experiment="e", design_version="v1",
+                            recipe=recipe, model_size="s", model_params=1e5, train_tokens=1e6, train_flops=6e11))
+    with Registry(path) as reg:
+        reg.import_runs("e", ["tool_diversity"], runs, [[MetricResult(benchmark="b", score=i / 300)]
+                                                         for i in range(300)])
+        reg.save_fit(experiment="e", benchmark="b", metric="score", law="l", converged=True, n_points=300,
+                     data_hash="h", payload={"x": list(range(2000))})
+    return str(path)
+
+
+@pytest.fixture
+def filled(_base, tmp_path):
+    """A fresh copy of the filled registry: ``filled(path) -> path``."""
+    import shutil
+
+    def copy(path) -> str:
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        shutil.copy(_base, path)
+        return str(path)
+
+    return copy
+
+
+def test_check_reads_every_table_of_a_good_registry(tmp_path, filled) -> None:
+    from grid.connection import check_registry
+
+    report = check_registry(filled(tmp_path / "r.duckdb"))
+    assert report.ok and report.schema_version == SCHEMA_VERSION
+    rows = {t.table: t.rows for t in report.tables}
+    assert rows["runs"] == 300 and rows["metrics"] == 300 and rows["fits"] == 1
+
+
+def test_a_zeroed_block_that_status_would_not_read_is_found_by_check(tmp_path, filled) -> None:
+    """Zero 4 KiB inside each 256 KiB block in turn: every block in use is reported, by table or at open."""
+    import shutil
+
+    from grid.connection import check_registry
+
+    good = filled(tmp_path / "good.duckdb")
+    size = os.path.getsize(good)
+    found = []
+    for start in range(12288, size, 262144):  # DuckDB: a 12 KiB header, then 256 KiB blocks
+        bad = tmp_path / f"z{start}.duckdb"
+        shutil.copy(good, bad)
+        with open(bad, "r+b") as fh:
+            fh.seek(start + 8192)
+            fh.write(b"\0" * 4096)
+        report = check_registry(bad)
+        if not report.ok:
+            found.append(report.error or ", ".join(t.table for t in report.tables if not t.ok))
+    assert found, "no damaged block was detected"
+    assert any("runs" in f or "metrics" in f or "fits" in f or "corrupt" in f for f in found)
+
+
+@pytest.mark.parametrize("keep", [0.1, 0.5, 0.9])
+def test_truncated_registry_is_named_corrupt_with_the_way_back(tmp_path, keep, filled) -> None:
+    from grid.connection import check_registry
+    from grid.errors import RegistryCorruptError
+
+    path = filled(tmp_path / "r.duckdb")
+    with open(path, "r+b") as fh:
+        fh.truncate(int(os.path.getsize(path) * keep))
+    assert not check_registry(path).ok
+    with pytest.raises(RegistryCorruptError, match="corrupt or truncated.*backup.*registry check"):
+        with Registry(path, read_only=True) as reg:
+            reg.runs("e")
+            reg.fits("e")
+
+
+def _bwrap_as_root() -> bool:
+    import shutil
+
+    return os.geteuid() == 0 and shutil.which("bwrap") is not None
+
+
+@pytest.mark.integration
+@pytest.mark.skipif(not _bwrap_as_root(), reason="needs root and bubblewrap to make a read-only folder")
+def test_writable_file_in_a_read_only_folder_is_one_line(tmp_path, filled) -> None:
+    """The registry file is writable but its folder is not, so DuckDB cannot create ``.wal``."""
+    path = filled(tmp_path / "ro" / "r.duckdb")
+    folder = os.path.dirname(path)
+    code = ("from grid.registry import Registry\nfrom grid.models import MetricResult\n"
+            f"with Registry({path!r}) as reg:\n    reg.add_metrics(reg.runs('e')[0].run_id, "
+            "[MetricResult(benchmark='c', score=0.1)])\n")
+    proc = subprocess.run(["bwrap", "--dev-bind", "/", "/", "--ro-bind", folder, folder, "--bind", path, path,
+                           sys.executable, "-c", code], capture_output=True, text=True,
+                          env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])})
+    assert proc.returncode == 1
+    assert "RegistryWriteError" in proc.stderr and "is not writable" in proc.stderr and ".wal" in proc.stderr
+
+
+@pytest.mark.integration
+@pytest.mark.skipif(not _bwrap_as_root(), reason="needs root and bubblewrap for a tiny tmpfs")
+def test_disk_full_is_one_line_and_commits_nothing(tmp_path, filled) -> None:
+    path = filled(tmp_path / "r.duckdb")
+    size = os.path.getsize(path)
+    full = str(tmp_path / "full")
+    code = (f"import shutil\nshutil.copy({path!r}, {full!r} + '/r.duckdb')\n"
+            "from grid.registry import Registry\nfrom grid.models import MetricResult\n"
+            f"with Registry({full!r} + '/r.duckdb') as reg:\n"
+            "    for r in reg.runs('e'):\n"
+            "        reg.add_metrics(r.run_id, [MetricResult(benchmark='c' * 2000, score=0.1)])\n")
+    os.makedirs(full)
+    proc = subprocess.run(["bwrap", "--dev-bind", "/", "/", "--size", str(size + 64 * 1024), "--tmpfs", full,
+                           sys.executable, "-c", code], capture_output=True, text=True,
+                          env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])})
+    assert proc.returncode == 1
+    assert "RegistryWriteError: disk full while writing registry" in proc.stderr

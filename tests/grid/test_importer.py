@@ -181,3 +181,16 @@ def test_config_without_ladder_serves_imports_and_columns_named_like_axes_map_th
     assert main(["grid", "design", str(cfg), "--dry-run"]) == 2
     err = capsys.readouterr().err
     assert "grid design needs model sizes: the config has no [[ladder]]" in err and err.count("\n") == 1
+
+
+def test_tied_flops_never_hold_out_every_run() -> None:
+    from grid.split import heldout_mask
+
+    assert heldout_mask([1e18] * 8, 0.25) == [True] * 8  # the plain tie rule (designs size their top cell)
+    assert heldout_mask([1e18] * 8, 0.25, min_fit=1) == [False] * 8
+    assert heldout_mask([1.0, 2.0, 2.0, 2.0], 0.5, min_fit=2) == [False] * 4
+    assert heldout_mask([1.0, 1.0, 2.0, 2.0], 0.25, min_fit=1) == [False, False, True, True]
+    rows = [{"model": 1e6, "tokens": 1e9, "acc": 0.5 + i / 100} for i in range(8)]
+    _, runs, _ = rows_to_runs(rows, parse_column_map(["model=model_size", "tokens=train_tokens", "acc=score"]),
+                              experiment="tied", benchmark="b")
+    assert [r.split for r in runs] == ["fit"] * 8

@@ -27,7 +27,7 @@ def test_help_lists_every_subcommand_with_a_description(capsys) -> None:
 def test_user_error_is_one_line_without_traceback(tmp_path) -> None:
     proc = subprocess.run([sys.executable, "-m", "toolscale.cli", "status", "--registry", str(tmp_path / "none.duckdb")],
                           capture_output=True, text=True)
-    assert proc.returncode == 1
+    assert proc.returncode == 2  # a wrong path is a user mistake, as the README says
     assert "Traceback" not in proc.stderr
     assert proc.stderr.strip().count("\n") == 0
     assert "registry not found" in proc.stderr

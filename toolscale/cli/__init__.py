@@ -16,13 +16,14 @@ import importlib
 import sys
 import traceback
 from collections.abc import Sequence
+from typing import NoReturn
 
 from toolscale.errors import ToolscaleError
 
 __all__ = ["main", "allocate_main", "build_parser", "COMMAND_MODULES"]
 
-COMMAND_MODULES = ("project", "grid", "synth", "envs", "probe", "train", "eval", "serve", "launch", "fit", "allocate",
-                   "verify", "demo")
+COMMAND_MODULES = ("project", "registry", "grid", "synth", "envs", "probe", "train", "eval", "serve", "launch", "fit",
+                   "allocate", "verify", "demo")
 """Modules of :mod:`toolscale.cli` contributing subcommands, in ``--help`` order."""
 
 EPILOG = """\
@@ -37,8 +38,15 @@ examples:
 Run `toolscale COMMAND --help` for each command's options and examples."""
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse with one-line errors: the bad value and where help is, without the usage block (exit 2)."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: error: {message} (see `{self.prog} --help`)\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="toolscale",
         description="Scaling laws for the synthetic training data of tool-using agents: design a grid, "
                     "synthesise data, train, evaluate, fit joint laws, and allocate a data budget.",
@@ -74,6 +82,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BrokenPipeError:  # `toolscale export | head`
         sys.stderr.close()
         return 0
+    except OSError as err:  # the environment, not the code: disk full, a folder made read-only mid-run...
+        if args.debug:
+            traceback.print_exc()
+        where = f": {err.filename}" if err.filename else ""
+        print(f"toolscale: error: {err.strerror or err}{where}", file=sys.stderr)
+        return 1
 
 
 def allocate_main(argv: Sequence[str] | None = None) -> int:

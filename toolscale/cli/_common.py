@@ -12,7 +12,8 @@ from typing import Any
 from toolscale.config import ExperimentConfig, load_config
 
 __all__ = ["add_registry_args", "registry_path", "config_of", "emit_json", "print_table", "Formatter",
-           "positive_float", "positive_int", "check_tool_axis"]
+           "positive_float", "positive_int", "nonneg_int", "check_tool_axis", "open_fraction", "writable_file",
+           "writable_dir"]
 
 Formatter = argparse.RawDescriptionHelpFormatter
 DEFAULT_REGISTRY = "./toolscale.duckdb"
@@ -99,6 +100,17 @@ def positive_float(text: str) -> float:
     return x
 
 
+def nonneg_int(text: str) -> int:
+    """argparse type: an integer >= 0 (the error names the value)."""
+    try:
+        n = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a non-negative integer, got {text!r}") from None
+    if n < 0:
+        raise argparse.ArgumentTypeError(f"must be a non-negative integer, got {n}")
+    return n
+
+
 def positive_int(text: str) -> int:
     """argparse type: an integer >= 1 (the error names the value)."""
     try:
@@ -119,3 +131,57 @@ def check_tool_axis(config: ExperimentConfig) -> int | None:
     from synth.capacity import check_tool_levels
 
     return check_tool_levels(axis.max, config.synth.heldout_servers, config.synth.servers)
+
+
+def open_fraction(text: str) -> float:
+    """argparse type: a number strictly between 0 and 1 (the error names the value)."""
+    try:
+        x = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a number in (0, 1), got {text!r}") from None
+    if not (math.isfinite(x) and 0.0 < x < 1.0):
+        raise argparse.ArgumentTypeError(f"must be a number in (0, 1), got {text}")
+    return x
+
+
+def _unwritable(path: Path, what: str) -> str:
+    """Why ``path`` cannot be written (empty when it can): checked before any work starts."""
+    import os
+
+    if path.exists() and not os.access(path, os.W_OK):
+        return f"{what} {path} is not writable"
+    parent = path if what == "folder" and path.is_dir() else path.parent
+    probe = parent
+    while not probe.exists():
+        probe = probe.parent
+    if not probe.is_dir():
+        return f"{what} {path}: {probe} is not a folder"
+    if not os.access(probe, os.W_OK | os.X_OK):
+        return f"cannot write {what} {path}: folder {probe} is not writable"
+    return ""
+
+
+def writable_file(path: str | Path, flag: str = "--out") -> Path:
+    """``path`` as a Path, or UsageError (exit 2) naming ``flag`` when the file cannot be written there."""
+    from toolscale.errors import UsageError
+
+    p = Path(path)
+    if p.is_dir():
+        raise UsageError(f"{flag} {p} is a folder; give a file name")
+    problem = _unwritable(p, "file")
+    if problem:
+        raise UsageError(f"{flag}: {problem}")
+    return p
+
+
+def writable_dir(path: str | Path, flag: str = "--out") -> Path:
+    """``path`` as a Path, or UsageError (exit 2) naming ``flag`` when the folder cannot be created or written."""
+    from toolscale.errors import UsageError
+
+    p = Path(path)
+    if p.exists() and not p.is_dir():
+        raise UsageError(f"{flag} {p} exists and is not a folder")
+    problem = _unwritable(p, "folder")
+    if problem:
+        raise UsageError(f"{flag}: {problem}")
+    return p

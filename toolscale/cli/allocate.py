@@ -5,8 +5,8 @@ from __future__ import annotations
 import argparse
 import math
 
-from toolscale.cli._common import (Formatter, add_registry_args, config_of, emit_json, positive_float, print_table,
-                                   registry_path)
+from toolscale.cli._common import (Formatter, add_registry_args, config_of, emit_json, positive_float, positive_int,
+                                   print_table, registry_path, writable_file)
 from toolscale.errors import UsageError
 
 __all__ = ["register"]
@@ -30,7 +30,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--experiment", help="experiment whose fit to use (default: the only one with a fit)")
     p.add_argument("--model-size", help="ladder rung name or parameter count (default: the config's target size)")
     p.add_argument("--law", help="use the newest fit of this law (default: the newest fit)")
-    p.add_argument("--draws", type=int, help="bootstrap draws to use (default: all stored)")
+    p.add_argument("--draws", type=positive_int, help="bootstrap draws to use, >= 1 (default: all stored)")
     p.add_argument("--sweep", metavar="MIN:MAX:STEPS", help="plans over a budget range (log-spaced); writes a plot")
     p.add_argument("--plot", default="allocation_sweep.png", help="where --sweep writes its plot")
     p.add_argument("--json", action="store_true", help="machine-readable output")
@@ -89,8 +89,10 @@ def _sweep(args: argparse.Namespace, kwargs: dict) -> int:
     from allocator.plots import sweep_plot
     from allocator.service import plan_allocation
 
+    budgets = _sweep_budgets(args.sweep)
+    writable_file(args.plot, "--plot")
     plans, warm = [], []
-    for budget in _sweep_budgets(args.sweep):
+    for budget in budgets:
         report = plan_allocation(registry_path(args, kwargs["config"]), budget=budget, warm=warm, redraws=0,
                                  **kwargs)
         warm = [report.plan.levels]

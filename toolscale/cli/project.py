@@ -8,8 +8,8 @@ import sys
 from importlib import resources
 from pathlib import Path
 
-from toolscale.cli._common import (Formatter, add_registry_args, check_tool_axis, emit_json, print_table,
-                                    registry_path)
+from toolscale.cli._common import (Formatter, add_registry_args, check_tool_axis, emit_json, open_fraction, print_table,
+                                   registry_path, writable_file)
 from toolscale.config import load_config
 from toolscale.errors import ConfigError, UsageError
 
@@ -67,8 +67,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                         "loss, benchmark, seed, split (fit/heldout), or an axis name (repeatable); with --config, "
                         "columns named like an axis map themselves")
     p.add_argument("--benchmark", help="benchmark name when the file has no benchmark column")
-    p.add_argument("--heldout-fraction", type=float, default=0.25,
-                   help="share of runs (top training FLOPs) marked held out (default 0.25)")
+    p.add_argument("--heldout-fraction", type=open_fraction, default=0.25,
+                   help="share of runs (top training FLOPs) marked held out, in (0, 1) (default 0.25)")
     add_registry_args(p)
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.set_defaults(func=_import_runs)
@@ -137,14 +137,16 @@ def _export(args: argparse.Namespace) -> int:
 
     from grid.registry import Registry
 
+    if args.format == "parquet" and not args.out:
+        raise UsageError("--format parquet needs --out FILE")
+    if args.out:
+        writable_file(args.out)
     with Registry(registry_path(args), read_only=True) as reg:
         if args.experiment:
             reg.experiment(args.experiment)
         rows = reg.export_rows(args.experiment)
     frame = pd.DataFrame(rows)
     if args.format == "parquet":
-        if not args.out:
-            raise UsageError("--format parquet needs --out FILE")
         frame.to_parquet(args.out, index=False)
     elif args.out:
         frame.to_csv(args.out, index=False)
@@ -153,6 +155,15 @@ def _export(args: argparse.Namespace) -> int:
     if args.out:
         print(f"wrote {len(frame)} runs to {args.out}", file=sys.stderr)
     return 0
+
+
+def _score_range(benchmark: str | None) -> tuple[float, float] | None:
+    """``(0, 1)`` for a registered benchmark (its headline score is a share of items), else None."""
+    if benchmark is None:
+        return None
+    from eval.benchmarks import list_benchmarks
+
+    return (0.0, 1.0) if benchmark in {b.name for b in list_benchmarks()} else None
 
 
 def _import_runs(args: argparse.Namespace) -> int:
@@ -167,7 +178,8 @@ def _import_runs(args: argparse.Namespace) -> int:
         mapping = self_mapped(mapping, list(rows[0]), axes)
         check_metric_mapped(mapping)
     axes_found, runs, metrics = rows_to_runs(rows, mapping, experiment=args.experiment, benchmark=args.benchmark,
-                                             heldout_fraction=args.heldout_fraction)
+                                             heldout_fraction=args.heldout_fraction,
+                                             score_range=_score_range(args.benchmark))
     with Registry(registry_path(args, cfg)) as reg:
         new = reg.import_runs(args.experiment, axes_found, runs, metrics)
     out = {"experiment": args.experiment, "rows": len(runs), "new_runs": new, "axes": axes_found,

@@ -1,0 +1,230 @@
+"""The bad-input contract across commands, table-driven: one line on stderr, no traceback, exit 2 for a user
+mistake (1 for an environment failure), and an existing registry left byte for byte as it was.
+
+Every case runs ``main(argv)`` against a fresh copy of one registry (a simulated experiment with a stored fit,
+and an imported one); an exception escaping ``main`` is the traceback the user would have seen.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import shutil
+from pathlib import Path
+
+import pytest
+
+from toolscale.cli import main
+
+SMALL = Path(__file__).resolve().parent.parent / "fit" / "small.toml"
+GOOD_CSV = "model,tokens,acc,lr\n1e6,1e9,0.50,3\n2e6,2e9,0.55,3\n4e6,4e9,0.61,3\n8e6,8e9,0.64,3\n"
+MAP = ["--map", "model=model_size", "--map", "tokens=train_tokens", "--map", "acc=score"]
+
+
+def _csv(rows: str, header: str = "model,tokens,acc") -> str:
+    return header + "\n" + rows + "\n"
+
+
+FILES = {
+    "good.csv": GOOD_CSV,
+    "empty.csv": "",
+    "header.csv": "model,tokens,acc\n",
+    "notes.txt": "not a table\n",
+    "zero_n.csv": _csv("0,1e9,0.5\n1e6,1e9,0.6"),
+    "neg_n.csv": _csv("-5,1e9,0.5\n1e6,1e9,0.6"),
+    "zero_d.csv": _csv("1e6,0,0.5\n1e6,1e9,0.6"),
+    "huge.csv": _csv("1e300,1e300,0.5\n1e6,1e9,0.6"),
+    "big_score.csv": _csv("1e6,1e9,1e308\n2e6,1e9,0.6"),
+    "neg_big_score.csv": _csv("1e6,1e9,-1e308\n2e6,1e9,0.6"),
+    "text_score.csv": _csv("1e6,1e9,abc\n2e6,1e9,0.6"),
+    "nan_score.csv": _csv("1e6,1e9,nan\n2e6,1e9,0.6"),
+    "inf_score.csv": _csv("1e6,1e9,inf\n2e6,1e9,0.6"),
+    "share.csv": _csv("1e6,1e9,1.5\n2e6,1e9,0.6"),
+    "dup.csv": _csv("a,1e6,1e9,0.5\na,2e6,1e9,0.6", header="id,model,tokens,acc"),
+    "bad_truth.toml": "law = \n",
+}
+
+# (id, argv, exit code, text the one stderr line must contain); {reg} is the registry copy, {d} the folder
+CASES = [
+    # import-runs: the file and the column map
+    ("import-missing-file", ["import-runs", "{d}/none.csv", "--experiment", "e", "--benchmark", "b", *MAP], 2,
+     "file not found"),
+    ("import-not-a-table", ["import-runs", "{d}/notes.txt", "--experiment", "e", "--benchmark", "b", *MAP], 2,
+     "expected a .csv or .parquet"),
+    ("import-empty-file", ["import-runs", "{d}/empty.csv", "--experiment", "e", "--benchmark", "b", *MAP], 2,
+     "empty"),
+    ("import-header-only", ["import-runs", "{d}/header.csv", "--experiment", "e", "--benchmark", "b", *MAP], 2,
+     "no rows"),
+    ("import-map-no-equals", ["import-runs", "{d}/good.csv", "--experiment", "e", "--benchmark", "b", "--map",
+                              "acc"], 2, "COLUMN=FIELD"),
+    ("import-map-bad-target", ["import-runs", "{d}/good.csv", "--experiment", "e", "--benchmark", "b", *MAP,
+                               "--map", "lr=Learning Rate"], 2, "snake_case"),
+    ("import-no-metric", ["import-runs", "{d}/good.csv", "--experiment", "e", "--benchmark", "b", "--map",
+                          "model=model_size"], 2, "score"),
+    ("import-missing-column", ["import-runs", "{d}/good.csv", "--experiment", "e", "--benchmark", "b", *MAP,
+                               "--map", "nope=seed"], 2, "'nope' not in the file"),
+    ("import-no-benchmark", ["import-runs", "{d}/good.csv", "--experiment", "e", *MAP], 2, "--benchmark"),
+    ("import-duplicate-id", ["import-runs", "{d}/dup.csv", "--experiment", "e", "--benchmark", "b", *MAP,
+                             "--map", "id=run_id"], 2, "same run_id"),
+    # import-runs: values
+    ("import-zero-params", ["import-runs", "{d}/zero_n.csv", "--experiment", "e", "--benchmark", "b",
+                            "--map", "model=model_params", "--map", "tokens=train_tokens", "--map", "acc=score"], 2,
+     "must be > 0"),
+    ("import-negative-size", ["import-runs", "{d}/neg_n.csv", "--experiment", "e", "--benchmark", "b",
+                              "--map", "model=model_params", "--map", "tokens=train_tokens", "--map", "acc=score"],
+     2, "must be > 0"),
+    ("import-zero-size-label", ["import-runs", "{d}/zero_n.csv", "--experiment", "e", "--benchmark", "b", *MAP],
+     2, "must be finite and > 0"),
+    ("import-zero-tokens", ["import-runs", "{d}/zero_d.csv", "--experiment", "e", "--benchmark", "b", *MAP], 2,
+     "must be > 0"),
+    ("import-flops-overflow", ["import-runs", "{d}/huge.csv", "--experiment", "e", "--benchmark", "b", *MAP], 2,
+     "overflows"),
+    ("import-score-1e308", ["import-runs", "{d}/big_score.csv", "--experiment", "e", "--benchmark", "b", *MAP], 2,
+     "within"),
+    ("import-score-minus-1e308", ["import-runs", "{d}/neg_big_score.csv", "--experiment", "e", "--benchmark", "b",
+                                  *MAP], 2, "within"),
+    ("import-score-text", ["import-runs", "{d}/text_score.csv", "--experiment", "e", "--benchmark", "b", *MAP], 2,
+     "must be a number, got 'abc'"),
+    ("import-score-nan", ["import-runs", "{d}/nan_score.csv", "--experiment", "e", "--benchmark", "b", *MAP], 2,
+     "finite"),
+    ("import-score-inf", ["import-runs", "{d}/inf_score.csv", "--experiment", "e", "--benchmark", "b", *MAP], 2,
+     "finite"),
+    ("import-share-above-one", ["import-runs", "{d}/share.csv", "--experiment", "e", "--benchmark", "bfcl", *MAP],
+     2, "in [0, 1]"),
+    ("import-heldout-2", ["import-runs", "{d}/good.csv", "--experiment", "e", "--benchmark", "b", *MAP,
+                          "--heldout-fraction", "2"], 2, "(0, 1)"),
+    ("import-heldout-nan", ["import-runs", "{d}/good.csv", "--experiment", "e", "--benchmark", "b", *MAP,
+                            "--heldout-fraction", "nan"], 2, "(0, 1)"),
+    ("import-heldout-negative", ["import-runs", "{d}/good.csv", "--experiment", "e", "--benchmark", "b", *MAP,
+                                 "--heldout-fraction", "-1"], 2, "(0, 1)"),
+    ("import-heldout-inf", ["import-runs", "{d}/good.csv", "--experiment", "e", "--benchmark", "b", *MAP,
+                            "--heldout-fraction", "inf"], 2, "(0, 1)"),
+    ("import-heldout-zero", ["import-runs", "{d}/good.csv", "--experiment", "e", "--benchmark", "b", *MAP,
+                             "--heldout-fraction", "0"], 2, "(0, 1)"),
+    # allocate
+    ("allocate-draws-0", ["allocate", "--budget", "5000", "--benchmark", "simulated", "--experiment", "sim",
+                          "--draws", "0"], 2, "--draws"),
+    ("allocate-draws-negative", ["allocate", "--budget", "5000", "--benchmark", "simulated", "--experiment", "sim",
+                                 "--draws", "-3"], 2, "--draws"),
+    ("allocate-budget-0", ["allocate", "--budget", "0", "--benchmark", "simulated"], 2, "--budget"),
+    ("allocate-budget-nan", ["allocate", "--budget", "nan", "--benchmark", "simulated"], 2, "--budget"),
+    ("allocate-bad-sweep", ["allocate", "--budget", "5000", "--benchmark", "simulated", "--experiment", "sim",
+                            "--sweep", "10:1:3"], 2, "--sweep"),
+    ("allocate-plot-unwritable", ["allocate", "--budget", "5000", "--benchmark", "simulated", "--experiment", "sim",
+                                  "--sweep", "1000:10000:3", "--plot", "{d}/good.csv/sweep.png"], 2, "--plot"),
+    ("allocate-unknown-experiment", ["allocate", "--budget", "5000", "--benchmark", "simulated", "--experiment",
+                                     "zzz"], 2, "zzz"),
+    # fit and report
+    ("fit-unknown-experiment", ["fit", "--experiment", "zzz", "--benchmark", "simulated"], 2,
+     "unknown experiment 'zzz'"),
+    ("fit-holdout-fraction-2", ["fit", "--experiment", "sim", "--benchmark", "simulated", "--holdout",
+                                "top-flops:2"], 2, "[0, 1)"),
+    ("fit-holdout-garbage", ["fit", "--experiment", "sim", "--benchmark", "simulated", "--holdout", "last"], 2,
+     "--holdout"),
+    ("fit-negative-bootstrap", ["fit", "--experiment", "sim", "--benchmark", "simulated", "--bootstrap", "-1"], 2,
+     "--bootstrap"),
+    ("fit-unknown-law", ["fit", "--experiment", "sim", "--benchmark", "simulated", "--law", "nosuch"], 2,
+     "nosuch"),
+    ("fit-no-benchmark", ["fit", "--experiment", "sim"], 2, "--benchmark"),
+    ("report-out-unwritable", ["report", "--experiment", "sim", "--benchmark", "simulated", "--out",
+                               "{d}/good.csv/reports"], 2, "--out"),
+    # export and status
+    ("export-out-unwritable", ["export", "--experiment", "sim", "--out", "{d}/good.csv/runs.csv"], 2, "--out"),
+    ("export-out-is-folder", ["export", "--experiment", "sim", "--out", "{d}"], 2, "is a folder"),
+    ("export-parquet-no-out", ["export", "--format", "parquet"], 2, "--out"),
+    ("export-unknown-experiment", ["export", "--experiment", "zzz"], 2, "unknown experiment"),
+    ("status-missing-registry", ["status", "--registry", "{d}/none.duckdb"], 2, "registry not found"),
+    ("registry-check-missing", ["registry", "check", "--registry", "{d}/none.duckdb"], 2, "registry not found"),
+    # simulate
+    ("simulate-no-config", ["simulate", "--experiment", "s2"], 2, "--config"),
+    ("simulate-negative-noise", ["simulate", "--config", str(SMALL), "--experiment", "s2", "--noise", "-1"], 2,
+     "--noise"),
+    ("simulate-missing-truth", ["simulate", "--config", str(SMALL), "--experiment", "s2", "--truth",
+                                "{d}/none.toml"], 2, "none.toml"),
+    # envs and the rest
+    ("envs-check-missing-file", ["envs", "check", "{d}/none.jsonl"], 2, "no such file"),
+    ("envs-check-zero-cpu", ["envs", "check", "{d}/good.csv", "--cpu-s", "0"], 2, "--cpu-s"),
+    ("envs-build-negative-n", ["envs", "build", "--out", "{d}/envs", "--n", "-1"], 2, "--n"),
+    ("init-existing-file", ["init", "{d}/good.csv"], 2, "--force"),
+    ("unknown-command", ["fitt"], 2, "invalid choice"),
+    ("unknown-option", ["status", "--bogus"], 2, "--bogus"),
+]
+
+# Environment failures: one line naming the file, exit 1.
+BROKEN = [
+    ("status-truncated-registry", ["status"], "corrupt or truncated"),
+    ("fit-truncated-registry", ["fit", "--experiment", "sim", "--benchmark", "simulated", "--bootstrap", "0"],
+     "corrupt or truncated"),
+    ("export-truncated-registry", ["export", "--experiment", "sim"], "corrupt or truncated"),
+    ("import-truncated-registry", ["import-runs", "{d}/good.csv", "--experiment", "e", "--benchmark", "b", *MAP],
+     "corrupt or truncated"),
+]
+
+
+@pytest.fixture(scope="module")
+def base(tmp_path_factory) -> Path:
+    """A registry with a simulated experiment ``sim`` (and a stored fit) and an imported experiment ``imp``."""
+    d = tmp_path_factory.mktemp("bad-input-base")
+    reg = str(d / "base.duckdb")
+    (d / "good.csv").write_text(GOOD_CSV)
+    assert main(["simulate", "--config", str(SMALL), "--registry", reg, "--experiment", "sim", "--noise", "0.01"]) == 0
+    assert main(["fit", "--registry", reg, "--experiment", "sim", "--benchmark", "simulated", "--bootstrap", "8",
+                 "--no-interaction"]) == 0
+    assert main(["import-runs", str(d / "good.csv"), "--registry", reg, "--experiment", "imp", "--benchmark", "b",
+                 *MAP]) == 0
+    return Path(reg)
+
+
+def _digest(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def _setup(tmp_path: Path, base: Path) -> Path:
+    for name, text in FILES.items():
+        (tmp_path / name).write_text(text)
+    reg = tmp_path / "reg.duckdb"
+    shutil.copy(base, reg)
+    return reg
+
+
+def _expand(argv: list[str], reg: Path, d: Path) -> list[str]:
+    out = [a.replace("{d}", str(d)).replace("{reg}", str(reg)) for a in argv]
+    if "--registry" not in out and out[0] not in ("init", "fitt", "envs"):
+        out += ["--registry", str(reg)]
+    return out
+
+
+def _one_line_error(capsys) -> str:
+    err = capsys.readouterr().err
+    lines = [line for line in err.splitlines() if line.strip()]
+    assert "Traceback" not in err
+    assert len(lines) == 1, f"expected one line on stderr, got {len(lines)}:\n{err}"
+    return lines[0]
+
+
+@pytest.mark.parametrize(("argv", "code", "needle"), [c[1:] for c in CASES], ids=[c[0] for c in CASES])
+def test_user_mistake_is_one_line_exit_2_and_changes_nothing(argv, code, needle, base, tmp_path, capsys):
+    reg = _setup(tmp_path, base)
+    before = _digest(reg)
+    rc = main(_expand(argv, reg, tmp_path))  # an exception here is a traceback the user would see
+    line = _one_line_error(capsys)
+    assert rc == code, line
+    assert needle in line
+    assert _digest(reg) == before and not Path(f"{reg}.wal").exists()
+
+
+@pytest.mark.parametrize(("argv", "needle"), [c[1:] for c in BROKEN], ids=[c[0] for c in BROKEN])
+def test_broken_registry_is_one_line_naming_the_file(argv, needle, base, tmp_path, capsys):
+    reg = _setup(tmp_path, base)
+    size = reg.stat().st_size
+    with open(reg, "r+b") as fh:
+        fh.truncate(size // 2)
+    before = _digest(reg)
+    rc = main(_expand(argv, reg, tmp_path))
+    line = _one_line_error(capsys)
+    assert rc == 1 and needle in line and str(reg) in line
+    assert "registry check" in line  # the way to find out what is readable
+    assert _digest(reg) == before
+
+
+def test_the_suite_has_at_least_40_cases():
+    assert len(CASES) + len(BROKEN) >= 40
