@@ -108,8 +108,8 @@ def make_surface(fit: FitResult, *, tokens: float, others: Sequence[FitResult] =
     forms (``fit.forms`` with their ``form_weight``, :func:`fit.predict.components`) or,
     for a fit stored without them, ``others``: fits of other law forms to the same points,
     weighted by :func:`form_weights`. Form ``k`` contributes ``round(w_k B)`` of its
-    bootstrap draws (``B`` = the chosen fit's draw count), so the intervals include
-    law-form uncertainty as well as parameter uncertainty.
+    bootstrap draws (``B`` = the chosen fit's draw count; its point estimate, repeated, when
+    it has none), so the intervals include law-form uncertainty as well as parameter uncertainty.
     """
     from fit.laws import law_of
     from fit.predict import components
@@ -118,9 +118,9 @@ def make_surface(fit: FitResult, *, tokens: float, others: Sequence[FitResult] =
     law = law_of(fit)
     score = _score_fn(law, dict(fit.params), tokens=tokens, sign=sign)
     if fit.forms:
-        comps = [(f, flaw, w) for f, flaw, w in components(fit, law) if f.bootstrap]
+        comps = components(fit, law)
     else:
-        forms = [fit] + [o for o in others if o.law != fit.law and o.bootstrap]
+        forms = [fit] + [o for o in others if o.law != fit.law]
         weights = form_weights(forms)
         comps = [(f, law if f is fit else law_of(f), weights[f.law]) for f in forms]
     if len(comps) <= 1 or not fit.bootstrap:
@@ -129,8 +129,9 @@ def make_surface(fit: FitResult, *, tokens: float, others: Sequence[FitResult] =
     total = len(fit.bootstrap)
     draws, labels = [], []
     for f, flaw, w in comps:
+        pool = f.draws()  # bootstrap draws, or the point estimate of a form fitted without them
         for i in range(int(round(w * total))):
-            draws.append(_score_fn(flaw, f.bootstrap[i % len(f.bootstrap)], tokens=tokens, sign=sign))
+            draws.append(_score_fn(flaw, pool[i % len(pool)], tokens=tokens, sign=sign))
             labels.append(f.law)
     return Surface(score=score, draws=draws, labels=labels)
 
