@@ -60,7 +60,7 @@ def diversity_only_law(runs: Sequence[Any], config: ExperimentConfig, *, benchma
     if cache_key in _CACHE:
         return _CACHE[cache_key]
     try:
-        law = law_for_runs("saturating", runs, config.model_dump(mode="json"), axes=div)
+        law = law_for_runs("saturating", runs, config, axes=div)
         need = law.n_params + 2
         at_base = baseline_quality_runs(runs, config)
         if len(at_base) >= need:

@@ -9,6 +9,7 @@ from typing import Any
 
 from toolscale.cli._common import (Formatter, add_registry_args, config_of, emit_json, print_table, registry_path,
                                    writable_dir)
+from toolscale.config import ExperimentConfig, parse_config
 from toolscale.errors import UsageError
 
 __all__ = ["register", "fit_summary", "parse_at"]
@@ -88,6 +89,19 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=_report)
 
     p = sub.add_parser(
+        "effect", help="the paired effect of a two-level axis (e.g. a stage on/off) per model size, with 95% CIs",
+        formatter_class=Formatter,
+        epilog="example:\n  toolscale effect --experiment midtrain-cpu --axis midtrain_tokens "
+               "--benchmark heldout-calls --metric token_prob --json")
+    p.add_argument("--experiment", help="experiment name (default: the only one in the registry)")
+    add_registry_args(p)
+    p.add_argument("--axis", required=True, help="an axis with exactly two levels among the done runs")
+    p.add_argument("--benchmark", required=True, help="benchmark")
+    p.add_argument("--metric", default="score", help="metric of the benchmark (default score)")
+    p.add_argument("--json", action="store_true", help="one object per size and cell")
+    p.set_defaults(func=_effect)
+
+    p = sub.add_parser(
         "simulate", help="fill an experiment with results drawn from a known law over the config's real design",
         formatter_class=Formatter,
         epilog="examples:\n  toolscale simulate --config toolscale.toml --experiment sim --json\n"
@@ -146,7 +160,8 @@ def _stages(text: str) -> list[str]:
     return names
 
 
-def _load(args: argparse.Namespace, experiment: str | None) -> tuple[str, list, dict | None, bool]:
+def _load(args: argparse.Namespace, experiment: str | None) -> tuple[str, list, ExperimentConfig | None, bool]:
+    """``(experiment, done runs, its config parsed from the registry or None, simulated)``."""
     from grid.registry import Registry
 
     with Registry(registry_path(args, config_of(args)), read_only=True) as reg:
@@ -158,7 +173,8 @@ def _load(args: argparse.Namespace, experiment: str | None) -> tuple[str, list, 
             experiment = names[0]
         info = reg.experiment(experiment)
         runs = reg.runs(experiment, status="done")
-    return experiment, runs, info.config, info.simulated
+    config = parse_config(info.config, source=f"registry config of {experiment}") if info.config else None
+    return experiment, runs, config, info.simulated
 
 
 def _run(args: argparse.Namespace, experiment: str | None):
@@ -363,6 +379,23 @@ def _report(args: argparse.Namespace) -> int:
         emit_json(ReportSummary(**dict(summary), files={k: str(v) for k, v in paths.items()}).model_dump(mode="json"))
     else:
         print(f"wrote {paths['markdown']}, {paths['html']} and {paths['json']}")
+    return 0
+
+
+def _effect(args: argparse.Namespace) -> int:
+    from fit.effects import EffectReport, paired_effects
+
+    experiment, runs, _, _ = _load(args, args.experiment)
+    metric = f"{args.benchmark}/{args.metric}"
+    effects = paired_effects(runs, args.axis, metric)
+    if args.json:
+        emit_json(EffectReport(experiment=experiment, axis=args.axis, metric=metric, effects=effects)
+                  .model_dump(mode="json"))
+        return 0
+    rows = [{"model": e.model_size, **{k: f"{v:g}" for k, v in e.others.items()}, "pairs": e.n_pairs,
+             f"{e.low:g}": f"{e.mean_low:.4g}", f"{e.high:g}": f"{e.mean_high:.4g}", "effect": f"{e.effect:+.4g}",
+             "95% CI": "—" if e.lo is None else f"[{e.lo:+.4g}, {e.hi:+.4g}]"} for e in effects]
+    print_table(rows, title=f"{experiment}: {args.axis} on {args.benchmark}/{args.metric}, paired by seed")
     return 0
 
 
