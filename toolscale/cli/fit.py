@@ -25,6 +25,7 @@ def _add_fit_args(p: argparse.ArgumentParser, benchmark_required: bool = True) -
     p.add_argument("--axes", help="comma-separated axes entering the law (default: every axis)")
     p.add_argument("--holdout", default="top-flops:0.25", metavar="RULE",
                    help="top-flops:F (default top-flops:0.25; the stored split column when F is the design's), "
+                        "rungs:K (fit the K smallest model sizes, predict the next, stepping up the ladder), "
                         "split (the stored column) or none")
     p.add_argument("--bootstrap", type=int, default=200, metavar="N", help="bootstrap refits (default 200; 0: none)")
     p.add_argument("--huber-delta", type=float, metavar="X", help="Huber threshold (default: the law's)")
@@ -255,6 +256,10 @@ def _fit(args: argparse.Namespace) -> int:
         ext = f"{h.extrapolation_factor:.1f}x" if h.extrapolation_factor else "n/a"
         print(f"held out ({f.holdout_source}): {h.n} runs, MAE {h.mae:.4f}, max error {h.max_error:.4f}, "
               f"90% interval coverage {cov}, extrapolation {ext}")
+    if f.rolling:
+        print_table([{"fitted sizes": ", ".join(f"{n:.3g}" for n in s.fit_sizes), "predicted": f"{s.predicted_size:.3g}",
+                      "runs": s.n, "MAE": s.mae, "relative MAE": s.relative_mae, "max error": s.max_error,
+                      "90% coverage": s.interval_coverage} for s in f.rolling], title="rolling validation")
     if result.interaction is not None:
         i = result.interaction
         ci = f" [{i.gain_ratio_lo:.2f}, {i.gain_ratio_hi:.2f}]" if i.gain_ratio_lo is not None else ""
