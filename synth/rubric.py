@@ -5,7 +5,6 @@ rubric (:data:`RUBRICS`) sent with the conversation's transcript. A reply's scor
 ``(s - 1) / 4`` in [0, 1]; the trajectory's mean over the seven is compared with the threshold by
 :func:`synth.judge.judge_trajectory`.
 
-The seven requests go out together when the client has ``chat_many`` (up to the role's concurrency).
 Parsing (:func:`synth.chat.parse_score`): the strict form ``{"score": N}``; a lenient *fallback*
 (``score: N``, or one lone digit) is accepted and counted. A reply with no score, or a failed
 request, raises :class:`~synth.errors.JudgeError`, and the sample is rejected (never passed).
@@ -68,25 +67,26 @@ class RubricJudge:
                                                 'Reply with JSON only: {"score": N} where N is 1, 2, 3, 4 or 5.'}]
                    for dim in JUDGE_DIMENSIONS]
         try:
-            replies = self._ask_all(prompts)
-            scores: dict[str, float] = {}
-            fallbacks = 0
-            for dim, reply in zip(JUDGE_DIMENSIONS, replies, strict=True):
-                try:
-                    s, fallback = parse_score(reply.content or "")
-                except ValueError as err:
-                    raise JudgeError(f"judge reply for {dim} has no score: {err}") from None
-                fallbacks += fallback
-                scores[dim] = (s - 1) / 4
+            replies = self._ask(prompts)
         except Exception:
             self.failures += 1
             raise
-        self.replies += len(scores)
-        self.fallbacks += fallbacks
+        scores: dict[str, float] = {}
+        for dim, reply in zip(JUDGE_DIMENSIONS, replies):
+            try:
+                s, fallback = parse_score(reply.content or "")
+            except ValueError as err:
+                self.failures += 1
+                raise JudgeError(f"judge reply for {dim} has no score: {err}") from None
+            self.replies += 1
+            self.fallbacks += fallback
+            scores[dim] = (s - 1) / 4
         return scores
 
-    def _ask_all(self, prompts: list[list[dict]]) -> list[Any]:
-        """The seven replies: concurrently when the client has ``chat_many``, else one by one."""
+    def _ask(self, prompts: list[list[dict]]) -> list[Any]:
+        """The replies to the seven prompts: all at once when the client has ``chat_many`` (the shared
+        :class:`~synth.llm.client.LLMClient`: up to the role's ``concurrency`` in flight), else one by one.
+        The first unusable reply raises."""
         many = getattr(self.client, "chat_many", None)
         if many is None:
             return [self.client.chat(self.role, p) for p in prompts]
