@@ -50,7 +50,11 @@ def axis_kinds(config: ExperimentConfig | None, runs: Sequence[Any]) -> dict[str
     """
     out: dict[str, dict[str, Any]] = {}
     if config is not None:
-        return {a.name: {"kind": a.kind, "min": float(a.min), "max": float(a.max)} for a in config.axes}
+        out = {a.name: {"kind": a.kind, "min": float(a.min), "max": float(a.max)} for a in config.axes}
+        uniq = [r.recipe[UNIQUE_TOKENS] for r in runs if UNIQUE_TOKENS in r.recipe]
+        if uniq and UNIQUE_TOKENS not in out:  # imported repetition data beside the config's axes
+            out[UNIQUE_TOKENS] = {"kind": "unique_tokens", "min": float(min(uniq)), "max": float(max(uniq))}
+        return out
     names = sorted({k for r in runs for k in r.recipe})
     for name in names:
         vals = np.array([r.recipe[name] for r in runs if name in r.recipe], dtype=float)

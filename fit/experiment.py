@@ -12,11 +12,12 @@ from typing import Any
 from fit.data import law_for_runs, points_from_runs, runs_with_stages
 from fit.errors import FitInputError
 from fit.fitting import fit_law
-from fit.holdout import apply_holdout, heldout_metrics
+from fit.holdout import apply_holdout, heldout_metrics, parse_holdout
 from fit.interaction import compare_hypotheses
 from fit.laws import Law, get_law
 from fit.models import ExperimentFit, FitRequest, FitResult, Points
 from fit.predict import bic_weights
+from fit.rolling import rolling_steps
 from toolscale.config import ExperimentConfig
 
 __all__ = ["fit_experiment", "stored_fraction", "with_forms"]
@@ -73,6 +74,12 @@ def fit_experiment(runs: Sequence[Any], request: FitRequest, *, config: Experime
     if interaction is not None:
         fit = with_forms(fit, [f for name, f in forms.items() if name != fit.law], points, law, seed=request.seed)
         fit = fit.model_copy(update={"interaction": interaction})
+    kind, k = parse_holdout(request.holdout)
+    if kind == "rungs":
+        steps = rolling_steps(points, law, int(k), n_bootstrap=min(request.n_bootstrap, 50), seed=request.seed,
+                              n_starts=request.n_starts, max_grid=request.max_grid, huber_delta=request.huber_delta,
+                              n_jobs=request.n_jobs, method=request.method)
+        fit = fit.model_copy(update={"rolling": steps})
     return ExperimentFit(request=request, fit=fit, interaction=interaction, points=points)
 
 

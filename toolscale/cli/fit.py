@@ -25,6 +25,7 @@ def _add_fit_args(p: argparse.ArgumentParser, benchmark_required: bool = True) -
     p.add_argument("--axes", help="comma-separated axes entering the law (default: every axis)")
     p.add_argument("--holdout", default="top-flops:0.25", metavar="RULE",
                    help="top-flops:F (default top-flops:0.25; the stored split column when F is the design's), "
+                        "rungs:K (fit the K smallest model sizes, predict the next, stepping up the ladder), "
                         "split (the stored column) or none")
     p.add_argument("--bootstrap", type=int, default=200, metavar="N", help="bootstrap refits (default 200; 0: none)")
     p.add_argument("--huber-delta", type=float, metavar="X", help="Huber threshold (default: the law's)")
@@ -89,7 +90,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=_report)
 
     p = sub.add_parser(
-        "effect", help="the paired effect of a two-level axis (e.g. a stage on/off) per model size, with 95% CIs",
+        "effect", help="the paired effect of a two-level axis (e.g. a stage on/off) per model size, with 95%% CIs",
         formatter_class=Formatter,
         epilog="example:\n  toolscale effect --experiment midtrain-cpu --axis midtrain_tokens "
                "--benchmark heldout-calls --metric token_prob --json")
@@ -116,6 +117,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--noise", type=float, metavar="SD", help="noise SD in score points (default: the truth's)")
     p.add_argument("--benchmark", help="benchmark name to store the scores under (default: the truth's)")
     p.add_argument("--seed", type=int, default=0, help="noise seed")
+    p.add_argument("--replace", action="store_true",
+                   help="overwrite an existing simulated experiment's results (old values kept in run_history; "
+                        "its fits become stale); without it a simulation that changes stored scores is refused")
     p.add_argument("--json", action="store_true", help="machine-readable summary")
     p.set_defaults(func=_simulate)
 
@@ -252,6 +256,10 @@ def _fit(args: argparse.Namespace) -> int:
         ext = f"{h.extrapolation_factor:.1f}x" if h.extrapolation_factor else "n/a"
         print(f"held out ({f.holdout_source}): {h.n} runs, MAE {h.mae:.4f}, max error {h.max_error:.4f}, "
               f"90% interval coverage {cov}, extrapolation {ext}")
+    if f.rolling:
+        print_table([{"fitted sizes": ", ".join(f"{n:.3g}" for n in s.fit_sizes), "predicted": f"{s.predicted_size:.3g}",
+                      "runs": s.n, "MAE": s.mae, "relative MAE": s.relative_mae, "max error": s.max_error,
+                      "90% coverage": s.interval_coverage} for s in f.rolling], title="rolling validation")
     if result.interaction is not None:
         i = result.interaction
         ci = f" [{i.gain_ratio_lo:.2f}, {i.gain_ratio_hi:.2f}]" if i.gain_ratio_lo is not None else ""
@@ -306,6 +314,9 @@ def _predict(args: argparse.Namespace) -> int:
             laws = sorted({r.law for r in reg.fits(args.experiment, args.benchmark)})
             raise UsageError(f"no fit{f' of law {args.law!r}' if args.law else ''} for {args.experiment}/"
                              f"{args.benchmark}; laws fitted: {', '.join(laws) or 'none (run toolscale fit)'}")
+    if rows[0].stale_reason:
+        raise UsageError(f"the newest fit {rows[0].fit_id} of {args.experiment}/{args.benchmark} is stale: "
+                         f"{rows[0].stale_reason}; refit with toolscale fit")
     fit = FitResult.model_validate(rows[0].payload)
     need = required_inputs(fit)
     for i, p in enumerate(points):
@@ -403,7 +414,7 @@ def _simulate(args: argparse.Namespace) -> int:
 
     with Registry(registry_path(args, config)) as reg:
         out = simulate_experiment(reg, config, args.experiment, truth_path=args.truth, hypothesis=args.hypothesis,
-                                  noise_sd=args.noise, benchmark=args.benchmark, seed=args.seed)
+                                  noise_sd=args.noise, benchmark=args.benchmark, seed=args.seed, replace=args.replace)
     if args.json:
         emit_json(out)
     else:

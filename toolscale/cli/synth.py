@@ -37,7 +37,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                               "  toolscale synth --recipe point.toml --out data/p1 --set repair_rate=0.5 --seed 1\n"
                               "  toolscale synth --recipe point.toml --out data/git \\\n"
                               "      --server 'python -m mcp_server_git --repository /data/repo' --set "
-                              "'arg_values={repo_path=[\"/data/repo\"]}'")
+                              "'arg_values={repo_path=[\"/data/repo\"]}'\n"
+                              "  toolscale synth --recipe llm.toml --out data/p2 --llm-cache /shared/llm-cache --json"
+                              "   # [llm.<role>]: docs/llm.md")
     p.add_argument("--example-recipe", action="store_true", help="print a documented recipe and exit")
     p.add_argument("--recipe", metavar="RECIPE.toml", help="the recipe (knobs) to build")
     p.add_argument("--out", metavar="DIR", help="output folder for train.jsonl and manifest.json")
