@@ -17,7 +17,7 @@ from allocator.cost import cost_model_from_config
 from allocator.errors import AllocatorError, AllocatorUsageError
 from allocator.models import UNITS, AllocationReport, AllocationRequest, AxisBounds, Budget, Plan
 from allocator.solver import Surface, solve
-from fit.models import FitResult
+from fit.models import FitResult, FitSummary
 from grid.registry import Registry
 from toolscale.config import ExperimentConfig, parse_config, training_flops
 
@@ -56,14 +56,17 @@ def resolve_experiment(reg: Registry, benchmark: str, experiment: str | None) ->
     return fitted[benchmark][0]
 
 
-def load_fit(reg: Registry, experiment: str, benchmark: str, law: str | None = None) -> tuple[str, Any]:
+def load_fit(reg: Registry, experiment: str, benchmark: str, law: str | None = None) -> tuple[str, FitResult]:
     """The newest stored fit ``(fit_id, FitResult)``; refuses fits that did not converge."""
-
     rows = [f for f in reg.fits(experiment, benchmark) if law is None or f.law == law]
     if not rows:
         raise AllocatorUsageError(f"no fit of law {law!r} for {experiment}/{benchmark}; laws fitted: "
                                   f"{', '.join(sorted({f.law for f in reg.fits(experiment, benchmark)}))}")
     row = rows[0]
+    if row.stale_reason:
+        raise AllocatorError(f"the newest {row.law} fit {row.fit_id} for {experiment}/{benchmark} is stale: "
+                             f"{row.stale_reason}; refit (toolscale fit --experiment {experiment} --benchmark "
+                             f"{benchmark}) before allocating")
     fit = FitResult.model_validate(row.payload)
     if not fit.converged:
         raise AllocatorError(f"the newest {fit.law} fit for {experiment}/{benchmark} did not converge "
@@ -109,8 +112,8 @@ def make_surface(fit: FitResult, *, tokens: float, others: Sequence[FitResult] =
     forms (``fit.forms`` with their ``form_weight``, :func:`fit.predict.components`) or,
     for a fit stored without them, ``others``: fits of other law forms to the same points,
     weighted by :func:`form_weights`. Form ``k`` contributes ``round(w_k B)`` of its
-    bootstrap draws (``B`` = the chosen fit's draw count), so the intervals include
-    law-form uncertainty as well as parameter uncertainty.
+    bootstrap draws (``B`` = the chosen fit's draw count; its point estimate, repeated, when
+    it has none), so the intervals include law-form uncertainty as well as parameter uncertainty.
     """
     from fit.laws import law_of
     from fit.predict import components
@@ -119,9 +122,9 @@ def make_surface(fit: FitResult, *, tokens: float, others: Sequence[FitResult] =
     law = law_of(fit)
     score = _score_fn(law, dict(fit.params), tokens=tokens, sign=sign)
     if fit.forms:
-        comps = [(f, flaw, w) for f, flaw, w in components(fit, law) if f.bootstrap]
+        comps = components(fit, law)
     else:
-        forms = [fit] + [o for o in others if o.law != fit.law and o.bootstrap]
+        forms = [fit] + [o for o in others if o.law != fit.law]
         weights = form_weights(forms)
         comps = [(f, law if f is fit else law_of(f), weights[f.law]) for f in forms]
     if len(comps) <= 1 or not fit.bootstrap:
@@ -130,26 +133,26 @@ def make_surface(fit: FitResult, *, tokens: float, others: Sequence[FitResult] =
     total = len(fit.bootstrap)
     draws, labels = [], []
     for f, flaw, w in comps:
+        pool = f.draws()  # bootstrap draws, or the point estimate of a form fitted without them
         for i in range(int(round(w * total))):
-            draws.append(_score_fn(flaw, f.bootstrap[i % len(f.bootstrap)], tokens=tokens, sign=sign))
+            draws.append(_score_fn(flaw, pool[i % len(pool)], tokens=tokens, sign=sign))
             labels.append(f.law)
     return Surface(score=score, draws=draws, labels=labels)
 
 
-def fit_summary_of(fit: Any, fit_id: str | None = None) -> Any:
+def fit_summary_of(fit: FitResult, fit_id: str | None = None) -> FitSummary:
     """The :class:`fit.models.FitSummary` of a stored fit (what the MCP ``fit_summary`` tool returns)."""
     from fit.laws import law_of
-    from fit.models import FitSummary
 
     return FitSummary.of(fit, fit_id, formula=law_of(fit).formula)
 
 
-def other_forms(reg: Registry, experiment: str, benchmark: str, fit: Any) -> list[Any]:
+def other_forms(reg: Registry, experiment: str, benchmark: str, fit: FitResult) -> list[FitResult]:
     """The newest converged fit of every other law form on the same points (same data hash and metric)."""
-
     seen, out = {fit.law}, []
     for row in reg.fits(experiment, benchmark):
-        if row.law in seen or not row.converged or row.data_hash != fit.data_hash or row.metric != fit.metric:
+        if (row.law in seen or row.stale_reason or not row.converged or row.data_hash != fit.data_hash
+                or row.metric != fit.metric):
             continue
         seen.add(row.law)
         out.append(FitResult.model_validate(row.payload))
@@ -217,7 +220,7 @@ class _Loaded:
 
     experiment: str
     fit_id: str
-    fit: Any
+    fit: FitResult
     config: ExperimentConfig
     request: AllocationRequest
     surface: Surface

@@ -19,7 +19,8 @@ Truths: the built-in additive and multiplicative truths, and two interacting tru
 (``interaction`` law, quality amplifying diversity, ``kappa = +4``, and discounting it,
 ``kappa = -3``, gain ratio 0.64). Nothing is tuned on these results.
 
-``--json`` prints the records for ``benchmarks/run_all``; ``--detail PATH`` writes every experiment.
+``--json`` prints the records for ``benchmarks/run_all``; ``--detail PATH`` appends every experiment as
+it finishes (JSON lines), and ``--from-detail PATH`` summarises such a file.
 """
 
 from __future__ import annotations
@@ -78,9 +79,10 @@ def _experiment(cfg, truth_law, truth_params, seed: int, budgets, n_boot: int, f
         done = reg.runs("sim", status="done")
     fits = []
     for name in FORMS:
-        law = law_for_runs(name, done, cfg.model_dump(mode="json"))
+        law = law_for_runs(name, done, cfg)
         points = points_from_runs(done, benchmark=BENCH, metric="score", inputs=law.axes, experiment="sim")
-        fit = fit_law(points, law, n_bootstrap=n_boot, seed=seed, n_starts=4, max_grid=2048, holdout_rule="split")
+        fit = fit_law(points, law, n_bootstrap=n_boot, seed=seed, n_starts=4, max_grid=2048, holdout_rule="split",
+                      n_jobs=1)
         fit = fit.model_copy(update={"experiment": "sim", "benchmark": BENCH, "simulated": True})
         fits.append(fit)
     fits.sort(key=lambda f: -f.bic)  # lowest BIC stored last = the newest fit, the one allocate uses
@@ -130,12 +132,12 @@ def _experiment(cfg, truth_law, truth_params, seed: int, budgets, n_boot: int, f
     return out
 
 
-def run(quick: bool, detail: str | None = None) -> list[dict]:
+def run(quick: bool, detail: str | None = None, n_seeds: int | None = None) -> list[dict]:
     cfg = parse_config(tomllib.loads(example_config_text("default")))
     inputs = law_inputs_for_config(cfg)
     truths = _truths(inputs)
-    seeds = range(3) if quick else range(10)
-    n_boot = 30 if quick else 60
+    seeds = range(n_seeds or (2 if quick else 6))
+    n_boot = 30 if quick else 40
     budgets = (4000.0, 12000.0)
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
@@ -143,11 +145,12 @@ def run(quick: bool, detail: str | None = None) -> list[dict]:
             for seed in seeds:
                 for row in _experiment(cfg, law, params, seed, budgets, n_boot, Path(tmp)):
                     rows.append({"truth": name, **row})
+                    if detail:
+                        with open(detail, "a", encoding="utf-8") as f:
+                            f.write(json.dumps(rows[-1], default=str) + "\n")
                 print(f"{name} seed {seed}: " + ", ".join(
                     f"B={r['budget']:g} true {r['true_gain']:+.4f} in {r['gain_interval']}" for r in rows[-2:]),
                     file=sys.stderr, flush=True)
-    if detail:
-        Path(detail).write_text(json.dumps(rows, indent=1, default=str))
     return rows
 
 
@@ -161,6 +164,8 @@ def records(rows: list[dict]) -> list[dict]:
                     "value": float(np.mean([r["inside"] for r in sub])), "unit": "share", "target": "0.85-0.95"})
     inter = [r for r in rows if r["truth"].startswith("interaction")]
     rel = [r["regret"] / r["oracle_gain"] for r in inter if r["oracle_gain"] > 0]
+    if not inter:
+        return out
     out += [
         {"benchmark": "allocate_truths", "figure": "interacting truths: regret / oracle gain over diversity-only "
          "(median; max)", "value": [float(np.median(rel)), float(np.max(rel))], "unit": "ratio", "target": "<= 0.01"},
@@ -182,11 +187,17 @@ def records(rows: list[dict]) -> list[dict]:
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--quick", action="store_true", help="3 seeds per truth, 30 bootstrap refits")
+    p.add_argument("--quick", action="store_true", help="2 seeds per truth, 30 bootstrap refits (default 6, 40)")
+    p.add_argument("--seeds", type=int, help="seeds (simulated experiments) per truth")
     p.add_argument("--json", action="store_true")
-    p.add_argument("--detail", help="write every experiment's row to this JSON file")
+    p.add_argument("--detail", help="append every experiment-budget row to this JSON-lines file")
+    p.add_argument("--from-detail", help="only summarise the rows of an earlier --detail file")
     args = p.parse_args(argv)
-    recs = records(run(args.quick, args.detail))
+    if args.from_detail:
+        rows = [json.loads(line) for line in Path(args.from_detail).read_text().splitlines() if line.strip()]
+    else:
+        rows = run(args.quick, args.detail, args.seeds)
+    recs = records(rows)
     if args.json:
         print(json.dumps(recs))
     else:

@@ -47,13 +47,16 @@ def main() -> None:
     ap.add_argument("--tasks", type=int, default=400, help="synth tasks per set")
     ap.add_argument("--seed", type=int, default=2026, help="synth seed of the sets (a fresh one)")
     ap.add_argument("--transform-rate", type=float, default=1.0, help="transform_rate of the transformed set")
-    ap.add_argument("--kinds", default="copy,lm", help="probe kinds, comma-separated (copy, lm, hf:DIR)")
+    ap.add_argument("--kinds", default=None, help="probe kinds, comma-separated (copy, lm, hf:DIR); default copy,lm "
+                    "(copy with --quick)")
     ap.add_argument("--steps", type=int, default=400, help="lm probe training steps per fold")
-    ap.add_argument("--quick", action="store_true", help="200 tasks, lm 150 steps")
+    ap.add_argument("--quick", action="store_true", help="200 tasks, the copy probe only")
     ap.add_argument("--json", action="store_true", help="also print the records as one JSON line (last)")
     args = ap.parse_args()
     if args.quick:
-        args.tasks, args.steps = 200, 150
+        args.tasks = 200
+    if args.kinds is None:
+        args.kinds = "copy" if args.quick else "copy,lm"
     import torch
 
     torch.set_num_threads(1)

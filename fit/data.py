@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -19,7 +19,7 @@ import numpy as np
 from fit.errors import FitInputError
 from fit.laws import Law, get_law
 from fit.models import LawInput, Points
-from toolscale.config import STAGES
+from toolscale.config import STAGES, ExperimentConfig
 
 __all__ = ["points_from_runs", "law_for_runs", "axis_kinds", "available_metrics", "runs_with_stages",
            "DEFAULT_QUALITY_AXES", "UNIQUE_TOKENS", "EFFECTIVE_LAWS"]
@@ -41,7 +41,7 @@ def available_metrics(runs: Sequence[Any]) -> list[str]:
     return sorted({k for r in runs for k in r.metrics})
 
 
-def axis_kinds(config: Mapping[str, Any] | None, runs: Sequence[Any]) -> dict[str, dict[str, Any]]:
+def axis_kinds(config: ExperimentConfig | None, runs: Sequence[Any]) -> dict[str, dict[str, Any]]:
     """``axis -> {"kind", "min", "max"}`` from the experiment config, else inferred from the runs.
 
     Without a config (imported runs) an axis is ``quality`` if it is one of
@@ -49,9 +49,11 @@ def axis_kinds(config: Mapping[str, Any] | None, runs: Sequence[Any]) -> dict[st
     the runs' range.
     """
     out: dict[str, dict[str, Any]] = {}
-    if config and config.get("axes"):
-        for a in config["axes"]:
-            out[a["name"]] = {"kind": a["kind"], "min": float(a["min"]), "max": float(a["max"])}
+    if config is not None:
+        out = {a.name: {"kind": a.kind, "min": float(a.min), "max": float(a.max)} for a in config.axes}
+        uniq = [r.recipe[UNIQUE_TOKENS] for r in runs if UNIQUE_TOKENS in r.recipe]
+        if uniq and UNIQUE_TOKENS not in out:  # imported repetition data beside the config's axes
+            out[UNIQUE_TOKENS] = {"kind": "unique_tokens", "min": float(min(uniq)), "max": float(max(uniq))}
         return out
     names = sorted({k for r in runs for k in r.recipe})
     for name in names:
@@ -119,7 +121,7 @@ def points_from_runs(runs: Sequence[Any], *, benchmark: str, metric: str = "scor
                   benchmark=benchmark, metric=metric, simulated=bool(simulated))
 
 
-def law_for_runs(name: str, runs: Sequence[Any], config: Mapping[str, Any] | None = None,
+def law_for_runs(name: str, runs: Sequence[Any], config: ExperimentConfig | None = None,
                  axes: Sequence[str] | None = None) -> Law:
     """The law ``name`` specialised to the experiment: its axes, kinds and normalisation.
 

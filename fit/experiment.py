@@ -1,34 +1,34 @@
 """One experiment, one benchmark: choose the law, apply the hold-out rule, fit, compare hypotheses.
 
-:func:`fit_experiment` is pure over the registry's rows (runs and the experiment's
-config dict); the CLI reads them and stores the result.
+:func:`fit_experiment` is pure over the registry's rows (runs) and the experiment's
+config model; the CLI reads them (parsing the stored config) and stores the result.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from fit.data import law_for_runs, points_from_runs, runs_with_stages
 from fit.errors import FitInputError
 from fit.fitting import fit_law
-from fit.holdout import apply_holdout, heldout_metrics
+from fit.holdout import apply_holdout, heldout_metrics, parse_holdout
 from fit.interaction import compare_hypotheses
 from fit.laws import Law, get_law
 from fit.models import ExperimentFit, FitRequest, FitResult, Points
 from fit.predict import bic_weights
+from fit.rolling import rolling_steps
+from toolscale.config import ExperimentConfig
 
 __all__ = ["fit_experiment", "stored_fraction", "with_forms"]
 
 
-def stored_fraction(config: Mapping[str, Any] | None) -> float:
+def stored_fraction(config: ExperimentConfig | None) -> float:
     """The held-out fraction the stored split was made with: the config's, else import-runs' 0.25."""
-    if config and isinstance(config.get("design"), Mapping) and "heldout_fraction" in config["design"]:
-        return float(config["design"]["heldout_fraction"])
-    return 0.25
+    return config.design.heldout_fraction if config is not None else 0.25
 
 
-def fit_experiment(runs: Sequence[Any], request: FitRequest, *, config: Mapping[str, Any] | None = None,
+def fit_experiment(runs: Sequence[Any], request: FitRequest, *, config: ExperimentConfig | None = None,
                    simulated: bool | None = None) -> ExperimentFit:
     """Fit ``request.law`` (or the automatic choice) to the done runs of one experiment.
 
@@ -36,8 +36,8 @@ def fit_experiment(runs: Sequence[Any], request: FitRequest, *, config: Mapping[
     ----------
     runs : the experiment's done :class:`grid.models.RunRecord` rows.
     request : what to fit.
-    config : the experiment's config as stored in the registry (axis kinds and ranges,
-        design hold-out fraction); None for imported experiments.
+    config : the experiment's config (axis kinds and ranges, design hold-out fraction);
+        None for imported experiments.
     simulated : label override (default: from the runs' source).
     """
     if not runs:
@@ -74,6 +74,12 @@ def fit_experiment(runs: Sequence[Any], request: FitRequest, *, config: Mapping[
     if interaction is not None:
         fit = with_forms(fit, [f for name, f in forms.items() if name != fit.law], points, law, seed=request.seed)
         fit = fit.model_copy(update={"interaction": interaction})
+    kind, k = parse_holdout(request.holdout)
+    if kind == "rungs":
+        steps = rolling_steps(points, law, int(k), n_bootstrap=min(request.n_bootstrap, 50), seed=request.seed,
+                              n_starts=request.n_starts, max_grid=request.max_grid, huber_delta=request.huber_delta,
+                              n_jobs=request.n_jobs, method=request.method)
+        fit = fit.model_copy(update={"rolling": steps})
     return ExperimentFit(request=request, fit=fit, interaction=interaction, points=points)
 
 
@@ -99,7 +105,7 @@ def with_forms(fit: FitResult, others: Sequence[FitResult], points: Points, law:
     return fit
 
 
-def _auto_law(runs: Sequence[Any], request: FitRequest, config: Mapping[str, Any] | None) -> str:
+def _auto_law(runs: Sequence[Any], request: FitRequest, config: ExperimentConfig | None) -> str:
     if request.metric in ("loss", "bpb"):  # nats per token, bits per byte: lower is better
         return "chinchilla"
     from fit.data import axis_kinds

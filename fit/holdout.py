@@ -14,6 +14,10 @@ That decision is kept wherever it applies:
   the done runs' measured FLOPs (ties at the threshold all held out).
 - ``split``: the stored column, whatever rule made it.
 - ``none``: every done run is fitted; no held-out metrics.
+- ``rungs:K``: rolling validation up the ladder (:mod:`fit.rolling`): fit the ``K``
+  smallest model sizes and predict the next one, then fit ``K + 1`` and predict the
+  next, up to the largest. The stored fit is the last step (every size but the largest
+  fitted, the largest held out); ``FitResult.rolling`` has each step's error.
 
 The source used is recorded in ``FitResult.holdout_source``.
 """
@@ -31,19 +35,27 @@ from fit.laws import Law
 from fit.models import FitResult, HeldoutMetrics, HeldoutPoint, Points
 from fit.predict import predict_points
 
-__all__ = ["parse_holdout", "apply_holdout", "heldout_metrics", "DEFAULT_HOLDOUT"]
+__all__ = ["parse_holdout", "apply_holdout", "heldout_metrics", "model_sizes", "DEFAULT_HOLDOUT"]
 
 DEFAULT_HOLDOUT = "top-flops:0.25"
 _RULE = re.compile(r"^top-flops:([0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?)$")
+_RUNGS = re.compile(r"^rungs:([0-9]+)$")
 
 
 def parse_holdout(rule: str) -> tuple[str, float | None]:
-    """``"top-flops:0.25"`` -> ``("top-flops", 0.25)``; ``"none"``, ``"split"`` -> ``(rule, None)``."""
+    """``"top-flops:0.25"`` -> ``("top-flops", 0.25)``; ``"rungs:2"`` -> ``("rungs", 2)``;
+    ``"none"``, ``"split"`` -> ``(rule, None)``."""
     if rule in ("none", "split"):
         return rule, None
+    r = _RUNGS.match(rule)
+    if r:
+        k = int(r.group(1))
+        if k < 1:
+            raise FitInputError(f"--holdout rungs:K needs K >= 1 fitted model sizes, got {rule!r}")
+        return "rungs", float(k)
     m = _RULE.match(rule)
     if not m:
-        raise FitInputError(f"--holdout must be top-flops:F (0 <= F < 1), split or none; got {rule!r}")
+        raise FitInputError(f"--holdout must be top-flops:F (0 <= F < 1), rungs:K, split or none; got {rule!r}")
     f = float(m.group(1))
     if not 0.0 <= f < 1.0:
         raise FitInputError(f"--holdout top-flops fraction must be in [0, 1), got {f:g}")
@@ -64,6 +76,11 @@ def apply_holdout(points: Points, rule: str, stored_fraction: float | None = 0.2
         return points.model_copy(update={"split": ["fit"] * n}), "none"
     if kind == "split":
         return points.model_copy(update={"split": stored}), "stored split column"
+    if kind == "rungs":
+        sizes = model_sizes(points, int(frac))
+        return (points.model_copy(update={"split": ["heldout" if n == sizes[-1] else "fit"
+                                                    for n in points.inputs["N"]]}),
+                f"rolling over {len(sizes)} model sizes (last step)")
     if "heldout" in stored and stored_fraction is not None and math.isclose(frac, stored_fraction):
         return points.model_copy(update={"split": stored}), "stored split column"
     if not points.flops or not all(math.isfinite(f) for f in points.flops):
@@ -72,6 +89,17 @@ def apply_holdout(points: Points, rule: str, stored_fraction: float | None = 0.2
     mask = heldout_mask(points.flops, frac)
     return (points.model_copy(update={"split": ["heldout" if h else "fit" for h in mask]}),
             "recomputed over done runs")
+
+
+def model_sizes(points: Points, k: int) -> list[float]:
+    """The distinct model sizes of ``points``, ascending; FitInputError unless there are at least ``k + 1``."""
+    if "N" not in points.inputs:
+        raise FitInputError("--holdout rungs:K needs the model size (N) of every run")
+    sizes = sorted(set(float(n) for n in points.inputs["N"]))
+    if len(sizes) < k + 1:
+        raise FitInputError(f"--holdout rungs:{k} needs at least {k + 1} model sizes (fit {k}, predict the next); "
+                            f"the runs have {len(sizes)} ({', '.join(f'{n:.3g}' for n in sizes)})")
+    return sizes
 
 
 def heldout_metrics(fit: FitResult, law: Law, test: Points, *, train_flops: Sequence[float] = (),

@@ -26,7 +26,8 @@ import numpy as np
 from fit.laws import law_of
 from fit.models import ExperimentFit
 
-__all__ = ["report_data", "render_markdown", "render_html", "make_figures", "write_report", "report_stem"]
+__all__ = ["report_data", "render_markdown", "render_html", "make_figures", "write_report", "report_stem",
+           "axes_figure", "heldout_figure", "residuals_figure", "hypotheses_figure", "FIGURE_MAKERS"]
 
 SIM_BANNER = ("SIMULATED DATA: every number below comes from `toolscale simulate` (a known law plus noise), "
               "not from trained models.")
@@ -65,6 +66,10 @@ def report_data(result: ExperimentFit) -> dict[str, Any]:
         "n_bootstrap": len(f.bootstrap), "bootstrap_seed": f.bootstrap_seed,
         "holdout_rule": f.holdout_rule, "holdout_source": f.holdout_source,
         "inputs": [i.model_dump() for i in f.inputs], "params": params,
+        "residual_scale": f.residual_scale, "n_skipped": f.n_skipped,
+        "lack_of_fit": f.lack_of_fit.model_dump() if f.lack_of_fit else None,
+        "form_weights": {f.law: f.form_weight, **{o.law: o.form_weight for o in f.forms}} if f.forms else {},
+        "rolling": [s.model_dump() for s in f.rolling],
         "heldout": None if h is None else {
             "n": h.n, "mae": h.mae, "max_error": h.max_error, "rmse": h.rmse,
             "interval_coverage": h.interval_coverage, "interval_level": h.interval_level,
@@ -75,8 +80,8 @@ def report_data(result: ExperimentFit) -> dict[str, Any]:
     if result.interaction is not None:
         i = result.interaction
         data["interaction"] = {
-            "supported": i.supported, "strength": i.strength, "delta_bic": i.delta_bic, "lr_stat": i.lr_stat,
-            "lr_p": i.lr_p, "f_stat": i.f_stat, "f_p": i.f_p, "interaction_coef": i.interaction_coef,
+            "supported": i.supported, "verdict": i.verdict, "strength": i.strength, "delta_bic": i.delta_bic,
+            "lr_stat": i.lr_stat, "lr_p": i.lr_p, "lr_p_method": i.lr_p_method, "f_stat": i.f_stat, "f_p": i.f_p, "interaction_coef": i.interaction_coef,
             "gain_ratio": i.gain_ratio, "gain_ratio_lo": i.gain_ratio_lo, "gain_ratio_hi": i.gain_ratio_hi,
             "fits": {k: {"aic": v.aic, "bic": v.bic, "rss": v.rss, "n_params": v.n_params,
                          "heldout_mae": v.heldout_mae, "converged": v.converged} for k, v in i.fits.items()}}
@@ -109,7 +114,19 @@ def _summary_lines(d: dict[str, Any]) -> list[str]:
     lines = [f"- Law: `{d['law']}`: {d['formula']}",
              f"- Runs fitted: {d['n_points']} ({d['n_params']} free parameters); converged: {_f(d['converged'])}",
              f"- Residual SD: {_f(d['residual_sd'])}; replicate (pure-noise) SD: {_f(d['replicate_sd'])}",
-             f"- Hold-out: `{d['holdout_rule']}` ({d['holdout_source']}); bootstrap refits: {d['n_bootstrap']}"]
+             f"- Hold-out: `{d['holdout_rule']}` ({d['holdout_source']}); bootstrap refits: {d['n_bootstrap']}",
+             f"- Residuals: {d['residual_scale']} (Huber delta {_f(d['huber_delta'])} in those units)"]
+    if d["n_skipped"]:
+        lines.append(f"- Skipped {d['n_skipped']} done runs without {d['benchmark']}/{d['metric']}")
+    lof = d["lack_of_fit"]
+    if lof is not None:
+        flag = "**LACK OF FIT**: the law misses structure the replicated runs show" if lof["flagged"] else "no lack of fit"
+        test = "" if lof["f_stat"] is None else f", F {_f(lof['f_stat'], 3)} on ({lof['df_lack']}, {lof['df_pure']}) df, " \
+            f"p = {_f(lof['p_value'], 3)}"
+        lines.append(f"- Residual SD / replicate SD = {_f(lof['ratio'], 3)}{test}: {flag}")
+    if d["form_weights"]:
+        lines.append("- Prediction intervals mix the forms by BIC weight: " +
+                     ", ".join(f"{k} {v:.2f}" for k, v in d["form_weights"].items()))
     if d["message"]:
         lines.append(f"- Diagnostics: {d['message']}")
     if d["at_bounds"]:
@@ -149,9 +166,13 @@ def _interaction_lines(d: dict[str, Any]) -> list[str]:
     if i is None:
         return ["Not run (the law needs diversity and quality axes and a score)."]
     ci = "" if i["gain_ratio_lo"] is None else f" (95% CI {_f(i['gain_ratio_lo'], 3)} to {_f(i['gain_ratio_hi'], 3)})"
-    lines = [f"- Supported hypothesis: **{i['supported']}** ({i['strength']}; delta BIC {_f(i['delta_bic'], 3)})",
+    says = {"additive": "the data cannot tell the forms apart", "amplifies": "quality amplifies what diversity buys",
+            "discounts": "quality discounts what diversity buys"}[i["verdict"]]
+    lines = [f"- Verdict: **{i['verdict']}** ({says}); supported form **{i['supported']}** ({i['strength']}; "
+             f"BIC(additive) - best other = {_f(i['delta_bic'], 3)})",
              f"- Likelihood-ratio test of the interaction term (kappa = 0): LR {_f(i['lr_stat'], 3)}, "
-             f"p = {_f(i['lr_p'], 3)}; linearised F test: F {_f(i['f_stat'], 3)}, p = {_f(i['f_p'], 3)}",
+             f"p = {_f(i['lr_p'], 3)} ({i['lr_p_method']}); linearised F test: F {_f(i['f_stat'], 3)}, "
+             f"p = {_f(i['f_p'], 3)}",
              f"- Effect size: diversity gain at the highest quality / at the lowest = {_f(i['gain_ratio'], 3)}{ci} "
              "(1 = additive)", "",
              "| law | k | RSS | AIC | BIC | held-out MAE |", "|---|---|---|---|---|---|"]
@@ -159,6 +180,19 @@ def _interaction_lines(d: dict[str, Any]) -> list[str]:
         lines.append(f"| {name} | {v['n_params']} | {_f(v['rss'])} | {_f(v['aic'], 6)} | {_f(v['bic'], 6)} | "
                      f"{_f(v['heldout_mae'])} |")
     return lines
+
+
+def _rolling_lines(d: dict[str, Any]) -> list[str]:
+    if not d["rolling"]:
+        return []
+    rows = ["", "Rolling validation (fit the smaller sizes, predict the next one up):", "",
+            "| fitted sizes | predicted size | runs | MAE | relative MAE | max error | 90% coverage |",
+            "|---|---|---|---|---|---|---|"]
+    for s in d["rolling"]:
+        rows.append(f"| {', '.join(f'{n:.3g}' for n in s['fit_sizes'])} | {s['predicted_size']:.3g} | {s['n']} | "
+                    f"{_f(s['mae'])} | {_f(s['relative_mae'])} | {_f(s['max_error'])} | "
+                    f"{_f(s['interval_coverage'])} |")
+    return rows
 
 
 def _param_rows(d: dict[str, Any]) -> list[str]:
@@ -184,7 +218,7 @@ def render_markdown(d: dict[str, Any], figures: dict[str, str] | None = None) ->
     if d["simulated"]:
         out += [f"> **{SIM_BANNER}**", ""]
     out += ["## Fit", *_summary_lines(d), "", "## Parameters", *_param_rows(d), "",
-            "## Held-out extrapolation", *_heldout_lines(d), "",
+            "## Held-out extrapolation", *_heldout_lines(d), *_rolling_lines(d), "",
             "## Additive vs multiplicative (research plan, seed 003)", *_interaction_lines(d), ""]
     for key, caption in FIGURES:
         if key in figures:
@@ -242,7 +276,7 @@ def render_html(d: dict[str, Any], pngs: dict[str, bytes] | None = None) -> str:
     if d["simulated"]:
         body.append(f'<div class="sim">{_inline(SIM_BANNER)}</div>')
     for heading, lines in (("Fit", _summary_lines(d)), ("Parameters", _param_rows(d)),
-                           ("Held-out extrapolation", _heldout_lines(d)),
+                           ("Held-out extrapolation", _heldout_lines(d) + _rolling_lines(d)),
                            ("Additive vs multiplicative (research plan, seed 003)", _interaction_lines(d))):
         body.append(f"<h2>{html.escape(heading)}</h2>")
         body.append(_md_to_html_lines(lines))
@@ -258,120 +292,161 @@ def render_html(d: dict[str, Any], pngs: dict[str, bytes] | None = None) -> str:
             f"<style>{style}</style></head><body>\n" + "\n".join(body) + "\n</body></html>\n")
 
 
-def make_figures(result: ExperimentFit) -> dict[str, bytes]:
-    """The report's PNGs (matplotlib, Agg backend), by figure key."""
+def _pyplot():
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+
+    return plt
+
+
+def _png(fig) -> bytes:
+    plt = _pyplot()
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=90, bbox_inches="tight", metadata={"Software": None})
+    plt.close(fig)
+    return buf.getvalue()
+
+
+def _tag(result: ExperimentFit) -> str:
+    return " [SIMULATED]" if result.fit.simulated else ""
+
+
+def axes_figure(result: ExperimentFit) -> bytes | None:
+    """Each axis' fitted curve over the data (mean prediction over the fitted recipes), one curve per size."""
     import matplotlib.ticker
 
-    f = result.fit
-    law = law_of(f)
-    pts = result.points
-    split = pts.split_array()
-    X = pts.X()
-    y = pts.y_array()
-    fit_mask = split == "fit"
-    tag = " [SIMULATED]" if f.simulated else ""
-    out: dict[str, bytes] = {}
-
-    def png(fig) -> bytes:
-        buf = io.BytesIO()
-        fig.savefig(buf, format="png", dpi=90, bbox_inches="tight", metadata={"Software": None})
-        plt.close(fig)
-        return buf.getvalue()
-
+    plt = _pyplot()
+    f, law, pts = result.fit, law_of(result.fit), result.points
+    X, y = pts.X(), pts.y_array()
+    fit_mask = pts.split_array() == "fit"
+    tag = _tag(result)
     axes_inputs = [i for i in law.inputs if i.kind != "metric" and i.name in X]
+    if not axes_inputs:
+        return None
     size = next((i.name for i in law.inputs if i.kind == "size"), None)
     sizes = np.unique(X[size]) if size else np.array([])
     if sizes.size > 6:  # many sizes (imported sweeps): one curve over all of them
         size = None
     colors = plt.cm.viridis(np.linspace(0.1, 0.85, max(len(sizes), 1)))
-    if axes_inputs:
-        cols = min(3, len(axes_inputs))
-        rows = math.ceil(len(axes_inputs) / cols)
-        fig, axs = plt.subplots(rows, cols, figsize=(4.4 * cols, 3.6 * rows), squeeze=False, layout="constrained")
-        base = {k: v[fit_mask] for k, v in X.items()}
-        for ax, inp in zip(axs.flat, axes_inputs):
-            xs = X[inp.name]
-            lo, hi = float(xs.min()), float(xs.max())
-            logx = inp.kind in ("size", "tokens", "flops", "diversity") and lo > 0
-            grid = np.geomspace(lo, hi, 40) if logx else np.linspace(lo, hi, 40)
-            groups = [(None, np.ones_like(y, dtype=bool), "k")] if inp.name == size or not size else \
-                [(n, X[size] == n, colors[j]) for j, n in enumerate(sizes)]
-            for n, sel, color in groups:
-                ax.scatter(xs[sel & fit_mask], y[sel & fit_mask], s=9, alpha=0.45, color=color)
-                if (sel & ~fit_mask).any():
-                    ax.scatter(xs[sel & ~fit_mask], y[sel & ~fit_mask], s=14, alpha=0.7, marker="x", color=color)
-                curve = []
-                for g in grid:
-                    Xg = dict(base)
-                    Xg[inp.name] = np.full(fit_mask.sum(), g)
-                    if n is not None:
-                        Xg[size] = np.full(fit_mask.sum(), n)
-                    curve.append(float(np.mean(law.predict(f.params, Xg))))
-                label = "law (mean over fitted recipes)" if n is None else f"N = {n:.3g}"
-                ax.plot(grid, curve, color=color, lw=2, label=label)
-            if logx:
-                ax.set_xscale("log")
-                ax.xaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
-            ax.set_xlabel(inp.name)
-            ax.set_ylabel(f"{f.benchmark}/{f.metric}")
-            ax.set_title(f"{inp.name}{tag}", fontsize=9)
-            if size and inp.name != size:
-                ax.legend(fontsize=6, title="x = held out", title_fontsize=6)
-        for ax in list(axs.flat)[len(axes_inputs):]:
-            ax.axis("off")
-        fig.suptitle(f"{f.law} fit{tag}")
-        out["axes"] = png(fig)
+    cols = min(3, len(axes_inputs))
+    rows = math.ceil(len(axes_inputs) / cols)
+    fig, axs = plt.subplots(rows, cols, figsize=(4.4 * cols, 3.6 * rows), squeeze=False, layout="constrained")
+    base = {k: v[fit_mask] for k, v in X.items()}
+    for ax, inp in zip(axs.flat, axes_inputs):
+        xs = X[inp.name]
+        lo, hi = float(xs.min()), float(xs.max())
+        logx = inp.kind in ("size", "tokens", "unique_tokens", "flops", "diversity") and lo > 0
+        grid = np.geomspace(lo, hi, 40) if logx else np.linspace(lo, hi, 40)
+        groups = [(None, np.ones_like(y, dtype=bool), "k")] if inp.name == size or not size else \
+            [(n, X[size] == n, colors[j]) for j, n in enumerate(sizes)]
+        for n, sel, color in groups:
+            ax.scatter(xs[sel & fit_mask], y[sel & fit_mask], s=9, alpha=0.45, color=color)
+            if (sel & ~fit_mask).any():
+                ax.scatter(xs[sel & ~fit_mask], y[sel & ~fit_mask], s=14, alpha=0.7, marker="x", color=color)
+            curve = []
+            for g in grid:
+                Xg = dict(base)
+                Xg[inp.name] = np.full(fit_mask.sum(), g)
+                if n is not None:
+                    Xg[size] = np.full(fit_mask.sum(), n)
+                curve.append(float(np.mean(law.predict(f.params, Xg))))
+            label = "law (mean over fitted recipes)" if n is None else f"N = {n:.3g}"
+            ax.plot(grid, curve, color=color, lw=2, label=label)
+        if logx:
+            ax.set_xscale("log")
+            ax.xaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
+        ax.set_xlabel(inp.name)
+        ax.set_ylabel(f"{f.benchmark}/{f.metric}")
+        ax.set_title(f"{inp.name}{tag}", fontsize=9)
+        if size and inp.name != size:
+            ax.legend(fontsize=6, title="x = held out", title_fontsize=6)
+    for ax in list(axs.flat)[len(axes_inputs):]:
+        ax.axis("off")
+    fig.suptitle(f"{f.law} fit{tag}")
+    return _png(fig)
 
-    if f.heldout is not None and f.heldout.points:
-        hp = f.heldout.points
-        fig, ax = plt.subplots(figsize=(5, 5))
-        act = np.array([p.actual for p in hp])
-        pred = np.array([p.predicted for p in hp])
-        if hp[0].lo is not None:
-            lo = np.array([p.lo for p in hp])
-            hi = np.array([p.hi for p in hp])
-            ax.errorbar(act, pred, yerr=[pred - lo, hi - pred], fmt="o", ms=3, alpha=0.6, label="90% PI")
-        else:
-            ax.scatter(act, pred, s=10)
-        span = [min(act.min(), pred.min()), max(act.max(), pred.max())]
-        ax.plot(span, span, "k--", lw=1)
-        ax.set_xlabel("actual")
-        ax.set_ylabel("predicted")
-        ax.set_title(f"held out: MAE {f.heldout.mae:.4f}{tag}", fontsize=10)
-        out["heldout"] = png(fig)
 
-    if pts.flops:
-        fl = np.asarray(pts.flops, dtype=float)
-        from fit.fitting import residuals
+def heldout_figure(result: ExperimentFit) -> bytes | None:
+    """Predicted vs actual on the held-out runs, with their 90% prediction intervals."""
+    f = result.fit
+    if f.heldout is None or not f.heldout.points:
+        return None
+    plt = _pyplot()
+    hp = f.heldout.points
+    fig, ax = plt.subplots(figsize=(5, 5))
+    act = np.array([p.actual for p in hp])
+    pred = np.array([p.predicted for p in hp])
+    if hp[0].lo is not None:
+        lo = np.array([p.lo for p in hp])
+        hi = np.array([p.hi for p in hp])
+        ax.errorbar(act, pred, yerr=[pred - lo, hi - pred], fmt="o", ms=3, alpha=0.6, label="90% PI")
+    else:
+        ax.scatter(act, pred, s=10)
+    span = [min(act.min(), pred.min()), max(act.max(), pred.max())]
+    ax.plot(span, span, "k--", lw=1)
+    ax.set_xlabel("actual")
+    ax.set_ylabel("predicted")
+    ax.set_title(f"held out: MAE {f.heldout.mae:.4g}{_tag(result)}", fontsize=10)
+    return _png(fig)
 
-        r = residuals(law, y, law.predict(f.params, X)) if law.stages is None else y - law.predict(f.params, X)
-        fig, ax = plt.subplots(figsize=(6, 3.5))
-        ax.scatter(fl[fit_mask], r[fit_mask], s=10, alpha=0.5, label="fitted")
-        if (~fit_mask).any():
-            ax.scatter(fl[~fit_mask], r[~fit_mask], s=12, marker="x", alpha=0.7, label="held out")
-        ax.axhline(0, color="k", lw=1)
-        ax.set_xscale("log")
-        ax.set_xlabel("training FLOPs")
-        ax.set_ylabel("residual" + (" (log)" if law.target == "loss" else ""))
-        ax.set_title(f"residuals vs FLOPs{tag}", fontsize=10)
-        ax.legend(fontsize=7)
-        out["residuals"] = png(fig)
 
-    if result.interaction is not None:
-        fits = result.interaction.fits
-        names = list(fits)
-        fig, axs = plt.subplots(1, 2, figsize=(8, 3.2))
-        axs[0].bar(names, [fits[n].bic for n in names], color="#64748b")
-        axs[0].set_title("BIC (lower is better)", fontsize=10)
-        maes = [fits[n].heldout_mae if fits[n].heldout_mae is not None else 0.0 for n in names]
-        axs[1].bar(names, maes, color="#0f766e")
-        axs[1].set_title("held-out MAE", fontsize=10)
-        fig.suptitle(f"supported: {result.interaction.supported}{tag}")
-        out["hypotheses"] = png(fig)
+def residuals_figure(result: ExperimentFit) -> bytes | None:
+    """Residuals (on the fit's residual scale) against training FLOPs, fitted and held-out runs."""
+    pts = result.points
+    if not pts.flops:
+        return None
+    from fit.optimize import residuals
+
+    plt = _pyplot()
+    f, law = result.fit, law_of(result.fit)
+    X, y = pts.X(), pts.y_array()
+    fit_mask = pts.split_array() == "fit"
+    fl = np.asarray(pts.flops, dtype=float)
+    r = residuals(law, y, law.predict(f.params, X)) if law.stages is None else y - law.predict(f.params, X)
+    fig, ax = plt.subplots(figsize=(6, 3.5))
+    ax.scatter(fl[fit_mask], r[fit_mask], s=10, alpha=0.5, label="fitted")
+    if (~fit_mask).any():
+        ax.scatter(fl[~fit_mask], r[~fit_mask], s=12, marker="x", alpha=0.7, label="held out")
+    ax.axhline(0, color="k", lw=1)
+    ax.set_xscale("log")
+    ax.set_xlabel("training FLOPs")
+    ax.set_ylabel(f"residual ({f.residual_scale})")
+    ax.set_title(f"residuals vs FLOPs{_tag(result)}", fontsize=10)
+    ax.legend(fontsize=7)
+    return _png(fig)
+
+
+def hypotheses_figure(result: ExperimentFit) -> bytes | None:
+    """BIC and held-out MAE of each hypothesis form."""
+    if result.interaction is None:
+        return None
+    plt = _pyplot()
+    fits = result.interaction.fits
+    names = list(fits)
+    fig, axs = plt.subplots(1, 2, figsize=(8, 3.2))
+    axs[0].bar(names, [fits[n].bic for n in names], color="#64748b")
+    axs[0].set_title("BIC (lower is better)", fontsize=10)
+    maes = [fits[n].heldout_mae if fits[n].heldout_mae is not None else 0.0 for n in names]
+    axs[1].bar(names, maes, color="#0f766e")
+    axs[1].set_title("held-out MAE", fontsize=10)
+    fig.suptitle(f"{result.interaction.verdict}: {result.interaction.supported}{_tag(result)}")
+    return _png(fig)
+
+
+FIGURE_MAKERS = {"axes": axes_figure, "heldout": heldout_figure, "residuals": residuals_figure,
+                 "hypotheses": hypotheses_figure}
+"""Figure key -> the function drawing it (``None`` when it does not apply)."""
+
+
+def make_figures(result: ExperimentFit) -> dict[str, bytes]:
+    """The report's PNGs (matplotlib, Agg backend), by figure key (one function per figure)."""
+    out = {}
+    for key, maker in FIGURE_MAKERS.items():
+        blob = maker(result)
+        if blob is not None:
+            out[key] = blob
     return out
 
 

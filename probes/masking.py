@@ -52,8 +52,8 @@ if TYPE_CHECKING:  # pragma: no cover
 
     from toolscale.config import ProbeSpec
 
-__all__ = ["Encoded", "ProbeLM", "render_pieces", "encode", "train_probe", "score_dataset", "argument_score", "MASK_TOKEN",
-           "MASK_STRATEGIES", "register_mask", "get_mask_strategy", "scoring_tokens"]
+__all__ = ["Encoded", "ProbeLM", "render_pieces", "encode", "train_probe", "score_dataset", "argument_score",
+           "MASK_TOKEN", "copy_exercise", "MASK_STRATEGIES", "register_mask", "get_mask_strategy", "scoring_tokens"]
 
 MASK_TOKEN = "<|mask|>"
 """The learned mask token added to the ``lm`` probe's tokenizer."""
@@ -209,8 +209,9 @@ def train_probe(texts: Sequence[str], encoded_fn: Callable[["PreTrainedTokenizer
     -----
     Next-token cross-entropy on every token of a window of ``max_seq_len`` tokens (a random
     window for longer trajectories); each observation's content is replaced by the ``<|mask|>`` token
-    with probability ``spec.mask_drop`` (the learned mask); AdamW, linear warm-up over the first 10 % of the steps
-    then cosine decay. Training tokens counted are the non-padding tokens of every batch.
+    with probability ``spec.mask_drop`` (the learned mask); during the first ``spec.copy_curriculum``
+    share of the steps, half of the rows are :func:`copy_exercise` rows (the copy curriculum). AdamW,
+    linear warm-up over the first 10 % of the steps, then cosine decay. Training tokens counted are the non-padding tokens of every batch.
     """
     import torch
 
@@ -242,6 +243,7 @@ def train_probe(texts: Sequence[str], encoded_fn: Callable[["PreTrainedTokenizer
         return 0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * frac))
 
     sched = torch.optim.lr_scheduler.LambdaLR(opt, lr_at)
+    n_copy = int(spec.copy_curriculum * spec.train_steps)
     model.train()
     L, tokens, losses = spec.max_seq_len, 0, []
     for step in range(spec.train_steps):
@@ -252,6 +254,8 @@ def train_probe(texts: Sequence[str], encoded_fn: Callable[["PreTrainedTokenizer
             for x0, x1 in encs[i].obs_spans.values():  # observation dropout teaches the mask token
                 if drop_rng.random() < spec.mask_drop:
                     s[x0:x1] = [mask_id] * (x1 - x0)
+            if step < n_copy and drop_rng.random() < 0.5:
+                s = copy_exercise(s, L, drop_rng)
             if len(s) > L:
                 start = int(torch.randint(len(s) - L + 1, (1,), generator=gen))
                 s = s[start:start + L]
@@ -275,6 +279,21 @@ def train_probe(texts: Sequence[str], encoded_fn: Callable[["PreTrainedTokenizer
     model.eval()
     return ProbeLM(model=model, tokenizer=tokenizer, params=params, train_tokens=tokens,
                    final_loss=float(sum(losses[-10:]) / len(losses[-10:])), mask_id=mask_id, pad_id=PAD_TOKEN_ID)
+
+
+def copy_exercise(seq: Sequence[int], max_len: int, rng: random.Random) -> list[int]:
+    """A copy-curriculum row: a prefix of ``seq`` followed by a copy of one of its spans (3-12 tokens).
+
+    Predicting the appended span needs an induction mechanism (find the earlier occurrence of the
+    current tokens, continue from there), the skill a copy-aware probe relies on.
+    """
+    k = rng.randint(3, 12)
+    cut = rng.randint(min(len(seq), k + 1), max(min(len(seq), max_len - k), k + 1))
+    prefix = list(seq[:cut])
+    if len(prefix) <= k:
+        return list(seq[:max_len])
+    start = rng.randrange(0, len(prefix) - k)
+    return (prefix + prefix[start:start + k])[-max_len:]
 
 
 def argument_score(full: Sequence[float], masked: Sequence[float]) -> float:

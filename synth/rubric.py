@@ -14,6 +14,7 @@ trajectory).
 
 from __future__ import annotations
 
+import threading
 from typing import Any
 
 from synth.chat import ChatClient, parse_score, transcript
@@ -58,28 +59,52 @@ class RubricJudge:
         """Trajectories scored (or attempted)."""
         self.failures = 0
         """Trajectories whose scoring failed (each one rejected)."""
+        self._lock = threading.Lock()
 
     def score(self, messages: list[dict]) -> dict[str, float]:
-        self.trajectories += 1
         text = transcript(messages)
+        prompts = [[{"role": "system", "content": _SYSTEM},
+                    {"role": "user", "content": f"Conversation:\n{text}\n\nDimension: {dim}\n{RUBRICS[dim]}\n"
+                                                'Reply with JSON only: {"score": N} where N is 1, 2, 3, 4 or 5.'}]
+                   for dim in JUDGE_DIMENSIONS]
+        try:
+            replies = self._ask(prompts)
+        except Exception:
+            self._count(failures=1)
+            raise
         scores: dict[str, float] = {}
-        for dim in JUDGE_DIMENSIONS:
-            prompt = (f"Conversation:\n{text}\n\nDimension: {dim}\n{RUBRICS[dim]}\n"
-                      'Reply with JSON only: {"score": N} where N is 1, 2, 3, 4 or 5.')
+        fallbacks = 0
+        for dim, reply in zip(JUDGE_DIMENSIONS, replies):
             try:
-                reply = self.client.chat(self.role, [{"role": "system", "content": _SYSTEM},
-                                                     {"role": "user", "content": prompt}])
                 s, fallback = parse_score(reply.content or "")
             except ValueError as err:
-                self.failures += 1
+                self._count(failures=1, replies=len(scores), fallbacks=fallbacks)
                 raise JudgeError(f"judge reply for {dim} has no score: {err}") from None
-            except Exception:
-                self.failures += 1
-                raise
-            self.replies += 1
-            self.fallbacks += fallback
+            fallbacks += fallback
             scores[dim] = (s - 1) / 4
+        self._count(replies=len(scores), fallbacks=fallbacks)
         return scores
+
+    def _count(self, failures: int = 0, replies: int = 0, fallbacks: int = 0) -> None:
+        """Add one scored trajectory's counts (several servers' threads may share the judge)."""
+        with self._lock:
+            self.trajectories += 1
+            self.failures += failures
+            self.replies += replies
+            self.fallbacks += fallbacks
+
+    def _ask(self, prompts: list[list[dict]]) -> list[Any]:
+        """The replies to the seven prompts: all at once when the client has ``chat_many`` (the shared
+        :class:`~synth.llm.client.LLMClient`: up to the role's ``concurrency`` in flight), else one by one.
+        The first unusable reply raises."""
+        many = getattr(self.client, "chat_many", None)
+        if many is None:
+            return [self.client.chat(self.role, p) for p in prompts]
+        replies = many(self.role, [{"messages": p} for p in prompts])
+        for r in replies:
+            if isinstance(r, BaseException):
+                raise r
+        return replies
 
     def stats(self) -> dict[str, Any]:
         """``fallback_rate`` (per dimension reply) and ``failure_rate`` (per trajectory)."""

@@ -412,6 +412,9 @@ class ProbeSpec(_Frozen):
     provenance labels (``all``: every earlier observation; ``latest``: the latest one)."""
     folds: int = Field(default=2, ge=2)
     """Cross-fitting folds of the ``lm`` probe: each fold is scored by a probe trained on the others."""
+    copy_curriculum: float = Field(default=0.3, ge=0.0, le=1.0)
+    """``lm`` probe: share of the first training steps in which half of the rows are copy exercises (a
+    random earlier span of the trajectory repeated at its end), so the tiny model learns to copy early."""
     mask_drop: float = Field(default=0.15, ge=0.0, lt=1.0)
     """``lm`` probe: probability that an observation's content is replaced by the learned mask token in a
     training sequence (teaches the mask)."""

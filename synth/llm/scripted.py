@@ -26,7 +26,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["Action", "ScriptedEndpoint", "reply", "tool_call", "status", "hang", "raw", "disconnect"]
+__all__ = ["Action", "ScriptedEndpoint", "reply", "tool_call", "status", "hang", "raw", "disconnect", "main"]
 
 
 @dataclass(frozen=True)
@@ -172,6 +172,11 @@ class ScriptedEndpoint:
         """Time-weighted mean of requests in flight over :attr:`busy_s`."""
         return self._stats.area / self.busy_s if self.busy_s > 0 else 0.0
 
+    def stats(self) -> dict[str, float]:
+        """The measurements as one mapping (also served at ``GET /_stats``; ``POST /_stats`` resets them)."""
+        return {"requests": self.requests, "max_in_flight": self.max_in_flight,
+                "mean_in_flight": self.mean_in_flight, "busy_s": self.busy_s}
+
     def reset_stats(self) -> None:
         """Forget the measurements (not the script position)."""
         with self._lock:
@@ -224,6 +229,11 @@ class ScriptedEndpoint:
             headers = {k.strip().lower(): v.strip() for k, _, v in (ln.partition(":") for ln in lines[1:] if ln)}
             n = int(headers.get("content-length", "0") or 0)
             payload = await reader.readexactly(n) if n else b""
+            if path.rstrip("/") == "/_stats":  # the measurements, for a server in another process
+                if method == "POST":
+                    self.reset_stats()
+                await self._send(writer, 200, self.stats())
+                continue
             if method == "GET" and path.rstrip("/").endswith("/models"):
                 await self._send(writer, 200, {"object": "list",
                                                "data": [{"id": m, "object": "model"} for m in self.models]})
@@ -303,3 +313,26 @@ class ScriptedEndpoint:
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m synth.llm.scripted [--latency S]``: serve ``reply("ok")`` after ``S`` seconds per request,
+    printing the base URL on stdout, until interrupted (for benchmarks with the endpoint in its own process)."""
+    import argparse
+    import sys
+
+    ap = argparse.ArgumentParser(prog="python -m synth.llm.scripted")
+    ap.add_argument("--latency", type=float, default=0.2, help="seconds before each answer (default 0.2)")
+    args = ap.parse_args(argv)
+    ep = ScriptedEndpoint([], latency_s=args.latency).start()
+    print(ep.url, flush=True)
+    try:
+        sys.stdin.read()  # until the parent closes our stdin
+    except KeyboardInterrupt:
+        pass
+    ep.stop()
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

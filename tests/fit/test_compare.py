@@ -12,6 +12,7 @@ from fit.laws import law_of
 from fit.models import FitRequest, FitSummary
 from grid.registry import Registry
 from toolscale.cli import main
+from toolscale.config import parse_config
 
 SMALL = Path(__file__).resolve().parent / "small.toml"
 
@@ -23,7 +24,7 @@ def test_two_stage_sets_fitted_apart_and_tabled(tmp_path, capsys):
     capsys.readouterr()
     with Registry(db, read_only=True) as reg:
         runs = reg.runs("sim", status="done")
-        config = reg.experiment("sim").config
+        config = parse_config(reg.experiment("sim").config)
     # every other run "went on to GRPO"
     runs = [r.model_copy(update={"metadata": {**r.metadata, "stages": {"sft": {}, **({"grpo": {}} if i % 2 else {})}}})
             for i, r in enumerate(runs)]

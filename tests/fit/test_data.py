@@ -8,6 +8,7 @@ import pytest
 
 from fit.data import axis_kinds, law_for_runs, points_from_runs
 from fit.errors import FitInputError
+from toolscale.config import parse_config
 
 
 def _run(i, recipe, n=1e6, metrics=None, source="design", split="fit"):
@@ -45,7 +46,8 @@ def test_axis_kinds_from_config_or_inferred():
     inferred = axis_kinds(None, runs)
     assert inferred["tools"]["kind"] == "diversity" and inferred["repair_rate"]["kind"] == "quality"
     assert inferred["z"]["kind"] == "quality"  # a level <= 0 cannot be a power-law ratio
-    cfg = {"axes": [{"name": "tools", "kind": "quality", "min": 1, "max": 9}]}
+    tools = {"name": "tools", "kind": "quality", "unit": "tools", "min": 1, "max": 9, "spacing": "linear"}
+    cfg = parse_config({"experiment": {"name": "e"}, "axes": [tools], "ladder": [{"name": "s"}]})
     assert axis_kinds(cfg, runs) == {"tools": {"kind": "quality", "min": 1.0, "max": 9.0}}
 
 

@@ -9,6 +9,7 @@ import pytest
 from fit.errors import FitInputError
 from fit.experiment import fit_experiment, stored_fraction
 from fit.models import FitRequest
+from toolscale.config import parse_config
 
 
 def _records(sim, truths, hypothesis="additive", drop=()):
@@ -40,7 +41,10 @@ def test_auto_with_both_kinds_runs_the_interaction_test(sim, truths):
 
 
 def test_stored_fraction_and_no_runs():
-    assert stored_fraction({"design": {"heldout_fraction": 0.3}}) == 0.3
+    tools = {"name": "tools", "kind": "diversity", "unit": "tools", "min": 1, "max": 9}
+    config = parse_config({"experiment": {"name": "e"}, "axes": [tools], "ladder": [{"name": "s"}],
+                           "design": {"heldout_fraction": 0.3}})
+    assert stored_fraction(config) == 0.3
     assert stored_fraction(None) == 0.25
     with pytest.raises(FitInputError, match="has no done runs"):
         fit_experiment([], FitRequest(experiment="e", benchmark="b"))

@@ -10,7 +10,7 @@ import pytest
 from fit.errors import FitError, FitInputError
 from fit.fitting import fit_law, huber
 from fit.laws import get_law
-from fit.models import Points
+from fit.models import LawInput, Points
 
 FAST = {"n_starts": 4, "max_grid": 512}
 
@@ -185,3 +185,49 @@ def test_recovery_over_many_seeds(sim, truths, name, seed):
     fit = fit_law(pts, law, n_starts=8)
     assert np.abs(law.predict(fit.params, pts.X()) - law.predict(truths[name], pts.X())).max() < 0.02
     assert fit.params["alpha_N"] == pytest.approx(truths[name]["alpha_N"], abs=0.15)
+
+
+def test_residual_scale_follows_the_metric():
+    from fit.fitting import choose_residual_scale
+    from fit.laws import get_law
+
+    law = get_law("saturating", (LawInput(name="N", kind="size", ref=1e6),))
+    small = choose_residual_scale(law, np.array([0.005, 0.01, 0.02, 0.03]))
+    assert small.residual_scale == "log" and small.huber_delta == pytest.approx(
+        0.25 * np.std(np.log([0.005, 0.01, 0.02, 0.03]), ddof=1))
+    ordinary = choose_residual_scale(law, np.array([0.2, 0.4, 0.6]))
+    assert ordinary.residual_scale == "relative" and ordinary.residual_unit == pytest.approx(0.2)
+    assert ordinary.huber_delta == 0.25
+    assert choose_residual_scale(law, np.array([0.2, 0.4, 0.6]), huber_delta=0.1).huber_delta == 0.1
+    loss = get_law("chinchilla")
+    assert choose_residual_scale(loss, np.array([2.0, 3.0])) is loss
+
+
+def test_small_positive_metric_fits_on_log_residuals_and_recovers_the_law():
+    from fit.laws import get_law
+
+    law = get_law("saturating", (LawInput(name="N", kind="size", ref=1e6),))
+    n = np.repeat([1e6, 4e6, 1.6e7, 6.4e7], 6)
+    truth = {"S_max": 0.035, "A_N": 0.03, "alpha_N": 0.5}
+    rng = np.random.default_rng(0)
+    y = law.predict(truth, {"N": n}) * np.exp(rng.normal(0, 0.05, n.size))
+    fit = fit_law(Points(inputs={"N": list(n)}, y=list(y)), law, n_starts=4)
+    assert fit.residual_scale == "log" and fit.residual_sd == pytest.approx(0.05, rel=0.35)
+    assert fit.params["alpha_N"] == pytest.approx(0.5, abs=0.15)
+
+
+def test_lack_of_fit_is_flagged_when_the_form_misses_structure():
+    from fit.laws import get_law
+
+    law = get_law("saturating", (LawInput(name="N", kind="size", ref=1e6),))
+    n = np.repeat([1e6, 2e6, 4e6, 8e6, 1.6e7, 3.2e7], 4)
+    groups = [f"g{v:g}" for v in n]
+    rng = np.random.default_rng(1)
+    smooth = law.predict({"S_max": 0.8, "A_N": 0.4, "alpha_N": 0.5}, {"N": n})
+    noise = rng.normal(0, 0.004, n.size)
+    good = fit_law(Points(inputs={"N": list(n)}, y=list(smooth + noise), groups=groups), law, n_starts=4)
+    assert good.lack_of_fit is not None and not good.lack_of_fit.flagged
+    assert good.lack_of_fit.df_pure == 18 and good.lack_of_fit.df_lack == 3
+    wiggle = smooth + 0.03 * np.sin(np.log2(n)) + noise  # structure no saturating power law has
+    bad = fit_law(Points(inputs={"N": list(n)}, y=list(wiggle), groups=groups), law, n_starts=4)
+    assert bad.lack_of_fit.flagged and bad.lack_of_fit.ratio > 2 and bad.lack_of_fit.p_value < 1e-3

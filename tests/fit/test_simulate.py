@@ -11,7 +11,7 @@ from fit.experiment import fit_experiment
 from fit.models import FitRequest
 from fit.simulate import builtin_truth, law_inputs_for_config, load_truth, simulate_experiment
 from grid.registry import Registry
-from toolscale.config import load_config
+from toolscale.config import load_config, parse_config
 
 SMALL = Path(__file__).with_name("small.toml")
 
@@ -39,7 +39,7 @@ def test_fit_recovers_the_simulated_truth(tmp_path):
     with Registry(tmp_path / "r.duckdb") as reg:
         simulate_experiment(reg, config, "sim", hypothesis="multiplicative", noise_sd=0.005, seed=1)
         runs = reg.runs("sim", status="done")
-        cfg = reg.experiment("sim").config
+        cfg = parse_config(reg.experiment("sim").config)
     req = FitRequest(experiment="sim", benchmark="simulated", law="auto", n_bootstrap=0, n_starts=4, max_grid=1024,
                      n_jobs=1)
     res = fit_experiment(runs, req, config=cfg)

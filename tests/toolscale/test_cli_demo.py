@@ -68,3 +68,13 @@ def test_real_part_end_to_end(tmp_path, capsys):
     # a second run trains nothing: every run is done already
     assert main(["demo", "--part", "real", "--out", str(out)]) == 0
     assert "submitted 0 runs" in capsys.readouterr().out
+
+
+def test_verification_line_puts_the_realised_gain_beside_the_predicted_one():
+    from toolscale.cli.demo import _verification_line
+
+    v = {"arms": [{"seeds": [0]}], "model_size": "tiny-xs", "realised_gain": -0.0012, "predicted_gain": 0.004,
+         "predicted_gain_interval": [0.001, 0.007], "inside_interval": False, "decision": {"verdict": "recommend"}}
+    line = _verification_line(v)
+    assert line == ("verification (1 seed per plan at tiny-xs): realised gain -0.0012 over diversity-only, predicted "
+                    "+0.004 [+0.001, +0.007]: outside the predicted interval; allocate said: recommend")

@@ -77,6 +77,18 @@ def test_fit_holdout_none_and_explicit_law_table_output(simulated_registry, caps
     assert "saturating on 108 runs" in out and "[SIMULATED DATA]" in out and "held out" not in out
 
 
+def test_rolling_holdout_reports_each_step(simulated_registry, capsys):
+    code = main(["fit", "--registry", simulated_registry, "--experiment", "sim", "--benchmark", "simulated",
+                 "--holdout", "rungs:2", "--bootstrap", "8", "--starts", "2", "--jobs", "1", "--no-interaction",
+                 "--law", "additive", "--json", "--no-store"])
+    assert code == 0
+    out = json.loads(capsys.readouterr().out)
+    steps = out["rolling"]
+    assert len(steps) == 2 and steps[0]["predicted_size"] < steps[1]["predicted_size"]
+    assert len(steps[1]["fit_sizes"]) == 3 and steps[1]["n"] == 27 and out["heldout_n"] == 27
+    assert steps[1]["mae"] == pytest.approx(out["heldout_mae"], rel=0.2)
+
+
 def test_report_writes_markdown_html_json(simulated_registry, tmp_path, capsys):
     out_dir = tmp_path / "rep"
     code = main(["report", "--registry", simulated_registry, "--benchmark", "simulated", "--bootstrap", "8",
@@ -99,6 +111,8 @@ def test_report_writes_markdown_html_json(simulated_registry, tmp_path, capsys):
     (["--benchmark", "nope"], 2, "no done run has metric 'nope/score'; metrics present: simulated/score"),
     (["--axes", "tool_diversity,foo"], 2, "unknown axis 'foo'"),
     (["--bootstrap", "-1"], 2, "--bootstrap must be >= 0"),
+    (["--holdout", "rungs:4"], 2, "--holdout rungs:4 needs at least 5 model sizes (fit 4, predict the next); "
+                                  "the runs have 4"),
 ])
 def test_bad_input_is_one_line(simulated_registry, capsys, argv, code, needle):
     base = ["fit", "--registry", simulated_registry, "--experiment", "sim", "--benchmark", "simulated"]

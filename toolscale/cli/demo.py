@@ -135,7 +135,16 @@ def _real(out: Path, steps: _Steps, args: argparse.Namespace) -> dict:
                                                      "--law", "chinchilla", "--out", str(report_dir)])
     steps.run("7. allocate a budget", ["allocate", "--config", c, "--budget", f"{args.budget:g}", "--benchmark",
                                        REAL_BENCHMARK, "--experiment", REAL_EXPERIMENT])
-    return {"config": c, "fit": fit, "report": str(report_dir), "experiment": REAL_EXPERIMENT, "metric": METRIC}
+    from toolscale.config import load_config
+
+    rung = load_config(cfg).ladder[0].name  # the cheapest rung: the demo checks the path, one seed per plan
+    verification = steps.run(
+        f"8. verify: train the allocator's, the diversity-only and an equal-spend plan (one seed each, {rung})",
+        ["verify", "--config", c, "--budget", f"{args.budget:g}", "--benchmark", REAL_BENCHMARK, "--experiment",
+         REAL_EXPERIMENT, "--seeds", "1", "--model-size", rung, "--poll", "2", "--plot", str(out / "verification.png"),
+         "--json"], capture_json=True)
+    return {"config": c, "fit": fit, "report": str(report_dir), "experiment": REAL_EXPERIMENT, "metric": METRIC,
+            "verification": verification}
 
 
 def _simulated(out: Path, steps: _Steps, args: argparse.Namespace) -> dict:
@@ -182,6 +191,8 @@ def _summary(out: Path, parts: dict, steps: _Steps, total: float) -> None:
             print(f"  held-out relative MAE {_num(rel)}, small-to-large decision accuracy {_num(dec.get('accuracy'))} "
                   f"over {dec.get('pairs', 0)} recipe pairs")
         print("  " + _allocation_line(out / "toolscale.duckdb", part["experiment"], part["metric"]))
+        if part.get("verification"):
+            print("  " + _verification_line(part["verification"]))
     print("step times: " + ", ".join(f"{t.split('.')[0]} {s:.0f}s" for t, s in steps.timings))
     print(f"total: {total / 60:.1f} min")
     sys.stdout.flush()
@@ -202,6 +213,17 @@ def _allocation_line(registry: Path, experiment: str, metric: str) -> str:
     return (f"allocation {a['allocation_id']} of {a['budget']:,.0f} {a['unit']}: {spend}; predicted {metric} "
             f"{plan['plan']['predicted_score']:.4f}{ivs}; diversity-only baseline "
             f"{plan['baseline']['predicted_score']:.4f}")
+
+
+def _verification_line(v: dict) -> str:
+    """The realised gain of the verification beside the predicted one (``verify --json``'s VerificationReport)."""
+    iv = v.get("predicted_gain_interval")
+    ivs = f" [{iv[0]:+.3g}, {iv[1]:+.3g}]" if iv else ""
+    where = {True: "inside", False: "outside", None: "not comparable with"}[v.get("inside_interval")]
+    seeds = len(v["arms"][0]["seeds"]) if v.get("arms") else 0
+    return (f"verification ({seeds} seed{'s' if seeds != 1 else ''} per plan at {v['model_size']}): realised gain "
+            f"{_num(v.get('realised_gain'), '+.3g')} over diversity-only, predicted {v['predicted_gain']:+.3g}{ivs}: "
+            f"{where} the predicted interval; allocate said: {v['decision']['verdict']}")
 
 
 def _num(x, fmt: str = ".4f") -> str:

@@ -9,6 +9,7 @@ from typing import Any
 
 from toolscale.cli._common import (Formatter, add_registry_args, config_of, emit_json, print_table, registry_path,
                                    writable_dir)
+from toolscale.config import ExperimentConfig, parse_config
 from toolscale.errors import UsageError
 
 __all__ = ["register", "fit_summary", "parse_at"]
@@ -24,6 +25,7 @@ def _add_fit_args(p: argparse.ArgumentParser, benchmark_required: bool = True) -
     p.add_argument("--axes", help="comma-separated axes entering the law (default: every axis)")
     p.add_argument("--holdout", default="top-flops:0.25", metavar="RULE",
                    help="top-flops:F (default top-flops:0.25; the stored split column when F is the design's), "
+                        "rungs:K (fit the K smallest model sizes, predict the next, stepping up the ladder), "
                         "split (the stored column) or none")
     p.add_argument("--bootstrap", type=int, default=200, metavar="N", help="bootstrap refits (default 200; 0: none)")
     p.add_argument("--huber-delta", type=float, metavar="X", help="Huber threshold (default: the law's)")
@@ -88,6 +90,19 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=_report)
 
     p = sub.add_parser(
+        "effect", help="the paired effect of a two-level axis (e.g. a stage on/off) per model size, with 95%% CIs",
+        formatter_class=Formatter,
+        epilog="example:\n  toolscale effect --experiment midtrain-cpu --axis midtrain_tokens "
+               "--benchmark heldout-calls --metric token_prob --json")
+    p.add_argument("--experiment", help="experiment name (default: the only one in the registry)")
+    add_registry_args(p)
+    p.add_argument("--axis", required=True, help="an axis with exactly two levels among the done runs")
+    p.add_argument("--benchmark", required=True, help="benchmark")
+    p.add_argument("--metric", default="score", help="metric of the benchmark (default score)")
+    p.add_argument("--json", action="store_true", help="one object per size and cell")
+    p.set_defaults(func=_effect)
+
+    p = sub.add_parser(
         "simulate", help="fill an experiment with results drawn from a known law over the config's real design",
         formatter_class=Formatter,
         epilog="examples:\n  toolscale simulate --config toolscale.toml --experiment sim --json\n"
@@ -102,6 +117,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--noise", type=float, metavar="SD", help="noise SD in score points (default: the truth's)")
     p.add_argument("--benchmark", help="benchmark name to store the scores under (default: the truth's)")
     p.add_argument("--seed", type=int, default=0, help="noise seed")
+    p.add_argument("--replace", action="store_true",
+                   help="overwrite an existing simulated experiment's results (old values kept in run_history; "
+                        "its fits become stale); without it a simulation that changes stored scores is refused")
     p.add_argument("--json", action="store_true", help="machine-readable summary")
     p.set_defaults(func=_simulate)
 
@@ -143,7 +161,8 @@ def _stages(text: str) -> list[str]:
     return names
 
 
-def _load(args: argparse.Namespace, experiment: str | None) -> tuple[str, list, dict | None, bool]:
+def _load(args: argparse.Namespace, experiment: str | None) -> tuple[str, list, ExperimentConfig | None, bool]:
+    """``(experiment, done runs, its config parsed from the registry or None, simulated)``."""
     from grid.registry import Registry
 
     with Registry(registry_path(args, config_of(args)), read_only=True) as reg:
@@ -155,7 +174,8 @@ def _load(args: argparse.Namespace, experiment: str | None) -> tuple[str, list, 
             experiment = names[0]
         info = reg.experiment(experiment)
         runs = reg.runs(experiment, status="done")
-    return experiment, runs, info.config, info.simulated
+    config = parse_config(info.config, source=f"registry config of {experiment}") if info.config else None
+    return experiment, runs, config, info.simulated
 
 
 def _run(args: argparse.Namespace, experiment: str | None):
@@ -252,6 +272,10 @@ def _fit(args: argparse.Namespace) -> int:
             ci = f"{d.level:.0%} CI {d.lo:.0%}-{d.hi:.0%}" if d.lo is not None else "no CI"
             print(f"decision accuracy ({d.source}: {d.small_scale}): {d.accuracy:.0%} of {d.pairs} recipe pairs "
                   f"({ci})")
+    if f.rolling:
+        print_table([{"fitted sizes": ", ".join(f"{n:.3g}" for n in s.fit_sizes), "predicted": f"{s.predicted_size:.3g}",
+                      "runs": s.n, "MAE": s.mae, "relative MAE": s.relative_mae, "max error": s.max_error,
+                      "90% coverage": s.interval_coverage} for s in f.rolling], title="rolling validation")
     if result.interaction is not None:
         i = result.interaction
         ci = f" [{i.gain_ratio_lo:.2f}, {i.gain_ratio_hi:.2f}]" if i.gain_ratio_lo is not None else ""
@@ -306,6 +330,9 @@ def _predict(args: argparse.Namespace) -> int:
             laws = sorted({r.law for r in reg.fits(args.experiment, args.benchmark)})
             raise UsageError(f"no fit{f' of law {args.law!r}' if args.law else ''} for {args.experiment}/"
                              f"{args.benchmark}; laws fitted: {', '.join(laws) or 'none (run toolscale fit)'}")
+    if rows[0].stale_reason:
+        raise UsageError(f"the newest fit {rows[0].fit_id} of {args.experiment}/{args.benchmark} is stale: "
+                         f"{rows[0].stale_reason}; refit with toolscale fit")
     fit = FitResult.model_validate(rows[0].payload)
     need = required_inputs(fit)
     for i, p in enumerate(points):
@@ -376,6 +403,23 @@ def _report(args: argparse.Namespace) -> int:
     return 0
 
 
+def _effect(args: argparse.Namespace) -> int:
+    from fit.effects import EffectReport, paired_effects
+
+    experiment, runs, _, _ = _load(args, args.experiment)
+    metric = f"{args.benchmark}/{args.metric}"
+    effects = paired_effects(runs, args.axis, metric)
+    if args.json:
+        emit_json(EffectReport(experiment=experiment, axis=args.axis, metric=metric, effects=effects)
+                  .model_dump(mode="json"))
+        return 0
+    rows = [{"model": e.model_size, **{k: f"{v:g}" for k, v in e.others.items()}, "pairs": e.n_pairs,
+             f"{e.low:g}": f"{e.mean_low:.4g}", f"{e.high:g}": f"{e.mean_high:.4g}", "effect": f"{e.effect:+.4g}",
+             "95% CI": "—" if e.lo is None else f"[{e.lo:+.4g}, {e.hi:+.4g}]"} for e in effects]
+    print_table(rows, title=f"{experiment}: {args.axis} on {args.benchmark}/{args.metric}, paired by seed")
+    return 0
+
+
 def _simulate(args: argparse.Namespace) -> int:
     from fit.simulate import simulate_experiment
 
@@ -386,7 +430,7 @@ def _simulate(args: argparse.Namespace) -> int:
 
     with Registry(registry_path(args, config)) as reg:
         out = simulate_experiment(reg, config, args.experiment, truth_path=args.truth, hypothesis=args.hypothesis,
-                                  noise_sd=args.noise, benchmark=args.benchmark, seed=args.seed)
+                                  noise_sd=args.noise, benchmark=args.benchmark, seed=args.seed, replace=args.replace)
     if args.json:
         emit_json(out)
     else:

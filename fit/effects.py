@@ -1,0 +1,109 @@
+"""The measured effect of one axis' two levels, per model size, paired by seed (no law involved).
+
+For a two-level axis (a stage axis: 0 = stage off), each pair is two done runs that differ only in that axis:
+same model size, same seed, same level of every other axis. The effect at a size is the mean paired
+difference ``metric(high) - metric(low)`` with a Student-t 95% interval over the pairs (and the number of
+pairs). This answers "did mid-training help at this scale?" without trusting a fitted law.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from collections.abc import Sequence
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict
+
+from fit.errors import FitInputError
+
+__all__ = ["ArmEffect", "EffectReport", "paired_effects"]
+
+
+class ArmEffect(BaseModel):
+    """The paired effect of ``axis`` going from ``low`` to ``high`` at one model size (and other-axis cell)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    model_size: str
+    """Ladder rung."""
+    others: dict[str, float]
+    """Levels of the other axes this cell holds fixed."""
+    axis: str
+    """The axis compared."""
+    low: float
+    """Its low level."""
+    high: float
+    """Its high level."""
+    metric: str
+    """``benchmark/metric`` compared."""
+    n_pairs: int
+    """Seed-paired runs."""
+    mean_low: float
+    """Mean metric at ``low``."""
+    mean_high: float
+    """Mean metric at ``high``."""
+    effect: float
+    """Mean paired difference ``high - low``, metric units."""
+    lo: float | None
+    """Lower bound of its 95% t interval (None with one pair)."""
+    hi: float | None
+    """Upper bound."""
+
+
+class EffectReport(BaseModel):
+    """What ``toolscale effect --json`` prints: one experiment's paired effects of one axis."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    experiment: str
+    """Experiment name."""
+    axis: str
+    """The axis compared."""
+    metric: str
+    """``benchmark/metric``."""
+    effects: list[ArmEffect]
+    """One per model size and cell of the other axes."""
+
+
+def _t975(df: int) -> float:
+    from scipy.stats import t
+
+    return float(t.ppf(0.975, df))
+
+
+def paired_effects(runs: Sequence[Any], axis: str, metric: str) -> list[ArmEffect]:
+    """Effects of ``axis`` (exactly two levels among ``runs``) on ``metric`` (``benchmark/metric`` key of
+    ``run.metrics``), per model size and cell of the other axes; see the module docstring.
+
+    ``runs`` are done :class:`grid.models.RunRecord` rows (``recipe``, ``model_size``, ``seed``, ``metrics``).
+    """
+    levels = sorted({float(r.recipe[axis]) for r in runs if axis in r.recipe})
+    if len(levels) != 2:
+        raise FitInputError(f"axis {axis!r} needs exactly two levels among the runs, found {levels}")
+    low, high = levels
+    cells: dict[tuple, dict[float, dict[int, float]]] = defaultdict(lambda: defaultdict(dict))
+    for r in runs:
+        value = r.metrics.get(metric)
+        if value is None or axis not in r.recipe or not math.isfinite(value):
+            continue
+        others = tuple(sorted((k, float(v)) for k, v in r.recipe.items() if k != axis))
+        cells[(r.model_size, others)][float(r.recipe[axis])][r.seed] = float(value)
+    out = []
+    for (size, others), by_level in sorted(cells.items()):
+        seeds = sorted(set(by_level[low]) & set(by_level[high]))
+        if not seeds:
+            continue
+        d = [by_level[high][s] - by_level[low][s] for s in seeds]
+        mean = sum(d) / len(d)
+        lo = hi = None
+        if len(d) > 1:
+            sd = math.sqrt(sum((x - mean) ** 2 for x in d) / (len(d) - 1))
+            half = _t975(len(d) - 1) * sd / math.sqrt(len(d))
+            lo, hi = mean - half, mean + half
+        out.append(ArmEffect(model_size=size, others=dict(others), axis=axis, low=low, high=high, metric=metric,
+                             n_pairs=len(d), mean_low=sum(by_level[low][s] for s in seeds) / len(seeds),
+                             mean_high=sum(by_level[high][s] for s in seeds) / len(seeds), effect=mean, lo=lo, hi=hi))
+    if not out:
+        raise FitInputError(f"no seed-paired runs differ only in {axis!r} with {metric!r} measured")
+    return out
