@@ -5,7 +5,7 @@ VPY     := $(VENV)/bin/python
 STAMP   := $(VENV)/.installed
 PYTEST_ARGS ?=
 
-.PHONY: install demo test test-all clean
+.PHONY: install demo test test-all golden clean
 
 $(VPY):
 	$(PY) -m venv $(VENV)
@@ -25,22 +25,33 @@ demo: install
 	$(VENV)/bin/toolscale demo
 
 # The tests marked `slurm` need the one-node dev cluster: bring it up (or reuse a running one),
-# run pytest, and stop it again only if this target started it, keeping pytest's exit code.
-# TOOLSCALE_SKIP_SLURM=1 runs without it (the slurm tests are then skipped).
-test: install
+# run pytest with the markers given, and stop it again only if this target started it, keeping
+# pytest's exit code. TOOLSCALE_SKIP_SLURM=1 runs without it (the slurm tests are then skipped).
+define pytest_with_cluster
 	@was_up=1; \
 	if [ "$${TOOLSCALE_SKIP_SLURM:-0}" != 1 ]; then \
 	  slurm/dev-cluster.sh status >/dev/null 2>&1 || was_up=0; \
-	  slurm/dev-cluster.sh up || { echo "make test: the dev SLURM cluster did not start (TOOLSCALE_SKIP_SLURM=1 skips its tests)"; \
+	  slurm/dev-cluster.sh up || { echo "make $@: the dev SLURM cluster did not start (TOOLSCALE_SKIP_SLURM=1 skips its tests)"; \
 	    [ $$was_up = 1 ] || slurm/dev-cluster.sh down; exit 1; }; \
 	  eval "$$(slurm/dev-cluster.sh env)"; \
 	fi; \
-	$(VPY) -m pytest -m "not slow and not gpu" $(PYTEST_ARGS); rc=$$?; \
+	$(VPY) -m pytest -m "$(1)" $(PYTEST_ARGS); rc=$$?; \
 	[ $$was_up = 1 ] || slurm/dev-cluster.sh down; \
 	exit $$rc
+endef
 
+# The default suite (what CI runs).
+test: install
+	$(call pytest_with_cluster,not slow and not gpu)
+
+# Everything but GPU tests: the default suite plus the slow ones, with the same dev cluster.
 test-all: install
-	$(VPY) -m pytest -m "not gpu" $(PYTEST_ARGS)
+	$(call pytest_with_cluster,not gpu)
+
+# The one way to regenerate golden files (designs, report, sbatch file, synthesized rows) after an intended
+# change: every test using the `golden` fixture rewrites its file, then compares with it. Review the diff.
+golden: install
+	$(VPY) -m pytest -m golden --regen-golden -q $(PYTEST_ARGS)
 
 clean:
 	rm -rf demo_out runs toolscale.duckdb

@@ -63,6 +63,10 @@ def load_fit(reg: Registry, experiment: str, benchmark: str, law: str | None = N
         raise AllocatorUsageError(f"no fit of law {law!r} for {experiment}/{benchmark}; laws fitted: "
                                   f"{', '.join(sorted({f.law for f in reg.fits(experiment, benchmark)}))}")
     row = rows[0]
+    if row.stale_reason:
+        raise AllocatorError(f"the newest {row.law} fit {row.fit_id} for {experiment}/{benchmark} is stale: "
+                             f"{row.stale_reason}; refit (toolscale fit --experiment {experiment} --benchmark "
+                             f"{benchmark}) before allocating")
     fit = FitResult.model_validate(row.payload)
     if not fit.converged:
         raise AllocatorError(f"the newest {fit.law} fit for {experiment}/{benchmark} did not converge "
@@ -147,7 +151,8 @@ def other_forms(reg: Registry, experiment: str, benchmark: str, fit: FitResult) 
     """The newest converged fit of every other law form on the same points (same data hash and metric)."""
     seen, out = {fit.law}, []
     for row in reg.fits(experiment, benchmark):
-        if row.law in seen or not row.converged or row.data_hash != fit.data_hash or row.metric != fit.metric:
+        if (row.law in seen or row.stale_reason or not row.converged or row.data_hash != fit.data_hash
+                or row.metric != fit.metric):
             continue
         seen.add(row.law)
         out.append(FitResult.model_validate(row.payload))

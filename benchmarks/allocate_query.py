@@ -8,15 +8,14 @@ from __future__ import annotations
 
 import argparse
 import json
-import statistics
 import sys
 import tempfile
-import time
 import tomllib
 from pathlib import Path
 
 import numpy as np
 
+from _timing import median_time  # this folder is on sys.path when run as a script
 from allocator.service import plan_allocation
 from fit.laws import get_law
 from fit.models import FitResult
@@ -50,15 +49,6 @@ def _registry(folder: Path, n_draws: int) -> str:
     return path
 
 
-def _median_time(fn, repeats: int) -> float:
-    times = []
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    return statistics.median(times)
-
-
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--json", action="store_true")
@@ -67,9 +57,9 @@ def main(argv: list[str]) -> int:
     repeats = 3 if args.quick else 5
     with tempfile.TemporaryDirectory() as tmp:
         path = _registry(Path(tmp), 1000)
-        point = _median_time(lambda: plan_allocation(path, budget=20000.0, benchmark="bench", draws=0, save=False),
+        point = median_time(lambda: plan_allocation(path, budget=20000.0, benchmark="bench", draws=0, save=False),
                              repeats)
-        full = _median_time(lambda: plan_allocation(path, budget=20000.0, benchmark="bench", draws=1000,
+        full = median_time(lambda: plan_allocation(path, budget=20000.0, benchmark="bench", draws=1000,
                                                     save=False), repeats)
     records = [
         {"benchmark": "allocate", "figure": "one query, fit loaded from DuckDB (median)", "value": point,

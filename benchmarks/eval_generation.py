@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import statistics
 import sys
 import tempfile
 import time
@@ -22,14 +21,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-
-def _median_time(fn, repeats: int) -> float:
-    times = []
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    return statistics.median(times)
+from _timing import median_time  # noqa: E402 (this folder is on sys.path when run as a script)
 
 
 def main(argv: list[str]) -> int:
@@ -68,13 +60,13 @@ def main(argv: list[str]) -> int:
                 backend = TransformersBackend(d, batch_size=bs)
                 backend.generate(prompts[:bs], max_new_tokens=4)  # warm-up
                 backend.generated_tokens = 0
-                took = _median_time(lambda: backend.generate(prompts, max_new_tokens=64), 1 if args.quick else 3)
+                took = median_time(lambda: backend.generate(prompts, max_new_tokens=64), 1 if args.quick else 3)
                 per_run = backend.generated_tokens / (1 if args.quick else 3)
                 records.append({"benchmark": "eval_generation", "figure": f"{size.name} generate tok/s (batch {bs})",
                                 "value": per_run / took, "unit": "tokens/s", "target": "report"})
             backend = TransformersBackend(d, batch_size=8)
             n_tok = sum(s.n_tokens for s in backend.score(refs[:n_prompts]))
-            took = _median_time(lambda: backend.score(refs[:n_prompts]), 1 if args.quick else 3)
+            took = median_time(lambda: backend.score(refs[:n_prompts]), 1 if args.quick else 3)
             records.append({"benchmark": "eval_generation", "figure": f"{size.name} score: reference tok/s (batch 8)",
                             "value": n_tok / took, "unit": "tokens/s", "target": "report"})
     try:

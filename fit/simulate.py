@@ -109,8 +109,12 @@ def simulate_results(runs: Sequence[Any], truth: Truth, law: Law, *, seed: int =
 
 def simulate_experiment(registry: Any, config: Any, experiment: str, *, truth_path: str | Path | None = None,
                         hypothesis: str = "multiplicative", noise_sd: float | None = None,
-                        benchmark: str | None = None, seed: int = 0) -> dict[str, Any]:
+                        benchmark: str | None = None, seed: int = 0, replace: bool = False) -> dict[str, Any]:
     """The edge of ``toolscale simulate``: build the config's real design, draw results, store them.
+
+    Simulating again into an existing experiment with other results (another seed, truth or noise) is
+    refused, naming the changed scores, unless ``replace``: then the new values overwrite the old ones (kept in
+    ``run_history``) and the experiment's fits are marked stale. The same simulation again changes nothing.
 
     Every run keeps the design's recipe, planned N, D, FLOPs and split; it is renamed into
     ``experiment`` (run ids recomputed) and stored with ``source="simulated"`` in an
@@ -144,10 +148,9 @@ def simulate_experiment(registry: Any, config: Any, experiment: str, *, truth_pa
     values = simulate_results(runs, truth, law, seed=seed)
     metrics = [[MetricResult(benchmark=truth.benchmark, metric=metric, score=v,
                              higher_is_better=law.target == "score", version="simulated")] for v in values]
-    registry.ensure_experiment(experiment, config=config.model_dump(mode="json"), axes=[a.name for a in config.axes],
-                               simulated=True)
     new = registry.import_runs(experiment, [a.name for a in config.axes], runs, metrics, simulated=True,
-                               source="simulated")
+                               source="simulated", on_conflict="replace" if replace else "refuse",
+                               config=config.model_dump(mode="json"))
     return {"experiment": experiment, "simulated": True, "runs": len(runs), "new_runs": new, "metric": metric,
             "heldout": sum(r.split == "heldout" for r in runs), "design_version": design.version,
             "truth": truth.model_dump(mode="json")}

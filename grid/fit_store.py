@@ -22,18 +22,20 @@ class FitStore(Connection):
         """Store a fit (``payload`` is the FitResult as JSON); returns its id."""
         fit_id = "f-" + uuid.uuid4().hex[:12]
         with self.transaction():
-            self.con.execute("INSERT INTO fits VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            self.con.execute("INSERT INTO fits (fit_id, experiment, benchmark, metric, law, converged, n_points, "
+                             "data_hash, payload, created_at, schema_version) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                              [fit_id, experiment, benchmark, metric, law, converged, n_points, data_hash,
                               self._json(payload), now(), SCHEMA_VERSION])
         return fit_id
 
     def fits(self, experiment: str | None = None, benchmark: str | None = None) -> list[FitRecord]:
-        """Stored fits, newest first, with their payloads."""
+        """Stored fits, newest first, with their payloads (stale ones included: see ``stale_reason``)."""
         where, args = self._where(experiment=experiment, benchmark=benchmark)
         sql = ("SELECT fit_id, experiment, benchmark, metric, law, converged, n_points, data_hash, payload, "
-               "created_at FROM fits" + where)
+               "created_at, stale_reason FROM fits" + where)
         return [FitRecord(fit_id=r[0], experiment=r[1], benchmark=r[2], metric=r[3], law=r[4], converged=r[5],
-                          n_points=r[6], data_hash=r[7], payload=json.loads(r[8]), created_at=r[9])
+                          n_points=r[6], data_hash=r[7], payload=json.loads(r[8]), created_at=r[9],
+                          stale_reason=r[10])
                 for r in self.con.execute(sql + " ORDER BY created_at DESC", args).fetchall()]
 
     def save_allocation(self, *, experiment: str, benchmark: str, budget: float, unit: str, fit_id: str | None,

@@ -37,9 +37,12 @@ __all__ = [
     "Cell",
     "EstimatedCost",
     "DesignSummary",
+    "DesignRecorded",
     "run_id_for",
     "TableCheck",
     "RegistryCheck",
+    "Conflict",
+    "ImportReport",
 ]
 
 RunStatus = Literal["pending", "submitted", "running", "done", "failed", "cancelled"]
@@ -263,6 +266,9 @@ class FitRecord(_Frozen):
     """The ``FitResult`` as JSON (``FitResult.model_validate(payload)`` reads it back)."""
     created_at: datetime
     """When the fit was stored (UTC, no tzinfo)."""
+    stale_reason: str | None = None
+    """Why the fit no longer matches its experiment's data (its runs changed after it was made), or None when
+    current. ``allocate`` and ``predict`` refuse a stale fit; ``toolscale fit`` makes a current one."""
 
 
 class Cell(_Frozen):
@@ -392,3 +398,60 @@ class RegistryCheck(_Frozen):
     """True when the file opened and every table read cleanly."""
     error: str = ""
     """Why the file could not be opened at all (empty otherwise)."""
+
+
+class DesignRecorded(_Frozen):
+    """What recording a design in the registry changed (:func:`grid.planner.record_design`)."""
+
+    design_version: str
+    """The design's version."""
+    new_design: bool
+    """False when this version was recorded before."""
+    new_runs: int
+    """Runs inserted as ``pending``."""
+    existing_runs: int
+    """Runs of the design already in the registry (left as they were)."""
+    other_versions: list[str]
+    """Other design versions the experiment holds (only with ``new_version``)."""
+
+
+class Conflict(_Frozen):
+    """A stored value that an import or simulation would overwrite."""
+
+    run_id: str
+    """The run."""
+    column: str
+    """Run column, axis name, or ``benchmark/metric`` for a score."""
+    old: str | None
+    """Stored value, as text (None when NULL)."""
+    new: str | None
+    """Incoming value, as text (None when NULL)."""
+
+
+class ImportReport(_Frozen):
+    """Outcome of storing imported or simulated runs (``import-runs --json``)."""
+
+    experiment: str
+    """Experiment written to."""
+    rows: int
+    """Rows (runs) in the incoming table."""
+    new_runs: int
+    """Runs that were not stored before."""
+    new_metrics: int = 0
+    """Metric values that were not stored before (new runs' included)."""
+    updated_runs: int = 0
+    """Stored runs whose values were changed (``--update`` / ``--replace``; old values in ``run_history``)."""
+    conflicts: int = 0
+    """Stored values that differed from the incoming ones (applied only with ``--update`` / ``--replace``)."""
+    conflict_examples: list[Conflict] = Field(default_factory=list)
+    """The first few conflicts."""
+    heldout: int = 0
+    """Incoming runs in the held-out split."""
+    axes: list[str] = Field(default_factory=list)
+    """Data axes of the incoming runs."""
+    stale_fits: int = 0
+    """Stored fits of the experiment marked stale because its data changed."""
+    read_s: float = 0.0
+    """Seconds spent reading and validating the file (no lock held), 0 for in-memory runs."""
+    lock_s: float = 0.0
+    """Seconds the registry's write transaction took (the write lock is held from open to close)."""

@@ -1,7 +1,8 @@
 """The run registry: one DuckDB file; this package's stores are the only code that runs SQL.
 
 :class:`Registry` is every store over one connection: :class:`~grid.run_store.RunStore`
-(experiments, designs, runs, metrics, ingest, export), :class:`~grid.artifact_store.ArtifactStore`
+(experiments, designs, runs, metrics, ingest, export) with :class:`~grid.import_store.ImportStore` on top
+(bulk imports and simulations, never a silent overwrite), :class:`~grid.artifact_store.ArtifactStore`
 (datasets, tool docs, quarantine) and :class:`~grid.fit_store.FitStore` (fits, allocations),
 all built on :class:`~grid.connection.Connection` (the single-writer lock, schema,
 migrations, transactions, the shared ``_where``). A caller that needs one concern
@@ -14,13 +15,13 @@ from grid.artifact_store import ArtifactStore
 from grid.connection import code_version, now
 from grid.errors import RegistryError, RegistryLockedError
 from grid.fit_store import FitStore
+from grid.import_store import ImportStore
 from grid.models import IngestReport
-from grid.run_store import RunStore
 
 __all__ = ["Registry", "RegistryError", "RegistryLockedError", "IngestReport", "code_version", "now"]
 
 
-class Registry(RunStore, ArtifactStore, FitStore):
+class Registry(ImportStore, ArtifactStore, FitStore):
     """A DuckDB registry file with every store. Use as a context manager; closes on exit.
 
     Parameters

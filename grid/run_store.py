@@ -345,21 +345,6 @@ class RunStore(Connection):
         with self.transaction():
             self._put_metrics(run_id, metrics)
 
-    def import_runs(self, experiment: str, axes: Sequence[str], runs: Sequence[RunSpec],
-                    metrics: Sequence[Sequence[MetricResult]], *, simulated: bool = False,
-                    source: str = "import") -> int:
-        """Store finished runs produced elsewhere (or simulated) with their metrics, all or nothing."""
-        if len(runs) != len(metrics):
-            raise RegistryError(f"import_runs: {len(runs)} runs but {len(metrics)} metric lists")
-        self.ensure_experiment(experiment, axes=axes, simulated=simulated)
-        code = code_version()
-        with self.transaction():
-            new = 0
-            for r, ms in zip(runs, metrics):
-                new += self._insert_run(r, status="done", source=source, code=code)
-                self._put_metrics(r.run_id, ms)
-        return new
-
     # ---- export ----------------------------------------------------------
     def export_rows(self, experiment: str | None = None) -> list[dict[str, Any]]:
         """One flat row per run: ids, axes (``axis_*``), N, D, FLOPs, status, split, and ``bench/metric`` columns."""

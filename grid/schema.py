@@ -129,7 +129,20 @@ _V2 = [
         schema_version INTEGER NOT NULL)""",
 ]
 
-MIGRATIONS: list[list[str]] = [_V1, _V2]
+# v3: no silent overwrite: overwritten values are kept, fits know when their data changed under them.
+_V3 = [
+    """CREATE TABLE IF NOT EXISTS run_history (
+        run_id TEXT NOT NULL,
+        field TEXT NOT NULL,
+        old_value TEXT,
+        new_value TEXT,
+        changed_at TIMESTAMP NOT NULL,
+        source TEXT NOT NULL,
+        schema_version INTEGER NOT NULL)""",
+    "ALTER TABLE fits ADD COLUMN IF NOT EXISTS stale_reason TEXT",
+]
+
+MIGRATIONS: list[list[str]] = [_V1, _V2, _V3]
 """``MIGRATIONS[i]`` takes a database from version ``i`` to ``i + 1``."""
 
 SCHEMA_VERSION: int = len(MIGRATIONS)

@@ -161,6 +161,7 @@ def run_pipeline(run: RunSpec, workdir: Path, checkpoint: dict[str, Any] | None)
                       "probe": _probe_extra(manifest, stats.train_flops),
                       "measured": manifest.get("measured", {}),
                       "counts": manifest.get("counts", {}),
+                      "llm": manifest.get("llm", {}),
                       "stage_s": {k: round(v, 2) for k, v in stage_s.items()},
                       "stages": {k: v.model_dump(mode="json") for k, v in trained.stages.items()},
                       "stage_plan": trained.plan}}

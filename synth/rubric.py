@@ -62,24 +62,39 @@ class RubricJudge:
     def score(self, messages: list[dict]) -> dict[str, float]:
         self.trajectories += 1
         text = transcript(messages)
+        prompts = [[{"role": "system", "content": _SYSTEM},
+                    {"role": "user", "content": f"Conversation:\n{text}\n\nDimension: {dim}\n{RUBRICS[dim]}\n"
+                                                'Reply with JSON only: {"score": N} where N is 1, 2, 3, 4 or 5.'}]
+                   for dim in JUDGE_DIMENSIONS]
+        try:
+            replies = self._ask(prompts)
+        except Exception:
+            self.failures += 1
+            raise
         scores: dict[str, float] = {}
-        for dim in JUDGE_DIMENSIONS:
-            prompt = (f"Conversation:\n{text}\n\nDimension: {dim}\n{RUBRICS[dim]}\n"
-                      'Reply with JSON only: {"score": N} where N is 1, 2, 3, 4 or 5.')
+        for dim, reply in zip(JUDGE_DIMENSIONS, replies):
             try:
-                reply = self.client.chat(self.role, [{"role": "system", "content": _SYSTEM},
-                                                     {"role": "user", "content": prompt}])
                 s, fallback = parse_score(reply.content or "")
             except ValueError as err:
                 self.failures += 1
                 raise JudgeError(f"judge reply for {dim} has no score: {err}") from None
-            except Exception:
-                self.failures += 1
-                raise
             self.replies += 1
             self.fallbacks += fallback
             scores[dim] = (s - 1) / 4
         return scores
+
+    def _ask(self, prompts: list[list[dict]]) -> list[Any]:
+        """The replies to the seven prompts: all at once when the client has ``chat_many`` (the shared
+        :class:`~synth.llm.client.LLMClient`: up to the role's ``concurrency`` in flight), else one by one.
+        The first unusable reply raises."""
+        many = getattr(self.client, "chat_many", None)
+        if many is None:
+            return [self.client.chat(self.role, p) for p in prompts]
+        replies = many(self.role, [{"messages": p} for p in prompts])
+        for r in replies:
+            if isinstance(r, BaseException):
+                raise r
+        return replies
 
     def stats(self) -> dict[str, Any]:
         """``fallback_rate`` (per dimension reply) and ``failure_rate`` (per trajectory)."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import random
 
@@ -84,9 +85,9 @@ class ServedModel:
         self.url, self.model, self.proc = url, model, proc
 
 
-@pytest.fixture(scope="session")
-def served_model(tiny_model_dir):
-    """``toolscale serve-model`` over :func:`tiny_model_dir` on a free port, as a real subprocess."""
+@contextlib.contextmanager
+def serve_model(model_dir, name: str):
+    """``toolscale serve-model MODEL_DIR`` on a free port as a real subprocess; yields a :class:`ServedModel`."""
     import re
     import subprocess
     import sys
@@ -94,15 +95,15 @@ def served_model(tiny_model_dir):
 
     root = Path(__file__).resolve().parents[1]
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(root), os.environ.get("PYTHONPATH", "")])}
-    proc = subprocess.Popen([sys.executable, "-m", "toolscale.cli", "serve-model", str(tiny_model_dir), "--port", "0",
-                             "--model-name", SERVED_MODEL_NAME], stderr=subprocess.PIPE, text=True, env=env)
+    proc = subprocess.Popen([sys.executable, "-m", "toolscale.cli", "serve-model", str(model_dir), "--port", "0",
+                             "--model-name", name], stderr=subprocess.PIPE, text=True, env=env)
     line = proc.stderr.readline()
     m = re.search(r"at (http://127\.0\.0\.1:\d+/v1)", line)
     if m is None:
         proc.kill()
         raise RuntimeError(f"serve-model did not start: {line}{proc.stderr.read()[-2000:]}")
     try:
-        yield ServedModel(m.group(1), SERVED_MODEL_NAME, proc)
+        yield ServedModel(m.group(1), name, proc)
     finally:
         proc.terminate()
         try:
@@ -111,3 +112,78 @@ def served_model(tiny_model_dir):
             proc.kill()
             proc.wait()
         proc.stderr.close()
+
+
+@pytest.fixture(scope="session")
+def served_model(tiny_model_dir):
+    """``toolscale serve-model`` over :func:`tiny_model_dir` on a free port, as a real subprocess."""
+    with serve_model(tiny_model_dir, SERVED_MODEL_NAME) as served:
+        yield served
+
+
+@pytest.fixture(scope="session")
+def model_server():
+    """:func:`serve_model`, for tests that serve a model of their own: ``with model_server(dir, name) as s:``."""
+    return serve_model
+
+
+# ---- golden files: one way to regenerate them (`make golden`) ------------------------------------------------
+
+
+def pytest_addoption(parser) -> None:
+    parser.addoption("--regen-golden", action="store_true",
+                     help="rewrite the golden files the golden tests compare with (`make golden`)")
+
+
+def pytest_collection_modifyitems(config, items) -> None:
+    """Every test that uses the ``golden`` fixture is marked ``golden`` (``make golden`` runs ``-m golden``)."""
+    for item in items:
+        if "golden" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.golden)
+
+
+class Golden:
+    """Golden-file helper: rewrite the file when regenerating, then read it back; a numeric diff with tolerance."""
+
+    command = "make golden"
+    """The one command that regenerates every golden file (``pytest -m golden --regen-golden``)."""
+
+    def __init__(self, regen: bool) -> None:
+        self.regen = regen
+
+    def check_in(self, path, text: str) -> str:
+        """Write ``text`` to ``path`` when regenerating; return the golden file's text (fails when missing)."""
+        from pathlib import Path
+
+        path = Path(path)
+        if self.regen:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(text, encoding="utf-8")
+        assert path.is_file(), f"missing golden file {path}; create it with: {self.command}"
+        return path.read_text(encoding="utf-8")
+
+    @staticmethod
+    def diff(got, want, path: str = "", *, rel: float, abs_tol: float) -> list[str]:
+        """Differences of two JSON-like values, one line each; numbers (one a float) match within
+        ``|got - want| <= max(rel x max(|got|, |want|), abs_tol)`` (math.isclose)."""
+        import math
+
+        if isinstance(got, dict) and isinstance(want, dict):
+            if set(got) != set(want):
+                return [f"{path}: keys differ: {sorted(set(got) ^ set(want))}"]
+            return [m for k in got for m in Golden.diff(got[k], want[k], f"{path}.{k}", rel=rel, abs_tol=abs_tol)]
+        if isinstance(got, list) and isinstance(want, list):
+            if len(got) != len(want):
+                return [f"{path}: length {len(got)} != {len(want)}"]
+            return [m for i, (x, y) in enumerate(zip(got, want))
+                    for m in Golden.diff(x, y, f"{path}[{i}]", rel=rel, abs_tol=abs_tol)]
+        numbers = all(isinstance(v, int | float) and not isinstance(v, bool) for v in (got, want))
+        if (isinstance(got, float) or isinstance(want, float)) and numbers:
+            return [] if math.isclose(got, want, rel_tol=rel, abs_tol=abs_tol) else [f"{path}: {got!r} != {want!r}"]
+        return [] if got == want else [f"{path}: {got!r} != {want!r}"]
+
+
+@pytest.fixture
+def golden(request) -> Golden:
+    """The golden-file helper; ``--regen-golden`` (``make golden``) rewrites the files before comparing."""
+    return Golden(bool(request.config.getoption("--regen-golden")))

@@ -94,6 +94,17 @@ def retry_after_s(value: str | None, now: float | None = None) -> float | None:
     return max(0.0, when.timestamp() - (time.time() if now is None else now))
 
 
+def _tls_context() -> Any:
+    """The TLS context of every connection: the system's defaults with certifi's CA bundle (as httpx uses)."""
+    import ssl
+
+    try:
+        import certifi
+    except ImportError:  # pragma: no cover - httpx depends on certifi
+        return ssl.create_default_context()
+    return ssl.create_default_context(cafile=certifi.where())
+
+
 def _clean_message(m: Mapping[str, Any]) -> dict[str, Any]:
     """A message without None-valued keys (``tool_calls: null`` upsets some servers)."""
     return {k: v for k, v in m.items() if v is not None}
@@ -241,7 +252,8 @@ class LLMClient:
         if self._http is None:
             import httpx
 
-            self._http = httpx.AsyncClient(limits=httpx.Limits(max_connections=1), follow_redirects=False)
+            self._http = httpx.AsyncClient(limits=httpx.Limits(max_connections=1), follow_redirects=False,
+                                           verify=_tls_context())
         return self._http
 
     def _lane_queue(self, role: str) -> asyncio.Queue:
@@ -254,9 +266,10 @@ class LLMClient:
             import httpx
 
             q: asyncio.Queue = asyncio.Queue()
+            tls = _tls_context()  # one for all: building one per client costs ~0.1 s each
             for _ in range(self._specs[role].concurrency):
                 c = httpx.AsyncClient(limits=httpx.Limits(max_connections=1, max_keepalive_connections=1),
-                                      follow_redirects=False)
+                                      follow_redirects=False, verify=tls)
                 self._all_lanes.append(c)
                 q.put_nowait(c)
             self._lanes[role] = q

@@ -1,14 +1,11 @@
 """Reports: golden Markdown/JSON for a fixed simulated fit, the HTML is self-contained, simulated data is labelled.
 
-Regenerate the golden files after an intended change with:
-
-    TOOLSCALE_REGEN_GOLDEN=1 .venv/bin/pytest tests/fit/test_report.py
+Regenerate the golden files after an intended change with ``make golden``.
 """
 
 from __future__ import annotations
 
 import json
-import os
 import re
 from pathlib import Path
 
@@ -21,7 +18,6 @@ from fit.models import ExperimentFit, FitRequest
 from fit.report import render_html, render_markdown, report_data, write_report
 
 GOLDEN = Path(__file__).with_name("golden")
-REGEN = "TOOLSCALE_REGEN_GOLDEN=1 .venv/bin/pytest tests/fit/test_report.py"
 _NUM = re.compile(r"-?\d+(?:\.\d+)?(?:e[-+]?\d+)?")
 
 
@@ -57,35 +53,18 @@ def result() -> ExperimentFit:
     return ExperimentFit(request=req, fit=fit, interaction=inter, points=pts)
 
 
-def _close(a, b, path="") -> list[str]:
-    if isinstance(a, dict) and isinstance(b, dict):
-        if set(a) != set(b):
-            return [f"{path}: keys differ {sorted(set(a) ^ set(b))}"]
-        return [m for k in a for m in _close(a[k], b[k], f"{path}.{k}")]
-    if isinstance(a, list) and isinstance(b, list):
-        if len(a) != len(b):
-            return [f"{path}: length {len(a)} != {len(b)}"]
-        return [m for i, (x, y) in enumerate(zip(a, b)) for m in _close(x, y, f"{path}[{i}]")]
-    if isinstance(a, float) and isinstance(b, (int, float)) and not isinstance(b, bool):
-        return [] if abs(a - b) <= 1e-3 * max(abs(a), abs(b)) + 1e-6 else [f"{path}: {a} != {b}"]
-    return [] if a == b else [f"{path}: {a!r} != {b!r}"]
-
-
-def test_report_matches_golden(result):
+def test_report_matches_golden(result, golden):
     data = report_data(result)
     data.pop("message")  # optimizer wording varies across scipy builds
     md = render_markdown(report_data(result), {"axes": "p/axes.png"})
     masked = _NUM.sub("#", "\n".join(l for l in md.splitlines() if not l.startswith("- Diagnostics")))
-    if os.environ.get("TOOLSCALE_REGEN_GOLDEN"):
-        (GOLDEN / "report.json").write_text(json.dumps(data, indent=2, sort_keys=True) + "\n")
-        (GOLDEN / "report.md").write_text(md)
-    golden = json.loads((GOLDEN / "report.json").read_text())
-    problems = _close(data, golden)
+    want = json.loads(golden.check_in(GOLDEN / "report.json", json.dumps(data, indent=2, sort_keys=True) + "\n"))
+    problems = golden.diff(data, want, rel=1e-3, abs_tol=1e-6)
     assert not problems, f"report numbers differ from tests/fit/golden/report.json ({problems[:5]}); " \
-                         f"if intended, regenerate: {REGEN}"
-    golden_md = _NUM.sub("#", "\n".join(l for l in (GOLDEN / "report.md").read_text().splitlines()
+                         f"if intended, regenerate: {golden.command}"
+    golden_md = _NUM.sub("#", "\n".join(l for l in golden.check_in(GOLDEN / "report.md", md).splitlines()
                                         if not l.startswith("- Diagnostics")))
-    assert masked == golden_md, f"report layout differs from tests/fit/golden/report.md; regenerate: {REGEN}"
+    assert masked == golden_md, f"report layout differs from tests/fit/golden/report.md; regenerate: {golden.command}"
 
 
 def test_report_content(result, tmp_path):

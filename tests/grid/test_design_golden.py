@@ -1,15 +1,12 @@
 """Golden designs for fixed configs and seeds (fractional + fold-over, GSD, LHS).
 
-Regenerate after an intended change (and bump grid.design.ALGORITHM_VERSION if run ids change):
-
-    TOOLSCALE_REGEN_GOLDEN=1 .venv/bin/pytest tests/grid/test_design_golden.py
+Regenerate after an intended change with ``make golden`` (and bump grid.design.ALGORITHM_VERSION if run ids
+change).
 """
 
 from __future__ import annotations
 
 import json
-import math
-import os
 from pathlib import Path
 
 import pytest
@@ -18,7 +15,6 @@ from grid.design import build_design
 from toolscale.config import parse_config
 
 GOLDEN = Path(__file__).parent / "golden"
-REGEN = "TOOLSCALE_REGEN_GOLDEN=1 .venv/bin/pytest tests/grid/test_design_golden.py"
 
 AXES = [
     {"name": "tool_diversity", "kind": "diversity", "unit": "tools", "min": 4, "max": 40, "levels": 4,
@@ -60,29 +56,11 @@ def _snapshot(name: str) -> dict:
     }
 
 
-def _close(a, b, path: str) -> list[str]:
-    if isinstance(a, dict) and isinstance(b, dict):
-        if set(a) != set(b):
-            return [f"{path}: keys differ: {sorted(set(a) ^ set(b))}"]
-        return [m for k in a for m in _close(a[k], b[k], f"{path}.{k}")]
-    if isinstance(a, list) and isinstance(b, list):
-        if len(a) != len(b):
-            return [f"{path}: length {len(a)} != {len(b)}"]
-        return [m for i, (x, y) in enumerate(zip(a, b)) for m in _close(x, y, f"{path}[{i}]")]
-    if isinstance(a, float) or isinstance(b, float):
-        if a is None or b is None or not math.isclose(a, b, rel_tol=1e-6, abs_tol=1e-9):
-            return [f"{path}: {a!r} != {b!r}"]
-        return []
-    return [] if a == b else [f"{path}: {a!r} != {b!r}"]
-
-
 @pytest.mark.parametrize("name", sorted(CASES))
-def test_golden_design(name):
+def test_golden_design(name, golden):
     path = GOLDEN / f"design_{name}.json"
     got = json.loads(json.dumps(_snapshot(name)))
-    if os.environ.get("TOOLSCALE_REGEN_GOLDEN") == "1":
-        path.write_text(json.dumps(got, indent=1, sort_keys=True) + "\n", encoding="utf-8")
-    assert path.is_file(), f"missing golden file {path}; create it with: {REGEN}"
-    want = json.loads(path.read_text(encoding="utf-8"))
-    diffs = _close(got, want, name)
-    assert not diffs, f"{len(diffs)} differences from {path.name} (first: {diffs[:5]}); if intended, run: {REGEN}"
+    want = json.loads(golden.check_in(path, json.dumps(got, indent=1, sort_keys=True) + "\n"))
+    diffs = golden.diff(got, want, name, rel=1e-6, abs_tol=1e-9)
+    assert not diffs, f"{len(diffs)} differences from {path.name} (first: {diffs[:5]}); if intended, run: " \
+                      f"{golden.command}"

@@ -119,3 +119,24 @@ def make(tmp_path):
 def rows():
     """``rows(env) -> {run_id: RunRecord}``."""
     return runs_by_id
+
+
+def launch_killed_before_registry_update(env: Env, monkeypatch) -> None:
+    """A launcher killed after the scheduler accepted the jobs and the manifest was written, before the
+    registry heard of them: the runs are submitted but still ``pending`` in the registry (asserted)."""
+    from slurm.launcher import launch
+
+    def killed(self, job_ids):
+        raise KeyboardInterrupt("launcher killed")
+
+    monkeypatch.setattr(Registry, "mark_submitted", killed)
+    with pytest.raises(KeyboardInterrupt):
+        launch(env.config, env.registry, job_kind="succeed")
+    monkeypatch.undo()
+    assert {r.status for r in runs_by_id(env).values()} == {"pending"}
+
+
+@pytest.fixture
+def killed_launch(monkeypatch):
+    """``killed_launch(env)``: :func:`launch_killed_before_registry_update` with this test's monkeypatch."""
+    return lambda env: launch_killed_before_registry_update(env, monkeypatch)

@@ -105,17 +105,9 @@ def test_scancel_mid_run_is_recorded_cancelled_and_resume_reruns(make, rows, mon
     assert (r.status, r.attempts) == ("done", 2)
 
 
-def test_launcher_killed_between_submit_and_sync_is_recovered(make, rows, monkeypatch):
+def test_launcher_killed_between_submit_and_sync_is_recovered(make, rows, killed_launch):
     env = make(n_runs=3, executor="slurm")
-
-    def killed(self, job_ids):
-        raise KeyboardInterrupt("launcher killed")
-
-    monkeypatch.setattr(Registry, "mark_submitted", killed)
-    with pytest.raises(KeyboardInterrupt):
-        launch(env.config, env.registry, job_kind="succeed")
-    monkeypatch.undo()
-    assert {r.status for r in rows(env).values()} == {"pending"}
+    killed_launch(env)
     final = wait(env.registry, config=env.config, poll_s=0.5, timeout_s=120)
     assert final.counts["done"] == 3
     assert all(r.attempts == 1 and "_" in r.job_id for r in rows(env).values())

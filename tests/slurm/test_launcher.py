@@ -188,16 +188,9 @@ def test_local_cancel_then_resume(make, rows, monkeypatch):
 
 
 @pytest.mark.integration
-def test_launcher_killed_between_submit_and_registry_update_is_recovered_by_sync(make, rows, monkeypatch):
+def test_launcher_killed_between_submit_and_registry_update_is_recovered_by_sync(make, rows, killed_launch):
     env = make(n_runs=2, executor="local")
-
-    def killed(self, job_ids):
-        raise KeyboardInterrupt("launcher killed")
-
-    monkeypatch.setattr(Registry, "mark_submitted", killed)
-    with pytest.raises(KeyboardInterrupt):
-        launch(env.config, env.registry, job_kind="succeed")
-    monkeypatch.undo()
+    killed_launch(env)
     from slurm.submit import LOCAL_JOBS
     LOCAL_JOBS.clear()  # a new process: job states come from the process table, not from submitit objects
     assert {r.status for r in rows(env).values()} == {"pending"}

@@ -169,3 +169,19 @@ def test_job_recipe_keeps_the_users_servers(tmp_path):
     plain = job_recipe(run, cfg)
     assert dataset_key(plain.identity()) != dataset_key(recipe.identity())
     assert "servers" not in plain.identity()  # ids of recipes without servers are unchanged
+
+
+def test_job_recipe_carries_the_llm_roles(tmp_path):
+    from slurm.pipeline import job_recipe
+    from toolscale.config import LLMRoleSpec
+
+    cfg = _pipe(tmp_path, ("t1",))
+    judge = LLMRoleSpec(base_url="http://127.0.0.1:8000/v1", model="q", price_in=0.15, concurrency=16)
+    with_llm = cfg.model_copy(update={"synth": cfg.synth.model_copy(update={"llm": {"judge": judge}})})
+    run = RunSpec(run_id="p", experiment="pipe", design_version="v", recipe={"tool_diversity": 6.0}, model_size="t1")
+    recipe = job_recipe(run, with_llm)
+    assert recipe.llm == {"judge": judge}
+    assert dataset_key(recipe.identity()) != dataset_key(job_recipe(run, cfg).identity())
+    cheaper = with_llm.model_copy(update={"synth": with_llm.synth.model_copy(update={"llm": {
+        "judge": judge.model_copy(update={"price_in": 0.0, "concurrency": 2})}})})
+    assert job_recipe(run, cheaper).identity() == recipe.identity()  # price and concurrency do not change the data

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
@@ -60,12 +59,9 @@ def test_bad_extra_flags_are_rejected(extra, message):
 GOLDEN = Path(__file__).with_name("golden") / "sbatch_tiny-l.txt"
 
 
-def test_sbatch_file_matches_golden():
-    """Regenerate with: TOOLSCALE_REGEN_GOLDEN=1 .venv/bin/pytest tests/slurm/test_resources.py"""
+def test_sbatch_file_matches_golden(golden):
+    """Regenerate with ``make golden``."""
     size = ModelSize(name="tiny-l", hidden_size=128, num_layers=3, num_heads=4, cpus=2, mem_gb=3, timeout_min=20)
     spec = SlurmSpec(partition="cpu", account="lab", additional_parameters={"mail_type": "FAIL"})
     got = _sbatch(executor_parameters(size, spec, max_parallel=2, job_name="ts-toolscale-micro-tiny-l"))
-    if os.environ.get("TOOLSCALE_REGEN_GOLDEN"):
-        GOLDEN.write_text(got)
-    assert got == GOLDEN.read_text(), ("sbatch file changed; if intended, regenerate with "
-                                       "TOOLSCALE_REGEN_GOLDEN=1 .venv/bin/pytest tests/slurm/test_resources.py")
+    assert got == golden.check_in(GOLDEN, got), f"sbatch file changed; if intended, regenerate with {golden.command}"

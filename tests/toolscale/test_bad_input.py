@@ -16,7 +16,7 @@ import pytest
 from toolscale.cli import main
 
 SMALL = Path(__file__).resolve().parent.parent / "fit" / "small.toml"
-GOOD_CSV = "model,tokens,acc,lr\n1e6,1e9,0.50,3\n2e6,2e9,0.55,3\n4e6,4e9,0.61,3\n8e6,8e9,0.64,3\n"
+GOOD_CSV = "id,model,tokens,acc,lr\na,1e6,1e9,0.50,3\nb,2e6,2e9,0.55,3\nc,4e6,4e9,0.61,3\nd,8e6,8e9,0.64,3\n"
 MAP = ["--map", "model=model_size", "--map", "tokens=train_tokens", "--map", "acc=score"]
 
 
@@ -41,6 +41,8 @@ FILES = {
     "share.csv": _csv("1e6,1e9,1.5\n2e6,1e9,0.6"),
     "dup.csv": _csv("a,1e6,1e9,0.5\na,2e6,1e9,0.6", header="id,model,tokens,acc"),
     "bad_truth.toml": "law = \n",
+    "good2.csv": GOOD_CSV.replace("0.55", "0.56"),
+    "split.csv": _csv("1e6,1e9,0.5,test\n2e6,1e9,0.6,fit", header="model,tokens,acc,part"),
 }
 
 # (id, argv, exit code, text the one stderr line must contain); {reg} is the registry copy, {d} the folder
@@ -100,6 +102,12 @@ CASES = [
                             "--heldout-fraction", "inf"], 2, "(0, 1)"),
     ("import-heldout-zero", ["import-runs", "{d}/good.csv", "--experiment", "e", "--benchmark", "b", *MAP,
                              "--heldout-fraction", "0"], 2, "(0, 1)"),
+    ("import-into-simulated", ["import-runs", "{d}/good.csv", "--experiment", "sim", "--benchmark", "b", *MAP], 2,
+     "is simulated"),
+    ("import-conflicting-values", ["import-runs", "{d}/good2.csv", "--experiment", "imp", "--benchmark", "b", *MAP,
+                                   "--map", "id=run_id"], 2, "run i-"),
+    ("import-bad-split", ["import-runs", "{d}/split.csv", "--experiment", "e", "--benchmark", "b", *MAP,
+                          "--map", "part=split"], 2, "fit or heldout"),
     # allocate
     ("allocate-draws-0", ["allocate", "--budget", "5000", "--benchmark", "simulated", "--experiment", "sim",
                           "--draws", "0"], 2, "--draws"),
@@ -140,6 +148,10 @@ CASES = [
      "--noise"),
     ("simulate-missing-truth", ["simulate", "--config", str(SMALL), "--experiment", "s2", "--truth",
                                 "{d}/none.toml"], 2, "none.toml"),
+    ("simulate-existing-experiment", ["simulate", "--config", str(SMALL), "--experiment", "sim", "--seed", "5"], 2,
+     "--replace"),
+    ("simulate-into-imported", ["simulate", "--config", str(SMALL), "--experiment", "imp", "--replace"], 2,
+     "holds real runs"),
     # envs and the rest
     ("envs-check-missing-file", ["envs", "check", "{d}/none.jsonl"], 2, "no such file"),
     ("envs-check-zero-cpu", ["envs", "check", "{d}/good.csv", "--cpu-s", "0"], 2, "--cpu-s"),
@@ -170,7 +182,7 @@ def base(tmp_path_factory) -> Path:
     assert main(["fit", "--registry", reg, "--experiment", "sim", "--benchmark", "simulated", "--bootstrap", "8",
                  "--no-interaction"]) == 0
     assert main(["import-runs", str(d / "good.csv"), "--registry", reg, "--experiment", "imp", "--benchmark", "b",
-                 *MAP]) == 0
+                 *MAP, "--map", "id=run_id"]) == 0
     return Path(reg)
 
 

@@ -183,8 +183,11 @@ def test_synth_json_reports_dollars_per_accepted_trajectory(tmp_path, capsys):
         r.write_text(f'task_count = 8\ntool_diversity = 6\n[llm.judge]\nbase_url = "{ep.url}"\nmodel = "scripted"\n'
                      "price_in = 3\nprice_out = 15.0\n")
         assert main(["synth", "--recipe", str(r), "--out", str(tmp_path / "d"), "--llm-cache", str(tmp_path / "c"),
-                     "--json"]) == 0
+                     "--registry", str(tmp_path / "reg.duckdb"), "--json"]) == 0
     m = Manifest.model_validate(json.loads(capsys.readouterr().out))
     u = m.llm["judge"]
+    from grid.registry import Registry
+    with Registry(tmp_path / "reg.duckdb", read_only=True) as reg:  # the registry holds the same accounting
+        assert reg.dataset(m.dataset_id).manifest["llm"] == json.loads(m.model_dump_json())["llm"]
     assert u.requests == ep.requests > 0 and m.counts["accepted"] > 0
     assert u.dollars_per_accepted == pytest.approx(u.requests * (1000 * 3 + 50 * 15) / 1e6 / m.counts["accepted"])

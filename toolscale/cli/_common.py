@@ -12,7 +12,8 @@ from typing import Any
 from toolscale.config import ExperimentConfig, load_config
 
 __all__ = ["add_registry_args", "registry_path", "config_of", "emit_json", "print_table", "Formatter",
-           "positive_float", "positive_int", "check_tool_axis", "open_fraction", "writable_file", "writable_dir"]
+           "positive_float", "positive_int", "nonneg_int", "check_tool_axis", "open_fraction", "writable_file",
+           "writable_dir"]
 
 Formatter = argparse.RawDescriptionHelpFormatter
 DEFAULT_REGISTRY = "./toolscale.duckdb"
@@ -97,6 +98,17 @@ def positive_float(text: str) -> float:
     if not math.isfinite(x) or x <= 0:
         raise argparse.ArgumentTypeError(f"must be a positive number, got {text}")
     return x
+
+
+def nonneg_int(text: str) -> int:
+    """argparse type: an integer >= 0 (the error names the value)."""
+    try:
+        n = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a non-negative integer, got {text!r}") from None
+    if n < 0:
+        raise argparse.ArgumentTypeError(f"must be a non-negative integer, got {n}")
+    return n
 
 
 def positive_int(text: str) -> int:

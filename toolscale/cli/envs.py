@@ -6,7 +6,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from toolscale.cli._common import Formatter, emit_json
+from toolscale.cli._common import Formatter, emit_json, nonneg_int
 from toolscale.errors import UsageError
 
 __all__ = ["register"]
@@ -23,16 +23,6 @@ def _tiers(text: str) -> dict[str, int]:
     return out
 
 
-def _nonneg_int(text: str) -> int:
-    try:
-        v = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"must be a non-negative integer, got {text!r}") from None
-    if v < 0:
-        raise argparse.ArgumentTypeError(f"must be a non-negative integer, got {v}")
-    return v
-
-
 def register(sub: argparse._SubParsersAction) -> None:
     """Add ``envs build`` and ``envs check``."""
     p = sub.add_parser("envs", help="executable RL environments from QA dependency graphs (build, check)",
@@ -46,7 +36,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                       epilog="example:\n  toolscale envs build --out envs/ --n 50 --seed 0 "
                              "--distractors high=1,medium=2,low=2")
     b.add_argument("--out", required=True, metavar="DIR", help="output folder (envs.jsonl is written there)")
-    b.add_argument("--n", type=_nonneg_int, default=50, help="number of environments (default 50)")
+    b.add_argument("--n", type=nonneg_int, default=50, help="number of environments (default 50)")
     b.add_argument("--seed", type=int, default=0, help="database and sampling seed (default 0)")
     b.add_argument("--domains", help="comma-separated server domains (default: the training domains)")
     b.add_argument("--heldout", action="store_true", help="use the held-out domains (for evaluation)")

@@ -122,6 +122,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--noise", type=float, metavar="SD", help="noise SD in score points (default: the truth's)")
     p.add_argument("--benchmark", help="benchmark name to store the scores under (default: the truth's)")
     p.add_argument("--seed", type=int, default=0, help="noise seed")
+    p.add_argument("--replace", action="store_true",
+                   help="overwrite an existing simulated experiment's results (old values kept in run_history; "
+                        "its fits become stale); without it a simulation that changes stored scores is refused")
     p.add_argument("--json", action="store_true", help="machine-readable summary")
     p.set_defaults(func=_simulate)
 
@@ -319,6 +322,9 @@ def _predict(args: argparse.Namespace) -> int:
             laws = sorted({r.law for r in reg.fits(args.experiment, args.benchmark)})
             raise UsageError(f"no fit{f' of law {args.law!r}' if args.law else ''} for {args.experiment}/"
                              f"{args.benchmark}; laws fitted: {', '.join(laws) or 'none (run toolscale fit)'}")
+    if rows[0].stale_reason:
+        raise UsageError(f"the newest fit {rows[0].fit_id} of {args.experiment}/{args.benchmark} is stale: "
+                         f"{rows[0].stale_reason}; refit with toolscale fit")
     fit = FitResult.model_validate(rows[0].payload)
     need = required_inputs(fit)
     for i, p in enumerate(points):
@@ -416,7 +422,7 @@ def _simulate(args: argparse.Namespace) -> int:
 
     with Registry(registry_path(args, config)) as reg:
         out = simulate_experiment(reg, config, args.experiment, truth_path=args.truth, hypothesis=args.hypothesis,
-                                  noise_sd=args.noise, benchmark=args.benchmark, seed=args.seed)
+                                  noise_sd=args.noise, benchmark=args.benchmark, seed=args.seed, replace=args.replace)
     if args.json:
         emit_json(out)
     else:

@@ -59,7 +59,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                        formatter_class=Formatter,
                        epilog="example:\n  toolscale import-runs chinchilla.csv --experiment chinchilla "
                               "--benchmark pile-loss \\\n    --map 'Model Size=model_size' "
-                              "--map 'Training FLOP=train_flops' --map loss=loss")
+                              "--map 'Training FLOP=train_flops' --map loss=loss\n"
+                              "  toolscale import-runs fixed.csv --experiment chinchilla --benchmark pile-loss "
+                              "--map ... --update   # corrected values")
     p.add_argument("file", help="a .csv or .parquet file")
     p.add_argument("--experiment", required=True, help="experiment to import into (created if missing)")
     p.add_argument("--map", action="append", default=[], metavar="COLUMN=FIELD",
@@ -69,6 +71,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--benchmark", help="benchmark name when the file has no benchmark column")
     p.add_argument("--heldout-fraction", type=open_fraction, default=0.25,
                    help="share of runs (top training FLOPs) marked held out, in (0, 1) (default 0.25)")
+    p.add_argument("--update", action="store_true",
+                   help="apply values that differ from the stored ones for the same run ids (without it such "
+                        "conflicts are listed and nothing changes); the old values go to the run_history table")
     add_registry_args(p)
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.set_defaults(func=_import_runs)
@@ -167,29 +172,44 @@ def _score_range(benchmark: str | None) -> tuple[float, float] | None:
 
 
 def _import_runs(args: argparse.Namespace) -> int:
-    from grid.importer import check_metric_mapped, parse_column_map, read_table, rows_to_runs, self_mapped
+    from grid.import_store import stage_table
+    from grid.importer import parse_column_map
     from grid.registry import Registry
 
     cfg = load_config(args.config) if args.config else None
     axes = [a.name for a in cfg.axes] if cfg else None
-    rows = read_table(args.file)
     mapping = parse_column_map(args.map, axes, require_metric=not axes)
-    if axes:
-        mapping = self_mapped(mapping, list(rows[0]), axes)
-        check_metric_mapped(mapping)
-    axes_found, runs, metrics = rows_to_runs(rows, mapping, experiment=args.experiment, benchmark=args.benchmark,
-                                             heldout_fraction=args.heldout_fraction,
-                                             score_range=_score_range(args.benchmark))
+    say = _progress_line(args)
+    staged = stage_table(args.file, mapping, experiment=args.experiment, benchmark=args.benchmark,
+                         heldout_fraction=args.heldout_fraction, score_range=_score_range(args.benchmark),
+                         config_axes=axes)
+    say(f"read and checked {staged.rows:,} rows of {args.file} in {staged.read_s:.1f} s (no lock held)",
+        rows=staged.rows)
     with Registry(registry_path(args, cfg)) as reg:
-        new = reg.import_runs(args.experiment, axes_found, runs, metrics)
-    out = {"experiment": args.experiment, "rows": len(runs), "new_runs": new, "axes": axes_found,
-           "heldout": sum(r.split == "heldout" for r in runs)}
+        report = reg.store_runs(args.experiment, staged.axes, staged.runs, staged.metrics, kind="import",
+                                on_conflict="update" if args.update else "refuse", heldout=staged.heldout,
+                                progress=say)
+    report = report.model_copy(update={"read_s": staged.read_s})
     if args.json:
-        emit_json(out)
+        emit_json(report)
     else:
-        print(f"imported {len(runs)} rows into {args.experiment!r} ({new} new, {out['heldout']} held out); "
-              f"axes: {', '.join(axes_found) or 'none'}")
+        changed = f", {report.updated_runs} updated" if report.updated_runs else ""
+        stale = f"; {report.stale_fits} fits now stale (rerun toolscale fit)" if report.stale_fits else ""
+        print(f"imported {report.rows} rows into {args.experiment!r} ({report.new_runs} new{changed}, "
+              f"{report.heldout} held out); axes: {', '.join(report.axes) or 'none'}{stale}")
     return 0
+
+
+def _progress_line(args: argparse.Namespace):
+    """``say(text)``: a progress line on stderr for long imports (a terminal, or tables of 100k rows and more)."""
+    state = {"on": sys.stderr.isatty()}
+
+    def say(text: str, rows: int | None = None) -> None:
+        if rows is not None and rows >= 100_000:
+            state["on"] = True
+        if state["on"]:
+            print(f"import-runs: {text}", file=sys.stderr, flush=True)
+    return say
 
 
 def _ingest(args: argparse.Namespace) -> int:

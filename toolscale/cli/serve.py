@@ -55,6 +55,7 @@ def _serve(args: argparse.Namespace) -> int:
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     try:
         sock.bind((args.host, args.port))
+        sock.listen(2048)  # before the URL is printed: a client that connects at once waits in the backlog
     except OSError as err:
         sock.close()
         raise ToolscaleError(f"cannot listen on {args.host}:{args.port}: {err.strerror or err}") from None

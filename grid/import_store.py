@@ -1,0 +1,432 @@
+"""Bulk import: a CSV or Parquet table staged by DuckDB's own readers, then stored in one short transaction.
+
+Two phases, so the registry's write lock is held only for the second:
+
+1. :func:`stage_table` reads the file with ``read_csv`` / ``read_parquet`` into a private in-memory DuckDB,
+   validates every row in SQL (numbers, finite and positive sizes, tokens and FLOPs, ``C = 6 N D`` finite,
+   metric bounds, splits, unique run ids) and returns two Arrow tables (runs, metrics). The rules are those
+   of :func:`grid.importer.rows_to_runs`; the top-FLOPs split is :func:`grid.split.heldout_mask` itself.
+2. :meth:`ImportStore.store_runs` compares the staged rows with the stored ones and, in one transaction,
+   refuses or applies the differences, inserts the new runs and metrics, keeps every overwritten value in
+   ``run_history`` and marks the experiment's fits stale when its data changed.
+
+No silent overwrite: a staged value that differs from the stored one is a *conflict* (run, column, old,
+new). ``on_conflict="refuse"`` (the default) raises :class:`~grid.errors.RegistryConflictError` naming them;
+``"update"`` (``import-runs --update``) and ``"replace"`` (``simulate --replace``) apply them. Imports are
+refused into a simulated or a designed experiment, and simulations into an experiment of real runs.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+import duckdb
+
+from grid.errors import RegistryConflictError, TableImportError
+from grid.importer import FIXED_TARGETS, MAX_ABS_METRIC, POSITIVE_TARGETS, SPLITS, check_metric_mapped, self_mapped
+from grid.models import Conflict, ImportReport, RunSpec
+from grid.run_store import RunStore
+from grid.schema import SCHEMA_VERSION, axis_column, axis_column_ddl
+from grid.split import heldout_mask
+from toolscale.config import FLOPS_PER_PARAM_TOKEN
+
+__all__ = ["StagedTable", "stage_table", "ImportStore", "RUN_FIELDS"]
+
+RUN_FIELDS = ("experiment", "model_size", "model_params", "train_tokens", "train_flops", "seed", "split")
+"""Stored run columns compared on re-import (with every axis column and every metric score)."""
+_SHOWN = 3  # conflicts named in the refusal line
+
+
+@dataclass(frozen=True)
+class StagedTable:
+    """A validated table, ready for :meth:`ImportStore.store_runs` (Arrow tables; nothing stored yet)."""
+
+    axes: list[str]
+    runs: Any
+    metrics: Any
+    rows: int
+    heldout: int
+    read_s: float
+
+
+def _q(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'
+
+
+def _lit(text: str) -> str:
+    return "'" + text.replace("'", "''") + "'"
+
+
+def _first(m: duckdb.DuckDBPyConnection, sql: str) -> tuple | None:
+    rows = m.execute(sql + " ORDER BY _line LIMIT 1").fetchall()
+    return rows[0] if rows else None
+
+
+def stage_table(path: str | Path, mapping: dict[str, str], *, experiment: str, benchmark: str | None = None,
+                heldout_fraction: float = 0.25, score_range: tuple[float, float] | None = None,
+                config_axes: Sequence[str] | None = None, memory_limit: str = "1GB") -> StagedTable:
+    """Read and validate ``path``; :class:`TableImportError` naming the first bad row (numbered from 2).
+
+    ``config_axes`` (a config's axes) lets columns named exactly like an axis map themselves.
+    """
+    p = Path(path)
+    if not p.is_file():
+        raise TableImportError(f"file not found: {p}")
+    suffix = p.suffix.lower()
+    if suffix not in (".csv", ".parquet", ".pq"):
+        raise TableImportError(f"{p}: expected a .csv or .parquet file, got {suffix or 'no extension'}")
+    if suffix == ".csv" and p.stat().st_size == 0:
+        raise TableImportError(f"{p}: the file is empty")
+    t0 = time.perf_counter()
+    m = duckdb.connect(":memory:", config={"memory_limit": memory_limit, "preserve_insertion_order": True})
+    try:
+        reader = (f"read_csv({_lit(str(p))}, all_varchar = true, header = true)" if suffix == ".csv"
+                  else f"(SELECT CAST(COLUMNS(*) AS VARCHAR) FROM read_parquet({_lit(str(p))}))")
+        try:
+            m.execute(f"CREATE TABLE raw AS SELECT row_number() OVER () + 1 AS _line, * FROM {reader}")
+        except duckdb.Error as err:
+            raise TableImportError(f"{p}: cannot read: {str(err).strip().splitlines()[0]}") from None
+        columns = [r[0] for r in m.execute("DESCRIBE raw").fetchall()][1:]
+        n = m.execute("SELECT count(*) FROM raw").fetchall()[0][0]
+        if n == 0:
+            raise TableImportError(f"{p}: the file has a header but no rows")
+        if config_axes:
+            mapping = self_mapped(mapping, columns, config_axes)
+        check_metric_mapped(mapping)
+        missing = [c for c in mapping.values() if c not in columns]
+        if missing:
+            raise TableImportError(f"column {missing[0]!r} not in the file; columns: {', '.join(columns)}")
+        if benchmark is None and "benchmark" not in mapping:
+            raise TableImportError("name the benchmark: --benchmark NAME, or --map COLUMN=benchmark")
+        axes = [t for t in mapping if t not in FIXED_TARGETS]
+        _validate(m, mapping, axes, score_range)
+        runs, metrics, heldout = _build(m, mapping, axes, columns, experiment, benchmark, heldout_fraction)
+        return StagedTable(axes=axes, runs=runs, metrics=metrics, rows=n, heldout=heldout,
+                           read_s=time.perf_counter() - t0)
+    finally:
+        m.close()
+
+
+def _num(col: str) -> str:
+    return f"TRY_CAST(NULLIF(trim({_q(col)}), '') AS DOUBLE)"
+
+
+def _validate(m: duckdb.DuckDBPyConnection, mapping: dict[str, str], axes: list[str],
+              score_range: tuple[float, float] | None) -> None:
+    numeric = [t for t in ("model_params", "train_tokens", "train_flops", "seed", "score", "loss", *axes)
+               if t in mapping]
+    for target in numeric:
+        col = mapping[target]
+        optional = target in ("score", "loss")  # an empty metric cell is a missing value
+        blank = f"trim(coalesce({_q(col)}, '')) = ''"
+        bad = _first(m, f"SELECT _line, {_q(col)} FROM raw WHERE {_num(col)} IS NULL"
+                        + (f" AND NOT {blank}" if optional else ""))
+        if bad:
+            raise TableImportError(f"row {bad[0]}: column {col!r} ({target}) must be a number, got {bad[1]!r}")
+        bad = _first(m, f"SELECT _line, {_q(col)} FROM raw WHERE NOT isfinite({_num(col)})")
+        if bad:
+            raise TableImportError(f"row {bad[0]}: column {col!r} ({target}) must be finite, got {bad[1]!r}")
+        if target in POSITIVE_TARGETS:
+            bad = _first(m, f"SELECT _line, {_q(col)} FROM raw WHERE {_num(col)} <= 0")
+            if bad:
+                raise TableImportError(f"row {bad[0]}: column {col!r} ({target}) must be > 0, got {bad[1]!r}")
+        if optional:
+            bad = _first(m, f"SELECT _line, {_q(col)} FROM raw WHERE abs({_num(col)}) > {MAX_ABS_METRIC}")
+            if bad:
+                raise TableImportError(f"row {bad[0]}: column {col!r} ({target}) must be within "
+                                       f"+-{MAX_ABS_METRIC:g}, got {bad[1]!r}")
+    if "model_size" in mapping and "model_params" not in mapping:
+        col = mapping["model_size"]
+        bad = _first(m, f"SELECT _line, {_q(col)} FROM raw WHERE {_num(col)} IS NOT NULL AND "
+                        f"(NOT isfinite({_num(col)}) OR {_num(col)} <= 0)")
+        if bad:
+            raise TableImportError(f"row {bad[0]}: column {col!r} (model_size) as a parameter count must be "
+                                   f"finite and > 0, got {bad[1]!r}")
+    if "score" in mapping and score_range is not None:
+        col = mapping["score"]
+        bad = _first(m, f"SELECT _line, {_q(col)} FROM raw WHERE {_num(col)} NOT BETWEEN {score_range[0]} "
+                        f"AND {score_range[1]}")
+        if bad:
+            raise TableImportError(f"row {bad[0]}: column {col!r} (score) must be in [{score_range[0]:g}, "
+                                   f"{score_range[1]:g}], got {bad[1]!r}")
+    if "split" in mapping:
+        col = mapping["split"]
+        bad = _first(m, f"SELECT _line, {_q(col)} FROM raw WHERE coalesce(trim({_q(col)}), '') NOT IN "
+                        f"({', '.join(_lit(s) for s in SPLITS)})")
+        if bad:
+            raise TableImportError(f"row {bad[0]}: column {col!r} (split) must be fit or heldout, got {bad[1]!r}")
+
+
+def _build(m: duckdb.DuckDBPyConnection, mapping: dict[str, str], axes: list[str], columns: list[str],
+           experiment: str, benchmark: str | None, heldout_fraction: float) -> tuple[Any, Any, int]:
+    """The typed runs and metrics tables (Arrow), with derived N, D, C, ids and the split."""
+    import pyarrow as pa
+
+    def col(target: str, default: str = "CAST(NULL AS DOUBLE)") -> str:
+        return _num(mapping[target]) if target in mapping else default
+
+    size_num = _num(mapping["model_size"]) if "model_size" in mapping else "CAST(NULL AS DOUBLE)"
+    params = f"coalesce({col('model_params')}, {size_num})"
+    used = set(mapping.values())
+    cells = ", ".join(f"coalesce({_q(c)}, '')" for c in columns)
+    key = f"trim({_q(mapping['run_id'])})" if "run_id" in mapping else f"left(sha256(concat_ws(chr(31), {cells})), 16)"
+    meta_cols = [c for c in columns if c not in used]
+    meta = (f"json_object({', '.join(f'{_lit(c)}, {_q(c)}' for c in meta_cols)})" if meta_cols else "json_object()")
+    recipe = f"json_object({', '.join(f'{_lit(a)}, {_num(mapping[a])}' for a in axes)})" if axes else "json_object()"
+    label = (f"coalesce(trim({_q(mapping['model_size'])}), '')" if "model_size" in mapping
+             else f"coalesce(format('{{:.3g}}', {params}), 'unknown')")
+    bench = f"trim({_q(mapping['benchmark'])})" if "benchmark" in mapping else _lit(benchmark or "")
+    split = f"trim({_q(mapping['split'])})" if "split" in mapping else "'fit'"
+    m.execute(f"""CREATE TABLE typed AS SELECT _line, {key} AS import_key, {label} AS model_size,
+        {params} AS model_params, {col('train_tokens')} AS d, {col('train_flops')} AS c,
+        CAST(coalesce({col('seed')}, 0) AS INTEGER) AS seed, {bench} AS benchmark, {split} AS split,
+        {recipe} AS recipe, {meta} AS columns,
+        {col('score')} AS score, {col('loss')} AS loss
+        {''.join(f', {_num(mapping[a])} AS {_q(axis_column(a))}' for a in axes)}
+        FROM raw""")
+    k6 = FLOPS_PER_PARAM_TOKEN
+    m.execute(f"UPDATE typed SET c = coalesce(c, {k6} * model_params * d)")
+    bad = _first(m, "SELECT _line, model_params, d FROM typed WHERE c IS NOT NULL AND NOT isfinite(c)")
+    if bad:
+        raise TableImportError(f"row {bad[0]}: train_flops = 6 N D overflows (N = {bad[1]:g}, D = {bad[2]:g})")
+    m.execute(f"UPDATE typed SET d = coalesce(d, c / ({k6} * model_params))")
+    m.execute(f"ALTER TABLE typed ADD COLUMN run_id VARCHAR; "
+              f"UPDATE typed SET run_id = 'i-' || left(sha256({_lit(experiment)} || chr(0) || import_key), 16)")
+    dups = m.execute("SELECT import_key, count(*) FROM typed GROUP BY import_key HAVING count(*) > 1 LIMIT 1").fetchall()
+    dup = dups[0] if dups else None
+    if dup:
+        raise TableImportError(f"two rows have the same run_id ({dup[0]!r}, {dup[1]} rows); map a unique column "
+                               "to run_id")
+    if "split" not in mapping:
+        flops = m.execute("SELECT c FROM typed ORDER BY _line").fetchnumpy()["c"]
+        if not hasattr(flops, "mask") or not flops.mask.any():
+            mask = heldout_mask(list(flops.astype(float)), heldout_fraction, min_fit=1)
+            m.register("_mask", pa.table({"_line": m.execute("SELECT _line FROM typed ORDER BY _line")
+                                          .fetchnumpy()["_line"], "held": mask}))
+            m.execute("UPDATE typed SET split = CASE WHEN _mask.held THEN 'heldout' ELSE 'fit' END "
+                      "FROM _mask WHERE typed._line = _mask._line")
+    heldout = m.execute("SELECT count(*) FROM typed WHERE split = 'heldout'").fetchall()[0][0]
+    axis_sel = "".join(f", {_q(axis_column(a))}" for a in axes)
+    runs = m.sql(f"""SELECT run_id, {_lit(experiment)} AS experiment, 'import' AS design_version,
+        CAST(recipe AS VARCHAR) AS recipe, model_size, model_params, d AS train_tokens, c AS train_flops, seed, split,
+        CAST(json_object('import_key', import_key, 'columns', columns, 'token_multiplier', 1.0) AS VARCHAR)
+            AS metadata{axis_sel}
+        FROM typed ORDER BY _line""").to_arrow_table()
+    metrics = m.sql("""
+        SELECT run_id, benchmark, 'score' AS metric, '1' AS version, score, CAST(NULL AS DOUBLE) AS stderr,
+               CAST(NULL AS INTEGER) AS n_items, TRUE AS higher_is_better FROM typed WHERE score IS NOT NULL
+        UNION ALL
+        SELECT run_id, benchmark, 'loss', '1', loss, NULL, NULL, FALSE FROM typed WHERE loss IS NOT NULL
+        """).to_arrow_table()
+    return runs, metrics, int(heldout)
+
+
+def specs_to_tables(runs: Sequence[RunSpec], metrics: Sequence[Sequence[Any]]) -> tuple[Any, Any]:
+    """Arrow tables in :func:`stage_table`'s shape from planned runs and their :class:`MetricResult` lists."""
+    import json
+
+    import pyarrow as pa
+
+    axes = sorted({a for r in runs for a in r.recipe})
+    cols: dict[str, list[Any]] = {k: [] for k in ("run_id", "experiment", "design_version", "recipe", "model_size",
+                                                  "model_params", "train_tokens", "train_flops", "seed", "split",
+                                                  "metadata")}
+    for a in axes:
+        cols[axis_column(a)] = []
+    for r in runs:
+        for k, v in (("run_id", r.run_id), ("experiment", r.experiment), ("design_version", r.design_version),
+                     ("recipe", json.dumps(r.recipe, sort_keys=True)), ("model_size", r.model_size),
+                     ("model_params", r.model_params), ("train_tokens", r.train_tokens),
+                     ("train_flops", r.train_flops), ("seed", r.seed), ("split", r.split),
+                     ("metadata", json.dumps({**r.metadata, "token_multiplier": r.token_multiplier},
+                                             sort_keys=True, default=str))):
+            cols[k].append(v)
+        for a in axes:
+            cols[axis_column(a)].append(float(r.recipe[a]) if a in r.recipe else None)
+    schema = pa.schema([(k, pa.float64() if k in ("model_params", "train_tokens", "train_flops")
+                         or k.startswith("axis_") else pa.int32() if k == "seed" else pa.string()) for k in cols])
+    mrows = [(r.run_id, m.benchmark, m.metric, m.version, m.score, m.stderr, m.n_items, m.higher_is_better)
+             for r, ms in zip(runs, metrics, strict=True) for m in ms]
+    mnames = ["run_id", "benchmark", "metric", "version", "score", "stderr", "n_items", "higher_is_better"]
+    mtypes = [pa.string(), pa.string(), pa.string(), pa.string(), pa.float64(), pa.float64(), pa.int32(), pa.bool_()]
+    mt = pa.table({n: pa.array([row[i] for row in mrows], type=t) for i, (n, t) in enumerate(zip(mnames, mtypes))})
+    return pa.table(cols, schema=schema), mt
+
+
+class ImportStore(RunStore):
+    """Runs produced elsewhere (imported tables, simulations) stored in one transaction, never silently."""
+
+    def experiment_kind(self, name: str) -> str | None:
+        """``simulated``, ``designed`` (it has a ``grid design``), ``imported``, or None when absent."""
+        rows = self.con.execute("SELECT simulated FROM experiments WHERE name = ?", [name]).fetchall()
+        row = rows[0] if rows else None
+        if row is None:
+            return None
+        if row[0]:
+            return "simulated"
+        designs = self.con.execute("SELECT count(*) FROM designs WHERE experiment = ? AND design_version <> 'import'",
+                                   [name]).fetchall()[0][0]
+        return "designed" if designs else "imported"
+
+    def import_runs(self, experiment: str, axes: Sequence[str], runs: Sequence[RunSpec],
+                    metrics: Sequence[Sequence[Any]], *, simulated: bool = False, source: str = "import",
+                    on_conflict: Literal["refuse", "update", "replace"] = "refuse",
+                    config: dict | None = None) -> int:
+        """Store finished runs given as :class:`RunSpec` (simulations, tests); returns how many were new."""
+        if len(runs) != len(metrics):
+            raise TableImportError(f"import_runs: {len(runs)} runs but {len(metrics)} metric lists")
+        run_t, metric_t = specs_to_tables(runs, metrics)
+        report = self.store_runs(experiment, axes, run_t, metric_t, kind="simulated" if simulated else "import",
+                                 source=source, on_conflict=on_conflict, config=config)
+        return report.new_runs
+
+    def store_runs(self, experiment: str, axes: Sequence[str], runs: Any, metrics: Any, *,
+                   kind: Literal["import", "simulated"] = "import", source: str = "import",
+                   on_conflict: Literal["refuse", "update", "replace"] = "refuse", config: dict | None = None,
+                   heldout: int | None = None, progress: Callable[[str], None] | None = None) -> ImportReport:
+        """Compare staged ``runs`` / ``metrics`` (Arrow) with the stored rows and store them, all or nothing.
+
+        Returns an :class:`ImportReport`; raises :class:`RegistryConflictError` (nothing changed) for an
+        experiment of the wrong kind, or for conflicts under ``on_conflict="refuse"``.
+        """
+        t0 = time.perf_counter()
+        current = self.experiment_kind(experiment)
+        flag = "--replace" if kind == "simulated" else "--update"
+        if kind == "import" and current in ("simulated", "designed"):
+            raise RegistryConflictError(f"experiment {experiment!r} is {current}; imported runs would mix into it "
+                                        "(they have no design axes or are real among simulated ones): import into "
+                                        "another experiment name")
+        if kind == "simulated" and current in ("imported", "designed"):
+            raise RegistryConflictError(f"experiment {experiment!r} is {current} and holds real runs; simulate "
+                                        "into another experiment name")
+        self.con.register("_s_runs", runs)
+        self.con.register("_s_metrics", metrics)
+        try:
+            with self.transaction():
+                for axis in axes:
+                    self.con.execute(axis_column_ddl(axis))
+                self._upsert_experiment(experiment, axes, simulated=kind == "simulated", config=config)
+                conflicts, n_conflicts, changed_runs = self._conflicts(axes)
+                if n_conflicts and on_conflict == "refuse":
+                    shown = "; ".join(f"run {c.run_id} {c.column}: {c.old} -> {c.new}" for c in conflicts)
+                    more = f" and {n_conflicts - len(conflicts)} more" if n_conflicts > len(conflicts) else ""
+                    raise RegistryConflictError(
+                        f"{n_conflicts} stored value{'s' if n_conflicts > 1 else ''} of experiment {experiment!r} "
+                        f"would change ({shown}{more}); nothing was changed. Pass {flag} to apply them (the old "
+                        "values are kept in the run_history table)")
+                if n_conflicts:
+                    self._apply_conflicts(axes, source)
+                new_runs = self._insert_new(axes, source)
+                new_metrics = self._insert_new_metrics()
+                stale = 0
+                if n_conflicts or new_runs or new_metrics:
+                    what = (f"{source} changed {n_conflicts} stored values" if n_conflicts
+                            else f"{source} added {new_runs} runs and {new_metrics} metrics")
+                    stale = len(self.con.execute(
+                        "UPDATE fits SET stale_reason = ? WHERE experiment = ? AND stale_reason IS NULL "
+                        "RETURNING fit_id", [f"{what} at {_stamp()}", experiment]).fetchall())
+            rows = self.con.execute("SELECT count(*) FROM _s_runs").fetchall()[0][0]
+            split_n = heldout if heldout is not None else self.con.execute(
+                "SELECT count(*) FROM _s_runs WHERE split = 'heldout'").fetchall()[0][0]
+        finally:
+            self.con.unregister("_s_runs")
+            self.con.unregister("_s_metrics")
+        report = ImportReport(experiment=experiment, rows=rows, new_runs=new_runs, new_metrics=new_metrics,
+                              updated_runs=changed_runs if n_conflicts else 0, conflicts=n_conflicts,
+                              conflict_examples=conflicts, heldout=split_n, axes=list(axes), stale_fits=stale,
+                              lock_s=time.perf_counter() - t0)
+        if progress:
+            progress(f"stored {report.new_runs:,} new runs, {report.new_metrics:,} metrics "
+                     f"({report.updated_runs:,} runs updated) in {report.lock_s:.1f} s")
+        return report
+
+    def _upsert_experiment(self, name: str, axes: Sequence[str], *, simulated: bool, config: dict | None) -> None:
+        import json
+
+        from grid.connection import now
+
+        rows = self.con.execute("SELECT axes FROM experiments WHERE name = ?", [name]).fetchall()
+        row = rows[0] if rows else None
+        if row is None:
+            self.con.execute("INSERT INTO experiments VALUES (?, ?, ?, ?, ?, ?)",
+                             [name, self._json(config) if config is not None else None, self._json(list(axes)),
+                              simulated, now(), SCHEMA_VERSION])
+            return
+        known = json.loads(row[0] or "[]")
+        self.con.execute("UPDATE experiments SET axes = ? WHERE name = ?",
+                         [self._json(known + [a for a in axes if a not in known]), name])
+        if config is not None:
+            self.con.execute("UPDATE experiments SET config = ? WHERE name = ?", [self._json(config), name])
+
+    def _diff_sql(self, axes: Sequence[str]) -> str:
+        parts = [f"SELECT s.run_id, {_lit(f)} AS col, CAST(r.{f} AS VARCHAR) AS old, CAST(s.{f} AS VARCHAR) AS new "
+                 f"FROM _s_runs s JOIN runs r USING (run_id) WHERE r.{f} IS DISTINCT FROM s.{f}" for f in RUN_FIELDS]
+        for a in axes:
+            c = _q(axis_column(a))
+            parts.append(f"SELECT s.run_id, {_lit(a)}, CAST(r.{c} AS VARCHAR), CAST(s.{c} AS VARCHAR) FROM _s_runs s "
+                         f"JOIN runs r USING (run_id) WHERE r.{c} IS DISTINCT FROM s.{c}")
+        parts.append("SELECT s.run_id, s.benchmark || '/' || s.metric, CAST(m.score AS VARCHAR), "
+                     "CAST(s.score AS VARCHAR) FROM _s_metrics s JOIN metrics m USING (run_id, benchmark, metric) "
+                     "WHERE m.score IS DISTINCT FROM s.score")
+        return " UNION ALL ".join(parts)
+
+    def _conflicts(self, axes: Sequence[str]) -> tuple[list[Conflict], int, int]:
+        self.con.execute(f"CREATE OR REPLACE TEMP TABLE _conflicts AS {self._diff_sql(axes)}")
+        n, runs = self.con.execute("SELECT count(*), count(DISTINCT run_id) FROM _conflicts").fetchall()[0]
+        shown = [Conflict(run_id=r[0], column=r[1], old=r[2], new=r[3]) for r in self.con.execute(
+            f"SELECT run_id, col, old, new FROM _conflicts ORDER BY run_id, col LIMIT {_SHOWN}").fetchall()]
+        return shown, int(n), int(runs)
+
+    def _apply_conflicts(self, axes: Sequence[str], source: str) -> None:
+        from grid.connection import now
+
+        self.con.execute("INSERT INTO run_history SELECT run_id, col, old, new, ?, ?, ? FROM _conflicts",
+                         [now(), source, SCHEMA_VERSION])
+        sets = ", ".join([f"{f} = s.{f}" for f in RUN_FIELDS if f != "experiment"]
+                         + [f"{_q(axis_column(a))} = s.{_q(axis_column(a))}" for a in axes]
+                         + ["recipe = s.recipe", "metadata = s.metadata"])
+        self.con.execute(f"UPDATE runs SET {sets} FROM _s_runs s WHERE runs.run_id = s.run_id AND "
+                         "runs.run_id IN (SELECT run_id FROM _conflicts)")
+        self.con.execute("UPDATE metrics SET score = s.score, stderr = s.stderr, n_items = s.n_items, "
+                         "benchmark_version = s.version FROM _s_metrics s WHERE metrics.run_id = s.run_id AND "
+                         "metrics.benchmark = s.benchmark AND metrics.metric = s.metric AND "
+                         "metrics.score IS DISTINCT FROM s.score")
+
+    def _insert_new(self, axes: Sequence[str], source: str) -> int:
+        from grid.connection import code_version, now
+
+        axis_cols = "".join(f", {_q(axis_column(a))}" for a in axes)
+        n = self.con.execute("SELECT count(*) FROM _s_runs s ANTI JOIN runs r USING (run_id)").fetchall()[0][0]
+        self.con.execute(
+            f"""INSERT INTO runs (run_id, experiment, design_version, recipe, model_size, model_params, train_tokens,
+                train_flops, seed, status, source, metadata, created_at, finished_at, schema_version, split,
+                code_version{axis_cols})
+            SELECT s.run_id, s.experiment, s.design_version, s.recipe, s.model_size, s.model_params, s.train_tokens,
+                s.train_flops, s.seed, 'done', ?, s.metadata, ?, ?, ?, s.split, ?{''.join(f', s.{_q(axis_column(a))}'
+                                                                                          for a in axes)}
+            FROM _s_runs s ANTI JOIN runs r USING (run_id)""",
+            [source, now(), now(), SCHEMA_VERSION, code_version()])
+        return int(n)
+
+    def _insert_new_metrics(self) -> int:
+        from grid.connection import now
+
+        n = self.con.execute("SELECT count(*) FROM _s_metrics s ANTI JOIN metrics m USING (run_id, benchmark, metric)"
+                             ).fetchall()[0][0]
+        self.con.execute(
+            """INSERT INTO metrics (run_id, benchmark, metric, benchmark_version, score, stderr, n_items,
+                higher_is_better, created_at, schema_version)
+            SELECT s.run_id, s.benchmark, s.metric, s.version, s.score, s.stderr, s.n_items, s.higher_is_better, ?, ?
+            FROM _s_metrics s ANTI JOIN metrics m USING (run_id, benchmark, metric)""",
+            [now(), SCHEMA_VERSION])
+        return int(n)
+
+
+def _stamp() -> str:
+    from grid.connection import now
+
+    return now().strftime("%Y-%m-%d %H:%M:%S UTC")
