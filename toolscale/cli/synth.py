@@ -37,7 +37,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                               "  toolscale synth --recipe point.toml --out data/p1 --set repair_rate=0.5 --seed 1\n"
                               "  toolscale synth --recipe point.toml --out data/git \\\n"
                               "      --server 'python -m mcp_server_git --repository /data/repo' --set "
-                              "'arg_values={repo_path=[\"/data/repo\"]}'")
+                              "'arg_values={repo_path=[\"/data/repo\"]}'\n"
+                              "  toolscale synth --recipe llm.toml --out data/p2 --llm-cache /shared/llm-cache --json"
+                              "   # [llm.<role>]: docs/llm.md")
     p.add_argument("--example-recipe", action="store_true", help="print a documented recipe and exit")
     p.add_argument("--recipe", metavar="RECIPE.toml", help="the recipe (knobs) to build")
     p.add_argument("--out", metavar="DIR", help="output folder for train.jsonl and manifest.json")
@@ -150,7 +152,9 @@ def _synth(args: argparse.Namespace) -> int:
         c = manifest.counts
         print(f"{c['accepted']} trajectories kept of {c['trajectories']} ({c['rejected']} rejected), "
               f"{c['tool_calls']} tool calls, ~{c['tokens']} tokens; judge failures "
-              f"{manifest.judge_failure_rate:.1%}; rejected tasks and reasons in {args.out}/rejected.jsonl")
+              f"{manifest.judge_failure_rate:.1%}, fallback parses {manifest.judge_fallback_rate:.1%}; "
+              f"roles {', '.join(f'{k}={v}' for k, v in manifest.roles.items())}; "
+              f"rejected tasks and reasons in {args.out}/rejected.jsonl")
         if manifest.llm:
             print_table([{"role": r, "requests": u.requests, "cache hits": u.cache_hits, "retries": u.retries,
                           "tokens in": u.tokens_in, "tokens out": u.tokens_out, "dollars": u.dollars,
