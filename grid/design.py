@@ -34,11 +34,11 @@ from grid.alias import ROMAN, AliasReport, alias_report
 from grid.coded import fractional, greedy_d_optimal, latin_hypercube, multilevel
 from grid.errors import DesignError
 from grid.levels import apply_constraints, coded_to_real, level_values, parse_constraint
-from grid.models import Cell, DesignSummary, EstimatedCost, RunSpec, run_id_for
+from grid.models import Cell, DesignRecorded, DesignSummary, EstimatedCost, RunSpec, run_id_for
 from grid.split import SPLIT_RULE, heldout_mask
 from toolscale.config import ExperimentConfig, ModelSize, training_flops
 
-__all__ = ["Design", "Cell", "build_design", "design_version", "ALGORITHM_VERSION"]
+__all__ = ["Design", "Cell", "DesignReport", "build_design", "design_version", "ALGORITHM_VERSION"]
 
 ALGORITHM_VERSION = "1"
 """Bumped when the same config would give different runs; part of every design version."""
@@ -65,6 +65,26 @@ class Design(BaseModel):
     """Alias report of the factorial part (center points excluded)."""
     summary: DesignSummary
     """Runs, levels per axis, resolution, held-out runs, extrapolation factor, cost..."""
+
+
+class DesignReport(DesignSummary):
+    """``toolscale grid design --json``: the summary's fields, what was written, the alias report and
+    (with ``--show-runs``) the runs; the output is ``model_dump(mode="json", exclude_none=...)`` of this model."""
+
+    dry_run: bool
+    """True when nothing was written (``--dry-run``)."""
+    written: DesignRecorded | None
+    """What recording the design changed; None on a dry run."""
+    alias: AliasReport
+    """The alias report of the factorial part."""
+    run_list: list[RunSpec] | None = None
+    """Every planned run (``--show-runs`` only; left out of the JSON otherwise)."""
+
+    @classmethod
+    def of(cls, design: Design, written: DesignRecorded | None, *, show_runs: bool = False) -> DesignReport:
+        """The report of ``design`` (``written`` None: a dry run)."""
+        return cls(**dict(design.summary), dry_run=written is None, written=written, alias=design.alias,
+                   run_list=list(design.runs) if show_runs else None)
 
 
 def design_version(config: ExperimentConfig) -> str:

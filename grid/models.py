@@ -37,6 +37,7 @@ __all__ = [
     "Cell",
     "EstimatedCost",
     "DesignSummary",
+    "DesignRecorded",
     "run_id_for",
     "TableCheck",
     "RegistryCheck",
@@ -397,6 +398,21 @@ class RegistryCheck(_Frozen):
     """True when the file opened and every table read cleanly."""
     error: str = ""
     """Why the file could not be opened at all (empty otherwise)."""
+
+
+class DesignRecorded(_Frozen):
+    """What recording a design in the registry changed (:func:`grid.planner.record_design`)."""
+
+    design_version: str
+    """The design's version."""
+    new_design: bool
+    """False when this version was recorded before."""
+    new_runs: int
+    """Runs inserted as ``pending``."""
+    existing_runs: int
+    """Runs of the design already in the registry (left as they were)."""
+    other_versions: list[str]
+    """Other design versions the experiment holds (only with ``new_version``)."""
 
 
 class Conflict(_Frozen):

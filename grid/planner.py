@@ -8,10 +8,9 @@ another one needs ``new_version=True`` (``toolscale grid design --new-version``)
 
 from __future__ import annotations
 
-from typing import Any
-
 from grid.design import Design
 from grid.errors import DesignError
+from grid.models import DesignRecorded
 from grid.registry import Registry
 from toolscale.config import ExperimentConfig
 
@@ -19,9 +18,8 @@ __all__ = ["record_design"]
 
 
 def record_design(registry: Registry, design: Design, config: ExperimentConfig, *,
-                  new_version: bool = False) -> dict[str, Any]:
-    """Record ``design`` and its runs; returns ``{"design_version", "new_design", "new_runs",
-    "existing_runs", "other_versions"}``.
+                  new_version: bool = False) -> DesignRecorded:
+    """Record ``design`` and its runs; returns what changed.
 
     Raises :class:`grid.errors.DesignError` (nothing written) when the experiment already
     has runs of a different design version and ``new_version`` is False.
@@ -38,5 +36,5 @@ def record_design(registry: Registry, design: Design, config: ExperimentConfig, 
     registry.ensure_experiment(name, config=config.model_dump(mode="json"), axes=[a.name for a in config.axes])
     new_design = registry.add_design(design.version, name, design.summary.model_dump(mode="json"))
     new_runs = registry.add_runs(design.runs, source="design", status="pending")
-    return {"design_version": design.version, "new_design": new_design, "new_runs": new_runs,
-            "existing_runs": len(design.runs) - new_runs, "other_versions": others}
+    return DesignRecorded(design_version=design.version, new_design=new_design, new_runs=new_runs,
+                          existing_runs=len(design.runs) - new_runs, other_versions=others)

@@ -61,3 +61,19 @@ def test_a_library_module_importing_the_cli_breaks_the_contracts(tmp_path) -> No
     assert out.returncode == 1, out.stdout + out.stderr
     assert "nothing imports toolscale.cli BROKEN" in text
     assert "allocator.bad_import -> toolscale.cli.allocate" in text
+
+
+def test_no_import_cycle_between_any_two_modules() -> None:
+    """Stronger than the per-package contract: no strongly connected set of modules in the whole import graph
+    (lazy imports inside functions included, as grimp reads them)."""
+    import grimp
+    import networkx as nx
+
+    graph = grimp.build_graph(*PACKAGES, cache_dir=None)
+    g = nx.DiGraph()
+    for module in graph.modules:
+        g.add_node(module)
+        g.add_edges_from((module, imported) for imported in graph.find_modules_directly_imported_by(module))
+    assert g.number_of_nodes() > 100  # the whole library was read
+    cycles = [sorted(c) for c in nx.strongly_connected_components(g) if len(c) > 1]
+    assert cycles == [], f"import cycles: {cycles}"

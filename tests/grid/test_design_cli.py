@@ -73,6 +73,24 @@ def test_changed_config_needs_new_version(micro, capsys):
     assert len(versions) == 2
 
 
+def test_text_output_of_a_write_and_of_an_unchanged_rerun(micro, capsys):
+    code, out, _ = _run(capsys, "grid", "design", str(micro))
+    assert code == 0 and "recorded " in out and "pending runs (0 already present)" in out
+    code, out, _ = _run(capsys, "grid", "design", str(micro))
+    assert code == 0 and "unchanged: design d-" in out and "runs were already recorded" in out
+
+
+def test_json_is_the_design_report_and_show_runs_adds_the_runs(micro, capsys):
+    from grid.design import DesignReport
+
+    code, out, _ = _run(capsys, "grid", "design", str(micro), "--dry-run", "--json", "--show-runs")
+    report = DesignReport.model_validate(json.loads(out))
+    assert code == 0 and report.dry_run and report.written is None and len(report.run_list) == report.runs
+    code, out, _ = _run(capsys, "grid", "design", str(micro), "--json")
+    report = DesignReport.model_validate(json.loads(out))
+    assert "run_list" not in json.loads(out) and report.written.new_runs == report.runs and not report.dry_run
+
+
 def test_text_output_names_the_essentials(micro, capsys):
     code, out, _ = _run(capsys, "grid", "design", str(micro), "--dry-run")
     assert code == 0

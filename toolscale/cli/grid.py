@@ -52,11 +52,10 @@ def _design(args: argparse.Namespace) -> int:
         with Registry(args.registry or config.experiment.registry) as reg:
             written = record_design(reg, design, config, new_version=args.new_version)
     if args.json:
-        out = {**design.summary.model_dump(mode="json"), "dry_run": args.dry_run, "written": written,
-               "alias": design.alias.model_dump(mode="json")}
-        if args.show_runs:
-            out["run_list"] = [r.model_dump(mode="json") for r in design.runs]
-        emit_json(out)
+        from grid.design import DesignReport
+
+        report = DesignReport.of(design, written, show_runs=args.show_runs)
+        emit_json(report.model_dump(mode="json", exclude=None if args.show_runs else {"run_list"}))
         return 0
     _print_summary(design, written, args)
     return 0
@@ -90,8 +89,8 @@ def _print_summary(design, written, args: argparse.Namespace) -> None:
                       **{k: v for k, v in r.recipe.items()}} for r in design.runs], title="runs")
     if written is None:
         print("dry run: nothing written")
-    elif written["new_runs"] == 0:
-        print(f"unchanged: design {written['design_version']} and its {s['runs']} runs were already recorded")
+    elif written.new_runs == 0:
+        print(f"unchanged: design {written.design_version} and its {s.runs} runs were already recorded")
     else:
-        print(f"recorded {written['new_runs']} pending runs ({written['existing_runs']} already present) "
+        print(f"recorded {written.new_runs} pending runs ({written.existing_runs} already present) "
               f"in {args.registry or 'the config registry'}")
