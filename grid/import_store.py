@@ -68,7 +68,7 @@ def _first(m: duckdb.DuckDBPyConnection, sql: str) -> tuple | None:
 
 def stage_table(path: str | Path, mapping: dict[str, str], *, experiment: str, benchmark: str | None = None,
                 heldout_fraction: float = 0.25, score_range: tuple[float, float] | None = None,
-                config_axes: Sequence[str] | None = None, memory_limit: str = "1GB") -> StagedTable:
+                config_axes: Sequence[str] | None = None, memory_limit: str = "512MB") -> StagedTable:
     """Read and validate ``path``; :class:`TableImportError` naming the first bad row (numbered from 2).
 
     ``config_axes`` (a config's axes) lets columns named exactly like an axis map themselves.
