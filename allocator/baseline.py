@@ -71,7 +71,7 @@ def diversity_only_law(runs: Sequence[Any], config: ExperimentConfig, *, benchma
             how = (f"fitted on all {len(runs)} fitted runs, quality marginalised as the design delivers it "
                    f"(only {len(at_base)} runs at baseline quality; the law needs {need})")
         points = points_from_runs(chosen, benchmark=benchmark, metric=metric, inputs=law.axes)
-        fit = fit_law(points, law, n_starts=4, max_grid=2048, n_bootstrap=0)
+        fit = fit_law(points, law, n_starts=2, max_grid=512, n_bootstrap=0, maxiter=300)
     except FitError as err:
         out: tuple[Surface | None, str] = (None, f"no diversity-only law ({err}); the baseline is the same law "
                                                  "with quality pinned at baseline")

@@ -318,9 +318,7 @@ class VerificationReport(_Frozen):
     law: str
     """Law of the fit that made the plans."""
     fit_id: str
-    """Registry id of that fit."""
-    allocation_id: str | None = None
-    """Registry id of the stored allocation."""
+    """Registry id of that fit (the plans themselves are in the group's design record)."""
     simulated: bool = False
     """True when the fit was on simulated runs (its predictions are of a simulated benchmark)."""
     arms: list[VerificationArm]

@@ -79,7 +79,7 @@ def _experiment(cfg, truth_law, truth_params, seed: int, budgets, n_boot: int, f
         done = reg.runs("sim", status="done")
     fits = []
     for name in FORMS:
-        law = law_for_runs(name, done, cfg.model_dump(mode="json"))
+        law = law_for_runs(name, done, cfg)
         points = points_from_runs(done, benchmark=BENCH, metric="score", inputs=law.axes, experiment="sim")
         fit = fit_law(points, law, n_bootstrap=n_boot, seed=seed, n_starts=4, max_grid=2048, holdout_rule="split",
                       n_jobs=1)
@@ -164,6 +164,8 @@ def records(rows: list[dict]) -> list[dict]:
                     "value": float(np.mean([r["inside"] for r in sub])), "unit": "share", "target": "0.85-0.95"})
     inter = [r for r in rows if r["truth"].startswith("interaction")]
     rel = [r["regret"] / r["oracle_gain"] for r in inter if r["oracle_gain"] > 0]
+    if not inter:
+        return out
     out += [
         {"benchmark": "allocate_truths", "figure": "interacting truths: regret / oracle gain over diversity-only "
          "(median; max)", "value": [float(np.median(rel)), float(np.max(rel))], "unit": "ratio", "target": "<= 0.01"},

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import random
 
@@ -84,9 +85,9 @@ class ServedModel:
         self.url, self.model, self.proc = url, model, proc
 
 
-@pytest.fixture(scope="session")
-def served_model(tiny_model_dir):
-    """``toolscale serve-model`` over :func:`tiny_model_dir` on a free port, as a real subprocess."""
+@contextlib.contextmanager
+def serve_model(model_dir, name: str):
+    """``toolscale serve-model MODEL_DIR`` on a free port as a real subprocess; yields a :class:`ServedModel`."""
     import re
     import subprocess
     import sys
@@ -94,15 +95,15 @@ def served_model(tiny_model_dir):
 
     root = Path(__file__).resolve().parents[1]
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(root), os.environ.get("PYTHONPATH", "")])}
-    proc = subprocess.Popen([sys.executable, "-m", "toolscale.cli", "serve-model", str(tiny_model_dir), "--port", "0",
-                             "--model-name", SERVED_MODEL_NAME], stderr=subprocess.PIPE, text=True, env=env)
+    proc = subprocess.Popen([sys.executable, "-m", "toolscale.cli", "serve-model", str(model_dir), "--port", "0",
+                             "--model-name", name], stderr=subprocess.PIPE, text=True, env=env)
     line = proc.stderr.readline()
     m = re.search(r"at (http://127\.0\.0\.1:\d+/v1)", line)
     if m is None:
         proc.kill()
         raise RuntimeError(f"serve-model did not start: {line}{proc.stderr.read()[-2000:]}")
     try:
-        yield ServedModel(m.group(1), SERVED_MODEL_NAME, proc)
+        yield ServedModel(m.group(1), name, proc)
     finally:
         proc.terminate()
         try:
@@ -111,6 +112,19 @@ def served_model(tiny_model_dir):
             proc.kill()
             proc.wait()
         proc.stderr.close()
+
+
+@pytest.fixture(scope="session")
+def served_model(tiny_model_dir):
+    """``toolscale serve-model`` over :func:`tiny_model_dir` on a free port, as a real subprocess."""
+    with serve_model(tiny_model_dir, SERVED_MODEL_NAME) as served:
+        yield served
+
+
+@pytest.fixture(scope="session")
+def model_server():
+    """:func:`serve_model`, for tests that serve a model of their own: ``with model_server(dir, name) as s:``."""
+    return serve_model
 
 
 # ---- golden files: one way to regenerate them (`make golden`) ------------------------------------------------

@@ -58,8 +58,8 @@ def test_spans_and_masks(handmade):
 
 def test_masking_probe_separates_injected_from_derivable():
     """A tiny LM trained for a few hundred steps starts to copy identifiers; hiding the history then
-    collapses derivable actions more than injected ones (weakly: AUC 0.61 measured). Scored on trajectories the probe never saw.
-    Seeded; the agreement reached is printed (benchmarks/probe_cost.py reports it at larger scale)."""
+    collapses derivable actions more than injected ones (weakly: AUC 0.61 measured). Scored on
+    trajectories the probe never saw. Seeded; the agreement reached is printed (benchmarks/probe_cost.py reports it at larger scale)."""
     torch.set_num_threads(1)
     torch.manual_seed(0)
     rows = [parse_row(r, i) for i, r in enumerate(make_dataset(200, defect_rate=0.5, seed=0, id_digits=2))]

@@ -90,7 +90,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=_report)
 
     p = sub.add_parser(
-        "effect", help="the paired effect of a two-level axis (e.g. a stage on/off) per model size, with 95% CIs",
+        "effect", help="the paired effect of a two-level axis (e.g. a stage on/off) per model size, with 95%% CIs",
         formatter_class=Formatter,
         epilog="example:\n  toolscale effect --experiment midtrain-cpu --axis midtrain_tokens "
                "--benchmark heldout-calls --metric token_prob --json")

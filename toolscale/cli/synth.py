@@ -152,7 +152,9 @@ def _synth(args: argparse.Namespace) -> int:
         c = manifest.counts
         print(f"{c['accepted']} trajectories kept of {c['trajectories']} ({c['rejected']} rejected), "
               f"{c['tool_calls']} tool calls, ~{c['tokens']} tokens; judge failures "
-              f"{manifest.judge_failure_rate:.1%}; rejected tasks and reasons in {args.out}/rejected.jsonl")
+              f"{manifest.judge_failure_rate:.1%}, fallback parses {manifest.judge_fallback_rate:.1%}; "
+              f"roles {', '.join(f'{k}={v}' for k, v in manifest.roles.items())}; "
+              f"rejected tasks and reasons in {args.out}/rejected.jsonl")
         if manifest.llm:
             print_table([{"role": r, "requests": u.requests, "cache hits": u.cache_hits, "retries": u.retries,
                           "tokens in": u.tokens_in, "tokens out": u.tokens_out, "dollars": u.dollars,
