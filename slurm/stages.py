@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from grid.models import RunSpec, TrainStats
 from toolscale.config import ExperimentConfig, ModelSize
@@ -68,8 +69,11 @@ def _grpo_envs(cfg: ExperimentConfig, run: RunSpec, workdir: Path) -> Path:
 
 
 def train_stages(cfg: ExperimentConfig, size: ModelSize, run: RunSpec, data_dir: Path, workdir: Path, *,
-                 steps: int) -> StagesResult:
-    """Run the configured stages for one run (see the module docstring); each resumes after a requeue."""
+                 steps: int, **sft_options: Any) -> StagesResult:
+    """Run the configured stages for one run (see the module docstring); each resumes after a requeue.
+
+    ``sft_options`` go to :func:`train.sft.train_sft` (the shared ``tokenizer_dir``, a scanned
+    ``learning_rate``, ``max_epochs`` and the run's ``label``)."""
     from train.sft import train_sft
     from train.stages import plan_stages
 
@@ -94,7 +98,7 @@ def train_stages(cfg: ExperimentConfig, size: ModelSize, run: RunSpec, data_dir:
     sft_steps = plan.sft_steps if "midtrain" in stages else steps
     model_dir = workdir / "model"
     done["sft"] = train_sft(data_dir, size, model_dir, max_steps=sft_steps, seed=run.seed, threads=cfg.train.threads,
-                            resume=True, init=init)
+                            resume=True, init=init, **sft_options)
     grpo_steps = int(round(run.recipe.get("grpo_steps", cfg.train.grpo_steps))) if "grpo" in stages else 0
     if grpo_steps > 0:
         from train.grpo import train_grpo
