@@ -219,7 +219,8 @@ class AllocationPlan(_Frozen):
     decision: Decision
     """Whether the gain over ``baseline`` is resolved, or the plans tie at this budget."""
     replicate_sd: float | None = None
-    """Seed-to-seed SD of one run's score from the fit's replicates (score points), the noise floor of a decision."""
+    """The noise floor of a decision, score points: the seed-to-seed SD of one run from the fit's replicates
+    (with >= 10 degrees of freedom), else the fit's residual SD; ``decision.reason`` says which."""
     marginal_value: dict[str, float]
     """What the next budget unit buys: score points per unit of budget spent on each axis."""
     optimality: Optimality
@@ -318,9 +319,7 @@ class VerificationReport(_Frozen):
     law: str
     """Law of the fit that made the plans."""
     fit_id: str
-    """Registry id of that fit."""
-    allocation_id: str | None = None
-    """Registry id of the stored allocation."""
+    """Registry id of that fit (the plans themselves are in the group's design record)."""
     simulated: bool = False
     """True when the fit was on simulated runs (its predictions are of a simulated benchmark)."""
     arms: list[VerificationArm]

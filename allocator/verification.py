@@ -110,7 +110,7 @@ def realised_levels(requested: Mapping[str, float], metadata: Mapping[str, Any])
 
 def summarise(*, experiment: str, group: str, benchmark: str, metric: str, plan: AllocationPlan,
               arms: Sequence[VerificationArm], runs: Sequence[Any], cost: CostModel, model_size: str,
-              law: str, fit_id: str, allocation_id: str | None, simulated: bool,
+              law: str, fit_id: str, simulated: bool,
               decision: Decision, plot: str | None = None) -> VerificationReport:
     """Realised against predicted for every arm, the realised gain with its seed interval, and whether it is inside."""
     by_id = {r.run_id: r for r in runs}
@@ -144,7 +144,7 @@ def summarise(*, experiment: str, group: str, benchmark: str, metric: str, plan:
     inside = None if gain is None or iv is None else bool(iv[0] <= gain <= iv[1])
     return VerificationReport(
         experiment=experiment, group=group, benchmark=benchmark, metric=metric, budget=plan.budget,
-        model_size=model_size, model_params=plan.model_params, law=law, fit_id=fit_id, allocation_id=allocation_id,
+        model_size=model_size, model_params=plan.model_params, law=law, fit_id=fit_id,
         simulated=simulated, arms=filled, predicted_gain=plan.gain_over_baseline, predicted_gain_interval=iv,
         decision=decision, realised_gain=gain, realised_gain_ci=t_interval(paired), inside_interval=inside,
         complete=not problems, problems=problems, plot=plot)

@@ -36,12 +36,15 @@ How each knob acts:
 from __future__ import annotations
 
 import hashlib
+import itertools
 import json
 import os
 import random
 import re
+import threading
 from collections import Counter, defaultdict
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -131,18 +134,68 @@ def _default_roles(recipe: Recipe, judge: Judge | None, llm: Any) -> Roles:
     return roles
 
 
+MAX_SERVER_THREADS = 8
+"""Servers rolled out at once when an LLM role is configured (each server's tasks stay in order)."""
+
+
+def _threads(roles: Roles, be: RoutingBackend, n_groups: int) -> int:
+    """Servers to run at once: one unless an LLM role waits on an endpoint and every backend is one whose
+    state is per server (in-process bundled servers; the user's servers; the per-thread emulators)."""
+    if "llm" not in roles.names().values() or not isinstance(be.bundled, InProcessBackend):
+        return 1
+    return max(1, min(n_groups, MAX_SERVER_THREADS))
+
+
 def _run_tasks(recipe: Recipe, specs: dict[str, ServerSpec], tasks: TaskSet, be: RoutingBackend, roles: Roles,
                progress: Progress | None) -> tuple[list[Accepted], list[NarrativeSource], Tally]:
-    """Phases 4 and 5 over every planned task, grouped by server and instance (one database each)."""
+    """Phases 4 and 5 over every planned task, grouped by server and instance (one database each).
+
+    Each server's tasks run in order in one thread, so tool state, the novelty gate and a dead server
+    stay per server; with LLM roles up to :data:`MAX_SERVER_THREADS` servers run at once (their requests
+    overlap at the endpoint). Results are merged in server order: the output does not depend on timing.
+    """
+    order = sorted(tasks.slots, key=lambda t: (t.server, t.instance, t.index))
+    groups = [list(g) for _, g in itertools.groupby(order, key=lambda t: t.server)]
+    tools_json = {s: json.dumps([d.to_openai() for d in specs[s].docs.values()]) for s in specs}
+    lock = threading.Lock()
+    done = [0]
+
+    def tick() -> None:
+        if progress is not None:
+            with lock:
+                done[0] += 1
+                progress(done[0], len(order))
+
+    def run(group: list) -> tuple[list[Accepted], list[NarrativeSource], Tally]:
+        return _run_server(recipe, specs, group, be, roles, tools_json, tick)
+
+    n = _threads(roles, be, len(groups))
+    if n == 1:
+        parts = [run(g) for g in groups]
+    else:
+        with ThreadPoolExecutor(n, thread_name_prefix="synth-server") as pool:
+            parts = list(pool.map(run, groups))
+    tally = Tally()
+    accepted: list[Accepted] = []
+    judged: list[NarrativeSource] = []
+    for acc, seen, part in parts:
+        accepted += acc
+        judged += seen
+        tally.merge(part)
+    accepted.sort(key=lambda a: a.index)
+    return accepted, judged, tally
+
+
+def _run_server(recipe: Recipe, specs: dict[str, ServerSpec], group: list, be: RoutingBackend, roles: Roles,
+                tools_json: dict[str, str], tick: Callable[[], None]
+                ) -> tuple[list[Accepted], list[NarrativeSource], Tally]:
+    """The tasks of one server, in order (one pristine database per instance)."""
     tally = Tally()
     pristine: dict[tuple, dict] = {}
     accepted: list[Accepted] = []
     judged: list[NarrativeSource] = []
-    order = sorted(tasks.slots, key=lambda t: (t.server, t.instance, t.index))
-    tools_json = {s: json.dumps([d.to_openai() for d in specs[s].docs.values()]) for s in specs}
-    for done, slot in enumerate(order, 1):
-        if progress is not None:
-            progress(done, len(order))
+    for slot in group:
+        tick()
         if (slot.server, slot.instance) in tally.dead:
             tally.reject(slot.index, slot.server, "rollout", "server_error",
                          "an earlier task of this database instance found its server dead")
@@ -161,7 +214,6 @@ def _run_tasks(recipe: Recipe, specs: dict[str, ServerSpec], tasks: TaskSet, be:
             judged.append(seen)
         if acc is not None:
             accepted.append(acc)
-    accepted.sort(key=lambda a: a.index)
     return accepted, judged, tally
 
 

@@ -17,11 +17,12 @@ A repeated call with the same arguments returns the earlier output without a req
 from __future__ import annotations
 
 import json
+import threading
 from typing import Any
 
-from synth.backends import argument_problem
+from synth.backends import checked_doc
 from synth.chat import ChatClient, parse_object, sample_reason
-from synth.errors import SampleRejected, ToolCallError
+from synth.errors import SampleRejected
 from synth.models import ToolDoc
 
 __all__ = ["EMULATOR_TRIES", "LLMEmulator", "output_problem"]
@@ -49,24 +50,27 @@ class LLMEmulator:
         self.tries = tries
         self.role = role
         self._docs = {(d.server, d.name): d for d in docs}
-        self._history: list[tuple[str, dict[str, Any], dict[str, Any]]] = []
+        self._local = threading.local()
+        """Per thread: the current trajectory's calls (servers may be rolled out in parallel threads)."""
+        self._lock = threading.Lock()
         self.retries = 0
         """Requests repeated because an output did not validate."""
 
+    @property
+    def _history(self) -> list[tuple[str, dict[str, Any], dict[str, Any]]]:
+        if not hasattr(self._local, "history"):
+            self._local.history = []
+        return self._local.history
+
     def begin(self, task_id: str) -> None:
-        """Start a new trajectory: earlier calls are forgotten."""
-        self._history = []
+        """Start a new trajectory (in this thread): earlier calls are forgotten."""
+        self._local.history = []
 
     def database(self, server: str, instance: tuple[int, int]) -> dict[str, list[dict]]:
         return {}
 
     def call(self, server: str, instance: tuple[int, int], name: str, arguments: dict[str, Any]) -> dict:
-        doc = self._docs.get((server, name))
-        if doc is None:
-            raise ToolCallError(f"unknown tool {name!r} on server {server!r}")
-        problem = argument_problem(doc, arguments)
-        if problem is not None:
-            raise ToolCallError(problem)
+        doc = checked_doc(self._docs, server, name, arguments)
         for prev_name, prev_args, prev_out in self._history:
             if prev_name == name and prev_args == arguments:
                 return prev_out
@@ -98,10 +102,11 @@ class LLMEmulator:
                 self._history.append((name, dict(arguments), out))
                 return out
             if attempt + 1 < self.tries:
-                self.retries += 1
+                with self._lock:
+                    self.retries += 1
                 messages = messages + [{"role": "assistant", "content": text},
                                        {"role": "user", "content": f"Invalid: {why}. Reply with the JSON object only."}]
         raise SampleRejected(f"emulated {server}.{name}: {why} after {self.tries} tries", "emulator:invalid_output")
 
     def close(self) -> None:
-        self._history = []
+        self._local = threading.local()

@@ -14,6 +14,7 @@ trajectory).
 
 from __future__ import annotations
 
+import threading
 from typing import Any
 
 from synth.chat import ChatClient, parse_score, transcript
@@ -58,9 +59,9 @@ class RubricJudge:
         """Trajectories scored (or attempted)."""
         self.failures = 0
         """Trajectories whose scoring failed (each one rejected)."""
+        self._lock = threading.Lock()
 
     def score(self, messages: list[dict]) -> dict[str, float]:
-        self.trajectories += 1
         text = transcript(messages)
         prompts = [[{"role": "system", "content": _SYSTEM},
                     {"role": "user", "content": f"Conversation:\n{text}\n\nDimension: {dim}\n{RUBRICS[dim]}\n"
@@ -69,19 +70,28 @@ class RubricJudge:
         try:
             replies = self._ask(prompts)
         except Exception:
-            self.failures += 1
+            self._count(failures=1)
             raise
         scores: dict[str, float] = {}
+        fallbacks = 0
         for dim, reply in zip(JUDGE_DIMENSIONS, replies):
             try:
                 s, fallback = parse_score(reply.content or "")
             except ValueError as err:
-                self.failures += 1
+                self._count(failures=1, replies=len(scores), fallbacks=fallbacks)
                 raise JudgeError(f"judge reply for {dim} has no score: {err}") from None
-            self.replies += 1
-            self.fallbacks += fallback
+            fallbacks += fallback
             scores[dim] = (s - 1) / 4
+        self._count(replies=len(scores), fallbacks=fallbacks)
         return scores
+
+    def _count(self, failures: int = 0, replies: int = 0, fallbacks: int = 0) -> None:
+        """Add one scored trajectory's counts (several servers' threads may share the judge)."""
+        with self._lock:
+            self.trajectories += 1
+            self.failures += failures
+            self.replies += replies
+            self.fallbacks += fallbacks
 
     def _ask(self, prompts: list[list[dict]]) -> list[Any]:
         """The replies to the seven prompts: all at once when the client has ``chat_many`` (the shared

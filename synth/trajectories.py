@@ -74,6 +74,15 @@ class Tally:
     rejected: list[tuple[int, str]] = field(default_factory=list)
     """``(task index, rejected.jsonl line)`` of every rejected task (:class:`~synth.models.RejectedRow`)."""
 
+    def merge(self, other: "Tally") -> None:
+        """Add another tally's counts and rows (the tasks of another server)."""
+        self.rejections.update(other.rejections)
+        self.stats.update(other.stats)
+        self.judge_failures += other.judge_failures
+        self.seen_queries |= other.seen_queries
+        self.dead |= other.dead
+        self.rejected.extend(other.rejected)
+
     def reject(self, index: int, server: str, stage: str, reason: str, detail: str | None = None,
                messages: list[dict] | None = None, scores: dict[str, float] | None = None) -> None:
         """Count a rejected task under ``reason`` and keep its :class:`~synth.models.RejectedRow`."""

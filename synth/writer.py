@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import json
 import random
+import threading
 from collections import Counter
 from typing import Any
 
@@ -70,6 +71,7 @@ class LLMTaskWriter:
         """Scores parsed per gate."""
         self.fallbacks = 0
         """Gate replies whose score was parsed by the lenient fallback."""
+        self._lock = threading.Lock()
 
     def _ask(self, prompt: str, system: str) -> str:
         try:
@@ -123,9 +125,10 @@ class LLMTaskWriter:
                 score, fallback = parse_score(text)
             except ValueError:
                 return f"gate_error:{gate}"
-            self.fallbacks += fallback
-            self.gate_scores[gate] += score
-            self.gate_counts[gate] += 1
+            with self._lock:
+                self.fallbacks += fallback
+                self.gate_scores[gate] += score
+                self.gate_counts[gate] += 1
             if score < self.threshold:
                 return gate
         return None

@@ -81,7 +81,7 @@ def test_summary_pairs_seeds_and_checks_the_interval() -> None:
         v = {"allocator": alloc, "diversity_only": div}.get(s.metadata["arm"], {0: 0.2, 1: 0.2, 2: 0.2})[s.seed]
         records.append(_record(s, score=v, measured={"tool_diversity": s.recipe["tool_diversity"] - 1}))
     rep = summarise(experiment="exp", group=group, benchmark="b", metric="token_prob", plan=plan, arms=arms,
-                    runs=records, cost=COST, model_size="s", law="additive", fit_id="f", allocation_id=None,
+                    runs=records, cost=COST, model_size="s", law="additive", fit_id="f",
                     simulated=False, decision=plan.decision)
     gains = [alloc[s] - div[s] for s in (0, 1, 2)]
     assert rep.realised_gain == pytest.approx(sum(gains) / 3)
@@ -92,7 +92,7 @@ def test_summary_pairs_seeds_and_checks_the_interval() -> None:
     # a failed run: reported, left out of the gain, the report incomplete
     records[1] = _record(specs[1], status="failed")
     rep = summarise(experiment="exp", group=group, benchmark="b", metric="token_prob", plan=plan, arms=arms,
-                    runs=records, cost=COST, model_size="s", law="additive", fit_id="f", allocation_id=None,
+                    runs=records, cost=COST, model_size="s", law="additive", fit_id="f",
                     simulated=False, decision=plan.decision)
     assert not rep.complete and "is failed: Boom" in rep.problems[0]
     assert rep.realised_gain == pytest.approx((gains[0] + gains[2]) / 2) and rep.arms[0].realised_scores[1] is None

@@ -68,3 +68,27 @@ def test_llm_policy_failures_are_counted_never_kept(scripted_chat):
     m = synthesize(Recipe(task_count=12, tool_diversity=8, seed=1), roles=roles).manifest
     assert m.counts["accepted"] == 0 and m.rejections == {"policy:bad_arguments": m.counts["tasks_planned"]}
     assert m.roles["policy"] == "llm" and m.roles["task_writer"] == "template"
+
+
+def test_servers_roll_out_in_parallel_with_the_same_bytes(scripted_chat, monkeypatch):
+    import threading
+
+    import synth.dataset as ds
+
+    threads = set()
+
+    def run(parallel):
+        monkeypatch.setattr(ds, "MAX_SERVER_THREADS", 8 if parallel else 1)
+        client = _everyone(scripted_chat)
+        inner = client.script
+        client.script = lambda *a: (threads.add(threading.current_thread().name), inner(*a))[1]
+        roles = llm_roles(client, ["task_writer", "emulator", "judge"])
+        return synthesize(Recipe(task_count=24, tool_diversity=46, seed=2, error_rate=0.1), extra_docs=DOCS,
+                          roles=roles)
+
+    seq = run(False)
+    assert not any(t.startswith("synth-server") for t in threads)
+    par = run(True)
+    assert sum(t.startswith("synth-server") for t in threads) > 2 and len(par.manifest.servers) > 2
+    assert par.rows == seq.rows and par.rejected == seq.rejected
+    assert par.manifest.model_dump(exclude={"llm"}) == seq.manifest.model_dump(exclude={"llm"})

@@ -162,9 +162,11 @@ def test_verify_trains_the_three_plans_and_a_rerun_trains_nothing(setup, capsys,
         runs = reg.runs(out["group"])
         design = reg.designs(out["group"])[0]["summary"]
         fitted = reg.runs("exp")
+        assert not reg.allocations("exp")  # the plans live in the group's design record
     assert {r.metadata["arm"] for r in runs} == {"allocator", "diversity_only", "equal_spend"}
     assert {r.status for r in runs} == {"done"} and all(r.split == "heldout" for r in runs)
     assert design["group"] == "verification" and design["verifies"] == "exp"
+    assert design["allocation"]["plan"]["levels"] == alloc["levels"]
     assert all(r.experiment == "exp" for r in fitted)  # nothing joined the fitted experiment
     attempts = {r.run_id: r.attempts for r in runs}
     assert main(argv) == 0

@@ -34,6 +34,11 @@ def _add_fit_args(p: argparse.ArgumentParser, benchmark_required: bool = True) -
     p.add_argument("--seed", type=int, default=0, help="seed of the bootstrap and grid subsampling")
     p.add_argument("--jobs", type=int, metavar="N", help="bootstrap worker processes (default: every core)")
     p.add_argument("--no-interaction", action="store_true", help="skip the additive vs multiplicative test")
+    p.add_argument("--floor", type=float, metavar="ACC",
+                   help="two-step laws: accuracy floor held fixed (chance accuracy, e.g. 0.25), in [0, 1)")
+    p.add_argument("--stage1-metric", default="loss", metavar="M",
+                   help="two-step laws: the intermediate stage 1 predicts (a metric of the benchmark, or "
+                        "other-benchmark/metric such as a task loss in bits per byte; default loss)")
     p.add_argument("--stages", metavar="S[,S]",
                    help="fit only runs trained with exactly these stages, e.g. sft or sft,grpo (SFT and RL laws "
                         "are fitted separately); default: every run")
@@ -133,6 +138,8 @@ def _request(args: argparse.Namespace, experiment: str):
         raise UsageError(f"--starts must be >= 1, got {args.starts}")
     if args.huber_delta is not None and not args.huber_delta > 0:
         raise UsageError(f"--huber-delta must be > 0, got {args.huber_delta}")
+    if args.floor is not None and not 0.0 <= args.floor < 1.0:
+        raise UsageError(f"--floor must be in [0, 1) (an accuracy floor such as chance, 0.25), got {args.floor:g}")
     if args.jobs is not None and args.jobs < 1:
         raise UsageError(f"--jobs must be >= 1, got {args.jobs}")
     axes = [a.strip() for a in args.axes.split(",") if a.strip()] if args.axes else None
@@ -145,7 +152,8 @@ def _request(args: argparse.Namespace, experiment: str):
     return FitRequest(experiment=experiment, benchmark=args.benchmark, metric=args.metric, law=args.law, axes=axes,
                       holdout=args.holdout, n_bootstrap=args.bootstrap, huber_delta=args.huber_delta,
                       n_starts=args.starts, method=args.method, seed=args.seed, n_jobs=args.jobs,
-                      interaction_test=not args.no_interaction, train_stages=_stages(args.stages) if args.stages else None)
+                      interaction_test=not args.no_interaction, floor=args.floor, stage1_metric=args.stage1_metric,
+                      train_stages=_stages(args.stages) if args.stages else None)
 
 
 def _stages(text: str) -> list[str]:

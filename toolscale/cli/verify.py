@@ -66,7 +66,9 @@ def _plans(reg_path: str, cfg, args, rung: str):
     common = dict(budget=args.budget, benchmark=args.benchmark, experiment=args.experiment, model_size=rung,
                   config=cfg)
     equal, equal_iv = equal_spend_plan(reg_path, **common)  # read-only: fails before anything is stored
-    plan = plan_allocation(reg_path, **common)
+    # not stored as an allocation of the experiment: the group's design record holds it (the experiment's
+    # newest allocation stays the one its user asked for)
+    plan = plan_allocation(reg_path, save=False, **common)
     size = cfg.model_size(rung)
     arms = arms_of(plan, equal, equal_iv, seeds=list(range(args.seeds)))
     group = group_name(plan.experiment, args.benchmark, args.budget, rung, arms)
@@ -132,8 +134,7 @@ def run_verification(args: argparse.Namespace):
         runs = reg.runs(group)
     report = summarise(experiment=plan.experiment, group=group, benchmark=args.benchmark, metric=plan.metric,
                        plan=plan, arms=arms, runs=runs, cost=cost_model_from_config(cfg), model_size=rung,
-                       law=plan.law, fit_id=plan.fit_id, allocation_id=plan.allocation_id,
-                       simulated=plan.simulated, decision=plan.decision)
+                       law=plan.law, fit_id=plan.fit_id, simulated=plan.simulated, decision=plan.decision)
     if args.plot:
         report = report.model_copy(update={"plot": str(verification_plot(report, args.plot))})
     return report
