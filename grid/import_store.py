@@ -68,7 +68,7 @@ def _first(m: duckdb.DuckDBPyConnection, sql: str) -> tuple | None:
 
 def stage_table(path: str | Path, mapping: dict[str, str], *, experiment: str, benchmark: str | None = None,
                 heldout_fraction: float = 0.25, score_range: tuple[float, float] | None = None,
-                config_axes: Sequence[str] | None = None, memory_limit: str = "1GB") -> StagedTable:
+                config_axes: Sequence[str] | None = None, memory_limit: str = "512MB") -> StagedTable:
     """Read and validate ``path``; :class:`TableImportError` naming the first bad row (numbered from 2).
 
     ``config_axes`` (a config's axes) lets columns named exactly like an axis map themselves.
@@ -104,8 +104,8 @@ def stage_table(path: str | Path, mapping: dict[str, str], *, experiment: str, b
         if benchmark is None and "benchmark" not in mapping:
             raise TableImportError("name the benchmark: --benchmark NAME, or --map COLUMN=benchmark")
         axes = [t for t in mapping if t not in FIXED_TARGETS]
-        numeric = {mapping[t] for t in ("model_params", "train_tokens", "train_flops", "seed", "score", "loss",
-                                        "model_size", *axes) if t in mapping}
+        numeric = {mapping[t] for t in ("model_params", "train_tokens", "train_flops", "seed", "step", "score",
+                                        "loss", "model_size", *axes) if t in mapping}
         casts = "".join(f", TRY_CAST(NULLIF(trim({_q(c)}), '') AS DOUBLE) AS {_num(c)}" for c in sorted(numeric))
         m.execute(f"CREATE TABLE typed_raw AS SELECT *{casts} FROM raw; DROP TABLE raw; "
                   "ALTER TABLE typed_raw RENAME TO raw")
@@ -124,7 +124,7 @@ def _num(col: str) -> str:
 
 def _validate(m: duckdb.DuckDBPyConnection, mapping: dict[str, str], axes: list[str],
               score_range: tuple[float, float] | None) -> None:
-    numeric = [t for t in ("model_params", "train_tokens", "train_flops", "seed", "score", "loss", *axes)
+    numeric = [t for t in ("model_params", "train_tokens", "train_flops", "seed", "step", "score", "loss", *axes)
                if t in mapping]
     for target in numeric:
         col = mapping[target]
@@ -179,6 +179,10 @@ def _build(m: duckdb.DuckDBPyConnection, mapping: dict[str, str], axes: list[str
     used = set(mapping.values())
     cells = ", ".join(f"coalesce({_q(c)}, '')" for c in columns)
     key = f"trim({_q(mapping['run_id'])})" if "run_id" in mapping else f"left(sha256(concat_ws(chr(31), {cells})), 16)"
+    base_key = key
+    step = _num(mapping["step"]) if "step" in mapping else None
+    if step is not None:  # rows sharing a run id are checkpoints of one run: one stored run per step
+        key = f"({base_key}) || '@' || format('{{:g}}', {step})"
     meta_cols = [c for c in columns if c not in used]
     meta = (f"json_object({', '.join(f'{_lit(c)}, {_q(c)}' for c in meta_cols)})" if meta_cols else "json_object()")
     recipe = f"json_object({', '.join(f'{_lit(a)}, {_num(mapping[a])}' for a in axes)})" if axes else "json_object()"
@@ -192,7 +196,9 @@ def _build(m: duckdb.DuckDBPyConnection, mapping: dict[str, str], axes: list[str
             {params} AS model_params, {col('train_tokens')} AS d0, {col('train_flops')} AS c0,
             CAST(coalesce({col('seed')}, 0) AS INTEGER) AS seed, {bench} AS benchmark, {split} AS split,
             {recipe} AS recipe, {meta} AS columns,
-            {col('score')} AS score, {col('loss')} AS loss
+            {col('score')} AS score, {col('loss')} AS loss,
+            {step if step is not None else "CAST(NULL AS DOUBLE)"} AS step,
+            {base_key if step is not None else "CAST(NULL AS VARCHAR)"} AS checkpoint_of
             {''.join(f', {_num(mapping[a])} AS {_q(axis_column(a))}' for a in axes)}
             FROM raw),
         flops AS (SELECT *, coalesce(c0, {k6} * model_params * d0) AS c FROM base)
@@ -219,7 +225,10 @@ def _build(m: duckdb.DuckDBPyConnection, mapping: dict[str, str], axes: list[str
     axis_sel = "".join(f", {_q(axis_column(a))}" for a in axes)
     runs = m.sql(f"""SELECT run_id, {_lit(experiment)} AS experiment, 'import' AS design_version,
         CAST(recipe AS VARCHAR) AS recipe, model_size, model_params, d AS train_tokens, c AS train_flops, seed, split,
-        CAST(json_object('import_key', import_key, 'columns', columns, 'token_multiplier', 1.0) AS VARCHAR)
+        CAST((CASE WHEN step IS NULL
+              THEN json_object('import_key', import_key, 'columns', columns, 'token_multiplier', 1.0)
+              ELSE json_object('import_key', import_key, 'columns', columns, 'token_multiplier', 1.0, 'step', step,
+                               'checkpoint_of', checkpoint_of) END) AS VARCHAR)
             AS metadata{axis_sel}
         FROM typed ORDER BY _line""").to_arrow_table()
     metrics = m.sql("""

@@ -60,6 +60,13 @@ def test_fit_json_contract_and_stored_fit_loads_back(simulated_registry, capsys)
     assert len(out["heldout_predictions"]) == out["heldout_n"] == 27
     p0 = out["heldout_predictions"][0]
     assert set(p0) >= {"run_id", "actual", "predicted", "lo", "hi"} and p0["lo"] <= p0["predicted"] <= p0["hi"]
+    # small-to-large decision accuracy: observed at the largest fitted cell, and the law's order, with CIs
+    obs, law = out["decision_accuracy"], out["decision_accuracy_law"]
+    assert obs["source"] == "observed" and law["source"] == "law" and obs["pairs"] == law["pairs"] > 0
+    for d in (obs, law):
+        assert 0 <= d["lo"] <= d["accuracy"] <= d["hi"] <= 1 and d["level"] == 0.9
+        assert "tool_diversity" in d["per_axis"] and all(0 < a["pairs"] <= d["pairs"] for a in d["per_axis"].values())
+    assert law["accuracy"] > 0.7  # a law recovered from its own form orders the held-out recipes
 
 
 def test_fit_holdout_none_and_explicit_law_table_output(simulated_registry, capsys):
@@ -104,6 +111,8 @@ def test_report_writes_markdown_html_json(simulated_registry, tmp_path, capsys):
     (["--benchmark", "nope"], 2, "no done run has metric 'nope/score'; metrics present: simulated/score"),
     (["--axes", "tool_diversity,foo"], 2, "unknown axis 'foo'"),
     (["--bootstrap", "-1"], 2, "--bootstrap must be >= 0"),
+    (["--floor", "1.5"], 2, "--floor must be in [0, 1) (an accuracy floor such as chance, 0.25), got 1.5"),
+    (["--floor", "-0.1"], 2, "--floor must be in [0, 1)"),
     (["--holdout", "rungs:4"], 2, "--holdout rungs:4 needs at least 5 model sizes (fit 4, predict the next); "
                                   "the runs have 4"),
 ])
@@ -212,3 +221,38 @@ def test_fit_stages_bad_value_one_line(capsys, value, needle):
     assert main(["fit", "--experiment", "e", "--benchmark", "x", "--stages", value]) == 2
     err = capsys.readouterr().err
     assert needle in err and err.strip().count("\n") <= 1
+
+
+def test_two_step_from_checkpoints_with_a_chance_floor(tmp_path, capsys):
+    """A ladder of runs with 5 checkpoints each: stage 1 on final checkpoints, stage 2 on all, floor held at 0.25."""
+    import numpy as np
+    import pandas as pd
+
+    rng = np.random.default_rng(0)
+    rows = []
+    for n in (2e7, 6e7, 2e8, 6e8, 2e9):
+        for mult in (10, 20, 40):
+            d_final = mult * n
+            run = f"n{n:g}-x{mult}"
+            for step in (1, 2, 3, 4, 5):
+                d = d_final * step / 5
+                loss = 1.8 + 400 * n ** -0.34 + 2000 * d ** -0.36
+                acc = 0.25 + 0.7 / (1 + np.exp(4.0 * (loss - 3.0))) + rng.normal(0, 0.01)
+                rows.append({"run": run, "step": step, "params": n, "tokens": d, "loss": loss,
+                             "acc": float(np.clip(acc, 0, 1)), "part": "heldout" if n > 1e9 else "fit"})
+    path = tmp_path / "ladder.csv"
+    pd.DataFrame(rows).to_csv(path, index=False)
+    db = str(tmp_path / "r.duckdb")
+    assert main(["import-runs", str(path), "--experiment", "ladder", "--benchmark", "mmlu", "--registry", db,
+                 "--map", "run=run_id", "--map", "step=step", "--map", "params=model_params",
+                 "--map", "tokens=train_tokens", "--map", "loss=loss", "--map", "acc=score",
+                 "--map", "part=split"]) == 0
+    capsys.readouterr()
+    assert main(["fit", "--registry", db, "--experiment", "ladder", "--benchmark", "mmlu", "--law", "two_step",
+                 "--floor", "0.25", "--bootstrap", "0", "--json", "--no-store"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["params"]["lo"]["estimate"] == 0.25 and out["params"]["hi"]["estimate"] <= 1.0
+    assert out["n_points"] == 60 and out["heldout_n"] == 3  # held-out runs judged by their final checkpoint
+    assert len(out["heldout_predictions"]) == 3
+    assert out["heldout_mae"] < 0.03
+    assert abs(out["params"]["alpha"]["estimate"] - 0.34) < 0.1

@@ -34,6 +34,11 @@ def _add_fit_args(p: argparse.ArgumentParser, benchmark_required: bool = True) -
     p.add_argument("--seed", type=int, default=0, help="seed of the bootstrap and grid subsampling")
     p.add_argument("--jobs", type=int, metavar="N", help="bootstrap worker processes (default: every core)")
     p.add_argument("--no-interaction", action="store_true", help="skip the additive vs multiplicative test")
+    p.add_argument("--floor", type=float, metavar="ACC",
+                   help="two-step laws: accuracy floor held fixed (chance accuracy, e.g. 0.25), in [0, 1)")
+    p.add_argument("--stage1-metric", default="loss", metavar="M",
+                   help="two-step laws: the intermediate stage 1 predicts (a metric of the benchmark, or "
+                        "other-benchmark/metric such as a task loss in bits per byte; default loss)")
     p.add_argument("--stages", metavar="S[,S]",
                    help="fit only runs trained with exactly these stages, e.g. sft or sft,grpo (SFT and RL laws "
                         "are fitted separately); default: every run")
@@ -133,6 +138,8 @@ def _request(args: argparse.Namespace, experiment: str):
         raise UsageError(f"--starts must be >= 1, got {args.starts}")
     if args.huber_delta is not None and not args.huber_delta > 0:
         raise UsageError(f"--huber-delta must be > 0, got {args.huber_delta}")
+    if args.floor is not None and not 0.0 <= args.floor < 1.0:
+        raise UsageError(f"--floor must be in [0, 1) (an accuracy floor such as chance, 0.25), got {args.floor:g}")
     if args.jobs is not None and args.jobs < 1:
         raise UsageError(f"--jobs must be >= 1, got {args.jobs}")
     axes = [a.strip() for a in args.axes.split(",") if a.strip()] if args.axes else None
@@ -145,7 +152,8 @@ def _request(args: argparse.Namespace, experiment: str):
     return FitRequest(experiment=experiment, benchmark=args.benchmark, metric=args.metric, law=args.law, axes=axes,
                       holdout=args.holdout, n_bootstrap=args.bootstrap, huber_delta=args.huber_delta,
                       n_starts=args.starts, method=args.method, seed=args.seed, n_jobs=args.jobs,
-                      interaction_test=not args.no_interaction, train_stages=_stages(args.stages) if args.stages else None)
+                      interaction_test=not args.no_interaction, floor=args.floor, stage1_metric=args.stage1_metric,
+                      train_stages=_stages(args.stages) if args.stages else None)
 
 
 def _stages(text: str) -> list[str]:
@@ -203,6 +211,16 @@ def _run(args: argparse.Namespace, experiment: str | None):
         return fit_experiment(runs, request, config=config, simulated=simulated or None)
 
 
+def with_decisions(summary: Any, fit: Any, args: argparse.Namespace) -> Any:
+    """``summary`` with the small-to-large decision accuracies of ``fit`` (:mod:`fit.decision`)."""
+    from fit.decision import LOSS_METRICS, decisions_for_fit
+
+    _, runs, _, _ = _load(args, fit.experiment)
+    observed, law = decisions_for_fit(runs, fit, higher_is_better=fit.metric not in LOSS_METRICS,
+                                      seed=getattr(args, "seed", 0) or 0)
+    return summary.model_copy(update={"decision_accuracy": observed, "decision_accuracy_law": law})
+
+
 def fit_summary(result: Any, fit_id: str | None = None):
     """The ``fit --json`` object: :class:`fit.models.FitSummary` of the result's fit (its verdict included)."""
     from fit.laws import law_of
@@ -238,6 +256,7 @@ def _fit(args: argparse.Namespace) -> int:
                                   converged=f.converged, n_points=f.n_points, data_hash=f.data_hash,
                                   payload=f.model_dump(mode="json"))
     summary = fit_summary(result, fit_id)
+    summary = with_decisions(summary, result.fit, args)
     if args.json:
         emit_json(summary.model_dump(mode="json"))
         return 0
@@ -260,6 +279,11 @@ def _fit(args: argparse.Namespace) -> int:
         print_table([{"fitted sizes": ", ".join(f"{n:.3g}" for n in s.fit_sizes), "predicted": f"{s.predicted_size:.3g}",
                       "runs": s.n, "MAE": s.mae, "relative MAE": s.relative_mae, "max error": s.max_error,
                       "90% coverage": s.interval_coverage} for s in f.rolling], title="rolling validation")
+    for d in (summary.decision_accuracy, summary.decision_accuracy_law):
+        if d is not None and d.accuracy is not None:
+            ci = f"{d.level:.0%} CI {d.lo:.0%}-{d.hi:.0%}" if d.lo is not None else "no CI"
+            print(f"decision accuracy ({d.source}: {d.small_scale}): {d.accuracy:.0%} of {d.pairs} recipe pairs "
+                  f"({ci})")
     if result.interaction is not None:
         i = result.interaction
         ci = f" [{i.gain_ratio_lo:.2f}, {i.gain_ratio_hi:.2f}]" if i.gain_ratio_lo is not None else ""
