@@ -193,19 +193,25 @@ def _fitted_ranges(reg: Registry, experiment: str) -> dict[str, tuple[float, flo
     return {k: v for k, v in ranges.items() if v[1] > v[0]}
 
 
+def _rung_n_d(config: ExperimentConfig, size) -> tuple[float, float]:
+    """(N, D) of a rung as the design counts them: N per ``design.param_count``, D at the rung's largest
+    tokens-per-parameter multiple (``design.tokens_per_param``) or its planned tokens."""
+    n = size.counted_params(config.design.param_count)
+    tpp = config.design.tokens_per_param
+    return n, (max(tpp) * n if tpp else size.planned_tokens)
+
+
 def _model_params(config: ExperimentConfig, model_size: str | None) -> tuple[float, float]:
     """(N, D) of ``--model-size``: a ladder name or a parameter count; default the config's target size."""
     if model_size is None:
-        size = config.target_size
-        return size.approx_params, size.planned_tokens
+        return _rung_n_d(config, config.target_size)
     try:
         n = float(model_size)
     except ValueError:
-        size = config.model_size(model_size)
-        return size.approx_params, size.planned_tokens
+        return _rung_n_d(config, config.model_size(model_size))
     if not math.isfinite(n) or n <= 0:
         raise AllocatorUsageError(f"--model-size must be a ladder name or a positive parameter count, got {model_size}")
-    return n, config.target_size.planned_tokens
+    return n, _rung_n_d(config, config.target_size)[1]
 
 
 @dataclass(frozen=True)

@@ -245,6 +245,7 @@ class TransformersBackend:
         import torch
 
         encoded = [self._scored_ids(r) for r in requests]
+        n_bytes = [self._scored_bytes(x, m) for x, m in encoded]
         order = sorted(range(len(encoded)), key=lambda i: len(encoded[i][0]))
         out: list[ContinuationScore | None] = [None] * len(encoded)
         pad = self.tokenizer.pad_token_id
@@ -270,8 +271,20 @@ class TransformersBackend:
             tok_lp = logp.gather(-1, target.unsqueeze(-1)).squeeze(-1) * tmask[:, width - keep + 1:]
             for row, i in enumerate(batch):
                 n = int(tmask[row, width - keep + 1:].sum().item())
-                out[i] = ContinuationScore(logprob=float(tok_lp[row].sum().item()), n_tokens=n)
+                out[i] = ContinuationScore(logprob=float(tok_lp[row].sum().item()), n_tokens=n, n_bytes=n_bytes[i])
         return [s for s in out if s is not None]
+
+    def _scored_bytes(self, ids: list[int], mask: list[int]) -> int:
+        """UTF-8 bytes of the scored text: each contiguous masked span decoded as the chat template rendered it
+        (special tokens kept), so the count depends on the text, not on the tokenizer."""
+        total, span = 0, []
+        for t, m in zip([*ids, -1], [*mask, 0]):
+            if m:
+                span.append(t)
+            elif span:
+                total += len(self.tokenizer.decode(span, skip_special_tokens=False).encode("utf-8"))
+                span = []
+        return total
 
     def _forward(self, ids: Any, attn: Any, positions: Any, keep: int) -> Any:
         """Logits of the last ``keep`` positions (all of them for models without ``logits_to_keep``)."""

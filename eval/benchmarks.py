@@ -33,7 +33,10 @@ CALL_METRICS: dict[str, str] = {
     "call_logprob": "mean log-likelihood of the reference call's tokens, nats (needs a scoring backend)",
     "loss": "reference answer's mean NLL per token, nats/token, lower is better (needs a scoring backend)",
     "token_prob": "exp(-loss): geometric-mean probability of a reference token, in (0, 1], higher is better",
+    "bpb": "bits per byte of the reference answer's rendered text, lower is better (needs a scoring backend)",
 }
+BPB_METRIC = ("bits per byte of the reference answer's text as the chat template renders it, lower is better: "
+              "-sum logprob / (ln 2 x bytes), comparable across tokenizers (needs a scoring backend)")
 ENV_METRICS: dict[str, str] = {
     "score": "pass rate: share of episodes whose F1 reward is 1",
     "f1": "mean F1 reward of the episode's calls against the target calls",
@@ -81,6 +84,20 @@ register_benchmark(BenchmarkInfo(
                 "BFCL-style AST match of function name, required arguments and values, plus irrelevance "
                 "items whose right answer is no call; score = share right",
     metrics=CALL_METRICS))
+register_benchmark(BenchmarkInfo(
+    name="indist-calls", version="1", kind="calls", loader="eval.heldout:load_indist_calls",
+    digest="6dd59c094963f7bfdd31b8609d234140a37f13eaa0b8b42f54d7be9a36506d9d",
+    description="in-distribution: 256 new single-step call items (and 16 irrelevance items) over the eight "
+                "training servers, on held-out databases (seeds no training run draws); AST match as "
+                "heldout-calls; bpb = bits per byte of the reference calls",
+    metrics={**CALL_METRICS, "bpb": BPB_METRIC}))
+register_benchmark(BenchmarkInfo(
+    name="heldout-servers", version="1", kind="calls", loader="eval.heldout:load_heldout_servers",
+    digest="67f5c14268421a4516462e6e5b0ee4ae581ac5542bcbd7f288b949a1d94a920f",
+    description="held-out servers: 200 call items (and 32 irrelevance items) on the two servers no run "
+                "trains on, on held-out databases; AST match as heldout-calls; bpb = bits per byte of the "
+                "reference calls",
+    metrics={**CALL_METRICS, "bpb": BPB_METRIC}))
 register_benchmark(BenchmarkInfo(
     name="heldout-env", version="1", kind="env", loader="eval.heldout:load_heldout_env",
     description="multi-turn episodes in executable environments (synth.envs) built from the held-out "

@@ -28,7 +28,8 @@ from typing import Any
 from eval.errors import BenchmarkDataError
 from eval.models import CallItem, EnvItem
 
-__all__ = ["build_heldout_calls", "load_heldout_calls", "load_heldout_env", "system_message", "items_digest", "CALLS_PER_DOMAIN",
+__all__ = ["build_heldout_calls", "load_heldout_calls", "load_heldout_servers", "load_indist_calls",
+           "HELDOUT_DB_SEED_BASE", "load_heldout_env", "system_message", "items_digest", "CALLS_PER_DOMAIN",
            "PARALLEL_PER_DOMAIN", "IRRELEVANT_PER_DOMAIN", "ENV_EPISODES", "BENCHMARK_SEED"]
 
 CALLS_PER_DOMAIN = 48
@@ -41,6 +42,9 @@ ENV_EPISODES = 40
 """Episodes of ``heldout-env``."""
 BENCHMARK_SEED = 20_260_101
 """Seed of the benchmark's own sampling (fixed: part of the benchmark's definition)."""
+HELDOUT_DB_SEED_BASE = 9_000_000
+"""Database seeds of ``indist-calls`` and ``heldout-servers`` start here: training datasets draw seeds
+``run_seed * 1000 + i`` (``synth.servers.db.db_instances``), so no run with a seed below 9000 sees them."""
 
 _TEMPLATES = ("Please {intent}.", "Can you {intent}?", "I need to {intent}.", "{Intent}, please.",
               "Could you {intent} for me?")
@@ -106,10 +110,11 @@ def _sentence(parts: list[str], rng: random.Random) -> str:
     return rng.choice(_TEMPLATES).format(intent=intent, Intent=intent[:1].upper() + intent[1:])
 
 
-def _sample_call(domain: str, catalog: Any, db_module: Any, rng: random.Random) -> tuple[Any, dict[str, Any], str] | None:
+def _sample_call(domain: str, catalog: Any, db_module: Any, rng: random.Random,
+                 db_seed_base: int = 0) -> tuple[Any, dict[str, Any], str] | None:
     """(tool def, arguments, request phrase) of one valid call, or None when the server rejects it."""
     tool = rng.choice(catalog.SERVERS[domain].tools)
-    db = db_module.make_database(domain, rng.randrange(_N_DB_SEEDS), rng.randrange(db_module.N_VARIANTS))
+    db = db_module.make_database(domain, db_seed_base + rng.randrange(_N_DB_SEEDS), rng.randrange(db_module.N_VARIANTS))
     rows = db.get(tool.table) or [{}]
     row = rng.choice(rows)
     args = {}
@@ -139,7 +144,8 @@ def _answer(tool: Any, args: dict[str, Any]) -> dict[str, dict[str, list[Any]]]:
 
 def build_heldout_calls(*, calls_per_domain: int = CALLS_PER_DOMAIN, parallel_per_domain: int = PARALLEL_PER_DOMAIN,
                         irrelevant_per_domain: int = IRRELEVANT_PER_DOMAIN, seed: int = BENCHMARK_SEED,
-                        domains: tuple[str, ...] | None = None) -> list[CallItem]:
+                        domains: tuple[str, ...] | None = None, db_seed_base: int = 0,
+                        id_prefix: str = "heldout") -> list[CallItem]:
     """The ``heldout-calls`` items (deterministic for fixed arguments).
 
     Parameters
@@ -150,6 +156,11 @@ def build_heldout_calls(*, calls_per_domain: int = CALLS_PER_DOMAIN, parallel_pe
         Sampling seed (the benchmark uses :data:`BENCHMARK_SEED`).
     domains : tuple of str or None
         Server domains; default ``HELDOUT_DOMAINS``. Irrelevance items need at least two.
+    db_seed_base : int
+        Added to the database seeds the values are drawn from (0-5): :data:`HELDOUT_DB_SEED_BASE` gives
+        databases no training run draws from (training seeds are ``run_seed * 1000 + i``).
+    id_prefix : str
+        Item ids are ``<prefix>-<domain>-<n>``.
     """
     catalog, db_module = _import_synth()
     domains = tuple(domains or db_module.HELDOUT_DOMAINS)
@@ -165,7 +176,7 @@ def build_heldout_calls(*, calls_per_domain: int = CALLS_PER_DOMAIN, parallel_pe
 
         def draw() -> tuple[Any, dict[str, Any], str]:
             for _ in range(200):
-                got = _sample_call(domain, catalog, db_module, rng)  # noqa: B023 - rng of this domain
+                got = _sample_call(domain, catalog, db_module, rng, db_seed_base)  # noqa: B023 - rng of this domain
                 key = json.dumps([got[0].name, got[1]], sort_keys=True, default=str) if got else ""
                 if got and key not in seen:  # noqa: B023
                     seen.add(key)  # noqa: B023
@@ -174,14 +185,14 @@ def build_heldout_calls(*, calls_per_domain: int = CALLS_PER_DOMAIN, parallel_pe
 
         for n in range(calls_per_domain):
             tool, args, phrase = draw()
-            items.append(CallItem(id=f"heldout-{domain}-{n}", category="multiple", source=domain,
+            items.append(CallItem(id=f"{id_prefix}-{domain}-{n}", category="multiple", source=domain,
                                   messages=[system_message(domain), {"role": "user", "content": _sentence([phrase], rng)}],
                                   functions=functions, ground_truth=[_answer(tool, args)]))
         for n in range(parallel_per_domain):
             (t1, a1, p1), (t2, a2, p2) = draw(), draw()
             if (t1.name, a1) == (t2.name, a2):
                 continue
-            items.append(CallItem(id=f"heldout-{domain}-par{n}", category="parallel", source=domain,
+            items.append(CallItem(id=f"{id_prefix}-{domain}-par{n}", category="parallel", source=domain,
                                   messages=[system_message(domain),
                                             {"role": "user", "content": _sentence([p1, p2], rng)}],
                                   functions=functions, ground_truth=[_answer(t1, a1), _answer(t2, a2)]))
@@ -190,12 +201,12 @@ def build_heldout_calls(*, calls_per_domain: int = CALLS_PER_DOMAIN, parallel_pe
             other = others[n % len(others)]
             got = None
             for _ in range(100):
-                got = _sample_call(other, catalog, db_module, rng)
+                got = _sample_call(other, catalog, db_module, rng, db_seed_base)
                 if got:
                     break
             if not got:
                 raise BenchmarkDataError(f"server {other!r}: no valid call found in 100 draws")
-            items.append(CallItem(id=f"heldout-{domain}-irr{n}", category="irrelevance", source=domain,
+            items.append(CallItem(id=f"{id_prefix}-{domain}-irr{n}", category="irrelevance", source=domain,
                                   messages=[system_message(domain),
                                             {"role": "user", "content": _sentence([got[2]], rng)}],
                                   functions=functions, ground_truth=[]))
@@ -205,6 +216,22 @@ def build_heldout_calls(*, calls_per_domain: int = CALLS_PER_DOMAIN, parallel_pe
 def load_heldout_calls() -> list[CallItem]:
     """The registered ``heldout-calls`` items (loader of :mod:`eval.benchmarks`)."""
     return build_heldout_calls()
+
+
+def load_heldout_servers() -> list[CallItem]:
+    """``heldout-servers``: 200 call items (84 single, 16 two-call per server) and 32 irrelevance items on the
+    two held-out servers, on databases no training run draws from (the proxy protocol's held-out benchmark)."""
+    return build_heldout_calls(calls_per_domain=84, parallel_per_domain=16, irrelevant_per_domain=16,
+                               db_seed_base=HELDOUT_DB_SEED_BASE, id_prefix="hs")
+
+
+def load_indist_calls() -> list[CallItem]:
+    """``indist-calls``: 256 new call items (26 single, 6 two-call per server) and 16 irrelevance items on the
+    eight training servers, on databases no training run draws from (the protocol's in-distribution benchmark)."""
+    _, db_module = _import_synth()
+    return build_heldout_calls(calls_per_domain=26, parallel_per_domain=6, irrelevant_per_domain=2,
+                               domains=tuple(db_module.TRAIN_DOMAINS), db_seed_base=HELDOUT_DB_SEED_BASE,
+                               seed=BENCHMARK_SEED + 1, id_prefix="indist")
 
 
 def load_heldout_env(n: int = ENV_EPISODES, seed: int = BENCHMARK_SEED) -> list[EnvItem]:

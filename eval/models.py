@@ -109,6 +109,8 @@ class ContinuationScore(_Frozen):
     """Sum of token log-probabilities of the continuation, in nats."""
     n_tokens: int
     """Number of continuation tokens scored."""
+    n_bytes: int = 0
+    """UTF-8 bytes of the scored continuation text as the chat template renders it (0: not counted)."""
 
 
 class BenchmarkInfo(_Frozen):

@@ -140,31 +140,45 @@ def call_metrics(info: BenchmarkInfo, items: Sequence[CallItem], results: Sequen
     for cat in sorted(by_cat):
         rows.append(_metric(info, f"acc_{cat}", by_cat[cat]))  # type: ignore[arg-type]
     if scores is not None:
-        rows += likelihood_metrics(info, [(s.logprob, s.n_tokens) for it, s in zip(items, scores, strict=True)
+        rows += likelihood_metrics(info, [(s.logprob, s.n_tokens, s.n_bytes) for it, s in zip(items, scores, strict=True)
                                           if it.ground_truth and s.n_tokens > 0])
     return [r for r in rows if r is not None]
 
 
-def likelihood_metrics(info: BenchmarkInfo, pairs: Sequence[tuple[float, int]]) -> list[MetricResult]:
-    """``call_logprob``, ``loss`` and ``token_prob`` from per-item (log-likelihood in nats, token count).
+def likelihood_metrics(info: BenchmarkInfo, pairs: Sequence[tuple[float, int] | tuple[float, int, int]]
+                       ) -> list[MetricResult]:
+    """``call_logprob``, ``loss``, ``token_prob`` and ``bpb`` from per-item (log-likelihood in nats, token
+    count[, UTF-8 bytes of the scored text]).
 
     Notes
     -----
     ``loss = -sum_i lp_i / sum_i n_i`` (nats/token); ``token_prob = exp(-loss)``, the
     geometric-mean probability of a reference token: bounded and higher-is-better, so
     score-type laws fit it at scales where exact-match accuracy is still 0. Its standard
-    error is the delta-method ``token_prob * se(loss)``.
+    error is the delta-method ``token_prob * se(loss)``. ``bpb = -sum_i lp_i / (ln 2 sum_i b_i)``,
+    bits per byte of the scored text: independent of the tokenizer, so runs with different
+    tokenizers compare; reported when every item counts its bytes, standard error from the
+    per-item values ``-lp_i / (ln 2 b_i)``.
     """
     if not pairs:
         return []
-    loss = -sum(lp for lp, _ in pairs) / sum(n for _, n in pairs)
-    _, se = mean_stderr([-lp / n for lp, n in pairs])
-    return [_metric(info, "call_logprob", [lp for lp, _ in pairs]),
+    lps = [p[0] for p in pairs]
+    ns = [p[1] for p in pairs]
+    loss = -sum(lps) / sum(ns)
+    _, se = mean_stderr([-lp / n for lp, n in zip(lps, ns)])
+    rows = [_metric(info, "call_logprob", lps),
             MetricResult(benchmark=info.name, metric="loss", version=info.version, score=loss, stderr=se,
                          n_items=len(pairs), higher_is_better=False),
             MetricResult(benchmark=info.name, metric="token_prob", version=info.version, score=math.exp(-loss),
                          stderr=math.exp(-loss) * se, n_items=len(pairs),
                          higher_is_better=True)]
+    nbytes = [p[2] if len(p) > 2 else 0 for p in pairs]
+    if all(b > 0 for b in nbytes):
+        bpb = -sum(lps) / (math.log(2) * sum(nbytes))
+        _, se_b = mean_stderr([-lp / (math.log(2) * b) for lp, b in zip(lps, nbytes)])
+        rows.append(MetricResult(benchmark=info.name, metric="bpb", version=info.version, score=bpb, stderr=se_b,
+                                 n_items=len(pairs), higher_is_better=False))
+    return rows
 
 
 def env_metrics(info: BenchmarkInfo, rewards: Sequence[float],
@@ -172,7 +186,7 @@ def env_metrics(info: BenchmarkInfo, rewards: Sequence[float],
     """Pass rate (``score``: F1 reward of 1), mean F1, and the reference trajectories' likelihood metrics."""
     rows = [_metric(info, "score", [float(r >= 1.0 - 1e-9) for r in rewards]), _metric(info, "f1", list(rewards))]
     if scores:
-        rows += likelihood_metrics(info, [(s.logprob, s.n_tokens) for s in scores if s.n_tokens > 0])
+        rows += likelihood_metrics(info, [(s.logprob, s.n_tokens, s.n_bytes) for s in scores if s.n_tokens > 0])
     return [r for r in rows if r is not None]
 
 
@@ -194,7 +208,7 @@ class _NoModel:
 def evaluate(model_dir_or_gold: str, benchmark: str, *, limit: int | None = None, seed: int = 0,
              backend: str | Backend = "transformers", endpoint: str | None = None, batch_size: int = 8,
              max_new_tokens: int | None = None, threads: int | None = None, device: str = "cpu",
-             items: Sequence[Any] | None = None) -> list[MetricResult]:
+             items: Sequence[Any] | None = None, generate_limit: int | None = None) -> list[MetricResult]:
     """Score a model on one benchmark.
 
     Parameters
@@ -219,6 +233,10 @@ def evaluate(model_dir_or_gold: str, benchmark: str, *, limit: int | None = None
         gets :func:`reference_budget` tokens when the backend counts tokens.
     items : sequence or None
         Items to use instead of the benchmark's own (tests, custom suites).
+    generate_limit : int or None
+        Call benchmarks: generate and match only this many of the chosen items (stratified, seeded, the
+        same ones every run), while every chosen item is scored for ``loss``/``bpb``/``token_prob``;
+        None generates all. Generation is most of eval's cost on a CPU.
 
     Returns
     -------
@@ -234,6 +252,9 @@ def evaluate(model_dir_or_gold: str, benchmark: str, *, limit: int | None = None
     info = get_benchmark(benchmark)
     if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 1):
         raise UsageError(f"limit must be a positive integer, got {limit!r}")
+    if generate_limit is not None and (isinstance(generate_limit, bool) or not isinstance(generate_limit, int)
+                                       or generate_limit < 1):
+        raise UsageError(f"generate_limit must be a positive integer, got {generate_limit!r}")
     if items is not None:
         all_items = list(items)
     elif info.kind == "env" and limit is not None:
@@ -263,15 +284,22 @@ def evaluate(model_dir_or_gold: str, benchmark: str, *, limit: int | None = None
         scores = model.score([reference_trajectory(it) for it in chosen])
         return env_metrics(info, rewards, scores)
 
+    generated = chosen if generate_limit is None else select_items(chosen, min(generate_limit, len(chosen)), seed)
     if gold:
-        texts = [gold_completion(it) for it in chosen]
+        texts = [gold_completion(it) for it in generated]
         scores = None
     else:
-        limits = [reference_budget(model, [gold_completion(it)], cap) for it in chosen]
-        texts = model.generate([item_request(it) for it in chosen], max_new_tokens=limits)
+        limits = [reference_budget(model, [gold_completion(it)], cap) for it in generated]
+        texts = model.generate([item_request(it) for it in generated], max_new_tokens=limits)
         scores = model.score([reference_request(it) for it in chosen])
-    results = [match_item(it, parse_output(t)) for it, t in zip(chosen, texts, strict=True)]
-    return call_metrics(info, chosen, results, scores)
+    results = [match_item(it, parse_output(t)) for it, t in zip(generated, texts, strict=True)]
+    if generated is chosen:
+        return call_metrics(info, chosen, results, scores)
+    rows = call_metrics(info, generated, results)
+    if scores is not None:
+        rows += likelihood_metrics(info, [(s.logprob, s.n_tokens, s.n_bytes) for it, s in zip(chosen, scores, strict=True)
+                                          if it.ground_truth and s.n_tokens > 0])
+    return rows
 
 
 def evaluate_spec(model_dir_or_gold: str, spec: Any, *, seed: int = 0, threads: int | None = None) -> list[MetricResult]:
@@ -289,5 +317,6 @@ def evaluate_spec(model_dir_or_gold: str, spec: Any, *, seed: int = 0, threads: 
         backend = get_backend(spec.backend, str(model_dir_or_gold), **options)
     rows: list[MetricResult] = []
     for name in spec.benchmarks:
-        rows.extend(evaluate(model_dir_or_gold, name, limit=spec.limit, seed=seed, backend=backend))
+        rows.extend(evaluate(model_dir_or_gold, name, limit=spec.limit, seed=seed, backend=backend,
+                             generate_limit=getattr(spec, "generate_limit", None)))
     return rows

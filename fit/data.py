@@ -138,7 +138,7 @@ def points_from_runs(runs: Sequence[Any], *, benchmark: str, metric: str = "scor
     steps, final = _checkpoints(with_metric)
     return Points(inputs=cols, y=[float(r.metrics[key]) for r in with_metric], n_skipped=len(runs) - len(with_metric),
                   steps=steps, final=final,
-                  target="loss" if metric == "loss" else "score", run_ids=[r.run_id for r in with_metric],
+                  target="loss" if metric in ("loss", "bpb") else "score", run_ids=[r.run_id for r in with_metric],
                   split=[r.split for r in with_metric], groups=[_group_key(r) for r in with_metric],
                   flops=flops if all(math.isfinite(f) for f in flops) else [], experiment=experiment,
                   benchmark=benchmark, metric=metric, simulated=bool(simulated))

@@ -115,7 +115,7 @@ def with_forms(fit: FitResult, others: Sequence[FitResult], points: Points, law:
 
 
 def _auto_law(runs: Sequence[Any], request: FitRequest, config: ExperimentConfig | None) -> str:
-    if request.metric == "loss":
+    if request.metric in ("loss", "bpb"):  # nats per token, bits per byte: lower is better
         return "chinchilla"
     from fit.data import axis_kinds
 

@@ -16,6 +16,8 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 __all__ = [
+    "AxisDecision",
+    "DecisionAccuracy",
     "Target",
     "InputKind",
     "LawInput",
@@ -555,6 +557,46 @@ class InteractionSummary(_Frozen):
     """Held-out MAE per form (None when nothing is held out)."""
 
 
+class AxisDecision(_Frozen):
+    """Decision accuracy over the recipe pairs that differ on one axis."""
+
+    accuracy: float | None
+    """Share of those pairs ordered right (ties count 1/2); None without such a pair."""
+    lo: float | None
+    """Lower bound of the bootstrap interval."""
+    hi: float | None
+    """Upper bound of the bootstrap interval."""
+    pairs: int
+    """Recipe pairs that differ on this axis."""
+
+
+class DecisionAccuracy(_Frozen):
+    """Small-to-large decision accuracy of one small-scale order, with its bootstrap interval."""
+
+    source: str
+    """``observed`` (largest fitted cell) or ``law`` (the fitted law's held-out predictions)."""
+    accuracy: float | None
+    """Share of recipe pairs whose small-scale order matches the held-out order (ties count 1/2)."""
+    lo: float | None
+    """Lower bound of the bootstrap interval over recipes."""
+    hi: float | None
+    """Upper bound of the bootstrap interval."""
+    level: float
+    """Nominal level of ``[lo, hi]``."""
+    pairs: int
+    """Recipe pairs scored."""
+    recipes: int
+    """Recipes with a held-out value and a small-scale value."""
+    higher_is_better: bool
+    """Direction of the metric (only the sign of differences matters)."""
+    small_scale: str
+    """What the small-scale value is (the cell, or the law)."""
+    per_axis: dict[str, AxisDecision]
+    """The same over the pairs that differ on each axis."""
+    n_bootstrap: int
+    """Bootstrap draws."""
+
+
 class FitSummary(_Frozen):
     """What ``toolscale fit --json`` prints and the MCP ``fit_summary`` tool returns: ``model_dump(mode="json")``.
 
@@ -635,6 +677,12 @@ class FitSummary(_Frozen):
     """Wall time of the point fit, seconds."""
     interaction: InteractionSummary | None = None
     """The interaction verdict (None when not run)."""
+    decision_accuracy: DecisionAccuracy | None = None
+    """Small-to-large decision accuracy (:class:`fit.decision.DecisionAccuracy`, observed order at the
+    largest fitted cell vs the held-out order, with its bootstrap interval and per axis); None without
+    two recipes at the held-out size."""
+    decision_accuracy_law: DecisionAccuracy | None = None
+    """The same with the fitted law's held-out predictions as the small-scale order."""
 
     @classmethod
     def of(cls, fit: "FitResult", fit_id: str | None = None, formula: str = "") -> "FitSummary":

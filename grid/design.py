@@ -38,7 +38,7 @@ from grid.models import Cell, DesignRecorded, DesignSummary, EstimatedCost, RunS
 from grid.split import SPLIT_RULE, heldout_mask
 from toolscale.config import ExperimentConfig, ModelSize, training_flops
 
-__all__ = ["Design", "Cell", "DesignReport", "build_design", "design_version", "ALGORITHM_VERSION"]
+__all__ = ["Design", "Cell", "DesignReport", "build_design", "design_version", "planned_epochs", "ALGORITHM_VERSION"]
 
 ALGORITHM_VERSION = "1"
 """Bumped when the same config would give different runs; part of every design version."""
@@ -87,9 +87,10 @@ class DesignReport(DesignSummary):
                    run_list=list(design.runs) if show_runs else None)
 
 
-def design_version(config: ExperimentConfig) -> str:
-    """``d-`` + the first 12 hex digits of the sha256 of the design-determining config parts."""
-    key = {
+def design_version(config: ExperimentConfig, learning_rates: dict[str, float] | None = None) -> str:
+    """``d-`` + the first 12 hex digits of the sha256 of the design-determining config parts (and the
+    learning rates a scan's rule set, when given)."""
+    key: dict[str, Any] = {
         "algorithm": ALGORITHM_VERSION,
         "experiment": config.experiment.name,
         "seeds": list(config.experiment.seeds),
@@ -97,6 +98,10 @@ def design_version(config: ExperimentConfig) -> str:
         "ladder": [m.model_dump(mode="json") for m in config.ladder],
         "design": config.design.model_dump(mode="json"),
     }
+    if config.train.max_epochs is not None:
+        key["max_epochs"] = config.train.max_epochs
+    if learning_rates:
+        key["learning_rates"] = {k: float(v) for k, v in sorted(learning_rates.items())}
     return "d-" + hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:12]
 
 
@@ -137,7 +142,7 @@ class _CellPlan:
     rung: ModelSize
     multiplier: float
     steps: int
-    """Optimizer steps: ``ceil(rung.max_steps x multiplier)``."""
+    """Optimizer steps: ``ceil(rung.max_steps x multiplier)`` (or from tokens per parameter, :func:`_cells`)."""
     params: float
     """Planned parameters N."""
     tokens: float
@@ -178,7 +183,30 @@ class _Split:
 
 
 def _cells(config: ExperimentConfig) -> list[_CellPlan]:
-    """Every (rung, token multiplier) cell, ladder order then multiplier order."""
+    """Every (rung, token multiplier) cell, ladder order then multiplier order.
+
+    With ``design.tokens_per_param`` the multiplier is D / N: ``steps = ceil(tpp x N / (batch x s))``
+    with ``s = design.tokens_per_sequence`` and planned ``D = steps x batch x s``; otherwise it multiplies
+    the rung's ``max_steps`` and ``D = steps x batch x max_seq_len``. N is the count ``design.param_count``
+    names.
+    """
+    count = config.design.param_count
+    tpp = config.design.tokens_per_param
+    if tpp is not None:
+        bad = [m for m in tpp if not (math.isfinite(m) and m > 0)]
+        if not tpp or bad:
+            raise DesignError(f"design.tokens_per_param must be positive numbers, got {bad or tpp}")
+        if len(set(tpp)) != len(tpp):
+            raise DesignError(f"design.tokens_per_param has duplicates: {tpp}")
+        seq = config.design.tokens_per_sequence
+        planned = []
+        for rung in config.ladder:
+            n = rung.counted_params(count)
+            for m in tpp:
+                steps = max(1, math.ceil(m * n / (rung.batch_size * seq) - 1e-9))
+                planned.append(_CellPlan(rung=rung, multiplier=float(m), steps=steps, params=n,
+                                         tokens=float(steps * rung.batch_size * seq)))
+        return planned
     mults = config.design.token_multipliers
     if not mults:
         raise DesignError("design.token_multipliers is empty; use [1.0] for the rungs' own token counts")
@@ -191,7 +219,7 @@ def _cells(config: ExperimentConfig) -> list[_CellPlan]:
     for rung in config.ladder:
         for m in mults:
             steps = max(1, math.ceil(rung.max_steps * m - 1e-9))
-            out.append(_CellPlan(rung=rung, multiplier=float(m), steps=steps, params=rung.approx_params,
+            out.append(_CellPlan(rung=rung, multiplier=float(m), steps=steps, params=rung.counted_params(count),
                                  tokens=float(steps * rung.batch_size * rung.max_seq_len)))
     return out
 
@@ -279,7 +307,7 @@ def _crossing(config: ExperimentConfig, cells: list[_CellPlan], points: _Points
 
 
 def _expand_runs(config: ExperimentConfig, version: str, cells: list[_CellPlan], cell_points: list[list[int]],
-                 points: _Points) -> tuple[list[RunSpec], int]:
+                 points: _Points, learning_rates: dict[str, float] | None = None) -> tuple[list[RunSpec], int]:
     """``(runs, duplicates dropped)``: cell x point x seed, each run once (constraints can merge points)."""
     names = [a.name for a in config.axes]
     point_seeds = _point_seeds(config, points.is_center)
@@ -301,7 +329,14 @@ def _expand_runs(config: ExperimentConfig, version: str, cells: list[_CellPlan],
                     train_flops=cell.flops, token_multiplier=cell.multiplier, seed=seed,
                     metadata={"point": p, "center": points.is_center[p], "max_steps": cell.steps,
                               "design_kind": config.design.kind,
-                              "coded": {n: round(float(points.coded[p, i]), 6) for i, n in enumerate(names)}}))
+                              "coded": {n: round(float(points.coded[p, i]), 6) for i, n in enumerate(names)},
+                              "params_total": cell.rung.approx_params,
+                              "params_nonembedding": cell.rung.approx_params_nonembedding,
+                              "param_count": config.design.param_count,
+                              "learning_rate": float((learning_rates or {}).get(cell.rung.name,
+                                                                                cell.rung.learning_rate)),
+                              **({"tokens_per_param": cell.multiplier}
+                                 if config.design.tokens_per_param is not None else {})}))
     return runs, duplicates
 
 
@@ -322,11 +357,15 @@ def _split(config: ExperimentConfig, runs: list[RunSpec], top: _CellPlan) -> tup
                           f"or token multiplier")
     factor = max(held_flops) / max(fit_flops)
     if factor < spec.min_extrapolation_factor - 1e-9:
-        need = math.ceil(top.rung.max_steps * spec.min_extrapolation_factor / factor)
+        if spec.tokens_per_param is not None:
+            hint = (f"widen rung {top.rung.name!r} (at a fixed tokens-per-parameter multiple FLOPs grow as N^2: "
+                    f"N x {math.sqrt(spec.min_extrapolation_factor / factor):.3g}) or shrink the fitted rungs")
+        else:
+            need = math.ceil(top.rung.max_steps * spec.min_extrapolation_factor / factor)
+            hint = f"raise rung {top.rung.name!r} max_steps to >= {need} (or add a larger rung / token multiplier)"
         raise DesignError(
             f"held-out runs reach only {factor:.3g}x the largest fitted run's FLOPs, below "
-            f"design.min_extrapolation_factor = {spec.min_extrapolation_factor:g}; raise rung {top.rung.name!r} "
-            f"max_steps to >= {need} (or add a larger rung / token multiplier)")
+            f"design.min_extrapolation_factor = {spec.min_extrapolation_factor:g}; {hint}")
     return runs, _Split(rule=rule, factor=factor)
 
 
@@ -342,12 +381,15 @@ def _cell_rows(cells: list[_CellPlan], runs: list[RunSpec]) -> list[Cell]:
     return rows
 
 
-def build_design(config: ExperimentConfig) -> Design:
+def build_design(config: ExperimentConfig, learning_rates: dict[str, float] | None = None) -> Design:
     """Plan every run of the experiment: points x cells x seeds, with the held-out split.
 
     Parameters
     ----------
     config : the validated experiment config (axes, ladder, design, experiment seeds).
+    learning_rates : peak learning rate per rung (a learning-rate scan's rule, ``toolscale lr-scan``);
+        recorded in each run's ``metadata.learning_rate`` and part of the design version. None: each
+        rung's own ``learning_rate``.
 
     Returns
     -------
@@ -360,7 +402,8 @@ def build_design(config: ExperimentConfig) -> Design:
     DesignError
         Too few levels, an unreachable resolution, an empty or collapsing axis range,
         conflicting constraints, a held-out split without a fitted run, or held-out runs
-        less than ``design.min_extrapolation_factor`` above the fitted ones.
+        less than ``design.min_extrapolation_factor`` above the fitted ones (the message names the
+        factor reached), or a run planned above ``train.max_epochs`` passes over its tasks (named).
 
     Notes
     -----
@@ -371,15 +414,49 @@ def build_design(config: ExperimentConfig) -> Design:
     ``K = ceil(f / (1 - f) x other_runs / replicates)``.
     """
     config.require_ladder("grid design")
-    version = design_version(config)
+    version = design_version(config, learning_rates)
+    unknown = sorted(set(learning_rates or {}) - {m.name for m in config.ladder})
+    if unknown:
+        raise DesignError(f"learning rates given for unknown rungs {unknown}")
     points = _plan_points(config)
     cells, top, cell_points = _crossing(config, _cells(config), points)
-    runs, duplicates = _expand_runs(config, version, cells, cell_points, points)
+    runs, duplicates = _expand_runs(config, version, cells, cell_points, points, learning_rates)
+    _check_epochs(config, runs)
     runs, split = _split(config, runs, cells[top])
     rows = _cell_rows(cells, runs)
     summary = _summary(config, version, points=points, runs=runs, cells=rows, split=split, duplicates=duplicates)
     return Design(experiment=config.experiment.name, version=version, kind=config.design.kind, runs=runs,
                   points=points.recipes, cells=rows, alias=points.alias, summary=summary)
+
+
+def planned_epochs(run: RunSpec, batch_size: int) -> float | None:
+    """Passes over the run's tasks its steps plan: ``max_steps x batch_size / task_count`` (None without a
+    ``task_count`` axis). An upper bound on sequences per task: the judge filter keeps a few fewer rows."""
+    tasks = run.recipe.get("task_count")
+    if not tasks:
+        return None
+    return int(run.metadata["max_steps"]) * batch_size / float(tasks)
+
+
+def _check_epochs(config: ExperimentConfig, runs: list[RunSpec]) -> None:
+    """DesignError naming the runs planned above ``train.max_epochs`` (before anything trains)."""
+    limit = config.train.max_epochs
+    if limit is None:
+        return
+    sizes = {m.name: m for m in config.ladder}
+    over = []
+    for r in runs:
+        e = planned_epochs(r, sizes[r.model_size].batch_size)
+        if e is not None and e > limit + 1e-9:
+            over.append((e, r))
+    if over:
+        over.sort(key=lambda t: -t[0])
+        e, r = over[0]
+        raise DesignError(
+            f"{len(over)} run(s) plan more than train.max_epochs = {limit:g} passes over their tasks, the most "
+            f"run {r.run_id} ({r.model_size}, {r.metadata['max_steps']} steps x "
+            f"{sizes[r.model_size].batch_size} over task_count {r.recipe['task_count']:g}: {e:.2f} epochs); "
+            "raise the task_count axis's min or plan fewer tokens")
 
 
 def _estimated_cost(config: ExperimentConfig, runs: list[RunSpec]) -> EstimatedCost:

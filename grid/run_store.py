@@ -301,8 +301,11 @@ class RunStore(Connection):
             if r.status == "failed":
                 continue
             t = r.train
-            done.append((r.run_id, finished(r), r.job_id, t.params if t else None, t.train_tokens if t else None,
-                         t.train_flops if t else None,
+            n = t.params if t else None
+            flops = t.train_flops if t else None
+            if t and (r.extra or {}).get("param_count") == "nonembedding" and t.params_nonembedding:
+                n, flops = t.params_nonembedding, 6.0 * t.params_nonembedding * t.train_tokens  # the design's N
+            done.append((r.run_id, finished(r), r.job_id, n, t.train_tokens if t else None, flops,
                          self._json({"dataset_id": r.dataset_id, "train": t.model_dump() if t else None, **r.extra})))
         if done:
             self._values("UPDATE runs SET status = 'done', error = NULL, finished_at = v.fin, "

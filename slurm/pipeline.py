@@ -37,7 +37,8 @@ if TYPE_CHECKING:
     from synth.models import Recipe
     from toolscale.config import ExperimentConfig
 
-__all__ = ["run_pipeline", "job_recipe", "dataset_key", "ensure_dataset", "COMPLETE_MARKER"]
+__all__ = ["run_pipeline", "job_recipe", "dataset_key", "ensure_dataset", "ensure_tokenizer", "tokenizer_recipe",
+           "recipe_for", "COMPLETE_MARKER"]
 
 COMPLETE_MARKER = ".complete"
 """File a finished dataset folder holds (written before the folder is renamed into place)."""
@@ -84,6 +85,48 @@ def ensure_dataset(cache: str | Path, key: str, build: Callable[[Path], None]) -
             if tmp.exists():
                 shutil.rmtree(tmp, ignore_errors=True)
     return final, True
+
+
+def recipe_for(cfg: Any, levels: dict[str, Any], seed: int) -> Any:
+    """The ``synth.models.Recipe`` of axis ``levels`` with the config's ``[synth]`` settings."""
+    from synth.models import Recipe
+
+    from slurm.stages import stage_axes
+
+    settings = {k: v for k, v in cfg.synth.model_dump().items() if k in Recipe.model_fields}
+    knobs = {k: v for k, v in levels.items() if k not in stage_axes(cfg)}
+    return Recipe.from_axes(knobs, seed=seed, **settings)
+
+
+def tokenizer_recipe(cfg: Any) -> Any:
+    """The recipe whose dataset trains an experiment's shared tokenizer: every axis at its maximum (all
+    training tools, the most tasks and databases), seed 0. Fixed by the config alone, before any run."""
+    return recipe_for(cfg, {a.name: a.max for a in cfg.axes}, seed=0)
+
+
+def ensure_tokenizer(cfg: Any, cache: str | Path) -> Path:
+    """The experiment's shared tokenizer folder under ``cache``, trained once (locked, atomic like datasets).
+
+    Byte-level BPE (:func:`train.tokenizer.train_tokenizer`) with the ladder's ``vocab_size``, trained on the
+    conversations of :func:`tokenizer_recipe`; the folder name hashes that recipe and the vocabulary, so
+    every run of the experiment (and a rerun) gets the very same token ids.
+    """
+    recipe = tokenizer_recipe(cfg)
+    vocab = next(m.vocab_size for m in cfg.ladder if not m.pretrained)
+    key = "tok-" + dataset_key({"recipe": recipe.identity(), "vocab_size": vocab})[3:]
+
+    def build(folder: Path) -> None:
+        from synth.dataset import build_dataset
+        from train.data import read_rows, render_corpus
+        from train.tokenizer import train_tokenizer
+
+        build_dataset(recipe, folder / "corpus")
+        tok = train_tokenizer(render_corpus(read_rows(folder / "corpus")), vocab)
+        tok.save_pretrained(folder)
+        shutil.rmtree(folder / "corpus")
+
+    folder, _ = ensure_dataset(cache, key, build)
+    return folder
 
 
 def _probe_extra(manifest: dict[str, Any], train_flops: float | None) -> dict[str, Any]:
@@ -143,7 +186,13 @@ def run_pipeline(run: RunSpec, workdir: Path, checkpoint: dict[str, Any] | None)
     manifest = json.loads((data_dir / "manifest.json").read_text(encoding="utf-8"))
 
     steps = int(run.metadata.get("max_steps", size.max_steps))  # the design's steps (token multiples)
-    trained = train_stages(cfg, size, run, data_dir, Path(workdir), steps=steps)
+    lr = run.metadata.get("learning_rate")  # set by the learning-rate scan's rule, when the design used one
+    tok_dir = None
+    if cfg.train.tokenizer == "shared" and not size.pretrained:
+        tok_dir = ensure_tokenizer(cfg, ctx["dataset_cache"])
+    trained = train_stages(cfg, size, run, data_dir, Path(workdir), steps=steps, tokenizer_dir=tok_dir,
+                           learning_rate=float(lr) if lr is not None else None, max_epochs=cfg.train.max_epochs,
+                           label=run.run_id)
     stats, model_dir = trained.total, trained.model_dir
     stage_s["train"] = time.monotonic() - t0 - stage_s["dataset"]
     state.update(stage="trained", model=str(model_dir))
@@ -158,6 +207,9 @@ def run_pipeline(run: RunSpec, workdir: Path, checkpoint: dict[str, Any] | None)
     save_checkpoint(workdir, state)
     return {"metrics": metrics, "train": stats, "dataset_id": manifest.get("dataset_id", key),
             "extra": {"dataset_key": key, "dataset_built_here": built, "dataset_dir": str(data_dir),
+                      "param_count": cfg.design.param_count, "params_total": stats.params,
+                      "learning_rate": float(lr) if lr is not None else size.learning_rate,
+                      "tokenizer": "shared" if tok_dir is not None else "per_run",
                       "probe": _probe_extra(manifest, stats.train_flops),
                       "measured": manifest.get("measured", {}),
                       "counts": manifest.get("counts", {}),

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from grid.models import RunSpec, TrainStats
 from toolscale.config import ExperimentConfig, ModelSize
@@ -68,33 +69,38 @@ def _grpo_envs(cfg: ExperimentConfig, run: RunSpec, workdir: Path) -> Path:
 
 
 def train_stages(cfg: ExperimentConfig, size: ModelSize, run: RunSpec, data_dir: Path, workdir: Path, *,
-                 steps: int) -> StagesResult:
-    """Run the configured stages for one run (see the module docstring); each resumes after a requeue."""
+                 steps: int, **sft_options: Any) -> StagesResult:
+    """Run the configured stages for one run (see the module docstring); each resumes after a requeue.
+
+    ``sft_options`` go to :func:`train.sft.train_sft` (the shared ``tokenizer_dir``, a scanned
+    ``learning_rate``, ``max_epochs`` and the run's ``label``)."""
     from train.sft import train_sft
     from train.stages import plan_stages
 
     stages = cfg.train.stages
     done: dict[str, TrainStats] = {}
-    init = None
-    plan = plan_stages(["sft"], total_steps=steps, batch_size=size.batch_size, sft_tokens=1.0)
+    init, sft_steps, mid_plan = None, steps, {"midtrain_steps": 0, "midtrain_tokens": 0.0}
     if "midtrain" in stages:
         from train.midtrain import prepare_midtrain, train_midtrain
 
         corpus = Path(cfg.train.midtrain_corpus) if cfg.train.midtrain_corpus else data_dir
-        tok_dir = workdir / "tokenizer"
+        # the experiment's shared tokenizer when there is one (every arm, both stages), else one per run
+        tok_dir = Path(sft_options.get("tokenizer_dir") or workdir / "tokenizer")
         sft_t, doc_t, corpus_t = prepare_midtrain(corpus, data_dir, size, tok_dir)
         level = run.recipe.get("midtrain_tokens", cfg.train.midtrain_tokens)
-        level = None if level is None else float(level)
         plan = plan_stages(stages, total_steps=steps, batch_size=size.batch_size, sft_tokens=sft_t, doc_tokens=doc_t,
-                           corpus_tokens=corpus_t, midtrain_tokens=level)
+                           corpus_tokens=corpus_t, midtrain_tokens=None if level is None else float(level))
+        sft_steps, mid_plan = plan.sft_steps, {"midtrain_steps": plan.midtrain_steps,
+                                               "midtrain_tokens": plan.midtrain_tokens}
         if plan.midtrain_steps:
             done["midtrain"] = train_midtrain(corpus, size, workdir / "midtrain", max_steps=plan.midtrain_steps,
                                               seed=run.seed, threads=cfg.train.threads, tokenizer_dir=tok_dir)
             init = workdir / "midtrain"
-    sft_steps = plan.sft_steps if "midtrain" in stages else steps
+        else:  # the SFT-only arm trains with the same tokenizer as the mid-trained arms
+            sft_options = {**sft_options, "tokenizer_dir": tok_dir}
     model_dir = workdir / "model"
     done["sft"] = train_sft(data_dir, size, model_dir, max_steps=sft_steps, seed=run.seed, threads=cfg.train.threads,
-                            resume=True, init=init)
+                            resume=True, init=init, **sft_options)
     grpo_steps = int(round(run.recipe.get("grpo_steps", cfg.train.grpo_steps))) if "grpo" in stages else 0
     if grpo_steps > 0:
         from train.grpo import train_grpo
@@ -105,6 +111,4 @@ def train_stages(cfg: ExperimentConfig, size: ModelSize, run: RunSpec, data_dir:
                                   threads=cfg.train.threads)
         model_dir = workdir / "grpo"
     return StagesResult(total=_total(done), stages=done, model_dir=model_dir,
-                        plan={"midtrain_steps": plan.midtrain_steps, "sft_steps": sft_steps,
-                              "grpo_steps": grpo_steps,
-                              "midtrain_tokens": plan.midtrain_tokens})
+                        plan={**mid_plan, "sft_steps": sft_steps, "grpo_steps": grpo_steps})

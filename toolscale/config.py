@@ -37,6 +37,7 @@ __all__ = [
     "PROBE_KINDS",
     "TrainSpec",
     "EvalSpec",
+    "LRScanSpec",
     "SlurmSpec",
     "ExecutorSpec",
     "CostSpec",
@@ -194,6 +195,10 @@ class ModelSize(_Frozen):
             return float(self.params)
         return self.approx_params - 2 * self.vocab_size * self.hidden_size
 
+    def counted_params(self, count: str = "total") -> float:
+        """N as ``design.param_count`` counts it: ``total`` or ``nonembedding``."""
+        return self.approx_params_nonembedding if count == "nonembedding" else self.approx_params
+
     @property
     def planned_tokens(self) -> float:
         """Training tokens D one run plans to see: steps x batch x max_seq_len (an upper bound)."""
@@ -228,6 +233,16 @@ class DesignSpec(_Frozen):
     """Axes to fold over (break their aliases); empty for no fold-over."""
     token_multipliers: list[float] = Field(default_factory=lambda: [1.0])
     """Training-token multiples crossed with each point (1.0 = the recipe's dataset once)."""
+    tokens_per_param: list[float] | None = None
+    """Tokens-per-parameter multiples D / N crossed with each point (e.g. ``[2, 6, 20]``), replacing
+    ``token_multipliers``: a run trains ``ceil(tpp x N / (batch_size x tokens_per_sequence))`` steps, with N
+    the count ``param_count`` names. None uses ``token_multipliers`` x each rung's ``max_steps``."""
+    tokens_per_sequence: float = Field(default=1024.0, gt=0.0)
+    """Mean non-padding tokens of one training sequence, in tokens: turns a tokens-per-parameter multiple
+    into steps (measure it with the shared tokenizer; the realised D is recorded after training)."""
+    param_count: Literal["total", "nonembedding"] = "total"
+    """Which N the runs record, the FLOPs ``6 N D`` use and ``tokens_per_param`` multiplies: all
+    parameters, or those outside the input/output embeddings (Kaplan et al. 2020). Both are recorded."""
     heldout_fraction: float = Field(default=0.25, ge=0.0, lt=1.0)
     """Share of runs, by top training FLOPs, held out from the fit."""
     min_extrapolation_factor: float = Field(default=16.0, ge=1.0)
@@ -461,6 +476,13 @@ class TrainSpec(_Frozen):
     """torch CPU threads per run."""
     save_checkpoints: bool = True
     """Write checkpoints so a preempted run resumes."""
+    tokenizer: Literal["per_run", "shared"] = "per_run"
+    """``shared``: one byte-level BPE tokenizer per experiment, trained once on a fixed corpus (the
+    recipe at every axis's maximum) and used by every run, so per-token metrics compare; ``per_run``:
+    each proxy run trains its own on its dataset (metrics then compare only per byte)."""
+    max_epochs: float | None = Field(default=None, gt=0.0)
+    """Most passes over a run's dataset (sequences seen / rows); a run planned above it is refused before
+    training, naming the run. None allows any."""
 
 
 class EvalSpec(_Frozen):
@@ -470,10 +492,38 @@ class EvalSpec(_Frozen):
     """Benchmark names from eval's registry; the first is the default for fit and allocate."""
     limit: int | None = Field(default=None, ge=1)
     """Items per benchmark (None = all)."""
+    generate_limit: int | None = Field(default=None, ge=1)
+    """Of those, items that are also generated and matched (accuracy, ``field_match``), the same
+    stratified choice for every run; the rest are only scored (``loss``, ``bpb``, ``token_prob``).
+    None generates every item."""
     backend: Literal["transformers", "openai", "vllm"] = "transformers"
     """Generation backend."""
     endpoint: str | None = None
     """OpenAI-compatible server URL (vLLM) for the ``openai`` backend."""
+
+
+class LRScanSpec(_Frozen):
+    """A learning-rate scan at a few rungs, carried to the whole ladder by a rule (``toolscale lr-scan``)."""
+
+    rungs: list[str] = Field(min_length=1)
+    """Ladder rungs scanned (two widths identify the power rule; one gives the inverse-width rule)."""
+    learning_rates: list[float] = Field(min_length=2)
+    """Peak learning rates tried at every scanned rung."""
+    tokens_per_param: float = Field(default=6.0, gt=0.0)
+    """D / N of each scan run (N as ``design.param_count`` counts it)."""
+    rule: Literal["power", "inverse_width"] = "power"
+    """How the best rates carry to other rungs: ``power``, ``lr(h) = lr_a (h / h_a)^-k`` with ``k`` from the
+    two scanned widths (clipped to [0, 2]); ``inverse_width``, ``lr(h) = lr_a h_a / h`` (muP's Adam rule)."""
+    seed: int = 0
+    """Seed of the scan runs and of their dataset (the design's center point)."""
+
+    @field_validator("learning_rates")
+    @classmethod
+    def _positive(cls, lrs: list[float]) -> list[float]:
+        bad = [x for x in lrs if not (math.isfinite(x) and x > 0)]
+        if bad:
+            raise ValueError(f"learning rates must be positive, got {bad}")
+        return lrs
 
 
 class SlurmSpec(_Frozen):
@@ -555,6 +605,8 @@ class ExperimentConfig(_Frozen):
     """Executor."""
     cost: CostSpec = Field(default_factory=CostSpec)
     """Compute cost."""
+    lr_scan: LRScanSpec | None = None
+    """Learning-rate scan whose rule sets every rung's rate (``toolscale lr-scan``); None uses each rung's own."""
 
     @field_validator("axes")
     @classmethod
@@ -592,6 +644,15 @@ class ExperimentConfig(_Frozen):
             if a.cost_scales_with is not None and (a.cost_scales_with not in axes or a.cost_scales_with == a.name):
                 raise ValueError(f"axis {a.name!r}: cost_scales_with must name another axis, got "
                                  f"{a.cost_scales_with!r}; known: {', '.join(axes)}")
+        if self.lr_scan is not None:
+            unknown = [r for r in self.lr_scan.rungs if r not in sizes]
+            if unknown:
+                raise ValueError(f"lr_scan.rungs names unknown rungs {unknown}; known: {', '.join(sizes)}")
+        if self.train.tokenizer == "shared":
+            vocab = {m.vocab_size for m in self.ladder if not m.pretrained}
+            if len(vocab) > 1:
+                raise ValueError(f"train.tokenizer = 'shared' needs one vocab_size for every proxy rung, got "
+                                 f"{sorted(vocab)}")
         for a in self.axes:
             if a.kind == "stage" and a.name not in STAGE_AXES:
                 raise ValueError(f"axis {a.name!r} has kind 'stage', which only {', '.join(STAGE_AXES)} can have")

@@ -33,9 +33,42 @@ from toolscale.errors import UsageError
 from train.accounting import accounting_callback, loss_curve, read_accounting
 from train.checkpoint import RUN_FILE, STATS_FILE, checkpoint_dir, clear_checkpoints, last_checkpoint
 from train.data import dataset_id, read_rows, render_corpus, tokenize_rows
+from train.tokenizer import tokenizer_id
 from train.errors import TrainError
 
-__all__ = ["train_sft", "sft_config", "read_stats", "make_trainer", "quiet_progress"]
+__all__ = ["train_sft", "sft_config", "read_stats", "make_trainer", "quiet_progress", "divergence_callback",
+           "planned_epochs", "DivergedError"]
+
+
+class DivergedError(TrainError):
+    """The training loss became NaN or infinite; the message holds the step and the log's last losses."""
+
+
+def planned_epochs(steps: int, batch_size: int, rows: int) -> float:
+    """Passes over a dataset of ``rows`` sequences: ``steps x batch_size / rows``."""
+    return steps * batch_size / max(rows, 1)
+
+
+def divergence_callback(tail: int = 5):
+    """A ``TrainerCallback`` that stops a run whose logged loss is not finite, raising :class:`DivergedError`
+    with the step and the last ``tail`` logged losses (the log tail a failed learning-rate scan run keeps)."""
+    from transformers import TrainerCallback
+
+    class DivergenceCallback(TrainerCallback):
+        def __init__(self):
+            self.losses: list[tuple[int, float]] = []
+
+        def on_log(self, args, state, control, logs=None, **kwargs):
+            if not logs or "loss" not in logs:
+                return
+            loss = float(logs["loss"])
+            self.losses.append((int(state.global_step), loss))
+            if not math.isfinite(loss):
+                shown = ", ".join(f"step {st}: {lo:.4g}" for st, lo in self.losses[-tail:])
+                raise DivergedError(f"training loss diverged ({loss}) at step {state.global_step} of "
+                                    f"{state.max_steps}; last logged losses: {shown}")
+
+    return DivergenceCallback()
 
 
 _RESOURCE_FIELDS = {"gpus", "cpus", "mem_gb", "timeout_min"}
@@ -62,7 +95,7 @@ def sft_config(size: ModelSize, output_dir: str | Path, *, max_steps: int, seed:
         logging_steps=logging_steps or max(1, max_steps // 200), logging_first_step=True,
         save_strategy="steps" if save_steps else "no", save_steps=save_steps or 500, save_total_limit=1,
         report_to="none", disable_tqdm=True, include_num_input_tokens_seen="non_padding",
-        dataloader_num_workers=0, remove_unused_columns=True, dataset_num_proc=None)
+        dataloader_num_workers=0, remove_unused_columns=True, dataset_num_proc=None, logging_nan_inf_filter=False)
     kwargs.update(overrides)
     return SFTConfig(**kwargs)
 
@@ -134,8 +167,9 @@ def _tokenizer_for(size: ModelSize, out_dir: Path, rows, resume: bool):
 
 def train_sft(data_dir: str | Path, size: ModelSize, out_dir: str | Path, *, max_steps: int | None = None,
               seed: int = 0, threads: int | None = None, resume: bool = True, save_steps: int | None = None,
-              on_step: Callable[[int, int, float | None], None] | None = None,
-              init: str | Path | None = None) -> TrainStats:
+              on_step: Callable[[int, int, float | None], None] | None = None, tokenizer_dir: str | Path | None = None,
+              learning_rate: float | None = None, max_epochs: float | None = None,
+              label: str | None = None, init: str | Path | None = None) -> TrainStats:
     """Train one model with SFT on a synthesised dataset; write it to ``out_dir``.
 
     Parameters
@@ -164,6 +198,18 @@ def train_sft(data_dir: str | Path, size: ModelSize, out_dir: str | Path, *, max
     init
         Start from this saved model folder and its tokenizer (a mid-trained proxy, :mod:`train.midtrain`)
         instead of a new proxy model; its ``run.json`` is part of this run's identity.
+    tokenizer_dir
+        A saved tokenizer (the experiment's shared one) used instead of training one on this dataset;
+        proxy rungs only. Its content hash is part of the run's identity.
+    learning_rate
+        Peak learning rate; default ``size.learning_rate`` (a learning-rate scan's rule passes its own).
+    max_epochs
+        Refuse, before training, a run that would pass over its dataset more than this many times
+        (``steps x batch_size / rows``, :func:`planned_epochs`); the message names ``label``.
+    label
+        The run's name in messages (its run id).
+
+    A loss that turns NaN or infinite stops the run with :class:`DivergedError` (step and last losses).
 
     Returns
     -------
@@ -184,9 +230,25 @@ def train_sft(data_dir: str | Path, size: ModelSize, out_dir: str | Path, *, max
         torch.set_num_threads(threads)
     out = Path(out_dir)
     rows = read_rows(data_dir)
+    name = label or str(out)
+    if max_epochs is not None:
+        epochs = planned_epochs(steps, size.batch_size, len(rows))
+        if epochs > max_epochs + 1e-9:
+            raise UsageError(f"run {name}: {epochs:.2f} epochs ({steps} steps x {size.batch_size} sequences over "
+                             f"{len(rows)} rows) exceed train.max_epochs = {max_epochs:g}; synthesise more tasks "
+                             "or train fewer steps")
+    if learning_rate is not None:
+        if not (isinstance(learning_rate, float | int) and math.isfinite(learning_rate) and learning_rate > 0):
+            raise UsageError(f"learning_rate must be a positive number, got {learning_rate!r}")
+        size = size.model_copy(update={"learning_rate": float(learning_rate)})
+    if tokenizer_dir is not None and size.pretrained:
+        raise UsageError(f"model size {size.name!r} is pretrained and brings its own tokenizer; "
+                         "tokenizer_dir is for proxy rungs")
     data_id = dataset_id(data_dir)
     identity = {"dataset_id": data_id, "steps": steps, "seed": seed,
                 "model_size": size.model_dump(mode="json", exclude=_RESOURCE_FIELDS)}
+    if tokenizer_dir is not None:
+        identity["tokenizer_id"] = tokenizer_id(tokenizer_dir)
     if init is not None:
         if size.pretrained:
             raise UsageError(f"model size {size.name!r} is pretrained; init is for proxy rungs (a mid-trained model)")
@@ -213,6 +275,11 @@ def train_sft(data_dir: str | Path, size: ModelSize, out_dir: str | Path, *, max
     if init is not None:
         from train.tokenizer import load_tokenizer
         tokenizer = load_tokenizer(init)
+    elif tokenizer_dir is not None:
+        from train.tokenizer import load_tokenizer
+
+        tokenizer = load_tokenizer(tokenizer_dir)
+        tokenizer.save_pretrained(out)
     else:
         tokenizer = _tokenizer_for(size, out, rows, resume)
     data = tokenize_rows(rows, tokenizer, size.max_seq_len, seed=seed)
@@ -235,7 +302,7 @@ def train_sft(data_dir: str | Path, size: ModelSize, out_dir: str | Path, *, max
     checkpoint = last_checkpoint(out) if resume else None
     accounting = accounting_callback(read_accounting(checkpoint).get("wall_s", 0.0), on_step=on_step)
     with quiet_progress():
-        trainer = make_trainer(model, tokenizer, dataset, config, callbacks=[accounting])
+        trainer = make_trainer(model, tokenizer, dataset, config, callbacks=[accounting, divergence_callback()])
         trainer.train(resume_from_checkpoint=str(checkpoint) if checkpoint else None)
         trainer.model.save_pretrained(out)
         tokenizer.save_pretrained(out)

@@ -21,7 +21,7 @@ from train.errors import TrainError
 if TYPE_CHECKING:  # pragma: no cover
     from transformers import PreTrainedTokenizerFast
 
-__all__ = ["train_tokenizer", "load_tokenizer", "min_vocab_size", "TOKENIZER_CLASS"]
+__all__ = ["train_tokenizer", "load_tokenizer", "min_vocab_size", "tokenizer_id", "TOKENIZER_CLASS"]
 
 TOKENIZER_CLASS = "PreTrainedTokenizerFast"
 """Class name written to ``tokenizer_config.json`` of every tokenizer trained here."""
@@ -110,3 +110,16 @@ def load_tokenizer(path: str | Path) -> "PreTrainedTokenizerFast":
         return AutoTokenizer.from_pretrained(str(path))
     except (OSError, ValueError) as err:
         raise TrainError(f"cannot load a tokenizer from {str(path)!r}: {str(err).splitlines()[0]}") from None
+
+
+def tokenizer_id(path: str | Path) -> str:
+    """Content hash of a saved tokenizer folder's ``tokenizer.json``: ``sha256:<first 16 hex digits>``.
+
+    Raises :class:`train.errors.TrainError` naming the folder when it holds no ``tokenizer.json``.
+    """
+    import hashlib
+
+    file = Path(path) / "tokenizer.json"
+    if not file.is_file():
+        raise TrainError(f"tokenizer folder {str(path)!r} has no tokenizer.json")
+    return "sha256:" + hashlib.sha256(file.read_bytes()).hexdigest()[:16]

@@ -80,6 +80,14 @@ def test_score_equals_the_models_own_loss(backend, items):
     assert batch[0].logprob == pytest.approx(s.logprob, rel=1e-4)
 
 
+def test_score_counts_the_bytes_of_the_scored_text(backend, items):
+    req = reference_request(items[0])
+    (s,) = backend.score([req])
+    ids, mask = backend._scored_ids(req)
+    text = backend.tokenizer.decode([t for t, m in zip(ids, mask) if m], skip_special_tokens=False)
+    assert s.n_bytes == len(text.encode("utf-8")) > s.n_tokens  # byte-level BPE: a token holds >= 1 byte
+
+
 def test_assistant_mask_covers_only_the_reference_answer(backend, items):
     req = reference_request(items[0])
     ids, mask = backend._scored_ids(req)

@@ -22,12 +22,30 @@ def test_registry_metadata():
         assert b.version and b.description and b.higher_is_better and "score" in b.metrics
         assert ":" in b.loader
     assert get_benchmark("heldout-env").kind == "env"
-    with pytest.raises(UnknownBenchmarkError, match="known: bfcl, heldout-calls, heldout-env; did you mean 'heldout-env'"):
+    with pytest.raises(UnknownBenchmarkError, match="known: bfcl, heldout-calls, heldout-env, heldout-servers, "
+                                                    "indist-calls; did you mean 'heldout-env'"):
         get_benchmark("heldout-en")
 
 
-@pytest.mark.parametrize("name", ["heldout-calls", pytest.param("bfcl", marks=needs_wheel)])
+@pytest.mark.parametrize("name", ["heldout-calls", "indist-calls", "heldout-servers",
+                                  pytest.param("bfcl", marks=needs_wheel)])
 def test_items_match_the_pinned_digest(name):
     info = get_benchmark(name)
     got = items_digest(load_items(name))
     assert got == info.digest, REGEN.format(name=name, got=got)
+
+
+def test_protocol_benchmarks_have_their_sizes_servers_and_unseen_databases():
+    from synth.servers.db import HELDOUT_DOMAINS, TRAIN_DOMAINS
+
+    indist, held = load_items("indist-calls"), load_items("heldout-servers")
+    assert sum(bool(i.ground_truth) for i in indist) >= 256 and {i.source for i in indist} == set(TRAIN_DOMAINS)
+    assert sum(bool(i.ground_truth) for i in held) >= 200 and {i.source for i in held} == set(HELDOUT_DOMAINS)
+    assert len({i.id for i in indist}) == len(indist) and len({i.id for i in held}) == len(held)
+    # the same builder on training-seed databases gives other values: the databases are really new
+    from eval.heldout import build_heldout_calls
+    base = build_heldout_calls(calls_per_domain=26, parallel_per_domain=6, irrelevant_per_domain=2,
+                               domains=tuple(TRAIN_DOMAINS), seed=20_260_102, id_prefix="indist")
+    assert [i.ground_truth for i in base] != [i.ground_truth for i in indist]
+    for name in ("indist-calls", "heldout-servers"):
+        assert "bpb" in get_benchmark(name).metrics

@@ -156,6 +156,17 @@ def test_evaluate_spec_runs_every_benchmark_of_the_config():
     assert rows[0].score == 1.0 and rows[0].n_items == 10
 
 
+def test_generate_limit_generates_a_fixed_subset_and_scores_all():
+    from eval.runner import evaluate_spec
+    from toolscale.config import EvalSpec
+
+    rows = {m.metric: m for m in evaluate_spec("gold", EvalSpec(benchmarks=["indist-calls"], limit=40,
+                                                                 generate_limit=12))}
+    assert rows["score"].n_items == 12 and rows["score"].score == 1.0
+    with pytest.raises(UsageError, match="generate_limit must be a positive integer, got 0"):
+        evaluate("gold", "indist-calls", limit=5, generate_limit=0)
+
+
 @pytest.mark.slow
 def test_a_model_trained_on_the_references_scores_them_right(tmp_path):
     """End to end through train's chat template: memorise 6 items' answers, then generate, parse, match."""
@@ -211,3 +222,16 @@ def test_token_prob_is_exp_of_minus_loss_and_higher_is_better() -> None:
     assert rows["token_prob"].score == pytest.approx(math.exp(-1.5)) and rows["token_prob"].higher_is_better
     assert rows["token_prob"].stderr == pytest.approx(math.exp(-1.5) * rows["loss"].stderr)
     assert likelihood_metrics(info, []) == []
+    assert "bpb" not in rows  # bytes not counted: no bits per byte
+
+
+def test_bpb_is_nats_over_bytes_in_bits_and_lower_is_better() -> None:
+    from eval.benchmarks import get_benchmark
+    from eval.runner import likelihood_metrics
+
+    info = get_benchmark("indist-calls")
+    rows = {r.metric: r for r in likelihood_metrics(info, [(-4.0, 2, 8), (-2.0, 2, 2)])}
+    assert rows["bpb"].score == pytest.approx(6.0 / (math.log(2) * 10)) and not rows["bpb"].higher_is_better
+    per_item = [4.0 / (math.log(2) * 8), 2.0 / (math.log(2) * 2)]
+    assert rows["bpb"].stderr == pytest.approx(abs(per_item[0] - per_item[1]) / 2)
+    assert rows["loss"].score == pytest.approx(1.5)

@@ -227,3 +227,76 @@ def test_summary_is_a_frozen_model_whose_json_round_trips():
                                                            + d.summary.estimated_cost.compute, abs=0.011)
     with pytest.raises(Exception):
         d.summary.runs = 0  # type: ignore[misc]
+
+
+# ---- the proxy protocol: tokens per parameter, non-embedding N, epochs, scanned rates, the 16x check
+
+
+def test_proxy_preset_cells_follow_tokens_per_parameter_on_nonembedding_n():
+    c = preset("proxy")
+    d = build_design(c)
+    seq = c.design.tokens_per_sequence
+    fitted = {r.model_size for r in d.runs if r.split == "fit"}
+    nonemb = [c.model_size(m).approx_params_nonembedding for m in fitted]
+    assert max(nonemb) / min(nonemb) >= 8  # the fitted rungs span >= 8x in non-embedding N
+    for r in d.runs:
+        size = c.model_size(r.model_size)
+        tpp = r.metadata["tokens_per_param"]
+        assert r.model_params == size.approx_params_nonembedding
+        assert r.metadata["params_total"] == size.approx_params > r.model_params
+        steps = r.metadata["max_steps"]
+        assert steps == math.ceil(tpp * r.model_params / (size.batch_size * seq) - 1e-9)
+        assert r.train_tokens == steps * size.batch_size * seq
+        assert tpp * r.model_params <= r.train_tokens < tpp * r.model_params + size.batch_size * seq
+    held = [r for r in d.runs if r.split == "heldout"]
+    assert {r.model_size for r in held} == {"p-l"} and {r.metadata["tokens_per_param"] for r in held} == {20.0}
+    assert len(held) == 6 and d.summary.extrapolation_factor >= 16
+    assert {r.metadata["tokens_per_param"] for r in d.runs if r.model_size == "p-xs"} == {2.0, 6.0, 20.0}
+
+
+def test_held_out_rung_below_16x_is_refused_naming_the_factor():
+    data = copy.deepcopy(preset("proxy").model_dump(mode="json"))
+    data["ladder"][-1]["hidden_size"] = 48  # p-l barely above p-m
+    with pytest.raises(DesignError, match=r"held-out runs reach only 3\.15x the largest fitted run's FLOPs, below "
+                                          r"design.min_extrapolation_factor = 16; widen rung 'p-l' \(.*N x 2\.25\)"):
+        build_design(parse_config(data))
+
+
+def test_runs_above_max_epochs_are_refused_before_training_naming_the_run():
+    data = copy.deepcopy(preset("proxy").model_dump(mode="json"))
+    data["axes"][1]["min"] = 256  # task_count: too few tasks for p-l's 3.5M tokens
+    with pytest.raises(DesignError, match=r"plan more than train.max_epochs = 4 passes over their tasks, the most "
+                                          r"run \S+ \(p-l, 925 steps x 4 over task_count 256: 14\.45 epochs\)"):
+        build_design(parse_config(data))
+    data["train"]["max_epochs"] = None  # allowed: the epochs are recorded, the fit's repetition law handles them
+    assert build_design(parse_config(data)).summary.runs == 87
+
+
+def test_scanned_learning_rates_are_recorded_and_versioned():
+    c = preset("proxy")
+    rates = {"p-xs": 0.02, "p-s": 0.015, "p-m": 0.01, "p-l": 0.005}
+    plain, scanned = build_design(c), build_design(c, learning_rates=rates)
+    assert plain.version != scanned.version == build_design(c, learning_rates=dict(rates)).version
+    assert {r.model_size: r.metadata["learning_rate"] for r in scanned.runs} == rates
+    assert {r.metadata["learning_rate"] for r in plain.runs} == {m.learning_rate for m in c.ladder}
+    with pytest.raises(DesignError, match=r"learning rates given for unknown rungs \['p-xl'\]"):
+        build_design(c, learning_rates={"p-xl": 0.1})
+
+
+@pytest.mark.parametrize("bad, message", [([], "must be positive numbers"), ([2.0, -1.0], "must be positive numbers"),
+                                          ([2.0, 2.0], "has duplicates")])
+def test_bad_tokens_per_param(bad, message):
+    with pytest.raises(DesignError, match=message):
+        build_design(cfg({"tokens_per_param": bad}))
+
+
+def test_demo_preset_follows_the_protocol_at_small_scale():
+    c = preset("demo")
+    d = build_design(c)
+    s = d.summary
+    assert s.runs == 49 and s.heldout_runs == 4 and s.extrapolation_factor >= 16
+    fitted = {r.model_size for r in d.runs if r.split == "fit"}
+    nonemb = [c.model_size(m).approx_params_nonembedding for m in fitted]
+    assert max(nonemb) / min(nonemb) >= 8 and c.train.tokenizer == "shared" and c.lr_scan is not None
+    assert {r.metadata["tokens_per_param"] for r in d.runs if r.split == "fit"} == {2.0, 6.0, 20.0}
+    assert c.eval.benchmarks == ["indist-calls", "heldout-servers"]

@@ -60,6 +60,13 @@ def test_fit_json_contract_and_stored_fit_loads_back(simulated_registry, capsys)
     assert len(out["heldout_predictions"]) == out["heldout_n"] == 27
     p0 = out["heldout_predictions"][0]
     assert set(p0) >= {"run_id", "actual", "predicted", "lo", "hi"} and p0["lo"] <= p0["predicted"] <= p0["hi"]
+    # small-to-large decision accuracy: observed at the largest fitted cell, and the law's order, with CIs
+    obs, law = out["decision_accuracy"], out["decision_accuracy_law"]
+    assert obs["source"] == "observed" and law["source"] == "law" and obs["pairs"] == law["pairs"] > 0
+    for d in (obs, law):
+        assert 0 <= d["lo"] <= d["accuracy"] <= d["hi"] <= 1 and d["level"] == 0.9
+        assert "tool_diversity" in d["per_axis"] and all(0 < a["pairs"] <= d["pairs"] for a in d["per_axis"].values())
+    assert law["accuracy"] > 0.7  # a law recovered from its own form orders the held-out recipes
 
 
 def test_fit_holdout_none_and_explicit_law_table_output(simulated_registry, capsys):

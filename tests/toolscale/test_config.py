@@ -217,3 +217,31 @@ def test_a_bad_corpus_file_fails_before_anything_runs(tmp_path, capsys, content,
     assert main(["grid", "design", str(path), "--dry-run"]) == 2
     err = capsys.readouterr().err
     assert needle in err and err.strip().count("\n") == 0
+
+
+@pytest.mark.parametrize("preset", ["proxy", "demo"])
+def test_protocol_presets_init_and_validate(tmp_path, capsys, monkeypatch, preset) -> None:
+    monkeypatch.chdir(tmp_path)  # the presets' run folders are relative: no scan result here
+    path = tmp_path / f"{preset}.toml"
+    assert main(["init", str(path), "--preset", preset]) == 0
+    assert main(["validate", str(path)]) == 0
+    cfg = load_config(path)
+    assert cfg.train.tokenizer == "shared" and cfg.train.max_epochs == 4.0 and cfg.design.param_count == "nonembedding"
+    assert {m.num_layers for m in cfg.ladder} == {2} and len({m.vocab_size for m in cfg.ladder}) == 1
+    # grid design without the scan's result is refused, naming the command to run
+    assert main(["grid", "design", str(path), "--registry", str(tmp_path / "r.duckdb")]) == 2
+    assert f"run `toolscale lr-scan {path}` first" in capsys.readouterr().err
+
+
+def test_shared_tokenizer_needs_one_vocabulary() -> None:
+    data = _base()
+    data["train"] = {"tokenizer": "shared"}
+    data["experiment"].pop("target_model_size", None)
+    data["ladder"] = [dict(data["ladder"][0], name="a", vocab_size=512), dict(data["ladder"][0], name="b", vocab_size=1024)]
+    with pytest.raises(ConfigError, match=r"train.tokenizer = 'shared' needs one vocab_size for every proxy rung, "
+                                          r"got \[512, 1024\]"):
+        parse_config(data)
+    data = _base()
+    data["lr_scan"] = {"rungs": ["nope"], "learning_rates": [0.01, 0.02]}
+    with pytest.raises(ConfigError, match=r"lr_scan.rungs names unknown rungs \['nope'\]"):
+        parse_config(data)

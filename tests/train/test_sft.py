@@ -228,3 +228,42 @@ def test_trains_on_a_real_synth_dataset(tmp_path):
     curve = read_stats(tmp_path / "model")["loss_curve"]
     assert stats.steps == 12 and curve[-1]["loss"] < curve[0]["loss"] - 0.5
     assert read_stats(tmp_path / "model")["data"]["n_rows"] == len(read_rows(tmp_path / "data"))
+
+
+def test_a_diverging_loss_stops_the_run_with_its_log_tail():
+    from types import SimpleNamespace
+
+    from train.sft import DivergedError, divergence_callback
+
+    cb = divergence_callback(tail=2)
+    state = SimpleNamespace(global_step=1, max_steps=9)
+    for step, loss in [(1, 5.0), (2, 4.0), (3, float("nan"))]:
+        state.global_step = step
+        if step < 3:
+            cb.on_log(None, state, None, logs={"loss": loss})
+    with pytest.raises(DivergedError, match=r"diverged \(nan\) at step 3 of 9; last logged losses: step 2: 4, "
+                                            r"step 3: nan"):
+        cb.on_log(None, state, None, logs={"loss": float("nan")})
+    cb.on_log(None, state, None, logs={"learning_rate": 1.0})  # logs without a loss are ignored
+
+
+def test_too_many_epochs_are_refused_before_training_naming_the_run(tiny_data, tmp_path):
+    with pytest.raises(UsageError, match=r"run r-17: 20.00 epochs \(40 steps x 4 sequences over 8 rows\) exceed "
+                                         r"train.max_epochs = 4"):
+        train_sft(tiny_data, SIZE, tmp_path / "m", max_epochs=4.0, label="r-17")
+    assert not (tmp_path / "m").exists()  # nothing was written: refused before training
+
+
+def test_shared_tokenizer_and_learning_rate_override(tiny_data, tmp_path):
+    from train.data import render_corpus
+    from train.tokenizer import tokenizer_id, train_tokenizer
+
+    shared = tmp_path / "tok"
+    train_tokenizer(render_corpus(read_rows(tiny_data)) * 2, SIZE.vocab_size).save_pretrained(shared)
+    stats = train_sft(tiny_data, SIZE, tmp_path / "m", max_steps=2, save_steps=0, tokenizer_dir=shared,
+                      learning_rate=0.02)
+    assert stats.steps == 2 and tokenizer_id(tmp_path / "m") == tokenizer_id(shared)
+    run = json.loads((tmp_path / "m" / "run.json").read_text())
+    assert run["tokenizer_id"] == tokenizer_id(shared) and run["model_size"]["learning_rate"] == 0.02
+    with pytest.raises(UsageError, match="learning_rate must be a positive number, got -1"):
+        train_sft(tiny_data, SIZE, tmp_path / "m2", max_steps=2, learning_rate=-1)

@@ -211,6 +211,16 @@ def _run(args: argparse.Namespace, experiment: str | None):
         return fit_experiment(runs, request, config=config, simulated=simulated or None)
 
 
+def with_decisions(summary: Any, fit: Any, args: argparse.Namespace) -> Any:
+    """``summary`` with the small-to-large decision accuracies of ``fit`` (:mod:`fit.decision`)."""
+    from fit.decision import LOSS_METRICS, decisions_for_fit
+
+    _, runs, _, _ = _load(args, fit.experiment)
+    observed, law = decisions_for_fit(runs, fit, higher_is_better=fit.metric not in LOSS_METRICS,
+                                      seed=getattr(args, "seed", 0) or 0)
+    return summary.model_copy(update={"decision_accuracy": observed, "decision_accuracy_law": law})
+
+
 def fit_summary(result: Any, fit_id: str | None = None):
     """The ``fit --json`` object: :class:`fit.models.FitSummary` of the result's fit (its verdict included)."""
     from fit.laws import law_of
@@ -246,6 +256,7 @@ def _fit(args: argparse.Namespace) -> int:
                                   converged=f.converged, n_points=f.n_points, data_hash=f.data_hash,
                                   payload=f.model_dump(mode="json"))
     summary = fit_summary(result, fit_id)
+    summary = with_decisions(summary, result.fit, args)
     if args.json:
         emit_json(summary.model_dump(mode="json"))
         return 0
@@ -268,6 +279,11 @@ def _fit(args: argparse.Namespace) -> int:
         print_table([{"fitted sizes": ", ".join(f"{n:.3g}" for n in s.fit_sizes), "predicted": f"{s.predicted_size:.3g}",
                       "runs": s.n, "MAE": s.mae, "relative MAE": s.relative_mae, "max error": s.max_error,
                       "90% coverage": s.interval_coverage} for s in f.rolling], title="rolling validation")
+    for d in (summary.decision_accuracy, summary.decision_accuracy_law):
+        if d is not None and d.accuracy is not None:
+            ci = f"{d.level:.0%} CI {d.lo:.0%}-{d.hi:.0%}" if d.lo is not None else "no CI"
+            print(f"decision accuracy ({d.source}: {d.small_scale}): {d.accuracy:.0%} of {d.pairs} recipe pairs "
+                  f"({ci})")
     if result.interaction is not None:
         i = result.interaction
         ci = f" [{i.gain_ratio_lo:.2f}, {i.gain_ratio_hi:.2f}]" if i.gain_ratio_lo is not None else ""

@@ -6,6 +6,7 @@ import argparse
 
 from toolscale.cli._common import Formatter, check_tool_axis, emit_json, print_table
 from toolscale.config import load_config
+from toolscale.errors import UsageError
 
 __all__ = ["register"]
 
@@ -43,7 +44,16 @@ def _design(args: argparse.Namespace) -> int:
 
     config = load_config(args.config)
     check_tool_axis(config)
-    design = build_design(config)
+    rates = None
+    if config.lr_scan is not None:
+        from slurm.lr_scan import read_scan, scan_path
+
+        scan = read_scan(config)
+        if scan is None and not args.dry_run:
+            raise UsageError(f"{args.config} has an [lr_scan] section but {scan_path(config)} does not exist; "
+                             f"run `toolscale lr-scan {args.config}` first")
+        rates = scan.learning_rates if scan is not None else None
+    design = build_design(config, learning_rates=rates)
     written = None
     if not args.dry_run:
         from grid.planner import record_design

@@ -17,11 +17,11 @@ __all__ = ["register", "example_config_text"]
 
 
 def example_config_text(preset: str = "default") -> str:
-    """The commented example config shipped with the package (``default`` or ``micro``)."""
+    """The commented example config shipped with the package (``default``, ``micro``, ``demo`` or ``proxy``)."""
     try:
         return resources.files("toolscale.presets").joinpath(f"{preset}.toml").read_text(encoding="utf-8")
     except FileNotFoundError:
-        raise UsageError(f"unknown preset {preset!r}; known: default, micro") from None
+        raise UsageError(f"unknown preset {preset!r}; known: default, micro, demo, proxy") from None
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -29,7 +29,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                        formatter_class=Formatter,
                        epilog="example:\n  toolscale init experiment.toml\n  toolscale init micro.toml --preset micro")
     p.add_argument("path", nargs="?", default="toolscale.toml", help="where to write (default: toolscale.toml)")
-    p.add_argument("--preset", default="default", choices=["default", "micro"], help="which example")
+    p.add_argument("--preset", default="default", choices=["default", "micro", "demo", "proxy"],
+                   help="which example (proxy: the proxy-ladder protocol of docs/results/; demo: the same at demo scale)")
     p.add_argument("--force", action="store_true", help="overwrite an existing file")
     p.set_defaults(func=_init)
 

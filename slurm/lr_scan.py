@@ -1,0 +1,132 @@
+"""Run a learning-rate scan (``toolscale lr-scan``): the I/O around :mod:`train.lr_scan`.
+
+Every ``(scanned rung, rate)`` pair trains once on the same dataset (the given recipe, built under the
+executor folder's dataset cache) with the experiment's shared tokenizer when the config asks for one,
+``ceil(tpp x N / (batch x tokens_per_sequence))`` steps, ``max_parallel`` at a time in fresh worker
+processes. A run that raises (a NaN loss stops it with :class:`train.sft.DivergedError`) is recorded
+as failed with its log tail; the choice is made among the rest. The result is written atomically to
+``<executor.folder>/lr_scan.json``; a rerun reuses the finished trainings (``train_sft`` resumes).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import multiprocessing
+import time
+import traceback
+from collections.abc import Callable
+from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
+from typing import Any
+
+from train.lr_scan import ScanResult, ScanRun, best_rates, carry_rates, scan_loss
+
+__all__ = ["run_lr_scan", "scan_path", "read_scan", "scan_steps", "SCAN_FILE"]
+
+SCAN_FILE = "lr_scan.json"
+"""File name of the scan result in the executor folder."""
+
+
+def scan_path(cfg: Any) -> Path:
+    """``<executor.folder>/lr_scan.json``."""
+    return Path(cfg.executor.folder) / SCAN_FILE
+
+
+def read_scan(cfg: Any) -> ScanResult | None:
+    """The stored scan result of this config's experiment, or None when there is none."""
+    path = scan_path(cfg)
+    if not path.is_file():
+        return None
+    return ScanResult.model_validate_json(path.read_text(encoding="utf-8"))
+
+
+def scan_steps(cfg: Any, size: Any) -> int:
+    """Steps of a scan run: ``ceil(tpp x N / (batch_size x design.tokens_per_sequence))``."""
+    n = size.counted_params(cfg.design.param_count)
+    return max(1, math.ceil(cfg.lr_scan.tokens_per_param * n / (size.batch_size * cfg.design.tokens_per_sequence)))
+
+
+def _train_one(cfg_json: dict[str, Any], rung: str, lr: float, data_dir: str, tok_dir: str | None,
+               out_dir: str) -> dict[str, Any]:
+    """Worker: one scan training; returns ScanRun fields (never raises)."""
+    from toolscale.config import ExperimentConfig
+
+    cfg = ExperimentConfig.model_validate(cfg_json)
+    size = cfg.model_size(rung)
+    steps = scan_steps(cfg, size)
+    base = {"rung": rung, "width": size.hidden_size, "learning_rate": lr, "steps": steps}
+    try:
+        from train.sft import read_stats, train_sft
+
+        stats = train_sft(data_dir, size, out_dir, max_steps=steps, seed=cfg.lr_scan.seed, threads=cfg.train.threads,
+                          tokenizer_dir=tok_dir, learning_rate=lr, label=f"lr-scan {rung} lr={lr:g}")
+        curve = (read_stats(out_dir) or {}).get("loss_curve") or []
+        loss = scan_loss(curve)
+        if not math.isfinite(loss):
+            raise ValueError(f"scan loss is {loss}")
+        return {**base, "status": "done", "loss": loss, "wall_s": stats.wall_s}
+    except Exception as err:  # noqa: BLE001 - a failed scan run is a result, not a crash
+        from train.sft import DivergedError
+
+        tail = str(err) if isinstance(err, DivergedError) else \
+            "".join(traceback.format_exception(err)).strip().splitlines()[-3:]
+        return {**base, "status": "failed", "error": tail if isinstance(tail, str) else " | ".join(tail)}
+
+
+def run_lr_scan(cfg: Any, recipe_levels: dict[str, float], *, progress: Callable[[str], None] | None = None,
+                trainer: Callable[..., dict[str, Any]] | None = None) -> ScanResult:
+    """Train every scan run, choose, carry by the rule; write and return the :class:`ScanResult`.
+
+    ``recipe_levels`` are the axis levels of the scan's dataset (the design's center point).
+    ``trainer`` replaces the worker (tests); it gets the worker's arguments and returns ScanRun fields.
+    """
+    from slurm.pipeline import dataset_key, ensure_dataset, ensure_tokenizer, recipe_for
+
+    spec = cfg.lr_scan
+    if spec is None:
+        raise ValueError("the config has no [lr_scan] section")
+    say = progress or (lambda _m: None)
+    folder = Path(cfg.executor.folder)
+    cache = folder / "datasets"
+    recipe = recipe_for(cfg, recipe_levels, spec.seed)
+    key = dataset_key({"lr_scan": recipe.identity()})
+
+    def build(tmp: Path) -> None:
+        from synth.dataset import build_dataset
+
+        build_dataset(recipe, tmp)
+
+    data_dir, _ = ensure_dataset(cache, key, build)
+    tok_dir = str(ensure_tokenizer(cfg, cache)) if cfg.train.tokenizer == "shared" else None
+    jobs = [(r, float(lr)) for r in spec.rungs for lr in spec.learning_rates]
+    say(f"lr-scan: {len(jobs)} runs ({', '.join(spec.rungs)} x {len(spec.learning_rates)} rates) on {data_dir.name}")
+    cfg_json = cfg.model_dump(mode="json")
+    args = [(cfg_json, r, lr, str(data_dir), tok_dir, str(folder / "lr-scan" / f"{r}-lr{lr:g}")) for r, lr in jobs]
+    t0 = time.monotonic()
+    results: list[dict[str, Any]] = []
+    if trainer is not None:
+        results = [trainer(*a) for a in args]
+    else:
+        ctx = multiprocessing.get_context("spawn")
+        with ProcessPoolExecutor(max_workers=max(1, cfg.executor.max_parallel), mp_context=ctx) as pool:
+            futures = [pool.submit(_train_one, *a) for a in args]
+            for i, fut in enumerate(futures):
+                results.append(fut.result())
+                r = results[-1]
+                shown = f"loss {r['loss']:.4f}" if r["status"] == "done" else f"FAILED: {r['error']}"
+                say(f"lr-scan {i + 1}/{len(jobs)}: {r['rung']} lr={r['learning_rate']:g} {shown} "
+                    f"({(time.monotonic() - t0) / 60:.1f} min)")
+    runs = [ScanRun.model_validate(r) for r in results]
+    best, edge = best_rates(runs)
+    widths = {m.name: m.hidden_size for m in cfg.ladder if not m.pretrained}
+    k, anchor, rates = carry_rates(best, widths, spec.rule)
+    result = ScanResult(experiment=cfg.experiment.name, rule=spec.rule, exponent=k, anchor_rung=anchor,
+                        anchor_width=widths[anchor], anchor_lr=best[anchor], best=best, at_grid_edge=edge,
+                        learning_rates=rates, runs=runs)
+    path = scan_path(cfg)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps(result.model_dump(mode="json"), indent=1), encoding="utf-8")
+    tmp.replace(path)
+    return result
