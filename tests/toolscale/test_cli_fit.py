@@ -274,3 +274,12 @@ def test_fit_skips_runs_without_the_metric_and_says_how_many(tmp_path, capsys):
                  "chinchilla", "--holdout", "none", "--bootstrap", "0", "--no-store"]) == 0
     out = capsys.readouterr().out
     assert "chinchilla on 15 runs" in out and "skipped 1 done runs without b/loss" in out
+
+
+def test_axes_none_means_a_law_over_n_only(simulated_registry, capsys):
+    code = main(["fit", "--registry", simulated_registry, "--experiment", "sim", "--benchmark", "simulated",
+                 "--law", "saturating", "--axes", "none", "--bootstrap", "0", "--starts", "2", "--no-store",
+                 "--no-interaction", "--json"])
+    assert code == 0
+    out = json.loads(capsys.readouterr().out)
+    assert not any(k.startswith(("G_", "B_", "beta_")) for k in out["params"]), out["params"]
