@@ -219,7 +219,8 @@ class AllocationPlan(_Frozen):
     decision: Decision
     """Whether the gain over ``baseline`` is resolved, or the plans tie at this budget."""
     replicate_sd: float | None = None
-    """Seed-to-seed SD of one run's score from the fit's replicates (score points), the noise floor of a decision."""
+    """The noise floor of a decision, score points: the seed-to-seed SD of one run from the fit's replicates
+    (with >= 10 degrees of freedom), else the fit's residual SD; ``decision.reason`` says which."""
     marginal_value: dict[str, float]
     """What the next budget unit buys: score points per unit of budget spent on each axis."""
     optimality: Optimality

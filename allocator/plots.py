@@ -37,6 +37,13 @@ def sweep_plot(plans: Sequence[AllocationPlan], path: str | Path, metric: str = 
     ax2.set_ylabel(f"predicted {plans[0].benchmark}/{metric}")
     ax2.set_title(f"predicted {metric}")
     ax2.legend(fontsize=8)
+    return _save(fig, path)
+
+
+def _save(fig, path: str | Path) -> Path:
+    """Lay out, write ``path`` (110 dpi, parent folders made) and close the figure."""
+    import matplotlib.pyplot as plt
+
     fig.tight_layout()
     out = Path(path)
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -101,9 +108,4 @@ def verification_plot(report: VerificationReport, path: str | Path) -> Path:
     ax.set_title(f"{report.budget} at {report.model_size}: realised gain {gain}, predicted "
                  f"{report.predicted_gain:+.3g}", fontsize=9)
     ax.legend(fontsize=8)
-    fig.tight_layout()
-    out = Path(path)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(out, dpi=110)
-    plt.close(fig)
-    return out
+    return _save(fig, path)

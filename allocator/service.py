@@ -251,6 +251,24 @@ def _load(reg: Registry, *, budget: float, benchmark: str, unit: str | None, exp
                    fitted_runs=reg.runs(exp, status="done", split="fit"))
 
 
+MIN_REPLICATE_DOF = 10
+"""Degrees of freedom a replicate SD needs before it is the noise floor of a decision (below: the residual SD)."""
+
+
+def noise_floor(fit: FitResult) -> tuple[float | None, str]:
+    """``(sd, label)``: the SD of one run's score below which a gain is noise, in the fit's residual units.
+
+    The pooled SD between replicated seeds when it rests on at least :data:`MIN_REPLICATE_DOF`
+    degrees of freedom; else the fit's residual SD (it includes any lack of fit, so it is the
+    more cautious floor), and the label says which.
+    """
+    dof = fit.lack_of_fit.df_pure if fit.lack_of_fit is not None else 0
+    if fit.replicate_sd is not None and dof >= MIN_REPLICATE_DOF:
+        return fit.replicate_sd, "seed-to-seed SD"
+    why = f"{dof} replicate degrees of freedom" if fit.replicate_sd is not None else "no replicated seeds"
+    return fit.residual_sd, f"residual SD ({why})"
+
+
 def plan_allocation(registry: str, *, budget: float, benchmark: str, unit: str | None = None,
                     experiment: str | None = None, model_size: str | None = None,
                     config: ExperimentConfig | None = None, law: str | None = None, draws: int | None = None,
@@ -268,8 +286,9 @@ def plan_allocation(registry: str, *, budget: float, benchmark: str, unit: str |
                    config=config, law=law, draws=draws, mix_forms=mix_forms)
         base_surface, base_method = diversity_only_law(ld.fitted_runs, ld.config, benchmark=benchmark,
                                                        metric=ld.fit.metric, tokens=ld.tokens)
-        plan = solve(ld.request, ld.surface, baseline_surface=base_surface, replicate_sd=ld.fit.replicate_sd,
-                     replicate_log=ld.fit.residual_scale == "log", redraws=redraws, warm=warm)
+        noise, label = noise_floor(ld.fit)
+        plan = solve(ld.request, ld.surface, baseline_surface=base_surface, replicate_sd=noise,
+                     replicate_log=ld.fit.residual_scale == "log", noise_label=label, redraws=redraws, warm=warm)
         if base_surface is None:
             plan = plan.model_copy(update={"baseline_method": base_method})
         allocation_id = None

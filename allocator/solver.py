@@ -321,7 +321,7 @@ def _differing_axes(request: AllocationRequest, a: Mapping[str, float], b: Mappi
 
 
 def decide(gain: float, gain_interval: tuple[float, float] | None, replicate_sd: float | None,
-           differing: Sequence[str]) -> Decision:
+           differing: Sequence[str], noise_label: str = "seed-to-seed SD") -> Decision:
     """``recommend`` when the gain is resolved, else ``no_decision`` naming why and the axes that tie.
 
     No decision when the gain's 90% interval contains 0, when the gain is below the
@@ -334,14 +334,14 @@ def decide(gain: float, gain_interval: tuple[float, float] | None, replicate_sd:
         reasons.append(f"the gain's 90% interval [{gain_interval[0]:+.4f}, {gain_interval[1]:+.4f}] "
                        + ("contains 0" if gain_interval[1] >= 0 else "is below 0"))
     if replicate_sd is not None and gain < replicate_sd:
-        reasons.append(f"the gain {gain:+.4f} is below the seed-to-seed SD {replicate_sd:.4f}")
+        reasons.append(f"the gain {gain:+.4f} is below the {noise_label} {replicate_sd:.4f}")
     if gain_interval is None and gain <= 0.0:
         reasons.append(f"the gain {gain:+.4f} is not positive")
     if reasons:
         return Decision(verdict="no_decision", reason="no decision at this budget: " + "; ".join(reasons),
                         tied_axes=list(differing))
     iv = f" (90% interval [{gain_interval[0]:+.4f}, {gain_interval[1]:+.4f}])" if gain_interval else ""
-    sd = f", above the seed-to-seed SD {replicate_sd:.4f}" if replicate_sd is not None else ""
+    sd = f", above the {noise_label} {replicate_sd:.4f}" if replicate_sd is not None else ""
     return Decision(verdict="recommend", reason=f"gain {gain:+.4f} over the diversity-only plan{iv}{sd}")
 
 
@@ -350,7 +350,8 @@ def _gains(surface: Surface, a: Mapping[str, float], b: Mapping[str, float], n: 
 
 
 def solve(request: AllocationRequest, surface: Surface, *, baseline_surface: Surface | None = None,
-          replicate_sd: float | None = None, replicate_log: bool = False, redraws: int = 30,
+          replicate_sd: float | None = None, replicate_log: bool = False,
+          noise_label: str = "seed-to-seed SD", redraws: int = 30,
           warm: Sequence[Mapping[str, float]] = ()) -> AllocationPlan:
     """The recommended plan, the diversity-only baseline, the quality-pinned comparison, their uncertainty.
 
@@ -360,6 +361,7 @@ def solve(request: AllocationRequest, surface: Surface, *, baseline_surface: Sur
     baseline_surface : a law over the diversity axes alone; the baseline is its optimum at the same
         budget with quality at baseline (None: the baseline is the quality-pinned plan).
     replicate_sd : seed-to-seed SD of one run's score, the noise floor of a decision.
+    noise_label : what ``replicate_sd`` is, in the decision's words.
     replicate_log : ``replicate_sd`` is in log units (a fit on log residuals); it is converted to score
         points at the baseline's predicted score (delta method: ``sd_y = y sd_log``).
     redraws : draws re-solved (warm-started from the point solution) for the spread of spend per axis.
@@ -410,7 +412,7 @@ def solve(request: AllocationRequest, surface: Surface, *, baseline_surface: Sur
         p_beats_baseline=float(np.mean([g > 0 for g in gains])) if gains else None,
         pinned=pinned, gain_over_pinned=plan.predicted_score - pinned.predicted_score,
         pinned_gain_interval=percentile_interval(pinned_gains),
-        decision=decide(gain, gain_iv, replicate_sd, _differing_axes(request, levels, base_levels)),
+        decision=decide(gain, gain_iv, replicate_sd, _differing_axes(request, levels, base_levels), noise_label),
         replicate_sd=replicate_sd, marginal_value=_marginals(request, levels, surface.score),
         optimality=check_optimality(request, continuous, surface.score), extrapolation=bool(extra),
         extrapolation_detail=extra, draws_used=len(surface.draws), law_weights=weights)

@@ -76,6 +76,20 @@ def _present(v: Any) -> bool:
     return v is not None and not (isinstance(v, float) and math.isnan(v))
 
 
+def _checkpoints(runs: Sequence[Any]) -> tuple[list[float], list[bool]]:
+    """``(steps, final)`` of runs that are checkpoints (metadata ``step``); ``([], [])`` when none is."""
+    meta = [r.metadata or {} for r in runs]
+    if not any("step" in m for m in meta):
+        return [], []
+    steps = [float(m.get("step", math.inf)) for m in meta]
+    last: dict[str, float] = {}
+    for m, st in zip(meta, steps):
+        key = str(m.get("checkpoint_of", id(m)))
+        last[key] = max(last.get(key, -math.inf), st)
+    final = [st == last[str(m.get("checkpoint_of", id(m)))] for m, st in zip(meta, steps)]
+    return [s if math.isfinite(s) else -1.0 for s in steps], final
+
+
 def points_from_runs(runs: Sequence[Any], *, benchmark: str, metric: str = "score", inputs: Sequence[str] = (),
                      experiment: str = "", simulated: bool | None = None,
                      intermediate: tuple[str, str] | None = None) -> Points:
@@ -86,15 +100,22 @@ def points_from_runs(runs: Sequence[Any], *, benchmark: str, metric: str = "scor
     runs : :class:`grid.models.RunRecord` objects (done runs).
     benchmark, metric : the target is ``metrics["benchmark/metric"]``.
     inputs : input names to collect: ``N``, ``D``, ``C`` or axis names.
-    intermediate : ``(input name, metric)`` of a two-step law (e.g. ``("L", "loss")``).
+    intermediate : ``(input name, metric)`` of a two-step law (e.g. ``("L", "loss")``); the metric
+        is of the same benchmark, or ``"other-benchmark/metric"`` (a task loss such as bits per byte).
+
+    Rows imported with a ``step`` column are checkpoints of one run (``metadata["step"]`` and
+    ``metadata["checkpoint_of"]``): ``Points.steps`` holds each step and ``Points.final`` marks
+    each run's last checkpoint.
     simulated : label; default: True when any run's source is ``simulated``.
 
     Raises :class:`fit.errors.FitInputError` when no run has the metric (listing the ones present).
     """
     key = f"{benchmark}/{metric}"
     with_metric = [r for r in runs if _present(r.metrics.get(key))]
+    inter_key = None
     if intermediate is not None:
-        with_metric = [r for r in with_metric if f"{benchmark}/{intermediate[1]}" in r.metrics]
+        inter_key = intermediate[1] if "/" in intermediate[1] else f"{benchmark}/{intermediate[1]}"
+        with_metric = [r for r in with_metric if _present(r.metrics.get(inter_key))]
     if not with_metric:
         present = ", ".join(available_metrics(runs)) or "none"
         raise FitInputError(f"no done run has metric {key!r}; metrics present: {present}")
@@ -110,11 +131,13 @@ def points_from_runs(runs: Sequence[Any], *, benchmark: str, metric: str = "scor
             vals.append(float(v))
         cols[name] = vals
     if intermediate is not None:
-        cols[intermediate[0]] = [float(r.metrics[f"{benchmark}/{intermediate[1]}"]) for r in with_metric]
+        cols[intermediate[0]] = [float(r.metrics[inter_key]) for r in with_metric]
     flops = [float(r.train_flops) if r.train_flops is not None else math.nan for r in with_metric]
     if simulated is None:
         simulated = any(r.source == "simulated" for r in with_metric)
+    steps, final = _checkpoints(with_metric)
     return Points(inputs=cols, y=[float(r.metrics[key]) for r in with_metric], n_skipped=len(runs) - len(with_metric),
+                  steps=steps, final=final,
                   target="loss" if metric in ("loss", "bpb") else "score", run_ids=[r.run_id for r in with_metric],
                   split=[r.split for r in with_metric], groups=[_group_key(r) for r in with_metric],
                   flops=flops if all(math.isfinite(f) for f in flops) else [], experiment=experiment,

@@ -53,11 +53,19 @@ def fit_experiment(runs: Sequence[Any], request: FitRequest, *, config: Experime
     generic = get_law(name)
     metric = request.metric or ("loss" if generic.target == "loss" else "score")
     law = law_for_runs(name, runs, config, request.axes)
-    inter = ("L", "loss") if law.stages is not None else None
+    inter = ("L", request.stage1_metric) if law.stages is not None else None
+    fixed = None
+    if request.floor is not None:
+        if "lo" not in law.param_names:
+            raise FitInputError(f"--floor holds the accuracy floor of a two-step law (sigmoid, two_step); law "
+                                f"{law.name!r} has none")
+        fixed = {"lo": request.floor}
     names = law.stages[0].axes if law.stages is not None else law.axes
     points = points_from_runs(runs, benchmark=request.benchmark, metric=metric, inputs=names,
                               experiment=request.experiment, simulated=simulated, intermediate=inter)
     points, source = apply_holdout(points, request.holdout, stored_fraction(config))
+    if points.final and law.stages is None:  # checkpoints feed a two-step law's stage 2 only
+        points = points.subset(points.final)
     kinds = {i.kind for i in law.inputs}
     interaction = None
     if request.interaction_test and law.target == "score" and {"diversity", "quality"} <= kinds \
@@ -70,7 +78,8 @@ def fit_experiment(runs: Sequence[Any], request: FitRequest, *, config: Experime
             law = get_law(interaction.supported, law.inputs)
     fit = fit_law(points, law, huber_delta=request.huber_delta, n_starts=request.n_starts,
                   max_grid=request.max_grid, seed=request.seed, n_bootstrap=request.n_bootstrap,
-                  n_jobs=request.n_jobs, holdout_rule=request.holdout, holdout_source=source, method=request.method)
+                  n_jobs=request.n_jobs, holdout_rule=request.holdout, holdout_source=source, method=request.method,
+                  fixed=fixed)
     if interaction is not None:
         fit = with_forms(fit, [f for name, f in forms.items() if name != fit.law], points, law, seed=request.seed)
         fit = fit.model_copy(update={"interaction": interaction})

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Mapping
 
 import numpy as np
 
@@ -191,7 +192,8 @@ def replicate_sd(points: Points, law: Law) -> float | None:
 def fit_law(points: Points, law: Law, *, huber_delta: float | None = None, n_starts: int = 8,
             max_grid: int = 8192, seed: int = 0, n_bootstrap: int = 0, n_jobs: int | None = None,
             interval_level: float = 0.90, holdout_rule: str = "", holdout_source: str = "",
-            require_convergence: bool = False, method: str = "trf", maxiter: int = 2000) -> FitResult:
+            require_convergence: bool = False, method: str = "trf", maxiter: int = 2000,
+            fixed: Mapping[str, float] | None = None) -> FitResult:
     """Fit ``law`` to the ``fit`` points; bootstrap and score the ``heldout`` points when asked.
 
     Parameters
@@ -213,6 +215,8 @@ def fit_law(points: Points, law: Law, *, huber_delta: float | None = None, n_sta
     method : ``trf`` (default; Huber least squares by trust-region steps, polished by
         L-BFGS-B) or ``lbfgsb`` (L-BFGS-B from every start); see :func:`fit_params`.
     maxiter : iteration (function evaluation, for ``trf``) limit of each minimiser run.
+    fixed : parameters held at given values (e.g. ``{"lo": 0.25}``, the chance-accuracy floor of a
+        two-step law); they are in ``params`` and ``fixed`` of the result and are not bootstrapped.
 
     Returns
     -------
@@ -240,12 +244,18 @@ def fit_law(points: Points, law: Law, *, huber_delta: float | None = None, n_sta
         raise FitInputError(f"law {law.name!r} fits a {law.target}, but the points hold a {points.target} "
                             f"({points.benchmark}/{points.metric})")
     split = points.split_array()
+    final = np.asarray(points.final, dtype=bool) if points.final else np.ones(points.n, dtype=bool)
     train = points.subset(split == "fit")
-    test = points.subset(split == "heldout")
+    test = points.subset((split == "heldout") & final)  # a held-out run is judged by its final checkpoint
     check_points(train, law)
     law = choose_residual_scale(law, train.y_array(), huber_delta)
     huber_delta = None
-    fixed, priors, note = _unidentified_size_exponent(law, train)
+    held, priors, note = _unidentified_size_exponent(law, train)
+    unknown = [k for k in (fixed or {}) if k not in law.param_names]
+    if unknown:
+        raise FitInputError(f"law {law.name!r} has no parameter {unknown[0]!r} to hold fixed "
+                            f"(parameters: {', '.join(law.param_names)})")
+    fixed = {**held, **(fixed or {})}
     t0 = time.perf_counter()
     opt = fit_any(law, train, huber_delta=huber_delta, n_starts=n_starts, max_grid=max_grid, seed=seed,
                    method=method, fixed=fixed, maxiter=maxiter)

@@ -505,7 +505,11 @@ def _hypothesis(kind: str) -> LawFactory:
 # two-step: loss from N and D, then a sigmoid to accuracy (OLMo model ladder)
 # ---------------------------------------------------------------------------
 def _sigmoid(inputs: Sequence[LawInput] | None = None) -> Law:
-    """``S = lo + (hi - lo) / (1 + exp(k (L - L0)))``: accuracy falls as the loss ``L`` rises (``k > 0``)."""
+    """``S = lo + (hi - lo) / (1 + exp(k (L - L0)))``: accuracy falls as the loss ``L`` rises (``k > 0``).
+
+    ``0 <= lo`` and ``hi <= 1`` (an accuracy); the floor ``lo`` is held at chance accuracy with
+    ``fit --floor`` (OLMo model ladder, Bhagia et al. 2024).
+    """
     if inputs is None:
         inputs = (LawInput(name="L", kind="metric"),)
     loss_in = _one(inputs, "metric", "sigmoid")
@@ -515,7 +519,7 @@ def _sigmoid(inputs: Sequence[LawInput] | None = None) -> Law:
         return p["lo"] + (p["hi"] - p["lo"]) / (1.0 + np.exp(z))
 
     return Law(name="sigmoid", target="score", inputs=(loss_in,), param_names=("lo", "hi", "k", "L0"),
-               bounds={"lo": (-0.5, 1.0), "hi": (0.0, 1.5), "k": (1e-2, 100.0), "L0": (1e-3, 50.0)},
+               bounds={"lo": (0.0, 1.0), "hi": (0.0, 1.0), "k": (1e-2, 100.0), "L0": (1e-3, 50.0)},
                start_grid={"lo": (0.0, 0.2), "hi": (0.6, 1.0), "k": (1.0, 5.0, 20.0), "L0": (0.5, 1.5, 3.0, 6.0)},
                fn=fn, log_params=frozenset({"k", "L0"}), formula="S = lo + (hi - lo) / (1 + exp(k (L - L0)))")
 

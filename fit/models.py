@@ -381,7 +381,7 @@ class InteractionResult(_Frozen):
     what diversity buys (``gain_ratio`` above or below 1)."""
     strength: Literal["strong", "weak"]
     """``strong`` when the interval of ``gain_ratio`` and the bootstrap LR test agree (or, without them,
-    the BIC gap exceeds 6)."""
+    the BIC gap exceeds 6; a gap above 2 already rejects additivity)."""
     delta_bic: float
     """BIC(additive) - min(BIC(multiplicative), BIC(interaction)) (> 0 favours a non-additive form)."""
     lr_stat: float
@@ -441,6 +441,11 @@ class FitRequest(_Frozen):
     """Run the additive vs multiplicative comparison when the experiment has both axis kinds."""
     interaction_bootstrap: int = Field(default=50, ge=0)
     """Bootstrap refits of the ``interaction`` law for the effect-size interval (at most ``n_bootstrap``)."""
+    floor: float | None = Field(default=None, ge=0.0, lt=1.0)
+    """Accuracy floor of a two-step law (chance accuracy, e.g. 0.25 for 4 choices): ``lo`` held there."""
+    stage1_metric: str = "loss"
+    """Intermediate of a two-step law: a metric of the benchmark, or ``other/metric`` (e.g. a task loss in
+    bits per byte) that stage 1 predicts from N and D."""
     train_stages: list[str] | None = None
     """Fit only the runs trained with exactly these stages (``["sft"]``, ``["sft", "grpo"]``...); None: all.
     SFT and RL laws are fitted separately (research plan)."""

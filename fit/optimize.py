@@ -243,20 +243,31 @@ def fit_any(law: Law, points: Points, *, huber_delta: float | None, n_starts: in
              seed: int, starts: list[Mapping[str, float]] | None = None, method: str = "trf",
              fixed: Mapping[str, float] | None = None, maxiter: int = 2000, tol: float = 1e-8,
              polish: bool = True) -> OptimumInfo:
-    """Fit a law (chaining the stages of a two-step law, each on its own observed data)."""
+    """Fit a law (chaining the stages of a two-step law, each on its own observed data).
+
+    Two-step laws (OLMo model ladder): stage 1 (intermediate loss from N and D) is fitted on
+    the runs' final checkpoints only (``points.final``); stage 2 (score from the observed
+    loss) on every checkpoint, which widens the loss range it sees. ``fixed`` parameters are
+    held in whichever stage has them (e.g. the accuracy floor ``lo``).
+    """
     X = points.X()
     y = points.y_array()
     if law.stages is None:
         return fit_params(law, X, y, huber_delta=huber_delta, n_starts=n_starts, max_grid=max_grid, seed=seed,
                           starts=starts, method=method, fixed=fixed, maxiter=maxiter, tol=tol, polish=polish)
-    if fixed:
-        raise FitInputError(f"law {law.name!r}: fixed parameters are not supported for two-step laws")
     stage1, stage2, inter = law.stages
-    s1 = fit_params(stage1, X, X[inter], n_starts=n_starts, max_grid=max_grid, seed=seed, method=method,
-                    maxiter=maxiter,
+    fixed = dict(fixed or {})
+    unknown = [k for k in fixed if k not in law.param_names]
+    if unknown:
+        raise FitInputError(f"law {law.name!r} has no parameter {unknown[0]!r} to hold fixed")
+    final = np.asarray(points.final, dtype=bool) if points.final else np.ones(points.n, dtype=bool)
+    X1 = {k: v[final] for k, v in X.items()}
+    s1 = fit_params(stage1, X1, X1[inter], n_starts=n_starts, max_grid=max_grid, seed=seed, method=method,
+                    maxiter=maxiter, fixed={k: v for k, v in fixed.items() if k in stage1.param_names} or None,
                     starts=None if starts is None else [{k: s[k] for k in stage1.param_names} for s in starts])
     s2 = fit_params(stage2, X, y, huber_delta=huber_delta, n_starts=n_starts, max_grid=max_grid, seed=seed,
                     method=method, maxiter=maxiter,
+                    fixed={k: v for k, v in fixed.items() if k in stage2.param_names} or None,
                     starts=None if starts is None else [{k: s[k] for k in stage2.param_names} for s in starts])
     pred = law.predict({**s1.params, **s2.params}, X)
     delta = law.huber_delta if huber_delta is None else huber_delta

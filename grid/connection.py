@@ -93,7 +93,9 @@ def _connect(path: str, read_only: bool, timeout_s: float) -> duckdb.DuckDBPyCon
     deadline = time.monotonic() + timeout_s
     while True:
         try:
-            return duckdb.connect(path, read_only=read_only)
+            con = duckdb.connect(path, read_only=read_only)
+            con.execute("SET enable_progress_bar = false")  # no progress bar on stderr: one line per error
+            return con
         except duckdb.Error as err:
             msg = str(err)
             if not isinstance(err, duckdb.IOException) or "lock" not in msg.lower():

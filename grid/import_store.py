@@ -31,7 +31,7 @@ from grid.importer import FIXED_TARGETS, MAX_ABS_METRIC, POSITIVE_TARGETS, SPLIT
 from grid.models import Conflict, ImportReport, RunSpec
 from grid.run_store import RunStore
 from grid.schema import SCHEMA_VERSION, axis_column, axis_column_ddl
-from grid.split import heldout_mask
+from grid.split import heldout_threshold
 from toolscale.config import FLOPS_PER_PARAM_TOKEN
 
 __all__ = ["StagedTable", "stage_table", "ImportStore", "RUN_FIELDS"]
@@ -68,7 +68,7 @@ def _first(m: duckdb.DuckDBPyConnection, sql: str) -> tuple | None:
 
 def stage_table(path: str | Path, mapping: dict[str, str], *, experiment: str, benchmark: str | None = None,
                 heldout_fraction: float = 0.25, score_range: tuple[float, float] | None = None,
-                config_axes: Sequence[str] | None = None, memory_limit: str = "1GB") -> StagedTable:
+                config_axes: Sequence[str] | None = None, memory_limit: str = "512MB") -> StagedTable:
     """Read and validate ``path``; :class:`TableImportError` naming the first bad row (numbered from 2).
 
     ``config_axes`` (a config's axes) lets columns named exactly like an axis map themselves.
@@ -83,6 +83,7 @@ def stage_table(path: str | Path, mapping: dict[str, str], *, experiment: str, b
         raise TableImportError(f"{p}: the file is empty")
     t0 = time.perf_counter()
     m = duckdb.connect(":memory:", config={"memory_limit": memory_limit, "preserve_insertion_order": True})
+    m.execute("SET enable_progress_bar = false")
     try:
         reader = (f"read_csv({_lit(str(p))}, all_varchar = true, header = true)" if suffix == ".csv"
                   else f"(SELECT CAST(COLUMNS(*) AS VARCHAR) FROM read_parquet({_lit(str(p))}))")
@@ -103,6 +104,11 @@ def stage_table(path: str | Path, mapping: dict[str, str], *, experiment: str, b
         if benchmark is None and "benchmark" not in mapping:
             raise TableImportError("name the benchmark: --benchmark NAME, or --map COLUMN=benchmark")
         axes = [t for t in mapping if t not in FIXED_TARGETS]
+        numeric = {mapping[t] for t in ("model_params", "train_tokens", "train_flops", "seed", "step", "score",
+                                        "loss", "model_size", *axes) if t in mapping}
+        casts = "".join(f", TRY_CAST(NULLIF(trim({_q(c)}), '') AS DOUBLE) AS {_num(c)}" for c in sorted(numeric))
+        m.execute(f"CREATE TABLE typed_raw AS SELECT *{casts} FROM raw; DROP TABLE raw; "
+                  "ALTER TABLE typed_raw RENAME TO raw")
         _validate(m, mapping, axes, score_range)
         runs, metrics, heldout = _build(m, mapping, axes, columns, experiment, benchmark, heldout_fraction)
         return StagedTable(axes=axes, runs=runs, metrics=metrics, rows=n, heldout=heldout,
@@ -112,12 +118,13 @@ def stage_table(path: str | Path, mapping: dict[str, str], *, experiment: str, b
 
 
 def _num(col: str) -> str:
-    return f"TRY_CAST(NULLIF(trim({_q(col)}), '') AS DOUBLE)"
+    """The column holding ``col`` parsed as a number once (NULL for a blank or unparsable cell)."""
+    return _q("#" + col)
 
 
 def _validate(m: duckdb.DuckDBPyConnection, mapping: dict[str, str], axes: list[str],
               score_range: tuple[float, float] | None) -> None:
-    numeric = [t for t in ("model_params", "train_tokens", "train_flops", "seed", "score", "loss", *axes)
+    numeric = [t for t in ("model_params", "train_tokens", "train_flops", "seed", "step", "score", "loss", *axes)
                if t in mapping]
     for target in numeric:
         col = mapping[target]
@@ -164,8 +171,6 @@ def _validate(m: duckdb.DuckDBPyConnection, mapping: dict[str, str], axes: list[
 def _build(m: duckdb.DuckDBPyConnection, mapping: dict[str, str], axes: list[str], columns: list[str],
            experiment: str, benchmark: str | None, heldout_fraction: float) -> tuple[Any, Any, int]:
     """The typed runs and metrics tables (Arrow), with derived N, D, C, ids and the split."""
-    import pyarrow as pa
-
     def col(target: str, default: str = "CAST(NULL AS DOUBLE)") -> str:
         return _num(mapping[target]) if target in mapping else default
 
@@ -174,6 +179,10 @@ def _build(m: duckdb.DuckDBPyConnection, mapping: dict[str, str], axes: list[str
     used = set(mapping.values())
     cells = ", ".join(f"coalesce({_q(c)}, '')" for c in columns)
     key = f"trim({_q(mapping['run_id'])})" if "run_id" in mapping else f"left(sha256(concat_ws(chr(31), {cells})), 16)"
+    base_key = key
+    step = _num(mapping["step"]) if "step" in mapping else None
+    if step is not None:  # rows sharing a run id are checkpoints of one run: one stored run per step
+        key = f"({base_key}) || '@' || format('{{:g}}', {step})"
     meta_cols = [c for c in columns if c not in used]
     meta = (f"json_object({', '.join(f'{_lit(c)}, {_q(c)}' for c in meta_cols)})" if meta_cols else "json_object()")
     recipe = f"json_object({', '.join(f'{_lit(a)}, {_num(mapping[a])}' for a in axes)})" if axes else "json_object()"
@@ -181,39 +190,45 @@ def _build(m: duckdb.DuckDBPyConnection, mapping: dict[str, str], axes: list[str
              else f"coalesce(format('{{:.3g}}', {params}), 'unknown')")
     bench = f"trim({_q(mapping['benchmark'])})" if "benchmark" in mapping else _lit(benchmark or "")
     split = f"trim({_q(mapping['split'])})" if "split" in mapping else "'fit'"
-    m.execute(f"""CREATE TABLE typed AS SELECT _line, {key} AS import_key, {label} AS model_size,
-        {params} AS model_params, {col('train_tokens')} AS d, {col('train_flops')} AS c,
-        CAST(coalesce({col('seed')}, 0) AS INTEGER) AS seed, {bench} AS benchmark, {split} AS split,
-        {recipe} AS recipe, {meta} AS columns,
-        {col('score')} AS score, {col('loss')} AS loss
-        {''.join(f', {_num(mapping[a])} AS {_q(axis_column(a))}' for a in axes)}
-        FROM raw""")
     k6 = FLOPS_PER_PARAM_TOKEN
-    m.execute(f"UPDATE typed SET c = coalesce(c, {k6} * model_params * d)")
+    m.execute(f"""CREATE TABLE typed AS
+        WITH base AS (SELECT _line, {key} AS import_key, {label} AS model_size,
+            {params} AS model_params, {col('train_tokens')} AS d0, {col('train_flops')} AS c0,
+            CAST(coalesce({col('seed')}, 0) AS INTEGER) AS seed, {bench} AS benchmark, {split} AS split,
+            {recipe} AS recipe, {meta} AS columns,
+            {col('score')} AS score, {col('loss')} AS loss,
+            {step if step is not None else "CAST(NULL AS DOUBLE)"} AS step,
+            {base_key if step is not None else "CAST(NULL AS VARCHAR)"} AS checkpoint_of
+            {''.join(f', {_num(mapping[a])} AS {_q(axis_column(a))}' for a in axes)}
+            FROM raw),
+        flops AS (SELECT *, coalesce(c0, {k6} * model_params * d0) AS c FROM base)
+        SELECT * EXCLUDE (d0, c0), coalesce(d0, c / ({k6} * model_params)) AS d,
+            'i-' || left(sha256({_lit(experiment)} || chr(0) || import_key), 16) AS run_id
+        FROM flops""")
+    m.execute("DROP TABLE raw")
     bad = _first(m, "SELECT _line, model_params, d FROM typed WHERE c IS NOT NULL AND NOT isfinite(c)")
     if bad:
         raise TableImportError(f"row {bad[0]}: train_flops = 6 N D overflows (N = {bad[1]:g}, D = {bad[2]:g})")
-    m.execute(f"UPDATE typed SET d = coalesce(d, c / ({k6} * model_params))")
-    m.execute(f"ALTER TABLE typed ADD COLUMN run_id VARCHAR; "
-              f"UPDATE typed SET run_id = 'i-' || left(sha256({_lit(experiment)} || chr(0) || import_key), 16)")
     dups = m.execute("SELECT import_key, count(*) FROM typed GROUP BY import_key HAVING count(*) > 1 LIMIT 1").fetchall()
     dup = dups[0] if dups else None
     if dup:
         raise TableImportError(f"two rows have the same run_id ({dup[0]!r}, {dup[1]} rows); map a unique column "
                                "to run_id")
     if "split" not in mapping:
-        flops = m.execute("SELECT c FROM typed ORDER BY _line").fetchnumpy()["c"]
+        flops = m.execute("SELECT c FROM typed").fetchnumpy()["c"]
         if not hasattr(flops, "mask") or not flops.mask.any():
-            mask = heldout_mask(list(flops.astype(float)), heldout_fraction, min_fit=1)
-            m.register("_mask", pa.table({"_line": m.execute("SELECT _line FROM typed ORDER BY _line")
-                                          .fetchnumpy()["_line"], "held": mask}))
-            m.execute("UPDATE typed SET split = CASE WHEN _mask.held THEN 'heldout' ELSE 'fit' END "
-                      "FROM _mask WHERE typed._line = _mask._line")
+            cut = heldout_threshold(flops.astype(float).tolist(), heldout_fraction, min_fit=1)
+            if cut is not None:
+                op = ">" if cut[1] else ">="
+                m.execute(f"UPDATE typed SET split = 'heldout' WHERE c {op} ?", [cut[0]])
     heldout = m.execute("SELECT count(*) FROM typed WHERE split = 'heldout'").fetchall()[0][0]
     axis_sel = "".join(f", {_q(axis_column(a))}" for a in axes)
     runs = m.sql(f"""SELECT run_id, {_lit(experiment)} AS experiment, 'import' AS design_version,
         CAST(recipe AS VARCHAR) AS recipe, model_size, model_params, d AS train_tokens, c AS train_flops, seed, split,
-        CAST(json_object('import_key', import_key, 'columns', columns, 'token_multiplier', 1.0) AS VARCHAR)
+        CAST((CASE WHEN step IS NULL
+              THEN json_object('import_key', import_key, 'columns', columns, 'token_multiplier', 1.0)
+              ELSE json_object('import_key', import_key, 'columns', columns, 'token_multiplier', 1.0, 'step', step,
+                               'checkpoint_of', checkpoint_of) END) AS VARCHAR)
             AS metadata{axis_sel}
         FROM typed ORDER BY _line""").to_arrow_table()
     metrics = m.sql("""
@@ -408,7 +423,7 @@ class ImportStore(RunStore):
             SELECT s.run_id, s.experiment, s.design_version, s.recipe, s.model_size, s.model_params, s.train_tokens,
                 s.train_flops, s.seed, 'done', ?, s.metadata, ?, ?, ?, s.split, ?{''.join(f', s.{_q(axis_column(a))}'
                                                                                           for a in axes)}
-            FROM _s_runs s ANTI JOIN runs r USING (run_id)""",
+            FROM _s_runs s ANTI JOIN runs r USING (run_id) ORDER BY s.run_id""",
             [source, now(), now(), SCHEMA_VERSION, code_version()])
         return int(n)
 
@@ -421,7 +436,8 @@ class ImportStore(RunStore):
             """INSERT INTO metrics (run_id, benchmark, metric, benchmark_version, score, stderr, n_items,
                 higher_is_better, created_at, schema_version)
             SELECT s.run_id, s.benchmark, s.metric, s.version, s.score, s.stderr, s.n_items, s.higher_is_better, ?, ?
-            FROM _s_metrics s ANTI JOIN metrics m USING (run_id, benchmark, metric)""",
+            FROM _s_metrics s ANTI JOIN metrics m USING (run_id, benchmark, metric)
+            ORDER BY s.run_id, s.benchmark, s.metric""",
             [now(), SCHEMA_VERSION])
         return int(n)
 

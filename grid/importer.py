@@ -6,7 +6,8 @@ everything before anything is written; ``read_table`` is the file edge.
 Map targets: ``run_id``, ``model_size`` (a parameter count N, or a label),
 ``model_params``, ``train_tokens`` (D), ``train_flops`` (C), ``score`` (higher is
 better), ``loss`` (lower is better), ``benchmark``, ``seed``, ``split`` (``fit`` or
-``heldout``: overrides the top-FLOPs rule), and any axis name. Columns named exactly
+``heldout``: overrides the top-FLOPs rule), ``step`` (rows sharing a ``run_id`` are
+checkpoints of one run; a two-step law's stage 2 sees them all), and any axis name. Columns named exactly
 like a config axis map themselves (:func:`self_mapped`). Missing D or C is derived with
 C = 6 N D. An empty metric cell is a missing value: the run is imported without that
 metric (``fit`` skips it and says how many). Unmapped columns are kept as run metadata.
@@ -31,7 +32,7 @@ __all__ = ["FIXED_TARGETS", "SPLITS", "MAX_ABS_METRIC", "POSITIVE_TARGETS", "par
            "rows_to_runs", "self_mapped", "check_metric_mapped"]
 
 FIXED_TARGETS = ("run_id", "model_size", "model_params", "train_tokens", "train_flops", "score", "loss",
-                 "benchmark", "seed", "split")
+                 "benchmark", "seed", "split", "step")
 SPLITS = ("fit", "heldout")
 """Values of a mapped ``split`` column (it overrides the top-FLOPs rule)."""
 _AXIS = re.compile(r"^[a-z][a-z0-9_]*$")
@@ -200,11 +201,16 @@ def rows_to_runs(rows: Sequence[dict[str, Any]], mapping: dict[str, str], *, exp
                 for k, v in row.items() if k not in used}
         key = str(row[mapping["run_id"]]) if "run_id" in mapping else hashlib.sha256(
             json.dumps(row, sort_keys=True, default=str).encode()).hexdigest()[:16]
+        extra_meta: dict[str, Any] = {}
+        if "step" in mapping:
+            step = _number(row, mapping["step"], line, "step")
+            extra_meta = {"step": step, "checkpoint_of": key}
+            key = f"{key}@{step:g}"
         run_id = "i-" + hashlib.sha256(f"{experiment}\0{key}".encode()).hexdigest()[:16]
         label = str(size_raw) if size_raw is not None else (f"{params:.3g}" if params else "unknown")
         runs.append(RunSpec(run_id=run_id, experiment=experiment, design_version="import", recipe=recipe,
                             model_size=label, model_params=params, train_tokens=tokens, train_flops=c, seed=seed,
-                            metadata={"import_key": key, "columns": meta}))
+                            metadata={"import_key": key, "columns": meta, **extra_meta}))
         metrics.append(ms)
         flops.append(c if c is not None else math.nan)
     if splits:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
-__all__ = ["heldout_mask", "SPLIT_RULE"]
+__all__ = ["heldout_mask", "heldout_threshold", "SPLIT_RULE"]
 
 SPLIT_RULE = "top-flops:{fraction:g}"
 """How the rule is recorded (``top-flops:0.25``), the same string ``toolscale fit --holdout`` takes."""
@@ -32,14 +32,27 @@ def heldout_mask(flops: Sequence[float], fraction: float = 0.25, *, min_fit: int
     >>> heldout_mask([1, 5, 5, 5], 0.5, min_fit=1)
     [False, True, True, True]
     """
+    cut = heldout_threshold(flops, fraction, min_fit=min_fit)
+    if cut is None:
+        return [False] * len(flops)
+    threshold, strict = cut
+    return [f > threshold if strict else f >= threshold for f in flops]
+
+
+def heldout_threshold(flops: Sequence[float], fraction: float = 0.25, *,
+                      min_fit: int = 0) -> tuple[float, bool] | None:
+    """The rule of :func:`heldout_mask` as ``(threshold, strict)``: held out are the runs with FLOPs
+    ``> threshold`` when ``strict`` else ``>= threshold``; None when nothing is held out.
+
+    For callers that apply the rule to many rows themselves (the bulk importer applies it in SQL).
+    """
     if not 0.0 <= fraction < 1.0:
         raise ValueError(f"held-out fraction must be in [0, 1), got {fraction}")
     n = len(flops)
     k = math.ceil(fraction * n)
     if k == 0:
-        return [False] * n
-    threshold = sorted(flops, reverse=True)[k - 1]
-    mask = [f >= threshold for f in flops]
-    if n - sum(mask) < min_fit:
-        mask = [f > threshold for f in flops]
-    return mask
+        return None
+    ordered = sorted(flops, reverse=True)
+    threshold = ordered[k - 1]
+    held = sum(1 for f in ordered if f >= threshold)
+    return (float(threshold), n - held < min_fit)

@@ -4,8 +4,12 @@
   and schema matches) -> derivable / non-derivable actions with their supporting observations;
 - :mod:`probes.graph`: the observation -> action dependency graph (networkx);
 - :mod:`probes.coverage`: compositional coverage (structures x support depth), one score per dataset;
-- :mod:`probes.masking`: the counterfactual-masking probe (a tiny LM from train/, batched scoring);
-- :mod:`probes.calibration`: threshold on a calibration split, agreement and confusion on another;
+- :mod:`probes.kinds`: probe kinds behind one interface (``[probe].kind``): :mod:`probes.copyprobe` (``copy``,
+  training-free, the default), :mod:`probes.lmprobe` (``lm``), :mod:`probes.hfprobe` (``hf:MODEL_DIR``);
+- :mod:`probes.masking`: the counterfactual-masking LM machinery (rendering, learned mask, batched scoring);
+- :mod:`probes.shared`: one cross-fitted ``lm`` probe per experiment, pooled across its datasets;
+- :mod:`probes.annotation`: human-label export and import; :mod:`probes.measured`: the measured axis for fit;
+- :mod:`probes.calibration`: threshold (balanced accuracy) on a calibration split; figures with CIs on another;
 - :mod:`probes.cost`: probe FLOPs against the target run (budget 5 %);
 - :mod:`probes.repair`: registered repair operations (resynthesize, downweight);
 - :mod:`probes.pipeline`: ``probe_dataset(DIR, spec=..., target_train_flops=...)`` (pinned interface 7)

@@ -221,6 +221,7 @@ def train_probe(texts: Sequence[str], encoded_fn: Callable[["PreTrainedTokenizer
 
     tokenizer = train_tokenizer(texts, spec.vocab_size)
     tokenizer.add_tokens([MASK_TOKEN], special_tokens=True)
+    tokenizer.mask_token = MASK_TOKEN  # saved with the tokenizer, so hf: loads the same mask
     mask_id = tokenizer.convert_tokens_to_ids(MASK_TOKEN)
     encs = [e for e in encoded_fn(tokenizer) if len(e.ids) >= 2]
     seqs = [e.ids for e in encs]

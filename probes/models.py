@@ -23,6 +23,7 @@ __all__ = [
     "MetricIntervals",
     "CoverageReport",
     "HumanAgreement",
+    "SharedProbe",
     "ProbeCost",
     "RepairRecord",
     "ProbeSummary",
@@ -214,6 +215,21 @@ class CalibrationReport(_Frozen):
     """Confusion matrix on the evaluation split."""
     target: float = 0.85
     """Agreement target of the research plan."""
+
+
+class SharedProbe(_Frozen):
+    """An experiment's amortised, cross-fitted ``lm`` probes (:func:`probes.shared.train_shared`)."""
+
+    models: dict[str, str]
+    """Dataset folder -> saved probe folder that scores it (one that never trained on it)."""
+    trained_on: dict[str, list[str]]
+    """Saved probe folder -> the dataset folders its training sample was pooled from."""
+    params: float = Field(ge=0)
+    """Parameters N of each probe."""
+    train_tokens: float = Field(ge=0)
+    """Non-padding training tokens of all the probes together."""
+    train_flops: float = Field(ge=0)
+    """``6 N D_train`` of all the probes together, paid once for the experiment."""
 
 
 class HumanAgreement(_Frozen):

@@ -19,6 +19,7 @@ from slurm.errors import LaunchError
 from slurm.jobs import job_kind_ref
 from slurm.models import CancelReport, ExecutorKind, LaunchReport
 from slurm.paths import LaunchPaths
+from slurm.process import same_process
 from slurm.submit import ACTIVE, LOCAL_JOBS, launch_plan, read_manifests, submit_runs
 from toolscale.config import ExperimentConfig
 
@@ -78,14 +79,25 @@ def preview(config: ExperimentConfig, registry_path: str | Path, *, max_parallel
     return launch_plan(config, runs, max_parallel=max_parallel, signal_delay_s=signal_delay_s)
 
 
-def _signal_local(job_id: str) -> str | None:
+def _signal_local(job_id: str, started: float | None) -> str | None:
+    """SIGINT a local job's controller, only while its PID still belongs to the process started at ``started``."""
     job = LOCAL_JOBS.get(job_id)
     try:
         if job is not None:
             job.cancel()
-        else:
-            os.kill(int(job_id), signal.SIGINT)
+            return None
+        pid = int(job_id)
     except (ProcessLookupError, ValueError):
+        return None
+    except OSError as err:
+        return f"job {job_id}: {err}"
+    if started is None:
+        return f"job {job_id}: no start time recorded for this PID (launched by an older version); not signalled"
+    if not same_process(pid, started):
+        return None  # gone, or the PID now belongs to another process: nothing of ours to stop
+    try:
+        os.kill(pid, signal.SIGINT)
+    except ProcessLookupError:
         return None
     except OSError as err:
         return f"job {job_id}: {err}"
@@ -104,9 +116,11 @@ def cancel(config: ExperimentConfig | None, registry_path: str | Path, *, experi
 
     paths = LaunchPaths.of(folder or (config.executor.folder if config else "./runs"))
     executor_of: dict[str, str] = {}
+    started_of: dict[str, float] = {}
     for m in read_manifests(paths, experiment):
         for job_id in m.jobs.values():
             executor_of[job_id] = m.executor
+        started_of.update(m.started)
     with Registry(registry_path) as reg:
         reg.experiment(experiment)
         runs = reg.runs(experiment, status=list(ACTIVE), run_ids=run_ids)
@@ -122,7 +136,7 @@ def cancel(config: ExperimentConfig | None, registry_path: str | Path, *, experi
                 errors.extend(line for line in proc.stderr.splitlines() if line.strip())
         for r in runs:
             if r.job_id and executor_of.get(r.job_id) == "local":
-                problem = _signal_local(r.job_id)
+                problem = _signal_local(r.job_id, started_of.get(r.job_id))
                 if problem:
                     errors.append(problem)
         ids = [r.run_id for r in runs]

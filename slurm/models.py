@@ -36,6 +36,9 @@ class LaunchManifest(_Frozen):
     """When the jobs were submitted (UTC)."""
     jobs: dict[str, str] = Field(default_factory=dict)
     """``run_id -> scheduler job id`` (``<array>_<index>`` for SLURM arrays, a PID for local jobs)."""
+    started: dict[str, float] = Field(default_factory=dict)
+    """``job id -> start time`` of each local job's controller process (seconds since the epoch): a PID is
+    signalled or called alive only while its start time still matches (PIDs are reused)."""
 
 
 class LaunchReport(_Frozen):

@@ -79,23 +79,25 @@ def train_stages(cfg: ExperimentConfig, size: ModelSize, run: RunSpec, data_dir:
 
     stages = cfg.train.stages
     done: dict[str, TrainStats] = {}
-    init = None
-    plan = plan_stages(["sft"], total_steps=steps, batch_size=size.batch_size, sft_tokens=1.0)
+    init, sft_steps, mid_plan = None, steps, {"midtrain_steps": 0, "midtrain_tokens": 0.0}
     if "midtrain" in stages:
         from train.midtrain import prepare_midtrain, train_midtrain
 
         corpus = Path(cfg.train.midtrain_corpus) if cfg.train.midtrain_corpus else data_dir
-        tok_dir = workdir / "tokenizer"
+        # the experiment's shared tokenizer when there is one (every arm, both stages), else one per run
+        tok_dir = Path(sft_options.get("tokenizer_dir") or workdir / "tokenizer")
         sft_t, doc_t, corpus_t = prepare_midtrain(corpus, data_dir, size, tok_dir)
         level = run.recipe.get("midtrain_tokens", cfg.train.midtrain_tokens)
-        level = None if level is None else float(level)
         plan = plan_stages(stages, total_steps=steps, batch_size=size.batch_size, sft_tokens=sft_t, doc_tokens=doc_t,
-                           corpus_tokens=corpus_t, midtrain_tokens=level)
+                           corpus_tokens=corpus_t, midtrain_tokens=None if level is None else float(level))
+        sft_steps, mid_plan = plan.sft_steps, {"midtrain_steps": plan.midtrain_steps,
+                                               "midtrain_tokens": plan.midtrain_tokens}
         if plan.midtrain_steps:
             done["midtrain"] = train_midtrain(corpus, size, workdir / "midtrain", max_steps=plan.midtrain_steps,
                                               seed=run.seed, threads=cfg.train.threads, tokenizer_dir=tok_dir)
             init = workdir / "midtrain"
-    sft_steps = plan.sft_steps if "midtrain" in stages else steps
+        else:  # the SFT-only arm trains with the same tokenizer as the mid-trained arms
+            sft_options = {**sft_options, "tokenizer_dir": tok_dir}
     model_dir = workdir / "model"
     done["sft"] = train_sft(data_dir, size, model_dir, max_steps=sft_steps, seed=run.seed, threads=cfg.train.threads,
                             resume=True, init=init, **sft_options)
@@ -109,6 +111,4 @@ def train_stages(cfg: ExperimentConfig, size: ModelSize, run: RunSpec, data_dir:
                                   threads=cfg.train.threads)
         model_dir = workdir / "grpo"
     return StagesResult(total=_total(done), stages=done, model_dir=model_dir,
-                        plan={"midtrain_steps": plan.midtrain_steps, "sft_steps": sft_steps,
-                              "grpo_steps": grpo_steps,
-                              "midtrain_tokens": plan.midtrain_tokens})
+                        plan={**mid_plan, "sft_steps": sft_steps, "grpo_steps": grpo_steps})

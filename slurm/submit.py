@@ -29,6 +29,7 @@ from slurm.errors import LaunchError, SubmitError
 from slurm.jobs import job_kind_ref
 from slurm.models import ExecutorKind, LaunchManifest, LaunchReport
 from slurm.paths import LaunchPaths, atomic_write_json
+from slurm.process import process_start
 from slurm.resources import executor_parameters
 from toolscale.config import ExperimentConfig
 
@@ -149,9 +150,15 @@ def submit_runs(reg, config: ExperimentConfig, runs: Sequence[RunRecord], *, exe
                 LOCAL_JOBS[str(job.job_id)] = job
     submit_s = time.perf_counter() - t0
     if job_ids:
+        started = {}
+        if executor == "local":  # the controllers were just started: their PIDs cannot have been reused yet
+            for job_id in job_ids.values():
+                t = process_start(int(job_id)) if job_id.isdigit() else None
+                if t is not None:
+                    started[job_id] = t
         manifest = LaunchManifest(launch_id=launch_id, experiment=experiment, executor=executor,
                                   job_kind=job_kind, submitit_folder=str(folder), created_at=datetime.now(UTC),
-                                  jobs=job_ids)
+                                  jobs=job_ids, started=started)
         atomic_write_json(paths.manifest(launch_id), manifest.model_dump(mode="json"))
         reg.mark_submitted(job_ids)
     if executor == "debug":

@@ -30,6 +30,7 @@ from grid.models import RUN_STATUSES, IngestReport, RunRecord
 from slurm.errors import LaunchError, SubmitError
 from slurm.models import JobState, LaunchManifest, SyncReport
 from slurm.paths import LaunchPaths
+from slurm.process import same_process
 from slurm.submit import ACTIVE, LOCAL_JOBS, read_manifests, submit_runs
 from toolscale.config import ExperimentConfig
 
@@ -93,8 +94,14 @@ def slurm_states(job_ids: Iterable[str]) -> dict[str, JobState]:
     return out
 
 
-def _pid_alive(pid: int) -> bool:
-    """Whether ``pid`` is a live (not zombie) submitit controller; a reused PID is not."""
+def _pid_alive(pid: int, started: float | None = None) -> bool:
+    """Whether ``pid`` is the live (not zombie) submitit controller that was started at ``started``.
+
+    With a recorded start time the PID counts only while that time still matches (a reused PID is another
+    process); manifests from before start times were recorded fall back to the command line check.
+    """
+    if started is not None:
+        return same_process(pid, started)
     try:
         stat = Path(f"/proc/{pid}/stat").read_text()
         cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
@@ -109,8 +116,8 @@ def _pid_alive(pid: int) -> bool:
     return stat.rsplit(")", 1)[-1].split()[0] != "Z" and b"submitit" in cmdline
 
 
-def local_state(job_id: str) -> JobState:
-    """State of a local submitit job (its id is the controller's PID)."""
+def local_state(job_id: str, started: float | None = None) -> JobState:
+    """State of a local submitit job (its id is the controller's PID, ``started`` its recorded start time)."""
     job = LOCAL_JOBS.get(job_id)
     if job is not None:
         raw = job.state
@@ -119,7 +126,7 @@ def local_state(job_id: str) -> JobState:
             LOCAL_JOBS.pop(job_id, None)
         return JobState(job_id=job_id, raw=raw, status=status)
     try:
-        alive = _pid_alive(int(job_id))
+        alive = _pid_alive(int(job_id), started)
     except ValueError:
         alive = False
     return JobState(job_id=job_id, raw="RUNNING" if alive else "EXITED", status="running" if alive else "done")
@@ -140,7 +147,7 @@ def _states(jobs: dict[str, LaunchManifest]) -> dict[str, JobState]:
     out = slurm_states(slurm_ids) if slurm_ids else {}
     for j, m in jobs.items():
         if m.executor == "local":
-            out[j] = local_state(j)
+            out[j] = local_state(j, m.started.get(j))
         elif m.executor == "debug":
             out[j] = JobState(job_id=j, raw="DONE", status="done")
     return out

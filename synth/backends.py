@@ -18,7 +18,7 @@ from synth.models import ToolDoc
 from synth.servers import catalog
 from synth.servers.db import make_database
 
-__all__ = ["Backend", "InProcessBackend", "EmulatorBackend", "RoutingBackend", "argument_problem"]
+__all__ = ["Backend", "InProcessBackend", "EmulatorBackend", "RoutingBackend", "argument_problem", "checked_doc"]
 
 _TYPES = {"string": (str,), "integer": (int,), "number": (int, float), "boolean": (bool,),
           "array": (list,), "object": (dict,)}
@@ -54,6 +54,18 @@ def argument_problem(doc: ToolDoc, arguments: Any) -> str | None:
         if "enum" in spec and v not in spec["enum"]:
             return f"{name}: argument {k!r} must be one of {spec['enum']}, got {v!r}"
     return None
+
+
+def checked_doc(docs: dict[tuple[str, str], ToolDoc], server: str, name: str, arguments: Any) -> ToolDoc:
+    """The document of ``server.name`` from ``docs``; raises :class:`ToolCallError` for an unknown tool or
+    arguments that do not fit its schema (:func:`argument_problem`)."""
+    doc = docs.get((server, name))
+    if doc is None:
+        raise ToolCallError(f"unknown tool {name!r} on server {server!r}")
+    problem = argument_problem(doc, arguments)
+    if problem is not None:
+        raise ToolCallError(problem)
+    return doc
 
 
 class InProcessBackend:
@@ -93,12 +105,7 @@ class EmulatorBackend:
         return {}
 
     def call(self, server: str, instance: tuple[int, int], name: str, arguments: dict[str, Any]) -> dict:
-        doc = self._docs.get((server, name))
-        if doc is None:
-            raise ToolCallError(f"unknown tool {name!r} on server {server!r}")
-        problem = argument_problem(doc, arguments)
-        if problem is not None:
-            raise ToolCallError(problem)
+        doc = checked_doc(self._docs, server, name, arguments)
         key = (server, instance, name, json.dumps(arguments, sort_keys=True))
         if key in self._state:
             return self._state[key]

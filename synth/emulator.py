@@ -20,9 +20,9 @@ import json
 import threading
 from typing import Any
 
-from synth.backends import argument_problem
+from synth.backends import checked_doc
 from synth.chat import ChatClient, parse_object, sample_reason
-from synth.errors import SampleRejected, ToolCallError
+from synth.errors import SampleRejected
 from synth.models import ToolDoc
 
 __all__ = ["EMULATOR_TRIES", "LLMEmulator", "output_problem"]
@@ -70,12 +70,7 @@ class LLMEmulator:
         return {}
 
     def call(self, server: str, instance: tuple[int, int], name: str, arguments: dict[str, Any]) -> dict:
-        doc = self._docs.get((server, name))
-        if doc is None:
-            raise ToolCallError(f"unknown tool {name!r} on server {server!r}")
-        problem = argument_problem(doc, arguments)
-        if problem is not None:
-            raise ToolCallError(problem)
+        doc = checked_doc(self._docs, server, name, arguments)
         for prev_name, prev_args, prev_out in self._history:
             if prev_name == name and prev_args == arguments:
                 return prev_out

@@ -391,7 +391,8 @@ class LLMClient:
 
         Each request is a mapping with ``messages`` and optionally ``tools`` and ``salt``. A request whose
         reply is unusable gives its :class:`LLMReplyError` in its place (the caller counts the rejection);
-        an :class:`LLMEndpointError` (endpoint down) is raised for the whole batch.
+        an :class:`LLMEndpointError` (endpoint down) is raised for the whole batch, and the batch's other
+        requests are cancelled.
         """
         async def one(r: Mapping[str, Any]) -> ChatReply | LLMReplyError:
             try:
@@ -400,7 +401,14 @@ class LLMClient:
                 return err
 
         async def run() -> list[ChatReply | LLMReplyError]:
-            return list(await asyncio.gather(*(one(r) for r in requests)))
+            tasks = [asyncio.ensure_future(one(r)) for r in requests]
+            try:
+                return list(await asyncio.gather(*tasks))
+            except BaseException:  # the endpoint is down: stop the rest instead of retrying in the background
+                for t in tasks:
+                    t.cancel()
+                await asyncio.gather(*tasks, return_exceptions=True)
+                raise
 
         return self._run(run())
 

@@ -246,3 +246,16 @@ def test_forms_attached_to_the_fit_are_mixed_by_their_weight(registry) -> None:
                      n_points=18, data_hash="test", payload=fit.model_dump(mode="json"))
     plan = plan_allocation(registry, budget=5000.0, benchmark="bench", save=False)
     assert plan.law_weights == {"additive": 10 / 40, "multiplicative": 30 / 40} and plan.draws_used == 40
+
+
+def test_noise_floor_is_the_replicate_sd_only_with_enough_replicates() -> None:
+    from allocator.service import noise_floor
+    from fit.models import LackOfFit
+
+    fit = _fit_result(_config()).model_copy(update={"replicate_sd": 0.03, "residual_sd": 0.012})
+    assert noise_floor(fit) == (0.012, "residual SD (0 replicate degrees of freedom)")
+    few = LackOfFit(residual_sd=0.012, replicate_sd=0.03, ratio=0.4, df_pure=2)
+    assert noise_floor(fit.model_copy(update={"lack_of_fit": few}))[0] == 0.012
+    many = few.model_copy(update={"df_pure": 24})
+    assert noise_floor(fit.model_copy(update={"lack_of_fit": many})) == (0.03, "seed-to-seed SD")
+    assert noise_floor(fit.model_copy(update={"replicate_sd": None}))[1] == "residual SD (no replicated seeds)"

@@ -111,6 +111,8 @@ def test_report_writes_markdown_html_json(simulated_registry, tmp_path, capsys):
     (["--benchmark", "nope"], 2, "no done run has metric 'nope/score'; metrics present: simulated/score"),
     (["--axes", "tool_diversity,foo"], 2, "unknown axis 'foo'"),
     (["--bootstrap", "-1"], 2, "--bootstrap must be >= 0"),
+    (["--floor", "1.5"], 2, "--floor must be in [0, 1) (an accuracy floor such as chance, 0.25), got 1.5"),
+    (["--floor", "-0.1"], 2, "--floor must be in [0, 1)"),
     (["--holdout", "rungs:4"], 2, "--holdout rungs:4 needs at least 5 model sizes (fit 4, predict the next); "
                                   "the runs have 4"),
 ])
@@ -219,3 +221,65 @@ def test_fit_stages_bad_value_one_line(capsys, value, needle):
     assert main(["fit", "--experiment", "e", "--benchmark", "x", "--stages", value]) == 2
     err = capsys.readouterr().err
     assert needle in err and err.strip().count("\n") <= 1
+
+
+def test_two_step_from_checkpoints_with_a_chance_floor(tmp_path, capsys):
+    """A ladder of runs with 5 checkpoints each: stage 1 on final checkpoints, stage 2 on all, floor held at 0.25."""
+    import numpy as np
+    import pandas as pd
+
+    rng = np.random.default_rng(0)
+    rows = []
+    for n in (2e7, 6e7, 2e8, 6e8, 2e9):
+        for mult in (10, 20, 40):
+            d_final = mult * n
+            run = f"n{n:g}-x{mult}"
+            for step in (1, 2, 3, 4, 5):
+                d = d_final * step / 5
+                loss = 1.8 + 400 * n ** -0.34 + 2000 * d ** -0.36
+                acc = 0.25 + 0.7 / (1 + np.exp(4.0 * (loss - 3.0))) + rng.normal(0, 0.01)
+                rows.append({"run": run, "step": step, "params": n, "tokens": d, "loss": loss,
+                             "acc": float(np.clip(acc, 0, 1)), "part": "heldout" if n > 1e9 else "fit"})
+    path = tmp_path / "ladder.csv"
+    pd.DataFrame(rows).to_csv(path, index=False)
+    db = str(tmp_path / "r.duckdb")
+    assert main(["import-runs", str(path), "--experiment", "ladder", "--benchmark", "mmlu", "--registry", db,
+                 "--map", "run=run_id", "--map", "step=step", "--map", "params=model_params",
+                 "--map", "tokens=train_tokens", "--map", "loss=loss", "--map", "acc=score",
+                 "--map", "part=split"]) == 0
+    capsys.readouterr()
+    assert main(["fit", "--registry", db, "--experiment", "ladder", "--benchmark", "mmlu", "--law", "two_step",
+                 "--floor", "0.25", "--bootstrap", "0", "--json", "--no-store"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["params"]["lo"]["estimate"] == 0.25 and out["params"]["hi"]["estimate"] <= 1.0
+    assert out["n_points"] == 60 and out["heldout_n"] == 3  # held-out runs judged by their final checkpoint
+    assert len(out["heldout_predictions"]) == 3
+    assert out["heldout_mae"] < 0.03
+    assert abs(out["params"]["alpha"]["estimate"] - 0.34) < 0.1
+
+
+def test_fit_skips_runs_without_the_metric_and_says_how_many(tmp_path, capsys):
+    import pandas as pd
+
+    rows = [{"run": f"r{i}", "params": 1e8 * 2 ** (i % 4), "tokens": 2e9 * 2 ** (i // 4), "loss": "" if i == 5 else
+             1.8 + 400 * (1e8 * 2 ** (i % 4)) ** -0.34 + 2000 * (2e9 * 2 ** (i // 4)) ** -0.36} for i in range(16)]
+    path = tmp_path / "runs.csv"
+    pd.DataFrame(rows).to_csv(path, index=False)
+    db = str(tmp_path / "r.duckdb")
+    assert main(["import-runs", str(path), "--experiment", "e", "--benchmark", "b", "--registry", db,
+                 "--map", "run=run_id", "--map", "params=model_params", "--map", "tokens=train_tokens",
+                 "--map", "loss=loss"]) == 0
+    capsys.readouterr()
+    assert main(["fit", "--registry", db, "--experiment", "e", "--benchmark", "b", "--metric", "loss", "--law",
+                 "chinchilla", "--holdout", "none", "--bootstrap", "0", "--no-store"]) == 0
+    out = capsys.readouterr().out
+    assert "chinchilla on 15 runs" in out and "skipped 1 done runs without b/loss" in out
+
+
+def test_axes_none_means_a_law_over_n_only(simulated_registry, capsys):
+    code = main(["fit", "--registry", simulated_registry, "--experiment", "sim", "--benchmark", "simulated",
+                 "--law", "saturating", "--axes", "none", "--bootstrap", "0", "--starts", "2", "--no-store",
+                 "--no-interaction", "--json"])
+    assert code == 0
+    out = json.loads(capsys.readouterr().out)
+    assert not any(k.startswith(("G_", "B_", "beta_")) for k in out["params"]), out["params"]

@@ -22,7 +22,7 @@ def _add_fit_args(p: argparse.ArgumentParser, benchmark_required: bool = True) -
     p.add_argument("--law", default="auto",
                    help="law name (see `toolscale fit --list-laws`), or auto: the hypothesis the interaction "
                         "test supports (default)")
-    p.add_argument("--axes", help="comma-separated axes entering the law (default: every axis)")
+    p.add_argument("--axes", help="comma-separated axes entering the law (default: every axis; none: N only)")
     p.add_argument("--holdout", default="top-flops:0.25", metavar="RULE",
                    help="top-flops:F (default top-flops:0.25; the stored split column when F is the design's), "
                         "rungs:K (fit the K smallest model sizes, predict the next, stepping up the ladder), "
@@ -34,6 +34,11 @@ def _add_fit_args(p: argparse.ArgumentParser, benchmark_required: bool = True) -
     p.add_argument("--seed", type=int, default=0, help="seed of the bootstrap and grid subsampling")
     p.add_argument("--jobs", type=int, metavar="N", help="bootstrap worker processes (default: every core)")
     p.add_argument("--no-interaction", action="store_true", help="skip the additive vs multiplicative test")
+    p.add_argument("--floor", type=float, metavar="ACC",
+                   help="two-step laws: accuracy floor held fixed (chance accuracy, e.g. 0.25), in [0, 1)")
+    p.add_argument("--stage1-metric", default="loss", metavar="M",
+                   help="two-step laws: the intermediate stage 1 predicts (a metric of the benchmark, or "
+                        "other-benchmark/metric such as a task loss in bits per byte; default loss)")
     p.add_argument("--stages", metavar="S[,S]",
                    help="fit only runs trained with exactly these stages, e.g. sft or sft,grpo (SFT and RL laws "
                         "are fitted separately); default: every run")
@@ -133,9 +138,12 @@ def _request(args: argparse.Namespace, experiment: str):
         raise UsageError(f"--starts must be >= 1, got {args.starts}")
     if args.huber_delta is not None and not args.huber_delta > 0:
         raise UsageError(f"--huber-delta must be > 0, got {args.huber_delta}")
+    if args.floor is not None and not 0.0 <= args.floor < 1.0:
+        raise UsageError(f"--floor must be in [0, 1) (an accuracy floor such as chance, 0.25), got {args.floor:g}")
     if args.jobs is not None and args.jobs < 1:
         raise UsageError(f"--jobs must be >= 1, got {args.jobs}")
-    axes = [a.strip() for a in args.axes.split(",") if a.strip()] if args.axes else None
+    axes = None if not args.axes else [] if args.axes == "none" else [a.strip() for a in args.axes.split(",")
+                                                                          if a.strip()]
     from fit.holdout import parse_holdout
     from fit.laws import get_law
 
@@ -145,7 +153,8 @@ def _request(args: argparse.Namespace, experiment: str):
     return FitRequest(experiment=experiment, benchmark=args.benchmark, metric=args.metric, law=args.law, axes=axes,
                       holdout=args.holdout, n_bootstrap=args.bootstrap, huber_delta=args.huber_delta,
                       n_starts=args.starts, method=args.method, seed=args.seed, n_jobs=args.jobs,
-                      interaction_test=not args.no_interaction, train_stages=_stages(args.stages) if args.stages else None)
+                      interaction_test=not args.no_interaction, floor=args.floor, stage1_metric=args.stage1_metric,
+                      train_stages=_stages(args.stages) if args.stages else None)
 
 
 def _stages(text: str) -> list[str]:
@@ -365,6 +374,10 @@ def _compare_stages(args: argparse.Namespace) -> int:
     if len(sets) < 2:
         raise UsageError("--compare-stages needs at least two stage sets, e.g. --compare-stages sft "
                          "--compare-stages sft,grpo")
+    if args.axes is None:  # stage axes are what separates the sets (each set holds them constant): leave them out
+        _, _, config, _ = _load(args, args.experiment)
+        kept = [a.name for a in config.axes if a.kind != "stage"] if config is not None else []
+        args.axes = ",".join(kept) or "none"
     fits = {}
     for stages in sets:
         args.stages = ",".join(stages)

@@ -8,24 +8,26 @@ TS=.venv/bin/toolscale
 CFG=docs/results/midtrain/midtrain.toml
 OUT=docs/results/midtrain
 EXP=midtrain-cpu
-BENCH=heldout-calls
+BENCH=indist-calls
 start=$(date +%s)
 
 $TS validate "$CFG"
 $TS grid design "$CFG"
 $TS launch --config "$CFG" --executor local --wait --resume
 $TS status --config "$CFG" --experiment "$EXP"
-for metric in token_prob loss; do
-  for axis in midtrain_tokens grpo_steps; do
-    $TS effect --config "$CFG" --experiment "$EXP" --axis "$axis" --benchmark "$BENCH" --metric "$metric" --json \
-        > "$OUT/effect-$axis-$metric.json"
-    $TS effect --config "$CFG" --experiment "$EXP" --axis "$axis" --benchmark "$BENCH" --metric "$metric" \
-        | tee "$OUT/effect-$axis-$metric.txt"
+for bench in indist-calls heldout-servers; do
+  for metric in bpb token_prob; do
+    for axis in midtrain_tokens grpo_steps; do
+      $TS effect --config "$CFG" --experiment "$EXP" --axis "$axis" --benchmark "$bench" --metric "$metric" --json \
+          > "$OUT/effect-$axis-$bench-$metric.json"
+      $TS effect --config "$CFG" --experiment "$EXP" --axis "$axis" --benchmark "$bench" --metric "$metric" \
+          | tee "$OUT/effect-$axis-$bench-$metric.txt"
+    done
   done
 done
 # SFT and RL laws fitted separately, side by side (no hold-out: two sizes)
 $TS report --config "$CFG" --experiment "$EXP" --benchmark "$BENCH" --metric token_prob --law saturating \
-    --holdout none --bootstrap 100 --compare-stages midtrain,sft --compare-stages midtrain,sft,grpo \
+    --holdout none --bootstrap 100 --compare-stages sft --compare-stages sft,grpo \
     --out "$OUT" --json > "$OUT/stages-summary.json" || echo "stage comparison failed (see above)"
 $TS export --config "$CFG" --experiment "$EXP" --out "$OUT/runs.csv"
 {

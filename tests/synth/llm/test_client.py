@@ -189,3 +189,14 @@ def test_retry_after_parsing_and_parse_completion_normalises():
     assert (r.content, r.tokens_in, r.finish_reason) == ("", 0, None)
     with pytest.raises(ValueError, match="no choices"):
         parse_completion({"error": "x"}, "policy", "m", "k", cached=False)
+
+
+def test_chat_many_stops_the_batch_when_the_endpoint_is_down():
+    with ScriptedEndpoint(lambda n, b: status(401) if n == 0 else hang(0.3)) as ep:
+        with client(ep.url, concurrency=4, timeout_s=0.2, max_tries=4) as c:
+            with pytest.raises(LLMEndpointError, match="HTTP 401"):
+                c.chat_many("policy", [{"messages": [{"role": "user", "content": str(i)}]} for i in range(4)])
+            seen = ep.requests
+            time.sleep(1.0)
+            assert ep.requests == seen <= 4  # nothing kept retrying in the background
+            assert c.chat_many("policy", []) == []
