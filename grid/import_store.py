@@ -321,6 +321,7 @@ class ImportStore(RunStore):
         self.con.register("_s_runs", runs)
         self.con.register("_s_metrics", metrics)
         try:
+            self._check_unique()
             with self.transaction():
                 for axis in axes:
                     self.con.execute(axis_column_ddl(axis))
@@ -358,6 +359,23 @@ class ImportStore(RunStore):
             progress(f"stored {report.new_runs:,} new runs, {report.new_metrics:,} metrics "
                      f"({report.updated_runs:,} runs updated) in {report.lock_s:.1f} s")
         return report
+
+    def _check_unique(self) -> None:
+        """:class:`TableImportError` if a staged run id, or a staged (run, benchmark, metric), is there twice.
+
+        ``runs`` and ``metrics`` have no PRIMARY KEY (schema v4); with these checks and the anti-joins of
+        :meth:`_insert_new` / :meth:`_insert_new_metrics` the stored keys stay unique.
+        """
+        dup = self.con.execute("SELECT run_id, count(*) FROM _s_runs GROUP BY run_id HAVING count(*) > 1 "
+                               "LIMIT 1").fetchall()
+        if dup:
+            raise TableImportError(f"run id {dup[0][0]!r} is there {dup[0][1]} times in one import; nothing was "
+                                   "changed")
+        dup = self.con.execute("SELECT run_id, benchmark, metric, count(*) FROM _s_metrics GROUP BY ALL "
+                               "HAVING count(*) > 1 LIMIT 1").fetchall()
+        if dup:
+            raise TableImportError(f"metric {dup[0][1]}/{dup[0][2]} of run {dup[0][0]!r} is there {dup[0][3]} "
+                                   "times in one import; nothing was changed")
 
     def _upsert_experiment(self, name: str, axes: Sequence[str], *, simulated: bool, config: dict | None) -> None:
         import json
