@@ -261,30 +261,32 @@ def _build(m: duckdb.DuckDBPyConnection, mapping: dict[str, str], axes: list[str
     if dup:
         raise TableImportError(f"two rows have the same run_id ({dup[0]!r}, {dup[1]} rows); map a unique column "
                                "to run_id")
+    split = "split"  # the split as written in the file, or the top-FLOPs rule applied as the runs are written
     if "split" not in mapping:
         flops = m.execute("SELECT c FROM typed").fetchnumpy()["c"]
         if not hasattr(flops, "mask") or not flops.mask.any():
             cut = heldout_threshold(flops.astype(float).tolist(), heldout_fraction, min_fit=1)
             if cut is not None:
-                op = ">" if cut[1] else ">="
-                m.execute(f"UPDATE typed SET split = 'heldout' WHERE c {op} ?", [cut[0]])
-    heldout = m.execute("SELECT count(*) FROM typed WHERE split = 'heldout'").fetchall()[0][0]
+                split = f"CASE WHEN c {'>' if cut[1] else '>='} CAST({_lit(repr(float(cut[0])))} AS DOUBLE) THEN 'heldout' ELSE split END"
+        del flops
     axis_sel = "".join(f", {_q(axis_column(a))}" for a in axes)
     m.execute(f"ATTACH {_lit(str(out))} AS out")
     m.execute(f"""CREATE TABLE out.runs AS SELECT run_id, {_lit(experiment)} AS experiment, 'import' AS design_version,
-        CAST(recipe AS VARCHAR) AS recipe, model_size, model_params, d AS train_tokens, c AS train_flops, seed, split,
+        CAST(recipe AS VARCHAR) AS recipe, model_size, model_params, d AS train_tokens, c AS train_flops, seed,
+        {split} AS split,
         CAST((CASE WHEN step IS NULL
               THEN json_object('import_key', import_key, 'columns', columns, 'token_multiplier', 1.0)
               ELSE json_object('import_key', import_key, 'columns', columns, 'token_multiplier', 1.0, 'step', step,
                                'checkpoint_of', checkpoint_of) END) AS VARCHAR)
             AS metadata{axis_sel}
-        FROM typed ORDER BY _line""")
+        FROM typed""")  # insertion order (preserve_insertion_order) is the file's order: no sort
     m.execute("""CREATE TABLE out.metrics AS
         SELECT run_id, benchmark, 'score' AS metric, '1' AS version, score, CAST(NULL AS DOUBLE) AS stderr,
                CAST(NULL AS INTEGER) AS n_items, TRUE AS higher_is_better FROM typed WHERE score IS NOT NULL
         UNION ALL
         SELECT run_id, benchmark, 'loss', '1', loss, NULL, NULL, FALSE FROM typed WHERE loss IS NOT NULL
         """)
+    heldout = m.execute("SELECT count(*) FROM out.runs WHERE split = 'heldout'").fetchall()[0][0]
     m.execute("DETACH out")
     return int(heldout)
 
