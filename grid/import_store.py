@@ -267,7 +267,8 @@ def _build(m: duckdb.DuckDBPyConnection, mapping: dict[str, str], axes: list[str
         if not hasattr(flops, "mask") or not flops.mask.any():
             cut = heldout_threshold(flops.astype(float).tolist(), heldout_fraction, min_fit=1)
             if cut is not None:
-                split = f"CASE WHEN c {'>' if cut[1] else '>='} CAST({_lit(repr(float(cut[0])))} AS DOUBLE) THEN 'heldout' ELSE split END"
+                bound = f"CAST({_lit(repr(float(cut[0])))} AS DOUBLE)"  # exact: the shortest repr round-trips
+                split = f"CASE WHEN c {'>' if cut[1] else '>='} {bound} THEN 'heldout' ELSE split END"
         del flops
     axis_sel = "".join(f", {_q(axis_column(a))}" for a in axes)
     m.execute(f"ATTACH {_lit(str(out))} AS out")
