@@ -24,6 +24,7 @@ import numpy as np
 from fit.errors import FitInputError
 from fit.laws import Law, law_of
 from fit.models import FitResult, PointPrediction, Prediction
+from toolscale.config import training_flops
 
 __all__ = ["bic_weights", "components", "predict_points", "predict_at", "required_inputs"]
 
@@ -112,7 +113,7 @@ def predict_at(fit: FitResult, points: Sequence[Mapping[str, float]], *, level: 
     pred, lo, hi = predict_points(fit, {k: X[k] for k in need}, level=level, seed=seed)
     out = []
     for i, p in enumerate(points):
-        flops = 6.0 * p["N"] * p["D"] if "N" in p and "D" in p else None
+        flops = training_flops(p["N"], p["D"]) if "N" in p and "D" in p else None
         factor = flops / max_fitted_flops if flops is not None and max_fitted_flops else None
         out.append(PointPrediction(inputs={k: float(v) for k, v in p.items()}, predicted=float(pred[i]),
                                    lo=float(lo[i]), hi=float(hi[i]), level=level, flops=flops,

@@ -17,6 +17,7 @@ from grid.errors import RegistryError, UnknownNameError
 from grid.models import (RUN_STATUSES, TERMINAL_STATUSES, ExperimentRecord, IngestReport, MetricResult, RunRecord,
                          RunResult, RunSpec)
 from grid.schema import SCHEMA_VERSION, axis_column, axis_column_ddl
+from toolscale.config import training_flops
 
 __all__ = ["RunStore"]
 
@@ -306,7 +307,8 @@ class RunStore(Connection):
             n = t.params if t else None
             flops = t.train_flops if t else None
             if t and (r.extra or {}).get("param_count") == "nonembedding" and t.params_nonembedding:
-                n, flops = t.params_nonembedding, 6.0 * t.params_nonembedding * t.train_tokens  # the design's N
+                # the design's N: the non-embedding count
+                n, flops = t.params_nonembedding, training_flops(t.params_nonembedding, t.train_tokens)
             done.append((r.run_id, finished(r), r.job_id, n, t.train_tokens if t else None, flops,
                          self._json({"dataset_id": r.dataset_id, "train": t.model_dump() if t else None, **r.extra})))
         if done:

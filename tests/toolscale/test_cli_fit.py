@@ -256,3 +256,30 @@ def test_two_step_from_checkpoints_with_a_chance_floor(tmp_path, capsys):
     assert len(out["heldout_predictions"]) == 3
     assert out["heldout_mae"] < 0.03
     assert abs(out["params"]["alpha"]["estimate"] - 0.34) < 0.1
+
+
+def test_fit_skips_runs_without_the_metric_and_says_how_many(tmp_path, capsys):
+    import pandas as pd
+
+    rows = [{"run": f"r{i}", "params": 1e8 * 2 ** (i % 4), "tokens": 2e9 * 2 ** (i // 4), "loss": "" if i == 5 else
+             1.8 + 400 * (1e8 * 2 ** (i % 4)) ** -0.34 + 2000 * (2e9 * 2 ** (i // 4)) ** -0.36} for i in range(16)]
+    path = tmp_path / "runs.csv"
+    pd.DataFrame(rows).to_csv(path, index=False)
+    db = str(tmp_path / "r.duckdb")
+    assert main(["import-runs", str(path), "--experiment", "e", "--benchmark", "b", "--registry", db,
+                 "--map", "run=run_id", "--map", "params=model_params", "--map", "tokens=train_tokens",
+                 "--map", "loss=loss"]) == 0
+    capsys.readouterr()
+    assert main(["fit", "--registry", db, "--experiment", "e", "--benchmark", "b", "--metric", "loss", "--law",
+                 "chinchilla", "--holdout", "none", "--bootstrap", "0", "--no-store"]) == 0
+    out = capsys.readouterr().out
+    assert "chinchilla on 15 runs" in out and "skipped 1 done runs without b/loss" in out
+
+
+def test_axes_none_means_a_law_over_n_only(simulated_registry, capsys):
+    code = main(["fit", "--registry", simulated_registry, "--experiment", "sim", "--benchmark", "simulated",
+                 "--law", "saturating", "--axes", "none", "--bootstrap", "0", "--starts", "2", "--no-store",
+                 "--no-interaction", "--json"])
+    assert code == 0
+    out = json.loads(capsys.readouterr().out)
+    assert not any(k.startswith(("G_", "B_", "beta_")) for k in out["params"]), out["params"]

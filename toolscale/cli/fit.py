@@ -22,7 +22,7 @@ def _add_fit_args(p: argparse.ArgumentParser, benchmark_required: bool = True) -
     p.add_argument("--law", default="auto",
                    help="law name (see `toolscale fit --list-laws`), or auto: the hypothesis the interaction "
                         "test supports (default)")
-    p.add_argument("--axes", help="comma-separated axes entering the law (default: every axis)")
+    p.add_argument("--axes", help="comma-separated axes entering the law (default: every axis; none: N only)")
     p.add_argument("--holdout", default="top-flops:0.25", metavar="RULE",
                    help="top-flops:F (default top-flops:0.25; the stored split column when F is the design's), "
                         "rungs:K (fit the K smallest model sizes, predict the next, stepping up the ladder), "
@@ -142,7 +142,8 @@ def _request(args: argparse.Namespace, experiment: str):
         raise UsageError(f"--floor must be in [0, 1) (an accuracy floor such as chance, 0.25), got {args.floor:g}")
     if args.jobs is not None and args.jobs < 1:
         raise UsageError(f"--jobs must be >= 1, got {args.jobs}")
-    axes = [a.strip() for a in args.axes.split(",") if a.strip()] if args.axes else None
+    axes = None if not args.axes else [] if args.axes == "none" else [a.strip() for a in args.axes.split(",")
+                                                                          if a.strip()]
     from fit.holdout import parse_holdout
     from fit.laws import get_law
 
@@ -373,6 +374,10 @@ def _compare_stages(args: argparse.Namespace) -> int:
     if len(sets) < 2:
         raise UsageError("--compare-stages needs at least two stage sets, e.g. --compare-stages sft "
                          "--compare-stages sft,grpo")
+    if args.axes is None:  # stage axes are what separates the sets (each set holds them constant): leave them out
+        _, _, config, _ = _load(args, args.experiment)
+        kept = [a.name for a in config.axes if a.kind != "stage"] if config is not None else []
+        args.axes = ",".join(kept) or "none"
     fits = {}
     for stages in sets:
         args.stages = ",".join(stages)
