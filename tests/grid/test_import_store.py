@@ -25,7 +25,7 @@ def _file(tmp_path: Path, text: str = CSV, name: str = "runs.csv") -> Path:
 def _store(db: str, path: Path, *, on_conflict: str = "refuse", experiment: str = "byo"):
     staged = stage_table(path, {**MAP, "tool_diversity": "tools"}, experiment=experiment, benchmark="b")
     with Registry(db) as reg:
-        return reg.store_runs(experiment, staged.axes, staged.runs, staged.metrics, on_conflict=on_conflict)
+        return reg.store_staged(staged, experiment, on_conflict=on_conflict)
 
 
 def test_stage_derives_flops_split_ids_and_missing_metrics(tmp_path) -> None:
