@@ -381,7 +381,7 @@ class InteractionResult(_Frozen):
     what diversity buys (``gain_ratio`` above or below 1)."""
     strength: Literal["strong", "weak"]
     """``strong`` when the interval of ``gain_ratio`` and the bootstrap LR test agree (or, without them,
-    the BIC gap exceeds 6)."""
+    the BIC gap exceeds 6; a gap above 2 already rejects additivity)."""
     delta_bic: float
     """BIC(additive) - min(BIC(multiplicative), BIC(interaction)) (> 0 favours a non-additive form)."""
     lr_stat: float

@@ -4,9 +4,11 @@ Two phases, so the registry's write lock is held only for the second:
 
 1. :func:`stage_table` reads the file with ``read_csv`` / ``read_parquet`` into a private in-memory DuckDB,
    validates every row in SQL (numbers, finite and positive sizes, tokens and FLOPs, ``C = 6 N D`` finite,
-   metric bounds, splits, unique run ids) and returns two Arrow tables (runs, metrics). The rules are those
-   of :func:`grid.importer.rows_to_runs`; the top-FLOPs split is :func:`grid.split.heldout_mask` itself.
-2. :meth:`ImportStore.store_runs` compares the staged rows with the stored ones and, in one transaction,
+   metric bounds, splits, unique run ids) and writes two tables (runs, metrics) to a private staging DuckDB
+   file: no Python rows, DuckDB's memory capped at 512 MB. The rules are those of
+   :func:`grid.importer.rows_to_runs`; the top-FLOPs split is :func:`grid.split.heldout_mask` itself.
+2. :meth:`ImportStore.store_staged` attaches that file read-only and :meth:`ImportStore.store_runs` compares
+   the staged rows with the stored ones with set-based SQL and, in one transaction,
    refuses or applies the differences, inserts the new runs and metrics, keeps every overwritten value in
    ``run_history`` and marks the experiment's fits stale when its data changed.
 
@@ -18,8 +20,12 @@ refused into a simulated or a designed experiment, and simulations into an exper
 
 from __future__ import annotations
 
+import shutil
+import tempfile
 import time
-from collections.abc import Callable, Sequence
+import weakref
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -41,16 +47,50 @@ RUN_FIELDS = ("experiment", "model_size", "model_params", "train_tokens", "train
 _SHOWN = 3  # conflicts named in the refusal line
 
 
-@dataclass(frozen=True)
+@dataclass
 class StagedTable:
-    """A validated table, ready for :meth:`ImportStore.store_runs` (Arrow tables; nothing stored yet)."""
+    """A validated table, ready for :meth:`ImportStore.store_staged` (nothing stored yet).
+
+    The typed rows live in a private DuckDB file ``path`` (tables ``runs`` and ``metrics``, in the shape of
+    :func:`specs_to_tables`), not in Python memory; the registry attaches it read-only. The file's folder is
+    removed by :meth:`close` (or when the object is collected).
+    """
 
     axes: list[str]
-    runs: Any
-    metrics: Any
+    path: Path
     rows: int
     heldout: int
     read_s: float
+
+    def __post_init__(self) -> None:
+        self._cleanup = weakref.finalize(self, shutil.rmtree, str(self.path.parent), True)
+
+    def close(self) -> None:
+        """Remove the staging file."""
+        self._cleanup()
+
+    def __enter__(self) -> StagedTable:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _arrow(self, table: str) -> Any:
+        con = duckdb.connect(str(self.path), read_only=True)
+        try:
+            return con.sql(f"SELECT * FROM {table}").to_arrow_table()
+        finally:
+            con.close()
+
+    @property
+    def runs(self) -> Any:
+        """The staged runs as an Arrow table (read from :attr:`path`; for small tables and tests)."""
+        return self._arrow("runs")
+
+    @property
+    def metrics(self) -> Any:
+        """The staged metrics as an Arrow table (read from :attr:`path`)."""
+        return self._arrow("metrics")
 
 
 def _q(name: str) -> str:
@@ -110,9 +150,13 @@ def stage_table(path: str | Path, mapping: dict[str, str], *, experiment: str, b
         m.execute(f"CREATE TABLE typed_raw AS SELECT *{casts} FROM raw; DROP TABLE raw; "
                   "ALTER TABLE typed_raw RENAME TO raw")
         _validate(m, mapping, axes, score_range)
-        runs, metrics, heldout = _build(m, mapping, axes, columns, experiment, benchmark, heldout_fraction)
-        return StagedTable(axes=axes, runs=runs, metrics=metrics, rows=n, heldout=heldout,
-                           read_s=time.perf_counter() - t0)
+        out = Path(tempfile.mkdtemp(prefix="toolscale-stage-")) / "stage.duckdb"
+        try:
+            heldout = _build(m, mapping, axes, columns, experiment, benchmark, heldout_fraction, out)
+        except BaseException:
+            shutil.rmtree(out.parent, ignore_errors=True)
+            raise
+        return StagedTable(axes=axes, path=out, rows=n, heldout=heldout, read_s=time.perf_counter() - t0)
     finally:
         m.close()
 
@@ -169,8 +213,11 @@ def _validate(m: duckdb.DuckDBPyConnection, mapping: dict[str, str], axes: list[
 
 
 def _build(m: duckdb.DuckDBPyConnection, mapping: dict[str, str], axes: list[str], columns: list[str],
-           experiment: str, benchmark: str | None, heldout_fraction: float) -> tuple[Any, Any, int]:
-    """The typed runs and metrics tables (Arrow), with derived N, D, C, ids and the split."""
+           experiment: str, benchmark: str | None, heldout_fraction: float, out: Path) -> int:
+    """Write the typed runs and metrics tables, with derived N, D, C, ids and the split, to DuckDB file ``out``.
+
+    Returns the number of held-out runs.
+    """
     def col(target: str, default: str = "CAST(NULL AS DOUBLE)") -> str:
         return _num(mapping[target]) if target in mapping else default
 
@@ -214,30 +261,35 @@ def _build(m: duckdb.DuckDBPyConnection, mapping: dict[str, str], axes: list[str
     if dup:
         raise TableImportError(f"two rows have the same run_id ({dup[0]!r}, {dup[1]} rows); map a unique column "
                                "to run_id")
+    split = "split"  # the split as written in the file, or the top-FLOPs rule applied as the runs are written
     if "split" not in mapping:
         flops = m.execute("SELECT c FROM typed").fetchnumpy()["c"]
         if not hasattr(flops, "mask") or not flops.mask.any():
             cut = heldout_threshold(flops.astype(float).tolist(), heldout_fraction, min_fit=1)
             if cut is not None:
-                op = ">" if cut[1] else ">="
-                m.execute(f"UPDATE typed SET split = 'heldout' WHERE c {op} ?", [cut[0]])
-    heldout = m.execute("SELECT count(*) FROM typed WHERE split = 'heldout'").fetchall()[0][0]
+                bound = f"CAST({_lit(repr(float(cut[0])))} AS DOUBLE)"  # exact: the shortest repr round-trips
+                split = f"CASE WHEN c {'>' if cut[1] else '>='} {bound} THEN 'heldout' ELSE split END"
+        del flops
     axis_sel = "".join(f", {_q(axis_column(a))}" for a in axes)
-    runs = m.sql(f"""SELECT run_id, {_lit(experiment)} AS experiment, 'import' AS design_version,
-        CAST(recipe AS VARCHAR) AS recipe, model_size, model_params, d AS train_tokens, c AS train_flops, seed, split,
+    m.execute(f"ATTACH {_lit(str(out))} AS out")
+    m.execute(f"""CREATE TABLE out.runs AS SELECT run_id, {_lit(experiment)} AS experiment, 'import' AS design_version,
+        CAST(recipe AS VARCHAR) AS recipe, model_size, model_params, d AS train_tokens, c AS train_flops, seed,
+        {split} AS split,
         CAST((CASE WHEN step IS NULL
               THEN json_object('import_key', import_key, 'columns', columns, 'token_multiplier', 1.0)
               ELSE json_object('import_key', import_key, 'columns', columns, 'token_multiplier', 1.0, 'step', step,
                                'checkpoint_of', checkpoint_of) END) AS VARCHAR)
             AS metadata{axis_sel}
-        FROM typed ORDER BY _line""").to_arrow_table()
-    metrics = m.sql("""
+        FROM typed""")  # insertion order (preserve_insertion_order) is the file's order: no sort
+    m.execute("""CREATE TABLE out.metrics AS
         SELECT run_id, benchmark, 'score' AS metric, '1' AS version, score, CAST(NULL AS DOUBLE) AS stderr,
                CAST(NULL AS INTEGER) AS n_items, TRUE AS higher_is_better FROM typed WHERE score IS NOT NULL
         UNION ALL
         SELECT run_id, benchmark, 'loss', '1', loss, NULL, NULL, FALSE FROM typed WHERE loss IS NOT NULL
-        """).to_arrow_table()
-    return runs, metrics, int(heldout)
+        """)
+    heldout = m.execute("SELECT count(*) FROM out.runs WHERE split = 'heldout'").fetchall()[0][0]
+    m.execute("DETACH out")
+    return int(heldout)
 
 
 def specs_to_tables(runs: Sequence[RunSpec], metrics: Sequence[Sequence[Any]]) -> tuple[Any, Any]:
@@ -303,7 +355,11 @@ class ImportStore(RunStore):
                    kind: Literal["import", "simulated"] = "import", source: str = "import",
                    on_conflict: Literal["refuse", "update", "replace"] = "refuse", config: dict | None = None,
                    heldout: int | None = None, progress: Callable[[str], None] | None = None) -> ImportReport:
-        """Compare staged ``runs`` / ``metrics`` (Arrow) with the stored rows and store them, all or nothing.
+        """Compare staged ``runs`` / ``metrics`` with the stored rows and store them, all or nothing.
+
+        ``runs`` / ``metrics`` are Arrow tables, or (from :meth:`store_staged`) names of attached tables.
+        ``runs`` and ``metrics`` have no PRIMARY KEY (schema v4): staged keys are checked unique first and only
+        rows whose key is not stored are inserted (anti-joins), each table in one ``INSERT ... SELECT``.
 
         Returns an :class:`ImportReport`; raises :class:`RegistryConflictError` (nothing changed) for an
         experiment of the wrong kind, or for conflicts under ``on_conflict="refuse"``.
@@ -318,9 +374,8 @@ class ImportStore(RunStore):
         if kind == "simulated" and current in ("imported", "designed"):
             raise RegistryConflictError(f"experiment {experiment!r} is {current} and holds real runs; simulate "
                                         "into another experiment name")
-        self.con.register("_s_runs", runs)
-        self.con.register("_s_metrics", metrics)
-        try:
+        with self._staged(runs, metrics):
+            self._check_unique()
             with self.transaction():
                 for axis in axes:
                     self.con.execute(axis_column_ddl(axis))
@@ -347,9 +402,6 @@ class ImportStore(RunStore):
             rows = self.con.execute("SELECT count(*) FROM _s_runs").fetchall()[0][0]
             split_n = heldout if heldout is not None else self.con.execute(
                 "SELECT count(*) FROM _s_runs WHERE split = 'heldout'").fetchall()[0][0]
-        finally:
-            self.con.unregister("_s_runs")
-            self.con.unregister("_s_metrics")
         report = ImportReport(experiment=experiment, rows=rows, new_runs=new_runs, new_metrics=new_metrics,
                               updated_runs=changed_runs if n_conflicts else 0, conflicts=n_conflicts,
                               conflict_examples=conflicts, heldout=split_n, axes=list(axes), stale_fits=stale,
@@ -358,6 +410,55 @@ class ImportStore(RunStore):
             progress(f"stored {report.new_runs:,} new runs, {report.new_metrics:,} metrics "
                      f"({report.updated_runs:,} runs updated) in {report.lock_s:.1f} s")
         return report
+
+    def store_staged(self, staged: StagedTable, experiment: str, **kwargs: Any) -> ImportReport:
+        """:meth:`store_runs` for a :func:`stage_table` result: its file is attached read-only, never loaded.
+
+        DuckDB's memory for the write is capped at 512 MB while it runs (the rows stream from the file).
+        """
+        old = self.con.execute("SELECT current_setting('memory_limit')").fetchall()[0][0]
+        self.con.execute("SET memory_limit = '512MB'")
+        self.con.execute(f"ATTACH {_lit(str(staged.path))} AS _stage (READ_ONLY)")
+        try:
+            return self.store_runs(experiment, staged.axes, "_stage.runs", "_stage.metrics",
+                                   heldout=staged.heldout, **kwargs)
+        finally:
+            self.con.execute("DETACH _stage")
+            self.con.execute(f"SET memory_limit = {_lit(old)}")
+
+    @contextmanager
+    def _staged(self, runs: Any, metrics: Any) -> Iterator[None]:
+        """``_s_runs`` / ``_s_metrics``: views of Arrow tables, or of tables named by a string (an attached file)."""
+        for name, table in (("_s_runs", runs), ("_s_metrics", metrics)):
+            if isinstance(table, str):
+                self.con.execute(f"CREATE OR REPLACE TEMP VIEW {name} AS SELECT * FROM {table}")
+            else:
+                self.con.register(name, table)
+        try:
+            yield
+        finally:
+            for name, table in (("_s_runs", runs), ("_s_metrics", metrics)):
+                if isinstance(table, str):
+                    self.con.execute(f"DROP VIEW IF EXISTS {name}")
+                else:
+                    self.con.unregister(name)
+
+    def _check_unique(self) -> None:
+        """:class:`TableImportError` if a staged run id, or a staged (run, benchmark, metric), is there twice.
+
+        ``runs`` and ``metrics`` have no PRIMARY KEY (schema v4); with these checks and the anti-joins of
+        :meth:`_insert_new` / :meth:`_insert_new_metrics` the stored keys stay unique.
+        """
+        dup = self.con.execute("SELECT run_id, count(*) FROM _s_runs GROUP BY run_id HAVING count(*) > 1 "
+                               "LIMIT 1").fetchall()
+        if dup:
+            raise TableImportError(f"run id {dup[0][0]!r} is there {dup[0][1]} times in one import; nothing was "
+                                   "changed")
+        dup = self.con.execute("SELECT run_id, benchmark, metric, count(*) FROM _s_metrics GROUP BY ALL "
+                               "HAVING count(*) > 1 LIMIT 1").fetchall()
+        if dup:
+            raise TableImportError(f"metric {dup[0][1]}/{dup[0][2]} of run {dup[0][0]!r} is there {dup[0][3]} "
+                                   "times in one import; nothing was changed")
 
     def _upsert_experiment(self, name: str, axes: Sequence[str], *, simulated: bool, config: dict | None) -> None:
         import json
@@ -415,30 +516,26 @@ class ImportStore(RunStore):
         from grid.connection import code_version, now
 
         axis_cols = "".join(f", {_q(axis_column(a))}" for a in axes)
-        n = self.con.execute("SELECT count(*) FROM _s_runs s ANTI JOIN runs r USING (run_id)").fetchall()[0][0]
-        self.con.execute(
+        n = self.con.execute(
             f"""INSERT INTO runs (run_id, experiment, design_version, recipe, model_size, model_params, train_tokens,
                 train_flops, seed, status, source, metadata, created_at, finished_at, schema_version, split,
                 code_version{axis_cols})
             SELECT s.run_id, s.experiment, s.design_version, s.recipe, s.model_size, s.model_params, s.train_tokens,
                 s.train_flops, s.seed, 'done', ?, s.metadata, ?, ?, ?, s.split, ?{''.join(f', s.{_q(axis_column(a))}'
                                                                                           for a in axes)}
-            FROM _s_runs s ANTI JOIN runs r USING (run_id) ORDER BY s.run_id""",
-            [source, now(), now(), SCHEMA_VERSION, code_version()])
+            FROM _s_runs s ANTI JOIN runs r USING (run_id)""",
+            [source, now(), now(), SCHEMA_VERSION, code_version()]).fetchall()[0][0]
         return int(n)
 
     def _insert_new_metrics(self) -> int:
         from grid.connection import now
 
-        n = self.con.execute("SELECT count(*) FROM _s_metrics s ANTI JOIN metrics m USING (run_id, benchmark, metric)"
-                             ).fetchall()[0][0]
-        self.con.execute(
+        n = self.con.execute(
             """INSERT INTO metrics (run_id, benchmark, metric, benchmark_version, score, stderr, n_items,
                 higher_is_better, created_at, schema_version)
             SELECT s.run_id, s.benchmark, s.metric, s.version, s.score, s.stderr, s.n_items, s.higher_is_better, ?, ?
-            FROM _s_metrics s ANTI JOIN metrics m USING (run_id, benchmark, metric)
-            ORDER BY s.run_id, s.benchmark, s.metric""",
-            [now(), SCHEMA_VERSION])
+            FROM _s_metrics s ANTI JOIN metrics m USING (run_id, benchmark, metric)""",
+            [now(), SCHEMA_VERSION]).fetchall()[0][0]
         return int(n)
 
 

@@ -90,14 +90,16 @@ class RunStore(Connection):
             axes = sorted({a for r in runs for a in r.recipe})
             for a in axes:
                 self.con.execute(axis_column_ddl(a))
+            seen = self._existing("runs", "run_id", [r.run_id for r in runs])  # runs has no key: checked here
             for r in runs:
+                if r.run_id in seen:
+                    continue
+                seen.add(r.run_id)
                 inserted += self._insert_run(r, status=status, source=source, code=code)
         return inserted
 
     def _insert_run(self, r: RunSpec, *, status: str, source: str, code: str) -> bool:
-        """Insert one run unless its id exists (inside the caller's transaction); True if inserted."""
-        if self.con.execute("SELECT 1 FROM runs WHERE run_id = ?", [r.run_id]).fetchone():
-            return False
+        """Insert one run whose id the caller checked is new (inside the caller's transaction); True."""
         cols = ["run_id", "experiment", "design_version", "recipe", "model_size", "model_params", "train_tokens",
                 "train_flops", "seed", "status", "source", "metadata", "created_at", "finished_at",
                 "schema_version", "split", "code_version"]
@@ -327,9 +329,7 @@ class RunStore(Connection):
                     r.run_id, m.benchmark, m.metric, m.version, m.score, m.stderr, m.n_items, m.higher_is_better,
                     stamp, SCHEMA_VERSION]
         if metrics:
-            self._values("INSERT OR REPLACE INTO metrics VALUES {values}",
-                         "(?::VARCHAR, ?::VARCHAR, ?::VARCHAR, ?::VARCHAR, ?::DOUBLE, ?::DOUBLE, ?::INTEGER, "
-                         "?::BOOLEAN, ?::TIMESTAMP, ?::INTEGER)", list(metrics.values()))
+            self._upsert_metrics(list(metrics.values()))
         events = [(r.run_id, r.status, (r.error or "")[-500:] if r.status == "failed" else None, stamp, SCHEMA_VERSION)
                   for r, _, _ in todo]
         self._values("INSERT INTO run_events VALUES {values}",
@@ -338,12 +338,27 @@ class RunStore(Connection):
                      "(?::VARCHAR, ?::VARCHAR, ?::VARCHAR, ?::TIMESTAMP, ?::INTEGER)",
                      [(d, r.run_id, p, stamp, SCHEMA_VERSION) for r, d, p in todo])
 
+    _METRIC_ROW = ("(?::VARCHAR, ?::VARCHAR, ?::VARCHAR, ?::VARCHAR, ?::DOUBLE, ?::DOUBLE, ?::INTEGER, ?::BOOLEAN, "
+                   "?::TIMESTAMP, ?::INTEGER)")
+
+    def _upsert_metrics(self, rows: Sequence[Sequence[Any]]) -> None:
+        """Replace or insert full ``metrics`` rows, unique by (run_id, benchmark, metric) among themselves.
+
+        ``metrics`` has no PRIMARY KEY (schema v4): the stored rows with the same key are deleted first, so the
+        key stays unique, as ``INSERT OR REPLACE`` kept it.
+        """
+        keys = [tuple(r[:3]) for r in rows]
+        if len(set(keys)) != len(keys):
+            raise RegistryError("internal: a metric is listed twice in one write")
+        self._values("DELETE FROM metrics USING (VALUES {values}) v(run_id, benchmark, metric) WHERE "
+                     "metrics.run_id = v.run_id AND metrics.benchmark = v.benchmark AND metrics.metric = v.metric",
+                     "(?::VARCHAR, ?::VARCHAR, ?::VARCHAR)", keys)
+        self._values("INSERT INTO metrics VALUES {values}", self._METRIC_ROW, rows)
+
     def _put_metrics(self, run_id: str, metrics: Sequence[MetricResult]) -> None:
-        for m in metrics:
-            self.con.execute(
-                "INSERT OR REPLACE INTO metrics VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                [run_id, m.benchmark, m.metric, m.version, m.score, m.stderr, m.n_items, m.higher_is_better,
-                 now(), SCHEMA_VERSION])
+        last = {(m.benchmark, m.metric): m for m in metrics}  # a metric listed twice: the last one wins
+        self._upsert_metrics([[run_id, m.benchmark, m.metric, m.version, m.score, m.stderr, m.n_items,
+                               m.higher_is_better, now(), SCHEMA_VERSION] for m in last.values()])
 
     def add_metrics(self, run_id: str, metrics: Sequence[MetricResult]) -> None:
         """Upsert metrics of one run."""

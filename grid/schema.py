@@ -142,7 +142,38 @@ _V3 = [
     "ALTER TABLE fits ADD COLUMN IF NOT EXISTS stale_reason TEXT",
 ]
 
-MIGRATIONS: list[list[str]] = [_V1, _V2, _V3]
+# v4: no PRIMARY KEY (an ART index) on the two big tables. Maintaining those indexes was most of a bulk import's
+# write-lock time (2M metric rows: 33 s with the key against 5 s without). Uniqueness of ``runs.run_id`` and of
+# ``metrics (run_id, benchmark, metric)`` is kept by the only code that writes them (:mod:`grid.run_store`,
+# :mod:`grid.import_store`), which checks with set-based SQL before inserting. The tables are copied (axis columns
+# included) and their defaults and NOT NULL constraints set again; the rows are unchanged.
+_RUNS_NOT_NULL = ("run_id", "experiment", "design_version", "recipe", "model_size", "seed", "status", "attempts",
+                  "source", "created_at", "schema_version")
+_RUNS_DEFAULTS = (("seed", "0"), ("status", "'pending'"), ("attempts", "0"), ("source", "'design'"),
+                  ("split", "'fit'"))
+_V4 = [
+    "CREATE TABLE runs_v4 AS SELECT * FROM runs",
+    "DROP TABLE runs",
+    "ALTER TABLE runs_v4 RENAME TO runs",
+    *(f"ALTER TABLE runs ALTER COLUMN {c} SET DEFAULT {d}" for c, d in _RUNS_DEFAULTS),
+    *(f"ALTER TABLE runs ALTER COLUMN {c} SET NOT NULL" for c in _RUNS_NOT_NULL),
+    """CREATE TABLE metrics_v4 (
+        run_id TEXT NOT NULL,
+        benchmark TEXT NOT NULL,
+        metric TEXT NOT NULL,
+        benchmark_version TEXT NOT NULL,
+        score DOUBLE NOT NULL,
+        stderr DOUBLE,
+        n_items INTEGER,
+        higher_is_better BOOLEAN NOT NULL DEFAULT TRUE,
+        created_at TIMESTAMP NOT NULL,
+        schema_version INTEGER NOT NULL)""",
+    "INSERT INTO metrics_v4 SELECT * FROM metrics",
+    "DROP TABLE metrics",
+    "ALTER TABLE metrics_v4 RENAME TO metrics",
+]
+
+MIGRATIONS: list[list[str]] = [_V1, _V2, _V3, _V4]
 """``MIGRATIONS[i]`` takes a database from version ``i`` to ``i + 1``."""
 
 SCHEMA_VERSION: int = len(MIGRATIONS)

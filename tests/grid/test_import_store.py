@@ -25,7 +25,7 @@ def _file(tmp_path: Path, text: str = CSV, name: str = "runs.csv") -> Path:
 def _store(db: str, path: Path, *, on_conflict: str = "refuse", experiment: str = "byo"):
     staged = stage_table(path, {**MAP, "tool_diversity": "tools"}, experiment=experiment, benchmark="b")
     with Registry(db) as reg:
-        return reg.store_runs(experiment, staged.axes, staged.runs, staged.metrics, on_conflict=on_conflict)
+        return reg.store_staged(staged, experiment, on_conflict=on_conflict)
 
 
 def test_stage_derives_flops_split_ids_and_missing_metrics(tmp_path) -> None:
@@ -135,3 +135,42 @@ def test_simulate_again_is_a_no_op_another_seed_needs_replace(tmp_path, capsys) 
         assert sorted(m["score"] for m in reg.metrics("sim")) != scores
         assert reg.fits("sim")[0].stale_reason
         assert reg.con.execute("SELECT count(*) FROM run_history").fetchall()[0][0] > 0
+
+
+_KILLED_IMPORT = """
+import sys, time
+from grid import import_store
+from grid.import_store import stage_table
+from grid.registry import Registry
+
+def stall(self):  # the runs are inserted, the transaction is open
+    n = self.con.execute("SELECT count(*) FROM runs").fetchall()[0][0]
+    print(f"mid {n}", flush=True)
+    time.sleep(60)
+
+import_store.ImportStore._insert_new_metrics = stall
+staged = stage_table(sys.argv[2], {"model_size": "model", "train_tokens": "tokens", "score": "acc", "run_id": "id",
+                                   "tool_diversity": "tools"}, experiment="byo", benchmark="b")
+with Registry(sys.argv[1]) as reg:
+    reg.store_staged(staged, "byo")
+"""
+
+
+def test_an_import_killed_inside_its_transaction_leaves_no_runs(tmp_path) -> None:
+    import signal
+    import subprocess
+    import sys
+
+    db = tmp_path / "r.duckdb"
+    Registry(db).close()
+    root = Path(__file__).resolve().parents[2]
+    proc = subprocess.Popen([sys.executable, "-c", _KILLED_IMPORT, str(db), str(_file(tmp_path))],
+                            stdout=subprocess.PIPE, text=True, cwd=root)
+    try:
+        assert proc.stdout.readline().strip() == "mid 4"  # 4 runs written inside the open transaction
+    finally:
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(timeout=30)
+    with Registry(db, read_only=True) as reg:
+        assert reg.con.execute("SELECT count(*) FROM runs").fetchall() == [(0,)]
+        assert reg.con.execute("SELECT count(*) FROM metrics").fetchall() == [(0,)]

@@ -186,10 +186,9 @@ def _import_runs(args: argparse.Namespace) -> int:
                          config_axes=axes)
     say(f"read and checked {staged.rows:,} rows of {args.file} in {staged.read_s:.1f} s (no lock held)",
         rows=staged.rows)
-    with Registry(registry_path(args, cfg)) as reg:
-        report = reg.store_runs(args.experiment, staged.axes, staged.runs, staged.metrics, kind="import",
-                                on_conflict="update" if args.update else "refuse", heldout=staged.heldout,
-                                progress=say)
+    with staged, Registry(registry_path(args, cfg)) as reg:
+        report = reg.store_staged(staged, args.experiment, kind="import",
+                                  on_conflict="update" if args.update else "refuse", progress=say)
     report = report.model_copy(update={"read_s": staged.read_s})
     if args.json:
         emit_json(report)
