@@ -166,6 +166,17 @@ class ModelSize(_Frozen):
     timeout_min: int = Field(default=30, ge=1)
     """Wall-clock limit per run in minutes (SLURM)."""
 
+    @model_validator(mode="after")
+    def _check_heads(self) -> "ModelSize":
+        if self.pretrained is None:
+            if self.hidden_size % self.num_heads:
+                raise ValueError(f"model size {self.name!r}: hidden_size ({self.hidden_size}) must be divisible by "
+                                 f"num_heads ({self.num_heads})")
+            if (self.hidden_size // self.num_heads) % 2:
+                raise ValueError(f"model size {self.name!r}: head width hidden_size / num_heads = "
+                                 f"{self.hidden_size // self.num_heads} must be even (rotary position embeddings)")
+        return self
+
     @property
     def ffn_size(self) -> int:
         """MLP width: ``intermediate_size`` or 4 x hidden_size."""

@@ -266,7 +266,7 @@ def test_runs_above_max_epochs_are_refused_before_training_naming_the_run():
     data = copy.deepcopy(preset("proxy").model_dump(mode="json"))
     data["axes"][1]["min"] = 256  # task_count: too few tasks for p-l's 3.5M tokens
     with pytest.raises(DesignError, match=r"plan more than train.max_epochs = 4 passes over their tasks, the most "
-                                          r"run \S+ \(p-l, 925 steps x 4 over task_count 256: 14\.45 epochs\)"):
+                                          r"run \S+ \(p-l, 975 steps x 4 over task_count 256: 15\.23 epochs\)"):
         build_design(parse_config(data))
     data["train"]["max_epochs"] = None  # allowed: the epochs are recorded, the fit's repetition law handles them
     assert build_design(parse_config(data)).summary.runs == 87

@@ -55,13 +55,15 @@ def test_real_part_end_to_end(tmp_path, capsys):
     printed = capsys.readouterr().out
     summary = printed[printed.index("=== toolscale demo: summary ==="):]
     assert re.search(r"law \w+: held-out MAE [\d.]+, max error [\d.]+, 90% interval coverage [\d.]+, "
-                     r"extrapolation factor 1[6-9]\.\dx", summary), summary
-    assert re.search(r"allocation a-\w+ of 5,000 usd: .+; predicted token_prob [\d.]+", summary), summary
+                     r"extrapolation factor (1[6-9]|2\d)\.\dx", summary), summary
+    assert re.search(r"allocation a-\w+ of 5,000 usd: .+; predicted bpb [\d.]+", summary), summary
+    assert re.search(r"small-to-large decision accuracy [\d.]+ over \d+ recipe pairs", summary), summary
     with Registry(out / "toolscale.duckdb", read_only=True) as reg:
         runs = reg.runs("demo-micro")
-    assert len(runs) == 24 and {r.status for r in runs} == {"done"}, [r.error for r in runs if r.error][:2]
+    assert len(runs) == 49 and {r.status for r in runs} == {"done"}, [r.error for r in runs if r.error][:2]
+    assert {r.metadata["tokenizer"] for r in runs} == {"shared"}  # one tokenizer per experiment
     assert all(r.metadata["probe"]["measured_groundedness"] is not None for r in runs)  # the probe scored
-    plots = out / "report" / "demo-micro__heldout-calls_plots"
+    plots = out / "report" / "demo-micro__indist-calls_plots"
     assert {p.name for p in plots.iterdir()} >= {"axes.png", "heldout.png", "residuals.png", "hypotheses.png"}
     # a second run trains nothing: every run is done already
     assert main(["demo", "--part", "real", "--out", str(out)]) == 0

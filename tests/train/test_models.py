@@ -48,8 +48,10 @@ def test_save_and_reload_same_outputs(arch, tmp_path):
 
 
 def test_bad_sizes():
-    with pytest.raises(UsageError, match="divisible"):
+    with pytest.raises(ValueError, match="divisible"):  # refused by the config, before any model is built
         build_model(ModelSize(name="t", hidden_size=30, num_layers=1, num_heads=4, vocab_size=300))
+    with pytest.raises(ValueError, match=r"head width hidden_size / num_heads = 25 must be even \(rotary"):
+        ModelSize(name="t", hidden_size=50, num_layers=1, num_heads=2, vocab_size=300)
     with pytest.raises(UsageError, match="pretrained"):
         build_model(ModelSize(name="t", pretrained="Qwen/Qwen3-0.6B"))
 

@@ -1,9 +1,11 @@
 """``toolscale demo``: the whole pipeline on this machine, as the sequence of commands a user would type.
 
 Part 1 (real): collect tool docs from the bundled MCP servers over stdio -> the
-``micro`` design -> per run: synthesise, probe, train a tiny proxy model with TRL,
-evaluate on held-out tool suites (local executor) -> fit -> held-out extrapolation
-report -> ``allocate``.
+``demo`` preset, the proxy-ladder protocol of docs/results/ at demo scale: a learning-rate
+scan at two widths -> the design (a width-only ladder at 2/6/20 tokens per parameter, the
+widest rung held out >= 16x above) -> per run: synthesise, probe, train a tiny proxy model
+with TRL and the experiment's shared tokenizer, score both fixed benchmarks (local executor)
+-> fit bits per byte -> held-out extrapolation report -> ``allocate``.
 
 Part 2 (SIMULATED, labelled as such): the default ~300-run design filled from a
 known law, fitted, reported and allocated, to show the full-size path.
@@ -26,9 +28,13 @@ from toolscale.cli._common import Formatter
 __all__ = ["register", "write_demo_config"]
 
 BENCHMARK = "heldout-calls"
-METRIC = "token_prob"
-"""Tiny CPU models get no call exactly right (accuracy 0 everywhere), so the real part fits the
-continuous metric exp(-held-out assistant-token loss), which moves smoothly with scale."""
+"""The simulated part's benchmark."""
+REAL_BENCHMARK = "indist-calls"
+"""The real part's benchmark: 256 new call items on the training servers, held-out databases."""
+METRIC = "bpb"
+"""Tiny CPU models get no call exactly right (accuracy 0 everywhere), so the real part fits bits per
+byte of the reference answers (comparable across runs: one tokenizer, and per byte)."""
+REAL_EXPERIMENT = "demo-micro"
 SIM_EXPERIMENT = "simulated-default"
 
 
@@ -110,32 +116,34 @@ class _Steps:
 
 
 def _real(out: Path, steps: _Steps, args: argparse.Namespace) -> dict:
-    cfg = write_demo_config(out, "micro", "demo-micro", args.max_parallel)
+    cfg = write_demo_config(out, "demo", REAL_EXPERIMENT, args.max_parallel)
     c = str(cfg)
     steps.run("1. collect tool docs from the bundled MCP servers (stdio)", ["collect", "--config", c, "--bundled"])
-    steps.run("2. design the micro grid (fractional factorial x three tiny model sizes, the largest held out)", ["grid", "design", c])
+    steps.run("2a. learning-rate scan at two widths, carried to the ladder by a rule", ["lr-scan", c])
+    steps.run("2b. design: fractional factorial x a width-only ladder at 2/6/20 tokens per parameter, the widest "
+              "held out", ["grid", "design", c])
     steps.run("3. synthesise, probe, train and evaluate every run (local executor)",
               ["launch", "--config", c, "--executor", "local", "--wait", "--resume", "--poll", "2"])
-    steps.run("4. runs by state", ["status", "--config", c, "--experiment", "demo-micro"])
-    fit = steps.run("5. fit the joint law on the fit split, check the held-out runs",
-                    ["fit", "--config", c, "--experiment", "demo-micro", "--benchmark", BENCHMARK, "--metric", METRIC,
-                     "--json"],
+    steps.run("4. runs by state", ["status", "--config", c, "--experiment", REAL_EXPERIMENT])
+    fit = steps.run("5. fit the law (bits per byte) on the fit split, check the held-out runs",
+                    ["fit", "--config", c, "--experiment", REAL_EXPERIMENT, "--benchmark", REAL_BENCHMARK,
+                     "--metric", METRIC, "--law", "chinchilla", "--json"],
                     capture_json=True)
     report_dir = out / "report"
-    steps.run("6. held-out extrapolation report", ["report", "--config", c, "--experiment", "demo-micro",
-                                                     "--benchmark", BENCHMARK, "--metric", METRIC,
-                                                     "--out", str(report_dir)])
+    steps.run("6. held-out extrapolation report", ["report", "--config", c, "--experiment", REAL_EXPERIMENT,
+                                                     "--benchmark", REAL_BENCHMARK, "--metric", METRIC,
+                                                     "--law", "chinchilla", "--out", str(report_dir)])
     steps.run("7. allocate a budget", ["allocate", "--config", c, "--budget", f"{args.budget:g}", "--benchmark",
-                                       BENCHMARK, "--experiment", "demo-micro"])
+                                       REAL_BENCHMARK, "--experiment", REAL_EXPERIMENT])
     from toolscale.config import load_config
 
     rung = load_config(cfg).ladder[0].name  # the cheapest rung: the demo checks the path, one seed per plan
     verification = steps.run(
         f"8. verify: train the allocator's, the diversity-only and an equal-spend plan (one seed each, {rung})",
-        ["verify", "--config", c, "--budget", f"{args.budget:g}", "--benchmark", BENCHMARK, "--experiment",
-         "demo-micro", "--seeds", "1", "--model-size", rung, "--poll", "2", "--plot", str(out / "verification.png"),
+        ["verify", "--config", c, "--budget", f"{args.budget:g}", "--benchmark", REAL_BENCHMARK, "--experiment",
+         REAL_EXPERIMENT, "--seeds", "1", "--model-size", rung, "--poll", "2", "--plot", str(out / "verification.png"),
          "--json"], capture_json=True)
-    return {"config": c, "fit": fit, "report": str(report_dir), "experiment": "demo-micro", "metric": METRIC,
+    return {"config": c, "fit": fit, "report": str(report_dir), "experiment": REAL_EXPERIMENT, "metric": METRIC,
             "verification": verification}
 
 
@@ -178,6 +186,10 @@ def _summary(out: Path, parts: dict, steps: _Steps, total: float) -> None:
         print(f"  law {fit.get('law')}: held-out MAE {_num(fit.get('heldout_mae'))}, max error "
               f"{_num(fit.get('heldout_max_error'))}, 90% interval coverage {_num(fit.get('interval_coverage'))}, "
               f"extrapolation factor {_num(fit.get('extrapolation_factor'), '.1f')}x")
+        rel, dec = fit.get("heldout_relative_mae"), fit.get("decision_accuracy") or {}
+        if rel is not None or dec.get("accuracy") is not None:
+            print(f"  held-out relative MAE {_num(rel)}, small-to-large decision accuracy {_num(dec.get('accuracy'))} "
+                  f"over {dec.get('pairs', 0)} recipe pairs")
         print("  " + _allocation_line(out / "toolscale.duckdb", part["experiment"], part["metric"]))
         if part.get("verification"):
             print("  " + _verification_line(part["verification"]))

@@ -276,15 +276,15 @@ def _fit(args: argparse.Namespace) -> int:
         ext = f"{h.extrapolation_factor:.1f}x" if h.extrapolation_factor else "n/a"
         print(f"held out ({f.holdout_source}): {h.n} runs, MAE {h.mae:.4f}, max error {h.max_error:.4f}, "
               f"90% interval coverage {cov}, extrapolation {ext}")
-    if f.rolling:
-        print_table([{"fitted sizes": ", ".join(f"{n:.3g}" for n in s.fit_sizes), "predicted": f"{s.predicted_size:.3g}",
-                      "runs": s.n, "MAE": s.mae, "relative MAE": s.relative_mae, "max error": s.max_error,
-                      "90% coverage": s.interval_coverage} for s in f.rolling], title="rolling validation")
     for d in (summary.decision_accuracy, summary.decision_accuracy_law):
         if d is not None and d.accuracy is not None:
             ci = f"{d.level:.0%} CI {d.lo:.0%}-{d.hi:.0%}" if d.lo is not None else "no CI"
             print(f"decision accuracy ({d.source}: {d.small_scale}): {d.accuracy:.0%} of {d.pairs} recipe pairs "
                   f"({ci})")
+    if f.rolling:
+        print_table([{"fitted sizes": ", ".join(f"{n:.3g}" for n in s.fit_sizes), "predicted": f"{s.predicted_size:.3g}",
+                      "runs": s.n, "MAE": s.mae, "relative MAE": s.relative_mae, "max error": s.max_error,
+                      "90% coverage": s.interval_coverage} for s in f.rolling], title="rolling validation")
     if result.interaction is not None:
         i = result.interaction
         ci = f" [{i.gain_ratio_lo:.2f}, {i.gain_ratio_hi:.2f}]" if i.gain_ratio_lo is not None else ""
