@@ -127,12 +127,13 @@ def _real(out: Path, steps: _Steps, args: argparse.Namespace) -> dict:
     steps.run("4. runs by state", ["status", "--config", c, "--experiment", REAL_EXPERIMENT])
     fit = steps.run("5. fit the law (bits per byte) on the fit split, check the held-out runs",
                     ["fit", "--config", c, "--experiment", REAL_EXPERIMENT, "--benchmark", REAL_BENCHMARK,
-                     "--metric", METRIC, "--law", "chinchilla", "--json"],
+                     "--metric", METRIC, "--law", "chinchilla", "--holdout", "split", "--json"],
                     capture_json=True)
     report_dir = out / "report"
     steps.run("6. held-out extrapolation report", ["report", "--config", c, "--experiment", REAL_EXPERIMENT,
                                                      "--benchmark", REAL_BENCHMARK, "--metric", METRIC,
-                                                     "--law", "chinchilla", "--out", str(report_dir)])
+                                                     "--law", "chinchilla", "--holdout", "split",
+                                                     "--out", str(report_dir)])
     steps.run("7. allocate a budget", ["allocate", "--config", c, "--budget", f"{args.budget:g}", "--benchmark",
                                        REAL_BENCHMARK, "--experiment", REAL_EXPERIMENT])
     from toolscale.config import load_config
