@@ -157,6 +157,7 @@ with Registry(sys.argv[1]) as reg:
 
 
 def test_an_import_killed_inside_its_transaction_leaves_no_runs(tmp_path) -> None:
+    import os
     import signal
     import subprocess
     import sys
@@ -165,7 +166,8 @@ def test_an_import_killed_inside_its_transaction_leaves_no_runs(tmp_path) -> Non
     Registry(db).close()
     root = Path(__file__).resolve().parents[2]
     proc = subprocess.Popen([sys.executable, "-c", _KILLED_IMPORT, str(db), str(_file(tmp_path))],
-                            stdout=subprocess.PIPE, text=True, cwd=root)
+                            stdout=subprocess.PIPE, text=True, cwd=root,
+                            env={**os.environ, "TMPDIR": str(tmp_path)})  # its staging file dies with tmp_path
     try:
         assert proc.stdout.readline().strip() == "mid 4"  # 4 runs written inside the open transaction
     finally:
