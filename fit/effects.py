@@ -1,9 +1,10 @@
-"""The measured effect of one axis' two levels, per model size, paired by seed (no law involved).
+"""The measured effect of an axis' levels against its lowest, per model size, paired by seed (no law involved).
 
-For a two-level axis (a stage axis: 0 = stage off), each pair is two done runs that differ only in that axis:
-same model size, same seed, same level of every other axis. The effect at a size is the mean paired
-difference ``metric(high) - metric(low)`` with a Student-t 95% interval over the pairs (and the number of
-pairs). This answers "did mid-training help at this scale?" without trusting a fitted law.
+For an axis with levels ``x_0 < x_1 < ...`` (a stage axis: ``x_0 = 0``, the stage off), each pair is two done
+runs that differ only in that axis, one at ``x_0`` and one at ``x_k``: same model size, same seed, same level
+of every other axis. The effect of ``x_k`` at a size is the mean paired difference
+``metric(x_k) - metric(x_0)`` with a Student-t 95% interval over the pairs (and the number of pairs). This
+answers "did mid-training help at this scale?" without trusting a fitted law.
 """
 
 from __future__ import annotations
@@ -73,15 +74,16 @@ def _t975(df: int) -> float:
 
 
 def paired_effects(runs: Sequence[Any], axis: str, metric: str) -> list[ArmEffect]:
-    """Effects of ``axis`` (exactly two levels among ``runs``) on ``metric`` (``benchmark/metric`` key of
-    ``run.metrics``), per model size and cell of the other axes; see the module docstring.
+    """Effects of each level of ``axis`` against its lowest (at least two levels among ``runs``) on ``metric``
+    (``benchmark/metric`` key of ``run.metrics``), per model size and cell of the other axes; see the module
+    docstring.
 
     ``runs`` are done :class:`grid.models.RunRecord` rows (``recipe``, ``model_size``, ``seed``, ``metrics``).
     """
     levels = sorted({float(r.recipe[axis]) for r in runs if axis in r.recipe})
-    if len(levels) != 2:
-        raise FitInputError(f"axis {axis!r} needs exactly two levels among the runs, found {levels}")
-    low, high = levels
+    if len(levels) < 2:
+        raise FitInputError(f"axis {axis!r} needs at least two levels among the runs, found {levels}")
+    low = levels[0]
     cells: dict[tuple, dict[float, dict[int, float]]] = defaultdict(lambda: defaultdict(dict))
     for r in runs:
         value = r.metrics.get(metric)
@@ -90,7 +92,7 @@ def paired_effects(runs: Sequence[Any], axis: str, metric: str) -> list[ArmEffec
         others = tuple(sorted((k, float(v)) for k, v in r.recipe.items() if k != axis))
         cells[(r.model_size, others)][float(r.recipe[axis])][r.seed] = float(value)
     out = []
-    for (size, others), by_level in sorted(cells.items()):
+    for ((size, others), by_level), high in ((c, h) for c in sorted(cells.items()) for h in levels[1:]):
         seeds = sorted(set(by_level[low]) & set(by_level[high]))
         if not seeds:
             continue

@@ -95,13 +95,14 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=_report)
 
     p = sub.add_parser(
-        "effect", help="the paired effect of a two-level axis (e.g. a stage on/off) per model size, with 95%% CIs",
+        "effect", help="the seed-paired effect of each level of an axis against its lowest (e.g. a stage on/off) "
+                       "per model size, with 95%% CIs",
         formatter_class=Formatter,
         epilog="example:\n  toolscale effect --experiment midtrain-cpu --axis midtrain_tokens "
                "--benchmark heldout-calls --metric token_prob --json")
     p.add_argument("--experiment", help="experiment name (default: the only one in the registry)")
     add_registry_args(p)
-    p.add_argument("--axis", required=True, help="an axis with exactly two levels among the done runs")
+    p.add_argument("--axis", required=True, help="an axis with at least two levels among the done runs")
     p.add_argument("--benchmark", required=True, help="benchmark")
     p.add_argument("--metric", default="score", help="metric of the benchmark (default score)")
     p.add_argument("--json", action="store_true", help="one object per size and cell")
@@ -427,7 +428,8 @@ def _effect(args: argparse.Namespace) -> int:
                   .model_dump(mode="json"))
         return 0
     rows = [{"model": e.model_size, **{k: f"{v:g}" for k, v in e.others.items()}, "pairs": e.n_pairs,
-             f"{e.low:g}": f"{e.mean_low:.4g}", f"{e.high:g}": f"{e.mean_high:.4g}", "effect": f"{e.effect:+.4g}",
+             "levels": f"{e.low:g} -> {e.high:g}", "mean at low": f"{e.mean_low:.4g}",
+             "mean at high": f"{e.mean_high:.4g}", "effect": f"{e.effect:+.4g}",
              "95% CI": "—" if e.lo is None else f"[{e.lo:+.4g}, {e.hi:+.4g}]"} for e in effects]
     print_table(rows, title=f"{experiment}: {args.axis} on {args.benchmark}/{args.metric}, paired by seed")
     return 0
