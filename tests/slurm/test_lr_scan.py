@@ -43,8 +43,9 @@ def test_diverging_run_is_failed_with_its_tail_and_the_rest_choose(tmp_path):
     assert result.best == {"p-xs": 0.01, "p-m": 0.001}
     failed = [r for r in result.runs if r.status == "failed"]
     assert len(failed) == 2 and all("diverged (nan) at step 4" in r.error for r in failed)
-    assert math.log(10) / math.log(36 / 12) > result.exponent == 2.0  # clipped to [0, 2]
-    assert result.learning_rates["p-l"] == pytest.approx(0.01 * (74 / 12) ** -2.0)
+    w = {r: cfg.model_size(r).hidden_size for r in ("p-xs", "p-m", "p-l")}
+    assert math.log(10) / math.log(w["p-m"] / w["p-xs"]) > result.exponent == 2.0  # clipped to [0, 2]
+    assert result.learning_rates["p-l"] == pytest.approx(0.01 * (w["p-l"] / w["p-xs"]) ** -2.0)
     assert read_scan(cfg) == result and scan_path(cfg).is_file()
 
 
