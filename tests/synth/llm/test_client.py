@@ -196,7 +196,8 @@ def test_chat_many_stops_the_batch_when_the_endpoint_is_down():
         with client(ep.url, concurrency=4, timeout_s=0.2, max_tries=4) as c:
             with pytest.raises(LLMEndpointError, match="HTTP 401"):
                 c.chat_many("policy", [{"messages": [{"role": "user", "content": str(i)}]} for i in range(4)])
-            seen = ep.requests
             time.sleep(1.0)
-            assert ep.requests == seen <= 4  # nothing kept retrying in the background
+            # the batch's other first tries may still reach the server after the 401 (they were sent at once),
+            # but none is retried: max_tries = 4 would make up to 13 requests if the hung ones kept going
+            assert ep.requests <= 4
             assert c.chat_many("policy", []) == []
