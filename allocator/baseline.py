@@ -2,7 +2,8 @@
 
 A SynthAPI-style user fits a law over model size and the diversity axes alone and
 leaves supervision as the pipeline delivers it. :func:`diversity_only_law` fits that
-law (``saturating`` over ``N`` and every diversity axis) on the experiment's fitted
+law (``saturating`` over ``N`` and every diversity axis for a score; the allocator's own
+loss form over ``N``, ``D`` and the diversity axes for a loss) on the experiment's fitted
 runs:
 
 - on the runs at baseline quality (every quality axis at its baseline level), when
@@ -38,12 +39,15 @@ def baseline_quality_runs(runs: Sequence[Any], config: ExperimentConfig) -> list
 
 
 def diversity_only_law(runs: Sequence[Any], config: ExperimentConfig, *, benchmark: str, metric: str,
-                       tokens: float) -> tuple[Surface | None, str]:
+                       tokens: float, target: str = "score", law_name: str = "chinchilla") -> tuple[Surface | None, str]:
     """``(surface, method)``: the diversity-only law as a score surface, and how it was fitted.
 
-    ``runs`` are the experiment's done, fitted (not held-out) runs. Returns ``(None, why)``
-    when no such law can be fitted (no diversity axis, a loss metric, too few runs); the
-    caller then falls back to the quality-pinned comparison.
+    ``runs`` are the experiment's done, fitted (not held-out) runs. A score is fitted with
+    ``saturating`` over N and the diversity axes; a loss (``target="loss"``: nats per token,
+    bits per byte) with the allocator's own loss form ``law_name`` restricted to N, D and the
+    diversity axes, and negated (lower loss, higher score). Returns ``(None, why)`` when no
+    such law can be fitted (no diversity axis, too few runs); the caller then falls back to
+    the quality-pinned comparison.
     """
     from fit.data import law_for_runs, points_from_runs
     from fit.errors import FitError
@@ -54,13 +58,13 @@ def diversity_only_law(runs: Sequence[Any], config: ExperimentConfig, *, benchma
     div = [a.name for a in config.axes if a.kind == "diversity"]
     if not div:
         return None, "no diversity axis: the baseline is the same law with quality pinned at baseline"
-    if metric == "loss":
-        return None, "a loss metric: the baseline is the same law with quality pinned at baseline"
-    cache_key = (benchmark, metric, tuple(sorted((r.run_id, r.metrics[key_name]) for r in runs)), tokens)
+    is_loss = target == "loss"
+    name = law_name if is_loss else "saturating"
+    cache_key = (benchmark, metric, name, tuple(sorted((r.run_id, r.metrics[key_name]) for r in runs)), tokens)
     if cache_key in _CACHE:
         return _CACHE[cache_key]
     try:
-        law = law_for_runs("saturating", runs, config, axes=div)
+        law = law_for_runs(name, runs, config, axes=div)
         need = law.n_params + 2
         at_base = baseline_quality_runs(runs, config)
         if len(at_base) >= need:
@@ -79,13 +83,17 @@ def diversity_only_law(runs: Sequence[Any], config: ExperimentConfig, *, benchma
         return out
     params = dict(fit.params)
 
+    sign = -1.0 if is_loss else 1.0
+
     def score(levels, n_params: float) -> np.ndarray:
         X = {k: np.atleast_1d(np.asarray(v, dtype=float)) for k, v in levels.items()}
         m = len(next(iter(X.values())))
         X.setdefault("N", np.full(m, float(n_params)))
-        return np.asarray(law.predict(params, X), dtype=float).ravel()
+        X.setdefault("D", np.full(m, float(tokens)))
+        return sign * np.asarray(law.predict(params, X), dtype=float).ravel()
 
-    method = (f"diversity-only law (saturating over N and {', '.join(div)}), {how}; solved for the same budget "
+    over = "N, D" if is_loss else "N"
+    method = (f"diversity-only law ({name} over {over} and {', '.join(div)}), {how}; solved for the same budget "
               f"with quality at baseline" + ("" if fit.converged else "; its fit did not fully converge"))
     out = (Surface(score=score, own=method), method)
     _CACHE[cache_key] = out

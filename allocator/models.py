@@ -251,10 +251,30 @@ class AllocationReport(AllocationPlan):
     """Registry id of that fit."""
     metric: str
     """Metric the law predicts (``benchmark/metric``)."""
+    target: Literal["score", "loss"] = "score"
+    """What the metric is. For a ``loss`` (nats per token, bits per byte: lower is better) every
+    ``predicted_score``, interval and gain of the plan is in the negated metric (higher is better),
+    so a gain is always an improvement; :meth:`metric_value` turns a score back into the metric."""
     simulated: bool = False
     """True when the fit was on simulated runs."""
     allocation_id: str | None = None
     """Registry id of the stored plan (None when not stored, e.g. over MCP)."""
+
+    @property
+    def sign(self) -> float:
+        """``-1`` for a loss (scores are the negated metric), ``+1`` for a score."""
+        return -1.0 if self.target == "loss" else 1.0
+
+    def metric_value(self, score: float) -> float:
+        """A plan score in the metric's own unit (a loss positive again)."""
+        return self.sign * score
+
+    def metric_interval(self, iv: tuple[float, float] | None) -> tuple[float, float] | None:
+        """A score interval in the metric's unit, low to high."""
+        if iv is None:
+            return None
+        a, b = self.sign * iv[0], self.sign * iv[1]
+        return (min(a, b), max(a, b))
 
 
 ARMS: tuple[str, ...] = ("allocator", "diversity_only", "equal_spend")

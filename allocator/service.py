@@ -285,7 +285,8 @@ def plan_allocation(registry: str, *, budget: float, benchmark: str, unit: str |
         ld = _load(reg, budget=budget, benchmark=benchmark, unit=unit, experiment=experiment, model_size=model_size,
                    config=config, law=law, draws=draws, mix_forms=mix_forms)
         base_surface, base_method = diversity_only_law(ld.fitted_runs, ld.config, benchmark=benchmark,
-                                                       metric=ld.fit.metric, tokens=ld.tokens)
+                                                       metric=ld.fit.metric, tokens=ld.tokens,
+                                                       target=ld.fit.target, law_name=ld.fit.law)
         noise, label = noise_floor(ld.fit)
         plan = solve(ld.request, ld.surface, baseline_surface=base_surface, replicate_sd=noise,
                      replicate_log=ld.fit.residual_scale == "log", noise_label=label, redraws=redraws, warm=warm)
@@ -297,7 +298,8 @@ def plan_allocation(registry: str, *, budget: float, benchmark: str, unit: str |
                 experiment=ld.experiment, benchmark=benchmark, budget=budget, unit=ld.request.budget.unit,
                 fit_id=ld.fit_id, payload=plan.model_dump(mode="json"))
     return AllocationReport(**dict(plan), experiment=ld.experiment, law=ld.fit.law, fit_id=ld.fit_id,
-                            metric=ld.fit.metric, simulated=ld.fit.simulated, allocation_id=allocation_id)
+                            metric=ld.fit.metric, target=ld.fit.target, simulated=ld.fit.simulated,
+                            allocation_id=allocation_id)
 
 
 def equal_spend_plan(registry: str, *, budget: float, benchmark: str, unit: str | None = None,

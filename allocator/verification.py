@@ -51,13 +51,23 @@ def t_interval(values: Sequence[float], level: float = 0.90) -> tuple[float, flo
 
 
 def arms_of(plan: AllocationPlan, equal: Plan, equal_interval: tuple[float, float] | None,
-            seeds: Sequence[int]) -> list[VerificationArm]:
-    """The three arms (no runs yet): plan, fair baseline and equal spend, with their predictions."""
+            seeds: Sequence[int], sign: float = 1.0) -> list[VerificationArm]:
+    """The three arms (no runs yet): plan, fair baseline and equal spend, with their predictions.
+
+    ``sign = -1`` for a loss: the plans' scores are the negated loss, and the arms state their
+    predictions in the metric's own unit (a positive loss), as the runs will report it.
+    """
     made = {"allocator": (plan.plan, plan.interval), "diversity_only": (plan.baseline, plan.baseline_interval),
             "equal_spend": (equal, equal_interval)}
+
+    def metric_iv(iv: tuple[float, float] | None) -> tuple[float, float] | None:
+        return None if iv is None else (min(sign * iv[0], sign * iv[1]), max(sign * iv[0], sign * iv[1]))
+
     return [VerificationArm(name=name, label=ARM_LABELS[name], levels=dict(made[name][0].levels),
-                            planned_cost=made[name][0].total_cost, predicted_score=made[name][0].predicted_score,
-                            predicted_interval=made[name][1], run_ids=[], seeds=list(seeds)) for name in ARMS]
+                            planned_cost=made[name][0].total_cost,
+                            predicted_score=sign * made[name][0].predicted_score,
+                            predicted_interval=metric_iv(made[name][1]), run_ids=[], seeds=list(seeds))
+            for name in ARMS]
 
 
 def group_name(experiment: str, benchmark: str, budget: float, model_size: str,
@@ -111,8 +121,13 @@ def realised_levels(requested: Mapping[str, float], metadata: Mapping[str, Any])
 def summarise(*, experiment: str, group: str, benchmark: str, metric: str, plan: AllocationPlan,
               arms: Sequence[VerificationArm], runs: Sequence[Any], cost: CostModel, model_size: str,
               law: str, fit_id: str, simulated: bool,
-              decision: Decision, plot: str | None = None) -> VerificationReport:
-    """Realised against predicted for every arm, the realised gain with its seed interval, and whether it is inside."""
+              decision: Decision, plot: str | None = None, sign: float = 1.0) -> VerificationReport:
+    """Realised against predicted for every arm, the realised gain with its seed interval, and whether it is inside.
+
+    Scores stay in the metric's unit; a gain is always an improvement: ``sign (allocator -
+    diversity_only)`` per seed, with ``sign = -1`` for a loss (the plan's predicted gain is
+    already in that orientation).
+    """
     by_id = {r.run_id: r for r in runs}
     key = f"{benchmark}/{metric}"
     filled, problems = [], []
@@ -138,7 +153,7 @@ def summarise(*, experiment: str, group: str, benchmark: str, metric: str, plan:
             "realised_ci": t_interval(done), "synthesis_cost": float(np.mean(costs)) if costs else None,
             "run_status": status}))
     a, b = per_seed.get("allocator", {}), per_seed.get("diversity_only", {})
-    paired = [a[s] - b[s] for s in sorted(set(a) & set(b))]
+    paired = [sign * (a[s] - b[s]) for s in sorted(set(a) & set(b))]
     gain = float(np.mean(paired)) if paired else None
     iv = plan.gain_interval
     inside = None if gain is None or iv is None else bool(iv[0] <= gain <= iv[1])

@@ -32,7 +32,8 @@ _COLUMNS = {"N": "model_params", "D": "train_tokens", "C": "train_flops"}
 UNIQUE_TOKENS = "unique_tokens"
 """Recipe column of a run's unique training tokens U (repeated data: ``D / U`` epochs); it enters
 effective-data laws as repetition (:func:`fit.laws.effective_tokens`), no other law."""
-EFFECTIVE_LAWS = frozenset({"chinchilla", "chinchilla_qterm", "effective", "effective_qterm"})
+EFFECTIVE_LAWS = frozenset({"chinchilla", "chinchilla_qterm", "chinchilla_unique", "effective", "effective_qterm",
+                            "effective_unique"})
 """Laws whose data axes act on effective data ``D_eff`` (they read N, D, U and every axis)."""
 
 

@@ -18,9 +18,10 @@ from fit.laws import Law, get_law
 from fit.models import ExperimentFit, FitRequest, FitResult, Points
 from fit.predict import bic_weights
 from fit.rolling import rolling_steps
+from fit.selection import select_law
 from toolscale.config import ExperimentConfig
 
-__all__ = ["fit_experiment", "stored_fraction", "with_forms"]
+__all__ = ["LOSS_CANDIDATES", "fit_experiment", "loss_candidates", "stored_fraction", "with_forms"]
 
 
 def stored_fraction(config: ExperimentConfig | None) -> float:
@@ -53,6 +54,7 @@ def fit_experiment(runs: Sequence[Any], request: FitRequest, *, config: Experime
     generic = get_law(name)
     metric = request.metric or ("loss" if generic.target == "loss" else "score")
     law = law_for_runs(name, runs, config, request.axes)
+    loss_auto = request.law == "auto" and generic.target == "loss" and _has_axes(law)
     inter = ("L", request.stage1_metric) if law.stages is not None else None
     fixed = None
     if request.floor is not None:
@@ -66,6 +68,12 @@ def fit_experiment(runs: Sequence[Any], request: FitRequest, *, config: Experime
     points, source = apply_holdout(points, request.holdout, stored_fraction(config))
     if points.final and law.stages is None:  # checkpoints feed a two-step law's stage 2 only
         points = points.subset(points.final)
+    selection = None
+    if loss_auto:
+        candidates = loss_candidates(runs, config, request.axes)
+        selection = select_law(points, candidates, n_starts=request.n_starts, max_grid=min(request.max_grid, 4096),
+                               seed=request.seed, huber_delta=request.huber_delta)
+        law = candidates[selection.chosen]
     kinds = {i.kind for i in law.inputs}
     interaction = None
     if request.interaction_test and law.target == "score" and {"diversity", "quality"} <= kinds \
@@ -83,6 +91,8 @@ def fit_experiment(runs: Sequence[Any], request: FitRequest, *, config: Experime
     if interaction is not None:
         fit = with_forms(fit, [f for name, f in forms.items() if name != fit.law], points, law, seed=request.seed)
         fit = fit.model_copy(update={"interaction": interaction})
+    if selection is not None:
+        fit = fit.model_copy(update={"selection": selection})
     kind, k = parse_holdout(request.holdout)
     if kind == "rungs":
         steps = rolling_steps(points, law, int(k), n_bootstrap=min(request.n_bootstrap, 50), seed=request.seed,
@@ -112,6 +122,27 @@ def with_forms(fit: FitResult, others: Sequence[FitResult], points: Points, law:
         fit = fit.model_copy(update={"heldout": heldout_metrics(fit, law, test, train_flops=train.flops,
                                                                 level=level, seed=seed)})
     return fit
+
+
+def _has_axes(law: Law) -> bool:
+    return any(i.kind in ("diversity", "quality", "unique_tokens") for i in law.inputs)
+
+
+LOSS_CANDIDATES = ("chinchilla_ND", "chinchilla", "chinchilla_qterm", "chinchilla_unique")
+"""The loss forms ``--law auto`` compares (:func:`fit.selection.select_law`): the published
+form on N and D alone, and the three effective-data forms with the experiment's axes."""
+
+
+def loss_candidates(runs: Sequence[Any], config: ExperimentConfig | None,
+                    axes: Sequence[str] | None = None) -> dict[str, Law]:
+    """The :data:`LOSS_CANDIDATES` specialised to the experiment (a form that cannot take its axes is left out)."""
+    out: dict[str, Law] = {"chinchilla_ND": get_law("chinchilla")}
+    for name in LOSS_CANDIDATES[1:]:
+        try:
+            out[name] = law_for_runs(name, runs, config, axes)
+        except FitInputError:
+            continue
+    return out
 
 
 def _auto_law(runs: Sequence[Any], request: FitRequest, config: ExperimentConfig | None) -> str:

@@ -123,7 +123,7 @@ def heldout_metrics(fit: FitResult, law: Law, test: Points, *, train_flops: Sequ
                         predicted=float(pred[i]), lo=float(lo[i]) if has_pi else None,
                         hi=float(hi[i]) if has_pi else None,
                         flops=float(test.flops[i]) if test.flops else None) for i in range(test.n)]
-    rel = err / np.maximum(np.abs(y), 1e-12)
-    return HeldoutMetrics(n=test.n, mae=float(err.mean()), relative_mae=float(rel.mean()), max_error=float(err.max()),
+    rel = err.mean() / max(float(np.abs(y).mean()), 1e-12)
+    return HeldoutMetrics(n=test.n, mae=float(err.mean()), relative_mae=float(rel), max_error=float(err.max()),
                           rmse=float(np.sqrt((err ** 2).mean())), interval_coverage=coverage, interval_level=level,
                           extrapolation_factor=factor, points=pts)

@@ -285,16 +285,19 @@ def effective_tokens(p: Params, d: np.ndarray, u: np.ndarray | None) -> np.ndarr
 
     Muennighoff et al. 2023 ("Scaling Data-Constrained Language Models", eq. 5): the ``R``-th
     repetition of the unique tokens ``U`` is worth ``exp(-R / R*)`` of a new token, so repeated
-    data saturates at ``U (1 + R*)``. ``d`` and ``u`` share one unit; ``u is None`` returns ``d``.
+    data saturates at ``U (1 + R*)``. A run that sees fewer tokens than ``U`` repeats nothing:
+    ``D' = D`` (the paper's ``U_D = min(U, D)``). ``d`` and ``u`` share one unit; ``u is None``
+    returns ``d``.
     """
     if u is None:
         return d
+    seen = np.minimum(u, d)
     r = np.maximum(d / u - 1.0, 0.0)
     rs = p["R_star"]
-    return u + u * rs * (1.0 - np.exp(-r / rs))
+    return seen + seen * rs * (1.0 - np.exp(-r / rs))
 
 
-def _effective(name: str, target: Target, quality: str) -> LawFactory:
+def _effective(name: str, target: Target, quality: str, diversity: str = "multiplier") -> LawFactory:
     """Effective-data laws: the data axes act on the tokens the model effectively sees.
 
     ``loss:  L = E     + A n^(-alpha) + B d_eff^(-beta) [- Q(q)]``
@@ -310,7 +313,18 @@ def _effective(name: str, target: Target, quality: str) -> LawFactory:
     inside ``d_eff`` (quality scales what diversity buys); ``quality="term"`` gives it its own
     saturating term ``Q(q) = sum_j H_j (1 - (1 + w_j)^(-beta_j))`` (the research plan's two
     hypotheses).
+
+    ``diversity="unique"`` makes the diversity axes set the *unique content* of the data
+    instead of scaling its tokens: ``U = U0 prod_i t_i^rho_i`` (in units of ``ref_D``; times
+    the runs' ``unique_tokens / ref_D`` when that input is given), and every token beyond
+    ``U`` is a repetition, discounted as in :func:`effective_tokens` with ``R = D / U - 1``.
+    Low-diversity data then saturates: more tokens, and the larger models that use them,
+    stop paying once they only repeat the few tools they cover, while diverse data keeps
+    paying. A diversity axis is so worth more to a larger ``D`` (and to the larger ``N`` it
+    is trained with), which the separable score forms cannot express.
     """
+    unique = diversity == "unique"
+
     def factory(inputs: Sequence[LawInput] | None = None) -> Law:
         if inputs is None:
             inputs = (LawInput(name="N", kind="size"), LawInput(name="D", kind="tokens"))
@@ -322,7 +336,8 @@ def _effective(name: str, target: Target, quality: str) -> LawFactory:
         uniq_in = uniq[0] if uniq else None
         div = [i for i in inputs if i.kind == "diversity"]
         qual = [i for i in inputs if i.kind == "quality"]
-        mult = div + (qual if quality == "multiplier" else [])
+        mult = ([] if unique else div) + (qual if quality == "multiplier" else [])
+        shapers = div if unique else []
         term = qual if quality == "term" else []
         is_loss = target == "loss"
         if is_loss:
@@ -341,10 +356,18 @@ def _effective(name: str, target: Target, quality: str) -> LawFactory:
                       "beta": (1e-3, 3.0)}
             grid = {"S_max": (0.3, 0.6, 0.9), "A": (0.03, 0.2), "alpha": (0.3, 0.8), "B": (0.03, 0.2),
                     "beta": (0.3, 0.8)}
-        if uniq_in is not None:
+        if uniq_in is not None or unique:
             names.append("R_star")
             bounds["R_star"] = (0.05, 1e3)
-            grid["R_star"] = (2.0, 10.0, 40.0)
+            grid["R_star"] = (1.0, 10.0) if unique else (2.0, 10.0, 40.0)
+        if unique:
+            names.append("U0")
+            bounds["U0"] = (1e-4, 1e8)
+            grid["U0"] = (1.0, 10.0, 100.0) if uniq_in is None else (0.1, 1.0)
+            for a in shapers:
+                names.append(f"rho_{a.name}")
+                bounds[f"rho_{a.name}"] = (0.0, 3.0)
+                grid[f"rho_{a.name}"] = (0.2, 1.0)
         for a in mult:
             names += [f"c_{a.name}", f"gamma_{a.name}"]
             bounds[f"c_{a.name}"] = (1e-4, 1e3)
@@ -362,6 +385,10 @@ def _effective(name: str, target: Target, quality: str) -> LawFactory:
             n = normalise(size, X[size.name])
             d = normalise(toks, X[toks.name])
             u = None if uniq_in is None else X[uniq_in.name] / toks.ref
+            if unique:
+                u = p["U0"] * (1.0 if u is None else u)
+                for a in shapers:
+                    u = u * normalise(a, X[a.name]) ** p[f"rho_{a.name}"]
             d_eff = effective_tokens(p, d, u)
             for a in mult:
                 x = normalise(a, X[a.name])
@@ -376,13 +403,16 @@ def _effective(name: str, target: Target, quality: str) -> LawFactory:
         head = "L = E + A n^-alpha + B d_eff^-beta" if is_loss else "S = S_max - A n^-alpha - B d_eff^-beta"
         if term:
             head += " - Q(q)" if is_loss else " + Q(q)"
-        parts = ["D'" if uniq_in is not None else "D"] + [f"m_{a.name}" for a in mult]
+        parts = ["D'" if uniq_in is not None or unique else "D"] + [f"m_{a.name}" for a in mult]
         formula = f"{head}; d_eff = {' * '.join(parts)}"
-        if uniq_in is not None:
+        if uniq_in is not None or unique:
             formula += "; D' = U + U R* (1 - exp(-R / R*)), R = D / U - 1"
+        if unique:
+            formula += "; U = U0" + ("" if uniq_in is None else " U_tokens") + "".join(
+                f" t_{a.name}^rho_{a.name}" for a in shapers)
         if mult:
             formula += "; m = 1 + c (1 - t^-gamma)"
-        logs = frozenset(p for p in names if p in ("E", "A", "B", "R_star") or p.split("_")[0] in ("c", "H"))
+        logs = frozenset(p for p in names if p in ("E", "A", "B", "R_star", "U0") or p.split("_")[0] in ("c", "H"))
         return Law(name=name, target=target, inputs=(size, toks, *uniq, *div, *qual), param_names=tuple(names),
                    bounds=bounds, start_grid=grid, fn=fn, log_params=logs, formula=formula,
                    huber_delta=1e-3 if is_loss else 0.05)
@@ -550,6 +580,8 @@ register_law(_chinchilla, "chinchilla")
 register_law(_effective("chinchilla_qterm", "loss", "term"), "chinchilla_qterm")
 register_law(_effective("effective", "score", "multiplier"), "effective")
 register_law(_effective("effective_qterm", "score", "term"), "effective_qterm")
+register_law(_effective("chinchilla_unique", "loss", "multiplier", "unique"), "chinchilla_unique")
+register_law(_effective("effective_unique", "score", "multiplier", "unique"), "effective_unique")
 register_law(_saturating, "saturating")
 for _kind in ("additive", "multiplicative", "interaction"):
     register_law(_hypothesis(_kind), _kind)

@@ -26,6 +26,8 @@ __all__ = [
     "HeldoutPoint",
     "HeldoutMetrics",
     "FitResult",
+    "LawCandidate",
+    "LawSelection",
     "Truth",
     "HypothesisFit",
     "InteractionResult",
@@ -209,7 +211,8 @@ class HeldoutMetrics(_Frozen):
     mae: float
     """Mean absolute error, in the target's unit (score points or loss)."""
     relative_mae: float | None = None
-    """Mean of ``|error| / |actual|`` (dimensionless)."""
+    """MAE over the mean ``|actual|`` of the held-out runs (dimensionless; Choshen et al. 2024's
+    absolute relative error is the per-run version)."""
     max_error: float
     """Largest absolute error."""
     rmse: float
@@ -222,6 +225,40 @@ class HeldoutMetrics(_Frozen):
     """Largest held-out FLOPs / largest fitted FLOPs (None if FLOPs unknown)."""
     points: list[HeldoutPoint] = Field(default_factory=list)
     """Per-run detail."""
+
+
+class LawCandidate(_Frozen):
+    """One candidate form of ``--law auto``'s choice (:func:`fit.selection.select_law`)."""
+
+    label: str
+    """What the choice calls it (``chinchilla`` on N and D only is ``chinchilla_ND``)."""
+    law: str
+    """Registered law name."""
+    n_params: int
+    """Free parameters."""
+    cv_mae: float | None = None
+    """MAE on the largest fitted size when fitted on the smaller ones, metric units (None: no CV, or it failed)."""
+    cv_relative_mae: float | None = None
+    """``cv_mae`` over the mean observed value there."""
+    bic: float
+    """BIC of the fit the score came from."""
+    converged: bool = True
+    """Whether that fit converged."""
+
+
+class LawSelection(_Frozen):
+    """How ``--law auto`` chose the form, using the ``fit`` runs only."""
+
+    criterion: Literal["rung_cv", "bic"]
+    """``rung_cv``: lowest relative MAE one rung up; ``bic``: lowest BIC (fewer than 3 fitted sizes)."""
+    predicted_size: float | None
+    """The fitted size predicted by the rung CV (None for ``bic``)."""
+    fit_sizes: list[float]
+    """Sizes the CV fits saw."""
+    candidates: list[LawCandidate]
+    """Every candidate with its score."""
+    chosen: str
+    """Label of the chosen candidate."""
 
 
 class FitResult(_Frozen):
@@ -313,6 +350,8 @@ class FitResult(_Frozen):
     (:func:`fit.predict.predict_points`)."""
     rolling: list[RollingStep] = Field(default_factory=list)
     """Rolling validation steps (``--holdout rungs:K``): fit the smallest sizes, predict the next one."""
+    selection: LawSelection | None = None
+    """How ``--law auto`` chose this form on the fitted runs (None when the law was named)."""
     max_fitted_flops: float | None = None
     """Training FLOPs of the largest fitted run (None when unknown): ``predict`` measures extrapolation by it."""
 
@@ -662,7 +701,7 @@ class FitSummary(_Frozen):
     heldout_mae: float | None
     """Held-out MAE, metric units."""
     heldout_relative_mae: float | None = None
-    """Held-out mean of ``|error| / |actual|``."""
+    """Held-out MAE over the mean held-out value."""
     heldout_max_error: float | None
     """Largest held-out error."""
     interval_coverage: float | None
@@ -673,6 +712,8 @@ class FitSummary(_Frozen):
     """Each held-out run: actual, predicted and the 90% interval."""
     rolling: list[RollingStep] = Field(default_factory=list)
     """Rolling validation steps (``--holdout rungs:K``)."""
+    selection: LawSelection | None = None
+    """How ``--law auto`` chose the form (None when a law was named)."""
     fit_seconds: float
     """Wall time of the point fit, seconds."""
     interaction: InteractionSummary | None = None
@@ -715,7 +756,7 @@ class FitSummary(_Frozen):
                    interval_coverage=h.interval_coverage if h else None,
                    extrapolation_factor=h.extrapolation_factor if h else None,
                    heldout_predictions=list(h.points) if h else [], rolling=list(fit.rolling),
-                   fit_seconds=fit.fit_seconds, interaction=inter)
+                   selection=fit.selection, fit_seconds=fit.fit_seconds, interaction=inter)
 
 
 class ReportSummary(FitSummary):

@@ -43,7 +43,7 @@ def rolling_steps(points: Points, law: Law, k: int, *, n_bootstrap: int = 0, see
                       holdout_source=f"rolling step {j - k + 1}")
         h = fit.heldout
         assert h is not None  # noqa: S101 - the predicted size always has runs (internal invariant)
-        rel = float(np.mean([abs(p.predicted - p.actual) / max(abs(p.actual), 1e-12) for p in h.points]))
+        rel = float(h.relative_mae if h.relative_mae is not None else np.nan)
         out.append(RollingStep(fit_sizes=sizes[:j], predicted_size=sizes[j], n=h.n, mae=h.mae, relative_mae=rel,
                                max_error=h.max_error, interval_coverage=h.interval_coverage,
                                converged=fit.converged))

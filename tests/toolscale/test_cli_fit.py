@@ -283,3 +283,61 @@ def test_axes_none_means_a_law_over_n_only(simulated_registry, capsys):
     assert code == 0
     out = json.loads(capsys.readouterr().out)
     assert not any(k.startswith(("G_", "B_", "beta_")) for k in out["params"]), out["params"]
+
+
+AUTO_CONFIG = """
+[experiment]
+name = "auto-loss"
+registry = "r.duckdb"
+
+[[axes]]
+name = "tool_diversity"
+kind = "diversity"
+unit = "tools"
+min = 4
+max = 40
+levels = 3
+integer = true
+
+[[axes]]
+name = "repair_rate"
+kind = "quality"
+unit = "fraction"
+min = 0.0
+max = 1.0
+levels = 3
+spacing = "linear"
+"""
+
+
+def test_law_auto_for_a_loss_chooses_by_rung_cv_and_says_so(tmp_path, capsys):
+    """Imported bits-per-byte runs from a unique-content truth: auto compares the loss forms on the fitted runs."""
+    import sys
+
+    sys.path.insert(0, str(REPO / "tests" / "fit"))
+    from test_selection import _points  # the same truth as the selection tests
+
+    pts = _points(seed=3)
+    cfg = tmp_path / "auto.toml"
+    cfg.write_text(AUTO_CONFIG)
+    rows = ["run_id,model_params,train_tokens,tool_diversity,repair_rate,loss,split"]
+    for i in range(pts.n):
+        rows.append(f"r{i},{pts.inputs['N'][i]},{pts.inputs['D'][i]},{pts.inputs['tool_diversity'][i]},"
+                    f"{pts.inputs['repair_rate'][i]},{pts.y[i]},{pts.split[i]}")
+    csv = tmp_path / "runs.csv"
+    csv.write_text("\n".join(rows) + "\n")
+    db = str(tmp_path / "r.duckdb")
+    assert main(["import-runs", str(csv), "--experiment", "auto-loss", "--benchmark", "calls", "--config", str(cfg),
+                 "--registry", db, "--map", "loss=loss", "--map", "run_id=run_id", "--map", "model_params=model_params",
+                 "--map", "train_tokens=train_tokens", "--map", "split=split"]) == 0
+    capsys.readouterr()
+    assert main(["fit", "--registry", db, "--config", str(cfg), "--experiment", "auto-loss", "--benchmark", "calls",
+                 "--metric", "loss", "--holdout", "split", "--bootstrap", "8", "--starts", "4", "--jobs", "1",
+                 "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    sel = out["selection"]
+    assert sel["criterion"] == "rung_cv" and sel["chosen"] == out["law"] == "chinchilla_unique"
+    assert {c["label"] for c in sel["candidates"]} == {"chinchilla_ND", "chinchilla", "chinchilla_qterm",
+                                                       "chinchilla_unique"}
+    assert out["heldout_relative_mae"] == pytest.approx(out["heldout_mae"] / (
+        sum(p["actual"] for p in out["heldout_predictions"]) / out["heldout_n"]))

@@ -124,16 +124,20 @@ def _render(plan) -> None:
         rows.append({"axis": "compute", "level": None, f"spend ({unit})": plan.plan.spend["compute"],
                      "spend 90% range": "", "baseline level": None, f"next {unit} buys (points)": ""})
     print_table(rows)
-    iv = f" (90% interval {plan.interval[0]:.4f}-{plan.interval[1]:.4f})" if plan.interval else ""
-    print(f"predicted {metric}: {plan.plan.predicted_score:.4f}{iv}; total cost {plan.plan.total_cost:,.2f} {unit}")
+    miv = plan.metric_interval(plan.interval)
+    iv = f" (90% interval {miv[0]:.4f}-{miv[1]:.4f})" if miv else ""
+    lower = " (lower is better; gains below are reductions)" if plan.target == "loss" else ""
+    print(f"predicted {metric}: {plan.metric_value(plan.plan.predicted_score):.4f}{iv}{lower}; "
+          f"total cost {plan.plan.total_cost:,.2f} {unit}")
     giv = f" (90% interval {plan.gain_interval[0]:+.4f} to {plan.gain_interval[1]:+.4f})" if plan.gain_interval else ""
     pb = f"; P(beats baseline) = {plan.p_beats_baseline:.2f}" if plan.p_beats_baseline is not None else ""
-    print(f"diversity-only baseline: {plan.baseline.predicted_score:.4f}; gain {plan.gain_over_baseline:+.4f}{giv}{pb}")
+    print(f"diversity-only baseline: {plan.metric_value(plan.baseline.predicted_score):.4f}; "
+          f"gain {plan.gain_over_baseline:+.4f}{giv}{pb}")
     print(f"  baseline: {plan.baseline_method}")
     if plan.pinned is not None and plan.gain_over_pinned is not None:
         piv = (f" (90% interval {plan.pinned_gain_interval[0]:+.4f} to {plan.pinned_gain_interval[1]:+.4f})"
                if plan.pinned_gain_interval else "")
-        print(f"same law, quality pinned at baseline: {plan.pinned.predicted_score:.4f}; "
+        print(f"same law, quality pinned at baseline: {plan.metric_value(plan.pinned.predicted_score):.4f}; "
               f"gain {plan.gain_over_pinned:+.4f}{piv} (>= 0 by construction)")
     if len(plan.law_weights) > 1:
         print("intervals mix law forms: " + ", ".join(f"{k} {v:.0%}" for k, v in plan.law_weights.items()))

@@ -70,7 +70,7 @@ def _plans(reg_path: str, cfg, args, rung: str):
     # newest allocation stays the one its user asked for)
     plan = plan_allocation(reg_path, save=False, **common)
     size = cfg.model_size(rung)
-    arms = arms_of(plan, equal, equal_iv, seeds=list(range(args.seeds)))
+    arms = arms_of(plan, equal, equal_iv, seeds=list(range(args.seeds)), sign=plan.sign)
     group = group_name(plan.experiment, args.benchmark, args.budget, rung, arms)
     arms, specs = verification_runs(arms, group=group, model_size=rung, model_params=size.approx_params,
                                     train_tokens=size.planned_tokens, verifies=plan.experiment)
@@ -134,7 +134,8 @@ def run_verification(args: argparse.Namespace):
         runs = reg.runs(group)
     report = summarise(experiment=plan.experiment, group=group, benchmark=args.benchmark, metric=plan.metric,
                        plan=plan, arms=arms, runs=runs, cost=cost_model_from_config(cfg), model_size=rung,
-                       law=plan.law, fit_id=plan.fit_id, simulated=plan.simulated, decision=plan.decision)
+                       law=plan.law, fit_id=plan.fit_id, simulated=plan.simulated, decision=plan.decision,
+                       sign=plan.sign)
     if args.plot:
         report = report.model_copy(update={"plot": str(verification_plot(report, args.plot))})
     return report

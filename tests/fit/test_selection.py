@@ -1,0 +1,84 @@
+"""``--law auto`` for a loss: the unique-content law, and the choice by rung cross-validation on fitted runs."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from fit.laws import effective_tokens, get_law
+from fit.models import LawInput, Points
+from fit.selection import select_law
+
+INPUTS = (LawInput(name="N", kind="size", ref=2000.0), LawInput(name="D", kind="tokens", ref=4000.0),
+          LawInput(name="tool_diversity", kind="diversity", ref=4.0),
+          LawInput(name="repair_rate", kind="quality", lo=0.0, hi=1.0))
+TRUTH = {"E": 0.8, "A": 1.5, "alpha": 0.5, "B": 2.0, "beta": 0.6, "R_star": 1.0, "U0": 2.0,
+         "rho_tool_diversity": 1.5, "c_repair_rate": 0.3, "gamma_repair_rate": 1.0}
+
+
+def _points(seed: int = 0, noise: float = 0.01) -> Points:
+    """A ladder of 5 sizes x 3 tokens-per-parameter x 5 recipes from the unique-content truth; top size held out."""
+    rng = np.random.default_rng(seed)
+    law = get_law("chinchilla_unique", INPUTS)
+    rows = []
+    for n in (2000.0, 6000.0, 18000.0, 54000.0, 900000.0):
+        for tpp in ((2.0, 6.0, 20.0) if n < 1e5 else (20.0,)):
+            for tools, repair in ((4.0, 0.0), (4.0, 1.0), (13.0, 0.5), (40.0, 0.0), (40.0, 1.0)):
+                rows.append((n, n * tpp, tools, repair))
+    arr = np.array(rows)
+    X = {"N": arr[:, 0], "D": arr[:, 1], "tool_diversity": arr[:, 2], "repair_rate": arr[:, 3]}
+    y = law.predict(TRUTH, X) * np.exp(rng.normal(0.0, noise, len(rows)))
+    return Points(inputs={k: v.tolist() for k, v in X.items()}, y=y.tolist(), target="loss",
+                  split=["heldout" if n > 1e5 else "fit" for n in arr[:, 0]], flops=(6 * arr[:, 0] * arr[:, 1]).tolist())
+
+
+def test_effective_tokens_repeat_nothing_below_the_unique_content():
+    p = {"R_star": 5.0}
+    d, u = np.array([2.0, 10.0, 1e6]), np.array([10.0, 10.0, 10.0])
+    out = effective_tokens(p, d, u)
+    assert out[0] == pytest.approx(2.0)  # fewer tokens than U: every token is new
+    assert out[1] == pytest.approx(10.0)
+    assert out[2] == pytest.approx(10.0 * (1 + 5.0), rel=1e-6)  # saturates at U (1 + R*)
+
+
+def test_unique_law_saturates_low_diversity_and_keeps_paying_for_diverse_data():
+    law = get_law("chinchilla_unique", INPUTS)
+    assert "U0" in law.param_names and "rho_tool_diversity" in law.param_names
+    assert "c_tool_diversity" not in law.param_names  # diversity sets U, it does not scale tokens
+    D = np.array([4e4, 4e5, 4e6, 4e7])
+    few = law.predict(TRUTH, {"N": np.full(4, 2e4), "D": D, "tool_diversity": np.full(4, 4.0),
+                              "repair_rate": np.zeros(4)})
+    many = law.predict(TRUTH, {"N": np.full(4, 2e4), "D": D, "tool_diversity": np.full(4, 40.0),
+                               "repair_rate": np.zeros(4)})
+    assert np.all(np.diff(few) <= 0) and np.all(np.diff(many) < 0)
+    assert few[-2] - few[-1] < 0.2 * (many[-2] - many[-1])  # 4 tools stop paying; 40 tools still do
+    # the diversity gap widens with D: diversity is worth more to a run that sees more tokens
+    assert (few - many)[-1] > (few - many)[0] > 0
+    assert "U = U0 t_tool_diversity^rho_tool_diversity" in law.formula
+
+
+def test_rung_cv_picks_the_form_that_extrapolates_and_ignores_heldout_runs():
+    pts = _points()
+    cands = {"chinchilla_ND": get_law("chinchilla"), "chinchilla": get_law("chinchilla", INPUTS),
+             "chinchilla_unique": get_law("chinchilla_unique", INPUTS)}
+    sel = select_law(pts, cands, n_starts=4, max_grid=1024)
+    assert sel.criterion == "rung_cv" and sel.chosen == "chinchilla_unique"
+    assert sel.predicted_size == 54000.0 and sel.fit_sizes == [2000.0, 6000.0, 18000.0]
+    by = {c.label: c for c in sel.candidates}
+    assert by["chinchilla_unique"].cv_relative_mae < 0.5 * by["chinchilla_ND"].cv_relative_mae
+    # the held-out runs are never read: garbage there changes nothing
+    y = np.array(pts.y)
+    y[np.array(pts.split) == "heldout"] = 99.0
+    again = select_law(pts.model_copy(update={"y": y.tolist()}), cands, n_starts=4, max_grid=1024)
+    assert again.model_dump() == sel.model_dump()
+
+
+def test_two_fitted_sizes_fall_back_to_bic():
+    pts = _points()
+    n = np.array(pts.inputs["N"])
+    small = pts.subset(n < 1e4)
+    sel = select_law(small, {"chinchilla_ND": get_law("chinchilla"),
+                             "chinchilla_unique": get_law("chinchilla_unique", INPUTS)}, n_starts=2, max_grid=256)
+    assert sel.criterion == "bic" and sel.predicted_size is None
+    assert all(c.cv_mae is None for c in sel.candidates)
+    assert sel.chosen == min(sel.candidates, key=lambda c: c.bic).label
