@@ -15,13 +15,13 @@ from fit.fitting import fit_law
 from fit.holdout import apply_holdout, heldout_metrics, parse_holdout
 from fit.interaction import compare_hypotheses
 from fit.laws import Law, get_law
-from fit.models import ExperimentFit, FitRequest, FitResult, Points
+from fit.models import ExperimentFit, FitRequest, FitResult, LawSelection, Points
 from fit.predict import bic_weights
 from fit.rolling import rolling_steps
 from fit.selection import select_law
 from toolscale.config import ExperimentConfig
 
-__all__ = ["LOSS_CANDIDATES", "fit_experiment", "loss_candidates", "stored_fraction", "with_forms"]
+__all__ = ["LOSS_CANDIDATES", "fit_experiment", "loss_candidates", "stored_fraction", "with_extrapolation", "with_forms"]
 
 
 def stored_fraction(config: ExperimentConfig | None) -> float:
@@ -92,7 +92,7 @@ def fit_experiment(runs: Sequence[Any], request: FitRequest, *, config: Experime
         fit = with_forms(fit, [f for name, f in forms.items() if name != fit.law], points, law, seed=request.seed)
         fit = fit.model_copy(update={"interaction": interaction})
     if selection is not None:
-        fit = fit.model_copy(update={"selection": selection})
+        fit = with_extrapolation(fit, selection, points, law, seed=request.seed)
     kind, k = parse_holdout(request.holdout)
     if kind == "rungs":
         steps = rolling_steps(points, law, int(k), n_bootstrap=min(request.n_bootstrap, 50), seed=request.seed,
@@ -120,6 +120,19 @@ def with_forms(fit: FitResult, others: Sequence[FitResult], points: Points, law:
     if test.n:
         train = points.subset(points.split_array() == "fit")
         fit = fit.model_copy(update={"heldout": heldout_metrics(fit, law, test, train_flops=train.flops,
+                                                                level=level, seed=seed)})
+    return fit
+
+
+def with_extrapolation(fit: FitResult, selection: LawSelection, points: Points, law: Law, *, seed: int = 0,
+                       level: float = 0.90) -> FitResult:
+    """``fit`` with the selection and its extrapolation error attached, held-out metrics recomputed with it."""
+    fitted = points.subset(points.split_array() == "fit")
+    fit = fit.model_copy(update={"selection": selection, "extrapolation_sd": selection.extrapolation_sd,
+                                 "max_fitted_n": float(max(fitted.inputs["N"]))})
+    test = points.subset(points.split_array() == "heldout")
+    if test.n and selection.extrapolation_sd is not None:
+        fit = fit.model_copy(update={"heldout": heldout_metrics(fit, law, test, train_flops=fitted.flops,
                                                                 level=level, seed=seed)})
     return fit
 

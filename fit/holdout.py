@@ -114,7 +114,7 @@ def heldout_metrics(fit: FitResult, law: Law, test: Points, *, train_flops: Sequ
     y = test.y_array()
     pred, lo, hi = predict_points(fit, X, level=level, seed=seed, law=law)
     err = np.abs(pred - y)
-    has_pi = bool(fit.bootstrap) or bool(fit.forms)
+    has_pi = bool(fit.bootstrap) or bool(fit.forms) or bool(fit.extrapolation_sd)
     coverage = float(np.mean((y >= lo) & (y <= hi))) if has_pi else None
     factor = None
     if test.flops and train_flops and all(math.isfinite(f) for f in (*test.flops, *train_flops)):

@@ -259,6 +259,8 @@ class LawSelection(_Frozen):
     """Every candidate with its score."""
     chosen: str
     """Label of the chosen candidate."""
+    extrapolation_sd: float | None = None
+    """RMS CV error of the chosen form per decade of model size (log residuals for a loss); None for ``bic``."""
 
 
 class FitResult(_Frozen):
@@ -352,6 +354,11 @@ class FitResult(_Frozen):
     """Rolling validation steps (``--holdout rungs:K``): fit the smallest sizes, predict the next one."""
     selection: LawSelection | None = None
     """How ``--law auto`` chose this form on the fitted runs (None when the law was named)."""
+    extrapolation_sd: float | None = None
+    """Extra prediction error per decade of N above ``max_fitted_n``, in residual units (the rung CV's
+    :attr:`LawSelection.extrapolation_sd`); None: intervals carry parameter and residual noise only."""
+    max_fitted_n: float | None = None
+    """Largest fitted model size N (where ``extrapolation_sd`` starts to count)."""
     max_fitted_flops: float | None = None
     """Training FLOPs of the largest fitted run (None when unknown): ``predict`` measures extrapolation by it."""
 

@@ -89,8 +89,20 @@ def predict_points(fit: FitResult, X: Mapping[str, Any], *, level: float = 0.90,
         noise = rng.normal(0.0, f.residual_sd, size=s.shape)
         sims.append(np.maximum(s, 1e-300) * np.exp(noise) if f.residual_scale == "log" else s + noise)
     allsims = np.concatenate(sims, axis=0)
+    allsims = _with_extrapolation(fit, X, allsims, rng)
     q = (1 - level) / 2
     return pred, np.quantile(allsims, q, axis=0), np.quantile(allsims, 1 - q, axis=0)
+
+
+def _with_extrapolation(fit: FitResult, X: Mapping[str, Any], sims: np.ndarray,
+                        rng: np.random.Generator) -> np.ndarray:
+    """``sims`` (shape ``(k, n)``) with the fit's extrapolation error added: SD ``extrapolation_sd x
+    decades of N above max_fitted_n`` (0 inside the fitted range), multiplicative for log residuals."""
+    if not fit.extrapolation_sd or not fit.max_fitted_n or "N" not in X:
+        return sims
+    decades = np.maximum(np.log10(np.asarray(X["N"], dtype=float) / fit.max_fitted_n), 0.0)
+    eps = rng.normal(0.0, 1.0, size=sims.shape) * (fit.extrapolation_sd * decades)
+    return np.maximum(sims, 1e-300) * np.exp(eps) if fit.residual_scale == "log" else sims + eps
 
 
 def predict_at(fit: FitResult, points: Sequence[Mapping[str, float]], *, level: float = 0.90,

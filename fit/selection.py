@@ -8,6 +8,13 @@ held-out runs are never looked at, so the choice cannot be tuned on them; the cr
 the one the held-out check itself applies (a prediction one rung up), at a shorter reach.
 With fewer than three fitted sizes there is nothing to extrapolate to, and the choice falls
 back to the lowest BIC on the whole fitted split.
+
+The chosen form's CV errors also measure how far off a prediction one rung up is:
+``extrapolation_sd = RMS(r) / log10(N_top / N_below)``, with ``r`` the log residuals
+``log(y / pred)`` of a loss (raw residuals of a score) at the predicted size, per decade of
+model size. Prediction intervals add that error, scaled by how many decades a point lies
+above the largest fitted size (:func:`fit.predict.predict_points`), so a law that
+extrapolated badly one rung up says so in its intervals further up.
 """
 
 from __future__ import annotations
@@ -43,6 +50,7 @@ def select_law(points: Points, candidates: Mapping[str, Law], *, n_starts: int =
     n = np.asarray(fitted.inputs["N"], dtype=float)
     sizes = sorted(set(n.tolist()))
     rows: list[LawCandidate] = []
+    resid: dict[str, np.ndarray] = {}
     if len(sizes) >= 3:
         top = sizes[-1]
         train = fitted.model_copy(update={"split": ["heldout" if x == top else "fit" for x in n]})
@@ -54,13 +62,18 @@ def select_law(points: Points, candidates: Mapping[str, Law], *, n_starts: int =
             ok = res.converged and bool(np.all(np.isfinite(pred)))
             mae = float(np.mean(np.abs(pred - y_top))) if ok else None
             rel = mae / max(float(np.mean(np.abs(y_top))), 1e-12) if mae is not None else None
+            if ok:
+                resid[label] = (np.log(np.maximum(y_top, 1e-300) / np.maximum(pred, 1e-300))
+                                if law.target == "loss" else y_top - pred)
             rows.append(LawCandidate(label=label, law=law.name, n_params=law.n_params, cv_mae=mae,
                                      cv_relative_mae=rel, bic=res.bic, converged=res.converged))
         scored = [r for r in rows if r.cv_relative_mae is not None]
         if scored:
             best = min(scored, key=lambda r: r.cv_relative_mae or 0.0)
+            r = resid[best.label]
+            sd = float(np.sqrt(np.mean(r ** 2)) / np.log10(top / sizes[-2]))
             return LawSelection(criterion="rung_cv", predicted_size=top, fit_sizes=sizes[:-1], candidates=rows,
-                                chosen=best.label)
+                                chosen=best.label, extrapolation_sd=sd)
         rows = []
     for label, law in candidates.items():
         res = fit_law(fitted, law, n_starts=n_starts, max_grid=max_grid, seed=seed, huber_delta=huber_delta)

@@ -82,3 +82,23 @@ def test_two_fitted_sizes_fall_back_to_bic():
     assert sel.criterion == "bic" and sel.predicted_size is None
     assert all(c.cv_mae is None for c in sel.candidates)
     assert sel.chosen == min(sel.candidates, key=lambda c: c.bic).label
+
+
+def test_extrapolation_error_widens_intervals_only_above_the_fitted_sizes():
+    from fit.fitting import fit_law
+    from fit.predict import predict_points
+
+    pts = _points()
+    law = get_law("chinchilla_unique", INPUTS)
+    sel = select_law(pts, {"chinchilla_unique": law}, n_starts=4, max_grid=1024)
+    assert sel.extrapolation_sd is not None and sel.extrapolation_sd > 0
+    fit = fit_law(pts, law, n_starts=4, max_grid=1024, n_bootstrap=8, n_jobs=1)
+    wide = fit.model_copy(update={"extrapolation_sd": 0.2, "max_fitted_n": 54000.0})
+    X = {"N": np.array([18000.0, 5.4e6]), "D": np.array([3.6e5, 1e8]), "tool_diversity": np.array([13.0, 13.0]),
+         "repair_rate": np.array([0.5, 0.5])}
+    p0, lo0, hi0 = predict_points(fit, X, seed=1)
+    p1, lo1, hi1 = predict_points(wide, X, seed=1)
+    assert np.allclose(p0, p1)
+    assert hi1[0] - lo1[0] == pytest.approx(hi0[0] - lo0[0], rel=1e-9)  # inside the fitted sizes: unchanged
+    # two decades above: about +-1.645 x 0.2 x 2 in log units, far wider than parameter noise alone
+    assert np.log(hi1[1] / lo1[1]) > 1.0 > np.log(hi0[1] / lo0[1])

@@ -298,6 +298,7 @@ min = 4
 max = 40
 levels = 3
 integer = true
+cost_per_unit = 100.0
 
 [[axes]]
 name = "repair_rate"
@@ -307,6 +308,14 @@ min = 0.0
 max = 1.0
 levels = 3
 spacing = "linear"
+cost_per_unit = 400.0
+baseline = 0.0
+
+[[ladder]]
+name = "t"
+hidden_size = 32
+num_layers = 2
+max_steps = 400
 """
 
 
@@ -341,3 +350,15 @@ def test_law_auto_for_a_loss_chooses_by_rung_cv_and_says_so(tmp_path, capsys):
                                                        "chinchilla_unique"}
     assert out["heldout_relative_mae"] == pytest.approx(out["heldout_mae"] / (
         sum(p["actual"] for p in out["heldout_predictions"]) / out["heldout_n"]))
+    # allocate on the loss: a fair diversity-only baseline in the same loss form, the metric printed positive
+    assert main(["allocate", "--registry", db, "--config", str(cfg), "--experiment", "auto-loss", "--benchmark",
+                 "calls", "--budget", "2000", "--model-size", "t", "--json"]) == 0
+    plan = json.loads(capsys.readouterr().out)
+    assert plan["target"] == "loss" and plan["law"] == "chinchilla_unique"
+    assert "chinchilla_unique over N, D and tool_diversity" in plan["baseline_method"]
+    assert plan["plan"]["predicted_score"] < 0  # scores are the negated loss: a gain is an improvement
+    assert main(["allocate", "--registry", db, "--config", str(cfg), "--experiment", "auto-loss", "--benchmark",
+                 "calls", "--budget", "2000", "--model-size", "t"]) == 0
+    text = capsys.readouterr().out
+    shown = -plan["plan"]["predicted_score"]
+    assert f"predicted loss: {shown:.4f}" in text and "lower is better" in text
