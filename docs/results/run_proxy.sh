@@ -26,9 +26,9 @@ stamp "launch"; $TS launch --config "$CFG" --executor local --wait --resume
 $TS status --config "$CFG" --experiment "$EXP"
 for B in "${BENCHES[@]}"; do
   stamp "fit $B/$METRIC"
-  $TS fit --config "$CFG" --experiment "$EXP" --benchmark "$B" --metric "$METRIC" --law chinchilla --holdout split \
+  $TS fit --config "$CFG" --experiment "$EXP" --benchmark "$B" --metric "$METRIC" --law auto --holdout split \
       --bootstrap 200 --json > "$OUT/fit-$B.json"
-  $TS report --config "$CFG" --experiment "$EXP" --benchmark "$B" --metric "$METRIC" --law chinchilla --holdout split \
+  $TS report --config "$CFG" --experiment "$EXP" --benchmark "$B" --metric "$METRIC" --law auto --holdout split \
       --bootstrap 200 --out "$OUT/report-$B" > /dev/null
 done
 B=${BENCHES[0]}

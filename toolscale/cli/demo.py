@@ -34,6 +34,8 @@ REAL_BENCHMARK = "indist-calls"
 METRIC = "bpb"
 """Tiny CPU models get no call exactly right (accuracy 0 everywhere), so the real part fits bits per
 byte of the reference answers (comparable across runs: one tokenizer, and per byte)."""
+LOSS_METRICS = ("bpb", "loss")
+"""Metrics where lower is better."""
 REAL_EXPERIMENT = "demo-micro"
 SIM_EXPERIMENT = "simulated-default"
 
@@ -127,12 +129,12 @@ def _real(out: Path, steps: _Steps, args: argparse.Namespace) -> dict:
     steps.run("4. runs by state", ["status", "--config", c, "--experiment", REAL_EXPERIMENT])
     fit = steps.run("5. fit the law (bits per byte) on the fit split, check the held-out runs",
                     ["fit", "--config", c, "--experiment", REAL_EXPERIMENT, "--benchmark", REAL_BENCHMARK,
-                     "--metric", METRIC, "--law", "chinchilla", "--holdout", "split", "--json"],
+                     "--metric", METRIC, "--law", "auto", "--holdout", "split", "--json"],
                     capture_json=True)
     report_dir = out / "report"
     steps.run("6. held-out extrapolation report", ["report", "--config", c, "--experiment", REAL_EXPERIMENT,
                                                      "--benchmark", REAL_BENCHMARK, "--metric", METRIC,
-                                                     "--law", "chinchilla", "--holdout", "split",
+                                                     "--law", "auto", "--holdout", "split",
                                                      "--out", str(report_dir)])
     steps.run("7. allocate a budget", ["allocate", "--config", c, "--budget", f"{args.budget:g}", "--benchmark",
                                        REAL_BENCHMARK, "--experiment", REAL_EXPERIMENT])
@@ -208,12 +210,13 @@ def _allocation_line(registry: Path, experiment: str, metric: str) -> str:
     if not stored:
         return "allocation: none stored"
     a, plan = stored[0], stored[0]["payload"]
+    sign = -1.0 if metric in LOSS_METRICS else 1.0  # a loss is planned as its negation
     spend = ", ".join(f"{k} {v:,.0f}" for k, v in plan["plan"]["spend"].items() if v >= 0.5)
     iv = plan.get("interval")
-    ivs = f" (90% {iv[0]:.4f}-{iv[1]:.4f})" if iv else ""
+    ivs = f" (90% {min(sign * iv[0], sign * iv[1]):.4f}-{max(sign * iv[0], sign * iv[1]):.4f})" if iv else ""
     return (f"allocation {a['allocation_id']} of {a['budget']:,.0f} {a['unit']}: {spend}; predicted {metric} "
-            f"{plan['plan']['predicted_score']:.4f}{ivs}; diversity-only baseline "
-            f"{plan['baseline']['predicted_score']:.4f}")
+            f"{sign * plan['plan']['predicted_score']:.4f}{ivs}; diversity-only baseline "
+            f"{sign * plan['baseline']['predicted_score']:.4f}")
 
 
 def _verification_line(v: dict) -> str:
