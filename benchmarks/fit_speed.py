@@ -116,13 +116,14 @@ def misspecified_points(design, inputs, kind: str, rng: np.random.Generator, noi
 
 def fit_like_auto(pts: Points, inputs, *, n_bootstrap: int, inter_bootstrap: int, jobs: int, seed: int):
     """What ``toolscale fit --law auto`` does for a score with diversity and quality axes: verdict, form, mixture."""
-    from fit.experiment import with_forms
+    from fit.experiment import sized_choice, with_extrapolation, with_forms
 
     inter, forms = compare_hypotheses(pts, inputs, n_starts=8, max_grid=4096, seed=seed, n_bootstrap=inter_bootstrap,
                                       n_jobs=jobs)
-    law = get_law(inter.supported, inputs)
+    law, selection = sized_choice(pts, get_law(inter.supported, inputs), n_starts=8, max_grid=4096, seed=seed)
     fit = fit_law(pts, law, n_starts=8, max_grid=8192, n_bootstrap=n_bootstrap, n_jobs=jobs, seed=seed)
     fit = with_forms(fit, [f for k, f in forms.items() if k != fit.law], pts, law, seed=seed)
+    fit = with_extrapolation(fit, selection, pts, law, seed=seed)
     return inter, fit
 
 

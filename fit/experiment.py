@@ -21,7 +21,7 @@ from fit.rolling import rolling_steps
 from fit.selection import select_law
 from toolscale.config import ExperimentConfig
 
-__all__ = ["LOSS_CANDIDATES", "fit_experiment", "loss_candidates", "stored_fraction", "with_extrapolation", "with_forms"]
+__all__ = ["LOSS_CANDIDATES", "fit_experiment", "loss_candidates", "sized_choice", "stored_fraction", "with_extrapolation", "with_forms"]
 
 
 def stored_fraction(config: ExperimentConfig | None) -> float:
@@ -83,7 +83,9 @@ def fit_experiment(runs: Sequence[Any], request: FitRequest, *, config: Experime
                                                 max_grid=min(request.max_grid, 4096), seed=request.seed,
                                                 huber_delta=request.huber_delta, n_jobs=request.n_jobs)
         if request.law == "auto":
-            law = get_law(interaction.supported, law.inputs)
+            law, selection = sized_choice(points, get_law(interaction.supported, law.inputs), n_starts=request.n_starts,
+                                          max_grid=min(request.max_grid, 4096), seed=request.seed,
+                                          huber_delta=request.huber_delta)
     fit = fit_law(points, law, huber_delta=request.huber_delta, n_starts=request.n_starts,
                   max_grid=request.max_grid, seed=request.seed, n_bootstrap=request.n_bootstrap,
                   n_jobs=request.n_jobs, holdout_rule=request.holdout, holdout_source=source, method=request.method,
@@ -135,6 +137,17 @@ def with_extrapolation(fit: FitResult, selection: LawSelection, points: Points, 
         fit = fit.model_copy(update={"heldout": heldout_metrics(fit, law, test, train_flops=fitted.flops,
                                                                 level=level, seed=seed)})
     return fit
+
+
+def sized_choice(points: Points, law: Law, **fit_kw: Any) -> tuple[Law, LawSelection]:
+    """The supported score form with or without its ``n^delta`` size coupling (``{form}_nx``), by rung CV.
+
+    The interaction verdict picks the form; whether diversity's gain grows with model size is
+    then chosen the way a loss form is (:func:`fit.selection.select_law`), on the fitted runs.
+    """
+    cands = {law.name: law, f"{law.name}_nx": get_law(f"{law.name}_nx", law.inputs)}
+    selection = select_law(points, cands, **fit_kw)
+    return cands[selection.chosen], selection
 
 
 def _has_axes(law: Law) -> bool:

@@ -474,9 +474,16 @@ def _saturating(inputs: Sequence[LawInput] | None = None) -> Law:
                formula="S = S_max - sum_k A_k t_k^(-alpha_k)")
 
 
-def _hypothesis(kind: str) -> LawFactory:
+def _hypothesis(kind: str, sized: bool = False) -> LawFactory:
+    """The research plan's forms; ``sized=True`` scales the diversity gain by ``n^delta`` (``{kind}_nx``).
+
+    ``G(x) n^delta`` lets diversity be worth more (``delta > 0``) or less to a larger model: the
+    N x data term the separable forms lack. ``delta = 0`` is the plain form, so the two nest.
+    """
+    label = f"{kind}_nx" if sized else kind
+
     def factory(inputs: Sequence[LawInput] | None = None) -> Law:
-        size, div, qual = _split_inputs(inputs, kind)
+        size, div, qual = _split_inputs(inputs, label)
         if not div or not qual:
             raise FitInputError(f"law {kind!r} needs at least one diversity and one quality axis "
                                 f"(got {len(div)} diversity, {len(qual)} quality)")
@@ -501,12 +508,18 @@ def _hypothesis(kind: str) -> LawFactory:
             names.append("kappa")
             bounds["kappa"] = (-10.0, 50.0)
             grid["kappa"] = (0.0, 2.0, 8.0)
+        if sized:
+            names.append("delta_N")
+            bounds["delta_N"] = (-1.0, 1.0)
+            grid["delta_N"] = (0.0, 0.2)
 
         def fn(p: Params, X: ArrayMap) -> np.ndarray:
             n = normalise(size, X[size.name])
             gain = 0.0
             for d in div:
                 gain = gain + p[f"G_{d.name}"] * (1.0 - normalise(d, X[d.name]) ** (-p[f"alpha_{d.name}"]))
+            if sized:
+                gain = gain * n ** p["delta_N"]
             qual_gain = 0.0
             for q in qual:
                 w = normalise(q, X[q.name])
@@ -522,9 +535,10 @@ def _hypothesis(kind: str) -> LawFactory:
             "additive": "S = S0 - A_N n^(-alpha_N) + G(x) + Q(q)",
             "multiplicative": "S = S0 - A_N n^(-alpha_N) + G(x) (1 + Q(q))",
             "interaction": "S = S0 - A_N n^(-alpha_N) + G(x) + Q(q) + kappa G(x) Q(q)",
-        }[kind] + "; G(x) = sum_i G_i (1 - t_i^(-alpha_i)), Q(q) = sum_j H_j (1 - (1 + w_j)^(-beta_j))"
+        }[kind] + "; G(x) = " + ("n^delta_N " if sized else "") + \
+            "sum_i G_i (1 - t_i^(-alpha_i)), Q(q) = sum_j H_j (1 - (1 + w_j)^(-beta_j))"
         logs = frozenset(n for n in names if n.split("_")[0] in ("A", "G", "H"))
-        return Law(name=kind, target="score", inputs=(size, *div, *qual), param_names=tuple(names), bounds=bounds,
+        return Law(name=label, target="score", inputs=(size, *div, *qual), param_names=tuple(names), bounds=bounds,
                    start_grid=grid, fn=fn, log_params=logs, formula=formula)
 
     factory.__doc__ = f"The {kind!r} form (see the module docstring)."
@@ -585,5 +599,6 @@ register_law(_effective("effective_unique", "score", "multiplier", "unique"), "e
 register_law(_saturating, "saturating")
 for _kind in ("additive", "multiplicative", "interaction"):
     register_law(_hypothesis(_kind), _kind)
+    register_law(_hypothesis(_kind, sized=True), f"{_kind}_nx")
 register_law(_sigmoid, "sigmoid")
 register_law(_two_step, "two_step")

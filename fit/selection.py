@@ -6,6 +6,8 @@ largest fitted one, and predicts the ``fit`` runs of that largest fitted size. T
 with the lowest relative MAE there (MAE over the mean observed value) is chosen. The
 held-out runs are never looked at, so the choice cannot be tuned on them; the criterion is
 the one the held-out check itself applies (a prediction one rung up), at a shorter reach.
+Candidates are listed simplest first, and a later one must beat the best so far by more
+than ``margin`` (10%) of its CV error: a richer form has to earn its parameters.
 With fewer than three fitted sizes there is nothing to extrapolate to, and the choice falls
 back to the lowest BIC on the whole fitted split.
 
@@ -31,13 +33,14 @@ __all__ = ["select_law"]
 
 
 def select_law(points: Points, candidates: Mapping[str, Law], *, n_starts: int = 8, max_grid: int = 4096,
-               seed: int = 0, huber_delta: float | None = None) -> LawSelection:
+               seed: int = 0, huber_delta: float | None = None, margin: float = 0.10) -> LawSelection:
     """Score every candidate by rung cross-validation over the ``fit`` points; pick the best.
 
     Parameters
     ----------
     points : the experiment's points (``heldout`` points are ignored).
-    candidates : label -> law (labels are what ``LawSelection.chosen`` names).
+    candidates : label -> law (labels are what ``LawSelection.chosen`` names), simplest first.
+    margin : share of the best CV error so far that a later candidate must improve on.
     n_starts, max_grid, seed, huber_delta : passed to :func:`fit.fitting.fit_law`.
 
     Returns the :class:`fit.models.LawSelection`; a candidate whose fit fails to converge
@@ -69,7 +72,10 @@ def select_law(points: Points, candidates: Mapping[str, Law], *, n_starts: int =
                                      cv_relative_mae=rel, bic=res.bic, converged=res.converged))
         scored = [r for r in rows if r.cv_relative_mae is not None]
         if scored:
-            best = min(scored, key=lambda r: r.cv_relative_mae or 0.0)
+            best = scored[0]
+            for r in scored[1:]:
+                if (r.cv_relative_mae or 0.0) < (1.0 - margin) * (best.cv_relative_mae or 0.0):
+                    best = r
             r = resid[best.label]
             sd = float(np.sqrt(np.mean(r ** 2)) / np.log10(top / sizes[-2]))
             return LawSelection(criterion="rung_cv", predicted_size=top, fit_sizes=sizes[:-1], candidates=rows,
