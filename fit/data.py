@@ -24,12 +24,14 @@ from toolscale.config import STAGES, ExperimentConfig
 __all__ = ["points_from_runs", "law_for_runs", "axis_kinds", "available_metrics", "runs_with_stages",
            "DEFAULT_QUALITY_AXES", "UNIQUE_TOKENS", "EFFECTIVE_LAWS"]
 
-DEFAULT_QUALITY_AXES = frozenset({"repair_rate", "coverage_quota", "support_depth", "groundedness"})
+DEFAULT_QUALITY_AXES = frozenset({"repair_rate", "coverage_quota", "support_depth", "groundedness", "measured_groundedness"})
 """Axes treated as quality axes when the experiment has no config saying otherwise (imports)."""
 
 
 _COLUMNS = {"N": "model_params", "D": "train_tokens", "C": "train_flops"}
 UNIQUE_TOKENS = "unique_tokens"
+MEASURED_QUALITY = "measured_groundedness"
+"""A quality axis measured per run by the probe (``probes.measured``), not set in the config."""
 """Recipe column of a run's unique training tokens U (repeated data: ``D / U`` epochs); it enters
 effective-data laws as repetition (:func:`fit.laws.effective_tokens`), no other law."""
 EFFECTIVE_LAWS = frozenset({"chinchilla", "chinchilla_qterm", "chinchilla_unique", "effective", "effective_qterm",
@@ -55,6 +57,9 @@ def axis_kinds(config: ExperimentConfig | None, runs: Sequence[Any]) -> dict[str
         uniq = [r.recipe[UNIQUE_TOKENS] for r in runs if UNIQUE_TOKENS in r.recipe]
         if uniq and UNIQUE_TOKENS not in out:  # imported repetition data beside the config's axes
             out[UNIQUE_TOKENS] = {"kind": "unique_tokens", "min": float(min(uniq)), "max": float(max(uniq))}
+        measured = [r.recipe[MEASURED_QUALITY] for r in runs if MEASURED_QUALITY in r.recipe]
+        if measured and MEASURED_QUALITY not in out:  # the probe's measurement (probes.measured) beside the knobs
+            out[MEASURED_QUALITY] = {"kind": "quality", "min": float(min(measured)), "max": float(max(measured))}
         return out
     names = sorted({k for r in runs for k in r.recipe})
     for name in names:

@@ -5,8 +5,10 @@ Every pipeline run records its dataset's probe summary under ``metadata.probe`` 
 the share of its dataset's actions the calibrated probe judged grounded, and the experiment config gains
 a ``quality`` axis of that name over the runs' range. It is offered only when every run's probe is
 reliable (``probe_reliable``: balanced accuracy >= ``probes.pipeline.RELIABLE_BALANCED_ACCURACY`` on the
-held-out split); otherwise the requested knobs (``repair_rate``...) stay the quality axes. Pure: records
-are copied, never changed.
+held-out split); otherwise the requested knobs (``repair_rate``...) stay the quality axes. A dataset whose
+held-out split holds one class only (every action grounded, as at ``repair_rate = 1``) has no balanced
+accuracy; it counts as reliable when its agreement is at least ``SINGLE_CLASS_AGREEMENT`` and at least one
+other run of the experiment calibrated as reliable on both classes. Pure: records are copied, never changed.
 """
 
 from __future__ import annotations
@@ -21,6 +23,15 @@ __all__ = ["MEASURED_AXIS", "with_measured_axis"]
 
 MEASURED_AXIS = "measured_groundedness"
 """Name of the measured quality axis."""
+SINGLE_CLASS_AGREEMENT = 0.85
+"""Agreement a single-class dataset's probe needs (the issue's agreement target)."""
+
+
+def _reliable(probe: Mapping[str, Any], any_two_class: bool) -> bool:
+    if probe.get("probe_reliable") is True:
+        return True
+    single = probe.get("balanced_accuracy") is None and isinstance(probe.get("agreement"), int | float)
+    return single and any_two_class and float(probe["agreement"]) >= SINGLE_CLASS_AGREEMENT
 
 
 def with_measured_axis(runs: Sequence[Any], axes: Mapping[str, Mapping[str, Any]]
@@ -32,10 +43,11 @@ def with_measured_axis(runs: Sequence[Any], axes: Mapping[str, Mapping[str, Any]
     (:func:`fit.data.axis_kinds`).
     """
     out, bad = [], []
-    for r in runs:
-        probe = (r.metadata or {}).get("probe") or {}
+    probes = [(r.metadata or {}).get("probe") or {} for r in runs]
+    any_two_class = any(p.get("probe_reliable") is True for p in probes)
+    for r, probe in zip(runs, probes):
         g = probe.get(MEASURED_AXIS)
-        if probe.get("probe_reliable") is not True or not isinstance(g, int | float) or not math.isfinite(g):
+        if not _reliable(probe, any_two_class) or not isinstance(g, int | float) or not math.isfinite(g):
             bad.append(r.run_id)
             continue
         out.append(r.model_copy(update={"recipe": {**r.recipe, MEASURED_AXIS: float(g)}}))

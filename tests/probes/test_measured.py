@@ -29,3 +29,21 @@ def test_an_unreliable_probe_keeps_the_axis_unavailable():
     runs = [_run(0, 0.6), _run(1, 0.8, reliable=False), _run(2, None)]
     with pytest.raises(UsageError, match="2 of 3 runs have none, e.g. r1"):
         with_measured_axis(runs, {})
+
+
+def test_single_class_datasets_count_when_another_run_calibrated_on_both_classes():
+    from types import SimpleNamespace
+
+    def run(rid, probe):
+        return SimpleNamespace(run_id=rid, recipe={"repair_rate": 1.0}, metadata={"probe": probe},
+                               model_copy=lambda update, _r=None: SimpleNamespace(run_id=rid, **update))
+
+    two = {"probe_reliable": True, "balanced_accuracy": 0.95, "agreement": 0.96, MEASURED_AXIS: 0.8}
+    one = {"probe_reliable": False, "agreement": 1.0, MEASURED_AXIS: 1.0}  # every action grounded: no balanced acc.
+    out, cfg = with_measured_axis([run("a", two), run("b", one)], {})
+    assert [r.recipe[MEASURED_AXIS] for r in out] == [0.8, 1.0]
+    with pytest.raises(UsageError, match="1 of 1 runs have none"):
+        with_measured_axis([run("b", one)], {})  # nothing calibrated on both classes: fail closed
+    low = {**one, "agreement": 0.7}
+    with pytest.raises(UsageError, match="1 of 2 runs"):
+        with_measured_axis([run("a", two), run("c", low)], {})

@@ -3,6 +3,7 @@ the real part (the micro grid: about ten minutes of training on 2 cores) is a ``
 
 from __future__ import annotations
 
+import json
 import re
 
 import pytest
@@ -65,6 +66,13 @@ def test_real_part_end_to_end(tmp_path, capsys):
     assert all(r.metadata["probe"]["measured_groundedness"] is not None for r in runs)  # the probe scored
     plots = out / "report" / "demo-micro__indist-calls_plots"
     assert {p.name for p in plots.iterdir()} >= {"axes.png", "heldout.png", "residuals.png", "hypotheses.png"}
+    # the probe's measured groundedness as the quality axis, on the stored config (issue 18, item 6)
+    capsys.readouterr()
+    assert main(["fit", "--registry", str(out / "toolscale.duckdb"), "--experiment", "demo-micro", "--benchmark",
+                 "indist-calls", "--metric", "bpb", "--holdout", "split", "--bootstrap", "0", "--axes",
+                 "tool_diversity,task_count,measured_groundedness", "--json"]) == 0
+    measured = json.loads(capsys.readouterr().out)
+    assert any(k.endswith("measured_groundedness") for k in measured["params"]), measured["params"]
     # a second run trains nothing: every run is done already
     assert main(["demo", "--part", "real", "--out", str(out)]) == 0
     assert "submitted 0 runs" in capsys.readouterr().out

@@ -201,8 +201,7 @@ def _run(args: argparse.Namespace, experiment: str | None):
         from fit.data import axis_kinds
         from probes.measured import with_measured_axis
 
-        runs, axes = with_measured_axis(runs, axis_kinds(config, runs))
-        config = {**(config or {}), **axes}
+        runs, _ = with_measured_axis(runs, axis_kinds(config, runs))  # fit.data.axis_kinds adds the axis
     status = nullcontext()
     if sys.stderr.isatty():
         from rich.console import Console
