@@ -77,6 +77,8 @@ def report_data(result: ExperimentFit) -> dict[str, Any]:
             **_actual_spread(h), "points": [p.model_dump() for p in h.points]},
         "interaction": None,
     }
+    if f.selection is not None:  # only with --law auto (reports of a named law keep their shape)
+        data["selection"] = f.selection.model_dump()
     if result.interaction is not None:
         i = result.interaction
         data["interaction"] = {
@@ -195,6 +197,29 @@ def _rolling_lines(d: dict[str, Any]) -> list[str]:
     return rows
 
 
+def _selection_lines(d: dict[str, Any]) -> list[str]:
+    sel = d.get("selection")
+    if not sel:
+        return []
+    if sel["criterion"] == "bic":
+        rows = ["", "Law choice (`--law auto`): fewer than 3 fitted sizes, so the lowest BIC on the fitted runs:", "",
+                "| candidate | parameters | BIC |", "|---|---|---|"]
+        rows += [f"| {c['label']} | {c['n_params']} | {_f(c['bic'])} |" for c in sel["candidates"]]
+        return rows + ["", f"Chosen: `{sel['chosen']}`."]
+    sizes = ", ".join(f"{n:.3g}" for n in sel["fit_sizes"])
+    rows = ["", f"Law choice (`--law auto`), on the fitted runs only: each candidate fitted on N = {sizes}, "
+                f"predicting the fitted runs at N = {sel['predicted_size']:.3g}:", "",
+            "| candidate | parameters | CV MAE | CV relative MAE | BIC |", "|---|---|---|---|---|"]
+    for c in sel["candidates"]:
+        mark = " **(chosen)**" if c["label"] == sel["chosen"] else ""
+        rows.append(f"| {c['label']}{mark} | {c['n_params']} | {_f(c['cv_mae'])} | {_f(c['cv_relative_mae'])} | "
+                    f"{_f(c['bic'])} |")
+    if sel.get("extrapolation_sd") is not None:
+        rows += ["", f"Its CV error, {_f(sel['extrapolation_sd'])} per decade of N (residual units), widens the "
+                     "prediction intervals above the largest fitted size."]
+    return rows
+
+
 def _param_rows(d: dict[str, Any]) -> list[str]:
     rows = ["| parameter | estimate | 95% lo | 95% hi | note |", "|---|---|---|---|---|"]
     for p in d["params"]:
@@ -217,7 +242,7 @@ def render_markdown(d: dict[str, Any], figures: dict[str, str] | None = None) ->
     out = [f"# {title}", ""]
     if d["simulated"]:
         out += [f"> **{SIM_BANNER}**", ""]
-    out += ["## Fit", *_summary_lines(d), "", "## Parameters", *_param_rows(d), "",
+    out += ["## Fit", *_summary_lines(d), *_selection_lines(d), "", "## Parameters", *_param_rows(d), "",
             "## Held-out extrapolation", *_heldout_lines(d), *_rolling_lines(d), "",
             "## Additive vs multiplicative (research plan, seed 003)", *_interaction_lines(d), ""]
     for key, caption in FIGURES:

@@ -130,3 +130,21 @@ def test_one_function_per_figure(result):
     no_heldout = result.model_copy(update={"fit": result.fit.model_copy(update={"heldout": None}),
                                            "interaction": None})
     assert FIGURE_MAKERS["heldout"](no_heldout) is None and FIGURE_MAKERS["hypotheses"](no_heldout) is None
+
+
+def test_auto_law_choice_is_in_the_report_when_made():
+    from fit.models import LawCandidate, LawSelection
+
+    sel = LawSelection(criterion="rung_cv", predicted_size=4.2e4, fit_sizes=[4.7e3, 1.3e4], chosen="chinchilla_unique",
+                       extrapolation_sd=0.2,
+                       candidates=[LawCandidate(label="chinchilla_ND", law="chinchilla", n_params=5, cv_mae=0.3,
+                                                cv_relative_mae=0.18, bic=-80.0),
+                                   LawCandidate(label="chinchilla_unique", law="chinchilla_unique", n_params=12,
+                                                cv_mae=0.14, cv_relative_mae=0.081, bic=-115.0)])
+    d = {"selection": sel.model_dump()}
+    from fit.report import _selection_lines
+
+    text = "\n".join(_selection_lines(d))
+    assert "| chinchilla_unique **(chosen)** | 12 | 0.14 | 0.081 |" in text and "predicting the fitted runs at N = 4.2e+04" in text
+    assert "0.2 per decade of N" in text
+    assert _selection_lines({"selection": None}) == [] and _selection_lines({}) == []
