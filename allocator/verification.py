@@ -27,8 +27,8 @@ from allocator.models import (ARMS, AllocationPlan, CostModel, Decision, Plan, V
                               VerificationReport)
 from toolscale.config import training_flops
 
-__all__ = ["ARM_LABELS", "group_name", "verification_runs", "realised_levels", "summarise", "t_interval",
-           "arms_of"]
+__all__ = ["ARM_LABELS", "TRAINING_KEYS", "group_name", "verification_runs", "realised_levels", "summarise",
+           "t_interval", "arms_of", "training_template"]
 
 ARM_LABELS = {
     "allocator": "the allocator's plan (the fitted law's optimum at this budget)",
@@ -71,19 +71,43 @@ def arms_of(plan: AllocationPlan, equal: Plan, equal_interval: tuple[float, floa
 
 
 def group_name(experiment: str, benchmark: str, budget: float, model_size: str,
-               arms: Sequence[VerificationArm]) -> str:
-    """``<experiment>.verify-<hash>``: the same plans at the same budget and size give the same group."""
-    key = json.dumps([experiment, benchmark, budget, model_size, [sorted(a.levels.items()) for a in arms],
-                      sorted({s for a in arms for s in a.seeds})], default=str)
+               arms: Sequence[VerificationArm], training: Mapping[str, Any] | None = None) -> str:
+    """``<experiment>.verify-<hash>``: the same plans at the same budget, size and training give the same group."""
+    parts: list[Any] = [experiment, benchmark, budget, model_size, [sorted(a.levels.items()) for a in arms],
+                        sorted({s for a in arms for s in a.seeds})]
+    if training:
+        parts.append(sorted(training.items()))
+    key = json.dumps(parts, default=str)
     return f"{experiment}.verify-{hashlib.sha256(key.encode()).hexdigest()[:10]}"
 
 
+TRAINING_KEYS = ("max_steps", "learning_rate", "tokens_per_param", "token_multiplier")
+"""Run metadata that decides how a run trains (steps, peak learning rate, tokens per parameter)."""
+
+
+def training_template(runs: Sequence[Any], model_size: str) -> tuple[float, float, dict[str, Any]] | None:
+    """``(model_params, train_tokens, training metadata)`` of the experiment's largest-D run at ``model_size``.
+
+    A verification run must train as the experiment trained that rung: the same steps (the design's
+    top tokens-per-parameter cell, which is the D the allocator plans with) and the same learning rate
+    (the scan's rule). None when the experiment has no run at that rung (the rung's defaults apply).
+    """
+    at = [r for r in runs if r.model_size == model_size and r.train_tokens]
+    if not at:
+        return None
+    top = max(at, key=lambda r: float(r.train_tokens))
+    meta = {k: top.metadata[k] for k in TRAINING_KEYS if k in (top.metadata or {})}
+    return float(top.model_params or 0.0), float(top.train_tokens), meta
+
+
 def verification_runs(arms: Sequence[VerificationArm], *, group: str, model_size: str, model_params: float,
-                      train_tokens: float, verifies: str) -> tuple[list[VerificationArm], list[Any]]:
+                      train_tokens: float, verifies: str,
+                      training: Mapping[str, Any] | None = None) -> tuple[list[VerificationArm], list[Any]]:
     """The arms with their run ids, and the :class:`grid.models.RunSpec` of every (arm, seed) run.
 
-    Runs carry ``metadata = {"group": "verification", "arm", "verifies"}`` and split
-    ``heldout`` (nothing ever fits them); their design version is the group name.
+    Runs carry ``metadata = {"group": "verification", "arm", "verifies"}`` plus ``training``
+    (:func:`training_template`: steps and learning rate as the experiment trained the rung), and
+    split ``heldout`` (nothing ever fits them); their design version is the group name.
     """
     from grid.models import RunSpec, run_id_for
 
@@ -96,7 +120,8 @@ def verification_runs(arms: Sequence[VerificationArm], *, group: str, model_size
             specs.append(RunSpec(run_id=rid, experiment=group, design_version=group, recipe=dict(arm.levels),
                                  model_size=model_size, model_params=model_params, train_tokens=train_tokens,
                                  train_flops=training_flops(model_params, train_tokens), seed=seed, split="heldout",
-                                 metadata={"group": "verification", "arm": arm.name, "verifies": verifies}))
+                                 metadata={"group": "verification", "arm": arm.name, "verifies": verifies,
+                                           **dict(training or {})}))
         out_arms.append(arm.model_copy(update={"run_ids": ids}))
     return out_arms, specs
 

@@ -96,3 +96,54 @@ def test_summary_pairs_seeds_and_checks_the_interval() -> None:
                     simulated=False, decision=plan.decision)
     assert not rep.complete and "is failed: Boom" in rep.problems[0]
     assert rep.realised_gain == pytest.approx((gains[0] + gains[2]) / 2) and rep.arms[0].realised_scores[1] is None
+
+
+def test_verification_trains_the_rung_as_the_experiment_did() -> None:
+    """Steps and learning rate come from the experiment's largest-D run at that rung (not the rung's defaults)."""
+    from allocator.verification import training_template
+    from grid.models import RunSpec
+
+    def run(rid, size, tokens, **meta):
+        spec = RunSpec(run_id=rid, experiment="exp", design_version="d", recipe={"tool_diversity": 4.0},
+                       model_size=size, model_params=1e5, train_tokens=tokens, train_flops=6e5 * tokens, seed=0,
+                       split="heldout", metadata=meta)
+        return _record(spec, score=0.1)
+
+    runs = [run("a", "l", 2e5, max_steps=50, learning_rate=0.02, tokens_per_param=2.0),
+            run("b", "l", 2e6, max_steps=975, learning_rate=0.0093, tokens_per_param=20.0),
+            run("c", "m", 9e5, max_steps=220, learning_rate=0.024, tokens_per_param=20.0)]
+    n, d, training = training_template(runs, "l")
+    assert (n, d) == (1e5, 2e6) and training == {"max_steps": 975, "learning_rate": 0.0093, "tokens_per_param": 20.0}
+    assert training_template(runs, "xl") is None
+    plan = _allocation()
+    arms = arms_of(plan, _plan({"tool_diversity": 5.0, "task_count": 450.0}, 0.27), None, seeds=[0])
+    g0, g1 = group_name("exp", "b", 1000.0, "l", arms), group_name("exp", "b", 1000.0, "l", arms, training)
+    assert g0 != g1  # a fixed training recipe never reuses runs trained another way
+    _, specs = verification_runs(arms, group=g1, model_size="l", model_params=n, train_tokens=d, verifies="exp",
+                                 training=training)
+    assert all(s.metadata["max_steps"] == 975 and s.metadata["learning_rate"] == 0.0093 for s in specs)
+    assert all(s.train_tokens == 2e6 for s in specs)
+
+
+def test_a_loss_is_verified_in_its_own_unit_and_a_gain_is_a_reduction() -> None:
+    plan = _allocation().model_copy(update={"plan": _plan({"tool_diversity": 6.0, "task_count": 300.0}, -1.5),
+                                            "interval": (-1.6, -1.4),
+                                            "baseline": _plan({"tool_diversity": 4.0, "task_count": 500.0}, -1.7),
+                                            "baseline_interval": (-1.8, -1.6), "gain_over_baseline": 0.2,
+                                            "gain_interval": (0.1, 0.3)})
+    arms = arms_of(plan, _plan({"tool_diversity": 5.0, "task_count": 450.0}, -1.6), (-1.7, -1.5), seeds=[0, 1],
+                   sign=-1.0)
+    assert arms[0].predicted_score == 1.5 and arms[0].predicted_interval == (1.4, 1.6)
+    group = group_name("exp", "b", 1000.0, "s", arms)
+    arms, specs = verification_runs(arms, group=group, model_size="s", model_params=1e6, train_tokens=1e5,
+                                    verifies="exp")
+    bpb = {"allocator": [1.45, 1.55], "diversity_only": [1.70, 1.72], "equal_spend": [1.6, 1.6]}
+    runs = []
+    for s in specs:
+        rec = _record(s)
+        runs.append(rec.model_copy(update={"metrics": {"b/bpb": bpb[s.metadata["arm"]][s.seed]}}))
+    rep = summarise(experiment="exp", group=group, benchmark="b", metric="bpb", plan=plan, arms=arms, runs=runs,
+                    cost=COST, model_size="s", law="chinchilla_unique", fit_id="f", simulated=False,
+                    decision=plan.decision, sign=-1.0)
+    assert rep.realised_gain == pytest.approx(((1.70 - 1.45) + (1.72 - 1.55)) / 2)  # lower bpb is the gain
+    assert rep.inside_interval is True  # 0.21 lies in the predicted (0.1, 0.3)

@@ -61,7 +61,8 @@ def _rung(cfg, model_size: str | None) -> str:
 def _plans(reg_path: str, cfg, args, rung: str):
     """Allocate (stored), the equal-spend plan, and the three arms with their runs (nothing written but the plan)."""
     from allocator.service import equal_spend_plan, plan_allocation
-    from allocator.verification import arms_of, group_name, verification_runs
+    from allocator.verification import arms_of, group_name, training_template, verification_runs
+    from grid.registry import Registry
 
     common = dict(budget=args.budget, benchmark=args.benchmark, experiment=args.experiment, model_size=rung,
                   config=cfg)
@@ -70,10 +71,13 @@ def _plans(reg_path: str, cfg, args, rung: str):
     # newest allocation stays the one its user asked for)
     plan = plan_allocation(reg_path, save=False, **common)
     size = cfg.model_size(rung)
+    with Registry(reg_path, read_only=True) as reg:
+        template = training_template(reg.runs(plan.experiment), rung)
+    n, d, training = (size.approx_params, size.planned_tokens, {}) if template is None else template
     arms = arms_of(plan, equal, equal_iv, seeds=list(range(args.seeds)), sign=plan.sign)
-    group = group_name(plan.experiment, args.benchmark, args.budget, rung, arms)
-    arms, specs = verification_runs(arms, group=group, model_size=rung, model_params=size.approx_params,
-                                    train_tokens=size.planned_tokens, verifies=plan.experiment)
+    group = group_name(plan.experiment, args.benchmark, args.budget, rung, arms, training)
+    arms, specs = verification_runs(arms, group=group, model_size=rung, model_params=n, train_tokens=d,
+                                    verifies=plan.experiment, training=training)
     return plan, arms, group, specs
 
 
