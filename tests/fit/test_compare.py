@@ -50,3 +50,32 @@ def test_two_stage_sets_fitted_apart_and_tabled(tmp_path, capsys):
 def test_compare_stages_needs_two_sets(capsys):
     assert main(["report", "--experiment", "e", "--benchmark", "b", "--compare-stages", "sft"]) == 2
     assert "at least two stage sets" in capsys.readouterr().err
+
+
+def test_compare_axes_fits_the_same_runs_with_each_axis_set(tmp_path, capsys):
+    db = str(tmp_path / "r.duckdb")
+    assert main(["simulate", "--config", str(SMALL), "--registry", db, "--experiment", "sim", "--noise", "0.01",
+                 "--json"]) == 0
+    capsys.readouterr()
+    out = tmp_path / "cmp"
+    assert main(["report", "--registry", db, "--experiment", "sim", "--benchmark", "simulated", "--law", "saturating",
+                 "--bootstrap", "4", "--starts", "2", "--jobs", "1", "--compare-axes", "tool_diversity,repair_rate",
+                 "--compare-axes", "tool_diversity,task_count,repair_rate", "--out", str(out), "--json"]) == 0
+    cmp = StageComparison.model_validate_json(capsys.readouterr().out)
+    assert cmp.by == "axes" and list(cmp.fits) == ["tool_diversity,repair_rate", "tool_diversity,task_count,repair_rate"]
+    a, b = cmp.fits.values()
+    assert (a.n_points, a.heldout_n) == (b.n_points, b.heldout_n)  # the same runs, two laws
+    assert "A_task_count" in b.params and "A_task_count" not in a.params
+    md = (out / "axes.md").read_text()
+    assert md.startswith("# Laws by axes: sim / simulated") and "| BIC |" in md and "cannot tell the axis sets" in md
+
+
+@pytest.mark.parametrize("argv,needle", [
+    (["--compare-axes", "a,b"], "at least two different axis sets"),
+    (["--compare-axes", "a,b", "--compare-axes", "a,b"], "at least two different axis sets"),
+    (["--compare-axes", "a", "--compare-axes", "b", "--compare-stages", "sft"], "not both"),
+])
+def test_compare_axes_bad_input_is_one_line(capsys, argv, needle):
+    assert main(["report", "--experiment", "e", "--benchmark", "b", *argv]) == 2
+    err = capsys.readouterr().err
+    assert needle in err and err.count("\n") == 1

@@ -84,12 +84,17 @@ def register(sub: argparse._SubParsersAction) -> None:
         formatter_class=Formatter,
         epilog="examples:\n  toolscale report --benchmark heldout-calls --experiment E --out reports/\n"
                "  toolscale report --benchmark heldout-calls --experiment E --compare-stages sft "
-               "--compare-stages sft,grpo")
+               "--compare-stages sft,grpo\n"
+               "  toolscale report --benchmark indist-calls --experiment E --metric bpb "
+               "--compare-axes tool_diversity,repair_rate --compare-axes tool_diversity,measured_groundedness")
     p.add_argument("--experiment", help="experiment name (default: the only one in the registry)")
     _add_fit_args(p)
     p.add_argument("--compare-stages", action="append", metavar="S[,S]",
                    help="fit the runs of each stage set separately (repeat: sft, then sft,grpo) and write "
                         "stages.md / stages.json side by side instead of the full report")
+    p.add_argument("--compare-axes", action="append", metavar="A[,A]",
+                   help="fit the same runs with each axis set (repeat: the requested knobs, then with "
+                        "measured_groundedness) and write axes.md / axes.json side by side")
     p.add_argument("--out", default="reports", metavar="DIR", help="output folder (default ./reports)")
     p.add_argument("--json", action="store_true", help="print the report's JSON summary on stdout")
     p.set_defaults(func=_report)
@@ -367,8 +372,7 @@ def _predict(args: argparse.Namespace) -> int:
 
 
 def _compare_stages(args: argparse.Namespace) -> int:
-    from fit.compare import StageComparison, comparison_markdown
-    from grid.results import atomic_write_text
+    from fit.compare import StageComparison
 
     sets = [_stages(s) for s in args.compare_stages]
     if len(sets) < 2:
@@ -384,25 +388,52 @@ def _compare_stages(args: argparse.Namespace) -> int:
         result = _run(args, args.experiment)
         fits["+".join(stages)] = fit_summary(result)
     cmp = StageComparison(experiment=result.fit.experiment, benchmark=result.fit.benchmark, fits=fits)
+    return _write_comparison(cmp, args, "stages")
+
+
+def _compare_axes(args: argparse.Namespace) -> int:
+    from fit.compare import StageComparison
+
+    sets = [a.strip() for a in args.compare_axes]
+    if len(sets) < 2 or len(set(sets)) < len(sets):
+        raise UsageError("--compare-axes needs at least two different axis sets, e.g. --compare-axes "
+                         "tool_diversity,repair_rate --compare-axes tool_diversity,measured_groundedness")
+    fits = {}
+    for axes in sets:
+        args.axes = axes
+        result = _run(args, args.experiment)
+        fits[axes] = fit_summary(result)
+    cmp = StageComparison(experiment=result.fit.experiment, benchmark=result.fit.benchmark, fits=fits, by="axes")
+    return _write_comparison(cmp, args, "axes")
+
+
+def _write_comparison(cmp: Any, args: argparse.Namespace, stem: str) -> int:
+    from fit.compare import comparison_markdown
+    from grid.results import atomic_write_text
+
     out = Path(args.out)
     try:
         out.mkdir(parents=True, exist_ok=True)
-        atomic_write_text(out / "stages.md", comparison_markdown(cmp))
-        atomic_write_text(out / "stages.json", cmp.model_dump_json(indent=1) + "\n")
+        atomic_write_text(out / f"{stem}.md", comparison_markdown(cmp))
+        atomic_write_text(out / f"{stem}.json", cmp.model_dump_json(indent=1) + "\n")
     except OSError as err:
         raise UsageError(f"cannot write to --out {str(out)!r}: {err.strerror or err}") from None
     if args.json:
         emit_json(cmp.model_dump(mode="json"))
     else:
-        print(f"wrote {out / 'stages.md'} and {out / 'stages.json'}")
+        print(f"wrote {out / f'{stem}.md'} and {out / f'{stem}.json'}")
     return 0
 
 
 def _report(args: argparse.Namespace) -> int:
     from fit.report import write_report
 
+    if args.compare_stages and args.compare_axes:
+        raise UsageError("use --compare-stages or --compare-axes, not both")
     if args.compare_stages:
         return _compare_stages(args)
+    if args.compare_axes:
+        return _compare_axes(args)
     writable_dir(args.out)
     result = _run(args, args.experiment)
     paths = write_report(result, Path(args.out))
