@@ -14,13 +14,15 @@ Both :mod:`slurm.launcher` (first submissions, cancel) and :mod:`slurm.sync`
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
+import signal
 import secrets
 import shutil
 import time
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
@@ -92,6 +94,29 @@ def _archive_old_result(paths: LaunchPaths, run: RunRecord) -> None:
         os.replace(old, paths.attempts / f"{run.run_id}.{run.attempts}.result.json")
 
 
+@contextlib.contextmanager
+def interruptible_children(local: bool) -> Iterator[None]:
+    """Local job controllers must stay cancellable by SIGINT (``toolscale cancel``).
+
+    A process started in the background by a non-interactive shell (``nohup toolscale launch ... &``)
+    inherits SIGINT as *ignored*, and so would every controller it spawns: ``cancel`` would then signal
+    jobs that never stop. While local jobs are spawned, SIGINT is set back to Python's default handler
+    (children start with the default action); the caller's disposition is restored afterwards.
+    """
+    if not local or signal.getsignal(signal.SIGINT) is not signal.SIG_IGN:
+        yield
+        return
+    try:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+    except ValueError:  # not the main thread: leave it as it is
+        yield
+        return
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
 def submit_runs(reg, config: ExperimentConfig, runs: Sequence[RunRecord], *, executor: ExecutorKind,
                 paths: LaunchPaths, job_kind: str = "pipeline", max_parallel: int | None = None,
                 signal_delay_s: int | None = None) -> LaunchReport:
@@ -137,7 +162,7 @@ def submit_runs(reg, config: ExperimentConfig, runs: Sequence[RunRecord], *, exe
             _archive_old_result(paths, r)
         runners = [_runner(job_kind, ref, r, paths, context) for r in group]
         try:
-            with ex.batch():
+            with interruptible_children(executor == "local"), ex.batch():
                 jobs = [ex.submit(fn) for fn in runners]
         except Exception as err:  # sbatch refused: submitit raises its own error types with sbatch's stderr
             failure = _submit_error(err, size_name)

@@ -188,6 +188,27 @@ def test_local_cancel_then_resume(make, rows, monkeypatch):
 
 
 @pytest.mark.integration
+def test_jobs_launched_with_sigint_ignored_stay_cancellable(make, monkeypatch):
+    """`nohup toolscale launch ... &` starts with SIGINT ignored; its local jobs must still stop on cancel."""
+    import signal
+
+    monkeypatch.setenv("TOOLSCALE_TEST_SLEEP_S", "60")
+    env = make(n_runs=1, executor="local")
+    before = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        rep = launch(env.config, env.registry, job_kind="sleeper")
+        assert signal.getsignal(signal.SIGINT) is signal.SIG_IGN  # the caller's disposition is restored
+    finally:
+        signal.signal(signal.SIGINT, before)
+    out = cancel(env.config, env.registry, experiment=env.config.experiment.name)
+    assert out.cancelled == env.run_ids and out.errors == []
+    from slurm.submit import LOCAL_JOBS
+    job = LOCAL_JOBS[str(rep.job_ids[env.run_ids[0]])]
+    job._process.wait(timeout=20)  # raises if the controller ignored the SIGINT
+    assert job._process.returncode is not None
+
+
+@pytest.mark.integration
 def test_launcher_killed_between_submit_and_registry_update_is_recovered_by_sync(make, rows, killed_launch):
     env = make(n_runs=2, executor="local")
     killed_launch(env)

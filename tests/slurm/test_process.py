@@ -12,7 +12,9 @@ from slurm.process import process_start, same_process
 
 
 def _sleeper() -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-S", "-c", "import time; time.sleep(30)"])
+    # SIGINT at its default action even when the test runner was started with it ignored (a background shell)
+    return subprocess.Popen([sys.executable, "-S", "-c", "import time; time.sleep(30)"],
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
 
 
 def test_own_process_matches_and_a_different_start_does_not() -> None:
