@@ -11,6 +11,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 __all__ = [
+    "SharedProbeReport",
     "MatchKind",
     "ActionStatus",
     "ArgumentSource",
@@ -371,3 +372,16 @@ class ProbeSummary(_Frozen):
     """File holding the per-action scores (JSONL)."""
     problems: list[str] = Field(default_factory=list)
     """Data problems found (actions without arguments, unknown tools, empty outputs...)."""
+
+
+class SharedProbeReport(_Frozen):
+    """What ``toolscale probe-shared --json`` prints: the shared probe and every dataset's summary."""
+
+    shared: SharedProbe
+    """The cross-fitted probes and what each trained on."""
+    summaries: dict[str, ProbeSummary]
+    """Dataset folder -> its probe summary (scored by a probe that never saw it)."""
+    experiment_train_flops: float = Field(gt=0)
+    """The experiment's total training FLOPs the shares are taken against."""
+    train_share: float = Field(ge=0)
+    """``shared.train_flops / experiment_train_flops``: the one-off training cost, as a share."""

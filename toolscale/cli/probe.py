@@ -44,6 +44,52 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.set_defaults(func=_probe)
 
+    p = sub.add_parser("probe-shared", help="train one cross-fitted lm probe for an experiment's datasets, "
+                                            "score each with a probe that never saw it",
+                       formatter_class=Formatter,
+                       epilog="examples:\n  toolscale probe-shared runs/E/datasets/* --out runs/E/probe "
+                              "--experiment-flops 4.9e12 --config E.toml\n\n"
+                              "The lm settings are [probe] of --config (kind is taken as lm). Training is paid "
+                              "once: its share and each dataset's scoring share are against --experiment-flops "
+                              "(the experiment's total training FLOPs).")
+    p.add_argument("dirs", metavar="DIR", nargs="+", help="dataset folders (at least 2, to cross-fit)")
+    p.add_argument("--out", required=True, metavar="DIR", help="folder for the saved probes and shared_probe.json")
+    p.add_argument("--experiment-flops", required=True, type=positive_float, metavar="FLOPS",
+                   help="the experiment's total training FLOPs (the cost shares' denominator)")
+    p.add_argument("--config", help="experiment config whose [probe] settings train the probe")
+    p.add_argument("--json", action="store_true", help="machine-readable output (SharedProbeReport)")
+    p.set_defaults(func=_probe_shared)
+
+
+def _probe_shared(args: argparse.Namespace) -> int:
+    from probes.models import SharedProbeReport
+    from probes.shared import probe_with_shared, train_shared
+    from toolscale.config import ProbeSpec
+
+    config = config_of(args)
+    spec = (config.probe if config is not None else ProbeSpec()).model_copy(update={"kind": "lm"})
+    missing = [d for d in args.dirs if not (Path(d) / "train.jsonl").is_file()]
+    if missing:
+        raise UsageError(f"not a dataset folder (no train.jsonl): {missing[0]}")
+    shared = train_shared(args.dirs, spec, args.out)
+    summaries = {d: probe_with_shared(d, shared, spec, experiment_train_flops=args.experiment_flops)
+                 for d in sorted(shared.models)}
+    report = SharedProbeReport(shared=shared, summaries=summaries, experiment_train_flops=args.experiment_flops,
+                               train_share=shared.train_flops / args.experiment_flops)
+    if args.json:
+        emit_json(report.model_dump(mode="json"))
+        return 0
+    rows = []
+    for d, s in report.summaries.items():
+        cal = s.calibration
+        rows.append({"dataset": d, "probe": shared.models[d], "agreement": s.agreement,
+                     "balanced accuracy": None if cal is None else cal.balanced_accuracy,
+                     "measured_groundedness": s.measured_groundedness, "scoring share": s.probe_cost_share})
+    print_table(rows, title=f"shared lm probe: {len(shared.trained_on)} folds over {len(shared.models)} datasets")
+    print(f"training paid once: {shared.train_flops:.3g} FLOPs, {report.train_share:.4f} of the experiment's "
+          f"{args.experiment_flops:.3g}")
+    return 0
+
 
 def target_flops_from_config(config: Any, model_size: str | None) -> float | None:
     """Planned training FLOPs ``6 N D`` of rung ``model_size``, else of the config's target rung
