@@ -12,7 +12,8 @@ from pydantic import BaseModel, ConfigDict, Field
 from toolscale.config import training_flops
 
 __all__ = ["Unit", "UNITS", "Budget", "AxisCost", "CostModel", "COMPUTE", "AxisBounds", "AllocationRequest", "Plan",
-           "Optimality", "Decision", "AllocationPlan", "AllocationReport", "ARMS", "VerificationArm", "VerificationReport"]
+           "Optimality", "Decision", "AllocationPlan", "AllocationReport", "ARMS", "VerificationArm", "VerificationReport",
+           "signed_interval"]
 
 Unit = Literal["usd", "gpu_hours"]
 UNITS: tuple[str, ...] = ("usd", "gpu_hours")
@@ -271,10 +272,15 @@ class AllocationReport(AllocationPlan):
 
     def metric_interval(self, iv: tuple[float, float] | None) -> tuple[float, float] | None:
         """A score interval in the metric's unit, low to high."""
-        if iv is None:
-            return None
-        a, b = self.sign * iv[0], self.sign * iv[1]
-        return (min(a, b), max(a, b))
+        return signed_interval(iv, self.sign)
+
+
+def signed_interval(iv: tuple[float, float] | None, sign: float) -> tuple[float, float] | None:
+    """``iv`` times ``sign`` (``-1``: a negated loss back to the loss), low to high; None stays None."""
+    if iv is None:
+        return None
+    a, b = sign * iv[0], sign * iv[1]
+    return (min(a, b), max(a, b))
 
 
 ARMS: tuple[str, ...] = ("allocator", "diversity_only", "equal_spend")

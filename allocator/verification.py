@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 
 from allocator.models import (ARMS, AllocationPlan, CostModel, Decision, Plan, VerificationArm,
-                              VerificationReport)
+                              VerificationReport, signed_interval)
 from toolscale.config import training_flops
 
 __all__ = ["ARM_LABELS", "TRAINING_KEYS", "group_name", "verification_runs", "realised_levels", "summarise",
@@ -59,14 +59,10 @@ def arms_of(plan: AllocationPlan, equal: Plan, equal_interval: tuple[float, floa
     """
     made = {"allocator": (plan.plan, plan.interval), "diversity_only": (plan.baseline, plan.baseline_interval),
             "equal_spend": (equal, equal_interval)}
-
-    def metric_iv(iv: tuple[float, float] | None) -> tuple[float, float] | None:
-        return None if iv is None else (min(sign * iv[0], sign * iv[1]), max(sign * iv[0], sign * iv[1]))
-
     return [VerificationArm(name=name, label=ARM_LABELS[name], levels=dict(made[name][0].levels),
                             planned_cost=made[name][0].total_cost,
                             predicted_score=sign * made[name][0].predicted_score,
-                            predicted_interval=metric_iv(made[name][1]), run_ids=[], seeds=list(seeds))
+                            predicted_interval=signed_interval(made[name][1], sign), run_ids=[], seeds=list(seeds))
             for name in ARMS]
 
 

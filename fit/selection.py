@@ -57,19 +57,18 @@ def select_law(points: Points, candidates: Mapping[str, Law], *, n_starts: int =
     if len(sizes) >= 3:
         top = sizes[-1]
         train = fitted.model_copy(update={"split": ["heldout" if x == top else "fit" for x in n]})
-        y_top = fitted.y_array()[n == top]
         for label, law in candidates.items():
             res = fit_law(train, law, n_starts=n_starts, max_grid=max_grid, seed=seed, huber_delta=huber_delta)
-            X = {k: v[n == top] for k, v in fitted.X().items()}
-            pred = law.predict(res.params, X)
-            ok = res.converged and bool(np.all(np.isfinite(pred)))
-            mae = float(np.mean(np.abs(pred - y_top))) if ok else None
-            rel = mae / max(float(np.mean(np.abs(y_top))), 1e-12) if mae is not None else None
+            h = res.heldout  # fit_law scores the top size's runs: the CV step is its ordinary held-out check
+            ok = res.converged and h is not None and bool(np.isfinite(h.mae))
             if ok:
-                resid[label] = (np.log(np.maximum(y_top, 1e-300) / np.maximum(pred, 1e-300))
-                                if law.target == "loss" else y_top - pred)
-            rows.append(LawCandidate(label=label, law=law.name, n_params=law.n_params, cv_mae=mae,
-                                     cv_relative_mae=rel, bic=res.bic, converged=res.converged))
+                y = np.array([p.actual for p in h.points])
+                pred = np.array([p.predicted for p in h.points])
+                resid[label] = (np.log(np.maximum(y, 1e-300) / np.maximum(pred, 1e-300))
+                                if law.target == "loss" else y - pred)
+            rows.append(LawCandidate(label=label, law=law.name, n_params=law.n_params,
+                                     cv_mae=h.mae if ok else None, cv_relative_mae=h.relative_mae if ok else None,
+                                     bic=res.bic, converged=res.converged))
         scored = [r for r in rows if r.cv_relative_mae is not None]
         if scored:
             best = scored[0]

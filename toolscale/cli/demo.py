@@ -34,8 +34,6 @@ REAL_BENCHMARK = "indist-calls"
 METRIC = "bpb"
 """Tiny CPU models get no call exactly right (accuracy 0 everywhere), so the real part fits bits per
 byte of the reference answers (comparable across runs: one tokenizer, and per byte)."""
-LOSS_METRICS = ("bpb", "loss")
-"""Metrics where lower is better."""
 REAL_EXPERIMENT = "demo-micro"
 SIM_EXPERIMENT = "simulated-default"
 
@@ -209,6 +207,8 @@ def _allocation_line(registry: Path, experiment: str, metric: str) -> str:
         stored = reg.allocations(experiment)
     if not stored:
         return "allocation: none stored"
+    from fit.decision import LOSS_METRICS
+
     a, plan = stored[0], stored[0]["payload"]
     sign = -1.0 if metric in LOSS_METRICS else 1.0  # a loss is planned as its negation
     spend = ", ".join(f"{k} {v:,.0f}" for k, v in plan["plan"]["spend"].items() if v >= 0.5)
