@@ -160,7 +160,19 @@ def solve_levels(request: AllocationRequest, score: ScoreFn, *, fixed: Mapping[s
             val = -value_grad(u)[0]
             if slack(u) >= -1e-12 and val > best_val:
                 best_u, best_val = u, val
-    return _point(_levels(request.axes, best_u, fixed))
+    return _point(_levels(request.axes, _snap(best_u, slack), fixed))
+
+
+_SNAP = 1e-9
+"""Positions this close to an end of an axis' range are that end: SLSQP's 1.9e-18 of a coverage quota
+is no quota (and a plan equal to another up to such dust gets the same recipe, dataset and seed)."""
+
+
+def _snap(u: np.ndarray, slack: Callable[[np.ndarray], float]) -> np.ndarray:
+    """``u`` with entries within :data:`_SNAP` of 0 set to 0, and of 1 set to 1 when that stays within budget."""
+    out = np.where(u < _SNAP, 0.0, u)
+    up = np.where(out > 1.0 - _SNAP, 1.0, out)
+    return up if slack(up) >= -1e-12 else out
 
 
 def make_plan(request: AllocationRequest, levels: Mapping[str, float], score: ScoreFn) -> Plan:

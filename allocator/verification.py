@@ -104,15 +104,20 @@ def verification_runs(arms: Sequence[VerificationArm], *, group: str, model_size
     Runs carry ``metadata = {"group": "verification", "arm", "verifies"}`` plus ``training``
     (:func:`training_template`: steps and learning rate as the experiment trained the rung), and
     split ``heldout`` (nothing ever fits them); their design version is the group name.
+    Two arms with the same recipe (a "no decision": the plan is the diversity-only plan) share
+    their runs: one run per (recipe, seed), labelled with the first arm, and a realised gain of 0.
     """
     from grid.models import RunSpec, run_id_for
 
-    out_arms, specs = [], []
+    out_arms, specs, seen = [], [], set()
     for arm in arms:
         ids = []
         for seed in arm.seeds:
             rid = run_id_for(group, group, dict(arm.levels), model_size, seed)
             ids.append(rid)
+            if rid in seen:
+                continue
+            seen.add(rid)
             specs.append(RunSpec(run_id=rid, experiment=group, design_version=group, recipe=dict(arm.levels),
                                  model_size=model_size, model_params=model_params, train_tokens=train_tokens,
                                  train_flops=training_flops(model_params, train_tokens), seed=seed, split="heldout",

@@ -34,8 +34,8 @@ MEASURED_QUALITY = "measured_groundedness"
 """A quality axis measured per run by the probe (``probes.measured``), not set in the config."""
 """Recipe column of a run's unique training tokens U (repeated data: ``D / U`` epochs); it enters
 effective-data laws as repetition (:func:`fit.laws.effective_tokens`), no other law."""
-EFFECTIVE_LAWS = frozenset({"chinchilla", "chinchilla_qterm", "chinchilla_unique", "effective", "effective_qterm",
-                            "effective_unique"})
+EFFECTIVE_LAWS = frozenset({"chinchilla", "chinchilla_qterm", "chinchilla_unique", "chinchilla_overfit", "effective",
+                            "effective_qterm", "effective_unique"})
 """Laws whose data axes act on effective data ``D_eff`` (they read N, D, U and every axis)."""
 
 

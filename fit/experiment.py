@@ -154,9 +154,10 @@ def _has_axes(law: Law) -> bool:
     return any(i.kind in ("diversity", "quality", "unique_tokens") for i in law.inputs)
 
 
-LOSS_CANDIDATES = ("chinchilla_ND", "chinchilla", "chinchilla_qterm", "chinchilla_unique")
+LOSS_CANDIDATES = ("chinchilla_ND", "chinchilla", "chinchilla_qterm", "chinchilla_unique", "chinchilla_overfit")
 """The loss forms ``--law auto`` compares (:func:`fit.selection.select_law`): the published
-form on N and D alone, and the three effective-data forms with the experiment's axes."""
+form on N and D alone, and the four effective-data forms with the experiment's axes (the last
+one lets repetitions of little unique data make a larger model's loss rise)."""
 
 
 def loss_candidates(runs: Sequence[Any], config: ExperimentConfig | None,

@@ -297,7 +297,8 @@ def effective_tokens(p: Params, d: np.ndarray, u: np.ndarray | None) -> np.ndarr
     return seen + seen * rs * (1.0 - np.exp(-r / rs))
 
 
-def _effective(name: str, target: Target, quality: str, diversity: str = "multiplier") -> LawFactory:
+def _effective(name: str, target: Target, quality: str, diversity: str = "multiplier",
+               overfit: bool = False) -> LawFactory:
     """Effective-data laws: the data axes act on the tokens the model effectively sees.
 
     ``loss:  L = E     + A n^(-alpha) + B d_eff^(-beta) [- Q(q)]``
@@ -322,8 +323,17 @@ def _effective(name: str, target: Target, quality: str, diversity: str = "multip
     stop paying once they only repeat the few tools they cover, while diverse data keeps
     paying. A diversity axis is so worth more to a larger ``D`` (and to the larger ``N`` it
     is trained with), which the separable score forms cannot express.
+
+    ``overfit=True`` (with ``diversity="unique"``) adds a term in which repetitions *hurt*:
+    ``+ C R^gamma`` for a loss (``- C R^gamma`` for a score), ``R = max(D / U - 1, 0)`` the
+    repetitions of the unique content, ``0 < gamma <= 1``. A run that makes many passes over
+    little unique content memorises it and its held-out loss rises; as ``D = tokens per parameter
+    x N``, a larger model at the same tokens per parameter repeats more and is hurt more.
+    ``C -> 0`` is the ``chinchilla_unique`` law; diverse data (``R ~ 0``) pays no penalty.
     """
     unique = diversity == "unique"
+    if overfit and not unique:
+        raise ValueError("overfit=True needs diversity='unique' (the term counts repetitions of U)")
 
     def factory(inputs: Sequence[LawInput] | None = None) -> Law:
         if inputs is None:
@@ -368,6 +378,10 @@ def _effective(name: str, target: Target, quality: str, diversity: str = "multip
                 names.append(f"rho_{a.name}")
                 bounds[f"rho_{a.name}"] = (0.0, 3.0)
                 grid[f"rho_{a.name}"] = (0.2, 1.0)
+        if overfit:
+            names += ["C", "gamma"]
+            bounds.update(C=(1e-6, 1e3), gamma=(1e-2, 1.0))  # gamma <= 1: the harm grows at most linearly in R
+            grid.update(C=(1e-3, 1e-1), gamma=(0.3, 1.0))
         for a in mult:
             names += [f"c_{a.name}", f"gamma_{a.name}"]
             bounds[f"c_{a.name}"] = (1e-4, 1e3)
@@ -390,6 +404,7 @@ def _effective(name: str, target: Target, quality: str, diversity: str = "multip
                 for a in shapers:
                     u = u * normalise(a, X[a.name]) ** p[f"rho_{a.name}"]
             d_eff = effective_tokens(p, d, u)
+            harm = p["C"] * np.maximum(d / u - 1.0, 0.0) ** p["gamma"] if overfit else 0.0
             for a in mult:
                 x = normalise(a, X[a.name])
                 base = 1.0 + x if a.kind == "quality" else x
@@ -398,9 +413,11 @@ def _effective(name: str, target: Target, quality: str, diversity: str = "multip
             qgain = 0.0
             for q in term:
                 qgain = qgain + p[f"H_{q.name}"] * (1.0 - (1.0 + normalise(q, X[q.name])) ** (-p[f"beta_{q.name}"]))
-            return p["E"] + red - qgain if is_loss else p["S_max"] - red + qgain
+            return p["E"] + red - qgain + harm if is_loss else p["S_max"] - red + qgain - harm
 
         head = "L = E + A n^-alpha + B d_eff^-beta" if is_loss else "S = S_max - A n^-alpha - B d_eff^-beta"
+        if overfit:
+            head += " + C R^gamma" if is_loss else " - C R^gamma"
         if term:
             head += " - Q(q)" if is_loss else " + Q(q)"
         parts = ["D'" if uniq_in is not None or unique else "D"] + [f"m_{a.name}" for a in mult]
@@ -412,7 +429,7 @@ def _effective(name: str, target: Target, quality: str, diversity: str = "multip
                 f" t_{a.name}^rho_{a.name}" for a in shapers)
         if mult:
             formula += "; m = 1 + c (1 - t^-gamma)"
-        logs = frozenset(p for p in names if p in ("E", "A", "B", "R_star", "U0") or p.split("_")[0] in ("c", "H"))
+        logs = frozenset(p for p in names if p in ("E", "A", "B", "R_star", "U0", "C") or p.split("_")[0] in ("c", "H"))
         return Law(name=name, target=target, inputs=(size, toks, *uniq, *div, *qual), param_names=tuple(names),
                    bounds=bounds, start_grid=grid, fn=fn, log_params=logs, formula=formula,
                    huber_delta=1e-3 if is_loss else 0.05)
@@ -596,6 +613,7 @@ register_law(_effective("effective", "score", "multiplier"), "effective")
 register_law(_effective("effective_qterm", "score", "term"), "effective_qterm")
 register_law(_effective("chinchilla_unique", "loss", "multiplier", "unique"), "chinchilla_unique")
 register_law(_effective("effective_unique", "score", "multiplier", "unique"), "effective_unique")
+register_law(_effective("chinchilla_overfit", "loss", "multiplier", "unique", overfit=True), "chinchilla_overfit")
 register_law(_saturating, "saturating")
 for _kind in ("additive", "multiplicative", "interaction"):
     register_law(_hypothesis(_kind), _kind)

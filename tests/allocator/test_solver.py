@@ -207,3 +207,18 @@ def test_a_replicate_sd_in_log_units_is_converted_to_score_points() -> None:
     assert plan.replicate_sd == pytest.approx(0.04 * plan.baseline.predicted_score)
     raw = solve(_request(5000), Surface(score=multiplicative), replicate_sd=0.04)
     assert raw.replicate_sd == 0.04
+
+
+def test_an_axis_the_score_ignores_sits_exactly_at_its_lower_end() -> None:
+    """SLSQP leaves dust (1.9e-18 of a quota) on an axis that buys nothing; a plan states it as 0."""
+    blind = lambda lv, n: 0.9 - 0.5 * lv["tool_diversity"] ** -0.5 - 0.3 * lv["task_count"] ** -0.8  # noqa: E731
+    levels = solve_levels(_request(5000), blind)
+    assert levels["repair_rate"] == 0.0
+
+
+def test_snap_keeps_the_budget() -> None:
+    from allocator.solver import _snap
+
+    u = np.array([1e-17, 0.5, 1.0 - 1e-12])
+    assert _snap(u, lambda v: 0.0).tolist() == [0.0, 0.5, 1.0]
+    assert _snap(u, lambda v: -1.0 if v[2] == 1.0 else 0.0).tolist() == [0.0, 0.5, 1.0 - 1e-12]

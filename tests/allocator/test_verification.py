@@ -147,3 +147,20 @@ def test_a_loss_is_verified_in_its_own_unit_and_a_gain_is_a_reduction() -> None:
                     decision=plan.decision, sign=-1.0)
     assert rep.realised_gain == pytest.approx(((1.70 - 1.45) + (1.72 - 1.55)) / 2)  # lower bpb is the gain
     assert rep.inside_interval is True  # 0.21 lies in the predicted (0.1, 0.3)
+
+
+def test_a_plan_equal_to_the_diversity_only_plan_shares_its_runs_and_gains_exactly_zero() -> None:
+    same = _plan({"tool_diversity": 6.0, "task_count": 300.0}, 0.30)
+    plan = _allocation().model_copy(update={"baseline": same, "gain_over_baseline": 0.0, "gain_interval": (0.0, 0.0),
+                                            "decision": Decision(verdict="no_decision", reason="one recipe")})
+    arms = arms_of(plan, _plan({"tool_diversity": 5.0, "task_count": 450.0}, 0.27), (0.25, 0.29), seeds=[0, 1])
+    group = group_name("exp", "b", 1000.0, "s", arms)
+    arms, specs = verification_runs(arms, group=group, model_size="s", model_params=1e6, train_tokens=1e5,
+                                    verifies="exp")
+    assert arms[0].run_ids == arms[1].run_ids and len(specs) == 4  # 2 shared + 2 equal-spend, no duplicate id
+    assert len({s.run_id for s in specs}) == 4
+    records = [_record(s, score=0.3 + 0.01 * s.seed) for s in specs]
+    rep = summarise(experiment="exp", group=group, benchmark="b", metric="token_prob", plan=plan, arms=arms,
+                    runs=records, cost=COST, model_size="s", law="additive", fit_id="f", simulated=False,
+                    decision=plan.decision)
+    assert rep.realised_gain == 0.0 and rep.inside_interval is True and rep.complete

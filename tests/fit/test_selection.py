@@ -102,3 +102,34 @@ def test_extrapolation_error_widens_intervals_only_above_the_fitted_sizes():
     assert hi1[0] - lo1[0] == pytest.approx(hi0[0] - lo0[0], rel=1e-9)  # inside the fitted sizes: unchanged
     # two decades above: about +-1.645 x 0.2 x 2 in log units, far wider than parameter noise alone
     assert np.log(hi1[1] / lo1[1]) > 1.0 > np.log(hi0[1] / lo0[1])
+
+
+OVERFIT = {**TRUTH, "C": 0.05, "gamma": 0.8}
+
+
+def test_overfit_law_nests_the_unique_law_and_lets_repetition_raise_the_loss():
+    law = get_law("chinchilla_overfit", INPUTS)
+    assert {"C", "gamma"} <= set(law.param_names) and "+ C R^gamma" in law.formula
+    unique = get_law("chinchilla_unique", INPUTS)
+    D = np.array([4e3, 4e4, 4e5, 4e6, 4e7])
+    X = {"N": np.full(5, 2e4), "D": D, "tool_diversity": np.full(5, 4.0), "repair_rate": np.zeros(5)}
+    nested = law.predict({**TRUTH, "C": 1e-6, "gamma": 0.8}, X)
+    assert nested == pytest.approx(unique.predict(TRUTH, X), abs=2e-3)
+    few = law.predict(OVERFIT, X)
+    assert few[-1] > few[-2] > few[1]  # many passes over 4 tools' content: the held-out loss turns up
+    assert few[0] == pytest.approx(unique.predict(TRUTH, X)[0])  # no repetition (D < U): no harm
+    many = law.predict(OVERFIT, {**X, "tool_diversity": np.full(5, 40.0)})
+    assert many[-1] - unique.predict(TRUTH, {**X, "tool_diversity": np.full(5, 40.0)})[-1] < few[-1] - nested[-1]
+
+
+def test_rung_cv_takes_the_overfit_form_when_the_fitted_runs_rise_and_not_otherwise():
+    rng = np.random.default_rng(3)
+    base = _points()
+    X = {k: np.array(v) for k, v in base.inputs.items()}
+    y = get_law("chinchilla_overfit", INPUTS).predict(OVERFIT, X) * np.exp(rng.normal(0.0, 0.01, len(base.y)))
+    rising = base.model_copy(update={"y": y.tolist()})
+    cands = {"chinchilla_unique": get_law("chinchilla_unique", INPUTS),
+             "chinchilla_overfit": get_law("chinchilla_overfit", INPUTS)}
+    assert select_law(rising, cands, n_starts=4, max_grid=1024).chosen == "chinchilla_overfit"
+    # the unique-content truth: the richer form must beat the simpler one by the margin, and does not
+    assert select_law(base, cands, n_starts=4, max_grid=1024).chosen == "chinchilla_unique"

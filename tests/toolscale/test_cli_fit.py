@@ -347,7 +347,7 @@ def test_law_auto_for_a_loss_chooses_by_rung_cv_and_says_so(tmp_path, capsys):
     sel = out["selection"]
     assert sel["criterion"] == "rung_cv" and sel["chosen"] == out["law"] == "chinchilla_unique"
     assert {c["label"] for c in sel["candidates"]} == {"chinchilla_ND", "chinchilla", "chinchilla_qterm",
-                                                       "chinchilla_unique"}
+                                                       "chinchilla_unique", "chinchilla_overfit"}
     assert out["heldout_relative_mae"] == pytest.approx(out["heldout_mae"] / (
         sum(p["actual"] for p in out["heldout_predictions"]) / out["heldout_n"]))
     # allocate on the loss: a fair diversity-only baseline in the same loss form, the metric printed positive
