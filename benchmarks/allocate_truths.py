@@ -61,7 +61,33 @@ def _truths(inputs) -> dict[str, tuple[str, dict[str, float]]]:
     return out
 
 
-def _experiment(cfg, truth_law, truth_params, seed: int, budgets, n_boot: int, folder: Path) -> list[dict]:
+def _fits_by_bic(cfg, done, seed: int, n_boot: int) -> list:
+    """The three forms fitted and stored lowest-BIC last (the newest fit, the one allocate uses)."""
+    fits = []
+    for name in FORMS:
+        law = law_for_runs(name, done, cfg)
+        points = points_from_runs(done, benchmark=BENCH, metric="score", inputs=law.axes, experiment="sim")
+        fit = fit_law(points, law, n_bootstrap=n_boot, seed=seed, n_starts=4, max_grid=2048, holdout_rule="split",
+                      n_jobs=1)
+        fits.append(fit.model_copy(update={"experiment": "sim", "benchmark": BENCH, "simulated": True}))
+    fits.sort(key=lambda f: -f.bic)
+    return fits
+
+
+def _fit_like_the_cli(cfg, done, seed: int, n_boot: int) -> list:
+    """The one fit ``toolscale fit --law auto --holdout split`` stores: the verdict's form (size-coupled when rung
+    CV or BIC prefers it), the other forms attached by BIC weight (what allocate mixes)."""
+    from fit.experiment import fit_experiment
+    from fit.models import FitRequest
+
+    req = FitRequest(experiment="sim", benchmark=BENCH, metric="score", law="auto", holdout="split",
+                     n_bootstrap=n_boot, seed=seed, n_jobs=1)
+    fit = fit_experiment(done, req, config=cfg).fit
+    return [fit.model_copy(update={"experiment": "sim", "benchmark": BENCH, "simulated": True})]
+
+
+def _experiment(cfg, truth_law, truth_params, seed: int, budgets, n_boot: int, folder: Path,
+                product: bool = False) -> list[dict]:
     inputs = law_inputs_for_config(cfg)
     tlaw = get_law(truth_law, inputs)
     runs = [r.model_copy(update={"experiment": "sim"}) for r in build_design(cfg).runs]
@@ -77,15 +103,7 @@ def _experiment(cfg, truth_law, truth_params, seed: int, budgets, n_boot: int, f
                         [[MetricResult(benchmark=BENCH, metric="score", score=v)] for v in values],
                         simulated=True, source="simulated")
         done = reg.runs("sim", status="done")
-    fits = []
-    for name in FORMS:
-        law = law_for_runs(name, done, cfg)
-        points = points_from_runs(done, benchmark=BENCH, metric="score", inputs=law.axes, experiment="sim")
-        fit = fit_law(points, law, n_bootstrap=n_boot, seed=seed, n_starts=4, max_grid=2048, holdout_rule="split",
-                      n_jobs=1)
-        fit = fit.model_copy(update={"experiment": "sim", "benchmark": BENCH, "simulated": True})
-        fits.append(fit)
-    fits.sort(key=lambda f: -f.bic)  # lowest BIC stored last = the newest fit, the one allocate uses
+    fits = (_fit_like_the_cli if product else _fits_by_bic)(cfg, done, seed, n_boot)
     with Registry(path) as reg:
         for f in fits:
             if f.converged:
@@ -132,18 +150,19 @@ def _experiment(cfg, truth_law, truth_params, seed: int, budgets, n_boot: int, f
     return out
 
 
-def run(quick: bool, detail: str | None = None, n_seeds: int | None = None) -> list[dict]:
+def run(quick: bool, detail: str | None = None, n_seeds: int | None = None, product: bool = False,
+        n_boot: int | None = None) -> list[dict]:
     cfg = parse_config(tomllib.loads(example_config_text("default")))
     inputs = law_inputs_for_config(cfg)
     truths = _truths(inputs)
     seeds = range(n_seeds or (2 if quick else 6))
-    n_boot = 30 if quick else 40
+    n_boot = n_boot or (30 if quick else 40)
     budgets = (4000.0, 12000.0)
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         for name, (law, params) in truths.items():
             for seed in seeds:
-                for row in _experiment(cfg, law, params, seed, budgets, n_boot, Path(tmp)):
+                for row in _experiment(cfg, law, params, seed, budgets, n_boot, Path(tmp), product):
                     rows.append({"truth": name, **row})
                     if detail:
                         with open(detail, "a", encoding="utf-8") as f:
@@ -191,12 +210,16 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--seeds", type=int, help="seeds (simulated experiments) per truth")
     p.add_argument("--json", action="store_true")
     p.add_argument("--detail", help="append every experiment-budget row to this JSON-lines file")
+    p.add_argument("--product", action="store_true",
+                   help="fit as `toolscale fit --law auto` does (the verdict's form, other forms by BIC weight) "
+                        "instead of storing the three forms and planning with the lowest BIC")
+    p.add_argument("--bootstrap", type=int, help="bootstrap refits per fit (default 40; --quick 30)")
     p.add_argument("--from-detail", help="only summarise the rows of an earlier --detail file")
     args = p.parse_args(argv)
     if args.from_detail:
         rows = [json.loads(line) for line in Path(args.from_detail).read_text().splitlines() if line.strip()]
     else:
-        rows = run(args.quick, args.detail, args.seeds)
+        rows = run(args.quick, args.detail, args.seeds, args.product, args.bootstrap)
     recs = records(rows)
     if args.json:
         print(json.dumps(recs))

@@ -104,6 +104,17 @@ def test_reload_offline_gives_same_outputs(model_dir, backend, items):
         backend.score([reference_request(items[0])])[0].logprob)
 
 
+def test_scores_do_not_depend_on_the_scoring_batch(model_dir, items):
+    """One row at a time (the CPU default) and left-padded batches give the same log-probabilities."""
+    reqs = [reference_request(it) for it in items[:6]]
+    one = TransformersBackend(model_dir, threads=1)
+    assert one.score_batch_size == 1
+    padded = TransformersBackend(model_dir, threads=1, score_batch_size=4)
+    for a, b in zip(one.score(reqs), padded.score(reqs)):
+        assert a.n_tokens == b.n_tokens and a.n_bytes == b.n_bytes
+        assert a.logprob == pytest.approx(b.logprob, rel=1e-4, abs=1e-3)
+
+
 def test_random_model_is_scored_wrong_without_crashing(model_dir, items):
     rows = {m.metric: m for m in evaluate(model_dir, "heldout-calls", items=items, limit=6, max_new_tokens=24,
                                           batch_size=3)}
