@@ -162,7 +162,9 @@ def run(quick: bool, detail: str | None = None, n_seeds: int | None = None, prod
     with tempfile.TemporaryDirectory() as tmp:
         for name, (law, params) in truths.items():
             for seed in seeds:
-                for row in _experiment(cfg, law, params, seed, budgets, n_boot, Path(tmp), product):
+                folder = Path(tmp) / f"truth{list(truths).index(name)}"  # one registry per experiment
+                folder.mkdir(exist_ok=True)
+                for row in _experiment(cfg, law, params, seed, budgets, n_boot, folder, product):
                     rows.append({"truth": name, **row})
                     if detail:
                         with open(detail, "a", encoding="utf-8") as f:
