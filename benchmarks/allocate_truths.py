@@ -7,13 +7,15 @@ Targets (issue 17):
 - on an interacting truth, the true gain over the fair diversity-only baseline >= 5 points.
 
 Each experiment, as a new user would run it: the default preset's real design (294 runs,
-74 held out at 16.6x FLOPs) gets scores drawn from a known truth plus noise (SD 0.015);
-``additive``, ``multiplicative`` and ``interaction`` are fitted to the fitted split with
-bootstrap refits and stored; ``plan_allocation`` plans for the target rung (the held-out
-size) with the newest fit (the lowest-BIC form, stored last) and mixes the other forms'
-draws by BIC weight. The true gain is ``truth(plan) - truth(fair baseline plan)``; the
-oracle plan maximises the truth itself under the same bounds and budget (integers
-rounded), and the oracle's gain is over the truth's own best diversity-only plan.
+74 held out at 16.6x FLOPs) gets scores drawn from a known truth plus noise (SD 0.015), and
+is fitted as ``toolscale fit --law auto --holdout split`` fits it (200 bootstrap refits, the
+CLI's default): the interaction verdict picks the form, rung CV or BIC adds the size coupling,
+and the other forms are attached by BIC weight. ``plan_allocation`` then plans for the target
+rung (the held-out size) with that fit, its gain interval mixing the forms by weight.
+``--forms-by-bic`` is the older protocol instead: the three forms fitted with 40 refits, stored
+lowest-BIC last, and the newest planned with. The true gain is ``truth(plan) - truth(fair
+baseline plan)``; the oracle plan maximises the truth itself under the same bounds and budget
+(integers rounded), and the oracle's gain is over the truth's own best diversity-only plan.
 
 Truths: the built-in additive and multiplicative truths, and two interacting truths
 (``interaction`` law, quality amplifying diversity, ``kappa = +4``, and discounting it,
@@ -87,7 +89,7 @@ def _fit_like_the_cli(cfg, done, seed: int, n_boot: int) -> list:
 
 
 def _experiment(cfg, truth_law, truth_params, seed: int, budgets, n_boot: int, folder: Path,
-                product: bool = False) -> list[dict]:
+                product: bool = True) -> list[dict]:
     inputs = law_inputs_for_config(cfg)
     tlaw = get_law(truth_law, inputs)
     runs = [r.model_copy(update={"experiment": "sim"}) for r in build_design(cfg).runs]
@@ -150,13 +152,13 @@ def _experiment(cfg, truth_law, truth_params, seed: int, budgets, n_boot: int, f
     return out
 
 
-def run(quick: bool, detail: str | None = None, n_seeds: int | None = None, product: bool = False,
-        n_boot: int | None = None) -> list[dict]:
+def run(quick: bool, detail: str | None = None, n_seeds: int | None = None, product: bool = True,
+        n_boot: int | None = None, first_seed: int = 0) -> list[dict]:
     cfg = parse_config(tomllib.loads(example_config_text("default")))
     inputs = law_inputs_for_config(cfg)
     truths = _truths(inputs)
-    seeds = range(n_seeds or (2 if quick else 6))
-    n_boot = n_boot or (30 if quick else 40)
+    seeds = range(first_seed, first_seed + (n_seeds or (2 if quick else 6)))
+    n_boot = n_boot or (30 if quick else 200 if product else 40)
     budgets = (4000.0, 12000.0)
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
@@ -208,20 +210,22 @@ def records(rows: list[dict]) -> list[dict]:
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--quick", action="store_true", help="2 seeds per truth, 30 bootstrap refits (default 6, 40)")
+    p.add_argument("--quick", action="store_true", help="2 seeds per truth, 30 bootstrap refits (default 6, 200)")
     p.add_argument("--seeds", type=int, help="seeds (simulated experiments) per truth")
     p.add_argument("--json", action="store_true")
     p.add_argument("--detail", help="append every experiment-budget row to this JSON-lines file")
-    p.add_argument("--product", action="store_true",
-                   help="fit as `toolscale fit --law auto` does (the verdict's form, other forms by BIC weight) "
-                        "instead of storing the three forms and planning with the lowest BIC")
-    p.add_argument("--bootstrap", type=int, help="bootstrap refits per fit (default 40; --quick 30)")
+    p.add_argument("--forms-by-bic", action="store_true",
+                   help="the older protocol: store the three forms (40 refits) and plan with the lowest BIC, "
+                        "instead of fitting as `toolscale fit --law auto` does")
+    p.add_argument("--bootstrap", type=int, help="bootstrap refits per fit (default 200; --forms-by-bic 40; "
+                                                  "--quick 30)")
+    p.add_argument("--first-seed", type=int, default=0, help="seed of the first simulated experiment per truth")
     p.add_argument("--from-detail", help="only summarise the rows of an earlier --detail file")
     args = p.parse_args(argv)
     if args.from_detail:
         rows = [json.loads(line) for line in Path(args.from_detail).read_text().splitlines() if line.strip()]
     else:
-        rows = run(args.quick, args.detail, args.seeds, args.product, args.bootstrap)
+        rows = run(args.quick, args.detail, args.seeds, not args.forms_by_bic, args.bootstrap, args.first_seed)
     recs = records(rows)
     if args.json:
         print(json.dumps(recs))
