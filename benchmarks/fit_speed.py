@@ -148,6 +148,8 @@ def main() -> int:
     ap.add_argument("--quick", action="store_true", help="4 experiments, 20 bootstrap refits, 200 timed refits")
     ap.add_argument("--misspecified", type=int, default=0, metavar="N",
                     help="N experiments on misspecified truths (cycling over the four kinds)")
+    ap.add_argument("--first", type=int, default=0, metavar="K",
+                    help="start the misspecified experiments at number K (fresh truths and noise after a run of K)")
     ap.add_argument("--inter-bootstrap", type=int, default=20,
                     help="bootstrap draws of the interaction verdict (LR and gain ratio) per misspecified experiment")
     args = ap.parse_args()
@@ -229,9 +231,11 @@ def run_misspecified(design, inputs, args) -> list[dict]:
     rng = np.random.default_rng(1515)
     kinds = list(MISSPECIFIED)
     rows = []
-    for i in range(args.misspecified):
+    for i in range(args.first + args.misspecified):
         kind = kinds[i % len(kinds)]
         pts = misspecified_points(design, inputs, kind, rng, args.noise, seed=500 + i)
+        if i < args.first:  # drawn only to keep the truth draws of experiment i the same in every run
+            continue
         t0 = time.perf_counter()
         inter, fit = fit_like_auto(pts, inputs, n_bootstrap=args.bootstrap, inter_bootstrap=args.inter_bootstrap,
                                    jobs=args.jobs, seed=i)

@@ -260,7 +260,12 @@ class LawSelection(_Frozen):
     chosen: str
     """Label of the chosen candidate."""
     extrapolation_sd: float | None = None
-    """RMS CV error of the chosen form per decade of model size (log residuals for a loss); None for ``bic``."""
+    """The chosen form's CV error in excess of the runs' noise, ``sqrt(max(0, cv_rms^2 - cv_noise_sd^2))``,
+    per decade of model size (log residuals for a loss); None for ``bic``."""
+    cv_rms: float | None = None
+    """RMS of the chosen form's CV residuals at the predicted size (noise included); None for ``bic``."""
+    cv_noise_sd: float | None = None
+    """Residual SD of the chosen form's CV fit (the runs' noise, already in every interval); None for ``bic``."""
 
 
 class FitResult(_Frozen):

@@ -215,8 +215,10 @@ def _selection_lines(d: dict[str, Any]) -> list[str]:
         rows.append(f"| {c['label']}{mark} | {c['n_params']} | {_f(c['cv_mae'])} | {_f(c['cv_relative_mae'])} | "
                     f"{_f(c['bic'])} |")
     if sel.get("extrapolation_sd") is not None:
-        rows += ["", f"Its CV error, {_f(sel['extrapolation_sd'])} per decade of N (residual units), widens the "
-                     "prediction intervals above the largest fitted size."]
+        parts = (f" (CV RMS {_f(sel['cv_rms'])}, the CV fit's noise {_f(sel['cv_noise_sd'])})"
+                 if sel.get("cv_rms") is not None and sel.get("cv_noise_sd") is not None else "")
+        rows += ["", f"Its CV error beyond the runs' noise{parts}, {_f(sel['extrapolation_sd'])} per decade of N "
+                     "(residual units), widens the prediction intervals above the largest fitted size."]
     return rows
 
 

@@ -11,16 +11,21 @@ than ``margin`` (10%) of its CV error: a richer form has to earn its parameters.
 With fewer than three fitted sizes there is nothing to extrapolate to, and the choice falls
 back to the lowest BIC on the whole fitted split.
 
-The chosen form's CV errors also measure how far off a prediction one rung up is:
-``extrapolation_sd = RMS(r) / log10(N_top / N_below)``, with ``r`` the log residuals
-``log(y / pred)`` of a loss (raw residuals of a score) at the predicted size, per decade of
-model size. Prediction intervals add that error, scaled by how many decades a point lies
-above the largest fitted size (:func:`fit.predict.predict_points`), so a law that
-extrapolated badly one rung up says so in its intervals further up.
+The chosen form's CV errors also measure how far off a prediction one rung up is, beyond
+the noise of the runs themselves:
+``extrapolation_sd = sqrt(max(0, RMS(r)^2 - s^2)) / log10(N_top / N_below)``, with ``r`` the
+log residuals ``log(y / pred)`` of a loss (raw residuals of a score) at the predicted size
+and ``s`` the CV fit's own residual SD, per decade of model size. A run's noise is already
+in every interval (:func:`fit.predict.predict_points` adds the residual SD), so only the
+excess of the CV error over it is the law's extrapolation error; counting the whole RMS
+would count the noise twice. Prediction intervals add that excess, scaled by how many
+decades a point lies above the largest fitted size, so a law that extrapolated badly one
+rung up says so in its intervals further up.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 
 import numpy as np
@@ -54,6 +59,7 @@ def select_law(points: Points, candidates: Mapping[str, Law], *, n_starts: int =
     sizes = sorted(set(n.tolist()))
     rows: list[LawCandidate] = []
     resid: dict[str, np.ndarray] = {}
+    noise: dict[str, float] = {}
     if len(sizes) >= 3:
         top = sizes[-1]
         train = fitted.model_copy(update={"split": ["heldout" if x == top else "fit" for x in n]})
@@ -66,6 +72,7 @@ def select_law(points: Points, candidates: Mapping[str, Law], *, n_starts: int =
                 pred = np.array([p.predicted for p in h.points])
                 resid[label] = (np.log(np.maximum(y, 1e-300) / np.maximum(pred, 1e-300))
                                 if law.target == "loss" else y - pred)
+                noise[label] = float(res.residual_sd)
             rows.append(LawCandidate(label=label, law=law.name, n_params=law.n_params,
                                      cv_mae=h.mae if ok else None, cv_relative_mae=h.relative_mae if ok else None,
                                      bic=res.bic, converged=res.converged))
@@ -75,10 +82,11 @@ def select_law(points: Points, candidates: Mapping[str, Law], *, n_starts: int =
             for r in scored[1:]:
                 if (r.cv_relative_mae or 0.0) < (1.0 - margin) * (best.cv_relative_mae or 0.0):
                     best = r
-            r = resid[best.label]
-            sd = float(np.sqrt(np.mean(r ** 2)) / np.log10(top / sizes[-2]))
+            rms = float(np.sqrt(np.mean(resid[best.label] ** 2)))
+            excess = math.sqrt(max(0.0, rms ** 2 - noise[best.label] ** 2))
             return LawSelection(criterion="rung_cv", predicted_size=top, fit_sizes=sizes[:-1], candidates=rows,
-                                chosen=best.label, extrapolation_sd=sd)
+                                chosen=best.label, extrapolation_sd=excess / math.log10(top / sizes[-2]),
+                                cv_rms=rms, cv_noise_sd=noise[best.label])
         rows = []
     for label, law in candidates.items():
         res = fit_law(fitted, law, n_starts=n_starts, max_grid=max_grid, seed=seed, huber_delta=huber_delta)

@@ -472,12 +472,26 @@ def _estimated_cost(config: ExperimentConfig, runs: list[RunSpec]) -> EstimatedC
                          compute=round(compute_cost, 2), total=round(data_cost + compute_cost, 2))
 
 
+def ladder_statement(fitted_sizes: int) -> str:
+    """What ``fitted_sizes`` distinct fitted model sizes let ``fit`` check before the held-out rung."""
+    if fitted_sizes >= 3:
+        return (f"{fitted_sizes} fitted sizes: `fit --law auto` can fit all but the largest, predict it, and carry "
+                "that error into the intervals above them")
+    if fitted_sizes == 2:
+        return ("2 fitted sizes: too few to check a prediction one rung up, so intervals above them carry no "
+                "extrapolation error; add a third fitted rung (fit/README.md, Known limits)")
+    if fitted_sizes == 1:
+        return "1 fitted size: a law with a model-size term cannot be fitted, nor extrapolated in N"
+    return "no fitted runs: nothing to fit a law to"
+
+
 def _summary(config: ExperimentConfig, version: str, *, points: _Points, runs: list[RunSpec], cells: list[Cell],
              split: _Split, duplicates: int) -> DesignSummary:
     names = [a.name for a in config.axes]
     levels = {n: sorted({p[n] for p in points.recipes}) for n in names}
     flops = [r.train_flops for r in runs]
     held = sum(r.split == "heldout" for r in runs)
+    sizes = len({r.model_size for r in runs if r.split == "fit"})
     report, res = points.alias, points.alias.resolution
     return DesignSummary(
         experiment=config.experiment.name, design_version=version, kind=config.design.kind, runs=len(runs),
@@ -488,7 +502,8 @@ def _summary(config: ExperimentConfig, version: str, *, points: _Points, runs: l
         generators=points.info.get("generators"), gsd_reduction=points.info.get("gsd_reduction"),
         d_efficiency=report.d_efficiency, alias_highlights=report.highlights[:12],
         qd_clear_of_main=report.qd_clear_of_main, qd_statement=report.statement, split_rule=split.rule,
-        fit_runs=len(runs) - held, heldout_runs=held, heldout_share=round(held / len(runs), 6) if runs else 0.0,
+        fit_runs=len(runs) - held, heldout_runs=held, fitted_sizes=sizes, ladder_statement=ladder_statement(sizes),
+        heldout_share=round(held / len(runs), 6) if runs else 0.0,
         extrapolation_factor=round(split.factor, 6) if split.factor is not None else None,
         min_extrapolation_factor=config.design.min_extrapolation_factor,
         flops_range=[min(flops), max(flops)] if flops else None, cells=cells, constrained_points=points.constrained,

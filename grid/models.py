@@ -352,6 +352,10 @@ class DesignSummary(_Frozen):
     """Runs the fit sees."""
     heldout_runs: int
     """Runs held out to check extrapolation."""
+    fitted_sizes: int = 0
+    """Distinct model sizes among the fitted runs (``fit --law auto`` cross-validates one rung up from 3)."""
+    ladder_statement: str = ""
+    """One sentence on what the fitted sizes let the fit check (see :func:`grid.design.ladder_statement`)."""
     heldout_share: float
     """``heldout_runs / runs`` (rounded to 6 digits)."""
     extrapolation_factor: float | None

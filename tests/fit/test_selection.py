@@ -84,6 +84,23 @@ def test_two_fitted_sizes_fall_back_to_bic():
     assert sel.chosen == min(sel.candidates, key=lambda c: c.bic).label
 
 
+def test_extrapolation_error_is_the_cv_error_beyond_the_noise():
+    pts = _points(noise=0.03)
+    decades = np.log10(54000.0 / 18000.0)
+    right = select_law(pts, {"chinchilla_unique": get_law("chinchilla_unique", INPUTS)}, n_starts=4, max_grid=1024)
+    wrong = select_law(pts, {"chinchilla_ND": get_law("chinchilla")}, n_starts=4, max_grid=1024)
+    for sel in (right, wrong):
+        assert sel.cv_rms is not None and sel.cv_noise_sd is not None
+        excess = np.sqrt(max(0.0, sel.cv_rms ** 2 - sel.cv_noise_sd ** 2))
+        assert sel.extrapolation_sd == pytest.approx(excess / decades, rel=1e-9)
+    # the truth's own form misses one rung up by little more than the noise (and its parameter error)
+    assert right.cv_noise_sd == pytest.approx(0.03, rel=0.3)
+    assert right.extrapolation_sd * decades < 0.8 * right.cv_rms
+    # a form without the data axes misses by far more than the noise, and keeps nearly all of it
+    assert wrong.extrapolation_sd * decades > 0.8 * wrong.cv_rms
+    assert wrong.extrapolation_sd > 3 * right.extrapolation_sd
+
+
 def test_extrapolation_error_widens_intervals_only_above_the_fitted_sizes():
     from fit.fitting import fit_law
     from fit.predict import predict_points
@@ -91,7 +108,7 @@ def test_extrapolation_error_widens_intervals_only_above_the_fitted_sizes():
     pts = _points()
     law = get_law("chinchilla_unique", INPUTS)
     sel = select_law(pts, {"chinchilla_unique": law}, n_starts=4, max_grid=1024)
-    assert sel.extrapolation_sd is not None and sel.extrapolation_sd > 0
+    assert sel.extrapolation_sd is not None and sel.extrapolation_sd >= 0
     fit = fit_law(pts, law, n_starts=4, max_grid=1024, n_bootstrap=8, n_jobs=1)
     wide = fit.model_copy(update={"extrapolation_sd": 0.2, "max_fitted_n": 54000.0})
     X = {"N": np.array([18000.0, 5.4e6]), "D": np.array([3.6e5, 1e8]), "tool_diversity": np.array([13.0, 13.0]),

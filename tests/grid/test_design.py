@@ -168,17 +168,21 @@ def test_micro_preset_size_and_split():
     s = d.summary
     assert 16 <= s.runs <= 24
     # two fitted sizes (the law needs two N to extrapolate in N), one held out above them
-    assert len({r.model_size for r in d.runs if r.split == "fit"}) == 2
+    assert len({r.model_size for r in d.runs if r.split == "fit"}) == 2 == s.fitted_sizes
+    assert "too few to check a prediction one rung up" in s.ladder_statement
     assert s.resolution >= 3
     assert s.heldout_runs == math.ceil(0.25 * s.runs)
     assert s.extrapolation_factor >= 16
     assert {r.model_size for r in d.runs if r.split == "heldout"} == {d.cells[-1].model_size}
 
 
-def test_default_preset_is_about_300_runs():
+def test_default_preset_fits_three_sizes_in_about_440_runs():
     d = build_design(preset("default"))
     s = d.summary
-    assert 270 <= s.runs <= 330
+    assert 400 <= s.runs <= 480
+    # three fitted sizes: rung cross-validation (fit all but the largest, predict it) has a rung to check on
+    assert s.fitted_sizes == 3 == len({r.model_size for r in d.runs if r.split == "fit"})
+    assert s.ladder_statement.startswith("3 fitted sizes")
     assert s.extrapolation_factor >= 16 and 0.25 <= s.heldout_share < 0.26
     assert all(n >= 3 for n in s.level_counts.values())  # curvature per axis
     assert s.qd_clear_of_main

@@ -92,6 +92,7 @@ def _print_summary(design, written, args: argparse.Namespace) -> None:
           f"{s.estimated_cost.total:,.0f} {s.estimated_cost.unit} (data {s.estimated_cost.data:,.0f}, "
           f"compute {s.estimated_cost.compute:,.0f})")
     print(f"interactions: {s.qd_statement}")
+    print(f"ladder: {s.ladder_statement}")
     for h in s.alias_highlights[:8]:
         print(f"  alias: {h}")
     if args.show_runs:
