@@ -6,10 +6,11 @@ Targets (issue 17):
 - on an interacting truth, regret against the oracle plan <= 1% of the oracle's gain over diversity-only;
 - on an interacting truth, the true gain over the fair diversity-only baseline >= 5 points.
 
-Each experiment, as a new user would run it: the default preset's real design (294 runs,
-74 held out at 16.6x FLOPs) gets scores drawn from a known truth plus noise (SD 0.015), and
-is fitted as ``toolscale fit --law auto --holdout split`` fits it (200 bootstrap refits, the
-CLI's default): the interaction verdict picks the form, rung CV or BIC adds the size coupling,
+Each experiment, as a new user would run it: the default preset's real design (440 runs,
+110 held out at 16.6x FLOPs, three fitted sizes; 294 runs and two fitted sizes before
+2026-12-01 17:00 UTC) gets scores drawn from a known truth plus noise (SD 0.015), and is
+fitted as ``toolscale fit --law auto --holdout split`` fits it (200 bootstrap refits, the CLI's
+default): the interaction verdict picks the form, rung CV or BIC adds the size coupling,
 and the other forms are attached by BIC weight. ``plan_allocation`` then plans for the target
 rung (the held-out size) with that fit, its gain interval mixing the forms by weight.
 ``--forms-by-bic`` is the older protocol instead: the three forms fitted with 40 refits, stored
