@@ -114,6 +114,8 @@ def make_surface(fit: FitResult, *, tokens: float, others: Sequence[FitResult] =
     weighted by :func:`form_weights`. Form ``k`` contributes ``round(w_k B)`` of its
     bootstrap draws (``B`` = the chosen fit's draw count; its point estimate, repeated, when
     it has none), so the intervals include law-form uncertainty as well as parameter uncertainty.
+    The fit's ``effect_sd`` (rung CV) widens the gain intervals of plans above the fitted sizes
+    (:func:`allocator.solver.with_effect_error`).
     """
     from fit.laws import law_of
     from fit.predict import components
@@ -127,9 +129,10 @@ def make_surface(fit: FitResult, *, tokens: float, others: Sequence[FitResult] =
         forms = [fit] + [o for o in others if o.law != fit.law]
         weights = form_weights(forms)
         comps = [(f, law if f is fit else law_of(f), weights[f.law]) for f in forms]
+    effect = {"effect_sd": fit.effect_sd or 0.0, "max_fitted_n": fit.max_fitted_n}
     if len(comps) <= 1 or not fit.bootstrap:
         return Surface(score=score, draws=[_score_fn(law, d, tokens=tokens, sign=sign) for d in fit.bootstrap],
-                       labels=[fit.law] * len(fit.bootstrap))
+                       labels=[fit.law] * len(fit.bootstrap), **effect)
     total = len(fit.bootstrap)
     draws, labels = [], []
     for f, flaw, w in comps:
@@ -137,7 +140,7 @@ def make_surface(fit: FitResult, *, tokens: float, others: Sequence[FitResult] =
         for i in range(int(round(w * total))):
             draws.append(_score_fn(flaw, pool[i % len(pool)], tokens=tokens, sign=sign))
             labels.append(f.law)
-    return Surface(score=score, draws=draws, labels=labels)
+    return Surface(score=score, draws=draws, labels=labels, **effect)
 
 
 def fit_summary_of(fit: FitResult, fit_id: str | None = None) -> FitSummary:

@@ -24,7 +24,7 @@ from allocator.errors import AllocatorError
 from allocator.models import AllocationPlan, AllocationRequest, AxisBounds, Decision, Optimality, Plan
 
 __all__ = ["Surface", "ScoreFn", "solve", "solve_levels", "round_integers", "make_plan", "check_optimality",
-           "min_cost", "score_at", "decide", "equal_spend_levels", "percentile_interval"]
+           "min_cost", "score_at", "decide", "equal_spend_levels", "percentile_interval", "with_effect_error"]
 
 ScoreFn = Callable[[Mapping[str, np.ndarray], float], np.ndarray]
 """``score(levels, model_params) -> predicted scores``, vectorised: ``levels`` maps each axis to an
@@ -36,13 +36,17 @@ class Surface:
     """A fitted law as callables: the point estimate and its draws (bootstrap, possibly over several law forms).
 
     ``labels[i]`` names the law form of ``draws[i]`` (empty: unnamed); ``own`` is how the
-    law was chosen, for a baseline surface.
+    law was chosen, for a baseline surface. ``effect_sd`` is the relative error of a predicted
+    gain per decade of model size above ``max_fitted_n`` (the fit's rung CV,
+    :attr:`fit.models.FitResult.effect_sd`; 0: gain intervals carry the draws only).
     """
 
     score: ScoreFn
     draws: Sequence[ScoreFn] = field(default_factory=tuple)
     labels: Sequence[str] = field(default_factory=tuple)
     own: str = ""
+    effect_sd: float = 0.0
+    max_fitted_n: float | None = None
 
 
 def _to_level(b: AxisBounds, u: np.ndarray) -> np.ndarray:
@@ -358,7 +362,20 @@ def decide(gain: float, gain_interval: tuple[float, float] | None, replicate_sd:
 
 
 def _gains(surface: Surface, a: Mapping[str, float], b: Mapping[str, float], n: float) -> list[float]:
-    return [score_at(d, a, n) - score_at(d, b, n) for d in surface.draws]
+    return with_effect_error([score_at(d, a, n) - score_at(d, b, n) for d in surface.draws], surface, n)
+
+
+def with_effect_error(gains: Sequence[float], surface: Surface, n: float, *, seed: int = 0) -> list[float]:
+    """Gain draws scaled by ``1 + effect_sd x decades x z``, ``z`` standard normal (fixed seed).
+
+    ``decades = max(0, log10(n / max_fitted_n))``: a plan for a fitted size keeps its draws; one for a
+    size above them carries the error the rung CV measured in the law's differences between runs.
+    """
+    if not gains or not surface.effect_sd or not surface.max_fitted_n:
+        return list(gains)
+    decades = max(0.0, math.log10(n / surface.max_fitted_n))
+    z = np.random.default_rng(seed).standard_normal(len(gains))
+    return [float(g) for g in np.asarray(gains, dtype=float) * (1.0 + surface.effect_sd * decades * z)]
 
 
 def solve(request: AllocationRequest, surface: Surface, *, baseline_surface: Surface | None = None,
@@ -400,7 +417,7 @@ def solve(request: AllocationRequest, surface: Surface, *, baseline_surface: Sur
         method = "same law, quality pinned at baseline"
     plan_draws = [score_at(d, levels, n) for d in surface.draws]
     base_draws = [score_at(d, base_levels, n) for d in surface.draws]
-    gains = [p - b for p, b in zip(plan_draws, base_draws)]
+    gains = with_effect_error([p - b for p, b in zip(plan_draws, base_draws)], surface, n)
     pinned_gains = _gains(surface, levels, pinned_levels, n)
     spreads: dict[str, list[float]] = {}
     for d in list(surface.draws)[:redraws]:

@@ -131,7 +131,7 @@ def with_extrapolation(fit: FitResult, selection: LawSelection, points: Points, 
     """``fit`` with the selection and its extrapolation error attached, held-out metrics recomputed with it."""
     fitted = points.subset(points.split_array() == "fit")
     fit = fit.model_copy(update={"selection": selection, "extrapolation_sd": selection.extrapolation_sd,
-                                 "max_fitted_n": float(max(fitted.inputs["N"]))})
+                                 "effect_sd": selection.effect_sd, "max_fitted_n": float(max(fitted.inputs["N"]))})
     test = points.subset(points.split_array() == "heldout")
     if test.n and selection.extrapolation_sd is not None:
         fit = fit.model_copy(update={"heldout": heldout_metrics(fit, law, test, train_flops=fitted.flops,

@@ -266,6 +266,14 @@ class LawSelection(_Frozen):
     """RMS of the chosen form's CV residuals at the predicted size (noise included); None for ``bic``."""
     cv_noise_sd: float | None = None
     """Residual SD of the chosen form's CV fit (the runs' noise, already in every interval); None for ``bic``."""
+    effect_slope: float | None = None
+    """Slope of the observed on the predicted differences between the predicted size's runs (1: the law
+    gets them right; :func:`fit.selection.effect_slope`); None for ``bic``."""
+    effect_slope_se: float | None = None
+    """Standard error of ``effect_slope``."""
+    effect_sd: float | None = None
+    """Relative error of a predicted difference between runs per decade of N, beyond the slope's noise:
+    ``sqrt(max(0, (effect_slope - 1)^2 - effect_slope_se^2)) / decades``; None for ``bic``."""
 
 
 class FitResult(_Frozen):
@@ -364,6 +372,9 @@ class FitResult(_Frozen):
     :attr:`LawSelection.extrapolation_sd`); None: intervals carry parameter and residual noise only."""
     max_fitted_n: float | None = None
     """Largest fitted model size N (where ``extrapolation_sd`` starts to count)."""
+    effect_sd: float | None = None
+    """Relative error of a predicted difference between runs (a gain) per decade of N above
+    ``max_fitted_n`` (:attr:`LawSelection.effect_sd`); None: gain intervals carry parameter draws only."""
     max_fitted_flops: float | None = None
     """Training FLOPs of the largest fitted run (None when unknown): ``predict`` measures extrapolation by it."""
 

@@ -219,6 +219,11 @@ def _selection_lines(d: dict[str, Any]) -> list[str]:
                  if sel.get("cv_rms") is not None and sel.get("cv_noise_sd") is not None else "")
         rows += ["", f"Its CV error beyond the runs' noise{parts}, {_f(sel['extrapolation_sd'])} per decade of N "
                      "(residual units), widens the prediction intervals above the largest fitted size."]
+    if sel.get("effect_slope") is not None:
+        rows += ["", f"The differences between the runs it predicted came out {_f(sel['effect_slope'])} x the "
+                     f"predicted ones (SE {_f(sel.get('effect_slope_se'))}); beyond that noise a predicted gain is "
+                     f"off by {_f(sel.get('effect_sd'))} of itself per decade of N, which widens `allocate`'s gain "
+                     "intervals above the largest fitted size."]
     return rows
 
 

@@ -21,6 +21,12 @@ excess of the CV error over it is the law's extrapolation error; counting the wh
 would count the noise twice. Prediction intervals add that excess, scaled by how many
 decades a point lies above the largest fitted size, so a law that extrapolated badly one
 rung up says so in its intervals further up.
+
+The same CV step measures how well the law gets the *differences* between runs one rung up,
+which is what a gain between two plans is: the slope ``b`` of the observed on the predicted
+differences (:func:`effect_slope`). ``effect_sd = sqrt(max(0, (b - 1)^2 - SE(b)^2)) / decades``
+is the relative error of a predicted difference per decade of model size, beyond what the
+slope's own noise explains; ``allocate`` scales its gain draws by ``1 + effect_sd x decades x z``.
 """
 
 from __future__ import annotations
@@ -34,7 +40,28 @@ from fit.fitting import fit_law
 from fit.laws import Law
 from fit.models import LawCandidate, LawSelection, Points
 
-__all__ = ["select_law"]
+__all__ = ["effect_slope", "select_law"]
+
+
+def effect_slope(actual: np.ndarray, predicted: np.ndarray) -> tuple[float | None, float | None]:
+    """Least-squares slope of the observed differences between runs on the predicted ones, and its SE.
+
+    ``actual`` and ``predicted`` (shape ``(n,)``, log values for a loss) are the runs of one rung
+    that the law predicted from the rungs below. Both are centred, so the level error drops out:
+    ``b = sum(a c) / sum(a^2)`` with ``a`` the centred predictions and ``c`` the centred observations.
+    ``b = 1`` when the law gets the differences between recipes (and token counts) right one rung up;
+    ``b = 2`` when they are twice as large as it says. ``SE(b)^2 = s^2 / sum(a^2)``, ``s^2`` the
+    residual variance of that regression (``n - 2`` degrees of freedom). None, None with fewer than 3
+    runs or no spread in the predictions.
+    """
+    a = np.asarray(predicted, dtype=float) - np.mean(predicted)
+    c = np.asarray(actual, dtype=float) - np.mean(actual)
+    saa = float(np.sum(a * a))
+    if a.size < 3 or not saa > 0.0:
+        return None, None
+    b = float(np.sum(a * c) / saa)
+    s2 = float(np.sum((c - b * a) ** 2)) / (a.size - 2)
+    return b, math.sqrt(s2 / saa)
 
 
 def select_law(points: Points, candidates: Mapping[str, Law], *, n_starts: int = 8, max_grid: int = 4096,
@@ -60,6 +87,7 @@ def select_law(points: Points, candidates: Mapping[str, Law], *, n_starts: int =
     rows: list[LawCandidate] = []
     resid: dict[str, np.ndarray] = {}
     noise: dict[str, float] = {}
+    pairs: dict[str, tuple[np.ndarray, np.ndarray]] = {}
     if len(sizes) >= 3:
         top = sizes[-1]
         train = fitted.model_copy(update={"split": ["heldout" if x == top else "fit" for x in n]})
@@ -73,6 +101,8 @@ def select_law(points: Points, candidates: Mapping[str, Law], *, n_starts: int =
                 resid[label] = (np.log(np.maximum(y, 1e-300) / np.maximum(pred, 1e-300))
                                 if law.target == "loss" else y - pred)
                 noise[label] = float(res.residual_sd)
+                pairs[label] = ((np.log(np.maximum(y, 1e-300)), np.log(np.maximum(pred, 1e-300)))
+                                if law.target == "loss" else (y, pred))
             rows.append(LawCandidate(label=label, law=law.name, n_params=law.n_params,
                                      cv_mae=h.mae if ok else None, cv_relative_mae=h.relative_mae if ok else None,
                                      bic=res.bic, converged=res.converged))
@@ -84,9 +114,14 @@ def select_law(points: Points, candidates: Mapping[str, Law], *, n_starts: int =
                     best = r
             rms = float(np.sqrt(np.mean(resid[best.label] ** 2)))
             excess = math.sqrt(max(0.0, rms ** 2 - noise[best.label] ** 2))
+            decades = math.log10(top / sizes[-2])
+            slope, se = effect_slope(*pairs[best.label])
+            effect = (math.sqrt(max(0.0, (slope - 1.0) ** 2 - se ** 2)) / decades
+                      if slope is not None and se is not None else None)
             return LawSelection(criterion="rung_cv", predicted_size=top, fit_sizes=sizes[:-1], candidates=rows,
-                                chosen=best.label, extrapolation_sd=excess / math.log10(top / sizes[-2]),
-                                cv_rms=rms, cv_noise_sd=noise[best.label])
+                                chosen=best.label, extrapolation_sd=excess / decades, cv_rms=rms,
+                                cv_noise_sd=noise[best.label], effect_slope=slope, effect_slope_se=se,
+                                effect_sd=effect)
         rows = []
     for label, law in candidates.items():
         res = fit_law(fitted, law, n_starts=n_starts, max_grid=max_grid, seed=seed, huber_delta=huber_delta)

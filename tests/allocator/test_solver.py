@@ -105,6 +105,32 @@ def test_bootstrap_draws_give_intervals_and_probability() -> None:
     assert set(plan.spend_spread) == {"tool_diversity", "task_count", "repair_rate"}
 
 
+def test_the_rung_cv_effect_error_widens_gain_intervals_only_above_the_fitted_sizes() -> None:
+    from dataclasses import replace
+
+    from allocator.solver import with_effect_error
+
+    draws = [lambda lv, n, s=s: multiplicative(lv, n) * s for s in np.linspace(0.97, 1.03, 41)]
+    plain = Surface(score=multiplicative, draws=draws, own="x")
+    blind = Surface(score=additive)
+    base = solve(_request(5000), plain, baseline_surface=blind, redraws=2)
+    # the plan is for N = 1e6; fitted up to 1e4: two decades above, 30% relative gain error per decade
+    wide = solve(_request(5000), replace(plain, effect_sd=0.3, max_fitted_n=1e4), baseline_surface=blind, redraws=2)
+    assert wide.gain_over_baseline == base.gain_over_baseline and wide.plan == base.plan  # point plan unchanged
+    w0 = base.gain_interval[1] - base.gain_interval[0]
+    w1 = wide.gain_interval[1] - wide.gain_interval[0]
+    assert w1 > 3 * w0  # +-1.645 x 0.6 of the gain against the draws' +-3%
+    assert wide.interval == base.interval  # the plan's own score interval is not touched
+    # at or below the fitted sizes nothing changes, and without draws there is nothing to widen
+    same = solve(_request(5000), replace(plain, effect_sd=0.3, max_fitted_n=1e7), baseline_surface=blind, redraws=2)
+    assert same.gain_interval == base.gain_interval
+    assert with_effect_error([], replace(plain, effect_sd=0.3, max_fitted_n=1.0), 1e6) == []
+    # deterministic, and a relative error: a zero gain stays zero
+    s = replace(plain, effect_sd=0.3, max_fitted_n=1e4)
+    assert with_effect_error([0.1, 0.2], s, 1e6) == with_effect_error([0.1, 0.2], s, 1e6)
+    assert with_effect_error([0.0, 0.0], s, 1e6) == [0.0, 0.0]
+
+
 def test_budget_below_cheapest_plan_names_the_minimum() -> None:
     req = _request(100.0)
     with pytest.raises(AllocatorError, match=f"cheapest feasible plan \\({min_cost(req):,.2f} usd"):

@@ -136,7 +136,8 @@ def test_auto_law_choice_is_in_the_report_when_made():
     from fit.models import LawCandidate, LawSelection
 
     sel = LawSelection(criterion="rung_cv", predicted_size=4.2e4, fit_sizes=[4.7e3, 1.3e4], chosen="chinchilla_unique",
-                       extrapolation_sd=0.2, cv_rms=0.16, cv_noise_sd=0.05,
+                       extrapolation_sd=0.2, cv_rms=0.16, cv_noise_sd=0.05, effect_slope=1.8,
+                       effect_slope_se=0.1, effect_sd=1.5,
                        candidates=[LawCandidate(label="chinchilla_ND", law="chinchilla", n_params=5, cv_mae=0.3,
                                                 cv_relative_mae=0.18, bic=-80.0),
                                    LawCandidate(label="chinchilla_unique", law="chinchilla_unique", n_params=12,
@@ -147,4 +148,5 @@ def test_auto_law_choice_is_in_the_report_when_made():
     text = "\n".join(_selection_lines(d))
     assert "| chinchilla_unique **(chosen)** | 12 | 0.14 | 0.081 |" in text and "predicting the fitted runs at N = 4.2e+04" in text
     assert "(CV RMS 0.16, the CV fit's noise 0.05), 0.2 per decade of N" in text
+    assert "came out 1.8 x the predicted ones (SE 0.1)" in text and "off by 1.5 of itself per decade" in text
     assert _selection_lines({"selection": None}) == [] and _selection_lines({}) == []

@@ -101,6 +101,32 @@ def test_extrapolation_error_is_the_cv_error_beyond_the_noise():
     assert wrong.extrapolation_sd > 3 * right.extrapolation_sd
 
 
+def test_effect_slope_reads_how_much_larger_the_differences_are_than_predicted():
+    from fit.selection import effect_slope
+
+    rng = np.random.default_rng(3)
+    pred = rng.uniform(0.2, 0.6, 200)
+    b, se = effect_slope(5.0 + 2.0 * pred + rng.normal(0, 0.01, 200), pred)  # level off by 5, effects x2
+    assert b == pytest.approx(2.0, abs=0.02) and 0 < se < 0.01
+    b, se = effect_slope(pred + rng.normal(0, 0.05, 200), pred)
+    assert abs(b - 1.0) < 3 * se
+    assert effect_slope(np.ones(5), np.ones(5)) == (None, None)  # no spread in the predictions
+    assert effect_slope(np.array([1.0, 2.0]), np.array([1.0, 2.0])) == (None, None)
+
+
+def test_rung_cv_reports_the_error_of_differences_beyond_the_slope_noise():
+    pts = _points(noise=0.03)
+    decades = np.log10(54000.0 / 18000.0)
+    for law in (get_law("chinchilla_unique", INPUTS), get_law("chinchilla")):
+        sel = select_law(pts, {"x": law}, n_starts=4, max_grid=1024)
+        assert sel.effect_slope is not None and sel.effect_slope_se is not None
+        want = np.sqrt(max(0.0, (sel.effect_slope - 1) ** 2 - sel.effect_slope_se ** 2)) / decades
+        assert sel.effect_sd == pytest.approx(want, rel=1e-9, abs=1e-12)
+    # the truth's own form gets the differences one rung up right, within the slope's noise
+    right = select_law(pts, {"x": get_law("chinchilla_unique", INPUTS)}, n_starts=4, max_grid=1024)
+    assert abs(right.effect_slope - 1.0) < 0.25
+
+
 def test_extrapolation_error_widens_intervals_only_above_the_fitted_sizes():
     from fit.fitting import fit_law
     from fit.predict import predict_points

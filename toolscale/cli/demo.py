@@ -7,7 +7,7 @@ widest rung held out >= 16x above) -> per run: synthesise, probe, train a tiny p
 with TRL and the experiment's shared tokenizer, score both fixed benchmarks (local executor)
 -> fit bits per byte -> held-out extrapolation report -> ``allocate``.
 
-Part 2 (SIMULATED, labelled as such): the default ~300-run design filled from a
+Part 2 (SIMULATED, labelled as such): the default 440-run design filled from a
 known law, fitted, reported and allocated, to show the full-size path.
 
 Every step is an ordinary ``toolscale`` command, printed before it runs; running
@@ -151,7 +151,7 @@ def _real(out: Path, steps: _Steps, args: argparse.Namespace) -> dict:
 def _simulated(out: Path, steps: _Steps, args: argparse.Namespace) -> dict:
     cfg = write_demo_config(out, "default", SIM_EXPERIMENT, args.max_parallel)
     c = str(cfg)
-    steps.run("S1. SIMULATED: fill the default ~300-run design from a known law",
+    steps.run("S1. SIMULATED: fill the default 440-run design from a known law",
               ["simulate", "--config", c, "--experiment", SIM_EXPERIMENT, "--benchmark", BENCHMARK])
     fit = steps.run("S2. SIMULATED: fit and held-out check", ["fit", "--config", c, "--experiment", SIM_EXPERIMENT,
                                                              "--benchmark", BENCHMARK, "--json"], capture_json=True)
