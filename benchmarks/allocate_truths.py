@@ -90,14 +90,14 @@ def _fit_like_the_cli(cfg, done, seed: int, n_boot: int) -> list:
 
 
 def _experiment(cfg, truth_law, truth_params, seed: int, budgets, n_boot: int, folder: Path,
-                product: bool = True) -> list[dict]:
+                product: bool = True, noise_seed: int | None = None) -> list[dict]:
     inputs = law_inputs_for_config(cfg)
     tlaw = get_law(truth_law, inputs)
     runs = [r.model_copy(update={"experiment": "sim"}) for r in build_design(cfg).runs]
     from fit.models import Truth
 
     truth = Truth(law=truth_law, params=truth_params, noise_sd=0.015, benchmark=BENCH)
-    values = simulate_results(runs, truth, tlaw, seed=seed)
+    values = simulate_results(runs, truth, tlaw, seed=seed if noise_seed is None else noise_seed)
     path = str(folder / f"r{seed}.duckdb")
     with Registry(path) as reg:
         reg.ensure_experiment("sim", config=cfg.model_dump(mode="json"), axes=[a.name for a in cfg.axes],
@@ -154,7 +154,7 @@ def _experiment(cfg, truth_law, truth_params, seed: int, budgets, n_boot: int, f
 
 
 def run(quick: bool, detail: str | None = None, n_seeds: int | None = None, product: bool = True,
-        n_boot: int | None = None, first_seed: int = 0) -> list[dict]:
+        n_boot: int | None = None, first_seed: int = 0, shared_noise: bool = False) -> list[dict]:
     cfg = parse_config(tomllib.loads(example_config_text("default")))
     inputs = law_inputs_for_config(cfg)
     truths = _truths(inputs)
@@ -167,7 +167,9 @@ def run(quick: bool, detail: str | None = None, n_seeds: int | None = None, prod
             for seed in seeds:
                 folder = Path(tmp) / f"truth{list(truths).index(name)}"  # one registry per experiment
                 folder.mkdir(exist_ok=True)
-                for row in _experiment(cfg, law, params, seed, budgets, n_boot, folder, product):
+                # each truth gets its own noise draw; --shared-noise gives every truth of a seed the same one
+                noise_seed = None if shared_noise else 7919 * (list(truths).index(name) + 1) + seed
+                for row in _experiment(cfg, law, params, seed, budgets, n_boot, folder, product, noise_seed):
                     rows.append({"truth": name, **row})
                     if detail:
                         with open(detail, "a", encoding="utf-8") as f:
@@ -222,11 +224,15 @@ def main(argv: list[str] | None = None) -> int:
                                                   "--quick 30)")
     p.add_argument("--first-seed", type=int, default=0, help="seed of the first simulated experiment per truth")
     p.add_argument("--from-detail", help="only summarise the rows of an earlier --detail file")
+    p.add_argument("--shared-noise", action="store_true",
+                   help="the protocol before 2026-12-01 18:15 UTC: the truths of one seed share its noise draw, "
+                        "so their misses are not independent")
     args = p.parse_args(argv)
     if args.from_detail:
         rows = [json.loads(line) for line in Path(args.from_detail).read_text().splitlines() if line.strip()]
     else:
-        rows = run(args.quick, args.detail, args.seeds, not args.forms_by_bic, args.bootstrap, args.first_seed)
+        rows = run(args.quick, args.detail, args.seeds, not args.forms_by_bic, args.bootstrap, args.first_seed,
+                   args.shared_noise)
     recs = records(rows)
     if args.json:
         print(json.dumps(recs))
