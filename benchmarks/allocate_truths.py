@@ -8,7 +8,8 @@ Targets (issue 17):
 
 Each experiment, as a new user would run it: the default preset's real design (440 runs,
 110 held out at 16.6x FLOPs, three fitted sizes; 294 runs and two fitted sizes before
-2026-12-01 17:00 UTC) gets scores drawn from a known truth plus noise (SD 0.015), and is
+2026-12-01 17:00 UTC) gets scores drawn from a known truth plus noise (SD 0.015; a draw per truth and
+seed, shared by a seed's truths before 18:15 UTC, ``--shared-noise``), and is
 fitted as ``toolscale fit --law auto --holdout split`` fits it (200 bootstrap refits, the CLI's
 default): the interaction verdict picks the form, rung CV or BIC adds the size coupling,
 and the other forms are attached by BIC weight. ``plan_allocation`` then plans for the target
