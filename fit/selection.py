@@ -64,6 +64,11 @@ def effect_slope(actual: np.ndarray, predicted: np.ndarray) -> tuple[float | Non
     return b, math.sqrt(s2 / saa)
 
 
+def _beyond(error: float, noise: float) -> float:
+    """``sqrt(max(0, error^2 - noise^2))``: the part of an error its noise does not explain."""
+    return math.sqrt(max(0.0, error ** 2 - noise ** 2))
+
+
 def select_law(points: Points, candidates: Mapping[str, Law], *, n_starts: int = 8, max_grid: int = 4096,
                seed: int = 0, huber_delta: float | None = None, margin: float = 0.10) -> LawSelection:
     """Score every candidate by rung cross-validation over the ``fit`` points; pick the best.
@@ -85,7 +90,6 @@ def select_law(points: Points, candidates: Mapping[str, Law], *, n_starts: int =
     n = np.asarray(fitted.inputs["N"], dtype=float)
     sizes = sorted(set(n.tolist()))
     rows: list[LawCandidate] = []
-    resid: dict[str, np.ndarray] = {}
     noise: dict[str, float] = {}
     pairs: dict[str, tuple[np.ndarray, np.ndarray]] = {}
     if len(sizes) >= 3:
@@ -98,8 +102,6 @@ def select_law(points: Points, candidates: Mapping[str, Law], *, n_starts: int =
             if ok:
                 y = np.array([p.actual for p in h.points])
                 pred = np.array([p.predicted for p in h.points])
-                resid[label] = (np.log(np.maximum(y, 1e-300) / np.maximum(pred, 1e-300))
-                                if law.target == "loss" else y - pred)
                 noise[label] = float(res.residual_sd)
                 pairs[label] = ((np.log(np.maximum(y, 1e-300)), np.log(np.maximum(pred, 1e-300)))
                                 if law.target == "loss" else (y, pred))
@@ -112,12 +114,12 @@ def select_law(points: Points, candidates: Mapping[str, Law], *, n_starts: int =
             for r in scored[1:]:
                 if (r.cv_relative_mae or 0.0) < (1.0 - margin) * (best.cv_relative_mae or 0.0):
                     best = r
-            rms = float(np.sqrt(np.mean(resid[best.label] ** 2)))
-            excess = math.sqrt(max(0.0, rms ** 2 - noise[best.label] ** 2))
+            actual, predicted = pairs[best.label]  # log values for a loss: residuals log(y / pred)
+            rms = float(np.sqrt(np.mean((actual - predicted) ** 2)))
+            excess = _beyond(rms, noise[best.label])
             decades = math.log10(top / sizes[-2])
-            slope, se = effect_slope(*pairs[best.label])
-            effect = (math.sqrt(max(0.0, (slope - 1.0) ** 2 - se ** 2)) / decades
-                      if slope is not None and se is not None else None)
+            slope, se = effect_slope(actual, predicted)
+            effect = _beyond(slope - 1.0, se) / decades if slope is not None and se is not None else None
             return LawSelection(criterion="rung_cv", predicted_size=top, fit_sizes=sizes[:-1], candidates=rows,
                                 chosen=best.label, extrapolation_sd=excess / decades, cv_rms=rms,
                                 cv_noise_sd=noise[best.label], effect_slope=slope, effect_slope_se=se,
