@@ -197,6 +197,12 @@ class AllocationPlan(_Frozen):
     """90% interval of the plan's predicted score over the draws (bootstrap, and law forms where mixed)."""
     spend_spread: dict[str, tuple[float, float]] = Field(default_factory=dict)
     """5th-95th percentile of each axis' spend when re-solved per draw."""
+    regret_interval: tuple[float, float] | None = None
+    """90% interval of what the plan leaves on the table, score points: per re-solved draw, the score of the
+    draw's own optimum (continuous, so an upper bound on the best integer plan) minus the draw's score of the
+    plan. Small against the gain: more runs would not move the plan by much."""
+    expected_regret: float | None = None
+    """Mean of those regrets over the re-solved draws (score points)."""
     baseline: Plan
     """The fair diversity-only plan at the same budget (see ``baseline_method``), scored by the plan's law."""
     baseline_method: str = "same law, quality pinned at baseline"

@@ -393,7 +393,8 @@ def solve(request: AllocationRequest, surface: Surface, *, baseline_surface: Sur
     noise_label : what ``replicate_sd`` is, in the decision's words.
     replicate_log : ``replicate_sd`` is in log units (a fit on log residuals); it is converted to score
         points at the baseline's predicted score (delta method: ``sd_y = y sd_log``).
-    redraws : draws re-solved (warm-started from the point solution) for the spread of spend per axis.
+    redraws : draws re-solved (warm-started from the point solution) for the spread of spend per axis and
+        the plan's regret: per draw, its own continuous optimum's score minus its score of the plan.
 
     Integer axes are rounded to feasible integers within the budget (:func:`round_integers`);
     the optimality check is of the continuous optimum.
@@ -420,10 +421,12 @@ def solve(request: AllocationRequest, surface: Surface, *, baseline_surface: Sur
     gains = with_effect_error([p - b for p, b in zip(plan_draws, base_draws)], surface, n)
     pinned_gains = _gains(surface, levels, pinned_levels, n)
     spreads: dict[str, list[float]] = {}
+    regrets: list[float] = []
     for d in list(surface.draws)[:redraws]:
         lv = solve_levels(request, d, warm=[continuous], starts=0)
         for k, v in request.cost.spend(lv, n).items():
             spreads.setdefault(k, []).append(float(v))
+        regrets.append(max(0.0, score_at(d, lv, n) - score_at(d, levels, n)))
     extra = _extrapolation(request, levels)
     gain = plan.predicted_score - baseline.predicted_score
     gain_iv = percentile_interval(gains)
@@ -436,6 +439,7 @@ def solve(request: AllocationRequest, surface: Surface, *, baseline_surface: Sur
         budget=request.budget, benchmark=request.benchmark, model_params=n, plan=plan,
         interval=percentile_interval(plan_draws),
         spend_spread={k: percentile_interval(v) for k, v in spreads.items()},
+        regret_interval=percentile_interval(regrets), expected_regret=float(np.mean(regrets)) if regrets else None,
         baseline=baseline, baseline_method=method, baseline_own_prediction=own_pred,
         baseline_interval=percentile_interval(base_draws), gain_over_baseline=gain, gain_interval=gain_iv,
         p_beats_baseline=float(np.mean([g > 0 for g in gains])) if gains else None,

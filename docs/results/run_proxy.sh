@@ -37,8 +37,8 @@ $TS allocate --config "$CFG" --experiment "$EXP" --benchmark "$B" --budget 5000 
     echo "allocate failed (see above)"
 if $TS verify --help > /dev/null 2>&1; then
   stamp "verify the allocation (3 seeds)"
-  $TS verify --config "$CFG" --experiment "$EXP" --benchmark "$B" --budget 5000 --seeds 3 --json \
-      > "$OUT/verification.json" || echo "verify failed (see above)"
+  $TS verify --config "$CFG" --experiment "$EXP" --benchmark "$B" --budget 5000 --seeds 3 --plot "$OUT/verification.png" \
+      --json > "$OUT/verification.json" || echo "verify failed (see above)"
 fi
 $TS export --config "$CFG" --experiment "$EXP" --out "$OUT/runs.csv"
 {

@@ -105,6 +105,24 @@ def test_bootstrap_draws_give_intervals_and_probability() -> None:
     assert set(plan.spend_spread) == {"tool_diversity", "task_count", "repair_rate"}
 
 
+def test_the_regret_bound_is_zero_when_the_draws_agree_on_the_optimum_and_holds_a_rival_optimum() -> None:
+    shifts = [lambda lv, n, s=s: multiplicative(lv, n) + s for s in np.linspace(-0.02, 0.02, 11)]
+    same = solve(_request(5000), Surface(score=multiplicative, draws=shifts), redraws=11)
+    assert same.regret_interval is not None and same.regret_interval[1] < 1e-6  # a shift moves no optimum
+
+    def tilted(k):  # tools worth more or less than the point law says: a different best split
+        return lambda lv, n: multiplicative(lv, n) + k * (np.log(lv["tool_diversity"]) - np.log(lv["task_count"]))
+    draws = [tilted(k) for k in np.linspace(-0.03, 0.03, 11)]
+    plan = solve(_request(5000), Surface(score=multiplicative, draws=draws), redraws=11)
+    levels = plan.plan.levels
+    worst = max(solve(_request(5000), Surface(score=d)).plan.predicted_score - d(
+        {k: np.atleast_1d(v) for k, v in levels.items()}, 1e6)[0] for d in (draws[0], draws[-1]))
+    assert worst > 1e-4  # the extreme draws would pick another plan
+    lo, hi = plan.regret_interval
+    assert 0.0 <= lo <= plan.expected_regret <= hi
+    assert hi >= 0.8 * worst  # the bound reaches what the extreme draws leave on the table (90% of 11 draws)
+
+
 def test_the_rung_cv_effect_error_widens_gain_intervals_only_above_the_fitted_sizes() -> None:
     from dataclasses import replace
 

@@ -139,6 +139,11 @@ def _render(plan) -> None:
                if plan.pinned_gain_interval else "")
         print(f"same law, quality pinned at baseline: {plan.metric_value(plan.pinned.predicted_score):.4f}; "
               f"gain {plan.gain_over_pinned:+.4f}{piv} (>= 0 by construction)")
+    if plan.regret_interval is not None and plan.expected_regret is not None:
+        share = (f" ({plan.regret_interval[1] / abs(plan.gain_over_baseline):.0%} of the gain)"
+                 if abs(plan.gain_over_baseline) > 0 else "")
+        print(f"what the plan may leave on the table, against the law's own draws: mean {plan.expected_regret:.4f}, "
+              f"90% bound {plan.regret_interval[1]:.4f}{share}")
     if len(plan.law_weights) > 1:
         print("intervals mix law forms: " + ", ".join(f"{k} {v:.0%}" for k, v in plan.law_weights.items()))
     tied = f" (axes that tie: {', '.join(plan.decision.tied_axes)})" if plan.decision.tied_axes else ""
