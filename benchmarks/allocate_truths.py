@@ -19,9 +19,14 @@ lowest-BIC last, and the newest planned with. The true gain is ``truth(plan) - t
 baseline plan)``; the oracle plan maximises the truth itself under the same bounds and budget
 (integers rounded), and the oracle's gain is over the truth's own best diversity-only plan.
 
-Truths: the built-in additive and multiplicative truths, and two interacting truths
-(``interaction`` law, quality amplifying diversity, ``kappa = +4``, and discounting it,
-``kappa = -3``, gain ratio 0.64). Nothing is tuned on these results.
+Truths: the built-in additive and multiplicative truths, and three interacting truths
+(``interaction`` law): quality amplifying diversity (``kappa = +4``); discounting it (``kappa = -3``,
+``H = 0.08``, gain ratio 0.64, the oracle gains 3 points); and, added at 19:10 UTC on 2026-12-01 after
+that one missed, the same gain ratio with larger quality effects (``kappa = -2``, ``H = 0.12``, the
+oracle gains 9 points), to tell a discount from a small gain. ``--noise-sd`` changes the run noise
+(``--noise-sd 0.0075 --truth 'discounts)'`` is the check that the small truth's regret is noise-limited).
+Each row also holds the plan's own regret bound (``allocate``'s 30 re-solved draws). Nothing is tuned
+on these results.
 
 ``--json`` prints the records for ``benchmarks/run_all``; ``--detail PATH`` appends every experiment as
 it finishes (JSON lines), and ``--from-detail PATH`` summarises such a file.
