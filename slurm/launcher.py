@@ -79,6 +79,14 @@ def preview(config: ExperimentConfig, registry_path: str | Path, *, max_parallel
     return launch_plan(config, runs, max_parallel=max_parallel, signal_delay_s=signal_delay_s)
 
 
+STOP_WAIT_S = 15.0
+"""Seconds ``cancel`` waits for local job controllers to exit before it reports one as still running."""
+RESIGNAL_S = 3.0
+"""Seconds between SIGINTs to a controller that has not exited. A controller exits within about a second
+of one (submitit's clean-up waits 1 s before it SIGKILLs its task); a SIGINT that lands while it is still
+importing can be swallowed (raised inside an import-lock callback), so it is sent again."""
+
+
 def _signal_local(job_id: str, started: float | None) -> str | None:
     """SIGINT a local job's controller, only while its PID still belongs to the process started at ``started``."""
     job = LOCAL_JOBS.get(job_id)
@@ -102,6 +110,39 @@ def _signal_local(job_id: str, started: float | None) -> str | None:
     except OSError as err:
         return f"job {job_id}: {err}"
     return None
+
+
+def _local_alive(job_id: str, started: float | None) -> bool:
+    """Whether a signalled local job's controller is still running (this process' job, or the recorded PID)."""
+    job = LOCAL_JOBS.get(job_id)
+    if job is not None:
+        return job.state == "RUNNING"
+    try:
+        return started is not None and same_process(int(job_id), started)
+    except ValueError:
+        return False
+
+
+def _stop_local(jobs: dict[str, float | None], *, wait_s: float = STOP_WAIT_S,
+                resignal_s: float = RESIGNAL_S) -> list[str]:
+    """SIGINT each local job (``job_id -> start time``), wait until they exit, SIGINT again every
+    ``resignal_s``; the problems, one line each (a job still running after ``wait_s`` is one)."""
+    import time
+
+    errors = [e for e in (_signal_local(j, t) for j, t in jobs.items()) if e]
+    live = {j: t for j, t in jobs.items() if t is not None or j in LOCAL_JOBS}
+    start = last = time.monotonic()
+    while live:
+        live = {j: t for j, t in live.items() if _local_alive(j, t)}
+        now = time.monotonic()
+        if not live or now - start >= wait_s:
+            break
+        if now - last >= resignal_s:
+            errors += [e for e in (_signal_local(j, t) for j, t in live.items()) if e]
+            last = now
+        time.sleep(0.1)
+    return errors + [f"job {j}: still running {wait_s:g} s after SIGINT; cancel again, or kill its PID"
+                     for j in live]
 
 
 def cancel(config: ExperimentConfig | None, registry_path: str | Path, *, experiment: str,
@@ -134,11 +175,8 @@ def cancel(config: ExperimentConfig | None, registry_path: str | Path, *, experi
                 raise LaunchError(f"scancel failed: {err}") from None
             if proc.returncode != 0:
                 errors.extend(line for line in proc.stderr.splitlines() if line.strip())
-        for r in runs:
-            if r.job_id and executor_of.get(r.job_id) == "local":
-                problem = _signal_local(r.job_id, started_of.get(r.job_id))
-                if problem:
-                    errors.append(problem)
+        errors += _stop_local({r.job_id: started_of.get(r.job_id) for r in runs
+                               if r.job_id and executor_of.get(r.job_id) == "local"})
         ids = [r.run_id for r in runs]
         if pending:
             ids += [r.run_id for r in reg.runs(experiment, status=["pending"], run_ids=run_ids)]

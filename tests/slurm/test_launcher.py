@@ -305,3 +305,46 @@ def test_local_job_dying_without_result_is_failed_with_its_log_tail(make, rows):
     r = rows(env)[env.run_ids[0]]
     assert r.status == "failed" and "ended without writing a result file" in r.error
     assert f"crashing hard in {env.run_ids[0]}" in r.error
+
+
+_SWALLOWS_ONE = """
+import signal, sys, time
+seen = []
+signal.signal(signal.SIGINT, lambda *a: sys.exit(0) if seen else seen.append(1))  # the first SIGINT is lost
+print("ready", flush=True)
+time.sleep(60)
+"""
+
+
+def _started(script: str):
+    import subprocess
+    import sys
+
+    import psutil
+
+    proc = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
+    assert proc.stdout.readline().strip() == "ready"
+    return proc, psutil.Process(proc.pid).create_time()
+
+
+def test_cancel_signals_again_a_controller_that_lost_its_first_sigint():
+    """A SIGINT that lands while a controller imports can be swallowed; cancel sends it again until it exits."""
+    from slurm.launcher import _stop_local
+
+    proc, started = _started(_SWALLOWS_ONE)
+    t0 = time.monotonic()
+    assert _stop_local({str(proc.pid): started}, wait_s=10, resignal_s=0.3) == []
+    assert proc.wait(timeout=5) == 0 and time.monotonic() - t0 < 5
+
+
+def test_cancel_names_a_controller_that_will_not_stop():
+    from slurm.launcher import _stop_local
+
+    proc, started = _started(_SWALLOWS_ONE.replace("sys.exit(0) if seen else seen.append(1)", "None"))
+    try:
+        errors = _stop_local({str(proc.pid): started}, wait_s=1.0, resignal_s=0.3)
+        assert errors == [f"job {proc.pid}: still running 1 s after SIGINT; cancel again, or kill its PID"]
+        assert proc.poll() is None
+    finally:
+        proc.kill()
+        proc.wait()
