@@ -229,6 +229,16 @@ def records(rows: list[dict]) -> list[dict]:
         sub = [r for r in rows if r["truth"] == truth]
         out.append({"benchmark": "allocate_truths", "figure": f"coverage, {truth} ({len(sub)})",
                     "value": float(np.mean([r["inside"] for r in sub])), "unit": "share", "target": "0.85-0.95"})
+        for b in sorted({r["budget"] for r in sub}):
+            at_b = [r for r in sub if r["budget"] == b and r["gain_interval"]]
+            if len(at_b) < 3:
+                continue
+            err = np.array([r["predicted_gain"] - r["true_gain"] for r in at_b])
+            boot = np.mean([(r["gain_interval"][1] - r["gain_interval"][0]) / (2 * 1.645) for r in at_b])
+            out.append({"benchmark": "allocate_truths", "figure": f"{truth} at {b:g} usd: SD of (predicted - true "
+                        f"gain) over seeds / the interval's SD (bias) ({len(at_b)})",
+                        "value": [float(np.std(err, ddof=1) / boot), float(np.mean(err))], "unit": "ratio; points",
+                        "target": "1 (calibrated); > 1 too narrow"})
     inter = [r for r in rows if r["truth"].startswith("interaction")]
     if not inter:
         return out
