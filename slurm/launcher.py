@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
+import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -127,10 +128,8 @@ def _stop_local(jobs: dict[str, float | None], *, wait_s: float = STOP_WAIT_S,
                 resignal_s: float = RESIGNAL_S) -> list[str]:
     """SIGINT each local job (``job_id -> start time``), wait until they exit, SIGINT again every
     ``resignal_s``; the problems, one line each (a job still running after ``wait_s`` is one)."""
-    import time
-
     errors = [e for e in (_signal_local(j, t) for j, t in jobs.items()) if e]
-    live = {j: t for j, t in jobs.items() if t is not None or j in LOCAL_JOBS}
+    live = dict(jobs)
     start = last = time.monotonic()
     while live:
         live = {j: t for j, t in live.items() if _local_alive(j, t)}
