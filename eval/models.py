@@ -11,7 +11,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 __all__ = ["ToolCall", "ParsedOutput", "ChatRequest", "CallItem", "MatchResult", "ContinuationScore", "BenchmarkInfo",
-           "EnvItem", "Category", "CATEGORIES"]
+           "EnvItem", "Category", "CATEGORIES", "CheckpointScore", "CheckpointChoice"]
 
 Category = Literal["simple", "multiple", "parallel", "parallel_multiple", "irrelevance"]
 CATEGORIES: tuple[str, ...] = ("simple", "multiple", "parallel", "parallel_multiple", "irrelevance")
@@ -134,3 +134,31 @@ class BenchmarkInfo(_Frozen):
     """Metric name -> what it measures (headline ``score`` included)."""
     digest: str | None = None
     """SHA-256 of the items this version stands for (:func:`eval.heldout.items_digest`); None: not pinned."""
+
+
+class CheckpointScore(_Frozen):
+    """One checkpoint's validation score (:func:`eval.checkpoints.choose_checkpoint`)."""
+
+    checkpoint: str
+    """The model folder scored."""
+    step: int | None = None
+    """Its training step (from a ``checkpoint-<step>`` folder name), None when the name has none."""
+    score: float
+    """The chosen metric on the validation items (``bpb``: bits per byte; ``loss``: nats per token)."""
+    stderr: float | None = None
+    """Its standard error over items."""
+    n_items: int
+    """Validation items scored."""
+
+
+class CheckpointChoice(_Frozen):
+    """The checkpoint kept for a run: the lowest validation loss of its checkpoints."""
+
+    chosen: str
+    """Folder of the chosen checkpoint (score it, and only it, on the test benchmarks)."""
+    benchmark: str
+    """The validation benchmark."""
+    metric: str
+    """What was minimised (``bpb`` or ``loss``)."""
+    scores: list[CheckpointScore] = Field(default_factory=list)
+    """Every checkpoint's score, by step."""

@@ -10,7 +10,8 @@ requeued job skips what is done:
    reader sees a complete dataset or none.
 2. **train**: the configured ``[train].stages`` (:mod:`slurm.stages`: mid-training, SFT into
    ``workdir/model``, GRPO), each resuming from its own checkpoints after a requeue.
-3. **eval**: :func:`eval.runner.evaluate_spec` (every configured benchmark, one model load).
+3. **eval**: :func:`eval.runner.evaluate_spec` (every configured benchmark, one model load), through the
+   experiment's token cache (:func:`eval_cache_dir`) when its runs share one tokenizer.
 
 The heavy packages are imported inside the job, so a missing one fails that run (its
 result says why), never the launcher.
@@ -38,7 +39,7 @@ if TYPE_CHECKING:
     from toolscale.config import ExperimentConfig
 
 __all__ = ["run_pipeline", "job_recipe", "dataset_key", "ensure_dataset", "ensure_tokenizer", "tokenizer_recipe",
-           "recipe_for", "COMPLETE_MARKER"]
+           "recipe_for", "eval_cache_dir", "COMPLETE_MARKER"]
 
 COMPLETE_MARKER = ".complete"
 """File a finished dataset folder holds (written before the folder is renamed into place)."""
@@ -129,6 +130,11 @@ def ensure_tokenizer(cfg: Any, cache: str | Path) -> Path:
     return folder
 
 
+def eval_cache_dir(cache: str | Path) -> Path:
+    """The experiment's token cache folder (:mod:`eval.token_cache`) beside its datasets and tokenizer."""
+    return Path(cache) / "eval-cache"
+
+
 def _probe_extra(manifest: dict[str, Any], train_flops: float | None) -> dict[str, Any]:
     probe = manifest.get("probe") or {}
     cost = probe.get("cost") or {}
@@ -200,8 +206,10 @@ def run_pipeline(run: RunSpec, workdir: Path, checkpoint: dict[str, Any] | None)
 
     from eval.runner import evaluate_spec
 
-    # seed 0: every run is scored on the same items, so scores differ by model, not by sample
-    metrics = evaluate_spec(str(model_dir), cfg.eval, seed=0, threads=cfg.train.threads)
+    # seed 0: every run is scored on the same items, so scores differ by model, not by sample; with the
+    # experiment's shared tokenizer every run encodes the same items the same way: one token cache for all
+    cache = eval_cache_dir(ctx["dataset_cache"]) if tok_dir is not None else None
+    metrics = evaluate_spec(str(model_dir), cfg.eval, seed=0, threads=cfg.train.threads, cache_dir=cache)
     stage_s["eval"] = time.monotonic() - t0 - stage_s["dataset"] - stage_s["train"]
     state.update(stage="evaluated")
     save_checkpoint(workdir, state)

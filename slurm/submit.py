@@ -1,4 +1,4 @@
-"""Submission: put pending runs on an executor (SLURM job arrays, local processes, in-process debug).
+"""Submission: put pending runs on an executor (SLURM job arrays, warm local forks, in-process debug).
 
 One submission = one fresh submitit folder (job ids repeat after a cluster reset, and a
 reused folder returns stale results) plus a :class:`slurm.models.LaunchManifest`
@@ -7,23 +7,23 @@ registry is updated, so a launcher killed in between loses nothing: the next
 :func:`slurm.sync.sync` reads the manifest back.
 
 Runs are grouped by ladder rung (each rung has its own resources) and each group is
-submitted in one ``executor.batch()``: one ``sbatch --array`` per rung on SLURM.
+submitted in one ``executor.batch()``: one ``sbatch --array`` per rung on SLURM. Local runs are
+forked from the warm executor's fork server (:mod:`slurm.warm`), one process per run.
 Both :mod:`slurm.launcher` (first submissions, cancel) and :mod:`slurm.sync`
 (resubmitting failed runs) build on this module.
 """
 
 from __future__ import annotations
 
-import contextlib
 import os
 import re
-import signal
 import secrets
 import shutil
 import time
 from collections import defaultdict
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 from grid.models import RunRecord, RunSpec
@@ -31,7 +31,6 @@ from slurm.errors import LaunchError, SubmitError
 from slurm.jobs import job_kind_ref
 from slurm.models import ExecutorKind, LaunchManifest, LaunchReport
 from slurm.paths import LaunchPaths, atomic_write_json
-from slurm.process import process_start
 from slurm.resources import executor_parameters
 from toolscale.config import ExperimentConfig
 
@@ -47,7 +46,7 @@ Preemptions do not count. A run needs ``MAX_REQUEUES + 1`` time limits of work a
 dataset stage is not resumable, so it must fit in one time limit."""
 
 LOCAL_JOBS: dict[str, Any] = {}
-"""Local jobs submitted by this process (job id -> submitit LocalJob), polled without zombies."""
+"""Local jobs submitted by this process (job id -> :class:`slurm.warm.WarmJob`)."""
 
 
 def _new_launch_id() -> str:
@@ -94,29 +93,6 @@ def _archive_old_result(paths: LaunchPaths, run: RunRecord) -> None:
         os.replace(old, paths.attempts / f"{run.run_id}.{run.attempts}.result.json")
 
 
-@contextlib.contextmanager
-def interruptible_children(local: bool) -> Iterator[None]:
-    """Local job controllers must stay cancellable by SIGINT (``toolscale cancel``).
-
-    A process started in the background by a non-interactive shell (``nohup toolscale launch ... &``)
-    inherits SIGINT as *ignored*, and so would every controller it spawns: ``cancel`` would then signal
-    jobs that never stop. While local jobs are spawned, SIGINT is set back to Python's default handler
-    (children start with the default action); the caller's disposition is restored afterwards.
-    """
-    if not local or signal.getsignal(signal.SIGINT) is not signal.SIG_IGN:
-        yield
-        return
-    try:
-        signal.signal(signal.SIGINT, signal.default_int_handler)
-    except ValueError:  # not the main thread: leave it as it is
-        yield
-        return
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGINT, signal.SIG_IGN)
-
-
 def submit_runs(reg, config: ExperimentConfig, runs: Sequence[RunRecord], *, executor: ExecutorKind,
                 paths: LaunchPaths, job_kind: str = "pipeline", max_parallel: int | None = None,
                 signal_delay_s: int | None = None) -> LaunchReport:
@@ -126,8 +102,6 @@ def submit_runs(reg, config: ExperimentConfig, runs: Sequence[RunRecord], *, exe
     On a refused submission the runs of the refused group stay as they were, the ones
     already accepted are recorded, and :class:`SubmitError` carries sbatch's message.
     """
-    import submitit
-
     experiment = config.experiment.name
     if not runs:
         return LaunchReport(launch_id=None, experiment=experiment, executor=executor)
@@ -147,40 +121,32 @@ def submit_runs(reg, config: ExperimentConfig, runs: Sequence[RunRecord], *, exe
     arrays = 0
     failure: SubmitError | None = None
     t0 = time.perf_counter()
+    started: dict[str, float] = {}
     for step in plan:
         size_name, params = step["model_size"], step["parameters"]
         group = [by_id[i] for i in step["runs"]]
         try:
-            ex = submitit.AutoExecutor(folder=folder, cluster=executor, slurm_max_num_timeout=MAX_REQUEUES,
-                                       local_max_num_timeout=MAX_REQUEUES)
-            ex.update_parameters(**params)
-        except (ValueError, NameError, AssertionError, RuntimeError) as err:
-            failure = SubmitError(f"invalid submission parameters for model size {size_name!r}: "
-                                  f"{str(err).splitlines()[0]}")
-            break
-        for r in group:
-            _archive_old_result(paths, r)
-        runners = [_runner(job_kind, ref, r, paths, context) for r in group]
-        try:
-            with interruptible_children(executor == "local"), ex.batch():
-                jobs = [ex.submit(fn) for fn in runners]
-        except Exception as err:  # sbatch refused: submitit raises its own error types with sbatch's stderr
-            failure = _submit_error(err, size_name)
-            break
-        arrays += 1
+            ex = None if executor == "local" else _executor(executor, folder, params, size_name)
+            for r in group:
+                _archive_old_result(paths, r)
+            runners = [_runner(job_kind, ref, r, paths, context) for r in group]
+            if ex is None:
+                jobs, failure = _submit_local(job_kind, runners, folder, params)
+            else:
+                jobs = _submit_batch(ex, runners, size_name)
+        except SubmitError as err:
+            failure, jobs = err, []
+        arrays += 1 if jobs else 0
         for r, job in zip(group, jobs):
             job_ids[r.run_id] = str(job.job_id)
             submitted_jobs.append(job)
-            if executor == "local":
+            if executor == "local":  # just forked: the PID cannot have been reused yet
                 LOCAL_JOBS[str(job.job_id)] = job
+                started[str(job.job_id)] = job.started
+        if failure is not None:
+            break
     submit_s = time.perf_counter() - t0
     if job_ids:
-        started = {}
-        if executor == "local":  # the controllers were just started: their PIDs cannot have been reused yet
-            for job_id in job_ids.values():
-                t = process_start(int(job_id)) if job_id.isdigit() else None
-                if t is not None:
-                    started[job_id] = t
         manifest = LaunchManifest(launch_id=launch_id, experiment=experiment, executor=executor,
                                   job_kind=job_kind, submitit_folder=str(folder), created_at=datetime.now(UTC),
                                   jobs=job_ids, started=started)
@@ -193,6 +159,39 @@ def submit_runs(reg, config: ExperimentConfig, runs: Sequence[RunRecord], *, exe
         raise failure
     return LaunchReport(launch_id=launch_id if job_ids else None, experiment=experiment, executor=executor,
                         submitted=list(job_ids), job_ids=job_ids, arrays=arrays, submit_s=submit_s)
+
+
+def _executor(executor: ExecutorKind, folder: Path, params: dict[str, Any], size_name: str) -> Any:
+    """A submitit executor (SLURM or debug) with one rung's parameters; SubmitError when they are invalid."""
+    import submitit
+
+    try:
+        ex = submitit.AutoExecutor(folder=folder, cluster=executor, slurm_max_num_timeout=MAX_REQUEUES)
+        ex.update_parameters(**params)
+    except (ValueError, NameError, AssertionError, RuntimeError) as err:
+        raise SubmitError(f"invalid submission parameters for model size {size_name!r}: "
+                          f"{str(err).splitlines()[0]}") from None
+    return ex
+
+
+def _submit_batch(ex: Any, runners: Sequence[Any], size_name: str) -> list[Any]:
+    """One ``executor.batch()`` of ``runners`` (one job array on SLURM); SubmitError when refused."""
+    try:
+        with ex.batch():
+            return [ex.submit(fn) for fn in runners]
+    except Exception as err:  # sbatch refused: submitit raises its own error types with sbatch's stderr
+        raise _submit_error(err, size_name) from None
+
+
+def _submit_local(job_kind: str, runners: Sequence[Any], folder: Path, params: dict[str, Any]
+                  ) -> tuple[list[Any], SubmitError | None]:
+    """Fork the runners from the warm executor (:mod:`slurm.warm`): (the jobs started, in order; the
+    SubmitError that stopped the rest, or None)."""
+    from slurm.warm import submit_warm
+
+    jobs, error = submit_warm(job_kind, [vars(fn) for fn in runners], log_dir=folder,
+                              timeout_min=float(params["timeout_min"]), gpus=int(params.get("gpus_per_node") or 0))
+    return jobs, SubmitError(f"local jobs not started: {error}") if error else None
 
 
 def launch_plan(config: ExperimentConfig, runs: Sequence[RunRecord], *, max_parallel: int | None = None,

@@ -1,0 +1,107 @@
+"""Tokenised benchmark requests cached on disk, per tokenizer: every run of an experiment encodes each item once.
+
+Rendering a conversation through the chat template (Jinja) and tokenising it costs milliseconds per item;
+an experiment scores the same items with the same tokenizer (its shared one) for every run and checkpoint.
+A :class:`TokenCache` maps a request (its messages and tools, hashed) to what the transformers backend
+computes from it: the scored ids with their assistant mask and UTF-8 byte count, the generation prompt's
+ids, a text's token count. The file is ``<folder>/<fingerprint>.json`` where the fingerprint hashes the
+tokenizer's whole pipeline (vocabulary, merges, normalisation, added tokens) and its chat template, so an
+entry is only ever read back by an identical tokenizer: the cache is exact, never approximate. Writers
+merge under a file lock and replace the file atomically; a missing or unreadable file is an empty cache.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import json
+import os
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TypeVar
+
+from eval.models import ChatRequest
+
+__all__ = ["TokenCache", "tokenizer_fingerprint", "request_key", "CACHE_VERSION"]
+
+CACHE_VERSION = 1
+"""Format of the cache file (and of what the backend stores in it); part of the file's name."""
+
+T = TypeVar("T")
+
+
+def tokenizer_fingerprint(tokenizer: Any) -> str | None:
+    """``sha256`` (16 hex digits) of a fast tokenizer's serialised pipeline, its chat template and special
+    tokens; None for a tokenizer without a serialisable pipeline (then nothing is cached)."""
+    backend = getattr(tokenizer, "backend_tokenizer", None)
+    if backend is None:
+        return None
+    h = hashlib.sha256()
+    for part in (type(tokenizer).__name__, backend.to_str(), str(getattr(tokenizer, "chat_template", "") or ""),
+                 json.dumps(getattr(tokenizer, "special_tokens_map", {}), sort_keys=True, default=str)):
+        h.update(part.encode("utf-8"))
+        h.update(b"\0")
+    return h.hexdigest()[:16]
+
+
+def request_key(kind: str, request: ChatRequest | str) -> str:
+    """``kind:`` + sha256 (20 hex digits) of a request's messages and tools (or of a text)."""
+    text = request if isinstance(request, str) else json.dumps(
+        {"messages": request.messages, "tools": request.tools}, sort_keys=True, ensure_ascii=False, default=str)
+    return f"{kind}:{hashlib.sha256(text.encode('utf-8')).hexdigest()[:20]}"
+
+
+class TokenCache:
+    """Encodings of one tokenizer, loaded from and saved to ``folder`` (None: in memory only).
+
+    ``hits`` and ``misses`` count lookups since loading (the benchmark reports them).
+    """
+
+    def __init__(self, folder: str | Path | None, fingerprint: str) -> None:
+        self.path = Path(folder) / f"v{CACHE_VERSION}-{fingerprint}.json" if folder is not None else None
+        self.fingerprint = fingerprint
+        self.entries: dict[str, Any] = self._read() if self.path is not None else {}
+        self.new: dict[str, Any] = {}
+        self.hits = 0
+        self.misses = 0
+
+    @classmethod
+    def for_tokenizer(cls, folder: str | Path | None, tokenizer: Any) -> TokenCache | None:
+        """The cache of ``tokenizer`` under ``folder``; None when the tokenizer cannot be fingerprinted."""
+        fingerprint = tokenizer_fingerprint(tokenizer)
+        return None if fingerprint is None else cls(folder, fingerprint)
+
+    def _read(self) -> dict[str, Any]:
+        try:
+            data = json.loads(self.path.read_text(encoding="utf-8"))  # type: ignore[union-attr]
+        except (OSError, ValueError):
+            return {}
+        if not isinstance(data, dict) or data.get("fingerprint") != self.fingerprint:
+            return {}
+        return dict(data.get("entries") or {})
+
+    def get(self, key: str, compute: Callable[[], T]) -> T:
+        """The stored value of ``key``, else ``compute()`` (stored as new; JSON-able values only)."""
+        if key in self.entries:
+            self.hits += 1
+            return self.entries[key]
+        self.misses += 1
+        value = compute()
+        self.entries[key] = self.new[key] = value
+        return value
+
+    def save(self) -> int:
+        """Merge the new entries into the file (locked, atomic); returns how many were added. No-op in memory."""
+        if self.path is None or not self.new:
+            return 0
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        with open(self.path.with_suffix(".lock"), "a+") as lock:
+            fcntl.flock(lock.fileno(), fcntl.LOCK_EX)
+            merged = {**self._read(), **self.new}
+            tmp = self.path.with_name(f".{self.path.name}.{os.getpid()}.tmp")
+            tmp.write_text(json.dumps({"version": CACHE_VERSION, "fingerprint": self.fingerprint,
+                                       "entries": merged}, separators=(",", ":")), encoding="utf-8")
+            os.replace(tmp, self.path)
+        added = len(self.new)
+        self.new = {}
+        return added

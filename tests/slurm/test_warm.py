@@ -1,0 +1,118 @@
+"""The warm local executor (slurm/warm.py, slurm/forkserver.py): one fork server per launcher, a fresh fork per job."""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+
+import pytest
+
+from grid.registry import Registry
+from slurm.launcher import launch
+from slurm.sync import sync, wait
+
+pytestmark = pytest.mark.integration
+
+
+@pytest.fixture(autouse=True)
+def _fresh_pools():
+    """Each test starts without fork servers and leaves none behind."""
+    from slurm.warm import close_pools
+
+    close_pools()
+    yield
+    close_pools()
+
+
+def _extra(env, run_id):
+    with Registry(env.registry, read_only=True) as reg:
+        return {r.run_id: r for r in reg.runs(env.config.experiment.name)}[run_id].metadata
+
+
+def test_jobs_are_fresh_forks_of_one_preloaded_server_and_leave_no_state_behind(make, rows, monkeypatch):
+    from slurm import warm
+
+    monkeypatch.setitem(warm.PRELOAD, "inspect_state", ("wave",))
+    monkeypatch.setitem(warm.PRELOAD, "taint", ("wave",))  # the same preload set: the same server
+    monkeypatch.setenv("TOOLSCALE_TEST_MARKER", "seen")
+    env = make(n_runs=2, executor="local", max_parallel=1)
+    first, second = env.run_ids
+    launch(env.config, env.registry, job_kind="taint", run_ids=[first])
+    wait(env.registry, config=env.config, poll_s=0.2, timeout_s=60)
+    (pool,) = warm._POOLS.values()
+    launch(env.config, env.registry, job_kind="inspect_state", run_ids=[second])
+    wait(env.registry, config=env.config, poll_s=0.2, timeout_s=60)
+    assert list(warm._POOLS.values()) == [pool] and pool.alive  # reused, not restarted
+    got = rows(env)
+    assert got[first].status == got[second].status == "done"
+    seen = _extra(env, second)
+    assert seen["wave_preloaded"] is True  # imported by the server before the fork
+    # (the registry's merge patch drops null values: an absent key is a None)
+    assert seen.get("json_taint") is None and seen.get("env_taint") is None and seen["ballast"] is False
+    assert seen["pid"] not in (os.getpid(), pool.proc.pid) and str(seen["pid"]) == got[second].job_id
+    assert seen["submitit_job_id"] == got[second].job_id and seen["cuda_visible"] == ""
+    assert seen["marker"] == "seen" and seen["cwd"] == os.getcwd()  # the launcher's environment at submission
+
+
+def test_a_crashed_job_fails_with_its_log_tail_and_is_retried_once_on_a_fresh_fork(make, rows):
+    env = make(n_runs=1, executor="local", max_attempts=2)
+    run_id = env.run_ids[0]
+    launch(env.config, env.registry, job_kind="crash_once")
+    final = wait(env.registry, config=env.config, poll_s=0.2, timeout_s=60)
+    r = rows(env)[run_id]
+    assert final.counts["done"] == 1 and (r.status, r.attempts) == ("done", 2)
+    with Registry(env.registry, read_only=True) as reg:
+        events = reg.events(run_id)
+    failures = [detail for event, detail in events if event == "failed"]
+    assert len(failures) == 1 and "ended without writing a result file" in failures[0]
+    assert f"crashing once in {run_id}" in failures[0]  # the log tail
+    extra = _extra(env, run_id)
+    assert extra["pid"] != extra["crashed_pid"]
+
+
+def test_a_dead_fork_server_is_replaced_at_the_next_submission(make, rows):
+    from slurm import warm
+
+    env = make(n_runs=2, executor="local", max_parallel=1)
+    launch(env.config, env.registry, job_kind="succeed")
+    (pool,) = warm._POOLS.values()
+    os.kill(pool.proc.pid, signal.SIGKILL)
+    pool.proc.wait(timeout=10)
+    final = wait(env.registry, config=env.config, poll_s=0.2, timeout_s=60,
+                 top_up=lambda: launch(env.config, env.registry, job_kind="succeed"))
+    assert final.counts["done"] == 2
+    (fresh,) = warm._POOLS.values()
+    assert fresh is not pool and fresh.alive
+    assert {r.attempts for r in rows(env).values()} == {1}  # nothing lost, nothing rerun
+
+
+def test_a_job_past_its_time_limit_is_failed_and_names_the_limit(make, rows, monkeypatch):
+    """The rung's timeout_min, shortened here to 1.2 s of the 60 s sleeper (about 2 s)."""
+    from slurm import warm
+
+    monkeypatch.setenv("TOOLSCALE_TEST_SLEEP_S", "60")
+    real = warm.submit_warm
+    monkeypatch.setattr(warm, "submit_warm", lambda *a, **kw: real(*a, **{**kw, "timeout_min": 0.02}))
+    env = make(n_runs=1, executor="local", max_attempts=1)
+    launch(env.config, env.registry, job_kind="sleeper")
+    wait(env.registry, config=env.config, poll_s=0.2, timeout_s=60)
+    r = rows(env)[env.run_ids[0]]
+    assert r.status == "failed" and "JobTimeout: the job ran past its time limit of 0.02 min" in r.error
+
+
+def test_a_server_that_cannot_fork_leaves_the_runs_pending(make, rows, monkeypatch):
+    from slurm import warm
+    from slurm.errors import SubmitError
+
+    env = make(n_runs=2, executor="local")
+
+    def refuse(self, runner, **kw):
+        raise warm.LaunchError("the warm executor could not start a job: OSError: no more processes")
+
+    monkeypatch.setattr(warm.WarmPool, "fork", refuse)
+    with pytest.raises(SubmitError, match="local jobs not started: .*no more processes"):
+        launch(env.config, env.registry, job_kind="succeed")
+    assert {r.status for r in rows(env).values()} == {"pending"}
+    assert sync(env.registry, config=env.config).counts["pending"] == 2
+    time.sleep(0)  # nothing was started, so nothing is left running
