@@ -125,8 +125,6 @@ class TransformersBackend:
                  cache_dir: str | Path | None = None) -> None:
         import torch
 
-        from eval.token_cache import TokenCache
-
         if threads:
             torch.set_num_threads(threads)
         self.batch_size = max(1, int(batch_size))
@@ -134,7 +132,7 @@ class TransformersBackend:
                                                                  else self.batch_size)))
         self.device = device
         self.tokenizer = tokenizer_obj if tokenizer_obj is not None else self._load_tokenizer(model)
-        self.cache = TokenCache.for_tokenizer(cache_dir, self.tokenizer) if cache_dir is not None else None
+        self.cache = self._token_cache(cache_dir)
         self.model = model_obj if model_obj is not None else self._load_model(model)
         self.model.to(device)
         self.model.eval()
@@ -145,6 +143,17 @@ class TransformersBackend:
                                "and <tool_call> blocks (train.chat.CHAT_TEMPLATE)")
         self.generated_tokens = 0
         """Tokens generated so far (for throughput figures)."""
+
+    def _token_cache(self, folder: str | Path | None) -> Any:
+        """The :class:`eval.token_cache.TokenCache` of this tokenizer under ``folder`` (None: no cache, or a
+        tokenizer that cannot be fingerprinted)."""
+        if folder is None:
+            return None
+        from eval.token_cache import TokenCache
+        from train.tokenizer import tokenizer_fingerprint
+
+        fingerprint = tokenizer_fingerprint(self.tokenizer)
+        return TokenCache(folder, fingerprint) if fingerprint else None
 
     @staticmethod
     def _load_tokenizer(path: str) -> Any:

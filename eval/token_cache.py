@@ -4,9 +4,10 @@ Rendering a conversation through the chat template (Jinja) and tokenising it cos
 an experiment scores the same items with the same tokenizer (its shared one) for every run and checkpoint.
 A :class:`TokenCache` maps a request (its messages and tools, hashed) to what the transformers backend
 computes from it: the scored ids with their assistant mask and UTF-8 byte count, the generation prompt's
-ids, a text's token count. The file is ``<folder>/<fingerprint>.json`` where the fingerprint hashes the
-tokenizer's whole pipeline (vocabulary, merges, normalisation, added tokens) and its chat template, so an
-entry is only ever read back by an identical tokenizer: the cache is exact, never approximate. Writers
+ids, a text's token count. The file is ``<folder>/v1-<fingerprint>.json`` where the fingerprint
+(:func:`train.tokenizer.tokenizer_fingerprint`, computed by the backend) hashes the tokenizer's whole
+pipeline (vocabulary, merges, normalisation, added tokens) and its chat template, so an entry is only ever
+read back by an identical tokenizer: the cache is exact, never approximate. Writers
 merge under a file lock and replace the file atomically; a missing or unreadable file is an empty cache.
 """
 
@@ -22,26 +23,12 @@ from typing import Any, TypeVar
 
 from eval.models import ChatRequest
 
-__all__ = ["TokenCache", "tokenizer_fingerprint", "request_key", "CACHE_VERSION"]
+__all__ = ["TokenCache", "request_key", "CACHE_VERSION"]
 
 CACHE_VERSION = 1
 """Format of the cache file (and of what the backend stores in it); part of the file's name."""
 
 T = TypeVar("T")
-
-
-def tokenizer_fingerprint(tokenizer: Any) -> str | None:
-    """``sha256`` (16 hex digits) of a fast tokenizer's serialised pipeline, its chat template and special
-    tokens; None for a tokenizer without a serialisable pipeline (then nothing is cached)."""
-    backend = getattr(tokenizer, "backend_tokenizer", None)
-    if backend is None:
-        return None
-    h = hashlib.sha256()
-    for part in (type(tokenizer).__name__, backend.to_str(), str(getattr(tokenizer, "chat_template", "") or ""),
-                 json.dumps(getattr(tokenizer, "special_tokens_map", {}), sort_keys=True, default=str)):
-        h.update(part.encode("utf-8"))
-        h.update(b"\0")
-    return h.hexdigest()[:16]
 
 
 def request_key(kind: str, request: ChatRequest | str) -> str:
@@ -64,12 +51,6 @@ class TokenCache:
         self.new: dict[str, Any] = {}
         self.hits = 0
         self.misses = 0
-
-    @classmethod
-    def for_tokenizer(cls, folder: str | Path | None, tokenizer: Any) -> TokenCache | None:
-        """The cache of ``tokenizer`` under ``folder``; None when the tokenizer cannot be fingerprinted."""
-        fingerprint = tokenizer_fingerprint(tokenizer)
-        return None if fingerprint is None else cls(folder, fingerprint)
 
     def _read(self) -> dict[str, Any]:
         try:

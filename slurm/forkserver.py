@@ -14,7 +14,9 @@ epoch) or ``{"error": "..."}``. EOF on stdin ends the server; jobs already forke
 
 Each job is a fresh ``fork()`` of the server, which never runs a job itself, so a job starts from the
 same clean state every time (isolation: a crash, leaked memory or stray module state of one job ends
-with its process). In the job, before :class:`slurm.job.JobRunner` runs:
+with its process). The preloaded objects are frozen out of the garbage collector (``gc.freeze``), so a
+job's collections (accelerate runs a full one as training starts) neither scan nor copy those pages.
+In the job, before :class:`slurm.job.JobRunner` runs:
 
 * stdout and stderr go to ``LOG_DIR/<pid>_0_log.out`` and ``.err`` (submitit's names, so
   :func:`slurm.sync.log_tail` reads them); stdin is ``/dev/null``;
@@ -30,6 +32,7 @@ with its process). In the job, before :class:`slurm.job.JobRunner` runs:
 
 from __future__ import annotations
 
+import gc
 import importlib
 import json
 import os
@@ -195,6 +198,8 @@ def serve(modules: list[str], requests: TextIO, reply_fd: int) -> int:
     """Preload ``modules``, announce readiness on ``reply_fd``, then fork one job per request line until EOF."""
     t0 = time.perf_counter()
     done, failed = preload(modules)
+    gc.collect()
+    gc.freeze()  # the preloaded objects leave the collector: a job's collections neither scan nor copy them
     reply = os.fdopen(reply_fd, "w", buffering=1, closefd=False)
     reply.write(json.dumps({"ready": True, "preloaded": done, "failed": failed, "threads": _threads(),
                             "preload_s": round(time.perf_counter() - t0, 3), "pid": os.getpid()}) + "\n")

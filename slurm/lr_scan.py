@@ -48,8 +48,9 @@ def scan_steps(cfg: Any, size: Any) -> int:
 
 
 def _train_one(cfg_json: dict[str, Any], rung: str, lr: float, data_dir: str, tok_dir: str | None,
-               out_dir: str) -> dict[str, Any]:
-    """Worker: one scan training; returns ScanRun fields (never raises)."""
+               out_dir: str, cache_dir: str | None = None) -> dict[str, Any]:
+    """Worker: one scan training (the dataset tokenised once for all, through ``cache_dir``); returns ScanRun
+    fields (never raises)."""
     from toolscale.config import ExperimentConfig
 
     cfg = ExperimentConfig.model_validate(cfg_json)
@@ -60,7 +61,8 @@ def _train_one(cfg_json: dict[str, Any], rung: str, lr: float, data_dir: str, to
         from train.sft import read_stats, train_sft
 
         stats = train_sft(data_dir, size, out_dir, max_steps=steps, seed=cfg.lr_scan.seed, threads=cfg.train.threads,
-                          tokenizer_dir=tok_dir, learning_rate=lr, label=f"lr-scan {rung} lr={lr:g}")
+                          tokenizer_dir=tok_dir, learning_rate=lr, label=f"lr-scan {rung} lr={lr:g}",
+                          cache_dir=cache_dir)
         curve = (read_stats(out_dir) or {}).get("loss_curve") or []
         loss = scan_loss(curve)
         if not math.isfinite(loss):
@@ -81,7 +83,7 @@ def run_lr_scan(cfg: Any, recipe_levels: dict[str, float], *, progress: Callable
     ``recipe_levels`` are the axis levels of the scan's dataset (the design's center point).
     ``trainer`` replaces the worker (tests); it gets the worker's arguments and returns ScanRun fields.
     """
-    from slurm.pipeline import dataset_key, ensure_dataset, ensure_tokenizer, recipe_for
+    from slurm.pipeline import dataset_key, ensure_dataset, ensure_tokenizer, recipe_for, train_cache_dir
 
     spec = cfg.lr_scan
     if spec is None:
@@ -102,7 +104,8 @@ def run_lr_scan(cfg: Any, recipe_levels: dict[str, float], *, progress: Callable
     jobs = [(r, float(lr)) for r in spec.rungs for lr in spec.learning_rates]
     say(f"lr-scan: {len(jobs)} runs ({', '.join(spec.rungs)} x {len(spec.learning_rates)} rates) on {data_dir.name}")
     cfg_json = cfg.model_dump(mode="json")
-    args = [(cfg_json, r, lr, str(data_dir), tok_dir, str(folder / "lr-scan" / f"{r}-lr{lr:g}")) for r, lr in jobs]
+    args = [(cfg_json, r, lr, str(data_dir), tok_dir, str(folder / "lr-scan" / f"{r}-lr{lr:g}"),
+             str(train_cache_dir(cache))) for r, lr in jobs]
     t0 = time.monotonic()
     results: list[dict[str, Any]] = []
     if trainer is not None:

@@ -9,7 +9,8 @@ requeued job skips what is done:
    file lock; the builder writes a temporary folder and renames it into place, so a
    reader sees a complete dataset or none.
 2. **train**: the configured ``[train].stages`` (:mod:`slurm.stages`: mid-training, SFT into
-   ``workdir/model``, GRPO), each resuming from its own checkpoints after a requeue.
+   ``workdir/model``, GRPO), each resuming from its own checkpoints after a requeue; the SFT set is
+   tokenised once per dataset and tokenizer (:func:`train_cache_dir`).
 3. **eval**: :func:`eval.runner.evaluate_spec` (every configured benchmark, one model load), through the
    experiment's token cache (:func:`eval_cache_dir`) when its runs share one tokenizer.
 
@@ -39,7 +40,7 @@ if TYPE_CHECKING:
     from toolscale.config import ExperimentConfig
 
 __all__ = ["run_pipeline", "job_recipe", "dataset_key", "ensure_dataset", "ensure_tokenizer", "tokenizer_recipe",
-           "recipe_for", "eval_cache_dir", "COMPLETE_MARKER"]
+           "recipe_for", "eval_cache_dir", "train_cache_dir", "COMPLETE_MARKER"]
 
 COMPLETE_MARKER = ".complete"
 """File a finished dataset folder holds (written before the folder is renamed into place)."""
@@ -135,6 +136,11 @@ def eval_cache_dir(cache: str | Path) -> Path:
     return Path(cache) / "eval-cache"
 
 
+def train_cache_dir(cache: str | Path) -> Path:
+    """The tokenised-dataset cache folder (:mod:`train.tokenized`) beside the datasets it tokenises."""
+    return Path(cache) / "train-cache"
+
+
 def _probe_extra(manifest: dict[str, Any], train_flops: float | None) -> dict[str, Any]:
     probe = manifest.get("probe") or {}
     cost = probe.get("cost") or {}
@@ -198,7 +204,7 @@ def run_pipeline(run: RunSpec, workdir: Path, checkpoint: dict[str, Any] | None)
         tok_dir = ensure_tokenizer(cfg, ctx["dataset_cache"])
     trained = train_stages(cfg, size, run, data_dir, Path(workdir), steps=steps, tokenizer_dir=tok_dir,
                            learning_rate=float(lr) if lr is not None else None, max_epochs=cfg.train.max_epochs,
-                           label=run.run_id)
+                           label=run.run_id, cache_dir=train_cache_dir(ctx["dataset_cache"]))
     stats, model_dir = trained.total, trained.model_dir
     stage_s["train"] = time.monotonic() - t0 - stage_s["dataset"]
     state.update(stage="trained", model=str(model_dir))

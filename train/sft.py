@@ -12,8 +12,10 @@ slower on CPU), and the plain causal-LM loss instead of TRL's tiled fused LM hea
 slower on CPU); see ``benchmarks/train_throughput.py``.
 
 Loss is on assistant tokens only: conversations are tokenized here (:func:`train.data.tokenize_rows`,
-with the chat template's ``{% generation %}`` masks) and handed to TRL as ``input_ids`` +
-``assistant_masks``, from which TRL builds the labels (-100 elsewhere). TRL's own
+with the chat template's ``{% generation %}`` masks, through the tokenised-dataset cache of
+:mod:`train.tokenized` when a ``cache_dir`` is given) and handed to TRL as ``input_ids`` + ``labels``
+(-100 outside the mask, :meth:`train.tokenized.TokenizedArrays.dataset`) with TRL's dataset preparation skipped: it would build the same
+labels with ``Dataset.map`` passes that cost a small run more than its training. TRL's own
 ``assistant_only_loss`` flag only applies when TRL tokenizes, so it stays off; tokenizing here
 keeps the token counts exact and the dataset's ``meta`` column out of the trainer.
 """
@@ -32,7 +34,8 @@ from toolscale.config import ModelSize, training_flops
 from toolscale.errors import UsageError
 from train.accounting import accounting_callback, loss_curve, read_accounting
 from train.checkpoint import RUN_FILE, STATS_FILE, checkpoint_dir, clear_checkpoints, last_checkpoint
-from train.data import dataset_id, read_rows, render_corpus, tokenize_rows
+from train.data import count_rows, dataset_id, read_rows, render_corpus
+from train.tokenized import cached_tokenize
 from train.tokenizer import tokenizer_id
 from train.errors import TrainError
 
@@ -169,7 +172,8 @@ def train_sft(data_dir: str | Path, size: ModelSize, out_dir: str | Path, *, max
               seed: int = 0, threads: int | None = None, resume: bool = True, save_steps: int | None = None,
               on_step: Callable[[int, int, float | None], None] | None = None, tokenizer_dir: str | Path | None = None,
               learning_rate: float | None = None, max_epochs: float | None = None,
-              label: str | None = None, init: str | Path | None = None) -> TrainStats:
+              label: str | None = None, init: str | Path | None = None,
+              cache_dir: str | Path | None = None) -> TrainStats:
     """Train one model with SFT on a synthesised dataset; write it to ``out_dir``.
 
     Parameters
@@ -208,6 +212,9 @@ def train_sft(data_dir: str | Path, size: ModelSize, out_dir: str | Path, *, max
         (``steps x batch_size / rows``, :func:`planned_epochs`); the message names ``label``.
     label
         The run's name in messages (its run id).
+    cache_dir
+        Folder of the tokenised-dataset cache (:mod:`train.tokenized`): runs sharing this dataset and
+        tokenizer (and ``max_seq_len`` and seed) tokenise it once. None tokenises every time.
 
     A loss that turns NaN or infinite stops the run with :class:`DivergedError` (step and last losses).
 
@@ -229,13 +236,20 @@ def train_sft(data_dir: str | Path, size: ModelSize, out_dir: str | Path, *, max
             raise UsageError(f"threads must be >= 1, got {threads}")
         torch.set_num_threads(threads)
     out = Path(out_dir)
-    rows = read_rows(data_dir)
+    loaded: list[list[dict[str, Any]]] = []
+
+    def rows() -> list[dict[str, Any]]:  # read (and validated) only when needed: a cache hit does not
+        if not loaded:
+            loaded.append(read_rows(data_dir))
+        return loaded[0]
+
     name = label or str(out)
     if max_epochs is not None:
-        epochs = planned_epochs(steps, size.batch_size, len(rows))
+        n_rows = count_rows(data_dir)
+        epochs = planned_epochs(steps, size.batch_size, n_rows)
         if epochs > max_epochs + 1e-9:
             raise UsageError(f"run {name}: {epochs:.2f} epochs ({steps} steps x {size.batch_size} sequences over "
-                             f"{len(rows)} rows) exceed train.max_epochs = {max_epochs:g}; synthesise more tasks "
+                             f"{n_rows} rows) exceed train.max_epochs = {max_epochs:g}; synthesise more tasks "
                              "or train fewer steps")
     if learning_rate is not None:
         if not (isinstance(learning_rate, float | int) and math.isfinite(learning_rate) and learning_rate > 0):
@@ -266,25 +280,26 @@ def train_sft(data_dir: str | Path, size: ModelSize, out_dir: str | Path, *, max
         previous = read_stats(out)
         if previous is not None:
             return TrainStats.model_validate(previous["train"])
+    # bad data is refused before anything is written: with a given tokenizer the rows are tokenised (or read
+    # back from the cache, already validated) first; a tokenizer of its own trains on the validated rows
+    tokenizer = None
+    if init is not None or tokenizer_dir is not None:
+        from train.tokenizer import load_tokenizer
+
+        tokenizer = load_tokenizer(init if init is not None else tokenizer_dir)
+        data = _tokenized(rows, tokenizer, size, seed, data_id, cache_dir, data_dir)
+    else:
+        rows()
     if not resume:
         clear_checkpoints(out)
         (out / STATS_FILE).unlink(missing_ok=True)
     out.mkdir(parents=True, exist_ok=True)
     _write_json(run_file, identity)
-
-    if init is not None:
-        from train.tokenizer import load_tokenizer
-        tokenizer = load_tokenizer(init)
-    elif tokenizer_dir is not None:
-        from train.tokenizer import load_tokenizer
-
-        tokenizer = load_tokenizer(tokenizer_dir)
+    if tokenizer is None:
+        tokenizer = _tokenizer_for(size, out, rows(), resume)
+        data = _tokenized(rows, tokenizer, size, seed, data_id, cache_dir, data_dir)
+    elif init is None:
         tokenizer.save_pretrained(out)
-    else:
-        tokenizer = _tokenizer_for(size, out, rows, resume)
-    data = tokenize_rows(rows, tokenizer, size.max_seq_len, seed=seed)
-    if not data["examples"]:
-        raise TrainError(f"no row of {data_dir} keeps an assistant token within max_seq_len={size.max_seq_len}")
     if size.pretrained or init is not None:
         with quiet_progress():
             model = load_model(size.pretrained or init)
@@ -293,12 +308,10 @@ def train_sft(data_dir: str | Path, size: ModelSize, out_dir: str | Path, *, max
         if len(tokenizer) > model.config.vocab_size:
             raise TrainError(f"tokenizer has {len(tokenizer)} tokens, model vocabulary {model.config.vocab_size}")
     params, params_nonemb = count_params(model)
-
-    from datasets import Dataset
-
-    dataset = Dataset.from_list(data["examples"])
+    dataset = data.dataset()
     every = max(10, steps // 4) if save_steps is None else save_steps
-    config = sft_config(size, checkpoint_dir(out), max_steps=steps, seed=seed, save_steps=every)
+    config = sft_config(size, checkpoint_dir(out), max_steps=steps, seed=seed, save_steps=every,
+                        dataset_kwargs={"skip_prepare_dataset": True})
     checkpoint = last_checkpoint(out) if resume else None
     accounting = accounting_callback(read_accounting(checkpoint).get("wall_s", 0.0), on_step=on_step)
     with quiet_progress():
@@ -317,9 +330,18 @@ def train_sft(data_dir: str | Path, size: ModelSize, out_dir: str | Path, *, max
                        steps=int(state.global_step))
     payload = {"objective": "sft", "train": stats.model_dump(mode="json"), "loss_curve": curve,
                "dataset_id": data_id, "model_size": size.name, "steps": steps, "seed": seed, "resumed_from": checkpoint and checkpoint.name,
-               "data": {k: v for k, v in data.items() if k != "examples"}}
+               "data": dict(data.counts)}
     _write_json(out / STATS_FILE, payload)
     return stats
+
+
+def _tokenized(rows: Callable[[], list[dict[str, Any]]], tokenizer: Any, size: ModelSize, seed: int, data_id: str,
+               cache_dir: str | Path | None, data_dir: str | Path) -> Any:
+    """The run's :class:`train.tokenized.TokenizedArrays` (cached); TrainError when no row keeps a loss token."""
+    data, _ = cached_tokenize(rows, tokenizer, size.max_seq_len, seed=seed, dataset_id=data_id, folder=cache_dir)
+    if not data.n_examples:
+        raise TrainError(f"no row of {data_dir} keeps an assistant token within max_seq_len={size.max_seq_len}")
+    return data
 
 
 def _write_json(path: Path, payload: dict[str, Any]) -> None:

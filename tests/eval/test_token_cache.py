@@ -11,7 +11,8 @@ torch = pytest.importorskip("torch")
 from eval.backends import TransformersBackend  # noqa: E402
 from eval.heldout import build_heldout_calls  # noqa: E402
 from eval.prompts import item_request, reference_request  # noqa: E402
-from eval.token_cache import TokenCache, request_key, tokenizer_fingerprint  # noqa: E402
+from eval.token_cache import TokenCache, request_key  # noqa: E402
+from train.tokenizer import tokenizer_fingerprint  # noqa: E402
 
 from .tiny_model import save_tiny_model  # noqa: E402
 

@@ -27,7 +27,7 @@ def test_diverging_run_is_failed_with_its_tail_and_the_rest_choose(tmp_path):
     cfg = _config(tmp_path, learning_rates=[0.001, 0.01, 0.1])
     calls = []
 
-    def trainer(cfg_json, rung, lr, data_dir, tok_dir, out_dir):
+    def trainer(cfg_json, rung, lr, data_dir, tok_dir, out_dir, cache_dir=None):
         calls.append((rung, lr, data_dir, tok_dir))
         base = {"rung": rung, "width": cfg.model_size(rung).hidden_size, "learning_rate": lr,
                 "steps": scan_steps(cfg, cfg.model_size(rung))}
