@@ -1,8 +1,9 @@
 """The warm local executor's fork server: one process that imports the heavy stack once and forks a job per request.
 
 Run as ``python -m slurm.forkserver MODULE [MODULE ...]`` by :class:`slurm.warm.WarmPool`. It imports the
-modules given (``"module"`` or ``"module:attr"``, e.g. ``torch``, ``trl:SFTTrainer``; one that fails to
-import is reported, never fatal: the job that needs it fails with its own traceback), answers one JSON
+modules given (``"module"`` or ``"module:attr"``, e.g. ``torch``, ``trl:SFTTrainer``; ``"call:module:attr"``
+also calls it, a warm-up such as building the benchmark items; one that fails is reported, never fatal: the
+job that needs it fails with its own traceback), answers one JSON
 line ``{"ready": ..., "preloaded": [...], "failed": {...}, "threads": N}`` and then serves requests, one
 JSON line each on stdin::
 
@@ -54,15 +55,19 @@ class JobTimeout(Exception):
 
 
 def preload(modules: list[str]) -> tuple[list[str], dict[str, str]]:
-    """Import ``modules`` (``"module"`` or ``"module:attr"``); returns (imported, {name: one-line error})."""
+    """Import ``modules`` (``"module"`` or ``"module:attr"``; ``"call:module:attr"`` also calls it, with no
+    arguments: a warm-up whose results the jobs inherit); returns (done, {name: one-line error})."""
     done: list[str] = []
     failed: dict[str, str] = {}
     for name in modules:
-        module, _, attr = name.partition(":")
+        call = name.startswith("call:")
+        module, _, attr = name.removeprefix("call:").partition(":")
         try:
             obj: Any = importlib.import_module(module)
             for part in filter(None, attr.split(".")):
                 obj = getattr(obj, part)
+            if call:
+                obj()
             done.append(name)
         except Exception as err:  # noqa: BLE001 - a missing package fails the job that needs it, not the server
             failed[name] = f"{type(err).__name__}: {str(err).splitlines()[0] if str(err) else ''}"

@@ -42,10 +42,12 @@ PRELOAD: dict[str, tuple[str, ...]] = {
     "pipeline": ("torch", "numpy", "datasets", "transformers", "transformers:LlamaForCausalLM",
                  "transformers:Trainer", "trl", "trl:SFTTrainer", "trl:SFTConfig", "tokenizers",
                  "submitit", "slurm.job", "slurm.pipeline", "slurm.stages", "train.sft", "train.data",
-                 "train.models", "train.tokenizer", "eval.runner", "eval.backends", "eval.heldout",
-                 "synth.dataset", "probes.pipeline"),
+                 "train.models", "train.tokenizer", "train.tokenized", "eval.runner", "eval.backends",
+                 "eval.heldout", "eval.token_cache", "synth.dataset", "probes.pipeline",
+                 "call:eval.benchmarks:preload_items"),
 }
-"""Modules the fork server of a job kind imports before forking (``"module"`` or ``"module:attr"``)."""
+"""What the fork server of a job kind imports before forking (``"module"`` or ``"module:attr"``), and calls
+(``"call:module:attr"``: the held-out call benchmarks' items, built once instead of in every run)."""
 DEFAULT_PRELOAD: tuple[str, ...] = ("slurm.job",)
 """What kinds without an entry in :data:`PRELOAD` preload."""
 READY_TIMEOUT_S = 300.0

@@ -1,10 +1,12 @@
-"""``toolscale demo``: the simulated part end to end, its summary, and that a second run adds no runs;
-the real part (the micro grid: about ten minutes of training on 2 cores) is a ``slow`` test."""
+"""``toolscale demo``: every step end to end on a micro preset (the default suite), its summary, and that a
+second run adds no runs; the full real part (the demo preset: minutes of training on 2 cores) and the full
+simulated part (the default 440-run design) are ``slow`` tests."""
 
 from __future__ import annotations
 
 import json
 import re
+from pathlib import Path
 
 import pytest
 
@@ -13,6 +15,58 @@ from toolscale.cli import main
 from toolscale.cli.demo import SIM_EXPERIMENT, write_demo_config
 
 
+MICRO = Path(__file__).with_name("demo_micro.toml")
+"""The demo preset at micro scale (same sections and keys, tiny sizes): the default suite's end-to-end demo."""
+
+
+def _keys(doc: dict) -> set[str]:
+    """``section.key`` of a config document; arrays of tables (axes, ladder) give the union of their entries' keys."""
+    out = set()
+    for section, body in doc.items():
+        for entry in body if isinstance(body, list) else [body]:
+            out |= {f"{section}.{k}" for k in entry} if isinstance(entry, dict) else {section}
+    return out
+
+
+def test_the_micro_preset_has_every_section_and_key_of_the_demo_preset():
+    import tomllib
+
+    from toolscale.cli.project import example_config_text
+
+    demo, micro = tomllib.loads(example_config_text("demo")), tomllib.loads(MICRO.read_text(encoding="utf-8"))
+    assert _keys(demo) <= _keys(micro), sorted(_keys(demo) - _keys(micro))  # a key the demo gained: add it here
+    assert [a["name"] for a in micro["axes"]] == [a["name"] for a in demo["axes"]]
+    assert len(micro["ladder"]) == len(demo["ladder"]) and micro["lr_scan"]["rule"] == demo["lr_scan"]["rule"]
+
+
+@pytest.mark.integration
+def test_demo_end_to_end_on_the_micro_preset(tmp_path, capsys):
+    """Every step of the demo's real part (collect, lr-scan, design, launch on the warm local executor, status,
+    fit, report, allocate, verify) on the micro preset: 19 design runs, 4 scan runs and 3 verification runs of
+    a few optimizer steps each. Over 10 s (about 40 s on 2 idle cores) because it is the one test of the whole
+    pipeline as a user runs it; the demo preset's scale is the slow test below."""
+    out = tmp_path / "demo"
+    assert main(["demo", "--part", "real", "--out", str(out), "--preset", str(MICRO), "--budget", "3000"]) == 0
+    printed = capsys.readouterr().out
+    summary = printed[printed.index("=== toolscale demo: summary ==="):]
+    law = re.search(r"law \w+: held-out MAE [\d.]+, max error [\d.]+, 90% interval coverage [\d.]+, "
+                    r"extrapolation factor ([\d.]+)x", summary)
+    assert law and float(law.group(1)) >= 16.0, summary  # the held-out rung >= 16x the largest fitted FLOPs
+    assert re.search(r"allocation a-\w+ of 3,000 usd: .+; predicted bpb [\d.]+", summary), summary
+    assert re.search(r"verification \(1 seed per plan at m-xs\): realised gain", summary), summary
+    with Registry(out / "toolscale.duckdb", read_only=True) as reg:
+        runs = reg.runs("demo-micro")
+    assert len(runs) == 19 and {r.status for r in runs} == {"done"}, [r.error for r in runs if r.error][:2]
+    assert {r.metadata["tokenizer"] for r in runs} == {"shared"}  # one tokenizer per experiment
+    assert {r.split for r in runs} == {"fit", "heldout"} and sum(r.split == "heldout" for r in runs) == 4
+    report = out / "report" / "demo-micro__indist-calls.md"
+    assert report.is_file() and (out / "verification.png").stat().st_size > 5000
+    # a second run trains nothing: every run is done already
+    assert main(["demo", "--part", "real", "--out", str(out), "--preset", str(MICRO), "--budget", "3000"]) == 0
+    assert "submitted 0 runs" in capsys.readouterr().out
+
+
+@pytest.mark.slow
 def test_simulated_part_end_to_end_then_rerun_adds_nothing(tmp_path, capsys):
     out = tmp_path / "demo"
     assert main(["demo", "--part", "simulated", "--out", str(out), "--budget", "1000"]) == 0
