@@ -131,7 +131,7 @@ def _rung(size, tok, requests: list, folder: Path, repeats: int, batches) -> lis
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--quick", action="store_true", help="the smallest and the largest rung, one repeat")
+    ap.add_argument("--quick", action="store_true", help="the smallest and the largest rung, batches 1, 4 and 16")
     ap.add_argument("--json", action="store_true")
     ap.add_argument("--tokenizer", help="a saved tokenizer folder (default: one trained on the items)")
     ap.add_argument("--threads", type=int, default=1)
@@ -148,7 +148,7 @@ def main(argv: list[str] | None = None) -> int:
     tok = _tokenizer(args.tokenizer, requests)
     ladder = parse_config(tomllib.loads((ROOT / "toolscale/presets/demo.toml").read_text())).ladder
     rungs = [ladder[0], ladder[-1]] if args.quick else list(ladder)
-    repeats = 1 if args.quick else args.repeats
+    repeats = args.repeats
     records: list[dict[str, Any]] = [{"rung": "-", "figure": "load items", "seconds": round(load_s, 3)}]
     with tempfile.TemporaryDirectory() as tmp:
         for size in rungs:

@@ -70,15 +70,15 @@ def list_benchmarks() -> list[BenchmarkInfo]:
     return [_REGISTRY[k] for k in sorted(_REGISTRY)]
 
 
-_LOADED: dict[tuple[str, tuple[tuple[str, Any], ...]], tuple[Any, ...]] = {}
-"""Items built in this process, by benchmark and loader arguments (the loaders are deterministic)."""
+_LOADED: dict[tuple[str, str, tuple[tuple[str, Any], ...]], tuple[Any, ...]] = {}
+"""Items built in this process, by benchmark, loader and loader arguments (the loaders are deterministic)."""
 
 
 def load_items(name: str, **kwargs: Any) -> list[Any]:
     """The items of benchmark ``name`` (imports its loader on first use; built once per process and
     arguments: building the held-out call items executes every call, about a second per benchmark)."""
     info = get_benchmark(name)
-    key = (name, tuple(sorted(kwargs.items())))
+    key = (name, info.loader, tuple(sorted(kwargs.items())))
     if key not in _LOADED:
         module, attr = info.loader.split(":")
         loader: Callable[..., list[Any]] = getattr(importlib.import_module(module), attr)

@@ -10,6 +10,9 @@ JSON line each on stdin::
     {"runner": {kind, kind_ref, run, workdir, results_dir, context}, "log_dir": DIR, "timeout_s": S,
      "env": {...}, "cwd": DIR, "gpus": 0}
 
+(or ``"call": {"ref": "module:attr", "args": [...], "out": FILE}`` instead of ``"runner"``: the job calls the
+function and writes ``{"result": ...}`` or ``{"error": ...}`` to ``FILE``, see :func:`slurm.warm.map_warm`)
+
 with one line ``{"pid": PID, "started": T}`` (the job's process and its start time, seconds since the
 epoch) or ``{"error": "..."}``. EOF on stdin ends the server; jobs already forked run on.
 
@@ -42,6 +45,7 @@ import sys
 import threading
 import time
 import traceback
+from pathlib import Path
 from typing import Any, TextIO
 
 __all__ = ["JobTimeout", "preload", "serve", "TIMEOUT_GRACE_S"]
@@ -150,17 +154,34 @@ def _run_job(request: dict[str, Any], reply_fd: int) -> int:
     os.environ.update(_job_env(request, pid))
     os.chdir(request["cwd"])
     _reseed()
-    print(f"toolscale warm job {pid}: run {request['runner']['run'].get('run_id')} (forked "
-          f"{time.time() - request['sent']:.3f} s after submission)", file=sys.stderr, flush=True)
+    what = f"run {request['runner']['run'].get('run_id')}" if "runner" in request else f"call {request['call']['ref']}"
+    print(f"toolscale warm job {pid}: {what} (forked {time.time() - request['sent']:.3f} s after submission)",
+          file=sys.stderr, flush=True)
     limit = request.get("timeout_s")
     if limit:
         signal.signal(signal.SIGALRM, _on_timeout(float(limit)))
         signal.setitimer(signal.ITIMER_REAL, float(limit))
-    from slurm.job import JobRunner
+    if "runner" in request:
+        from slurm.job import JobRunner
 
-    JobRunner(**request["runner"])()
+        JobRunner(**request["runner"])()
+    else:
+        _call(request["call"])
     signal.setitimer(signal.ITIMER_REAL, 0)
     return 0
+
+
+def _call(spec: dict[str, Any]) -> None:
+    """A ``call`` request: ``ref(*args)`` (a ``"module:attr"``), its JSON result written atomically to ``out``
+    as ``{"result": ...}``, or ``{"error": traceback tail}`` when it raises."""
+    from slurm.jobs import resolve_ref
+    from slurm.paths import atomic_write_json
+
+    try:
+        payload: dict[str, Any] = {"result": resolve_ref(spec["ref"])(*spec.get("args", []))}
+    except Exception:  # noqa: BLE001 - the caller gets the failure as data
+        payload = {"error": traceback.format_exc()[-4000:]}
+    atomic_write_json(Path(spec["out"]), payload)
 
 
 def _fork(request: dict[str, Any], reply_fd: int) -> dict[str, Any]:

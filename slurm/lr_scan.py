@@ -2,9 +2,10 @@
 
 Every ``(scanned rung, rate)`` pair trains once on the same dataset (the given recipe, built under the
 executor folder's dataset cache) with the experiment's shared tokenizer when the config asks for one,
-``ceil(tpp x N / (batch x tokens_per_sequence))`` steps, ``max_parallel`` at a time in fresh worker
-processes. A run that raises (a NaN loss stops it with :class:`train.sft.DivergedError`) is recorded
-as failed with its log tail; the choice is made among the rest. The result is written atomically to
+``ceil(tpp x N / (batch x tokens_per_sequence))`` steps, ``max_parallel`` at a time, each a fork of the
+warm local executor's server (:func:`slurm.warm.map_warm`: the training stack imported once). A run that
+raises (a NaN loss stops it with :class:`train.sft.DivergedError`) or whose process dies is recorded as
+failed with its log tail; the choice is made among the rest. The result is written atomically to
 ``<executor.folder>/lr_scan.json``; a rerun reuses the finished trainings (``train_sft`` resumes).
 """
 
@@ -12,11 +13,9 @@ from __future__ import annotations
 
 import json
 import math
-import multiprocessing
 import time
 import traceback
 from collections.abc import Callable
-from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -76,6 +75,14 @@ def _train_one(cfg_json: dict[str, Any], rung: str, lr: float, data_dir: str, to
         return {**base, "status": "failed", "error": tail if isinstance(tail, str) else " | ".join(tail)}
 
 
+def _died(cfg: Any, rung: str, lr: float, error: str) -> dict[str, Any]:
+    """ScanRun fields of a scan training whose process died (its log tail as the error)."""
+    size = cfg.model_size(rung)
+    tail = " | ".join(line for line in error.strip().splitlines()[-3:])
+    return {"rung": rung, "width": size.hidden_size, "learning_rate": lr, "steps": scan_steps(cfg, size),
+            "status": "failed", "error": tail or "the training's process died"}
+
+
 def run_lr_scan(cfg: Any, recipe_levels: dict[str, float], *, progress: Callable[[str], None] | None = None,
                 trainer: Callable[..., dict[str, Any]] | None = None) -> ScanResult:
     """Train every scan run, choose, carry by the rule; write and return the :class:`ScanResult`.
@@ -110,16 +117,17 @@ def run_lr_scan(cfg: Any, recipe_levels: dict[str, float], *, progress: Callable
     results: list[dict[str, Any]] = []
     if trainer is not None:
         results = [trainer(*a) for a in args]
-    else:
-        ctx = multiprocessing.get_context("spawn")
-        with ProcessPoolExecutor(max_workers=max(1, cfg.executor.max_parallel), mp_context=ctx) as pool:
-            futures = [pool.submit(_train_one, *a) for a in args]
-            for i, fut in enumerate(futures):
-                results.append(fut.result())
-                r = results[-1]
-                shown = f"loss {r['loss']:.4f}" if r["status"] == "done" else f"FAILED: {r['error']}"
-                say(f"lr-scan {i + 1}/{len(jobs)}: {r['rung']} lr={r['learning_rate']:g} {shown} "
-                    f"({(time.monotonic() - t0) / 60:.1f} min)")
+    else:  # each training a fork of the warm local executor's server (slurm.warm): the stack imported once
+        from slurm.warm import map_warm
+
+        done: dict[int, dict[str, Any]] = {}
+        for i, out in map_warm("slurm.lr_scan:_train_one", args, slots=cfg.executor.max_parallel,
+                               log_dir=folder / "lr-scan" / "logs"):
+            r = done[i] = out.get("result") or _died(cfg, *jobs[i], out.get("error", ""))
+            shown = f"loss {r['loss']:.4f}" if r["status"] == "done" else f"FAILED: {r['error']}"
+            say(f"lr-scan {len(done)}/{len(jobs)}: {r['rung']} lr={r['learning_rate']:g} {shown} "
+                f"({(time.monotonic() - t0) / 60:.1f} min)")
+        results = [done[i] for i in range(len(args))]
     runs = [ScanRun.model_validate(r) for r in results]
     best, edge = best_rates(runs)
     widths = {m.name: m.hidden_size for m in cfg.ladder if not m.pretrained}

@@ -29,14 +29,14 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
 from slurm.errors import LaunchError
 from slurm.process import same_process
 
-__all__ = ["WarmPool", "WarmJob", "pool_for", "submit_warm", "close_pools", "PRELOAD", "READY_TIMEOUT_S"]
+__all__ = ["WarmPool", "WarmJob", "pool_for", "submit_warm", "map_warm", "close_pools", "PRELOAD", "READY_TIMEOUT_S"]
 
 PRELOAD: dict[str, tuple[str, ...]] = {
     "pipeline": ("torch", "numpy", "datasets", "transformers", "transformers:LlamaForCausalLM",
@@ -50,8 +50,11 @@ PRELOAD: dict[str, tuple[str, ...]] = {
 (``"call:module:attr"``: the held-out call benchmarks' items, built once instead of in every run)."""
 DEFAULT_PRELOAD: tuple[str, ...] = ("slurm.job",)
 """What kinds without an entry in :data:`PRELOAD` preload."""
-READY_TIMEOUT_S = 300.0
-"""Seconds a new fork server may take to import its modules before the submission fails."""
+READY_TIMEOUT_S = 1800.0
+"""Seconds a new fork server may take to import its modules before the submission fails: a safety net for a
+hung import only (about 15 s on 2 idle cores; 230 s was measured with 16 processes sharing them)."""
+FORK_TIMEOUT_S = 300.0
+"""Seconds a fork server may take to answer one fork request (milliseconds when the machine is not starved)."""
 _ENV_KEYS = ("PYTHON", "OMP_", "MKL_", "OPENBLAS_", "TORCH", "HF_", "TRANSFORMERS", "TOKENIZERS", "CUDA")
 """Environment variables read at import time: a server started under other values is not reused."""
 
@@ -128,10 +131,13 @@ class WarmPool:
                               f"during {what}")
         return json.loads(out[0])
 
-    def fork(self, runner: dict[str, Any], *, log_dir: Path, timeout_s: float | None, gpus: int = 0) -> WarmJob:
-        """Fork one job running :class:`slurm.job.JobRunner` with ``runner``'s fields; returns its handle."""
-        request = {"runner": runner, "log_dir": str(log_dir), "timeout_s": timeout_s, "gpus": gpus,
-                   "env": dict(os.environ), "cwd": os.getcwd(), "sent": time.time()}
+    def fork(self, runner: dict[str, Any] | None = None, *, log_dir: Path, timeout_s: float | None, gpus: int = 0,
+             call: dict[str, Any] | None = None) -> WarmJob:
+        """Fork one job running :class:`slurm.job.JobRunner` with ``runner``'s fields (or a ``call``: see
+        :func:`map_warm`); returns its handle."""
+        request = {"runner": runner} if runner is not None else {"call": call}
+        request.update({"log_dir": str(log_dir), "timeout_s": timeout_s, "gpus": gpus, "env": dict(os.environ),
+                        "cwd": os.getcwd(), "sent": time.time()})
         with self._lock:
             try:
                 self.proc.stdin.write(json.dumps(request) + "\n")
@@ -139,7 +145,7 @@ class WarmPool:
             except (BrokenPipeError, OSError, ValueError) as err:
                 self.close()
                 raise LaunchError(f"the warm executor's fork server is gone ({err})") from None
-            answer = self._read(60.0, "a fork")
+            answer = self._read(FORK_TIMEOUT_S, "a fork")
         if "error" in answer:
             raise LaunchError(f"the warm executor could not start a job: {answer['error']}")
         return WarmJob(int(answer["pid"]), float(answer["started"]))
@@ -209,6 +215,42 @@ def _alive(job_kind: str) -> bool:
     not retried: the request itself failed)."""
     pool = _POOLS.get(_key(PRELOAD.get(job_kind, DEFAULT_PRELOAD)))
     return pool is not None and pool.alive
+
+
+def map_warm(ref: str, calls: Sequence[Sequence[Any]], *, slots: int, log_dir: Path, preload_as: str = "pipeline",
+             poll_s: float = 0.1) -> Iterator[tuple[int, dict[str, Any]]]:
+    """``ref(*args)`` for each ``args`` in ``calls``, each in a fresh fork of the warm server of job kind
+    ``preload_as``, at most ``slots`` at a time; yields ``(index, {"result": ...} or {"error": ...})`` as they
+    finish (arguments and results are JSON; a call whose process dies yields its log tail as the error)."""
+    log_dir.mkdir(parents=True, exist_ok=True)
+    todo = list(enumerate(calls))
+    live: dict[int, tuple[WarmJob, Path]] = {}
+    while todo or live:
+        while todo and len(live) < max(1, slots):
+            i, args = todo.pop(0)
+            out = log_dir / f"call-{os.getpid()}-{i}.json"
+            out.unlink(missing_ok=True)
+            job = pool_for(preload_as, log_path=log_dir / "forkserver.log").fork(
+                log_dir=log_dir, timeout_s=None, call={"ref": ref, "args": list(args), "out": str(out)})
+            live[i] = (job, out)
+        for i, (job, out) in list(live.items()):
+            if job.state == "RUNNING":
+                continue
+            del live[i]
+            try:
+                yield i, json.loads(out.read_text(encoding="utf-8"))
+            except (OSError, ValueError):
+                yield i, {"error": f"the call's process {job.pid} ended without a result\n{_tail(log_dir, job.job_id)}"}
+        if live:
+            time.sleep(poll_s)
+
+
+def _tail(log_dir: Path, job_id: str, n: int = 20) -> str:
+    """The last ``n`` lines of a job's stderr log (``<job_id>_0_log.err``), or ''."""
+    try:
+        return "\n".join((log_dir / f"{job_id}_0_log.err").read_text(errors="replace").splitlines()[-n:])
+    except OSError:
+        return ""
 
 
 @atexit.register

@@ -105,10 +105,14 @@ def test_reload_offline_gives_same_outputs(model_dir, backend, items):
 
 
 def test_scores_do_not_depend_on_the_scoring_batch(model_dir, items):
-    """One row at a time (the CPU default) and left-padded batches give the same log-probabilities."""
+    """One row at a time and right-padded, unmasked batches of rows of different lengths give the same
+    log-probabilities (under the causal mask no real token sees the padding after it)."""
+    from eval.backends import SCORE_BATCH_SIZE
+
     reqs = [reference_request(it) for it in items[:6]]
-    one = TransformersBackend(model_dir, threads=1)
-    assert one.score_batch_size == 1
+    assert len({len(r.messages[-1]["content"] or "") + len(str(r.tools)) for r in reqs}) > 1  # lengths differ
+    assert TransformersBackend(model_dir, threads=1).score_batch_size == SCORE_BATCH_SIZE
+    one = TransformersBackend(model_dir, threads=1, score_batch_size=1)
     padded = TransformersBackend(model_dir, threads=1, score_batch_size=4)
     for a, b in zip(one.score(reqs), padded.score(reqs)):
         assert a.n_tokens == b.n_tokens and a.n_bytes == b.n_bytes

@@ -49,3 +49,13 @@ def test_protocol_benchmarks_have_their_sizes_servers_and_unseen_databases():
     assert [i.ground_truth for i in base] != [i.ground_truth for i in indist]
     for name in ("indist-calls", "heldout-servers"):
         assert "bpb" in get_benchmark(name).metrics
+
+
+def test_items_are_built_once_per_process_and_callers_get_their_own_list():
+    from eval import benchmarks
+
+    first = load_items("heldout-calls")
+    first.clear()  # a caller's list is its own
+    again = load_items("heldout-calls")
+    assert len(again) == 152 and again[0] is load_items("heldout-calls")[0]  # the same built items
+    assert any(k[0] == "heldout-calls" for k in benchmarks._LOADED)

@@ -101,3 +101,19 @@ def inspect_state(run, workdir: Path, checkpoint):
                     "cuda_visible": os.environ.get("CUDA_VISIBLE_DEVICES"), "cwd": os.getcwd(),
                     "marker": os.environ.get("TOOLSCALE_TEST_MARKER")}
     return out
+
+
+def pid_plus(a, b):
+    """A plain function for warm.map_warm: ``[a + b, the pid that ran it]``."""
+    return [a + b, os.getpid()]
+
+
+def raise_value_error(message):
+    raise ValueError(message)
+
+
+def die_at_once(code):
+    import sys
+
+    print("dying without a result", file=sys.stderr, flush=True)
+    os._exit(code)

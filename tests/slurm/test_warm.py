@@ -116,3 +116,19 @@ def test_a_server_that_cannot_fork_leaves_the_runs_pending(make, rows, monkeypat
     assert {r.status for r in rows(env).values()} == {"pending"}
     assert sync(env.registry, config=env.config).counts["pending"] == 2
     time.sleep(0)  # nothing was started, so nothing is left running
+
+
+def test_map_warm_runs_each_call_in_its_own_fork_and_reports_failures(tmp_path):
+    from pathlib import Path
+
+    from slurm.warm import map_warm
+
+    kinds = Path(__file__).with_name("kinds.py")
+    got = dict(map_warm(f"{kinds}:pid_plus", [(1, 2), (3, 4), (5, 6)], slots=2, log_dir=tmp_path,
+                        preload_as="succeed"))
+    assert [got[i]["result"][0] for i in range(3)] == [3, 7, 11]
+    assert len({got[i]["result"][1] for i in range(3)} | {os.getpid()}) == 4  # three forks, none of them us
+    bad = dict(map_warm(f"{kinds}:raise_value_error", [("nope",)], slots=1, log_dir=tmp_path, preload_as="succeed"))
+    assert "ValueError: nope" in bad[0]["error"]
+    dead = dict(map_warm(f"{kinds}:die_at_once", [(4,)], slots=1, log_dir=tmp_path, preload_as="succeed"))
+    assert "ended without a result" in dead[0]["error"] and "dying without a result" in dead[0]["error"]

@@ -42,9 +42,9 @@ def test_the_micro_preset_has_every_section_and_key_of_the_demo_preset():
 @pytest.mark.integration
 def test_demo_end_to_end_on_the_micro_preset(tmp_path, capsys):
     """Every step of the demo's real part (collect, lr-scan, design, launch on the warm local executor, status,
-    fit, report, allocate, verify) on the micro preset: 19 design runs, 4 scan runs and 3 verification runs of
-    a few optimizer steps each. Over 10 s (about 40 s on 2 idle cores) because it is the one test of the whole
-    pipeline as a user runs it; the demo preset's scale is the slow test below."""
+    fit, report, allocate, verify) on the micro preset: 34 design runs, 4 scan runs and 3 verification runs of
+    1-21 optimizer steps each. Over 10 s because it is the one test of the whole pipeline as a user runs it
+    (the law's rung CV needs 30 fitted runs); the demo preset's scale is the slow test below."""
     out = tmp_path / "demo"
     assert main(["demo", "--part", "real", "--out", str(out), "--preset", str(MICRO), "--budget", "3000"]) == 0
     printed = capsys.readouterr().out
@@ -56,7 +56,7 @@ def test_demo_end_to_end_on_the_micro_preset(tmp_path, capsys):
     assert re.search(r"verification \(1 seed per plan at m-xs\): realised gain", summary), summary
     with Registry(out / "toolscale.duckdb", read_only=True) as reg:
         runs = reg.runs("demo-micro")
-    assert len(runs) == 19 and {r.status for r in runs} == {"done"}, [r.error for r in runs if r.error][:2]
+    assert len(runs) == 34 and {r.status for r in runs} == {"done"}, [r.error for r in runs if r.error][:2]
     assert {r.metadata["tokenizer"] for r in runs} == {"shared"}  # one tokenizer per experiment
     assert {r.split for r in runs} == {"fit", "heldout"} and sum(r.split == "heldout" for r in runs) == 4
     report = out / "report" / "demo-micro__indist-calls.md"
