@@ -39,10 +39,10 @@ def test_jobs_are_fresh_forks_of_one_preloaded_server_and_leave_no_state_behind(
     env = make(n_runs=2, executor="local", max_parallel=1)
     first, second = env.run_ids
     launch(env.config, env.registry, job_kind="taint", run_ids=[first])
-    wait(env.registry, config=env.config, poll_s=0.2, timeout_s=60)
+    wait(env.registry, config=env.config, poll_s=0.2, timeout_s=600)
     (pool,) = warm._POOLS.values()
     launch(env.config, env.registry, job_kind="inspect_state", run_ids=[second])
-    wait(env.registry, config=env.config, poll_s=0.2, timeout_s=60)
+    wait(env.registry, config=env.config, poll_s=0.2, timeout_s=600)
     assert list(warm._POOLS.values()) == [pool] and pool.alive  # reused, not restarted
     got = rows(env)
     assert got[first].status == got[second].status == "done"
@@ -56,19 +56,22 @@ def test_jobs_are_fresh_forks_of_one_preloaded_server_and_leave_no_state_behind(
 
 
 def test_a_crashed_job_fails_with_its_log_tail_and_is_retried_once_on_a_fresh_fork(make, rows):
-    env = make(n_runs=1, executor="local", max_attempts=2)
-    run_id = env.run_ids[0]
-    launch(env.config, env.registry, job_kind="crash_once")
-    final = wait(env.registry, config=env.config, poll_s=0.2, timeout_s=60)
-    r = rows(env)[run_id]
-    assert final.counts["done"] == 1 and (r.status, r.attempts) == ("done", 2)
-    with Registry(env.registry, read_only=True) as reg:
-        events = reg.events(run_id)
-    failures = [detail for event, detail in events if event == "failed"]
-    assert len(failures) == 1 and "ended without writing a result file" in failures[0]
-    assert f"crashing once in {run_id}" in failures[0]  # the log tail
-    extra = _extra(env, run_id)
-    assert extra["pid"] != extra["crashed_pid"]
+    from slurm import warm
+
+    env = make(n_runs=2, executor="local", max_attempts=2, max_parallel=2)
+    launch(env.config, env.registry, job_kind="crash_once")  # both jobs die on their first attempt
+    (server,) = warm._POOLS.values()
+    final = wait(env.registry, config=env.config, poll_s=0.2, timeout_s=600)
+    assert final.counts["done"] == 2 and list(warm._POOLS.values()) == [server] and server.alive
+    for run_id in env.run_ids:
+        r = rows(env)[run_id]
+        assert (r.status, r.attempts) == ("done", 2)
+        with Registry(env.registry, read_only=True) as reg:
+            failures = [detail for event, detail in reg.events(run_id) if event == "failed"]
+        assert len(failures) == 1 and "ended without writing a result file" in failures[0]
+        assert f"crashing once in {run_id}" in failures[0]  # its own log tail
+        extra = _extra(env, run_id)
+        assert extra["pid"] != extra["crashed_pid"]  # the retry ran in a fresh fork
 
 
 def test_a_dead_fork_server_is_replaced_at_the_next_submission(make, rows):
@@ -79,7 +82,7 @@ def test_a_dead_fork_server_is_replaced_at_the_next_submission(make, rows):
     (pool,) = warm._POOLS.values()
     os.kill(pool.proc.pid, signal.SIGKILL)
     pool.proc.wait(timeout=10)
-    final = wait(env.registry, config=env.config, poll_s=0.2, timeout_s=60,
+    final = wait(env.registry, config=env.config, poll_s=0.2, timeout_s=600,
                  top_up=lambda: launch(env.config, env.registry, job_kind="succeed"))
     assert final.counts["done"] == 2
     (fresh,) = warm._POOLS.values()
@@ -96,7 +99,7 @@ def test_a_job_past_its_time_limit_is_failed_and_names_the_limit(make, rows, mon
     monkeypatch.setattr(warm, "submit_warm", lambda *a, **kw: real(*a, **{**kw, "timeout_min": 0.02}))
     env = make(n_runs=1, executor="local", max_attempts=1)
     launch(env.config, env.registry, job_kind="sleeper")
-    wait(env.registry, config=env.config, poll_s=0.2, timeout_s=60)
+    wait(env.registry, config=env.config, poll_s=0.2, timeout_s=600)
     r = rows(env)[env.run_ids[0]]
     assert r.status == "failed" and "JobTimeout: the job ran past its time limit of 0.02 min" in r.error
 
