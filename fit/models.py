@@ -27,6 +27,7 @@ __all__ = [
     "HeldoutMetrics",
     "FitResult",
     "LawCandidate",
+    "CVFold",
     "LawSelection",
     "Truth",
     "HypothesisFit",
@@ -239,11 +240,29 @@ class LawCandidate(_Frozen):
     cv_mae: float | None = None
     """MAE on the largest fitted size when fitted on the smaller ones, metric units (None: no CV, or it failed)."""
     cv_relative_mae: float | None = None
-    """``cv_mae`` over the mean observed value there."""
+    """``cv_mae`` over the mean observed value there (the largest CV fold: the choice's criterion)."""
+    cv_fold_relative_mae: list[float | None] = Field(default_factory=list)
+    """Relative MAE on each rolling CV fold (:attr:`LawSelection.folds` order); None where that fit failed."""
     bic: float
     """BIC of the fit the score came from."""
     converged: bool = True
     """Whether that fit converged."""
+
+
+class CVFold(_Frozen):
+    """One fold of rolling rung cross-validation."""
+
+    fit_sizes: list[float]
+    """Model sizes N fitted."""
+    predicted_size: float
+    """The fitted size predicted."""
+    decades: float
+    """``log10(predicted_size / max(fit_sizes))``: the reach of the fold."""
+    chosen: str | None = None
+    """Nested CV: the form chosen on the folds below this one (None: no fold below it)."""
+    excess: float | None = None
+    """The error one rung up beyond the runs' noise, ``sqrt(max(0, rms^2 - noise^2))`` (residual units), of the
+    form the correction uses on this fold."""
 
 
 class LawSelection(_Frozen):
@@ -274,6 +293,14 @@ class LawSelection(_Frozen):
     effect_sd: float | None = None
     """Relative error of a predicted difference between runs per decade of N, beyond the slope's noise:
     ``sqrt(max(0, (effect_slope - 1)^2 - effect_slope_se^2)) / decades``; None for ``bic``."""
+    folds: list[CVFold] = Field(default_factory=list)
+    """Every rolling CV fold (fit the sizes below one fitted size, predict it), smallest predicted size first."""
+    correction: Literal["nested", "runner_up", "none"] | None = None
+    """How ``extrapolation_sd`` is corrected for having chosen the form on the same folds: ``nested`` (each
+    outer fold's form chosen on the folds below it), ``runner_up`` (the larger of the chosen and the runner-up
+    form's errors, when no fold has one below it), ``none`` (a single candidate); None for ``bic``."""
+    extrapolation_sd_chosen: float | None = None
+    """The chosen form's own pooled CV excess per decade, before the selection correction (biased low)."""
 
 
 class FitResult(_Frozen):

@@ -215,10 +215,16 @@ def _selection_lines(d: dict[str, Any]) -> list[str]:
         rows.append(f"| {c['label']}{mark} | {c['n_params']} | {_f(c['cv_mae'])} | {_f(c['cv_relative_mae'])} | "
                     f"{_f(c['bic'])} |")
     if sel.get("extrapolation_sd") is not None:
-        parts = (f" (CV RMS {_f(sel['cv_rms'])}, the CV fit's noise {_f(sel['cv_noise_sd'])})"
+        parts = (f" (largest fold: CV RMS {_f(sel['cv_rms'])}, the CV fit's noise {_f(sel['cv_noise_sd'])})"
                  if sel.get("cv_rms") is not None and sel.get("cv_noise_sd") is not None else "")
-        rows += ["", f"Its CV error beyond the runs' noise{parts}, {_f(sel['extrapolation_sd'])} per decade of N "
-                     "(residual units), widens the prediction intervals above the largest fitted size."]
+        how = {"nested": "nested CV (each fold's form chosen on the fold below it)",
+               "runner_up": "the larger of the chosen and the runner-up form's errors (one fold: nothing to nest)",
+               "none": "a single candidate (no selection to correct)"}.get(sel.get("correction") or "", "")
+        folds = len(sel.get("folds") or []) or 1
+        rows += ["", f"The CV error beyond the runs' noise{parts}, pooled over {folds} rolling fold(s) and corrected "
+                     f"for the choice by {how or 'nothing'}: {_f(sel['extrapolation_sd'])} per decade of N (residual "
+                     f"units; the chosen form's own, biased low: {_f(sel.get('extrapolation_sd_chosen'))}). It widens "
+                     "the prediction intervals above the largest fitted size."]
     if sel.get("effect_slope") is not None:
         rows += ["", f"The differences between the runs it predicted came out {_f(sel['effect_slope'])} x the "
                      f"predicted ones (SE {_f(sel.get('effect_slope_se'))}); beyond that noise a predicted gain is "
