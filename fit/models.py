@@ -18,6 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 __all__ = [
     "AxisDecision",
     "DecisionAccuracy",
+    "DecisionPoint",
     "Target",
     "InputKind",
     "LawInput",
@@ -652,24 +653,48 @@ class AxisDecision(_Frozen):
     accuracy: float | None
     """Share of those pairs ordered right (ties count 1/2); None without such a pair."""
     lo: float | None
-    """Lower bound of the bootstrap interval."""
+    """Lower bound of the Wilson interval."""
     hi: float | None
-    """Upper bound of the bootstrap interval."""
+    """Upper bound of the Wilson interval."""
     pairs: int
     """Recipe pairs that differ on this axis."""
 
 
+class DecisionPoint(_Frozen):
+    """One point of the accuracy-against-compute curve: one fitted rung's order against the held-out one."""
+
+    model_size: str
+    """The fitted rung."""
+    cell: str
+    """Its cell whose order is compared (the rung at its largest tokens per parameter), ``rung x tpp``."""
+    flops: float
+    """Training FLOPs of a run in that cell (the largest there)."""
+    accuracy: float | None
+    """Share of recipe pairs ordered as at the held-out size (ties 1/2)."""
+    lo: float | None
+    """Lower bound of the Wilson interval."""
+    hi: float | None
+    """Upper bound."""
+    pairs: int
+    """Recipe pairs scored."""
+    close_accuracy: float | None = None
+    """The same over the close pairs (within ``close_sds`` seed SDs at this cell)."""
+    close_pairs: int = 0
+    """Close pairs scored."""
+
+
 class DecisionAccuracy(_Frozen):
-    """Small-to-large decision accuracy of one small-scale order, with its bootstrap interval."""
+    """Small-to-large decision accuracy of one small-scale order, with its Wilson interval."""
 
     source: str
     """``observed`` (largest fitted cell) or ``law`` (the fitted law's held-out predictions)."""
     accuracy: float | None
     """Share of recipe pairs whose small-scale order matches the held-out order (ties count 1/2)."""
     lo: float | None
-    """Lower bound of the bootstrap interval over recipes."""
+    """Lower bound of the Wilson score interval of ``accuracy`` over ``pairs`` (pairs share recipes, so they
+    are not independent: the interval is optimistic when recipes repeat across pairs)."""
     hi: float | None
-    """Upper bound of the bootstrap interval."""
+    """Upper bound of that interval."""
     level: float
     """Nominal level of ``[lo, hi]``."""
     pairs: int
@@ -682,8 +707,25 @@ class DecisionAccuracy(_Frozen):
     """What the small-scale value is (the cell, or the law)."""
     per_axis: dict[str, AxisDecision]
     """The same over the pairs that differ on each axis."""
-    n_bootstrap: int
-    """Bootstrap draws."""
+    n_bootstrap: int = 0
+    """Bootstrap draws (0: the intervals are Wilson intervals)."""
+    interval: str = "wilson"
+    """How ``[lo, hi]`` is computed."""
+    seed_sd: float | None = None
+    """SD of one run across seeds at the fitted size (pooled over replicated recipes there), metric units;
+    None when no recipe ran two seeds there."""
+    close_sds: float = 2.0
+    """A pair is close when its observed difference at the fitted size is within this many ``seed_sd``."""
+    close_accuracy: float | None = None
+    """Accuracy over the close pairs (the informative decisions); None without a seed SD or a close pair."""
+    close_lo: float | None = None
+    """Lower Wilson bound of ``close_accuracy``."""
+    close_hi: float | None = None
+    """Upper Wilson bound."""
+    close_pairs: int = 0
+    """Close pairs scored."""
+    curve: list[DecisionPoint] = Field(default_factory=list)
+    """Accuracy against compute: each fitted rung's order against the held-out one (DataDecide), smallest first."""
 
 
 class FitSummary(_Frozen):

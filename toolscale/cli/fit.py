@@ -227,6 +227,19 @@ def with_decisions(summary: Any, fit: Any, args: argparse.Namespace) -> Any:
     return summary.model_copy(update={"decision_accuracy": observed, "decision_accuracy_law": law})
 
 
+def _decision_line(d: Any) -> str:
+    """One line: accuracy over all pairs and over the close ones, each with its Wilson interval."""
+    ci = f"{d.level:.0%} CI {d.lo:.0%}-{d.hi:.0%}" if d.lo is not None else "no CI"
+    close = "no seed SD at the fitted size: close pairs not defined (run 2+ seeds there)"
+    if d.seed_sd is not None:
+        close = (f"close pairs (within {d.close_sds:g} seed SDs = {d.close_sds * d.seed_sd:.3g}): none"
+                 if not d.close_pairs else
+                 f"close pairs (within {d.close_sds:g} seed SDs = {d.close_sds * d.seed_sd:.3g}): "
+                 f"{d.close_accuracy:.0%} of {d.close_pairs} ({d.level:.0%} CI {d.close_lo:.0%}-{d.close_hi:.0%})")
+    return (f"decision accuracy ({d.source}: {d.small_scale}): {d.accuracy:.0%} of {d.pairs} recipe pairs ({ci}); "
+            + close)
+
+
 def fit_summary(result: Any, fit_id: str | None = None):
     """The ``fit --json`` object: :class:`fit.models.FitSummary` of the result's fit (its verdict included)."""
     from fit.laws import law_of
@@ -283,9 +296,12 @@ def _fit(args: argparse.Namespace) -> int:
               f"90% interval coverage {cov}, extrapolation {ext}")
     for d in (summary.decision_accuracy, summary.decision_accuracy_law):
         if d is not None and d.accuracy is not None:
-            ci = f"{d.level:.0%} CI {d.lo:.0%}-{d.hi:.0%}" if d.lo is not None else "no CI"
-            print(f"decision accuracy ({d.source}: {d.small_scale}): {d.accuracy:.0%} of {d.pairs} recipe pairs "
-                  f"({ci})")
+            print(_decision_line(d))
+    dec = summary.decision_accuracy
+    if dec is not None and dec.curve:
+        print_table([{"rung": p.model_size, "cell": p.cell, "FLOPs": f"{p.flops:.3g}", "accuracy": p.accuracy,
+                      "90% lo": p.lo, "90% hi": p.hi, "pairs": p.pairs, "close accuracy": p.close_accuracy,
+                      "close pairs": p.close_pairs} for p in dec.curve], title="decision accuracy against compute")
     if f.rolling:
         print_table([{"fitted sizes": ", ".join(f"{n:.3g}" for n in s.fit_sizes), "predicted": f"{s.predicted_size:.3g}",
                       "runs": s.n, "MAE": s.mae, "relative MAE": s.relative_mae, "max error": s.max_error,
