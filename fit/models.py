@@ -469,16 +469,17 @@ class InteractionResult(_Frozen):
     verdict: Literal["additive", "amplifies", "discounts"] = "additive"
     """``additive`` (no detectable interaction), or the direction: quality ``amplifies`` or ``discounts``
     what diversity buys (``gain_ratio`` above or below 1)."""
-    strength: Literal["strong", "weak"]
-    """``strong`` when the interval of ``gain_ratio`` and the bootstrap LR test agree (or, without them,
-    the BIC gap exceeds 6; a gap above 2 already rejects additivity)."""
+    strength: Literal["strong", "weak", "none"]
+    """With a rejection of additivity (the LR test, ``lr_p <= 0.05``): ``strong`` when the BIC gap also exceeds
+    6, else ``weak``; ``none`` when additivity stands (no evidence either way is not strong evidence)."""
     delta_bic: float
     """BIC(additive) - min(BIC(multiplicative), BIC(interaction)) (> 0 favours a non-additive form)."""
     lr_stat: float
-    """Likelihood-ratio statistic of ``interaction`` vs ``additive`` (kappa = 0)."""
+    """Likelihood-ratio statistic of ``interaction`` vs ``additive`` (kappa = 0), ``n log(RSS_add / RSS_int)``."""
     lr_p: float
-    """Its p-value against the parametric bootstrap of the statistic under the additive fit (the chi-square
-    reference is invalid with parameters at their bounds); chi-square 1 df without bootstrap draws."""
+    """Its p-value against the residual bootstrap of the statistic under the additive fit, every draw refitted
+    as the observed data were (the chi-square reference is invalid with parameters at their bounds);
+    chi-square 1 df without bootstrap draws. The one test that decides the verdict."""
     lr_p_method: str = "chi-square (1 df)"
     """How ``lr_p`` was computed."""
     f_stat: float
@@ -622,7 +623,7 @@ class InteractionSummary(_Frozen):
     """``additive`` (the data cannot tell the forms apart), ``amplifies`` or ``discounts`` (quality scales what
     diversity buys up or down)."""
     strength: str
-    """``strong`` or ``weak``."""
+    """``strong``, ``weak`` (additivity rejected by the LR test; strong with a BIC gap above 6) or ``none``."""
     delta_bic: float
     """BIC(additive) - BIC(best other form)."""
     lr_stat: float

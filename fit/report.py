@@ -172,9 +172,9 @@ def _interaction_lines(d: dict[str, Any]) -> list[str]:
             "discounts": "quality discounts what diversity buys"}[i["verdict"]]
     lines = [f"- Verdict: **{i['verdict']}** ({says}); supported form **{i['supported']}** ({i['strength']}; "
              f"BIC(additive) - best other = {_f(i['delta_bic'], 3)})",
-             f"- Likelihood-ratio test of the interaction term (kappa = 0): LR {_f(i['lr_stat'], 3)}, "
-             f"p = {_f(i['lr_p'], 3)} ({i['lr_p_method']}); linearised F test: F {_f(i['f_stat'], 3)}, "
-             f"p = {_f(i['f_p'], 3)}",
+             f"- The one pre-declared test, the likelihood ratio of the interaction term (kappa = 0), decides at 5%: "
+             f"LR {_f(i['lr_stat'], 3)}, p = {_f(i['lr_p'], 3)} ({i['lr_p_method']}); reported only: linearised F "
+             f"test F {_f(i['f_stat'], 3)}, p = {_f(i['f_p'], 3)}",
              f"- Effect size: diversity gain at the highest quality / at the lowest = {_f(i['gain_ratio'], 3)}{ci} "
              "(1 = additive)", "",
              "| law | k | RSS | AIC | BIC | held-out MAE |", "|---|---|---|---|---|---|"]
