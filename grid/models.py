@@ -127,7 +127,10 @@ class RunRecord(_Frozen):
     metadata: dict[str, Any]
     """Run metadata."""
     metrics: dict[str, float] = Field(default_factory=dict)
-    """``"benchmark/metric" -> score`` for every stored metric."""
+    """``"benchmark/metric" -> score`` for every stored metric of the run itself (its final model)."""
+    checkpoints: dict[int, dict[str, float]] = Field(default_factory=dict)
+    """Scored checkpoints: optimizer step -> ``"benchmark/metric" -> score`` (``train/tokens`` is the tokens seen
+    by that step); empty for runs scored only at the end."""
     created_at: datetime | None = None
     """When the run was planned."""
     finished_at: datetime | None = None
@@ -151,6 +154,9 @@ class MetricResult(_Frozen):
     """Items scored."""
     higher_is_better: bool = True
     """Direction of the metric."""
+    step: int | None = None
+    """The optimizer step of the checkpoint scored (checkpoints as data); None: the run's own value (its final
+    model)."""
 
 
 class TrainStats(_Frozen):
