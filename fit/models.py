@@ -364,6 +364,10 @@ class FitResult(_Frozen):
     """``top-flops:F``, ``split`` or ``none``."""
     holdout_source: str = ""
     """Where the split came from: ``stored split column``, ``recomputed over done runs`` or ``none``."""
+    point_target: str = "final"
+    """What each run contributed (:mod:`fit.targets`): ``final`` (its last model), ``envelope`` (its checkpoint
+    with the best validation value, scored on the test benchmark) or ``checkpoints`` (every scored checkpoint
+    past the first 10% of training)."""
     experiment: str = ""
     """Experiment name."""
     benchmark: str = ""
@@ -540,6 +544,11 @@ class FitRequest(_Frozen):
     train_stages: list[str] | None = None
     """Fit only the runs trained with exactly these stages (``["sft"]``, ``["sft", "grpo"]``...); None: all.
     SFT and RL laws are fitted separately (research plan)."""
+    target: Literal["auto", "envelope", "final", "checkpoints"] = "auto"
+    """What each run contributes (:mod:`fit.targets`); ``auto``: the envelope for a loss when runs have scored
+    checkpoints, else the final value."""
+    validation: str = "valid-calls"
+    """Benchmark whose value chooses each run's envelope checkpoint (never a test benchmark)."""
 
 
 class ExperimentFit(_Frozen):
@@ -789,6 +798,8 @@ class FitSummary(_Frozen):
     """Hold-out rule."""
     holdout_source: str
     """Where the split came from."""
+    point_target: str = "final"
+    """What each run contributed: ``final``, ``envelope`` or ``checkpoints`` (:mod:`fit.targets`)."""
     heldout_n: int
     """Held-out runs."""
     heldout_mae: float | None
@@ -843,7 +854,7 @@ class FitSummary(_Frozen):
                    residual_scale=fit.residual_scale, huber_delta=fit.huber_delta, residual_sd=fit.residual_sd,
                    replicate_sd=fit.replicate_sd, lack_of_fit=fit.lack_of_fit, aic=fit.aic, bic=fit.bic,
                    n_bootstrap=len(fit.bootstrap), form_weights=weights, holdout_rule=fit.holdout_rule,
-                   holdout_source=fit.holdout_source, heldout_n=h.n if h else 0, heldout_mae=h.mae if h else None,
+                   holdout_source=fit.holdout_source, point_target=fit.point_target, heldout_n=h.n if h else 0, heldout_mae=h.mae if h else None,
                    heldout_relative_mae=h.relative_mae if h else None,
                    heldout_max_error=h.max_error if h else None,
                    interval_coverage=h.interval_coverage if h else None,

@@ -42,6 +42,12 @@ def _add_fit_args(p: argparse.ArgumentParser, benchmark_required: bool = True) -
     p.add_argument("--stages", metavar="S[,S]",
                    help="fit only runs trained with exactly these stages, e.g. sft or sft,grpo (SFT and RL laws "
                         "are fitted separately); default: every run")
+    p.add_argument("--target", choices=["auto", "envelope", "final", "checkpoints"], default="auto",
+                   help="what each run contributes: envelope (the checkpoint best on the validation benchmark, "
+                        "scored on this one), final (the last model), checkpoints (every scored checkpoint past "
+                        "the first 10%% of training); auto: envelope for a loss when runs have checkpoints")
+    p.add_argument("--validation", default="valid-calls", metavar="B",
+                   help="benchmark that chooses each run's envelope checkpoint (default valid-calls)")
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -160,7 +166,8 @@ def _request(args: argparse.Namespace, experiment: str):
                       holdout=args.holdout, n_bootstrap=args.bootstrap, huber_delta=args.huber_delta,
                       n_starts=args.starts, method=args.method, seed=args.seed, n_jobs=args.jobs,
                       interaction_test=not args.no_interaction, floor=args.floor, stage1_metric=args.stage1_metric,
-                      train_stages=_stages(args.stages) if args.stages else None)
+                      train_stages=_stages(args.stages) if args.stages else None,
+                      target=getattr(args, "target", "auto"), validation=getattr(args, "validation", "valid-calls"))
 
 
 def _stages(text: str) -> list[str]:
@@ -221,9 +228,14 @@ def with_decisions(summary: Any, fit: Any, args: argparse.Namespace) -> Any:
     """``summary`` with the small-to-large decision accuracies of ``fit`` (:mod:`fit.decision`)."""
     from fit.decision import LOSS_METRICS, decisions_for_fit
 
+    from fit.targets import target_values
+
     _, runs, _, _ = _load(args, fit.experiment)
-    observed, law = decisions_for_fit(runs, fit, higher_is_better=fit.metric not in LOSS_METRICS,
-                                      seed=getattr(args, "seed", 0) or 0)
+    values = None
+    if fit.point_target != "final":
+        values = target_values(runs, benchmark=fit.benchmark, metric=fit.metric, target=fit.point_target,
+                               validation=getattr(args, "validation", "valid-calls"))
+    observed, law = decisions_for_fit(runs, fit, higher_is_better=fit.metric not in LOSS_METRICS, values=values)
     return summary.model_copy(update={"decision_accuracy": observed, "decision_accuracy_law": law})
 
 
@@ -280,7 +292,8 @@ def _fit(args: argparse.Namespace) -> int:
         emit_json(summary.model_dump(mode="json"))
         return 0
     tag = " [SIMULATED DATA]" if f.simulated else ""
-    print(f"{f.law} on {f.n_points} runs of {f.experiment} / {f.benchmark}/{f.metric}{tag}; "
+    what = {"envelope": " (early-stopped envelope)", "checkpoints": " (checkpoints)"}.get(f.point_target, "")
+    print(f"{f.law} on {f.n_points} runs{what} of {f.experiment} / {f.benchmark}/{f.metric}{tag}; "
           f"converged={f.converged}; stored as {fit_id or '(not stored)'}")
     if f.n_skipped:
         print(f"skipped {f.n_skipped} done runs without {f.benchmark}/{f.metric}")
