@@ -494,6 +494,14 @@ class TrainSpec(_Frozen):
     max_epochs: float | None = Field(default=None, gt=0.0)
     """Most passes over a run's dataset (sequences seen / rows); a run planned above it is refused before
     training, naming the run. None allows any."""
+    weight_decay: float = Field(default=0.1, ge=0.0, le=1.0, allow_inf_nan=False)
+    """AdamW's decoupled weight decay of every run (and of the learning-rate scan's runs)."""
+    schedule: Literal["cosine", "wsd"] = "cosine"
+    """Learning-rate schedule after the linear warm-up (5% of steps): ``cosine`` decay to the run's last step,
+    or ``wsd`` (warmup-stable-decay: the peak rate held, then a linear decay over the last ``wsd_decay`` share
+    of steps, so checkpoints before the decay are of one constant-rate run)."""
+    wsd_decay: float = Field(default=0.2, gt=0.0, le=1.0)
+    """Share of a run's steps in the final decay of the ``wsd`` schedule."""
 
 
 class EvalSpec(_Frozen):
@@ -507,6 +515,20 @@ class EvalSpec(_Frozen):
     """Of those, items that are also generated and matched (accuracy, ``field_match``), the same
     stratified choice for every run; the rest are only scored (``loss``, ``bpb``, ``token_prob``).
     None generates every item."""
+    validation: str | None = "valid-calls"
+    """Benchmark that chooses among a run's checkpoints (and the learning-rate scan's rates): fixed items on
+    databases disjoint from every test benchmark (an overlap is refused, naming how many items); None: no
+    checkpoints are scored and each run is scored at its end only."""
+    validation_limit: int | None = Field(default=None, ge=1)
+    """Validation items scored per checkpoint (stratified, the same for every run); None: all."""
+    checkpoints: int = Field(default=6, ge=0)
+    """Checkpoints kept and scored per run, evenly spaced, the last at the final step: each on the validation
+    benchmark, and the best one and the last on the test benchmarks (``checkpoint_tests``); 0: the final model
+    only. A run with fewer steps than checkpoints is refused before it trains."""
+    checkpoint_tests: Literal["chosen", "all"] = "chosen"
+    """Which checkpoints the test benchmarks score: ``chosen`` (the one best on validation, and the last),
+    or ``all`` (every checkpoint: ``fit --target checkpoints`` on a test benchmark needs it; costs K test
+    evaluations per run)."""
     backend: Literal["transformers", "openai", "vllm"] = "transformers"
     """Generation backend."""
     endpoint: str | None = None

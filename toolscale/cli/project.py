@@ -106,6 +106,9 @@ def _validate(args: argparse.Namespace) -> int:
         print(f"toolscale: error: {args.config} is not valid ({n} problem{'s' if n > 1 else ''})", file=sys.stderr)
         return 2
     check_tool_axis(cfg)
+    from eval.benchmarks import check_validation
+
+    check_validation(cfg.eval.validation, list(cfg.eval.benchmarks))
     if args.json:
         emit_json(cfg)
     else:
