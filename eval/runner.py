@@ -208,7 +208,8 @@ class _NoModel:
 def evaluate(model_dir_or_gold: str, benchmark: str, *, limit: int | None = None, seed: int = 0,
              backend: str | Backend = "transformers", endpoint: str | None = None, batch_size: int = 8,
              max_new_tokens: int | None = None, threads: int | None = None, device: str = "cpu",
-             items: Sequence[Any] | None = None, generate_limit: int | None = None) -> list[MetricResult]:
+             items: Sequence[Any] | None = None, generate_limit: int | None = None,
+             score_only: bool = False) -> list[MetricResult]:
     """Score a model on one benchmark.
 
     Parameters
@@ -237,6 +238,9 @@ def evaluate(model_dir_or_gold: str, benchmark: str, *, limit: int | None = None
         Call benchmarks: generate and match only this many of the chosen items (stratified, seeded, the
         same ones every run), while every chosen item is scored for ``loss``/``bpb``/``token_prob``;
         None generates all. Generation is most of eval's cost on a CPU.
+    score_only : bool
+        Call benchmarks: generate nothing; only the likelihood metrics (``loss``, ``bpb``, ...) of the chosen
+        items (a validation set choosing among checkpoints needs no more).
 
     Returns
     -------
@@ -284,6 +288,12 @@ def evaluate(model_dir_or_gold: str, benchmark: str, *, limit: int | None = None
         scores = model.score([reference_trajectory(it) for it in chosen])
         return env_metrics(info, rewards, scores)
 
+    if score_only:
+        if gold:
+            return []
+        scores = model.score([reference_request(it) for it in chosen])
+        return likelihood_metrics(info, [(sc.logprob, sc.n_tokens, sc.n_bytes) for it, sc in zip(chosen, scores, strict=True)
+                                         if it.ground_truth and sc.n_tokens > 0]) if scores is not None else []
     generated = chosen if generate_limit is None else select_items(chosen, min(generate_limit, len(chosen)), seed)
     if gold:
         texts = [gold_completion(it) for it in generated]

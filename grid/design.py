@@ -422,6 +422,7 @@ def build_design(config: ExperimentConfig, learning_rates: dict[str, float] | No
     cells, top, cell_points = _crossing(config, _cells(config), points)
     runs, duplicates = _expand_runs(config, version, cells, cell_points, points, learning_rates)
     _check_epochs(config, runs)
+    _check_checkpoints(config, runs)
     runs, split = _split(config, runs, cells[top])
     rows = _cell_rows(cells, runs)
     summary = _summary(config, version, points=points, runs=runs, cells=rows, split=split, duplicates=duplicates)
@@ -457,6 +458,17 @@ def _check_epochs(config: ExperimentConfig, runs: list[RunSpec]) -> None:
             f"run {r.run_id} ({r.model_size}, {r.metadata['max_steps']} steps x "
             f"{sizes[r.model_size].batch_size} over task_count {r.recipe['task_count']:g}: {e:.2f} epochs); "
             "raise the task_count axis's min or plan fewer tokens")
+
+
+def _check_checkpoints(config: ExperimentConfig, runs: list[RunSpec]) -> None:
+    """DesignError naming a run with fewer steps than ``[eval] checkpoints`` (before anything trains)."""
+    k = config.eval.checkpoints if config.eval.validation is not None else 0
+    short = [r for r in runs if int(r.metadata["max_steps"]) < k]
+    if short:
+        r = min(short, key=lambda r: int(r.metadata["max_steps"]))
+        raise DesignError(f"{len(short)} run(s) train fewer steps than eval.checkpoints = {k}, the fewest run "
+                          f"{r.run_id} ({r.model_size}, {r.metadata['max_steps']} steps); keep fewer checkpoints "
+                          "or plan more tokens")
 
 
 def _estimated_cost(config: ExperimentConfig, runs: list[RunSpec]) -> EstimatedCost:

@@ -27,9 +27,11 @@ LADDER = [
 ]
 
 
-def cfg(design: dict | None = None, axes: list | None = None, ladder: list | None = None, **experiment):
+def cfg(design: dict | None = None, axes: list | None = None, ladder: list | None = None, evals: dict | None = None,
+        **experiment):
     return parse_config({"experiment": {"name": "t", **experiment}, "axes": axes or AXES,
-                         "ladder": ladder or LADDER, "design": {"kind": "fractional", **(design or {})}})
+                         "ladder": ladder or LADDER, "design": {"kind": "fractional", **(design or {})},
+                         "eval": evals or {}})
 
 
 def preset(name: str):
@@ -189,11 +191,11 @@ def test_default_preset_fits_three_sizes_in_about_440_runs():
 
 
 def test_top_rung_runs_only_at_its_largest_multiple():
-    d = build_design(cfg({"token_multipliers": [0.5, 1.0], "center_points": 0}))
+    d = build_design(cfg({"token_multipliers": [0.5, 1.0], "center_points": 0}, evals={"checkpoints": 4}))
     cells = [(c.model_size, c.token_multiplier, c.split) for c in d.cells]
     assert cells == [("s", 0.5, "fit"), ("s", 1.0, "fit"), ("l", 1.0, "heldout")]
     # without a held-out share every rung is crossed with every multiple
-    d = build_design(cfg({"token_multipliers": [0.5, 1.0], "heldout_fraction": 0.0}))
+    d = build_design(cfg({"token_multipliers": [0.5, 1.0], "heldout_fraction": 0.0}, evals={"checkpoints": 4}))
     assert len(d.cells) == 4 and all(c.split == "fit" for c in d.cells)
 
 
@@ -304,3 +306,11 @@ def test_demo_preset_follows_the_protocol_at_small_scale():
     assert max(nonemb) / min(nonemb) >= 8 and c.train.tokenizer == "shared" and c.lr_scan is not None
     assert {r.metadata["tokens_per_param"] for r in d.runs if r.split == "fit"} == {2.0, 6.0, 20.0}
     assert c.eval.benchmarks == ["indist-calls", "heldout-servers"]
+
+
+def test_a_run_with_fewer_steps_than_checkpoints_is_refused_naming_it():
+    c = cfg({"token_multipliers": [0.5, 1.0], "center_points": 0})  # s at 0.5: 5 steps, 6 checkpoints
+    with pytest.raises(DesignError, match=r"train fewer steps than eval.checkpoints = 6, the fewest run r-[0-9a-f]+ "
+                                          r"\(s, 5 steps\)"):
+        build_design(c)
+    build_design(cfg({"token_multipliers": [0.5, 1.0], "center_points": 0}, evals={"validation": None}))  # none kept
