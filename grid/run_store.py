@@ -317,8 +317,10 @@ class RunStore(Connection):
             n = t.params if t else None
             flops = t.train_flops if t else None
             if t and (r.extra or {}).get("param_count") == "nonembedding" and t.params_nonembedding:
-                # the design's N: the non-embedding count
-                n, flops = t.params_nonembedding, training_flops(t.params_nonembedding, t.train_tokens)
+                # the design's N: the non-embedding count; FLOPs as the run counted them (attention included
+                # since train_flops_6nd exists beside it)
+                n = t.params_nonembedding
+                flops = t.train_flops if t.train_flops_6nd is not None else training_flops(n, t.train_tokens)
             done.append((r.run_id, finished(r), r.job_id, n, t.train_tokens if t else None, flops,
                          self._json({"dataset_id": r.dataset_id, "train": t.model_dump() if t else None, **r.extra})))
         if done:

@@ -51,6 +51,7 @@ __all__ = [
     "BUDGET_UNITS",
     "FLOPS_PER_PARAM_TOKEN",
     "training_flops",
+    "model_flops",
 ]
 
 BUDGET_UNITS = ("usd", "gpu_hours")
@@ -74,6 +75,24 @@ def training_flops(params: float, tokens: float) -> float:
     1.2e+16
     """
     return FLOPS_PER_PARAM_TOKEN * params * tokens
+
+
+def model_flops(params_nonembedding: float, tokens: float, *, n_layers: int, width: int, vocab: int,
+                context: float) -> float:
+    """Training FLOPs with attention and the unembedding counted: ``6 D (N + L n_ctx d + V d)``.
+
+    Kaplan et al. (2020), Table 1: a forward pass costs ``2 N + 2 L n_ctx d`` per token (N the non-embedding
+    parameters, the second term the attention logits over a context of ``n_ctx`` tokens), plus ``2 d V`` for
+    the unembedding; training is three forward passes. ``6 N D`` (:func:`training_flops`) drops the two
+    extra terms, which is fine at real widths (``d >> n_ctx``) and far off for CPU proxies, where attention
+    over a 1,000-token context costs more than the weight matrices (``n_ctx`` is the mean training sequence).
+
+    Examples
+    --------
+    >>> model_flops(41652, 1e6, n_layers=2, width=36, vocab=512, context=1024) / training_flops(41652, 1e6)
+    3.2126...
+    """
+    return FLOPS_PER_PARAM_TOKEN * tokens * (params_nonembedding + n_layers * context * width + vocab * width)
 
 
 class _Frozen(BaseModel):
@@ -220,6 +239,15 @@ class ModelSize(_Frozen):
         """Planned training FLOPs of one run at this rung: ``6 N D`` with N and D as above."""
         return training_flops(self.approx_params, self.planned_tokens)
 
+    def real_flops(self, tokens: float, context: float | None = None) -> float:
+        """Training FLOPs of ``tokens`` with attention and the unembedding counted (:func:`model_flops`), at a
+        mean sequence of ``context`` tokens (default ``max_seq_len``); ``6 N D`` for a pretrained rung, whose
+        architecture the config does not hold."""
+        if self.params is not None or self.pretrained:
+            return training_flops(self.approx_params, tokens)
+        return model_flops(self.approx_params_nonembedding, tokens, n_layers=self.num_layers, width=self.hidden_size,
+                           vocab=self.vocab_size, context=context or self.max_seq_len)
+
 
 class DesignSpec(_Frozen):
     """The experimental design over the data axes, crossed with the ladder (grid/)."""
@@ -240,6 +268,12 @@ class DesignSpec(_Frozen):
     """Center points added to the design (noise and curvature)."""
     replicates: int = Field(default=1, ge=1)
     """Seeds per design point (replicated seeds give a noise estimate)."""
+    top_fit_replicates: int | None = Field(default=None, ge=1)
+    """Seeds per design point at the largest fitted rung (every cell of it): the seed noise where decisions are
+    made and pure error for the lack-of-fit test; None: ``replicates``."""
+    heldout_replicates: int | None = Field(default=None, ge=1)
+    """Seeds per design point in the held-out cell (seed means are what the law is checked against); None:
+    ``replicates``."""
     foldover: list[str] = Field(default_factory=list)
     """Axes to fold over (break their aliases); empty for no fold-over."""
     token_multipliers: list[float] = Field(default_factory=lambda: [1.0])

@@ -379,7 +379,8 @@ def train_sft(data_dir: str | Path, size: ModelSize, out_dir: str | Path, *, max
     tokens = float(state.num_input_tokens_seen)
     final_loss = curve[-1]["loss"] if curve else None
     stats = TrainStats(params=float(params), params_nonembedding=float(params_nonemb), train_tokens=tokens,
-                       train_flops=training_flops(params, tokens), wall_s=accounting.wall_s,
+                       train_flops=_flops(size, model, params, params_nonemb, tokens, state.global_step),
+                       train_flops_6nd=training_flops(params_nonemb, tokens), wall_s=accounting.wall_s,
                        final_loss=final_loss if final_loss is None or math.isfinite(final_loss) else None,
                        steps=int(state.global_step))
     snapshots = _snapshots(out, keep, snaps.seen, tokens)
@@ -388,6 +389,19 @@ def train_sft(data_dir: str | Path, size: ModelSize, out_dir: str | Path, *, max
                "data": {k: v for k, v in data.items() if k != "examples"}}
     _write_json(out / STATS_FILE, payload)
     return stats
+
+
+def _flops(size: ModelSize, model: Any, params: float, params_nonemb: float, tokens: float, steps: int) -> float:
+    """The run's training FLOPs: attention and the unembedding counted for a proxy built from config
+    (:func:`toolscale.config.model_flops`, the context the mean sequence trained), ``6 N D`` for a pretrained one."""
+    from toolscale.config import model_flops
+
+    cfg = getattr(model, "config", None)
+    if size.pretrained or cfg is None or not steps:
+        return training_flops(params, tokens)
+    context = tokens / (steps * size.batch_size)
+    return model_flops(params_nonemb, tokens, n_layers=int(cfg.num_hidden_layers), width=int(cfg.hidden_size),
+                       vocab=int(cfg.vocab_size), context=context)
 
 
 def _snapshots(out: Path, keep: list[int], seen: dict[int, float], final_tokens: float) -> list[dict[str, Any]]:
