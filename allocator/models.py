@@ -231,6 +231,8 @@ class AllocationPlan(_Frozen):
     rung within the budget, scored by the plan's law; None when no observed recipe fits the budget."""
     best_observed_source: str = ""
     """Where ``best_observed`` came from: the rung and cell, its observed value, the runs averaged."""
+    best_observed_interval: tuple[float, float] | None = None
+    """90% interval of ``best_observed``'s predicted score over the draws."""
     gain_over_best_observed: float | None = None
     """``plan.predicted_score - best_observed.predicted_score`` (score points); the plan must beat it."""
     best_observed_gain_interval: tuple[float, float] | None = None

@@ -366,17 +366,19 @@ def decide(gain: float, gain_interval: tuple[float, float] | None, replicate_sd:
 def versus_observed(request: AllocationRequest, surface: Surface, levels: Mapping[str, float],
                     observed: tuple[Mapping[str, float], str] | None) -> dict[str, Any]:
     """The plan against the best recipe observed at the largest fitted rung, both scored by the plan's law:
-    the :class:`AllocationPlan` fields ``best_observed``, ``best_observed_source``, ``gain_over_best_observed``
-    and ``best_observed_gain_interval`` (empty without such a recipe)."""
+    the :class:`AllocationPlan` fields ``best_observed``, ``best_observed_source``, ``best_observed_interval``,
+    ``gain_over_best_observed`` and ``best_observed_gain_interval`` (empty without such a recipe)."""
     if observed is None:
         return {}
     obs_levels, source = observed
     full = {a.name: float(obs_levels.get(a.name, a.baseline if a.kind == "quality" else a.lower))
             for a in request.axes}
     plan = make_plan(request, full, surface.score)
-    gain = score_at(surface.score, levels, request.model_params) - plan.predicted_score
+    n = request.model_params
+    gain = score_at(surface.score, levels, n) - plan.predicted_score
     return {"best_observed": plan, "best_observed_source": source, "gain_over_best_observed": gain,
-            "best_observed_gain_interval": percentile_interval(_gains(surface, levels, full, request.model_params))}
+            "best_observed_interval": percentile_interval([score_at(d, full, n) for d in surface.draws]),
+            "best_observed_gain_interval": percentile_interval(_gains(surface, levels, full, n))}
 
 
 def beats_observed(decision: Decision, fields: Mapping[str, Any]) -> Decision:

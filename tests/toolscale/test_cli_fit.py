@@ -364,4 +364,4 @@ def test_law_auto_for_a_loss_chooses_by_rung_cv_and_says_so(tmp_path, capsys):
     assert f"predicted loss: {shown:.4f}" in text and "lower is better" in text
     lo, hi = plan["regret_interval"]  # what the plan may leave on the table, in the draws' own terms
     assert 0.0 <= lo <= plan["expected_regret"] <= hi
-    assert f"90% bound {hi:.4f}" in text
+    assert f"95th-percentile bound {hi:.4f}" in text  # labelled by the percentile it is
