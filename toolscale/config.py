@@ -360,6 +360,10 @@ class SynthSpec(_Frozen):
     (``{ repo_path = ["/data/repo"] }``); other arguments get generated values."""
     max_turns: int = Field(default=32, ge=1, le=256)
     """Most assistant turns of an LLM policy per trajectory (ASTRA: 32), in turns."""
+    tool_spread: Literal["servers", "stratified"] = "servers"
+    """How ``tool_diversity`` tools are drawn: ``servers`` (whole servers in a seeded order: a small level covers
+    few servers) or ``stratified`` (one tool per server in turn: the tool axis then measures diversity, not
+    which servers a benchmark's items fall on)."""
     heldout_servers: list[str] = Field(default_factory=list)
     """Bundled server names reserved for evaluation; empty uses the package default."""
     error_rate: float = Field(default=0.2, ge=0.0, le=1.0)
