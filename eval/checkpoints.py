@@ -52,8 +52,10 @@ def evaluate_checkpoints(snapshots: Sequence[dict[str, Any]], spec: Any, *,
     snapshots : ``[{"step", "tokens", "path"}]`` in step order (``train_stats.json``'s ``snapshots``).
     spec : the config's ``[eval]`` section (``validation``, ``validation_limit``, ``benchmarks``,
         ``checkpoint_tests``, ``limit``, ``generate_limit``).
-    score : ``score(model_dir, benchmark, *, limit, generate_limit, score_only) -> rows`` (one model load per
-        folder is the caller's business; :func:`eval.runner.evaluate` fits).
+    score : ``score(model_dir, benchmark, *, limit, generate_limit, score_only, diagnostics) -> rows`` (one model
+        load per folder is the caller's business; :func:`eval.runner.evaluate` fits); ``diagnostics`` is True
+        for the chosen checkpoint's test benchmarks (:mod:`eval.diagnostics`: bits per byte by span type, on
+        seen and unseen tools, the uniform and unigram baselines).
 
     The summary holds ``chosen_step``, ``last_step``, the validation value of each step and the tokens.
     """
@@ -63,7 +65,8 @@ def evaluate_checkpoints(snapshots: Sequence[dict[str, Any]], spec: Any, *,
     valid: dict[int, float] = {}
     for snap in snapshots:
         step = int(snap["step"])
-        got = score(snap["path"], spec.validation, limit=spec.validation_limit, generate_limit=None, score_only=True)
+        got = score(snap["path"], spec.validation, limit=spec.validation_limit, generate_limit=None, score_only=True,
+                    diagnostics=False)
         rows += _tagged(got, step)
         rows.append(MetricResult(benchmark=TOKENS_BENCHMARK, metric="tokens", score=float(snap["tokens"]),
                                  higher_is_better=True, step=step))
@@ -76,7 +79,7 @@ def evaluate_checkpoints(snapshots: Sequence[dict[str, Any]], spec: Any, *,
     for step in wanted:
         for bench in spec.benchmarks:
             got = score(by_step[step]["path"], bench, limit=spec.limit, generate_limit=spec.generate_limit,
-                        score_only=False)
+                        score_only=False, diagnostics=step == chosen)
             rows += _tagged(got, step)
             if step == last:
                 rows += _tagged(got, None)  # the run's own value: its final model

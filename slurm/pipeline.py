@@ -162,7 +162,24 @@ def checkpoints_kept(cfg: Any) -> int:
     return int(cfg.eval.checkpoints)
 
 
-def _evaluate(cfg: Any, model_dir: Path, keep: int) -> tuple[list[Any], dict[str, Any]]:
+def run_diagnostics(data_dir: Path, tokenizer: Any) -> Any:
+    """The :class:`eval.diagnostics.Diagnostics` of a run: the tools its dataset used (manifest) and the unigram
+    model of its training tokens (the assistant tokens it was trained on, under its tokenizer)."""
+    from eval.diagnostics import Diagnostics, unigram_logprobs
+    from train.data import read_rows, tokenize_rows
+
+    manifest = json.loads((data_dir / "manifest.json").read_text(encoding="utf-8"))
+    vocab = len(tokenizer)
+    counts = [0] * vocab
+    for ex in tokenize_rows(read_rows(data_dir), tokenizer, 1 << 20, seed=0)["examples"]:
+        for t, m in zip(ex["input_ids"], ex["assistant_masks"]):
+            if m and t < vocab:
+                counts[t] += 1
+    return Diagnostics(seen_tools=frozenset(manifest.get("tools") or []), unigram=unigram_logprobs(counts),
+                       vocab_size=vocab)
+
+
+def _evaluate(cfg: Any, model_dir: Path, keep: int, data_dir: Path | None = None) -> tuple[list[Any], dict[str, Any]]:
     """``(metric rows, checkpoint summary)``: every kept checkpoint scored by :func:`eval.checkpoints.evaluate_checkpoints`
     (one model load per checkpoint), or the final model alone on every benchmark. Seed 0: every run is scored
     on the same items, so scores differ by model, not by sample."""
@@ -176,12 +193,16 @@ def _evaluate(cfg: Any, model_dir: Path, keep: int) -> tuple[list[Any], dict[str
     from eval.checkpoints import evaluate_checkpoints
 
     loaded: dict[str, Any] = {}
+    diag: list[Any] = []
 
-    def score(path: str, bench: str, **kw: Any) -> list[Any]:
+    def score(path: str, bench: str, *, diagnostics: bool = False, **kw: Any) -> list[Any]:
         if path not in loaded:
             loaded.clear()  # one model in memory at a time
             loaded[path] = get_backend("transformers", path, threads=cfg.train.threads)
-        return evaluate(path, bench, seed=0, backend=loaded[path], **kw)
+        if diagnostics and data_dir is not None and not diag:
+            diag.append(run_diagnostics(data_dir, loaded[path].tokenizer))
+        return evaluate(path, bench, seed=0, backend=loaded[path], diagnostics=diag[0] if diagnostics and diag else None,
+                        **kw)
 
     return evaluate_checkpoints(snapshots, cfg.eval, score=score)
 
@@ -232,7 +253,7 @@ def run_pipeline(run: RunSpec, workdir: Path, checkpoint: dict[str, Any] | None)
     state.update(stage="trained", model=str(model_dir))
     save_checkpoint(workdir, state)
 
-    metrics, ckpt_summary = _evaluate(cfg, model_dir, keep)
+    metrics, ckpt_summary = _evaluate(cfg, model_dir, keep, data_dir)
     stage_s["eval"] = time.monotonic() - t0 - stage_s["dataset"] - stage_s["train"]
     state.update(stage="evaluated")
     save_checkpoint(workdir, state)
