@@ -85,6 +85,8 @@ class NarrativeSource:
     """Whether the trajectory was kept in ``train.jsonl`` (passed the judge and every check)."""
     judge_mean: float | None
     """Mean seven-dimension judge score, None if it was never judged."""
+    reason: str | None = None
+    """Why it was not kept (``judge_failed``, ``judge_rejected``, ``filtered``); None when kept."""
 
 
 @dataclass(frozen=True)
