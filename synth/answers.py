@@ -54,7 +54,12 @@ def _value(v: Any) -> str:
 
 
 def _main_facts(tool: str, out: dict) -> list[tuple[str, str]]:
-    """The leading facts of one result when nothing was asked by name (tool's own field order)."""
+    """The leading facts of one result when nothing was asked by name (tool's own field order); a text
+    result gives its first lines, quoted."""
+    if set(out) == {"result"} and isinstance(out["result"], str):
+        lines = [ln.strip() for ln in out["result"].splitlines() if ln.strip() and not ln.strip().startswith("(")]
+        text = "; ".join(lines[:3])
+        return [("result", f'"{text[:100]}"')] if text else []
     lists = [(k, v) for k, v in out.items() if isinstance(v, list)]
     if lists:
         k, items = lists[0]

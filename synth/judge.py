@@ -18,7 +18,7 @@ The dimensions follow ASTRA (seed 000, Q3), each a score in [0, 1], averaged wit
     1 - (calls repeating an earlier successful call with the same arguments) / all calls;
 ``final_answer``
     0 without a final answer, or when it leaves out a requested field (:func:`synth.rules.requested_fields`)
-    or breaks the request's language or failure-report constraint; else ``0.5 * faithful + 0.5 * complete``,
+    or breaks the request's language or failure-report constraint; else ``faithful * (0.5 + 0.5 * complete)``,
     where *faithful* is the share of ids and numbers in the answer that occur in the query or a tool
     result and *complete* the share of requested fields stated (1 with none), times 0 when a call was
     abandoned and the answer does not say so.
@@ -158,7 +158,7 @@ def _final_answer(query: str, text: str, tool_msgs: list[dict], ok: dict[str, bo
     complete = 1.0
     failed_tools = {m["name"] for m in tool_msgs if not ok.get(m["tool_call_id"])} - {m["name"] for m in good}
     honest = 0.0 if failed_tools and not any(a in text.lower() for a in _ADMIT) else 1.0
-    return (0.5 * faithful + 0.5 * complete) * honest
+    return faithful * (0.5 + 0.5 * complete) * honest
 
 
 def _args(call: dict) -> dict:

@@ -25,7 +25,7 @@ from typing import Any
 
 from synth.models import ToolDoc
 
-__all__ = ["READ_VERBS", "DESTRUCTIVE_VERBS", "effect", "text_fields", "tool_noun", "given_values",
+__all__ = ["READ_VERBS", "DESTRUCTIVE_VERBS", "effect", "creates", "text_fields", "tool_noun", "given_values",
            "Observations", "harvest", "user_match", "value_sources"]
 
 READ_VERBS = frozenset({"get", "list", "search", "find", "show", "read", "describe", "fetch", "query", "status",
@@ -128,7 +128,7 @@ def given_values(doc: ToolDoc, param: str, arg_values: dict[str, list], command:
     quoted = _QUOTED.findall(str(spec.get("description", ""))) if isinstance(spec, dict) else []
     if quoted:
         return list(dict.fromkeys(quoted))
-    if any(w in param.lower() for w in ("path", "repo", "dir", "root")):
+    if _pathlike(param):
         return [t for t in command.split() if t.startswith("/")][-1:]
     return []
 
@@ -200,10 +200,20 @@ def user_match(field: str, param: str, param_description: str, tool_description:
         return 1.0
     if p in (f"{f}_name", f"{f}_id") or p.endswith("_" + f) or f.endswith("_" + p):
         return 0.8
-    if f in ("items", "result", "date", "message", "author", "name", "status"):
+    if f in ("items", "result", "date", "message", "author", "name", "status") or _pathlike(p):
         return 0.0
-    text = param_description or tool_description
-    return 0.6 if f.rstrip("s") in _words(text) and p in text.lower() + " " + p else 0.0
+    if param_description:
+        return 0.6 if f.rstrip("s") in _words(param_description) else 0.0
+    return 0.6 if f.rstrip("s") in _words(tool_description) else 0.0
+
+
+def _pathlike(param: str) -> bool:
+    return any(w in param.lower() for w in ("path", "repo", "dir", "root"))
+
+
+def creates(doc: ToolDoc) -> bool:
+    """Whether a tool makes a new named thing (its ``*_name`` parameters want a new name, never a seen one)."""
+    return any(w in doc.name.lower() for w in ("create", "new", "make", "init"))
 
 
 def value_sources(doc: ToolDoc, arg_values: dict[str, list], command: str, observed: dict[str, list[Any]]
@@ -213,7 +223,7 @@ def value_sources(doc: ToolDoc, arg_values: dict[str, list], command: str, obser
     props = doc.parameters.get("properties", {})
     for p in doc.required:
         vals = given_values(doc, p, arg_values, command)
-        if not vals:
+        if not vals and not (creates(doc) and p.endswith("_name")):
             spec = props.get(p, {}) if isinstance(props.get(p), dict) else {}
             best = sorted(((user_match(f, p, str(spec.get("description", "")), doc.description), f)
                            for f in observed), reverse=True)

@@ -94,13 +94,20 @@ class ServerSpec:
     kind: str = "bundled"
     phrasings: dict[str, tuple[str, ...]] = field(default_factory=dict)
     """More phrasings per tool (the first is ``intents[tool]``); empty uses ``intents`` alone."""
-    values: dict[str, list] = field(default_factory=dict)
-    """Observed values per query source key (``obs:NAME``), for user servers (:mod:`synth.observe`)."""
+    no_refs: frozenset[tuple[str, str]] = frozenset()
+    """``(tool, param)`` pairs no earlier output may fill (a user server's given values win, a creating
+    tool wants a new name)."""
     graph: nx.DiGraph = field(init=False)
     entries: list[str] = field(init=False)
 
     def __post_init__(self) -> None:
         self.graph = tool_graph(list(self.docs.values()), user=self.kind == "live")
+        for a, b, data in list(self.graph.edges(data=True)):
+            keep = [m for m in data["matches"] if (b, m[1]) not in self.no_refs]
+            if keep:
+                self.graph.edges[a, b].update(matches=keep, weight=max(x[2] for x in keep))
+            else:
+                self.graph.remove_edge(a, b)
         self.entries = entry_tools(self.graph, {t: set(s) for t, s in self.sources.items()})
 
     def supplier_field(self, a: str, b: str, param: str) -> str | None:

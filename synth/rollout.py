@@ -89,7 +89,8 @@ def _extract(output: dict | None, fld: str) -> Any:
     if isinstance(output.get("result"), str):
         from synth.observe import text_fields
 
-        found = text_fields(output["result"]).get(fld)
+        fields = text_fields(output["result"])
+        found = fields.get(fld) or fields.get("items")  # a listing's bare lines are the tool's noun
         return found[0] if found else None
     return None
 

@@ -98,6 +98,7 @@ _REPORT = re.compile(r"(?i)\b(if anything fails|tell me (exactly )?what went wro
 ADMIT = ("could not", "couldn't", "unable", "failed", "did not respond", "didn't respond", "did not go through",
           "no pude", "n'ai pas pu", "konnte", "timed out", "unreachable")
 _WORD = re.compile(r"[a-zà-ÿ]+")
+_QUOTES = re.compile(r'"[^"]*"|«[^»]*»')
 
 
 def is_error(content: str) -> bool:
@@ -181,8 +182,9 @@ def constraints(query: str) -> Constraints:
 
 
 def answer_language(text: str) -> str | None:
-    """The language whose function words are most frequent in ``text`` (None without any)."""
-    words = _WORD.findall(text.lower())
+    """The language whose function words are most frequent in ``text``, quoted passages ("...", «...»: a
+    tool's own words) left out; None without any."""
+    words = _WORD.findall(_QUOTES.sub(" ", text).lower())
     counts = {lang: sum(w in stop for w in words) for lang, stop in LANGUAGES.items()}
     best = max(counts, key=lambda k: counts[k])
     return best if counts[best] > 0 else None

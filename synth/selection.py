@@ -156,12 +156,15 @@ def user_spec(server: str, docs: list[ToolDoc], arg_values: dict[str, list], com
     """The synthesis view of a live user server: output fields as declared or observed, edges by
     :func:`synth.observe.user_match`, query values only from given or observed values
     (:func:`synth.observe.value_sources`; a parameter without any can only come from an earlier output)."""
-    from synth.observe import value_sources
+    from synth.observe import creates, given_values, value_sources
 
     by_name = {d.name: d for d in docs}
     sources = {n: value_sources(d, arg_values, command, observed) for n, d in by_name.items()}
     intents = {n: user_intent(d) for n, d in by_name.items()}
-    return ServerSpec(server, by_name, sources, intents, kind="live")
+    no_refs = frozenset((n, p) for n, d in by_name.items() for p in d.required
+                        if given_values(d, p, arg_values, command) or (creates(d) and p.endswith("_name")))
+    spec = ServerSpec(server, by_name, sources, intents, kind="live", no_refs=no_refs)
+    return spec
 
 
 def select_tools(recipe: Recipe, extra_specs: dict[str, ServerSpec] | None = None) -> dict[str, ServerSpec]:
@@ -189,5 +192,5 @@ def select_tools(recipe: Recipe, extra_specs: dict[str, ServerSpec] | None = Non
             chosen[name] = ServerSpec(name, {t: spec.docs[t] for t in tools},
                                       {t: spec.sources[t] for t in tools}, {t: spec.intents[t] for t in tools},
                                       kind=spec.kind, phrasings={t: spec.phrasings[t] for t in tools
-                                                                 if t in spec.phrasings})
+                                                                 if t in spec.phrasings}, no_refs=spec.no_refs)
     return chosen

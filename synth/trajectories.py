@@ -193,23 +193,33 @@ def called_chain(trace: Trace) -> list[str]:
 
 
 def executed_structure(trace: Trace) -> str:
-    """The dependency structure of the calls made (:func:`synth.narratives.executed_flows`): ``fan-in`` when a
-    call took values from two calls, ``fan-out`` when one call fed two, ``parallel`` for two or more
-    calls with no flow, else ``chain``."""
-    from synth.narratives import executed_flows
+    """The dependency structure of the calls made: each argument value not in the request comes from the
+    earliest successful call whose output holds it (its origin); ``fan-in`` when a call took values from
+    two calls, ``fan-out`` when one call fed two, ``parallel`` for two or more calls with no flow, else
+    ``chain``."""
+    from synth.provenance import value_in
+    from synth.rules import output_pairs
 
-    flows = executed_flows(trace)
+    query = "\n".join(m["content"] for m in trace.messages if m["role"] == "user")
+    done: list[Any] = []
     suppliers: dict[str, set[str]] = {}
     consumers: dict[str, set[str]] = {}
-    for f in flows:
-        suppliers.setdefault(f.dst_call, set()).add(f.src_call)
-        consumers.setdefault(f.src_call, set()).add(f.dst_call)
+    for r in trace.records:
+        if not r.ok:
+            continue
+        for value in r.args.values():
+            if value_in(value, query):
+                continue
+            src = next((d for d in done if any(x == value for _, x in output_pairs(d.output))), None)
+            if src is not None:
+                suppliers.setdefault(r.id, set()).add(src.id)
+                consumers.setdefault(src.id, set()).add(r.id)
+        done.append(r)
     if any(len(s) >= 2 for s in suppliers.values()):
         return "fan-in"
     if any(len(c) >= 2 for c in consumers.values()):
         return "fan-out"
-    if not flows and len({r.tool for r in trace.records} | {r.id for r in trace.records if not r.retry}) >= 2 \
-            and sum(not r.retry for r in trace.records) >= 2:
+    if not suppliers and sum(not r.retry for r in trace.records) >= 2:
         return "parallel"
     return "chain"
 
@@ -227,10 +237,11 @@ def roll_out(recipe: Recipe, slot: TaskSlot, plan: Plan, spec: ServerSpec, backe
         trace = roles.policy.rollout(plan, spec, backend, random.Random(f"{recipe.seed}:exec:{slot.index}"),
                                      recipe.error_rate)
     except SampleRejected as err:
-        tally.reject(slot.index, slot.server, "rollout", err.reason, str(err), getattr(err, "messages", None))
+        tally.reject(slot.index, slot.server, "rollout", err.reason, str(err), getattr(err, "messages", None),
+                     query=plan.query)
         return None, None
     except ServerError as err:
-        tally.reject(slot.index, slot.server, "rollout", "server_error", str(err))
+        tally.reject(slot.index, slot.server, "rollout", "server_error", str(err), query=plan.query)
         tally.dead.add((slot.server, slot.instance))
         tally.stats[f"server_error:{slot.server}"] += 1
         return None, None
