@@ -104,13 +104,18 @@ def final_answer(query: str, done: list[tuple[str, dict]], failed: list[tuple[st
     if parts:
         body = joint.join(parts)
         text = rng.choice(frames["lead"]).format(f=body, F=body[:1].upper() + body[1:])
+    fails = []
     for tool, kind in dict.fromkeys(failed):
         what = phrase.get(tool, tool.replace("_", " "))
-        form = rng.choice(frames["fail"])
-        text += (" " if text else "") + form.format(t=what, T=what[:1].upper() + what[1:],
-                                                    why=frames["why"].get(kind, frames["why"]["tool_error"]))
-    if not text:
-        text = frames["none"][0]
-    if c.short and len(text.split()) > SHORT_WORDS:
-        text = " ".join(text.split()[:SHORT_WORDS - 1]).rstrip(",;:") + "."
-    return text
+        form = frames["fail"][0] if c.short else rng.choice(frames["fail"])
+        fails.append(form.format(t=what, T=what[:1].upper() + what[1:],
+                                 why=frames["why"].get(kind, frames["why"]["tool_error"])))
+    tail = " ".join(fails)
+    if c.short:  # the admission of what failed is never cut; the facts are
+        room = SHORT_WORDS - 1 - len(tail.split())
+        words = text.split()
+        text = " ".join(words[:max(room, 0)]).rstrip(",;:") + ("." if 0 < room < len(words) else "")
+        if len(tail.split()) >= SHORT_WORDS:
+            tail = frames["fail"][0].format(t="finish", T="Finish", why=frames["why"]["tool_error"])
+    text = (text + " " + tail).strip() if tail else text
+    return text or frames["none"][0]

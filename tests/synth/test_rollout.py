@@ -56,7 +56,7 @@ def test_recovery_retry_and_honest_failure():
                 if nxt["tool_calls"] and m["name"] in [c["function"]["name"] for c in nxt["tool_calls"]]:
                     retried += 1
         if trace.abandoned:
-            assert any(a in trace.messages[-1]["content"] for a in ADMIT)
+            assert any(a in trace.messages[-1]["content"].lower() for a in ADMIT)
             honest += 1
     assert retried > 20 and honest > 5
 
