@@ -112,7 +112,10 @@ def best_observed(runs: Sequence[Any], config: ExperimentConfig, *, key: str, lo
     the early-stopped envelope) or the stored metric ``key``. Recipes whose cost (``cost.total`` at
     ``model_params``) exceeds the budget are not candidates. None when no observed recipe fits.
     """
-    from fit.decision import recipe_key
+    import json
+
+    def recipe_key(recipe: dict[str, float]) -> str:
+        return json.dumps({k: float(v) for k, v in sorted(recipe.items())})
 
     def value(r: Any) -> float | None:
         v = values.get(r.run_id) if values is not None else (r.metrics or {}).get(key)

@@ -276,15 +276,15 @@ def _observed(ld: _Loaded, benchmark: str) -> tuple[dict[str, float], str] | Non
     """The best recipe observed at the largest fitted rung within the budget (:func:`allocator.baseline.best_observed`),
     valued by the fit's own target (the early-stopped envelope when the fit used it)."""
     from allocator.baseline import best_observed
-    from fit.errors import FitInputError
     from fit.targets import target_values
+    from toolscale.errors import UsageError
 
     values = None
     if ld.fit.point_target != "final":
         try:
             values = target_values(ld.fitted_runs, benchmark=benchmark, metric=ld.fit.metric,
                                    target=ld.fit.point_target, validation=ld.config.eval.validation or "valid-calls")
-        except FitInputError:
+        except UsageError:  # runs without checkpoints: their stored values
             values = None
     return best_observed(ld.fitted_runs, ld.config, key=f"{benchmark}/{ld.fit.metric}",
                          lower_is_better=ld.fit.target == "loss", cost=ld.request.cost,

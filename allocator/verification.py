@@ -96,14 +96,18 @@ def comparison_interval(gain: float, interval: tuple[float, float] | None, seed_
 
 def pooled_arm_sd(per_seed: Mapping[str, Mapping[int, float]], arms: Sequence[VerificationArm]) -> float | None:
     """SD of one run across seeds pooled within the arms (each recipe once: arms sharing runs count once)."""
-    from fit.decision import pooled_seed_sd
-
     groups: dict[str, list[float]] = {}
     for arm in arms:
         key = json.dumps(sorted(arm.levels.items()))
         if key not in groups and arm.name in per_seed:
             groups[key] = list(per_seed[arm.name].values())
-    return pooled_seed_sd(groups)
+    ss, df = 0.0, 0
+    for v in groups.values():
+        a = np.asarray(v, dtype=float)
+        if a.size >= 2:
+            ss += float(np.sum((a - a.mean()) ** 2))
+            df += a.size - 1
+    return math.sqrt(ss / df) if df else None
 
 
 def group_name(experiment: str, benchmark: str, budget: float, model_size: str,

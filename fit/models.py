@@ -242,6 +242,8 @@ class LawCandidate(_Frozen):
     """MAE on the largest fitted size when fitted on the smaller ones, metric units (None: no CV, or it failed)."""
     cv_relative_mae: float | None = None
     """``cv_mae`` over the mean observed value there (the largest CV fold: the choice's criterion)."""
+    cv_relative_mae_se: float | None = None
+    """Standard error of ``cv_relative_mae`` (SD of the runs' absolute errors over sqrt(n), over the mean)."""
     cv_fold_relative_mae: list[float | None] = Field(default_factory=list)
     """Relative MAE on each rolling CV fold (:attr:`LawSelection.folds` order); None where that fit failed."""
     bic: float

@@ -5,12 +5,15 @@ cross-validation*: with fitted model sizes ``N_0 < ... < N_{M-1}``, fold ``j`` (
 fits each candidate on the ``fit`` runs of the sizes below ``N_j`` and predicts the ``fit`` runs at
 ``N_j`` (larger sizes are left out of that fold). A candidate's CV error is its relative MAE (MAE over
 the mean observed value) on the largest fold (the most sizes fitted, the reach the law is used at;
-a fold fitted on two sizes is mostly noise), and the form with the lowest is chosen. The
-held-out runs are never looked at, so the choice cannot be tuned on them; the criterion is the one
-the held-out check itself applies (a prediction one rung up), at a shorter reach. Candidates are
-listed simplest first, and a later one must beat the best so far by more than ``margin`` (10%) of
-its CV error: a richer form has to earn its parameters. With fewer than three fitted sizes there is
-nothing to extrapolate to, and the choice falls back to the lowest BIC on the whole fitted split.
+a fold fitted on two sizes is mostly noise). The held-out runs are never looked at, so the choice
+cannot be tuned on them; the criterion is the one the held-out check itself applies (a prediction one
+rung up), at a shorter reach. A richer form has to earn its parameters, and a near-tie must not hang
+on the machine's floating point (the fits are nonconvex): by the one-standard-error rule, the form with
+the fewest parameters whose CV error is within one standard error of the lowest one is chosen
+(``cv_relative_mae <= min + SE(min)``, with ``SE`` the standard error of the mean of that form's per-run
+relative absolute errors). Among equally many parameters the earlier listed wins. With fewer than three
+fitted sizes there is nothing to extrapolate to, and the choice falls back to the lowest BIC on the
+whole fitted split.
 
 The CV errors also measure how far off a prediction one rung up is, beyond the noise of the runs
 themselves. On fold ``j``, ``e_j = sqrt(max(0, RMS(r_j)^2 - s_j^2))`` with ``r_j`` the log residuals
@@ -48,7 +51,7 @@ from fit.fitting import fit_law
 from fit.laws import Law
 from fit.models import CVFold, LawCandidate, LawSelection, Points
 
-__all__ = ["effect_slope", "select_law", "choose"]
+__all__ = ["effect_slope", "one_se_choice", "select_law", "choose"]
 
 
 def effect_slope(actual: np.ndarray, predicted: np.ndarray) -> tuple[float | None, float | None]:
@@ -72,6 +75,32 @@ def effect_slope(actual: np.ndarray, predicted: np.ndarray) -> tuple[float | Non
     return b, math.sqrt(s2 / saa)
 
 
+def _relative_mae_se(actual: np.ndarray, predicted: np.ndarray) -> float:
+    """Standard error of a relative MAE: ``SD(|y - pred|) / sqrt(n) / mean(y)``, in natural units.
+
+    ``actual`` and ``predicted`` (shape ``(n,)``) are the runs' observed and predicted values in the
+    metric's natural units, as ``cv_relative_mae`` takes them. 0 with fewer than 2 runs.
+    """
+    y, pred = np.asarray(actual, dtype=float), np.asarray(predicted, dtype=float)
+    if y.size < 2:
+        return 0.0
+    return float(np.std(np.abs(y - pred), ddof=1) / math.sqrt(y.size) / abs(np.mean(y)))
+
+
+def one_se_choice(scored: list[LawCandidate]) -> LawCandidate:
+    """The candidate with the fewest parameters whose CV error is within one SE of the lowest.
+
+    ``scored`` lists candidates with a ``cv_relative_mae``, simplest first; among equally many
+    parameters the earlier one wins. The threshold is ``min + SE(min)`` (Hastie, Tibshirani and
+    Friedman, *Elements of Statistical Learning*, 7.10): a form that is only better within its
+    own noise does not earn its extra parameters, and the choice does not flip on a near-tie.
+    """
+    low = min(scored, key=lambda r: r.cv_relative_mae or 0.0)
+    bar = (low.cv_relative_mae or 0.0) + (low.cv_relative_mae_se or 0.0)
+    within = [r for r in scored if (r.cv_relative_mae or 0.0) <= bar]
+    return min(within, key=lambda r: (r.n_params, scored.index(r)))
+
+
 def _beyond(error: float, noise: float) -> float:
     """``sqrt(max(0, error^2 - noise^2))``: the part of an error its noise does not explain."""
     return math.sqrt(max(0.0, error ** 2 - noise ** 2))
@@ -83,6 +112,8 @@ class _Score:
 
     mae: float
     relative_mae: float
+    relative_mae_se: float
+    """Standard error of ``relative_mae`` (:func:`_relative_mae_se`)."""
     excess: float
     """CV error beyond the fold fit's noise (residual units)."""
     rms: float
@@ -103,25 +134,23 @@ def _score_fold(fitted: Points, law: Law, top: float, **fit_kw) -> tuple[_Score 
         return None, res.bic, res.converged
     y = np.array([p.actual for p in h.points])
     pred = np.array([p.predicted for p in h.points])
+    se = _relative_mae_se(y, pred)
     if law.target == "loss":
         y, pred = np.log(np.maximum(y, 1e-300)), np.log(np.maximum(pred, 1e-300))
     rms = float(np.sqrt(np.mean((y - pred) ** 2)))
     score = _Score(mae=float(h.mae), relative_mae=float(h.relative_mae if h.relative_mae is not None else np.nan),
-                   excess=_beyond(rms, float(res.residual_sd)), rms=rms, noise=float(res.residual_sd), actual=y,
+                   relative_mae_se=se, excess=_beyond(rms, float(res.residual_sd)), rms=rms, noise=float(res.residual_sd), actual=y,
                    predicted=pred)
     return score, res.bic, res.converged
 
 
-def choose(errors: Mapping[str, float | None], margin: float = 0.10) -> str | None:
-    """The label whose CV error is lowest, a later (richer) one winning only by more than ``margin`` of the
-    best so far; None when no candidate has an error. ``errors`` is in candidate order, simplest first."""
-    best: str | None = None
-    for label, err in errors.items():
-        if err is None or not math.isfinite(err):
-            continue
-        if best is None or err < (1.0 - margin) * (errors[best] or 0.0):
-            best = label
-    return best
+def choose(fold: Mapping[str, _Score | None], n_params: Mapping[str, int]) -> str | None:
+    """The label :func:`one_se_choice` picks on one fold's scores (``fold`` in candidate order, simplest first);
+    None when no candidate scored there."""
+    scored = [LawCandidate(label=lb, law=lb, n_params=n_params[lb], cv_relative_mae=s.relative_mae,
+                           cv_relative_mae_se=s.relative_mae_se, bic=0.0)
+              for lb, s in fold.items() if s is not None and math.isfinite(s.relative_mae)]
+    return one_se_choice(scored).label if scored else None
 
 
 def _pooled(excess: list[float], decades: list[float]) -> float:
@@ -130,7 +159,7 @@ def _pooled(excess: list[float], decades: list[float]) -> float:
 
 
 def _corrected(labels: list[str], scores: list[dict[str, _Score | None]], decades: list[float], chosen: str,
-               margin: float) -> tuple[str, list[CVFold], float]:
+               n_params: Mapping[str, int]) -> tuple[str, list[CVFold], float]:
     """``(correction, folds, pooled sd)``: the selection-corrected extrapolation error (module docstring)."""
     folds = []
     if len(labels) == 1:  # nothing was chosen: the form's own errors, every fold
@@ -140,8 +169,7 @@ def _corrected(labels: list[str], scores: list[dict[str, _Score | None]], decade
     if len(scores) >= 2:  # nested: each outer fold's form chosen on the folds below it
         used_e, used_d = [], []
         for j in range(len(scores)):
-            inner = choose({lb: scores[j - 1][lb].relative_mae if scores[j - 1][lb] else None  # type: ignore[union-attr]
-                            for lb in labels}, margin) if j else None
+            inner = choose(scores[j - 1], n_params) if j else None
             s = scores[j].get(inner) if inner else None
             if s is not None:
                 used_e.append(s.excess)
@@ -160,14 +188,13 @@ def _corrected(labels: list[str], scores: list[dict[str, _Score | None]], decade
 
 
 def select_law(points: Points, candidates: Mapping[str, Law], *, n_starts: int = 8, max_grid: int = 4096,
-               seed: int = 0, huber_delta: float | None = None, margin: float = 0.10) -> LawSelection:
+               seed: int = 0, huber_delta: float | None = None) -> LawSelection:
     """Score every candidate by rolling rung cross-validation over the ``fit`` points; pick the best.
 
     Parameters
     ----------
     points : the experiment's points (``heldout`` points are ignored).
     candidates : label -> law (labels are what ``LawSelection.chosen`` names), simplest first.
-    margin : share of the best CV error so far that a later candidate must improve on.
     n_starts, max_grid, seed, huber_delta : passed to :func:`fit.fitting.fit_law`.
 
     Returns the :class:`fit.models.LawSelection`; a candidate whose fit fails to converge or predicts
@@ -200,16 +227,19 @@ def select_law(points: Points, candidates: Mapping[str, Law], *, n_starts: int =
         rel = [s[label].relative_mae if s[label] else None for s in scores]
         mae = scores[-1][label].mae if scores[-1][label] else None  # type: ignore[union-attr]
         ok = all(v is not None for v in rel)  # a form that failed on some fold cannot be chosen
+        last = scores[-1][label]
         rows.append(LawCandidate(label=label, law=law.name, n_params=law.n_params, cv_mae=mae if ok else None,
-                                 cv_relative_mae=rel[-1] if ok else None, cv_fold_relative_mae=rel, bic=bics[label],
-                                 converged=conv[label]))
-    chosen = choose({r.label: r.cv_relative_mae for r in rows}, margin)
+                                 cv_relative_mae=rel[-1] if ok else None,
+                                 cv_relative_mae_se=last.relative_mae_se if ok and last else None,
+                                 cv_fold_relative_mae=rel, bic=bics[label], converged=conv[label]))
+    scored = [r for r in rows if r.cv_relative_mae is not None]
+    chosen = one_se_choice(scored).label if scored else None
     if chosen is None:  # no candidate extrapolated on every fold: the lowest BIC of the largest fold's fits
         best = min((r for r in rows if r.converged), key=lambda r: r.bic, default=rows[0])
         return LawSelection(criterion="rung_cv", predicted_size=tops[-1], fit_sizes=sizes[:-1], candidates=rows,
                             chosen=best.label)
     decades = [math.log10(top / sizes[sizes.index(top) - 1]) for top in tops]
-    correction, folds, sd = _corrected(labels, scores, decades, chosen, margin)
+    correction, folds, sd = _corrected(labels, scores, decades, chosen, {lb: law.n_params for lb, law in candidates.items()})
     folds = [f.model_copy(update={"fit_sizes": sizes[:sizes.index(t)], "predicted_size": t})
              for f, t in zip(folds, tops)]
     last = scores[-1][chosen]

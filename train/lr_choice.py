@@ -18,7 +18,7 @@ and flagged. The best rates then set every rung of the ladder by a documented ru
   ``k = 1``); three scanned widths let one noisy rung move the exponent less;
 * ``inverse_width``: ``k = 1``, the rule muP gives for Adam's hidden-layer rate (Yang et al. 2022).
 
-The orchestration (datasets, tokenizer, training processes) is in :mod:`slurm.lr_scan`.
+The orchestration (datasets, tokenizer, training processes) is in :mod:`pipeline.lr_scan`.
 """
 
 from __future__ import annotations
