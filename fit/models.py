@@ -246,6 +246,8 @@ class LawCandidate(_Frozen):
     """Standard error of ``cv_relative_mae`` (SD of the runs' absolute errors over sqrt(n), over the mean)."""
     cv_fold_relative_mae: list[float | None] = Field(default_factory=list)
     """Relative MAE on each rolling CV fold (:attr:`LawSelection.folds` order); None where that fit failed."""
+    cv_fold_relative_mae_se: list[float | None] = Field(default_factory=list)
+    """Its standard error on each fold."""
     bic: float
     """BIC of the fit the score came from."""
     converged: bool = True

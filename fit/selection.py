@@ -231,7 +231,10 @@ def select_law(points: Points, candidates: Mapping[str, Law], *, n_starts: int =
         rows.append(LawCandidate(label=label, law=law.name, n_params=law.n_params, cv_mae=mae if ok else None,
                                  cv_relative_mae=rel[-1] if ok else None,
                                  cv_relative_mae_se=last.relative_mae_se if ok and last else None,
-                                 cv_fold_relative_mae=rel, bic=bics[label], converged=conv[label]))
+                                 cv_fold_relative_mae=rel,
+                                 cv_fold_relative_mae_se=[sc[label].relative_mae_se if sc[label] else None
+                                                          for sc in scores],
+                                 bic=bics[label], converged=conv[label]))
     scored = [r for r in rows if r.cv_relative_mae is not None]
     chosen = one_se_choice(scored).label if scored else None
     if chosen is None:  # no candidate extrapolated on every fold: the lowest BIC of the largest fold's fits

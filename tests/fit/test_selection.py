@@ -114,10 +114,12 @@ def test_nested_cv_scores_each_outer_fold_with_the_form_chosen_below_it():
     inner, outer = sel.folds
     assert inner.chosen is None and inner.excess is None  # no fold below the first: not in the pool
     by = {c.label: c for c in sel.candidates}
-    first = {lb: c.cv_fold_relative_mae[0] for lb, c in by.items()}
-    from fit.selection import choose
+    from fit.models import LawCandidate
+    from fit.selection import one_se_choice
 
-    assert outer.chosen == choose(first)  # chosen on the inner fold only
+    first = [LawCandidate(label=c.label, law=c.law, n_params=c.n_params, cv_relative_mae=c.cv_fold_relative_mae[0],
+                          cv_relative_mae_se=c.cv_fold_relative_mae_se[0], bic=0.0) for c in sel.candidates]
+    assert outer.chosen == one_se_choice(first).label  # chosen on the inner fold only, by the same rule
     assert sel.extrapolation_sd == pytest.approx(outer.excess / outer.decades, rel=1e-9)
     # the choice itself reads the largest fold
     assert by["chinchilla_unique"].cv_relative_mae == by["chinchilla_unique"].cv_fold_relative_mae[-1]
