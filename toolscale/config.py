@@ -95,6 +95,13 @@ def model_flops(params_nonembedding: float, tokens: float, *, n_layers: int, wid
     return FLOPS_PER_PARAM_TOKEN * tokens * (params_nonembedding + n_layers * context * width + vocab * width)
 
 
+COPY_MIN_LAYERS = 4
+"""Fewest layers of a proxy that learns to copy a value from its prompt (an induction head needs two layers
+of attention; the probe measurements in benchmarks/README.md found a 2-layer LM does not learn it here)."""
+COPY_MIN_HEAD = 16
+"""Smallest head width of such a proxy."""
+
+
 class _Frozen(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid", use_attribute_docstrings=True)
 
@@ -224,6 +231,21 @@ class ModelSize(_Frozen):
         if self.params is not None:
             return float(self.params)
         return self.approx_params - 2 * self.vocab_size * self.hidden_size
+
+    @property
+    def copy_warning(self) -> str | None:
+        """Why a proxy rung may not learn to copy a value from its prompt (held-out-database items ask for
+        exactly that), or None: fewer than :data:`COPY_MIN_LAYERS` layers or a head width below
+        :data:`COPY_MIN_HEAD` (the depth rule of the proxy presets: 4 layers at every rung, heads the most
+        with an even head width of at least 16)."""
+        if self.pretrained:
+            return None
+        head = self.hidden_size // self.num_heads
+        if self.num_layers < COPY_MIN_LAYERS or head < COPY_MIN_HEAD:
+            return (f"rung {self.name!r} has {self.num_layers} layer(s) and head width {head}: a proxy needs at least "
+                    f"{COPY_MIN_LAYERS} layers and head width {COPY_MIN_HEAD} to learn to copy argument values from "
+                    "the prompt")
+        return None
 
     def counted_params(self, count: str = "total") -> float:
         """N as ``design.param_count`` counts it: ``total`` or ``nonembedding``."""

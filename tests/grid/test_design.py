@@ -47,7 +47,9 @@ def test_planned_n_d_flops_and_split():
         size = c.model_size(r.model_size)
         assert r.model_params == size.approx_params
         assert r.train_tokens == size.planned_tokens * r.token_multiplier
-        assert r.train_flops == pytest.approx(6 * r.model_params * r.train_tokens)
+        # attention and the unembedding counted; 6 N D beside it
+        assert r.train_flops == pytest.approx(size.real_flops(r.train_tokens))
+        assert r.metadata["flops_6nd"] == pytest.approx(6 * r.model_params * r.train_tokens)
         assert r.design_version == d.version and r.metadata["split_rule"] == "top-flops:0.25"
     assert [r.split == "heldout" for r in d.runs] == heldout_mask([r.train_flops for r in d.runs], 0.25)
     # 9 points on s; l gets ceil(1/3 * 9) = 3 points, exactly the held-out quarter
@@ -178,14 +180,17 @@ def test_micro_preset_size_and_split():
     assert {r.model_size for r in d.runs if r.split == "heldout"} == {d.cells[-1].model_size}
 
 
-def test_default_preset_fits_three_sizes_in_about_440_runs():
+def test_default_preset_fits_three_sizes_and_holds_out_a_fourth_in_about_300_runs():
     d = build_design(preset("default"))
     s = d.summary
-    assert 400 <= s.runs <= 480
+    assert 250 <= s.runs <= 350  # about 300 models across four sizes (the research plan)
+    assert len({r.model_size for r in d.runs}) == 4
     # three fitted sizes: rung cross-validation (fit all but the largest, predict it) has a rung to check on
     assert s.fitted_sizes == 3 == len({r.model_size for r in d.runs if r.split == "fit"})
     assert s.ladder_statement.startswith("3 fitted sizes")
-    assert s.extrapolation_factor >= 16 and 0.25 <= s.heldout_share < 0.26
+    # >= 16x in FLOPs with attention and the unembedding counted (and more in 6 N D)
+    assert s.extrapolation_factor >= 16 and s.extrapolation_factor_6nd > s.extrapolation_factor
+    assert {r.model_size for r in d.runs if r.split == "heldout"} == {"tiny-l"} and s.heldout_runs >= 10
     assert all(n >= 3 for n in s.level_counts.values())  # curvature per axis
     assert s.qd_clear_of_main
 
