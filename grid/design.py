@@ -392,8 +392,9 @@ def _split(config: ExperimentConfig, runs: list[RunSpec], top: _CellPlan) -> tup
                   / max(r.metadata["flops_6nd"] for r in runs if r.split == "fit"))
     if factor < spec.min_extrapolation_factor - 1e-9:
         if spec.tokens_per_param is not None:
-            hint = (f"widen rung {top.rung.name!r} (at a fixed tokens-per-parameter multiple FLOPs grow as N^2: "
-                    f"N x {math.sqrt(spec.min_extrapolation_factor / factor):.3g}) or shrink the fitted rungs")
+            hint = (f"widen rung {top.rung.name!r} (at a fixed tokens-per-parameter multiple FLOPs grow about as N^2, "
+                    f"less while attention dominates: N x {math.sqrt(spec.min_extrapolation_factor / factor):.3g} or "
+                    "more) or shrink the fitted rungs")
         else:
             need = math.ceil(top.rung.max_steps * spec.min_extrapolation_factor / factor)
             hint = f"raise rung {top.rung.name!r} max_steps to >= {need} (or add a larger rung / token multiplier)"
