@@ -249,7 +249,8 @@ FIGURES = (("axes", "Each axis' fitted curve over the data"),
 
 
 def render_markdown(d: dict[str, Any], figures: dict[str, str] | None = None) -> str:
-    """The Markdown report; ``figures`` maps figure keys to relative PNG paths."""
+    """The Markdown report; ``figures`` maps figure keys to relative PNG paths; ``d["run_table"]`` (Markdown
+    lines, :func:`fit.run_table.diagnostics_lines`) adds a section on every run's diagnostics."""
     figures = figures or {}
     title = d["title"] + (" [SIMULATED]" if d["simulated"] else "")
     out = [f"# {title}", ""]
@@ -261,6 +262,8 @@ def render_markdown(d: dict[str, Any], figures: dict[str, str] | None = None) ->
     for key, caption in FIGURES:
         if key in figures:
             out += [f"### {caption}", f"![{caption}]({figures[key]})", ""]
+    if d.get("run_table"):
+        out += ["## Every run: baselines, seen and unseen tools, bits by span type", *d["run_table"], ""]
     out += [f"Data hash `{d['data_hash']}`; every number is in the JSON file next to this report."]
     return "\n".join(out) + "\n"
 
@@ -488,12 +491,15 @@ def make_figures(result: ExperimentFit) -> dict[str, bytes]:
     return out
 
 
-def write_report(result: ExperimentFit, out_dir: Path) -> dict[str, Path]:
-    """Write ``<stem>.md`` (+ PNGs in ``<stem>_plots/``), ``<stem>.html`` and ``<stem>.json`` under ``out_dir``."""
+def write_report(result: ExperimentFit, out_dir: Path, run_table: list[str] | None = None) -> dict[str, Path]:
+    """Write ``<stem>.md`` (+ PNGs in ``<stem>_plots/``), ``<stem>.html`` and ``<stem>.json`` under ``out_dir``;
+    ``run_table`` (Markdown lines) is the every-run diagnostics section."""
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     stem = report_stem(result)
     data = report_data(result)
+    if run_table:
+        data["run_table"] = list(run_table)
     pngs = make_figures(result)
     plot_dir = out_dir / f"{stem}_plots"
     plot_dir.mkdir(exist_ok=True)

@@ -465,7 +465,7 @@ def _report(args: argparse.Namespace) -> int:
         return _compare_axes(args)
     writable_dir(args.out)
     result = _run(args, args.experiment)
-    paths = write_report(result, Path(args.out))
+    paths = write_report(result, Path(args.out), run_table=_run_table(args, result.fit))
     if args.json:
         from fit.models import ReportSummary
 
@@ -474,6 +474,19 @@ def _report(args: argparse.Namespace) -> int:
     else:
         print(f"wrote {paths['markdown']}, {paths['html']} and {paths['json']}")
     return 0
+
+
+def _run_table(args: argparse.Namespace, fit: Any) -> list[str]:
+    """The report's every-run diagnostics section (:func:`fit.run_table.diagnostics_lines`), or none."""
+    from fit.run_table import diagnostics_lines
+    from fit.targets import target_values
+
+    _, runs, _, _ = _load(args, fit.experiment)
+    values = None
+    if fit.point_target != "final":
+        values = target_values(runs, benchmark=fit.benchmark, metric=fit.metric, target=fit.point_target,
+                               validation=getattr(args, "validation", "valid-calls"))
+    return diagnostics_lines(runs, fit.benchmark, fit.metric, values)
 
 
 def _effect(args: argparse.Namespace) -> int:
