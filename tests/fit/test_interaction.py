@@ -10,7 +10,7 @@ from fit.laws import get_law
 
 @pytest.mark.parametrize("truth", ["additive", "multiplicative"])
 def test_picks_the_true_hypothesis(sim, truths, truth):
-    """Over 10 s: three forms with 19 bootstrap refits each, and 19 LR draws (the fewest that can reject at 5%)."""
+    """Over 10 s: three forms with 19 bootstrap refits each, and 39 LR draws (an exact 5% test)."""
     runs = sim.design_runs(n_points=40, seed=11)
     pts = sim.simulated_points(truth, truths[truth], runs, noise=0.01, seed=5)
     res, _ = compare_hypotheses(pts, sim.small_inputs(), n_starts=4, max_grid=512, n_bootstrap=19, n_jobs=1)
@@ -18,10 +18,10 @@ def test_picks_the_true_hypothesis(sim, truths, truth):
     assert set(res.fits) == {"additive", "multiplicative", "interaction"}
     assert res.n_points == 80  # the held-out rung is predicted, not fitted
     assert res.gain_ratio_lo is not None and res.gain_ratio_lo <= res.gain_ratio <= res.gain_ratio_hi
-    assert res.lr_p_method.startswith("residual bootstrap (19 draws")
+    assert res.lr_p_method.startswith("residual bootstrap (39 draws")  # at least 39: an exact 5% test
     if truth == "multiplicative":
-        # the observed LR exceeds every one of the 19 draws under the additive fit: p = 1 / 20, the test's size
-        assert res.lr_p == pytest.approx(1 / 20) and res.f_p < 0.01 and res.gain_ratio > 1.2
+        # the observed LR exceeds every one of the 39 draws under the additive fit: p = 1 / 40
+        assert res.lr_p == pytest.approx(1 / 40) and res.f_p < 0.01 and res.gain_ratio > 1.2
         assert res.verdict == "amplifies" and res.strength == "strong" and res.delta_bic > 6
     else:
         assert res.gain_ratio == pytest.approx(1.0, abs=0.15)
@@ -31,7 +31,7 @@ def test_picks_the_true_hypothesis(sim, truths, truth):
 def test_a_discount_rejects_additivity(sim, truths):
     """Quality that discounts what diversity buys (gain ratio 0.63) is an interaction, not 'additive'.
 
-    Over 10 s: three forms with 19 bootstrap refits each, and 19 LR draws."""
+    Over 10 s: three forms with 19 bootstrap refits each, and 39 LR draws."""
     runs = sim.design_runs(n_points=40, seed=11)
     truth = {**truths["additive"], "kappa": -6.0}
     pts = sim.simulated_points("interaction", truth, runs, noise=0.01, seed=5)
