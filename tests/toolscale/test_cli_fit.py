@@ -59,7 +59,7 @@ def test_fit_json_contract_and_stored_fit_loads_back(simulated_registry, capsys)
 
     again = FitSummary.of(fit, out["fit_id"], formula=law_of(fit).formula).model_dump(mode="json")
     assert again["interaction"] == out["interaction"] and again["heldout_predictions"] == out["heldout_predictions"]
-    assert out["interaction"]["verdict"] == "amplifies" and out["interaction"]["lr_p_method"].startswith("parametric")
+    assert out["interaction"]["verdict"] == "amplifies" and out["interaction"]["lr_p_method"].startswith("residual bootstrap")
     assert out["residual_scale"] == "relative" and set(out["form_weights"]) == {"additive", "multiplicative",
                                                                                   "interaction"}
     assert len(out["heldout_predictions"]) == out["heldout_n"] == 27
