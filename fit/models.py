@@ -225,6 +225,11 @@ class HeldoutMetrics(_Frozen):
     """Nominal level of the prediction intervals."""
     extrapolation_factor: float | None = None
     """Largest held-out FLOPs / largest fitted FLOPs (None if FLOPs unknown)."""
+    are_seed_means: float | None = None
+    """Absolute relative error on seed means (Choshen et al. 2024's ARE): each held-out recipe's runs averaged
+    over their seeds, ``mean_g |mean pred_g - mean actual_g| / |mean actual_g|`` over the recipes ``g``."""
+    recipes: int = 0
+    """Held-out recipes (seed-mean groups) behind ``are_seed_means``."""
     points: list[HeldoutPoint] = Field(default_factory=list)
     """Per-run detail."""
 
@@ -809,7 +814,10 @@ class FitSummary(_Frozen):
     heldout_mae: float | None
     """Held-out MAE, metric units."""
     heldout_relative_mae: float | None = None
-    """Held-out MAE over the mean held-out value."""
+    """Held-out error on seed means: ``mean |err| / actual`` over the held-out recipes, each averaged over its
+    seeds (:attr:`HeldoutMetrics.are_seed_means`, Choshen et al. 2024's ARE)."""
+    heldout_mae_over_mean: float | None = None
+    """Held-out MAE over the mean held-out value, run by run (the figure reported before seed means)."""
     heldout_max_error: float | None
     """Largest held-out error."""
     interval_coverage: float | None
@@ -859,7 +867,8 @@ class FitSummary(_Frozen):
                    replicate_sd=fit.replicate_sd, lack_of_fit=fit.lack_of_fit, aic=fit.aic, bic=fit.bic,
                    n_bootstrap=len(fit.bootstrap), form_weights=weights, holdout_rule=fit.holdout_rule,
                    holdout_source=fit.holdout_source, point_target=fit.point_target, heldout_n=h.n if h else 0, heldout_mae=h.mae if h else None,
-                   heldout_relative_mae=h.relative_mae if h else None,
+                   heldout_relative_mae=h.are_seed_means if h else None,
+                   heldout_mae_over_mean=h.relative_mae if h else None,
                    heldout_max_error=h.max_error if h else None,
                    interval_coverage=h.interval_coverage if h else None,
                    extrapolation_factor=h.extrapolation_factor if h else None,
