@@ -301,13 +301,8 @@ def train_sft(data_dir: str | Path, size: ModelSize, out_dir: str | Path, *, max
         raise UsageError(f"model size {size.name!r} is pretrained and brings its own tokenizer; "
                          "tokenizer_dir is for proxy rungs")
     data_id = dataset_id(data_dir)
-    identity = {"dataset_id": data_id, "steps": steps, "seed": seed,
-                "model_size": size.model_dump(mode="json", exclude=_RESOURCE_FIELDS)}
-    if weight_decay or schedule != "cosine":  # runs from before these options keep their identity
-        identity["optimiser"] = {"weight_decay": weight_decay, "schedule": schedule,
-                                 **({"wsd_decay": wsd_decay} if schedule == "wsd" else {})}
-    if keep_checkpoints:
-        identity["keep_checkpoints"] = keep_checkpoints
+    identity = _identity(data_id, steps, seed, size, weight_decay=weight_decay, schedule=schedule,
+                         wsd_decay=wsd_decay, keep_checkpoints=keep_checkpoints)
     if tokenizer_dir is not None:
         identity["tokenizer_id"] = tokenizer_id(tokenizer_dir)
     if init is not None:
@@ -389,6 +384,20 @@ def train_sft(data_dir: str | Path, size: ModelSize, out_dir: str | Path, *, max
                "data": {k: v for k, v in data.items() if k != "examples"}}
     _write_json(out / STATS_FILE, payload)
     return stats
+
+
+def _identity(data_id: str, steps: int, seed: int, size: ModelSize, *, weight_decay: float, schedule: str,
+              wsd_decay: float, keep_checkpoints: int) -> dict[str, Any]:
+    """What a run folder holds (``run.json``): a resume refuses a folder with another identity. Options added
+    after the first runs enter only when set, so older runs keep their identity."""
+    identity: dict[str, Any] = {"dataset_id": data_id, "steps": steps, "seed": seed,
+                                "model_size": size.model_dump(mode="json", exclude=_RESOURCE_FIELDS)}
+    if weight_decay or schedule != "cosine":
+        identity["optimiser"] = {"weight_decay": weight_decay, "schedule": schedule,
+                                 **({"wsd_decay": wsd_decay} if schedule == "wsd" else {})}
+    if keep_checkpoints:
+        identity["keep_checkpoints"] = keep_checkpoints
+    return identity
 
 
 def _flops(size: ModelSize, model: Any, params: float, params_nonemb: float, tokens: float, steps: int) -> float:
