@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from toolscale.errors import ToolscaleError, UsageError
 
-__all__ = ["RegistryError", "RegistryLockedError", "RegistryNotFoundError", "UnknownNameError", "RegistryCorruptError",
+__all__ = ["RegistryError", "RegistryLockedError", "RegistryNotFoundError", "RegistryPathError", "UnknownNameError", "RegistryCorruptError",
            "RegistryWriteError", "RegistryConflictError", "DesignError", "TableImportError"]
 
 
@@ -22,6 +22,13 @@ class RegistryLockedError(RegistryError):
 
 class RegistryNotFoundError(RegistryError):
     """The registry file named does not exist (a wrong path is a user mistake: exit code 2)."""
+
+    exit_code = 2
+
+
+class RegistryPathError(RegistryError):
+    """``--registry`` names something that is not a registry: a folder, a FIFO, a CSV or Parquet table, any file
+    without DuckDB's header. A user mistake (exit code 2); the file is not touched."""
 
     exit_code = 2
 
