@@ -9,7 +9,8 @@ from __future__ import annotations
 from toolscale.errors import ToolscaleError, UsageError
 
 __all__ = ["RegistryError", "RegistryLockedError", "RegistryNotFoundError", "RegistryPathError", "UnknownNameError", "RegistryCorruptError",
-           "RegistryWriteError", "RegistryConflictError", "DesignError", "TableImportError"]
+           "RegistryWriteError", "RegistryConflictError", "ExperimentNameError", "DesignError",
+           "TableImportError"]
 
 
 class RegistryError(ToolscaleError):
@@ -50,6 +51,10 @@ class RegistryWriteError(RegistryError):
 class RegistryConflictError(UsageError):
     """Stored results would be overwritten (re-import with other values, simulate into an existing experiment,
     an import into a designed or simulated experiment): refused unless the user asks (exit code 2)."""
+
+
+class ExperimentNameError(UsageError):
+    """An experiment name outside ``[A-Za-z0-9][A-Za-z0-9_.-]*`` or longer than 100 characters (exit code 2)."""
 
 
 class DesignError(UsageError):

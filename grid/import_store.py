@@ -34,7 +34,7 @@ import duckdb
 from grid.errors import RegistryConflictError, TableImportError
 from grid.importer import FIXED_TARGETS, MAX_ABS_METRIC, POSITIVE_TARGETS, SPLITS, check_metric_mapped, self_mapped
 from grid.models import Conflict, ImportReport, RunSpec
-from grid.run_store import RunStore
+from grid.run_store import RunStore, check_experiment_name
 from grid.schema import SCHEMA_VERSION, axis_column, axis_column_ddl
 from grid.split import heldout_threshold
 from grid.staging import new_stage, release_stage
@@ -384,6 +384,7 @@ class ImportStore(RunStore):
         experiment of the wrong kind, or for conflicts under ``on_conflict="refuse"``.
         """
         t0 = time.perf_counter()
+        check_experiment_name(experiment)
         current = self.experiment_kind(experiment)
         flag = "--replace" if kind == "simulated" else "--update"
         if kind == "import" and current in ("simulated", "designed"):

@@ -8,18 +8,33 @@ move is logged in ``run_events``. :meth:`RunStore.ingest` applies result files
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any, Literal
 
 from grid.connection import Connection, code_version, now
-from grid.errors import RegistryConflictError, RegistryError, UnknownNameError
+from grid.errors import ExperimentNameError, RegistryConflictError, RegistryError, UnknownNameError
 from grid.models import (RUN_STATUSES, TERMINAL_STATUSES, Conflict, ExperimentRecord, IngestReport, MetricResult,
                          RunRecord, RunResult, RunSpec)
 from grid.schema import SCHEMA_VERSION, axis_column, axis_column_ddl
 from toolscale.config import training_flops
 
-__all__ = ["RunStore"]
+__all__ = ["RunStore", "check_experiment_name"]
+
+EXPERIMENT_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,99}")
+"""What a new experiment may be called: the config's rule (a letter or digit, then letters, digits, ``_.-``), at
+most 100 characters. It becomes part of file names (exports, reports, launch folders)."""
+
+
+def check_experiment_name(name: str) -> str:
+    """``name``, or :class:`ExperimentNameError` (exit 2) saying what is wrong with it."""
+    if not isinstance(name, str) or not EXPERIMENT_NAME.fullmatch(name):
+        shown = repr(name[:40] + ("..." if len(name) > 40 else "")) if isinstance(name, str) else repr(name)
+        size = f" ({len(name):,} characters)" if isinstance(name, str) and len(name) > 100 else ""
+        raise ExperimentNameError(f"experiment name {shown}{size} is not allowed: use 1-100 letters, digits, "
+                                  "'_', '.' or '-', starting with a letter or digit")
+    return name
 
 _SHOWN = 3
 """Conflicts named in a refusal line (and kept in a report)."""
@@ -32,6 +47,7 @@ class RunStore(Connection):
     def ensure_experiment(self, name: str, *, config: dict | None = None, axes: Sequence[str] = (),
                           simulated: bool = False) -> None:
         """Create the experiment if missing and make sure every axis has its column."""
+        check_experiment_name(name)
         with self.transaction():
             for axis in axes:
                 self.con.execute(axis_column_ddl(axis))

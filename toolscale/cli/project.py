@@ -157,10 +157,17 @@ def _export(args: argparse.Namespace) -> int:
             reg.experiment(args.experiment)
         rows = reg.export_rows(args.experiment)
     frame = pd.DataFrame(rows)
-    if args.format == "parquet":
-        frame.to_parquet(args.out, index=False)
-    elif args.out:
-        frame.to_csv(args.out, index=False)
+    if args.out:  # whole or not at all: a full disk names the file and leaves no empty or cut one
+        import io
+
+        from fit.report import write_atomic
+
+        buf = io.BytesIO()
+        if args.format == "parquet":
+            frame.to_parquet(buf, index=False)
+        else:
+            frame.to_csv(buf, index=False)
+        write_atomic(Path(args.out), buf.getvalue())
     else:
         frame.to_csv(sys.stdout, index=False)
     if args.out:
