@@ -167,7 +167,8 @@ class Connection:
     read_only : open without write access (still takes a shared lock); an older schema is migrated first
         (briefly read-write), or refused with one line naming ``toolscale registry migrate``.
     lock_timeout_s : seconds to wait for another process to release the file.
-    migrate : migrate a read-write opening at once (:func:`migrate_registry` passes False to see the old version).
+    migrate : migrate an older file at once (False: :func:`migrate_registry`, to see the old version first, and
+        :func:`check_registry`, which never changes the file).
     """
 
     _CHUNK = 400
@@ -189,7 +190,7 @@ class Connection:
             if not read_only:
                 if migrate:
                     self.migrate()
-            elif (v := self._check_version()) < SCHEMA_VERSION:
+            elif (v := self._check_version()) < SCHEMA_VERSION and migrate:
                 self.con.close()
                 self._migrate_for_reading(v, timeout)
         except duckdb.Error as err:
@@ -371,7 +372,7 @@ def check_registry(path: str | Path) -> RegistryCheck:
         raise RegistryNotFoundError(f"registry not found: {p}")
     size = p.stat().st_size
     try:
-        con = Connection(p, read_only=True)
+        con = Connection(p, read_only=True, migrate=False)
     except RegistryLockedError:
         raise
     except RegistryError as err:

@@ -276,3 +276,15 @@ def test_registry_migrate_reports_the_versions(tmp_path, capsys) -> None:
                                                    "schema_version": SCHEMA_VERSION}
     assert main(["registry", "migrate", "--registry", path]) == 0
     assert "already at schema version" in capsys.readouterr().out
+
+
+def test_registry_check_reads_an_older_registry_without_changing_it(tmp_path) -> None:
+    import hashlib
+
+    from grid.connection import check_registry
+
+    path = _v1(tmp_path / "old.duckdb")
+    before = hashlib.sha256(Path(path).read_bytes()).hexdigest()
+    report = check_registry(path)
+    assert report.ok and report.schema_version == 1
+    assert hashlib.sha256(Path(path).read_bytes()).hexdigest() == before
