@@ -23,6 +23,8 @@ import select
 import sys
 import time
 
+__all__ = ["main", "HOOK_TAMPERED"]
+
 SIGKILL, SIGXCPU, SIGSYS = 9, 24, 31  # Linux's numbers on x86-64 and arm64 (importing signal costs an enum)
 _SIGNAMES = {6: "SIGABRT", 7: "SIGBUS", 8: "SIGFPE", 9: "SIGKILL", 11: "SIGSEGV", 24: "SIGXCPU", 25: "SIGXFSZ",
              31: "SIGSYS"}
