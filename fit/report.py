@@ -25,6 +25,7 @@ import numpy as np
 
 from fit.laws import law_of
 from fit.models import ExperimentFit
+from toolscale.files import atomic_write_bytes
 
 __all__ = ["report_data", "render_markdown", "render_html", "make_figures", "write_report", "report_stem",
            "axes_figure", "heldout_figure", "residuals_figure", "hypotheses_figure", "FIGURE_MAKERS"]
@@ -509,11 +510,11 @@ def write_report(result: ExperimentFit, out_dir: Path, run_table: list[str] | No
     plot_dir.mkdir(exist_ok=True)
     rel = {}
     for key, blob in pngs.items():
-        (plot_dir / f"{key}.png").write_bytes(blob)
+        atomic_write_bytes(plot_dir / f"{key}.png", blob)
         rel[key] = f"{stem}_plots/{key}.png"
     paths = {"markdown": out_dir / f"{stem}.md", "html": out_dir / f"{stem}.html", "json": out_dir / f"{stem}.json"}
-    paths["markdown"].write_text(render_markdown(data, rel), encoding="utf-8")
-    paths["html"].write_text(render_html(data, pngs), encoding="utf-8")
-    paths["json"].write_text(json.dumps(data, indent=2, sort_keys=True), encoding="utf-8")
+    atomic_write_bytes(paths["markdown"], render_markdown(data, rel).encode("utf-8"))
+    atomic_write_bytes(paths["html"], render_html(data, pngs).encode("utf-8"))
+    atomic_write_bytes(paths["json"], json.dumps(data, indent=2, sort_keys=True).encode("utf-8"))
     return paths
 
