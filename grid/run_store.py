@@ -348,13 +348,13 @@ class RunStore(Connection):
     def _result_conflicts(self, results: Sequence[RunResult]) -> list[Conflict]:
         """The stored values ``results`` would change: differing scores, and done runs reported failed."""
         ids = [r.run_id for r in results]
-        stored: dict[tuple[str, str, str], float | None] = {}
+        stored: dict[tuple[str, str, str, int | None], float | None] = {}
         status: dict[str, str] = {}
         for i in range(0, len(ids), self._CHUNK):
             where, args = self._where(run_id=ids[i:i + self._CHUNK])
-            for run_id, bench, metric, score in self.con.execute(
-                    f"SELECT run_id, benchmark, metric, score FROM metrics{where}", args).fetchall():
-                stored[(run_id, bench, metric)] = score
+            for run_id, bench, metric, score, step in self.con.execute(
+                    f"SELECT run_id, benchmark, metric, score, step FROM metrics{where}", args).fetchall():
+                stored[(run_id, bench, metric, step)] = score
             status.update(self.con.execute(f"SELECT run_id, status FROM runs{where}", args).fetchall())
         out: list[Conflict] = []
         for r in results:
@@ -362,10 +362,11 @@ class RunStore(Connection):
                 if status.get(r.run_id) == "done":
                     out.append(Conflict(run_id=r.run_id, column="status", old="done", new="failed"))
                 continue
-            for m in {(m.benchmark, m.metric): m for m in r.metrics}.values():
-                key = (r.run_id, m.benchmark, m.metric)
+            for m in {(m.benchmark, m.metric, m.step): m for m in r.metrics}.values():
+                key = (r.run_id, m.benchmark, m.metric, m.step)
                 if key in stored and stored[key] != m.score:
-                    out.append(Conflict(run_id=r.run_id, column=f"{m.benchmark}/{m.metric}",
+                    at = "" if m.step is None else f"@{m.step}"
+                    out.append(Conflict(run_id=r.run_id, column=f"{m.benchmark}/{m.metric}{at}",
                                         old=None if stored[key] is None else str(stored[key]), new=str(m.score)))
         return out
 

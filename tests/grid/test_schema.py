@@ -108,3 +108,29 @@ def test_an_import_with_a_run_twice_is_refused_and_changes_nothing(tmp_path) -> 
     with Registry(db, read_only=True) as reg:
         assert [r.run_id for r in reg.runs()] == ["i-1"]
         assert reg.con.execute("SELECT count(*) FROM metrics").fetchall() == [(1,)]
+
+
+def test_a_result_with_checkpoints_is_compared_step_by_step_on_ingest(tmp_path) -> None:
+    """Ingesting a run's result again with the same checkpoint rows changes nothing; a changed checkpoint value is a
+    conflict naming its step, the others are not."""
+    from datetime import UTC, datetime
+
+    from grid.models import RunResult
+
+    db = str(tmp_path / "r.duckdb")
+    rows = [MetricResult(benchmark="b", metric="bpb", score=2.0), MetricResult(benchmark="b", metric="bpb", score=2.5,
+                                                                               step=10),
+            MetricResult(benchmark="b", metric="bpb", score=2.0, step=20)]
+
+    def result(metrics, tag):
+        return (RunResult(run_id=_spec().run_id, experiment="e1", status="done", metrics=metrics,
+                          finished_at=datetime(2026, 1, 1, tzinfo=UTC)), f"hash-{tag}", f"{tag}.json")
+
+    with Registry(db) as reg:
+        reg.ensure_experiment("e1", axes=["tool_diversity"])
+        reg.add_runs([_spec()], code="c")
+        reg.ingest([result(rows, "a")])
+        assert reg.ingest([result(rows, "b")], on_conflict="refuse").ingested == 1  # the same values: no conflict
+        changed = [rows[0], rows[1].model_copy(update={"score": 2.6}), rows[2]]
+        with pytest.raises(Exception, match=r"1 stored value would change \(run r-\w+ b/bpb@10: 2.5 -> 2.6\)"):
+            reg.ingest([result(changed, "c")], on_conflict="refuse")
