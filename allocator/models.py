@@ -198,9 +198,12 @@ class AllocationPlan(_Frozen):
     spend_spread: dict[str, tuple[float, float]] = Field(default_factory=dict)
     """5th-95th percentile of each axis' spend when re-solved per draw."""
     regret_interval: tuple[float, float] | None = None
-    """90% interval of what the plan leaves on the table, score points: per re-solved draw, the score of the
-    draw's own optimum (continuous, so an upper bound on the best integer plan) minus the draw's score of the
-    plan. Small against the gain: more runs would not move the plan by much."""
+    """5th and 95th percentiles of what the plan leaves on the table, score points: per re-solved draw, the score
+    of the draw's own optimum (continuous, so an upper bound on the best integer plan) minus the draw's score of
+    the plan. The upper end is the regret bound, a 95th percentile (:attr:`regret_bound_percentile`); it sees
+    parameter uncertainty only, not the law's form or extrapolation error."""
+    regret_bound_percentile: int = 95
+    """Which percentile of the re-solved draws' regrets ``regret_interval[1]`` is."""
     expected_regret: float | None = None
     """Mean of those regrets over the re-solved draws (score points)."""
     baseline: Plan
@@ -223,8 +226,19 @@ class AllocationPlan(_Frozen):
     """``plan.predicted_score - pinned.predicted_score`` (score points)."""
     pinned_gain_interval: tuple[float, float] | None = None
     """90% interval of that gain over the draws."""
+    best_observed: Plan | None = None
+    """The stronger baseline (DataDecide's single-scale choice): the best recipe observed at the largest fitted
+    rung within the budget, scored by the plan's law; None when no observed recipe fits the budget."""
+    best_observed_source: str = ""
+    """Where ``best_observed`` came from: the rung and cell, its observed value, the runs averaged."""
+    best_observed_interval: tuple[float, float] | None = None
+    """90% interval of ``best_observed``'s predicted score over the draws."""
+    gain_over_best_observed: float | None = None
+    """``plan.predicted_score - best_observed.predicted_score`` (score points); the plan must beat it."""
+    best_observed_gain_interval: tuple[float, float] | None = None
+    """90% interval of that gain over the draws."""
     decision: Decision
-    """Whether the gain over ``baseline`` is resolved, or the plans tie at this budget."""
+    """Whether the gain over ``baseline`` is resolved and the plan beats ``best_observed``, or no decision."""
     replicate_sd: float | None = None
     """The noise floor of a decision, score points: the seed-to-seed SD of one run from the fit's replicates
     (with >= 10 degrees of freedom), else the fit's residual SD; ``decision.reason`` says which."""
@@ -289,14 +303,15 @@ def signed_interval(iv: tuple[float, float] | None, sign: float) -> tuple[float,
     return (min(a, b), max(a, b))
 
 
-ARMS: tuple[str, ...] = ("allocator", "diversity_only", "equal_spend")
-"""The plans ``toolscale verify`` trains: the allocator's, the fair diversity-only one, and an equal split."""
+ARMS: tuple[str, ...] = ("allocator", "diversity_only", "equal_spend", "best_observed")
+"""The plans ``toolscale verify`` trains: the allocator's, the fair diversity-only one, an equal split, and the best
+recipe observed at the largest fitted rung (when one fits the budget)."""
 
 
 class VerificationArm(_Frozen):
     """One plan of a verification: its recipe, what the law predicted, and what training it gave."""
 
-    name: Literal["allocator", "diversity_only", "equal_spend"]
+    name: Literal["allocator", "diversity_only", "equal_spend", "best_observed"]
     """Which plan (see :data:`ARMS`)."""
     label: str
     """How the plan was made, in words."""
@@ -366,8 +381,29 @@ class VerificationReport(_Frozen):
     """Allocator minus diversity-only, mean over seeds of the paired per-seed differences (score points)."""
     realised_gain_ci: tuple[float, float] | None = None
     """90% Student-t interval of the realised gain over seeds (None with fewer than 2 paired seeds)."""
+    seed_sd: float | None = None
+    """SD of one run across seeds at the trained rung, metric units: pooled within the arms' seeds (or the fit's
+    noise floor when no arm has two seeds, see ``seed_sd_source``)."""
+    seed_sd_source: str = ""
+    """Where ``seed_sd`` came from."""
+    comparison_interval: tuple[float, float] | None = None
+    """What ``realised_gain`` is compared with: ``predicted_gain_interval`` widened by the realised gain's own
+    seed noise, variance ``2 s^2 / K`` (K paired seeds), each side added in quadrature at 90%."""
     inside_interval: bool | None = None
-    """Whether ``realised_gain`` lies inside ``predicted_gain_interval`` (None when either is missing)."""
+    """Whether ``realised_gain`` lies inside ``comparison_interval``; None when either is missing, or when the
+    allocator's and the diversity-only plan are one recipe (a gain of exactly 0 proves nothing)."""
+    predicted_gain_best_observed: float | None = None
+    """Allocator minus the best observed recipe, predicted (score points)."""
+    predicted_gain_best_observed_interval: tuple[float, float] | None = None
+    """Its 90% interval over the law's draws."""
+    realised_gain_best_observed: float | None = None
+    """Allocator minus the best observed recipe, realised: mean of the paired per-seed differences."""
+    comparison_interval_best_observed: tuple[float, float] | None = None
+    """``predicted_gain_best_observed_interval`` widened by ``2 s^2 / K`` as above."""
+    inside_interval_best_observed: bool | None = None
+    """Whether ``realised_gain_best_observed`` lies inside its comparison interval (None when not comparable)."""
+    notes: list[str] = Field(default_factory=list)
+    """What the comparison means, in words (e.g. why a check is not counted)."""
     complete: bool
     """True when every run is done."""
     problems: list[str] = Field(default_factory=list)

@@ -237,7 +237,7 @@ class TransformersBackend:
         c = self.tokenizer(full[len(prompt):], add_special_tokens=False)["input_ids"]
         return p + c, [0] * len(p) + [1] * len(c)
 
-    def score(self, requests: list[ChatRequest]) -> list[ContinuationScore]:
+    def score(self, requests: list[ChatRequest], *, detail: bool = False) -> list[ContinuationScore]:
         """Sum of log p(token | prefix) over each conversation's assistant tokens, in nats.
 
         Notes
@@ -246,6 +246,7 @@ class TransformersBackend:
         per-token loss of a set of items is ``-sum logprob / sum n_tokens``. Batches are left-padded
         (explicit position ids), so the scored tokens sit at the end of every row and only the last
         ``K`` positions' logits are computed (``logits_to_keep``): a 150k-token vocabulary stays cheap.
+        ``detail`` also returns each scored token's id and log-probability (:mod:`eval.diagnostics`).
         """
         import torch
 
@@ -275,8 +276,15 @@ class TransformersBackend:
             target = ids[:, width - keep + 1:]
             tok_lp = logp.gather(-1, target.unsqueeze(-1)).squeeze(-1) * tmask[:, width - keep + 1:]
             for row, i in enumerate(batch):
-                n = int(tmask[row, width - keep + 1:].sum().item())
-                out[i] = ContinuationScore(logprob=float(tok_lp[row].sum().item()), n_tokens=n, n_bytes=n_bytes[i])
+                m_row = tmask[row, width - keep + 1:]
+                n = int(m_row.sum().item())
+                extra = {}
+                if detail:
+                    where = m_row > 0
+                    extra = {"token_ids": [int(t) for t in target[row][where].tolist()],
+                             "token_logprobs": [float(v) for v in tok_lp[row][where].tolist()]}
+                out[i] = ContinuationScore(logprob=float(tok_lp[row].sum().item()), n_tokens=n, n_bytes=n_bytes[i],
+                                           **extra)
         return [s for s in out if s is not None]
 
     def _scored_bytes(self, ids: list[int], mask: list[int]) -> int:

@@ -25,7 +25,8 @@ from typing import Any
 from eval.errors import UnknownBenchmarkError
 from eval.models import BenchmarkInfo
 
-__all__ = ["register_benchmark", "get_benchmark", "list_benchmarks", "load_items", "CALL_METRICS", "ENV_METRICS"]
+__all__ = ["register_benchmark", "get_benchmark", "list_benchmarks", "load_items", "check_validation", "CALL_METRICS",
+           "ENV_METRICS"]
 
 CALL_METRICS: dict[str, str] = {
     "score": "share of items answered exactly right (AST match; no call on irrelevance items)",
@@ -77,6 +78,33 @@ def load_items(name: str, **kwargs: Any) -> list[Any]:
     return loader(**kwargs)
 
 
+def check_validation(validation: str | None, tests: list[str]) -> None:
+    """Refuse a validation benchmark that shares items with a test benchmark, naming how many.
+
+    The validation items choose checkpoints and learning rates; a shared item would let a test item choose.
+    Items are compared by content, ids aside (:func:`eval.heldout.item_key`). Raises
+    :class:`toolscale.errors.UsageError` (exit 2) on the first test benchmark that shares any.
+    """
+    from eval.heldout import shared_items
+    from toolscale.errors import UsageError
+
+    if validation is None:
+        return
+    info = get_benchmark(validation)
+    if info.kind != "calls":
+        raise UsageError(f"eval.validation {validation!r} is a {info.kind} benchmark; checkpoints are chosen on "
+                         "a call benchmark's bits per byte (valid-calls)")
+    items = load_items(validation)
+    for name in tests:
+        if get_benchmark(name).kind != "calls":
+            continue  # episodes and call items are never the same item
+        n = shared_items(items, load_items(name))
+        if n:
+            raise UsageError(f"eval.validation {validation!r} shares {n} of its {len(items)} items with test "
+                             f"benchmark {name!r}; choose checkpoints on items no test benchmark holds "
+                             "(valid-calls)")
+
+
 register_benchmark(BenchmarkInfo(
     name="heldout-calls", version="2", kind="calls", loader="eval.heldout:load_heldout_calls",
     digest="ff581e55abff9019ecee3d819af7a8304346ccf460722adcecb06f4733c402e5",
@@ -97,6 +125,13 @@ register_benchmark(BenchmarkInfo(
     description="held-out servers: 200 call items (and 32 irrelevance items) on the two servers no run "
                 "trains on, on held-out databases; AST match as heldout-calls; bpb = bits per byte of the "
                 "reference calls",
+    metrics={**CALL_METRICS, "bpb": BPB_METRIC}))
+register_benchmark(BenchmarkInfo(
+    name="valid-calls", version="1", kind="calls", loader="eval.heldout:load_valid_calls",
+    digest="3ad6ce2e1c11433dee372cca8ab045f9ebc86a04070208e0753dcabf3ccb5463",
+    description="validation split: call items over the eight training servers on databases disjoint from both "
+                "test benchmarks, no item shared with them; chooses checkpoints and learning rates (never a test "
+                "benchmark); bpb = bits per byte of the reference calls",
     metrics={**CALL_METRICS, "bpb": BPB_METRIC}))
 register_benchmark(BenchmarkInfo(
     name="heldout-env", version="1", kind="env", loader="eval.heldout:load_heldout_env",

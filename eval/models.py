@@ -111,6 +111,10 @@ class ContinuationScore(_Frozen):
     """Number of continuation tokens scored."""
     n_bytes: int = 0
     """UTF-8 bytes of the scored continuation text as the chat template renders it (0: not counted)."""
+    token_ids: list[int] = Field(default_factory=list)
+    """The scored tokens' ids, in order (only when asked for: ``score(..., detail=True)``)."""
+    token_logprobs: list[float] = Field(default_factory=list)
+    """Their log-probabilities in nats, aligned with ``token_ids`` (only with ``detail``)."""
 
 
 class BenchmarkInfo(_Frozen):

@@ -80,7 +80,7 @@ class RunSpec(_Frozen):
     train_tokens: float | None = None
     """Planned training tokens D."""
     train_flops: float | None = None
-    """Planned training FLOPs, 6 N D."""
+    """Planned training FLOPs, attention and the unembedding counted (``metadata.flops_6nd``: 6 N D)."""
     token_multiplier: float = 1.0
     """Training-token multiple of the recipe's dataset."""
     seed: int = 0
@@ -127,7 +127,10 @@ class RunRecord(_Frozen):
     metadata: dict[str, Any]
     """Run metadata."""
     metrics: dict[str, float] = Field(default_factory=dict)
-    """``"benchmark/metric" -> score`` for every stored metric."""
+    """``"benchmark/metric" -> score`` for every stored metric of the run itself (its final model)."""
+    checkpoints: dict[int, dict[str, float]] = Field(default_factory=dict)
+    """Scored checkpoints: optimizer step -> ``"benchmark/metric" -> score`` (``train/tokens`` is the tokens seen
+    by that step); empty for runs scored only at the end."""
     created_at: datetime | None = None
     """When the run was planned."""
     finished_at: datetime | None = None
@@ -151,6 +154,9 @@ class MetricResult(_Frozen):
     """Items scored."""
     higher_is_better: bool = True
     """Direction of the metric."""
+    step: int | None = None
+    """The optimizer step of the checkpoint scored (checkpoints as data); None: the run's own value (its final
+    model)."""
 
 
 class TrainStats(_Frozen):
@@ -163,7 +169,10 @@ class TrainStats(_Frozen):
     train_tokens: float
     """Tokens seen in training, D."""
     train_flops: float
-    """6 N D training FLOPs."""
+    """Training FLOPs: ``6 D (N + L n_ctx d + V d)`` for a proxy model built from config (attention and the
+    unembedding counted, :func:`toolscale.config.model_flops`), ``6 N D`` otherwise."""
+    train_flops_6nd: float | None = None
+    """``6 N D`` with N the non-embedding parameters (the published convention), beside the full count."""
     wall_s: float | None = None
     """Training wall time in seconds."""
     final_loss: float | None = None
@@ -294,7 +303,7 @@ class Cell(_Frozen):
     train_tokens: float
     """Planned tokens D = max_steps x batch_size x max_seq_len."""
     train_flops: float
-    """Planned training FLOPs, 6 N D."""
+    """Planned training FLOPs, attention and the unembedding counted."""
     runs: int
     """Runs in this cell."""
     split: str
@@ -368,7 +377,10 @@ class DesignSummary(_Frozen):
     heldout_share: float
     """``heldout_runs / runs`` (rounded to 6 digits)."""
     extrapolation_factor: float | None
-    """Largest held-out FLOPs / largest fitted FLOPs (rounded to 6 digits); None with nothing held out."""
+    """Largest held-out FLOPs / largest fitted FLOPs, attention and the unembedding counted (rounded to 6
+    digits); None with nothing held out."""
+    extrapolation_factor_6nd: float | None = None
+    """The same in ``6 N D`` (the published convention, which undercounts small models)."""
     min_extrapolation_factor: float
     """The factor the config requires."""
     flops_range: list[float] | None

@@ -154,6 +154,59 @@ def job_recipe(run: RunSpec, cfg: ExperimentConfig) -> Recipe:
     return Recipe.from_axes(knobs, seed=run.seed, **settings)
 
 
+def checkpoints_kept(cfg: Any) -> int:
+    """Checkpoints a run keeps and scores: ``[eval] checkpoints`` when there is a validation benchmark to choose
+    among them, SFT trains the final model (no GRPO stage after it) and the transformers backend scores, else 0."""
+    if cfg.eval.validation is None or "grpo" in cfg.train.stages or cfg.eval.backend != "transformers":
+        return 0
+    return int(cfg.eval.checkpoints)
+
+
+def run_diagnostics(data_dir: Path, tokenizer: Any) -> Any:
+    """The :class:`eval.diagnostics.Diagnostics` of a run: the tools its dataset used (manifest) and the unigram
+    model of its training tokens (the assistant tokens it was trained on, under its tokenizer)."""
+    from eval.diagnostics import Diagnostics, unigram_logprobs
+    from train.data import read_rows, tokenize_rows
+
+    manifest = json.loads((data_dir / "manifest.json").read_text(encoding="utf-8"))
+    vocab = len(tokenizer)
+    counts = [0] * vocab
+    for ex in tokenize_rows(read_rows(data_dir), tokenizer, 1 << 20, seed=0)["examples"]:
+        for t, m in zip(ex["input_ids"], ex["assistant_masks"]):
+            if m and t < vocab:
+                counts[t] += 1
+    return Diagnostics(seen_tools=frozenset(manifest.get("tools") or []), unigram=unigram_logprobs(counts),
+                       vocab_size=vocab)
+
+
+def _evaluate(cfg: Any, model_dir: Path, keep: int, data_dir: Path | None = None) -> tuple[list[Any], dict[str, Any]]:
+    """``(metric rows, checkpoint summary)``: every kept checkpoint scored by :func:`eval.checkpoints.evaluate_checkpoints`
+    (one model load per checkpoint), or the final model alone on every benchmark. Seed 0: every run is scored
+    on the same items, so scores differ by model, not by sample."""
+    from eval.runner import evaluate, evaluate_spec
+
+    stats = json.loads((model_dir / "train_stats.json").read_text(encoding="utf-8")) if keep else {}
+    snapshots = stats.get("snapshots") or []
+    if not snapshots:
+        return evaluate_spec(str(model_dir), cfg.eval, seed=0, threads=cfg.train.threads), {}
+    from eval.backends import get_backend
+    from eval.checkpoints import evaluate_checkpoints
+
+    loaded: dict[str, Any] = {}
+    diag: list[Any] = []
+
+    def score(path: str, bench: str, *, diagnostics: bool = False, **kw: Any) -> list[Any]:
+        if path not in loaded:
+            loaded.clear()  # one model in memory at a time
+            loaded[path] = get_backend("transformers", path, threads=cfg.train.threads)
+        if diagnostics and data_dir is not None and not diag:
+            diag.append(run_diagnostics(data_dir, loaded[path].tokenizer))
+        return evaluate(path, bench, seed=0, backend=loaded[path], diagnostics=diag[0] if diagnostics and diag else None,
+                        **kw)
+
+    return evaluate_checkpoints(snapshots, cfg.eval, score=score)
+
+
 def run_pipeline(run: RunSpec, workdir: Path, checkpoint: dict[str, Any] | None) -> dict[str, Any]:
     """Build (or reuse) the run's dataset, train, evaluate; returns the result fields (see :mod:`slurm.jobs`)."""
     from synth.dataset import build_dataset
@@ -190,18 +243,17 @@ def run_pipeline(run: RunSpec, workdir: Path, checkpoint: dict[str, Any] | None)
     tok_dir = None
     if cfg.train.tokenizer == "shared" and not size.pretrained:
         tok_dir = ensure_tokenizer(cfg, ctx["dataset_cache"])
+    keep = checkpoints_kept(cfg)
     trained = train_stages(cfg, size, run, data_dir, Path(workdir), steps=steps, tokenizer_dir=tok_dir,
                            learning_rate=float(lr) if lr is not None else None, max_epochs=cfg.train.max_epochs,
-                           label=run.run_id)
+                           label=run.run_id, weight_decay=cfg.train.weight_decay, schedule=cfg.train.schedule,
+                           wsd_decay=cfg.train.wsd_decay, keep_checkpoints=keep)
     stats, model_dir = trained.total, trained.model_dir
     stage_s["train"] = time.monotonic() - t0 - stage_s["dataset"]
     state.update(stage="trained", model=str(model_dir))
     save_checkpoint(workdir, state)
 
-    from eval.runner import evaluate_spec
-
-    # seed 0: every run is scored on the same items, so scores differ by model, not by sample
-    metrics = evaluate_spec(str(model_dir), cfg.eval, seed=0, threads=cfg.train.threads)
+    metrics, ckpt_summary = _evaluate(cfg, model_dir, keep, data_dir)
     stage_s["eval"] = time.monotonic() - t0 - stage_s["dataset"] - stage_s["train"]
     state.update(stage="evaluated")
     save_checkpoint(workdir, state)
@@ -215,5 +267,6 @@ def run_pipeline(run: RunSpec, workdir: Path, checkpoint: dict[str, Any] | None)
                       "counts": manifest.get("counts", {}),
                       "llm": manifest.get("llm", {}),
                       "stage_s": {k: round(v, 2) for k, v in stage_s.items()},
+                      **({"checkpoints": ckpt_summary} if ckpt_summary else {}),
                       "stages": {k: v.model_dump(mode="json") for k, v in trained.stages.items()},
                       "stage_plan": trained.plan}}

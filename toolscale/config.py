@@ -51,6 +51,7 @@ __all__ = [
     "BUDGET_UNITS",
     "FLOPS_PER_PARAM_TOKEN",
     "training_flops",
+    "model_flops",
 ]
 
 BUDGET_UNITS = ("usd", "gpu_hours")
@@ -74,6 +75,31 @@ def training_flops(params: float, tokens: float) -> float:
     1.2e+16
     """
     return FLOPS_PER_PARAM_TOKEN * params * tokens
+
+
+def model_flops(params_nonembedding: float, tokens: float, *, n_layers: int, width: int, vocab: int,
+                context: float) -> float:
+    """Training FLOPs with attention and the unembedding counted: ``6 D (N + L n_ctx d + V d)``.
+
+    Kaplan et al. (2020), Table 1: a forward pass costs ``2 N + 2 L n_ctx d`` per token (N the non-embedding
+    parameters, the second term the attention logits over a context of ``n_ctx`` tokens), plus ``2 d V`` for
+    the unembedding; training is three forward passes. ``6 N D`` (:func:`training_flops`) drops the two
+    extra terms, which is fine at real widths (``d >> n_ctx``) and far off for CPU proxies, where attention
+    over a 1,000-token context costs more than the weight matrices (``n_ctx`` is the mean training sequence).
+
+    Examples
+    --------
+    >>> model_flops(41652, 1e6, n_layers=2, width=36, vocab=512, context=1024) / training_flops(41652, 1e6)
+    3.2126...
+    """
+    return FLOPS_PER_PARAM_TOKEN * tokens * (params_nonembedding + n_layers * context * width + vocab * width)
+
+
+COPY_MIN_LAYERS = 4
+"""Fewest layers of a proxy that learns to copy a value from its prompt (an induction head needs two layers
+of attention; the probe measurements in benchmarks/README.md found a 2-layer LM does not learn it here)."""
+COPY_MIN_HEAD = 16
+"""Smallest head width of such a proxy."""
 
 
 class _Frozen(BaseModel):
@@ -206,6 +232,21 @@ class ModelSize(_Frozen):
             return float(self.params)
         return self.approx_params - 2 * self.vocab_size * self.hidden_size
 
+    @property
+    def copy_warning(self) -> str | None:
+        """Why a proxy rung may not learn to copy a value from its prompt (held-out-database items ask for
+        exactly that), or None: fewer than :data:`COPY_MIN_LAYERS` layers or a head width below
+        :data:`COPY_MIN_HEAD` (the depth rule of the proxy presets: 4 layers at every rung, heads the most
+        with an even head width of at least 16)."""
+        if self.pretrained:
+            return None
+        head = self.hidden_size // self.num_heads
+        if self.num_layers < COPY_MIN_LAYERS or head < COPY_MIN_HEAD:
+            return (f"rung {self.name!r} has {self.num_layers} layer(s) and head width {head}: a proxy needs at least "
+                    f"{COPY_MIN_LAYERS} layers and head width {COPY_MIN_HEAD} to learn to copy argument values from "
+                    "the prompt")
+        return None
+
     def counted_params(self, count: str = "total") -> float:
         """N as ``design.param_count`` counts it: ``total`` or ``nonembedding``."""
         return self.approx_params_nonembedding if count == "nonembedding" else self.approx_params
@@ -219,6 +260,15 @@ class ModelSize(_Frozen):
     def planned_flops(self) -> float:
         """Planned training FLOPs of one run at this rung: ``6 N D`` with N and D as above."""
         return training_flops(self.approx_params, self.planned_tokens)
+
+    def real_flops(self, tokens: float, context: float | None = None) -> float:
+        """Training FLOPs of ``tokens`` with attention and the unembedding counted (:func:`model_flops`), at a
+        mean sequence of ``context`` tokens (default ``max_seq_len``); ``6 N D`` for a pretrained rung, whose
+        architecture the config does not hold."""
+        if self.params is not None or self.pretrained:
+            return training_flops(self.approx_params, tokens)
+        return model_flops(self.approx_params_nonembedding, tokens, n_layers=self.num_layers, width=self.hidden_size,
+                           vocab=self.vocab_size, context=context or self.max_seq_len)
 
 
 class DesignSpec(_Frozen):
@@ -240,6 +290,12 @@ class DesignSpec(_Frozen):
     """Center points added to the design (noise and curvature)."""
     replicates: int = Field(default=1, ge=1)
     """Seeds per design point (replicated seeds give a noise estimate)."""
+    top_fit_replicates: int | None = Field(default=None, ge=1)
+    """Seeds per design point at the largest fitted rung (every cell of it): the seed noise where decisions are
+    made and pure error for the lack-of-fit test; None: ``replicates``."""
+    heldout_replicates: int | None = Field(default=None, ge=1)
+    """Seeds per design point in the held-out cell (seed means are what the law is checked against); None:
+    ``replicates``."""
     foldover: list[str] = Field(default_factory=list)
     """Axes to fold over (break their aliases); empty for no fold-over."""
     token_multipliers: list[float] = Field(default_factory=lambda: [1.0])
@@ -340,6 +396,10 @@ class SynthSpec(_Frozen):
     (``{ repo_path = ["/data/repo"] }``); other arguments get generated values."""
     max_turns: int = Field(default=32, ge=1, le=256)
     """Most assistant turns of an LLM policy per trajectory (ASTRA: 32), in turns."""
+    tool_spread: Literal["servers", "stratified"] = "servers"
+    """How ``tool_diversity`` tools are drawn: ``servers`` (whole servers in a seeded order: a small level covers
+    few servers) or ``stratified`` (one tool per server in turn: the tool axis then measures diversity, not
+    which servers a benchmark's items fall on)."""
     min_tools: int = Field(default=3, ge=1)
     """Servers from the registry (``--with-collected``, ASTRA imports) with fewer usable tools are
     quarantined (ASTRA's pruning rule); servers you name in ``servers`` are never held to it."""
@@ -511,6 +571,14 @@ class TrainSpec(_Frozen):
     max_epochs: float | None = Field(default=None, gt=0.0)
     """Most passes over a run's dataset (sequences seen / rows); a run planned above it is refused before
     training, naming the run. None allows any."""
+    weight_decay: float = Field(default=0.1, ge=0.0, le=1.0, allow_inf_nan=False)
+    """AdamW's decoupled weight decay of every run (and of the learning-rate scan's runs)."""
+    schedule: Literal["cosine", "wsd"] = "cosine"
+    """Learning-rate schedule after the linear warm-up (5% of steps): ``cosine`` decay to the run's last step,
+    or ``wsd`` (warmup-stable-decay: the peak rate held, then a linear decay over the last ``wsd_decay`` share
+    of steps, so checkpoints before the decay are of one constant-rate run)."""
+    wsd_decay: float = Field(default=0.2, gt=0.0, le=1.0)
+    """Share of a run's steps in the final decay of the ``wsd`` schedule."""
 
 
 class EvalSpec(_Frozen):
@@ -524,6 +592,20 @@ class EvalSpec(_Frozen):
     """Of those, items that are also generated and matched (accuracy, ``field_match``), the same
     stratified choice for every run; the rest are only scored (``loss``, ``bpb``, ``token_prob``).
     None generates every item."""
+    validation: str | None = "valid-calls"
+    """Benchmark that chooses among a run's checkpoints (and the learning-rate scan's rates): fixed items on
+    databases disjoint from every test benchmark (an overlap is refused, naming how many items); None: no
+    checkpoints are scored and each run is scored at its end only."""
+    validation_limit: int | None = Field(default=None, ge=1)
+    """Validation items scored per checkpoint (stratified, the same for every run); None: all."""
+    checkpoints: int = Field(default=6, ge=0)
+    """Checkpoints kept and scored per run, evenly spaced, the last at the final step: each on the validation
+    benchmark, and the best one and the last on the test benchmarks (``checkpoint_tests``); 0: the final model
+    only. A run with fewer steps than checkpoints is refused before it trains."""
+    checkpoint_tests: Literal["chosen", "all"] = "chosen"
+    """Which checkpoints the test benchmarks score: ``chosen`` (the one best on validation, and the last),
+    or ``all`` (every checkpoint: ``fit --target checkpoints`` on a test benchmark needs it; costs K test
+    evaluations per run)."""
     backend: Literal["transformers", "openai", "vllm"] = "transformers"
     """Generation backend."""
     endpoint: str | None = None

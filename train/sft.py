@@ -36,8 +36,8 @@ from train.data import dataset_id, read_rows, render_corpus, tokenize_rows
 from train.tokenizer import tokenizer_id
 from train.errors import TrainError
 
-__all__ = ["train_sft", "sft_config", "read_stats", "make_trainer", "quiet_progress", "divergence_callback",
-           "planned_epochs", "DivergedError"]
+__all__ = ["train_sft", "sft_config", "schedule_options", "read_stats", "make_trainer", "quiet_progress",
+           "divergence_callback", "snapshot_callback", "planned_epochs", "DivergedError"]
 
 
 class DivergedError(TrainError):
@@ -71,16 +71,60 @@ def divergence_callback(tail: int = 5):
     return DivergenceCallback()
 
 
+def snapshot_callback(out_dir: Path, steps: list[int], tokenizer: Any):
+    """A ``TrainerCallback`` that keeps the model (and tokenizer) at each of ``steps`` but the last under
+    ``out_dir/snapshots/step-<s>`` with ``snapshot.json`` (step, tokens seen); ``seen`` records every step's
+    tokens, the last included (the final model is ``out_dir`` itself)."""
+    from transformers import TrainerCallback
+
+    from train.checkpoint import snapshot_dir
+
+    class SnapshotCallback(TrainerCallback):
+        def __init__(self):
+            self.seen: dict[int, float] = {}
+
+        def on_step_end(self, args, state, control, model=None, **kwargs):
+            step = int(state.global_step)
+            if step not in steps:
+                return
+            self.seen[step] = float(state.num_input_tokens_seen)
+            if step == steps[-1] or model is None:
+                return
+            folder = snapshot_dir(out_dir, step)
+            model.save_pretrained(folder)
+            tokenizer.save_pretrained(folder)
+            _write_json(folder / "snapshot.json", {"step": step, "tokens": self.seen[step]})
+
+    return SnapshotCallback()
+
+
 _RESOURCE_FIELDS = {"gpus", "cpus", "mem_gb", "timeout_min"}
 """Rung fields that do not change what is trained (a requeued job may get other resources)."""
 
 
+def schedule_options(schedule: str, max_steps: int, wsd_decay: float = 0.2) -> dict[str, Any]:
+    """``SFTConfig`` fields of a learning-rate schedule after the linear warm-up.
+
+    ``cosine``: cosine decay to the last step. ``wsd`` (warmup-stable-decay, Hu et al. 2024 "MiniCPM"): the peak
+    rate held until the last ``ceil(wsd_decay x max_steps)`` steps, then a linear decay to 0 over them.
+    """
+    if schedule == "cosine":
+        return {"lr_scheduler_type": "cosine"}
+    if schedule == "wsd":
+        decay = max(1, math.ceil(wsd_decay * max_steps))
+        return {"lr_scheduler_type": "warmup_stable_decay",
+                "lr_scheduler_kwargs": {"num_decay_steps": decay, "decay_type": "linear"}}
+    raise UsageError(f"unknown schedule {schedule!r}; known: cosine, wsd")
+
+
 def sft_config(size: ModelSize, output_dir: str | Path, *, max_steps: int, seed: int = 0,
-               save_steps: int = 0, logging_steps: int | None = None, **overrides: Any):
+               save_steps: int = 0, logging_steps: int | None = None, weight_decay: float = 0.0,
+               schedule: str = "cosine", wsd_decay: float = 0.2, **overrides: Any):
     """The ``SFTConfig`` of one run (the one adapter between our settings and TRL's).
 
-    ``save_steps=0`` disables checkpoints. ``overrides`` replace any field (benchmarks use it
-    to compare TRL's defaults).
+    ``save_steps=0`` disables checkpoints. ``weight_decay`` is AdamW's decoupled decay; ``schedule`` the
+    rate's shape after the warm-up (:func:`schedule_options`). ``overrides`` replace any field (benchmarks
+    use it to compare TRL's defaults).
     """
     import torch
     from trl import SFTConfig
@@ -88,8 +132,9 @@ def sft_config(size: ModelSize, output_dir: str | Path, *, max_steps: int, seed:
     gpu = torch.cuda.is_available()
     kwargs: dict[str, Any] = dict(
         output_dir=str(output_dir), use_cpu=not gpu, bf16=gpu and torch.cuda.is_bf16_supported(), fp16=False,
-        activation_checkpointing=False, learning_rate=size.learning_rate, lr_scheduler_type="cosine",
-        warmup_steps=max(1, max_steps // 20), weight_decay=0.0, max_grad_norm=1.0,
+        activation_checkpointing=False, learning_rate=size.learning_rate,
+        **schedule_options(schedule, max_steps, wsd_decay),
+        warmup_steps=max(1, max_steps // 20), weight_decay=weight_decay, max_grad_norm=1.0,
         per_device_train_batch_size=size.batch_size, gradient_accumulation_steps=1, max_steps=max_steps,
         max_length=size.max_seq_len, packing=False, assistant_only_loss=False, seed=seed, data_seed=seed,
         logging_steps=logging_steps or max(1, max_steps // 200), logging_first_step=True,
@@ -169,7 +214,8 @@ def train_sft(data_dir: str | Path, size: ModelSize, out_dir: str | Path, *, max
               seed: int = 0, threads: int | None = None, resume: bool = True, save_steps: int | None = None,
               on_step: Callable[[int, int, float | None], None] | None = None, tokenizer_dir: str | Path | None = None,
               learning_rate: float | None = None, max_epochs: float | None = None,
-              label: str | None = None, init: str | Path | None = None) -> TrainStats:
+              label: str | None = None, init: str | Path | None = None, weight_decay: float = 0.0,
+              schedule: str = "cosine", wsd_decay: float = 0.2, keep_checkpoints: int = 0) -> TrainStats:
     """Train one model with SFT on a synthesised dataset; write it to ``out_dir``.
 
     Parameters
@@ -208,6 +254,13 @@ def train_sft(data_dir: str | Path, size: ModelSize, out_dir: str | Path, *, max
         (``steps x batch_size / rows``, :func:`planned_epochs`); the message names ``label``.
     label
         The run's name in messages (its run id).
+    weight_decay, schedule, wsd_decay
+        AdamW's decoupled weight decay and the learning-rate schedule (:func:`schedule_options`); part of the
+        run's identity.
+    keep_checkpoints
+        Keep the model at this many evenly spaced steps, the last the final one (checkpoints as data,
+        :func:`train.checkpoint.snapshot_steps`): ``train_stats.json`` lists them (``snapshots``: step, tokens
+        seen, folder). More than the run's steps is refused before training, naming ``label``.
 
     A loss that turns NaN or infinite stops the run with :class:`DivergedError` (step and last losses).
 
@@ -237,6 +290,9 @@ def train_sft(data_dir: str | Path, size: ModelSize, out_dir: str | Path, *, max
             raise UsageError(f"run {name}: {epochs:.2f} epochs ({steps} steps x {size.batch_size} sequences over "
                              f"{len(rows)} rows) exceed train.max_epochs = {max_epochs:g}; synthesise more tasks "
                              "or train fewer steps")
+    if keep_checkpoints > steps:
+        raise UsageError(f"run {name}: [eval] checkpoints = {keep_checkpoints} exceeds its {steps} training steps; "
+                         "keep fewer checkpoints or train more steps")
     if learning_rate is not None:
         if not (isinstance(learning_rate, float | int) and math.isfinite(learning_rate) and learning_rate > 0):
             raise UsageError(f"learning_rate must be a positive number, got {learning_rate!r}")
@@ -245,8 +301,8 @@ def train_sft(data_dir: str | Path, size: ModelSize, out_dir: str | Path, *, max
         raise UsageError(f"model size {size.name!r} is pretrained and brings its own tokenizer; "
                          "tokenizer_dir is for proxy rungs")
     data_id = dataset_id(data_dir)
-    identity = {"dataset_id": data_id, "steps": steps, "seed": seed,
-                "model_size": size.model_dump(mode="json", exclude=_RESOURCE_FIELDS)}
+    identity = _identity(data_id, steps, seed, size, weight_decay=weight_decay, schedule=schedule,
+                         wsd_decay=wsd_decay, keep_checkpoints=keep_checkpoints)
     if tokenizer_dir is not None:
         identity["tokenizer_id"] = tokenizer_id(tokenizer_dir)
     if init is not None:
@@ -298,11 +354,17 @@ def train_sft(data_dir: str | Path, size: ModelSize, out_dir: str | Path, *, max
 
     dataset = Dataset.from_list(data["examples"])
     every = max(10, steps // 4) if save_steps is None else save_steps
-    config = sft_config(size, checkpoint_dir(out), max_steps=steps, seed=seed, save_steps=every)
+    config = sft_config(size, checkpoint_dir(out), max_steps=steps, seed=seed, save_steps=every,
+                        weight_decay=weight_decay, schedule=schedule, wsd_decay=wsd_decay)
     checkpoint = last_checkpoint(out) if resume else None
     accounting = accounting_callback(read_accounting(checkpoint).get("wall_s", 0.0), on_step=on_step)
+    from train.checkpoint import snapshot_steps
+
+    keep = snapshot_steps(steps, keep_checkpoints)
+    snaps = snapshot_callback(out, keep, tokenizer)
     with quiet_progress():
-        trainer = make_trainer(model, tokenizer, dataset, config, callbacks=[accounting, divergence_callback()])
+        trainer = make_trainer(model, tokenizer, dataset, config,
+                               callbacks=[accounting, divergence_callback(), *([snaps] if keep else [])])
         trainer.train(resume_from_checkpoint=str(checkpoint) if checkpoint else None)
         trainer.model.save_pretrained(out)
         tokenizer.save_pretrained(out)
@@ -312,14 +374,59 @@ def train_sft(data_dir: str | Path, size: ModelSize, out_dir: str | Path, *, max
     tokens = float(state.num_input_tokens_seen)
     final_loss = curve[-1]["loss"] if curve else None
     stats = TrainStats(params=float(params), params_nonembedding=float(params_nonemb), train_tokens=tokens,
-                       train_flops=training_flops(params, tokens), wall_s=accounting.wall_s,
+                       train_flops=_flops(size, model, params, params_nonemb, tokens, state.global_step),
+                       train_flops_6nd=training_flops(params_nonemb, tokens), wall_s=accounting.wall_s,
                        final_loss=final_loss if final_loss is None or math.isfinite(final_loss) else None,
                        steps=int(state.global_step))
-    payload = {"objective": "sft", "train": stats.model_dump(mode="json"), "loss_curve": curve,
+    snapshots = _snapshots(out, keep, snaps.seen, tokens)
+    payload = {"objective": "sft", "train": stats.model_dump(mode="json"), "loss_curve": curve, "snapshots": snapshots,
                "dataset_id": data_id, "model_size": size.name, "steps": steps, "seed": seed, "resumed_from": checkpoint and checkpoint.name,
                "data": {k: v for k, v in data.items() if k != "examples"}}
     _write_json(out / STATS_FILE, payload)
     return stats
+
+
+def _identity(data_id: str, steps: int, seed: int, size: ModelSize, *, weight_decay: float, schedule: str,
+              wsd_decay: float, keep_checkpoints: int) -> dict[str, Any]:
+    """What a run folder holds (``run.json``): a resume refuses a folder with another identity. Options added
+    after the first runs enter only when set, so older runs keep their identity."""
+    identity: dict[str, Any] = {"dataset_id": data_id, "steps": steps, "seed": seed,
+                                "model_size": size.model_dump(mode="json", exclude=_RESOURCE_FIELDS)}
+    if weight_decay or schedule != "cosine":
+        identity["optimiser"] = {"weight_decay": weight_decay, "schedule": schedule,
+                                 **({"wsd_decay": wsd_decay} if schedule == "wsd" else {})}
+    if keep_checkpoints:
+        identity["keep_checkpoints"] = keep_checkpoints
+    return identity
+
+
+def _flops(size: ModelSize, model: Any, params: float, params_nonemb: float, tokens: float, steps: int) -> float:
+    """The run's training FLOPs: attention and the unembedding counted for a proxy built from config
+    (:func:`toolscale.config.model_flops`, the context the mean sequence trained), ``6 N D`` for a pretrained one."""
+    from toolscale.config import model_flops
+
+    cfg = getattr(model, "config", None)
+    if size.pretrained or cfg is None or not steps:
+        return training_flops(params, tokens)
+    context = tokens / (steps * size.batch_size)
+    return model_flops(params_nonemb, tokens, n_layers=int(cfg.num_hidden_layers), width=int(cfg.hidden_size),
+                       vocab=int(cfg.vocab_size), context=context)
+
+
+def _snapshots(out: Path, keep: list[int], seen: dict[int, float], final_tokens: float) -> list[dict[str, Any]]:
+    """``[{"step", "tokens", "path"}]`` of the kept checkpoints; a step trained before a resume reads its tokens
+    from its ``snapshot.json``; the last is ``out`` itself."""
+    from train.checkpoint import snapshot_dir
+
+    rows = []
+    for step in keep:
+        folder = out if step == keep[-1] else snapshot_dir(out, step)
+        tokens = final_tokens if step == keep[-1] else seen.get(step)
+        if tokens is None and (folder / "snapshot.json").is_file():
+            tokens = json.loads((folder / "snapshot.json").read_text(encoding="utf-8"))["tokens"]
+        if tokens is not None and (folder / "config.json").is_file():
+            rows.append({"step": step, "tokens": float(tokens), "path": str(folder)})
+    return rows
 
 
 def _write_json(path: Path, payload: dict[str, Any]) -> None:

@@ -43,6 +43,7 @@ FILES = {
     "bad_truth.toml": "law = \n",
     "good2.csv": GOOD_CSV.replace("0.55", "0.56"),
     "split.csv": _csv("1e6,1e9,0.5,test\n2e6,1e9,0.6,fit", header="model,tokens,acc,part"),
+    "overlap.toml": SMALL.read_text() + '\n[eval]\nbenchmarks = ["indist-calls"]\nvalidation = "indist-calls"\n',
 }
 
 # (id, argv, exit code, text the one stderr line must contain); {reg} is the registry copy, {d} the folder
@@ -133,6 +134,11 @@ CASES = [
     ("fit-unknown-law", ["fit", "--experiment", "sim", "--benchmark", "simulated", "--law", "nosuch"], 2,
      "nosuch"),
     ("fit-no-benchmark", ["fit", "--experiment", "sim"], 2, "--benchmark"),
+    ("fit-envelope-without-checkpoints", ["fit", "--experiment", "sim", "--benchmark", "simulated", "--target",
+                                          "envelope", "--bootstrap", "0"], 2, "run(s) have none: r-"),
+    # a validation split that shares items with a test benchmark, named with the count
+    ("validate-validation-overlaps-a-test", ["validate", "{d}/overlap.toml"], 2,
+     "eval.validation 'indist-calls' shares 272 of its 272 items with test benchmark 'indist-calls'"),
     ("report-out-unwritable", ["report", "--experiment", "sim", "--benchmark", "simulated", "--out",
                                "{d}/good.csv/reports"], 2, "--out"),
     # export and status
@@ -200,7 +206,7 @@ def _setup(tmp_path: Path, base: Path) -> Path:
 
 def _expand(argv: list[str], reg: Path, d: Path) -> list[str]:
     out = [a.replace("{d}", str(d)).replace("{reg}", str(reg)) for a in argv]
-    if "--registry" not in out and out[0] not in ("init", "fitt", "envs"):
+    if "--registry" not in out and out[0] not in ("init", "fitt", "envs", "validate"):
         out += ["--registry", str(reg)]
     return out
 

@@ -254,6 +254,29 @@ def test_too_many_epochs_are_refused_before_training_naming_the_run(tiny_data, t
     assert not (tmp_path / "m").exists()  # nothing was written: refused before training
 
 
+def test_more_checkpoints_than_steps_are_refused_before_training_naming_the_run(tiny_data, tmp_path):
+    with pytest.raises(UsageError, match=r"run r-18: \[eval\] checkpoints = 6 exceeds its 3 training steps"):
+        train_sft(tiny_data, SIZE, tmp_path / "m", max_steps=3, keep_checkpoints=6, label="r-18")
+    assert not (tmp_path / "m").exists()
+
+
+def test_kept_checkpoints_are_snapshots_with_their_tokens_and_wsd_and_weight_decay_are_identity(tiny_data, tmp_path):
+    """Three real training steps each (four runs of a tiny model)."""
+    from train.checkpoint import snapshot_steps
+    from train.sft import read_stats
+
+    assert snapshot_steps(6, 3) == [2, 4, 6] and snapshot_steps(5, 2) == [2, 5] and snapshot_steps(4, 0) == []
+    train_sft(tiny_data, SIZE, tmp_path / "m", max_steps=4, save_steps=0, keep_checkpoints=2, weight_decay=0.1,
+              schedule="wsd")
+    snaps = read_stats(tmp_path / "m")["snapshots"]
+    assert [s["step"] for s in snaps] == [2, 4] and snaps[-1]["path"] == str(tmp_path / "m")
+    assert 0 < snaps[0]["tokens"] < snaps[1]["tokens"]
+    assert (tmp_path / "m" / "snapshots" / "step-2" / "config.json").is_file()
+    with pytest.raises(UsageError, match="different optimiser"):  # the run's identity includes the optimiser
+        train_sft(tiny_data, SIZE, tmp_path / "m", max_steps=4, save_steps=0, keep_checkpoints=2, weight_decay=0.0,
+                  schedule="wsd")
+
+
 def test_shared_tokenizer_and_learning_rate_override(tiny_data, tmp_path):
     from train.data import render_corpus
     from train.tokenizer import tokenizer_id, train_tokenizer

@@ -148,7 +148,14 @@ def _render(plan) -> None:
         share = (f" ({plan.regret_interval[1] / abs(plan.gain_over_baseline):.0%} of the gain)"
                  if abs(plan.gain_over_baseline) > 0 else "")
         print(f"what the plan may leave on the table, against the law's own draws: mean {plan.expected_regret:.4f}, "
-              f"90% bound {plan.regret_interval[1]:.4f}{share}")
+              f"{plan.regret_bound_percentile}th-percentile bound {plan.regret_interval[1]:.4f}{share} (parameter "
+              "uncertainty only)")
+    if plan.best_observed is not None and plan.gain_over_best_observed is not None:
+        biv = plan.best_observed_gain_interval
+        bivs = f" (90% interval {biv[0]:+.4f} to {biv[1]:+.4f})" if biv else ""
+        print(f"best recipe observed: {plan.metric_value(plan.best_observed.predicted_score):.4f} by the law; plan's "
+              f"gain over it {plan.gain_over_best_observed:+.4f}{bivs}")
+        print(f"  {plan.best_observed_source}")
     if len(plan.law_weights) > 1:
         print("intervals mix law forms: " + ", ".join(f"{k} {v:.0%}" for k, v in plan.law_weights.items()))
     tied = f" (axes that tie: {', '.join(plan.decision.tied_axes)})" if plan.decision.tied_axes else ""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 
 from toolscale.cli._common import Formatter, check_tool_axis, emit_json, print_table
 from toolscale.config import load_config
@@ -54,6 +55,9 @@ def _design(args: argparse.Namespace) -> int:
                              f"run `toolscale lr-scan {args.config}` first")
         rates = scan.learning_rates if scan is not None else None
     design = build_design(config, learning_rates=rates)
+    for m in config.ladder:
+        if m.copy_warning:
+            print(f"warning: {m.copy_warning}", file=sys.stderr)
     written = None
     if not args.dry_run:
         from grid.planner import record_design
@@ -74,9 +78,11 @@ def _design(args: argparse.Namespace) -> int:
 def _print_summary(design, written, args: argparse.Namespace) -> None:
     s = design.summary
     res = f"resolution {s.resolution_roman}" if s.resolution else "no regular resolution (multi-level)"
-    print(f"design {s.design_version} for {s.experiment!r}: {s.kind}, {s.points} points "
-          f"({s.center_points} center) x {len(s.cells)} cells = {s.runs} runs; {res}; "
-          f"D-efficiency {s.d_efficiency:.3f}")
+    sizes = len({c.model_size for c in s.cells})
+    print(f"design {s.design_version} for {s.experiment!r}: {s.runs} runs over {sizes} model sizes "
+          f"({s.fit_runs} fitted on {s.fitted_sizes}, {s.heldout_runs} held out); {s.kind}, {s.points} points "
+          f"({s.center_points} center), {res}; quality x diversity clear of main effects: "
+          f"{'yes' if s.qd_clear_of_main else 'NO'}; D-efficiency {s.d_efficiency:.3f}")
     if s.generators:
         print(f"generators: {s.generators}")
     print_table([{"axis": a, "unit": s.units[a], "levels": len(v), "values": ", ".join(f"{x:g}" for x in v)}
@@ -85,9 +91,10 @@ def _print_summary(design, written, args: argparse.Namespace) -> None:
                   "steps": c.max_steps, "D": c.train_tokens, "FLOPs": c.train_flops, "runs": c.runs,
                   "split": c.split} for c in s.cells], title="cells (rung x token multiplier)")
     factor = s.extrapolation_factor
+    six = f" ({s.extrapolation_factor_6nd:.1f}x in 6ND)" if factor and s.extrapolation_factor_6nd else ""
     print(f"split {s.split_rule}: {s.fit_runs} fit, {s.heldout_runs} held out "
-          f"({100 * s.heldout_share:.1f}%)" + (f", largest held-out / largest fitted FLOPs = {factor:.1f}x"
-                                                   if factor else ""))
+          f"({100 * s.heldout_share:.1f}%)" + (f", largest held-out / largest fitted FLOPs = {factor:.1f}x{six}, "
+                                                   "attention and unembedding counted" if factor else ""))
     print(f"FLOPs {s.flops_range[0]:.3g} .. {s.flops_range[1]:.3g}; estimated cost "
           f"{s.estimated_cost.total:,.0f} {s.estimated_cost.unit} (data {s.estimated_cost.data:,.0f}, "
           f"compute {s.estimated_cost.compute:,.0f})")

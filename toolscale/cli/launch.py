@@ -134,6 +134,10 @@ def _launch(args: argparse.Namespace) -> int:
                           "partition": g["parameters"].get("slurm_partition", "")} for g in plan],
                         title=f"would submit (executor {args.executor or cfg.executor.kind})")
         return 0
+    if cfg.eval.checkpoints and cfg.eval.validation is not None:
+        from eval.benchmarks import check_validation
+
+        check_validation(cfg.eval.validation, list(cfg.eval.benchmarks))  # before anything trains
     report = launch(cfg, reg, resume=args.resume, **kw)
     out: dict = {"launch": report.model_dump(mode="json")}
     if not args.json:

@@ -111,6 +111,12 @@ def _validate(args: argparse.Namespace) -> int:
         print(f"toolscale: error: {args.config} is not valid ({n} problem{'s' if n > 1 else ''})", file=sys.stderr)
         return 2
     check_tool_axis(cfg)
+    from eval.benchmarks import check_validation
+
+    check_validation(cfg.eval.validation, list(cfg.eval.benchmarks))
+    for m in cfg.ladder:
+        if m.copy_warning:
+            print(f"warning: {m.copy_warning}", file=sys.stderr)
     if args.json:
         emit_json(cfg)
     else:
