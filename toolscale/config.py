@@ -154,7 +154,10 @@ class ModelSize(_Frozen):
     max_steps: int = Field(default=200, ge=1)
     """Optimizer steps of one SFT run."""
     batch_size: int = Field(default=8, ge=1)
-    """Sequences per optimizer step."""
+    """Sequences per optimizer step (the global batch, over every GPU of the run)."""
+    micro_batch_size: int | None = Field(default=None, ge=1)
+    """Sequences per GPU (process) per forward pass; gradients accumulate over
+    ``batch_size / (gpus x micro_batch_size)`` passes. None: each process's whole share at once."""
     learning_rate: float = Field(default=1e-3, gt=0)
     """Peak learning rate."""
     gpus: int = Field(default=0, ge=0)
@@ -487,6 +490,26 @@ class TrainSpec(_Frozen):
     """torch CPU threads per run."""
     save_checkpoints: bool = True
     """Write checkpoints so a preempted run resumes."""
+    parallel: Literal["fsdp", "ddp"] = "fsdp"
+    """Multi-GPU rungs (one process per GPU): ``fsdp`` shards weights, gradients and optimizer state (FSDP full
+    shard, ZeRO-3 like); ``ddp`` replicates them."""
+    activation_checkpointing: bool | None = None
+    """Recompute activations in the backward pass (less memory, about 4/3 the compute); None: on GPUs only."""
+    padding_free: bool | None = None
+    """Concatenate a micro-batch's sequences into one row (``position_ids`` keep attention per sequence) instead
+    of padding them; None: on GPUs only."""
+    chunked_loss: bool | None = None
+    """TRL's chunked LM-head loss: log-probabilities computed in chunks, never the full tokens x vocabulary
+    logits (needed at a 152k vocabulary); None: on GPUs only (on a CPU the plain loss is faster)."""
+    save_dtype: Literal["auto", "float32", "bfloat16"] = "auto"
+    """Dtype of the saved final model: ``auto`` is bf16 for pretrained rungs (half the storage; vLLM serves it
+    as is) and float32 for proxy models."""
+    checkpoint_every_min: float | None = Field(default=20.0, gt=0.0)
+    """Wall-clock minutes between training checkpoints (a preempted run loses at most this much); a stop
+    signal (SIGUSR2 before the time limit, SIGTERM at preemption) also saves one. None: steps only."""
+    keep_checkpoints: bool = False
+    """Keep ``checkpoints/`` after a run succeeds (optimizer state is about 6x the bf16 model); False deletes
+    them once the final model and ``train_stats.json`` are written."""
     tokenizer: Literal["per_run", "shared"] = "per_run"
     """``shared``: one byte-level BPE tokenizer per experiment, trained once on a fixed corpus (the
     recipe at every axis's maximum) and used by every run, so per-token metrics compare; ``per_run``:

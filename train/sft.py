@@ -28,13 +28,16 @@ from pathlib import Path
 from typing import Any
 
 from grid.models import TrainStats
-from toolscale.config import ModelSize, training_flops
+from toolscale.config import ModelSize, TrainSpec, training_flops
 from toolscale.errors import UsageError
 from train.accounting import accounting_callback, loss_curve, read_accounting
 from train.checkpoint import RUN_FILE, STATS_FILE, checkpoint_dir, clear_checkpoints, last_checkpoint
 from train.data import dataset_id, read_rows, render_corpus, tokenize_rows
 from train.tokenizer import tokenizer_id
+from train.distributed import save_final
 from train.errors import TrainError
+from train.interrupt import Interrupted, interrupt_callback, stop_requested
+from train.templates import template_name
 
 __all__ = ["train_sft", "sft_config", "read_stats", "make_trainer", "quiet_progress", "divergence_callback",
            "planned_epochs", "DivergedError"]
@@ -76,14 +79,19 @@ _RESOURCE_FIELDS = {"gpus", "cpus", "mem_gb", "timeout_min"}
 
 
 def sft_config(size: ModelSize, output_dir: str | Path, *, max_steps: int, seed: int = 0,
-               save_steps: int = 0, logging_steps: int | None = None, **overrides: Any):
+               save_steps: int = 0, logging_steps: int | None = None, train: TrainSpec | None = None,
+               **overrides: Any):
     """The ``SFTConfig`` of one run (the one adapter between our settings and TRL's).
 
-    ``save_steps=0`` disables checkpoints. ``overrides`` replace any field (benchmarks use it
-    to compare TRL's defaults).
+    ``save_steps=0`` disables step checkpoints. ``train`` sets the parallel layout
+    (:func:`train.distributed.parallel_settings`: global batch, accumulation, sharding, activation
+    checkpointing, padding-free batches) for the processes of this torch-distributed job.
+    ``overrides`` replace any field (benchmarks use it to compare TRL's defaults).
     """
     import torch
     from trl import SFTConfig
+
+    from train.distributed import dist_env, parallel_settings
 
     gpu = torch.cuda.is_available()
     kwargs: dict[str, Any] = dict(
@@ -96,6 +104,7 @@ def sft_config(size: ModelSize, output_dir: str | Path, *, max_steps: int, seed:
         save_strategy="steps" if save_steps else "no", save_steps=save_steps or 500, save_total_limit=1,
         report_to="none", disable_tqdm=True, include_num_input_tokens_seen="non_padding",
         dataloader_num_workers=0, remove_unused_columns=True, dataset_num_proc=None, logging_nan_inf_filter=False)
+    kwargs.update(parallel_settings(size, train or TrainSpec(), gpu=gpu, world_size=dist_env().world_size))
     kwargs.update(overrides)
     return SFTConfig(**kwargs)
 
@@ -148,28 +157,33 @@ def read_stats(out_dir: str | Path) -> dict[str, Any] | None:
 
 
 def _tokenizer_for(size: ModelSize, out_dir: Path, rows, resume: bool):
+    """The run's tokenizer: a pretrained rung's own, with a training chat template (:mod:`train.templates`)
+    checked to put loss on the rows, else one trained on the dataset (rank 0 trains and saves it)."""
+    from train.distributed import barrier, is_main
+    from train.templates import check_loss_tokens, prepare_tokenizer
     from train.tokenizer import load_tokenizer, train_tokenizer
 
     if size.pretrained:
         tok = load_tokenizer(size.pretrained)
-        if not tok.chat_template or "generation" not in tok.chat_template:
-            raise TrainError(f"the chat template of {size.pretrained!r} has no {{% generation %}} markers; "
-                             "assistant-only loss needs them")
-        if tok.pad_token is None:
-            tok.pad_token = tok.eos_token
+        prepare_tokenizer(tok, source=repr(size.pretrained))
+        check_loss_tokens(tok, rows, max_len=size.max_seq_len, source=repr(size.pretrained))
         return tok
     if resume and (out_dir / "tokenizer.json").is_file() and (out_dir / RUN_FILE).is_file():
         return load_tokenizer(out_dir)
-    tok = train_tokenizer(render_corpus(rows), size.vocab_size)
-    tok.save_pretrained(out_dir)  # before training, so a resumed run uses the very same ids
-    return tok
+    if is_main():
+        tok = train_tokenizer(render_corpus(rows), size.vocab_size)
+        tok.save_pretrained(out_dir)  # before training, so a resumed run uses the very same ids
+    barrier()
+    return tok if is_main() else load_tokenizer(out_dir)
 
 
 def train_sft(data_dir: str | Path, size: ModelSize, out_dir: str | Path, *, max_steps: int | None = None,
               seed: int = 0, threads: int | None = None, resume: bool = True, save_steps: int | None = None,
               on_step: Callable[[int, int, float | None], None] | None = None, tokenizer_dir: str | Path | None = None,
               learning_rate: float | None = None, max_epochs: float | None = None,
-              label: str | None = None, init: str | Path | None = None) -> TrainStats:
+              label: str | None = None, init: str | Path | None = None, train: TrainSpec | None = None,
+              checkpoint_every_s: float | None = None, keep_checkpoints: bool = True,
+              save_dtype: str | None = None) -> TrainStats:
     """Train one model with SFT on a synthesised dataset; write it to ``out_dir``.
 
     Parameters
@@ -208,6 +222,19 @@ def train_sft(data_dir: str | Path, size: ModelSize, out_dir: str | Path, *, max
         (``steps x batch_size / rows``, :func:`planned_epochs`); the message names ``label``.
     label
         The run's name in messages (its run id).
+    train
+        ``[train]`` settings of the parallel layout (:func:`train.distributed.parallel_settings`); default
+        :class:`~toolscale.config.TrainSpec`'s. Under torch distributed (``torchrun``, or SLURM tasks after
+        :func:`train.distributed.export_slurm_env`) every process calls this function; rank 0 alone writes
+        the run's files.
+    checkpoint_every_s
+        Also checkpoint every this many seconds of wall time (:func:`train.interrupt.interrupt_callback`);
+        a stop request (:func:`train.interrupt.request_stop`, the job's signal handlers) saves at the
+        next step and raises :class:`train.interrupt.Interrupted`.
+    keep_checkpoints
+        False removes ``checkpoints/`` once the run has succeeded (the final model is what remains).
+    save_dtype
+        Dtype of the saved final model (``"bfloat16"``, ``"float32"``); None keeps the training dtype.
 
     A loss that turns NaN or infinite stops the run with :class:`DivergedError` (step and last losses).
 
@@ -219,6 +246,7 @@ def train_sft(data_dir: str | Path, size: ModelSize, out_dir: str | Path, *, max
     """
     import torch
 
+    from train.distributed import barrier, init_process_group, is_main
     from train.models import build_model, count_params, load_model
 
     steps = size.max_steps if max_steps is None else max_steps
@@ -266,11 +294,14 @@ def train_sft(data_dir: str | Path, size: ModelSize, out_dir: str | Path, *, max
         previous = read_stats(out)
         if previous is not None:
             return TrainStats.model_validate(previous["train"])
-    if not resume:
-        clear_checkpoints(out)
-        (out / STATS_FILE).unlink(missing_ok=True)
-    out.mkdir(parents=True, exist_ok=True)
-    _write_json(run_file, identity)
+    init_process_group()
+    if is_main():
+        if not resume:
+            clear_checkpoints(out)
+            (out / STATS_FILE).unlink(missing_ok=True)
+        out.mkdir(parents=True, exist_ok=True)
+        _write_json(run_file, identity)
+    barrier()
 
     if init is not None:
         from train.tokenizer import load_tokenizer
@@ -279,7 +310,8 @@ def train_sft(data_dir: str | Path, size: ModelSize, out_dir: str | Path, *, max
         from train.tokenizer import load_tokenizer
 
         tokenizer = load_tokenizer(tokenizer_dir)
-        tokenizer.save_pretrained(out)
+        if is_main():
+            tokenizer.save_pretrained(out)
     else:
         tokenizer = _tokenizer_for(size, out, rows, resume)
     data = tokenize_rows(rows, tokenizer, size.max_seq_len, seed=seed)
@@ -298,14 +330,22 @@ def train_sft(data_dir: str | Path, size: ModelSize, out_dir: str | Path, *, max
 
     dataset = Dataset.from_list(data["examples"])
     every = max(10, steps // 4) if save_steps is None else save_steps
-    config = sft_config(size, checkpoint_dir(out), max_steps=steps, seed=seed, save_steps=every)
+    spec = train or TrainSpec()
+    config = sft_config(size, checkpoint_dir(out), max_steps=steps, seed=seed, save_steps=every, train=spec)
     checkpoint = last_checkpoint(out) if resume else None
     accounting = accounting_callback(read_accounting(checkpoint).get("wall_s", 0.0), on_step=on_step)
+    stopper = interrupt_callback(checkpoint_every_s)
+    chunked = spec.chunked_loss if spec.chunked_loss is not None else torch.cuda.is_available()
     with quiet_progress():
-        trainer = make_trainer(model, tokenizer, dataset, config, callbacks=[accounting, divergence_callback()])
+        trainer = make_trainer(model, tokenizer, dataset, config, plain_loss=not chunked,
+                               callbacks=[accounting, divergence_callback(), stopper])
         trainer.train(resume_from_checkpoint=str(checkpoint) if checkpoint else None)
-        trainer.model.save_pretrained(out)
-        tokenizer.save_pretrained(out)
+        if stopper.stopped_at is not None and trainer.state.global_step < steps:
+            raise Interrupted(f"run {name}: {stop_requested() or 'stop requested'}; checkpoint saved at step "
+                              f"{trainer.state.global_step} of {steps}")
+        save_final(trainer, out, save_dtype)
+        if is_main():
+            tokenizer.save_pretrained(out)
 
     state = trainer.state
     curve = loss_curve(state.log_history)
@@ -317,9 +357,27 @@ def train_sft(data_dir: str | Path, size: ModelSize, out_dir: str | Path, *, max
                        steps=int(state.global_step))
     payload = {"objective": "sft", "train": stats.model_dump(mode="json"), "loss_curve": curve,
                "dataset_id": data_id, "model_size": size.name, "steps": steps, "seed": seed, "resumed_from": checkpoint and checkpoint.name,
-               "data": {k: v for k, v in data.items() if k != "examples"}}
-    _write_json(out / STATS_FILE, payload)
+               "data": {k: v for k, v in data.items() if k != "examples"},
+               "chat_template": template_name(tokenizer.chat_template),
+               "parallel": _layout(trainer, chunked)}
+    if is_main():
+        _write_json(out / STATS_FILE, payload)
+        if not keep_checkpoints:
+            clear_checkpoints(out)
+    barrier()
     return stats
+
+
+def _layout(trainer: Any, chunked: bool) -> dict[str, Any]:
+    """How the run was laid out: processes, micro batch, accumulation, sharding, memory savers."""
+    args = trainer.args
+    return {"world_size": int(args.world_size), "micro_batch_size": int(args.per_device_train_batch_size),
+            "gradient_accumulation_steps": int(args.gradient_accumulation_steps),
+            "fsdp": bool(getattr(trainer, "is_fsdp_enabled", False)),
+            "activation_checkpointing": bool(args.activation_checkpointing
+                                             or (args.fsdp_config or {}).get("activation_checkpointing")),
+            "padding_free": bool(getattr(trainer, "padding_free", False)), "chunked_loss": bool(chunked),
+            "bf16": bool(args.bf16)}
 
 
 def _write_json(path: Path, payload: dict[str, Any]) -> None:
