@@ -76,6 +76,7 @@ def _free_port() -> int:
 
 
 def _train(tmp: Path, out: Path, nproc: int) -> dict:
+    """``toolscale train`` on the tiny rows in ``nproc`` processes (torchrun for more than one)."""
     cfg = tmp / "dist.toml"
     cfg.write_text(CONFIG)
     hook = tmp / "hook"
@@ -125,7 +126,13 @@ def test_two_gloo_processes_train_the_same_run_with_one_writer(tmp_path):
     """Two torch-distributed CPU processes (gloo) against one, same global batch of 4: the loss curve and the
     tokens seen agree, and only rank 0 writes the run's files. About 60-90 s on 2 busy cores: each process
     imports torch, transformers and TRL; this is the code path every multi-GPU rung takes."""
-    one = _train(tmp_path, tmp_path / "one", 1)
+    from toolscale.config import load_config
+    from train.sft import read_stats, train_sft
+
+    (tmp_path / "one.toml").write_text(CONFIG)
+    cfg = load_config(tmp_path / "one.toml")
+    train_sft(TINY, cfg.model_size("t"), tmp_path / "one", train=cfg.train, threads=1)  # in this process
+    one = read_stats(tmp_path / "one")
     two = _train(tmp_path, tmp_path / "two", 2)
     assert two["parallel"]["world_size"] == 2 and one["parallel"]["world_size"] == 1
     assert two["parallel"]["micro_batch_size"] == 1 and two["parallel"]["gradient_accumulation_steps"] == 2
