@@ -39,6 +39,8 @@ class LaunchManifest(_Frozen):
     started: dict[str, float] = Field(default_factory=dict)
     """``job id -> start time`` of each local job's controller process (seconds since the epoch): a PID is
     signalled or called alive only while its start time still matches (PIDs are reused)."""
+    dataset_job: str | None = None
+    """SLURM array id of the CPU-only dataset array this launch's GPU arrays depend on (None: none was needed)."""
 
 
 class LaunchReport(_Frozen):

@@ -5,9 +5,10 @@ requeued job skips what is done:
 
 1. **dataset**: the recipe of the run (axis levels + ``[synth]`` settings + seed) is
    hashed; the dataset is built and probed once under ``<root>/datasets/<hash>`` and
-   shared by every model size. Two jobs building the same dataset take an exclusive
-   file lock; the builder writes a temporary folder and renames it into place, so a
-   reader sees a complete dataset or none.
+   shared by every model size. Two jobs building the same dataset take an ``O_EXCL`` lock
+   file (:mod:`slurm.locks`); the builder writes a temporary folder and renames it into place, so a
+   reader sees a complete dataset or none. On SLURM a CPU-only array builds every dataset of a
+   launch first (:mod:`slurm.datasets`), so GPU jobs find them ready.
 2. **train**: the configured ``[train].stages`` (:mod:`slurm.stages`: mid-training, SFT into
    ``workdir/model``, GRPO), each resuming from its own checkpoints after a requeue.
 3. **eval**: :func:`eval.runner.evaluate_spec` (every configured benchmark, one model load).
@@ -18,15 +19,13 @@ result says why), never the launcher.
 
 from __future__ import annotations
 
-import fcntl
 import hashlib
 import json
 import os
 import shutil
 import time
 import uuid
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -37,7 +36,7 @@ if TYPE_CHECKING:
     from synth.models import Recipe
     from toolscale.config import ExperimentConfig
 
-__all__ = ["run_pipeline", "job_recipe", "dataset_key", "ensure_dataset", "ensure_tokenizer", "tokenizer_recipe",
+__all__ = ["run_pipeline", "prepare_dataset", "job_recipe", "dataset_key", "ensure_dataset", "ensure_tokenizer", "tokenizer_recipe",
            "recipe_for", "COMPLETE_MARKER"]
 
 COMPLETE_MARKER = ".complete"
@@ -50,34 +49,30 @@ def dataset_key(recipe: dict[str, Any]) -> str:
     return "ds-" + hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
-@contextmanager
-def _locked(path: Path) -> Iterator[None]:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "a+") as f:
-        fcntl.flock(f.fileno(), fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(f.fileno(), fcntl.LOCK_UN)
-
-
 def ensure_dataset(cache: str | Path, key: str, build: Callable[[Path], None]) -> tuple[Path, bool]:
     """The dataset folder ``cache/key``, built by ``build(tmp_folder)`` if it is not there yet.
 
-    Returns ``(folder, built_now)``. Concurrent callers with the same key wait on a lock
-    file; exactly one builds. A failed build leaves no folder behind (its temp folder is removed).
+    Returns ``(folder, built_now)``. Concurrent callers with the same key, on any node, wait on an
+    ``O_EXCL`` lock file (:func:`slurm.locks.exclusive`: no ``flock``, which Lustre and NFS without
+    lockd refuse); exactly one builds. A failed build leaves no folder behind (its temp folder is
+    removed), and a folder holding ``.complete`` is never removed: a builder that finds one in place
+    when it finishes keeps it and drops its own copy.
     """
+    from slurm.locks import exclusive
+
     cache = Path(cache)
     final = cache / key
     if (final / COMPLETE_MARKER).exists():
         return final, False
-    with _locked(cache / f".{key}.lock"):
+    with exclusive(cache / f".{key}.lock", what=f"the build lock of dataset {key}"):
         if (final / COMPLETE_MARKER).exists():
             return final, False
         tmp = cache / f".{key}.tmp-{os.getpid()}-{uuid.uuid4().hex[:6]}"
         try:
             build(tmp)
             (tmp / COMPLETE_MARKER).write_text(key)
+            if (final / COMPLETE_MARKER).exists():  # built meanwhile (a lock judged stale): keep that one
+                return final, False
             if final.exists():  # an incomplete leftover of a killed builder
                 shutil.rmtree(final)
             os.replace(tmp, final)
@@ -154,19 +149,12 @@ def job_recipe(run: RunSpec, cfg: ExperimentConfig) -> Recipe:
     return Recipe.from_axes(knobs, seed=run.seed, **settings)
 
 
-def run_pipeline(run: RunSpec, workdir: Path, checkpoint: dict[str, Any] | None) -> dict[str, Any]:
-    """Build (or reuse) the run's dataset, train, evaluate; returns the result fields (see :mod:`slurm.jobs`)."""
-    from synth.dataset import build_dataset
-    from toolscale.config import ExperimentConfig
+def prepare_dataset(run: RunSpec, cfg: ExperimentConfig, cache: str | Path) -> tuple[Path, str, bool]:
+    """The run's dataset (synthesised and probed) in the shared cache: ``(folder, key, built_now)``.
 
-    ctx = read_context(workdir)
-    cfg = ExperimentConfig.model_validate(ctx["config"])
-    state = dict(checkpoint or {})
-    sizes = {s.name: s for s in cfg.ladder}
-    if run.model_size not in sizes:
-        raise KeyError(f"model size {run.model_size!r} is not in the config's ladder ({', '.join(sizes)})")
-    size = sizes[run.model_size]
-    from slurm.stages import train_stages
+    What both the CPU dataset array (:mod:`slurm.datasets`) and the pipeline job run; whoever comes first
+    builds it, under the dataset's lock."""
+    from synth.dataset import build_dataset
 
     recipe = job_recipe(run, cfg)
     key = dataset_key(recipe.identity())
@@ -178,8 +166,25 @@ def run_pipeline(run: RunSpec, workdir: Path, checkpoint: dict[str, Any] | None)
         target = cfg.target_size  # the probe budget is a share of the run the data is for
         probe_dataset(folder, spec=cfg.probe, target_train_flops=target.planned_flops)
 
+    folder, built = ensure_dataset(cache, key, build)
+    return folder, key, built
+
+
+def run_pipeline(run: RunSpec, workdir: Path, checkpoint: dict[str, Any] | None) -> dict[str, Any]:
+    """Build (or reuse) the run's dataset, train, evaluate; returns the result fields (see :mod:`slurm.jobs`)."""
+    from toolscale.config import ExperimentConfig
+
+    ctx = read_context(workdir)
+    cfg = ExperimentConfig.model_validate(ctx["config"])
+    state = dict(checkpoint or {})
+    sizes = {s.name: s for s in cfg.ladder}
+    if run.model_size not in sizes:
+        raise KeyError(f"model size {run.model_size!r} is not in the config's ladder ({', '.join(sizes)})")
+    size = sizes[run.model_size]
+    from slurm.stages import train_stages
+
     t0 = time.monotonic()
-    data_dir, built = ensure_dataset(ctx["dataset_cache"], key, build)
+    data_dir, key, built = prepare_dataset(run, cfg, ctx["dataset_cache"])
     stage_s = {"dataset": time.monotonic() - t0}
     state.update(stage="dataset", dataset=str(data_dir))
     save_checkpoint(workdir, state)

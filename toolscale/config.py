@@ -573,6 +573,8 @@ class SlurmSpec(_Frozen):
     """``--constraint``."""
     additional_parameters: dict[str, str | int | bool] = Field(default_factory=dict)
     """Extra sbatch flags, e.g. ``{mail_type = "FAIL"}``."""
+    cpu_partition: str | None = None
+    """Partition of the CPU-only jobs (the dataset array); default ``partition``."""
 
 
 class ExecutorSpec(_Frozen):
@@ -588,6 +590,26 @@ class ExecutorSpec(_Frozen):
     """Root of submitit folders and result files."""
     slurm: SlurmSpec = Field(default_factory=SlurmSpec)
     """SLURM parameters."""
+    signal_delay_s: int = Field(default=300, ge=10)
+    """Seconds before the time limit that SLURM sends SIGUSR2 (save a checkpoint, then requeue); long enough to
+    write a checkpoint to the shared file system (4B: about 50 GB of weights and optimizer state)."""
+    requeue: bool = True
+    """Submit with ``--requeue``, so SLURM requeues a preempted or failed-node job even where ``JobRequeue=0``."""
+    dataset_array: bool = True
+    """SLURM: build the launch's datasets in a CPU-only job array first (one task per dataset); the GPU arrays
+    depend on it (``afterany``), so GPUs never wait on synthesis."""
+    dataset_cpus: int = Field(default=4, ge=1)
+    """CPUs per task of the dataset array."""
+    dataset_mem_gb: float = Field(default=16.0, gt=0)
+    """Memory per task of the dataset array, in GiB."""
+    dataset_timeout_min: int = Field(default=120, ge=1)
+    """Time limit per task of the dataset array, in minutes."""
+    offline: bool = False
+    """Compute nodes cannot reach the Hugging Face hub: every ``pretrained`` must be a local folder (``preflight``
+    and ``launch`` refuse a hub id) and jobs run with ``HF_HUB_OFFLINE=1``."""
+    storage_quota_gb: float | None = Field(default=None, gt=0)
+    """Space the runs may use under ``folder``, in GB; ``preflight`` refuses a design whose storage estimate
+    exceeds it (or the free space, when None)."""
 
 
 class CostSpec(_Frozen):

@@ -2,7 +2,7 @@
 
 A multi-GPU rung runs ``gpus`` processes (SLURM ``--ntasks-per-node = gpus``, or ``torchrun``), each holding
 one device; the HF ``Trainer`` picks the process group up from the environment (``RANK``, ``WORLD_SIZE``,
-``LOCAL_RANK``, ``MASTER_ADDR``, ``MASTER_PORT``; :func:`export_slurm_env` sets them from SLURM's). On CPUs the
+``LOCAL_RANK``, ``MASTER_ADDR``, ``MASTER_PORT``; ``slurm.job`` sets them from SLURM's). On CPUs the
 same code path runs with the ``gloo`` backend, which is how the tests cover it.
 
 What a run gets (:func:`parallel_settings`, the ``SFTConfig`` fields):
@@ -32,8 +32,7 @@ from toolscale.errors import UsageError
 if TYPE_CHECKING:  # pragma: no cover
     from toolscale.config import ModelSize, TrainSpec
 
-__all__ = ["DistEnv", "dist_env", "is_main", "accumulation", "parallel_settings", "barrier", "export_slurm_env",
-           "init_process_group",
+__all__ = ["DistEnv", "dist_env", "is_main", "accumulation", "parallel_settings", "barrier", "init_process_group",
            "save_final", "broadcast_flags"]
 
 
@@ -51,7 +50,7 @@ class DistEnv:
 
 
 def dist_env() -> DistEnv:
-    """Rank, world size and local rank from the environment torchrun / :func:`export_slurm_env` set."""
+    """Rank, world size and local rank from the environment torchrun or ``slurm.job`` set."""
     def read(name: str, default: int) -> int:
         try:
             return int(os.environ.get(name, default))
@@ -64,17 +63,6 @@ def dist_env() -> DistEnv:
 def is_main() -> bool:
     """True on global rank 0 (and in a single process): the one process that writes run files."""
     return dist_env().rank == 0
-
-
-def export_slurm_env() -> DistEnv:
-    """In a SLURM job step of several tasks, export torch distributed's variables from SLURM's (submitit's
-    ``TorchDistributedEnvironment``); every task then keeps all the node's GPUs visible and the Trainer
-    takes ``cuda:LOCAL_RANK``. A single task changes nothing. Returns the resulting :class:`DistEnv`."""
-    if int(os.environ.get("SLURM_NTASKS", "1") or 1) > 1 and "RANK" not in os.environ:
-        from submitit.helpers import TorchDistributedEnvironment
-
-        TorchDistributedEnvironment().export(set_cuda_visible_devices=False)
-    return dist_env()
 
 
 def accumulation(batch_size: int, world_size: int, micro_batch_size: int | None) -> tuple[int, int]:

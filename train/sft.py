@@ -225,7 +225,7 @@ def train_sft(data_dir: str | Path, size: ModelSize, out_dir: str | Path, *, max
     train
         ``[train]`` settings of the parallel layout (:func:`train.distributed.parallel_settings`); default
         :class:`~toolscale.config.TrainSpec`'s. Under torch distributed (``torchrun``, or SLURM tasks after
-        :func:`train.distributed.export_slurm_env`) every process calls this function; rank 0 alone writes
+        :mod:`slurm.job`) every process calls this function; rank 0 alone writes
         the run's files.
     checkpoint_every_s
         Also checkpoint every this many seconds of wall time (:func:`train.interrupt.interrupt_callback`);
