@@ -78,6 +78,7 @@ class StopHandlers:
         self.received: int | None = None
         self._previous: dict[int, Any] = {}
         self._timer: threading.Timer | None = None
+        self._expired = False
         self.active = False
 
     def __enter__(self) -> "StopHandlers":
@@ -102,6 +103,11 @@ class StopHandlers:
     def _on_signal(self, signum: int, frame: Any) -> None:
         from train.interrupt import request_stop
 
+        if self._expired and signum == signal.SIGUSR2:  # re-sent by _fallback: submitit's turn
+            previous = self._previous.get(signal.SIGUSR2)
+            if callable(previous):
+                previous(signum, frame)
+            return
         name = signal.Signals(signum).name
         first = self.received is None
         self.received = signum if first or signum == signal.SIGUSR2 else self.received
@@ -113,11 +119,9 @@ class StopHandlers:
             self._timer.start()
 
     def _fallback(self) -> None:
-        """Nothing saved in time: hand SIGUSR2 back to submitit's handler and send it again."""
-        previous = self._previous.get(signal.SIGUSR2)
-        if callable(previous):
-            signal.signal(signal.SIGUSR2, previous)
-            os.kill(os.getpid(), signal.SIGUSR2)
+        """Nothing saved in time: send SIGUSR2 again, which the handler (main thread) now passes to submitit's."""
+        self._expired = True
+        os.kill(os.getpid(), signal.SIGUSR2)
 
     def finish(self) -> None:
         """After the job kind stopped on a request: requeue through submitit (SIGUSR2), or exit (SIGTERM).

@@ -145,7 +145,7 @@ def submit_runs(reg, config: ExperimentConfig, runs: Sequence[RunRecord], *, exe
     folder.mkdir(parents=True, exist_ok=True)
     delay = signal_delay_s or config.executor.signal_delay_s
     context = {"config": config.model_dump(mode="json"), "dataset_cache": str(paths.datasets),
-               "root": str(paths.root), "signal_grace_s": max(10, delay - 60)}
+               "root": str(paths.root)}
     dataset_job = None
     if executor == "slurm" and job_kind == "pipeline" and config.executor.dataset_array:
         from slurm.datasets import submit_dataset_array
@@ -173,7 +173,8 @@ def submit_runs(reg, config: ExperimentConfig, runs: Sequence[RunRecord], *, exe
             break
         for r in group:
             _archive_old_result(paths, r)
-        runners = [_runner(job_kind, ref, r, paths, context) for r in group]
+        rung_context = {**context, "signal_grace_s": grace_s(params.get("slurm_signal_delay_s", delay))}
+        runners = [_runner(job_kind, ref, r, paths, rung_context) for r in group]
         try:
             with interruptible_children(executor == "local"), ex.batch():
                 jobs = [ex.submit(fn) for fn in runners]
@@ -203,6 +204,12 @@ def submit_runs(reg, config: ExperimentConfig, runs: Sequence[RunRecord], *, exe
         raise failure
     return LaunchReport(launch_id=launch_id if job_ids else None, experiment=experiment, executor=executor,
                         submitted=list(job_ids), job_ids=job_ids, arrays=arrays, submit_s=submit_s)
+
+
+def grace_s(signal_delay_s: float) -> float:
+    """Seconds a job may take to save after SIGUSR2 before submitit requeues it anyway: the signal delay less
+    the time the requeue itself needs (60 s, or half of a short delay)."""
+    return max(5.0, signal_delay_s - min(60.0, signal_delay_s / 2))
 
 
 def launch_plan(config: ExperimentConfig, runs: Sequence[RunRecord], *, max_parallel: int | None = None,

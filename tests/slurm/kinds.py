@@ -39,8 +39,11 @@ def sleeper(run, workdir: Path, checkpoint):
 def counter(run, workdir: Path, checkpoint):
     """Counts to TOOLSCALE_TEST_STEPS (env, default 40) one step per second, checkpointing every step.
 
-    Resumes from the checkpoint after a requeue; reports how many steps each start did.
+    Resumes from the checkpoint after a requeue; reports how many steps each start did. Honours stop
+    requests (the job's SIGUSR2/SIGTERM handlers) after each saved step, as a job kind should.
     """
+    from train.interrupt import check_stop
+
     target = int(os.environ.get("TOOLSCALE_TEST_STEPS", "40"))
     state = dict(checkpoint or {"step": 0, "starts": []})
     state["starts"] = [*state["starts"], state["step"]]
@@ -49,6 +52,7 @@ def counter(run, workdir: Path, checkpoint):
         time.sleep(float(os.environ.get("TOOLSCALE_TEST_STEP_S", "1")))
         state["step"] += 1
         save_checkpoint(workdir, state)
+        check_stop(f"step {state['step'] + 1}")
     out = succeed(run, workdir, checkpoint)
     out["extra"] = {"starts": state["starts"], "steps": state["step"]}
     return out
@@ -92,6 +96,7 @@ def sft_tiny(run, workdir: Path, checkpoint):
         f.write(f"{ckpt.name if ckpt else 'fresh'} job {os.environ.get('SLURM_JOB_ID')}\n")
 
     def on_step(step, total, loss):
+        (Path(workdir) / "step").write_text(str(step))
         if pause:
             time.sleep(pause)
         if at and step == at and ckpt is None:

@@ -86,3 +86,21 @@ def test_stop_handlers_request_a_stop_and_restore(tmp_path):
         with pytest.raises(SystemExit):  # no submitit handler to requeue through: exit
             stop.finish()
     assert signal.getsignal(signal.SIGUSR2) is before
+
+
+def test_a_job_that_does_not_save_in_time_is_handed_to_submitits_handler():
+    """No save within grace_s of SIGUSR2: the previous handler (submitit's checkpoint-and-requeue) runs."""
+    import time
+
+    called = []
+    before = signal.signal(signal.SIGUSR2, lambda signum, frame: called.append(signum))
+    try:
+        with StopHandlers(grace_s=0.2):
+            os.kill(os.getpid(), signal.SIGUSR2)
+            assert called == []  # the first signal only asks for a save
+            deadline = time.monotonic() + 10
+            while not called and time.monotonic() < deadline:
+                time.sleep(0.05)
+        assert called == [signal.SIGUSR2]
+    finally:
+        signal.signal(signal.SIGUSR2, before)
