@@ -170,9 +170,20 @@ def prepare_dataset(run: RunSpec, cfg: ExperimentConfig, cache: str | Path) -> t
     return folder, key, built
 
 
+def train_options(cfg: ExperimentConfig, size: Any) -> dict[str, Any]:
+    """The ``train_sft`` options a job takes from ``[train]``: layout, wall-clock checkpoints, clean-up, dtype."""
+    dtype = cfg.train.save_dtype
+    if dtype == "auto":
+        dtype = "bfloat16" if size.pretrained else None
+    every = cfg.train.checkpoint_every_min
+    return {"train": cfg.train, "checkpoint_every_s": None if every is None else every * 60.0,
+            "keep_checkpoints": cfg.train.keep_checkpoints, "save_dtype": dtype}
+
+
 def run_pipeline(run: RunSpec, workdir: Path, checkpoint: dict[str, Any] | None) -> dict[str, Any]:
     """Build (or reuse) the run's dataset, train, evaluate; returns the result fields (see :mod:`slurm.jobs`)."""
     from toolscale.config import ExperimentConfig
+    from train.interrupt import check_stop
 
     ctx = read_context(workdir)
     cfg = ExperimentConfig.model_validate(ctx["config"])
@@ -195,18 +206,23 @@ def run_pipeline(run: RunSpec, workdir: Path, checkpoint: dict[str, Any] | None)
     tok_dir = None
     if cfg.train.tokenizer == "shared" and not size.pretrained:
         tok_dir = ensure_tokenizer(cfg, ctx["dataset_cache"])
+    check_stop("training")
     trained = train_stages(cfg, size, run, data_dir, Path(workdir), steps=steps, tokenizer_dir=tok_dir,
                            learning_rate=float(lr) if lr is not None else None, max_epochs=cfg.train.max_epochs,
-                           label=run.run_id)
+                           label=run.run_id, **train_options(cfg, size))
     stats, model_dir = trained.total, trained.model_dir
     stage_s["train"] = time.monotonic() - t0 - stage_s["dataset"]
     state.update(stage="trained", model=str(model_dir))
     save_checkpoint(workdir, state)
 
-    from eval.runner import evaluate_spec
+    if int(os.environ.get("RANK", "0") or 0) != 0:  # one process per GPU: rank 0 alone evaluates and reports
+        return {"metrics": [], "train": stats, "dataset_id": key}
+    from eval.resumable import evaluate_run
 
-    # seed 0: every run is scored on the same items, so scores differ by model, not by sample
-    metrics = evaluate_spec(str(model_dir), cfg.eval, seed=0, threads=cfg.train.threads)
+    # seed 0: every run is scored on the same items, so scores differ by model, not by sample; each
+    # benchmark's rows are kept in workdir/eval, so a requeued job scores only what is missing
+    metrics = evaluate_run(model_dir, cfg.eval, Path(workdir) / "eval", run_name=run.run_id, seed=0,
+                           threads=cfg.train.threads, should_stop=check_stop)
     stage_s["eval"] = time.monotonic() - t0 - stage_s["dataset"] - stage_s["train"]
     state.update(stage="evaluated")
     save_checkpoint(workdir, state)

@@ -73,7 +73,8 @@ def train_stages(cfg: ExperimentConfig, size: ModelSize, run: RunSpec, data_dir:
     """Run the configured stages for one run (see the module docstring); each resumes after a requeue.
 
     ``sft_options`` go to :func:`train.sft.train_sft` (the shared ``tokenizer_dir``, a scanned
-    ``learning_rate``, ``max_epochs`` and the run's ``label``)."""
+    ``learning_rate``, ``max_epochs``, the run's ``label``, and the cluster options of
+    :func:`slurm.pipeline.train_options`: layout, wall-clock checkpoints, clean-up, saved dtype)."""
     from train.sft import train_sft
     from train.stages import plan_stages
 
@@ -110,5 +111,8 @@ def train_stages(cfg: ExperimentConfig, size: ModelSize, run: RunSpec, data_dir:
                                   num_generations=cfg.train.grpo_generations, seed=run.seed,
                                   threads=cfg.train.threads)
         model_dir = workdir / "grpo"
+    from train.distributed import release_devices
+
+    release_devices()  # the GPUs go to evaluation next
     return StagesResult(total=_total(done), stages=done, model_dir=model_dir,
                         plan={**mid_plan, "sft_steps": sft_steps, "grpo_steps": grpo_steps})

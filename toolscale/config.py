@@ -530,10 +530,28 @@ class EvalSpec(_Frozen):
     """Of those, items that are also generated and matched (accuracy, ``field_match``), the same
     stratified choice for every run; the rest are only scored (``loss``, ``bpb``, ``token_prob``).
     None generates every item."""
-    backend: Literal["transformers", "openai", "vllm"] = "transformers"
-    """Generation backend."""
+    backend: Literal["transformers", "openai", "vllm", "vllm-server"] = "transformers"
+    """Generation backend: ``transformers`` (in the job; CUDA when there is a device), ``vllm-server`` (each job
+    serves its model with ``vllm serve`` from the ``vllm`` environment and generates and scores through it),
+    ``openai`` (a server you run, at ``endpoint``), ``vllm`` (in-process, where ``import vllm`` works)."""
     endpoint: str | None = None
-    """OpenAI-compatible server URL (vLLM) for the ``openai`` backend."""
+    """OpenAI-compatible server URL for the ``openai`` backend (and ``vllm-server`` without ``vllm``)."""
+    vllm: str | None = None
+    """The separate vLLM environment (a folder with ``bin/vllm``, e.g. ``~/vllm-env``) the ``vllm-server``
+    backend starts ``vllm serve`` from; vLLM pins its own torch, so it cannot share the training venv."""
+    vllm_args: list[str] = Field(default_factory=list)
+    """Extra ``vllm serve`` arguments, e.g. ``["--tensor-parallel-size", "4", "--max-model-len", "8192"]``."""
+    vllm_startup_s: float = Field(default=1200.0, gt=0.0)
+    """Seconds to wait for ``vllm serve`` to answer ``/health``."""
+    concurrency: int = Field(default=32, ge=1)
+    """Requests in flight to the server (``vllm-server``)."""
+
+    @model_validator(mode="after")
+    def _server(self) -> "EvalSpec":
+        if self.backend == "vllm-server" and not (self.vllm or self.endpoint):
+            raise ValueError("eval.backend 'vllm-server' needs eval.vllm (the vLLM environment, e.g. '~/vllm-env') "
+                             "or eval.endpoint (a server already running)")
+        return self
 
 
 class LRScanSpec(_Frozen):

@@ -33,7 +33,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from toolscale.config import ModelSize, TrainSpec
 
 __all__ = ["DistEnv", "dist_env", "is_main", "accumulation", "parallel_settings", "barrier", "init_process_group",
-           "save_final", "broadcast_flags"]
+           "save_final", "broadcast_flags", "release_devices"]
 
 
 @dataclass(frozen=True)
@@ -172,3 +172,20 @@ def init_process_group() -> DistEnv:
         gpu = torch.cuda.is_available()
         PartialState(cpu=not gpu, backend="nccl" if gpu else "gloo")
     return env
+
+
+def release_devices() -> None:
+    """After the last training stage: leave the process group and return cached GPU memory, so that the
+    evaluation that follows (a vLLM server on the same GPUs) finds them free. Outside distributed, on CPUs,
+    nothing to do."""
+    import gc
+
+    import torch
+    import torch.distributed as dist
+
+    if dist.is_available() and dist.is_initialized():
+        dist.barrier()
+        dist.destroy_process_group()
+    if torch.cuda.is_available():
+        gc.collect()
+        torch.cuda.empty_cache()
