@@ -74,7 +74,7 @@ def divergence_callback(tail: int = 5):
     return DivergenceCallback()
 
 
-_RESOURCE_FIELDS = {"gpus", "cpus", "mem_gb", "timeout_min"}
+_RESOURCE_FIELDS = {"gpus", "cpus", "mem_gb", "timeout_min", "micro_batch_size"}
 """Rung fields that do not change what is trained (a requeued job may get other resources)."""
 
 
