@@ -153,7 +153,6 @@ class JobRunner:
         from slurm.jobs import resolve_ref
         from slurm.locks import run_lease
         from slurm.preemption import classify
-        from train.interrupt import Interrupted
 
         from slurm.gpu_time import read_attempts
 
@@ -167,12 +166,12 @@ class JobRunner:
                     else nullcontext():
                 outcome = fn(run, workdir, load_checkpoint(workdir))
             return _outcome_to_result(run, outcome, job_id, extra)
-        except Interrupted as err:  # saved at a signal: requeue (USR2) or exit (TERM); returns for neither
-            stop.finish()
-            tail, extra["failure_class"] = str(err), "preempted"
-        except Exception:  # every failure of the job kind is recorded, never raised to the scheduler
+        except Exception as err:  # every failure of the job kind is recorded, never raised to the scheduler
+            if stop.received is not None:  # it stopped on a signal (after saving): requeue (USR2) or exit (TERM)
+                stop.finish()
             tail = traceback.format_exc()[-ERROR_TAIL_CHARS:]
-            extra["failure_class"] = classify(tail)
+            extra["failure_class"] = "preempted" if type(err).__name__ in ("Stopped", "Interrupted") \
+                else classify(tail)
         return RunResult(run_id=run.run_id, experiment=run.experiment, status="failed", error=tail,
                          job_id=job_id, finished_at=datetime.now(UTC), extra=extra)
 

@@ -13,7 +13,7 @@ A lock is **stale**, and is broken by renaming it aside, when
 * its heartbeat has not changed for ``stale_s`` seconds of the waiter's own clock (no clock comparison
   between nodes is needed).
 
-Users: the shared dataset cache (:func:`slurm.pipeline.ensure_dataset`) and the per-run lease
+Users: the shared dataset cache (:func:`pipeline.job.ensure_dataset`) and the per-run lease
 (:func:`run_lease`) that keeps two jobs from training the same run folder at once.
 """
 

@@ -8,8 +8,9 @@ SLURM warns a job in two ways, and submitit by itself handles neither well for t
   ``GraceTime``/``KillWait``). submitit ignores it ("bypass"), so the job is killed without a save.
 
 :class:`StopHandlers` replaces both handlers while a job kind runs: a signal only *requests* a stop
-(:func:`train.interrupt.request_stop`); training saves a checkpoint at the end of its current step and raises
-:class:`train.interrupt.Interrupted`, and the runner then finishes the signal's job: for ``SIGUSR2`` it calls
+(:func:`request_stop`). A job kind asks :func:`stop_requested` at safe points (training after every optimizer
+step, through the ``should_stop`` it is handed; :func:`check_stop` between stages), saves, and raises; the
+runner then finishes the signal's job: for ``SIGUSR2`` it calls
 submitit's own handler (checkpoint the callable, ``scontrol requeue``, exit), for ``SIGTERM`` it exits without a
 result (SLURM requeues a preempted or requeued job itself; a cancelled one stays cancelled). If nothing saves
 within ``grace_s`` (a stage that never checks), submitit's handler runs anyway.
@@ -26,7 +27,41 @@ import signal
 import threading
 from typing import Any
 
-__all__ = ["StopHandlers", "classify", "cancel_replaced", "NOT_RETRIED", "FAILURE_CLASSES"]
+from slurm.errors import LaunchError
+
+__all__ = ["StopHandlers", "classify", "cancel_replaced", "NOT_RETRIED", "FAILURE_CLASSES", "request_stop",
+           "stop_requested", "clear_stop", "check_stop", "Stopped"]
+
+_STOP = threading.Event()
+_REASON: dict[str, str | None] = {"why": None}
+
+
+class Stopped(LaunchError):
+    """A job kind stopped at a safe point because the job was asked to (:func:`check_stop`)."""
+
+
+def request_stop(why: str = "stop requested") -> None:
+    """Ask the running job kind to save and stop at its next safe point; safe in a signal handler."""
+    _REASON["why"] = why
+    _STOP.set()
+
+
+def stop_requested() -> str | None:
+    """Why a stop was requested, or None: the ``should_stop`` a job kind hands to training."""
+    return _REASON["why"] if _STOP.is_set() else None
+
+
+def clear_stop() -> None:
+    """Forget a stop request (a new job attempt, or a test)."""
+    _STOP.clear()
+    _REASON["why"] = None
+
+
+def check_stop(where: str) -> None:
+    """Raise :class:`Stopped` at a safe point (before ``where``) when a stop was requested."""
+    why = stop_requested()
+    if why is not None:
+        raise Stopped(f"{why}: stopped before {where}")
 
 FAILURE_CLASSES = ("oom", "config", "duplicate", "preempted", "timeout", "node", "error")
 """Failure classes :func:`classify` returns."""
@@ -82,8 +117,6 @@ class StopHandlers:
         self.active = False
 
     def __enter__(self) -> "StopHandlers":
-        from train.interrupt import clear_stop
-
         clear_stop()
         if threading.current_thread() is not threading.main_thread():
             return self  # the debug executor runs jobs in a worker thread: no signals to take over
@@ -101,8 +134,6 @@ class StopHandlers:
         self.active = False
 
     def _on_signal(self, signum: int, frame: Any) -> None:
-        from train.interrupt import request_stop
-
         if self._expired and signum == signal.SIGUSR2:  # re-sent by _fallback: submitit's turn
             previous = self._previous.get(signal.SIGUSR2)
             if callable(previous):

@@ -123,8 +123,8 @@ def submit_runs(reg, config: ExperimentConfig, runs: Sequence[RunRecord], *, exe
     """Submit ``runs`` (one array per ladder rung), write the manifest, mark them submitted.
 
     The manifest is rewritten after *each* accepted array, so a launcher killed between two arrays
-    loses none of them. On SLURM the ``pipeline`` kind's missing datasets are first built by a CPU-only
-    array (:mod:`slurm.datasets`) that the GPU arrays depend on.
+    loses none of them. On SLURM the kind's preparation (the ``pipeline`` kind's missing datasets) runs
+    first as a CPU-only array (:mod:`slurm.prepare`) that the GPU arrays depend on.
     Earlier result files of these runs move to ``attempts/`` first (they were ingested).
     On a refused submission the runs of the refused group stay as they were, the ones
     already accepted are recorded, and :class:`SubmitError` carries sbatch's message.
@@ -147,10 +147,10 @@ def submit_runs(reg, config: ExperimentConfig, runs: Sequence[RunRecord], *, exe
     context = {"config": config.model_dump(mode="json"), "dataset_cache": str(paths.datasets),
                "root": str(paths.root)}
     dataset_job = None
-    if executor == "slurm" and job_kind == "pipeline" and config.executor.dataset_array:
-        from slurm.datasets import submit_dataset_array
+    if executor == "slurm" and config.executor.dataset_array:
+        from slurm.prepare import submit_preparation
 
-        dataset_job = submit_dataset_array(config, [_spec_of(r) for r in runs], paths, folder)
+        dataset_job = submit_preparation(config, [_spec_of(r) for r in runs], paths, folder, job_kind)
     job_ids: dict[str, str] = {}
     submitted_jobs: list[Any] = []
     started: dict[str, float] = {}

@@ -36,7 +36,7 @@ from train.data import dataset_id, read_rows, render_corpus, tokenize_rows
 from train.tokenizer import tokenizer_id
 from train.distributed import save_final
 from train.errors import TrainError
-from train.interrupt import Interrupted, interrupt_callback, stop_requested
+from train.interrupt import Interrupted, StopCheck, interrupt_callback
 from train.templates import template_name
 
 __all__ = ["train_sft", "sft_config", "read_stats", "make_trainer", "quiet_progress", "divergence_callback",
@@ -183,7 +183,7 @@ def train_sft(data_dir: str | Path, size: ModelSize, out_dir: str | Path, *, max
               learning_rate: float | None = None, max_epochs: float | None = None,
               label: str | None = None, init: str | Path | None = None, train: TrainSpec | None = None,
               checkpoint_every_s: float | None = None, keep_checkpoints: bool = True,
-              save_dtype: str | None = None) -> TrainStats:
+              save_dtype: str | None = None, should_stop: StopCheck | None = None) -> TrainStats:
     """Train one model with SFT on a synthesised dataset; write it to ``out_dir``.
 
     Parameters
@@ -228,9 +228,10 @@ def train_sft(data_dir: str | Path, size: ModelSize, out_dir: str | Path, *, max
         :mod:`slurm.job`) every process calls this function; rank 0 alone writes
         the run's files.
     checkpoint_every_s
-        Also checkpoint every this many seconds of wall time (:func:`train.interrupt.interrupt_callback`);
-        a stop request (:func:`train.interrupt.request_stop`, the job's signal handlers) saves at the
-        next step and raises :class:`train.interrupt.Interrupted`.
+        Also checkpoint every this many seconds of wall time (:func:`train.interrupt.interrupt_callback`).
+    should_stop
+        Asked after every optimizer step; a reason (the job got SIGUSR2 or SIGTERM) saves a checkpoint at
+        that step and raises :class:`train.interrupt.Interrupted`.
     keep_checkpoints
         False removes ``checkpoints/`` once the run has succeeded (the final model is what remains).
     save_dtype
@@ -247,7 +248,7 @@ def train_sft(data_dir: str | Path, size: ModelSize, out_dir: str | Path, *, max
     import torch
 
     from train.distributed import barrier, init_process_group, is_main
-    from train.models import build_model, count_params, load_model
+    from train.proxy import build_model, count_params, load_model
 
     steps = size.max_steps if max_steps is None else max_steps
     if not isinstance(steps, int) or steps < 1:
@@ -334,14 +335,14 @@ def train_sft(data_dir: str | Path, size: ModelSize, out_dir: str | Path, *, max
     config = sft_config(size, checkpoint_dir(out), max_steps=steps, seed=seed, save_steps=every, train=spec)
     checkpoint = last_checkpoint(out) if resume else None
     accounting = accounting_callback(read_accounting(checkpoint).get("wall_s", 0.0), on_step=on_step)
-    stopper = interrupt_callback(checkpoint_every_s)
+    stopper = interrupt_callback(checkpoint_every_s, should_stop)
     chunked = spec.chunked_loss if spec.chunked_loss is not None else torch.cuda.is_available()
     with quiet_progress():
         trainer = make_trainer(model, tokenizer, dataset, config, plain_loss=not chunked,
                                callbacks=[accounting, divergence_callback(), stopper])
         trainer.train(resume_from_checkpoint=str(checkpoint) if checkpoint else None)
         if stopper.stopped_at is not None and trainer.state.global_step < steps:
-            raise Interrupted(f"run {name}: {stop_requested() or 'stop requested'}; checkpoint saved at step "
+            raise Interrupted(f"run {name}: {stopper.reason}; checkpoint saved at step "
                               f"{trainer.state.global_step} of {steps}")
         save_final(trainer, out, save_dtype)
         if is_main():

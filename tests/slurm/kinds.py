@@ -42,7 +42,7 @@ def counter(run, workdir: Path, checkpoint):
     Resumes from the checkpoint after a requeue; reports how many steps each start did. Honours stop
     requests (the job's SIGUSR2/SIGTERM handlers) after each saved step, as a job kind should.
     """
-    from train.interrupt import check_stop
+    from slurm.preemption import check_stop
 
     target = int(os.environ.get("TOOLSCALE_TEST_STEPS", "40"))
     state = dict(checkpoint or {"step": 0, "starts": []})
@@ -104,6 +104,8 @@ def sft_tiny(run, workdir: Path, checkpoint):
 
     size = ModelSize(name="t", hidden_size=32, num_layers=1, num_heads=2, vocab_size=400, max_steps=steps,
                      batch_size=4, learning_rate=3e-3, max_seq_len=512)
+    from slurm.preemption import stop_requested
+
     stats = train_sft(TINY_DATA, size, out, seed=1, save_steps=0, on_step=on_step, keep_checkpoints=False,
-                      checkpoint_every_s=None)
+                      checkpoint_every_s=None, should_stop=stop_requested)
     return {"train": stats, "metrics": [], "dataset_id": "tiny", "extra": {"steps": stats.steps}}

@@ -157,7 +157,7 @@ dataset_mem_gb = 1
 def test_datasets_are_built_by_a_cpu_array_the_run_arrays_wait_for(tmp_path):
     from grid.models import RunSpec
     from grid.registry import Registry
-    from slurm.pipeline import COMPLETE_MARKER
+    from pipeline.job import COMPLETE_MARKER
     from slurm.submit import read_manifests
     from toolscale.config import load_config
 
@@ -189,6 +189,6 @@ def test_datasets_are_built_by_a_cpu_array_the_run_arrays_wait_for(tmp_path):
     assert {s.raw.split()[0] for s in slurm_states(tasks).values()} == {"COMPLETED"}
     built = [p for p in (tmp_path / "runs" / "datasets").iterdir() if (p / COMPLETE_MARKER).exists()]
     assert len(built) == 2  # two recipes, two datasets, shared by both rungs
-    from slurm.datasets import dataset_plan
+    from pipeline.job import preparation
 
-    assert dataset_plan(cfg, runs, tmp_path / "runs" / "datasets") == {}  # a relaunch submits no dataset array
+    assert preparation(cfg, runs, tmp_path / "runs" / "datasets") == []  # a relaunch submits no dataset array

@@ -76,7 +76,7 @@ def test_failures_are_classified_for_retries(tmp_path):
 
 
 def test_stop_handlers_request_a_stop_and_restore(tmp_path):
-    from train.interrupt import stop_requested
+    from slurm.preemption import stop_requested
 
     before = signal.getsignal(signal.SIGUSR2)
     with StopHandlers(grace_s=0) as stop:

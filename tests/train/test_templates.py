@@ -77,7 +77,7 @@ def test_a_template_without_markers_or_training_variant_is_refused(tokenizer):
 def test_pretrained_rung_trains_with_the_training_template_and_saves_it(qwen3_tokenizer, tiny_data, tmp_path):
     """A local 'pretrained' folder with the stock Qwen3 template: SFT keeps every row, and the saved model
     folder carries the training template (what eval and vLLM then render)."""
-    from train.models import build_model
+    from train.proxy import build_model
     from train.sft import read_stats, train_sft
     from train.tokenizer import load_tokenizer
 

@@ -8,8 +8,8 @@ requeued job skips what is done:
    shared by every model size. Two jobs building the same dataset take an ``O_EXCL`` lock
    file (:mod:`slurm.locks`); the builder writes a temporary folder and renames it into place, so a
    reader sees a complete dataset or none. On SLURM a CPU-only array builds every dataset of a
-   launch first (:mod:`slurm.datasets`), so GPU jobs find them ready.
-2. **train**: the configured ``[train].stages`` (:mod:`slurm.stages`: mid-training, SFT into
+   launch first (:func:`preparation`, run by :mod:`slurm.prepare`), so GPU jobs find them ready.
+2. **train**: the configured ``[train].stages`` (:mod:`pipeline.training`: mid-training, SFT into
    ``workdir/model``, GRPO), each resuming from its own checkpoints after a requeue.
 3. **eval**: :func:`eval.runner.evaluate_spec` (every configured benchmark, one model load).
 
@@ -36,8 +36,8 @@ if TYPE_CHECKING:
     from synth.models import Recipe
     from toolscale.config import ExperimentConfig
 
-__all__ = ["run_pipeline", "prepare_dataset", "job_recipe", "dataset_key", "ensure_dataset", "ensure_tokenizer", "tokenizer_recipe",
-           "recipe_for", "COMPLETE_MARKER"]
+__all__ = ["run_pipeline", "prepare_dataset", "preparation", "DatasetJob", "train_options", "job_recipe",
+           "dataset_key", "ensure_dataset", "ensure_tokenizer", "tokenizer_recipe", "recipe_for", "COMPLETE_MARKER"]
 
 COMPLETE_MARKER = ".complete"
 """File a finished dataset folder holds (written before the folder is renamed into place)."""
@@ -86,7 +86,7 @@ def recipe_for(cfg: Any, levels: dict[str, Any], seed: int) -> Any:
     """The ``synth.models.Recipe`` of axis ``levels`` with the config's ``[synth]`` settings."""
     from synth.models import Recipe
 
-    from slurm.stages import stage_axes
+    from pipeline.training import stage_axes
 
     settings = {k: v for k, v in cfg.synth.model_dump().items() if k in Recipe.model_fields}
     knobs = {k: v for k, v in levels.items() if k not in stage_axes(cfg)}
@@ -142,7 +142,7 @@ def job_recipe(run: RunSpec, cfg: ExperimentConfig) -> Recipe:
     included, so they are collected and executed live in the job) and the run's seed."""
     from synth.models import Recipe
 
-    from slurm.stages import stage_axes
+    from pipeline.training import stage_axes
 
     settings = {k: v for k, v in cfg.synth.model_dump().items() if k in Recipe.model_fields}
     knobs = {k: v for k, v in run.recipe.items() if k not in stage_axes(cfg)}  # stage axes set training
@@ -152,7 +152,7 @@ def job_recipe(run: RunSpec, cfg: ExperimentConfig) -> Recipe:
 def prepare_dataset(run: RunSpec, cfg: ExperimentConfig, cache: str | Path) -> tuple[Path, str, bool]:
     """The run's dataset (synthesised and probed) in the shared cache: ``(folder, key, built_now)``.
 
-    What both the CPU dataset array (:mod:`slurm.datasets`) and the pipeline job run; whoever comes first
+    What both the CPU preparation array (:class:`DatasetJob`) and the pipeline job run; whoever comes first
     builds it, under the dataset's lock."""
     from synth.dataset import build_dataset
 
@@ -171,19 +171,51 @@ def prepare_dataset(run: RunSpec, cfg: ExperimentConfig, cache: str | Path) -> t
 
 
 def train_options(cfg: ExperimentConfig, size: Any) -> dict[str, Any]:
-    """The ``train_sft`` options a job takes from ``[train]``: layout, wall-clock checkpoints, clean-up, dtype."""
+    """The ``train_sft`` options a job takes from ``[train]``: layout, wall-clock checkpoints, clean-up, dtype,
+    and the job's stop requests (:func:`slurm.preemption.stop_requested`: a signal saves at the next step)."""
+    from slurm.preemption import stop_requested
+
     dtype = cfg.train.save_dtype
     if dtype == "auto":
         dtype = "bfloat16" if size.pretrained else None
     every = cfg.train.checkpoint_every_min
     return {"train": cfg.train, "checkpoint_every_s": None if every is None else every * 60.0,
-            "keep_checkpoints": cfg.train.keep_checkpoints, "save_dtype": dtype}
+            "keep_checkpoints": cfg.train.keep_checkpoints, "save_dtype": dtype, "should_stop": stop_requested}
+
+
+class DatasetJob:
+    """One CPU task of the preparation array: builds a run's dataset in the shared cache (and the shared
+    tokenizer, when the experiment has one)."""
+
+    def __init__(self, config: dict[str, Any], run: dict[str, Any], cache: str) -> None:
+        self.config, self.run, self.cache = config, run, cache
+
+    def __call__(self) -> str:
+        from toolscale.config import ExperimentConfig
+
+        cfg = ExperimentConfig.model_validate(self.config)
+        folder, _, _ = prepare_dataset(RunSpec.model_validate(self.run), cfg, self.cache)
+        if cfg.train.tokenizer == "shared" and any(not s.pretrained for s in cfg.ladder):
+            ensure_tokenizer(cfg, self.cache)
+        return str(folder)
+
+
+def preparation(config: ExperimentConfig, runs: list[RunSpec], cache: str | Path) -> list[DatasetJob]:
+    """The CPU tasks a SLURM launch of ``runs`` runs first (:data:`slurm.jobs.PREPARATIONS`): one
+    :class:`DatasetJob` per dataset the runs need that is not complete in ``cache`` yet."""
+    wanted: dict[str, RunSpec] = {}
+    for run in runs:
+        key = dataset_key(job_recipe(run, config).identity())
+        if key not in wanted and not (Path(cache) / key / COMPLETE_MARKER).exists():
+            wanted[key] = run
+    cfg = config.model_dump(mode="json")
+    return [DatasetJob(cfg, run.model_dump(mode="json"), str(cache)) for run in wanted.values()]
 
 
 def run_pipeline(run: RunSpec, workdir: Path, checkpoint: dict[str, Any] | None) -> dict[str, Any]:
     """Build (or reuse) the run's dataset, train, evaluate; returns the result fields (see :mod:`slurm.jobs`)."""
+    from slurm.preemption import check_stop
     from toolscale.config import ExperimentConfig
-    from train.interrupt import check_stop
 
     ctx = read_context(workdir)
     cfg = ExperimentConfig.model_validate(ctx["config"])
@@ -192,7 +224,7 @@ def run_pipeline(run: RunSpec, workdir: Path, checkpoint: dict[str, Any] | None)
     if run.model_size not in sizes:
         raise KeyError(f"model size {run.model_size!r} is not in the config's ladder ({', '.join(sizes)})")
     size = sizes[run.model_size]
-    from slurm.stages import train_stages
+    from pipeline.training import train_stages
 
     t0 = time.monotonic()
     data_dir, key, built = prepare_dataset(run, cfg, ctx["dataset_cache"])

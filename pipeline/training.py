@@ -74,7 +74,7 @@ def train_stages(cfg: ExperimentConfig, size: ModelSize, run: RunSpec, data_dir:
 
     ``sft_options`` go to :func:`train.sft.train_sft` (the shared ``tokenizer_dir``, a scanned
     ``learning_rate``, ``max_epochs``, the run's ``label``, and the cluster options of
-    :func:`slurm.pipeline.train_options`: layout, wall-clock checkpoints, clean-up, saved dtype)."""
+    :func:`pipeline.job.train_options`: layout, wall-clock checkpoints, clean-up, saved dtype)."""
     from train.sft import train_sft
     from train.stages import plan_stages
 
