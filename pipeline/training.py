@@ -107,9 +107,13 @@ def train_stages(cfg: ExperimentConfig, size: ModelSize, run: RunSpec, data_dir:
         from train.grpo import train_grpo
 
         envs = _grpo_envs(cfg, run, workdir)
+        every = sft_options.get("checkpoint_every_s")
         done["grpo"] = train_grpo(envs, model_dir, workdir / "grpo", max_steps=grpo_steps,
                                   num_generations=cfg.train.grpo_generations, seed=run.seed,
-                                  threads=cfg.train.threads)
+                                  threads=cfg.train.threads, vllm_mode=cfg.train.grpo_vllm,
+                                  save_steps=max(1, grpo_steps // 4) if cfg.train.save_checkpoints else 0,
+                                  checkpoint_every_s=every, should_stop=sft_options.get("should_stop"),
+                                  keep_checkpoints=sft_options.get("keep_checkpoints", True))
         model_dir = workdir / "grpo"
     from train.distributed import release_devices
 

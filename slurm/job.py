@@ -29,7 +29,7 @@ from typing import Any
 from grid.models import MetricResult, RunResult, RunSpec, TrainStats
 from slurm.paths import atomic_write_json
 
-__all__ = ["JobRunner", "save_checkpoint", "load_checkpoint", "read_context", "ERROR_TAIL_CHARS",
+__all__ = ["JobRunner", "export_distributed", "save_checkpoint", "load_checkpoint", "read_context", "ERROR_TAIL_CHARS",
            "CHECKPOINT_FILE", "CONTEXT_FILE", "REQUEUE_FILE"]
 
 ERROR_TAIL_CHARS = 4000
@@ -68,7 +68,7 @@ def _job_id() -> str | None:
         return os.environ.get("SLURM_JOB_ID")
 
 
-def _export_distributed() -> int:
+def export_distributed() -> int:
     """In a SLURM step of several tasks, export MASTER_ADDR/PORT, RANK, WORLD_SIZE, LOCAL_RANK (submitit's
     ``TorchDistributedEnvironment``; every task keeps all the node's GPUs visible, the Trainer takes
     ``cuda:LOCAL_RANK``). Returns this task's global rank (0 for a single task)."""
@@ -123,7 +123,7 @@ class JobRunner:
         run = RunSpec.model_validate(self.run)
         workdir = Path(self.workdir)
         workdir.mkdir(parents=True, exist_ok=True)
-        rank = _export_distributed()
+        rank = export_distributed()
         job_id = _job_id()
         started = attempt_start()
         stop = StopHandlers(grace_s=float(self.context.get("signal_grace_s", 240.0)))

@@ -471,6 +471,10 @@ class TrainSpec(_Frozen):
     """GRPO optimizer steps."""
     grpo_generations: int = Field(default=4, ge=2)
     """Completions per prompt (the GRPO group)."""
+    grpo_vllm: Literal["server", "colocate"] | None = None
+    """GRPO generation on GPUs through TRL's vLLM integration: ``server`` (``trl vllm-serve`` on GPUs of its own)
+    or ``colocate`` (inside the training processes); needs ``vllm`` importable in the training environment.
+    None generates with ``model.generate``."""
     threads: int = Field(default=2, ge=1)
     """torch CPU threads per run."""
     save_checkpoints: bool = True
@@ -651,9 +655,25 @@ class CostSpec(_Frozen):
     """Training compute as a cost in the budget unit (allocator/)."""
 
     per_pflop: float = Field(default=0.0, ge=0.0)
-    """Cost of 1e15 training FLOPs in the budget unit; 0 ignores compute in allocations."""
+    """Cost of 1e15 training FLOPs in the budget unit; 0 ignores compute in allocations. Measure it on pilot
+    runs with ``toolscale calibrate-cost`` (GPU-hours from ``sacct`` over measured FLOPs)."""
     tokens_per_task: float = Field(default=400.0, gt=0.0)
     """Average training tokens a synthesised task adds (for compute cost)."""
+    gpu_hour_usd: float | None = Field(default=None, gt=0.0)
+    """Price of one GPU-hour in usd: prices the GPU-seconds below (and ``calibrate-cost``'s per_pflop) when
+    ``budget_unit = "usd"``; with ``gpu_hours`` a GPU-hour costs 1."""
+    eval_gpu_s_per_run: float = Field(default=0.0, ge=0.0)
+    """GPU-seconds the evaluation of one trained model takes (vLLM serve and score), in seconds; ``allocate``
+    charges it once per plan (``calibrate-cost`` measures it)."""
+    synth_gpu_s_per_task: float = Field(default=0.0, ge=0.0)
+    """GPU-seconds a self-hosted synthesis LLM (``[synth.llm]`` on your vLLM) spends per task, in seconds; 0 when
+    synthesis uses a paid API (whose price is in the task axis' cost_per_unit) or offline templates."""
+
+    def gpu_hour_cost(self, gpu_hour_usd: float | None = None, unit: str = "usd") -> float | None:
+        """One GPU-hour in the budget unit: 1 for ``gpu_hours``, else ``gpu_hour_usd`` (the argument wins)."""
+        if unit == "gpu_hours":
+            return 1.0
+        return gpu_hour_usd if gpu_hour_usd is not None else self.gpu_hour_usd
 
 
 class ExperimentSpec(_Frozen):
@@ -755,6 +775,10 @@ class ExperimentConfig(_Frozen):
         if midtrain and self.train.midtrain_corpus is None and not self.synth.narratives:
             raise ValueError("stage 'midtrain' has no corpus: set synth.narratives = true (each run's synthesised "
                              "corpus.jsonl) or train.midtrain_corpus = a JSONL file of {\"text\"} documents")
+        gpu_s = self.cost.eval_gpu_s_per_run > 0 or self.cost.synth_gpu_s_per_task > 0
+        if gpu_s and self.experiment.budget_unit == "usd" and self.cost.gpu_hour_usd is None:
+            raise ValueError("cost.eval_gpu_s_per_run / synth_gpu_s_per_task are GPU-seconds: set cost.gpu_hour_usd "
+                             "(the price of a GPU-hour) to charge them in usd")
         bad = [f for f in self.design.foldover if f not in axes]
         if bad:
             raise ValueError(f"design.foldover names unknown axes {bad}; known: {', '.join(axes)}")
