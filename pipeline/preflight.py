@@ -27,7 +27,8 @@ from typing import Any
 from slurm.models import PreflightCheck, PreflightReport
 from toolscale.config import ExperimentConfig, ModelSize
 
-__all__ = ["login_checks", "node_checks", "template_checks", "run_preflight", "PreflightJob", "fs_type"]
+__all__ = ["login_checks", "node_checks", "template_checks", "launch_checks", "run_preflight", "PreflightJob",
+           "fs_type"]
 
 
 def _check(name: str, status: str, detail: str, *, rung: str | None = None, where: str = "login",
@@ -111,7 +112,12 @@ def _storage_check(cfg: ExperimentConfig) -> PreflightCheck:
     from grid.design import build_design
     from grid.storage import storage_estimate
 
-    est = storage_estimate(cfg, build_design(cfg).runs)
+    from toolscale.errors import ToolscaleError
+
+    try:
+        est = storage_estimate(cfg, build_design(cfg).runs)
+    except ToolscaleError as err:
+        return _check("storage", "fail", f"the design cannot be built to estimate storage: {err}")
     root = Path(cfg.executor.folder).expanduser()
     probe = next((p for p in (root, *root.parents) if p.exists()), Path("/"))
     free = shutil.disk_usage(probe).free / 1e9
@@ -317,3 +323,20 @@ def _node_jobs(cfg: ExperimentConfig, executor: str, sizes: list[str], timeout_s
             found.append(_check("node job", "fail", f"preflight job {job.job_id} {why}" + (f": {tail}" if tail else ""),
                                 rung=name, where="node"))
     return found
+
+
+def launch_checks(cfg: ExperimentConfig) -> None:
+    """What ``launch`` refuses before it submits anything: a pretrained model that is not local on an offline
+    cluster, a chat template without assistant masks, and (when a quota is set) a storage estimate over it.
+
+    Raises :class:`~toolscale.errors.UsageError` with the first failed check's line."""
+    from toolscale.errors import UsageError
+
+    checks = template_checks(cfg)
+    if cfg.executor.storage_quota_gb is not None:
+        checks.append(_storage_check(cfg))
+    failed = [c for c in checks if c.status == "fail"]
+    if failed:
+        c = failed[0]
+        raise UsageError(f"{c.name}" + (f" of model size {c.rung!r}" if c.rung else "") + f": {c.detail} "
+                         "(`toolscale preflight --config ...` lists every check)")

@@ -134,6 +134,9 @@ def _launch(args: argparse.Namespace) -> int:
                           "partition": g["parameters"].get("slurm_partition", "")} for g in plan],
                         title=f"would submit (executor {args.executor or cfg.executor.kind})")
         return 0
+    from pipeline.preflight import launch_checks
+
+    launch_checks(cfg)  # local models on offline clusters, templates that train, storage within the quota
     report = launch(cfg, reg, resume=args.resume, **kw)
     out: dict = {"launch": report.model_dump(mode="json")}
     if not args.json:
