@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -48,11 +47,10 @@ def saved_rows(path: Path, identity: dict[str, Any]) -> list[MetricResult] | Non
 
 
 def _save(path: Path, identity: dict[str, Any], rows: list[MetricResult]) -> None:
+    from toolscale.files import atomic_write_json
+
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(json.dumps({"identity": identity, "rows": [r.model_dump(mode="json") for r in rows]}),
-                   encoding="utf-8")
-    os.replace(tmp, path)
+    atomic_write_json(path, {"identity": identity, "rows": [r.model_dump(mode="json") for r in rows]})
 
 
 def _backend(spec: Any, model_dir: str, run_name: str, threads: int | None) -> Any:

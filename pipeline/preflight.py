@@ -259,7 +259,7 @@ class PreflightJob:
 
     def __call__(self) -> str:
         from slurm.job import export_distributed
-        from slurm.paths import atomic_write_json
+        from toolscale.files import atomic_write_json
 
         rank = export_distributed()
         cfg = ExperimentConfig.model_validate(self.config)

@@ -78,9 +78,9 @@ def _dead_at_once(holder: dict[str, Any], me: dict[str, Any]) -> bool:
 
 
 def _write(path: Path, record: dict[str, Any]) -> None:
-    tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex[:8]}.tmp")
-    tmp.write_text(json.dumps(record), encoding="utf-8")
-    os.replace(tmp, path)
+    from toolscale.files import atomic_write_text
+
+    atomic_write_text(path, json.dumps(record))  # the file never disappears while held
 
 
 def _try_create(path: Path, record: dict[str, Any]) -> bool:
