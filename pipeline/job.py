@@ -219,6 +219,8 @@ def run_pipeline(run: RunSpec, workdir: Path, checkpoint: dict[str, Any] | None)
 
     ctx = read_context(workdir)
     cfg = ExperimentConfig.model_validate(ctx["config"])
+    if cfg.executor.offline:  # compute nodes cannot reach the hub: never try (preflight checked the folders)
+        os.environ["HF_HUB_OFFLINE"] = os.environ["TRANSFORMERS_OFFLINE"] = "1"
     state = dict(checkpoint or {})
     sizes = {s.name: s for s in cfg.ladder}
     if run.model_size not in sizes:
