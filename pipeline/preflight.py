@@ -232,7 +232,7 @@ def _train_step(cfg: ExperimentConfig, size: ModelSize, work: Path) -> Preflight
         peak = f", peak GPU memory {torch.cuda.max_memory_allocated() / 2**30:.1f} GiB"
     ckpt = sum(f.stat().st_size for f in (work / "model" / "checkpoints").rglob("*") if f.is_file()) / 1e9
     return _check("train step", "ok", f"2 steps ({stats.train_tokens:,.0f} tokens) with the rung's layout{peak}; "
-                  f"checkpoints {ckpt:.2f} GB written", rung=size.name, where="node", seconds=time.monotonic() - t0)
+                  f"checkpoints {ckpt:.3g} GB written", rung=size.name, where="node", seconds=time.monotonic() - t0)
 
 
 def _eval_step(cfg: ExperimentConfig, size: ModelSize, model_dir: Path) -> PreflightCheck:
