@@ -3,13 +3,18 @@
 :func:`train_sft` trains one model of a ladder rung on one synthesised dataset and writes a
 ``from_pretrained``-loadable folder (model + tokenizer) plus ``train_stats.json``. Proxy rungs
 get a byte-level BPE tokenizer trained on the dataset itself and a model built from config;
-``pretrained`` rungs load their own model, tokenizer and chat template.
+``pretrained`` rungs load their own model and tokenizer, with a chat template that trains
+(:mod:`train.templates`: TRL's stored training variant where the model's own has no
+``{% generation %}`` markers), which is saved with the model.
 
 Settings chosen for tiny CPU models (TRL's defaults are for GPUs; measured on 2 cores):
 float32 (``SFTConfig(use_cpu=True)`` defaults to bf16), no gradient checkpointing (default on),
 the rung's learning rate (TRL's default 2e-5 barely moves a random model), no packing (3.5x
 slower on CPU), and the plain causal-LM loss instead of TRL's tiled fused LM head (1.4-1.6x
-slower on CPU); see ``benchmarks/train_throughput.py``.
+slower on CPU); see ``benchmarks/train_throughput.py``. On GPUs (:mod:`train.distributed`): one
+process per GPU, bf16 mixed precision, FSDP for multi-GPU rungs, a global batch with gradient
+accumulation, activation checkpointing, padding-free batches and TRL's chunked LM-head loss;
+rank 0 alone writes the run's files, and the final model is saved in ``save_dtype``.
 
 Loss is on assistant tokens only: conversations are tokenized here (:func:`train.data.tokenize_rows`,
 with the chat template's ``{% generation %}`` masks) and handed to TRL as ``input_ids`` +
