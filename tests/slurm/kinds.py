@@ -109,3 +109,8 @@ def sft_tiny(run, workdir: Path, checkpoint):
     stats = train_sft(TINY_DATA, size, out, seed=1, save_steps=0, on_step=on_step, keep_checkpoints=False,
                       checkpoint_every_s=None, should_stop=stop_requested)
     return {"train": stats, "metrics": [], "dataset_id": "tiny", "extra": {"steps": stats.steps}}
+
+
+def oom(run, workdir: Path, checkpoint):
+    """Fails as a GPU out of memory does (deterministic: a retry would fail the same way)."""
+    raise RuntimeError("CUDA out of memory. Tried to allocate 74.00 GiB (GPU 0; 79.11 GiB total capacity)")

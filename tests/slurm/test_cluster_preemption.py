@@ -192,3 +192,31 @@ def test_datasets_are_built_by_a_cpu_array_the_run_arrays_wait_for(tmp_path):
     from pipeline.job import preparation
 
     assert preparation(cfg, runs, tmp_path / "runs" / "datasets") == []  # a relaunch submits no dataset array
+
+
+def test_a_retry_cancels_the_job_it_replaces(make, rows, monkeypatch):
+    """A run recorded failed while its job still runs (a lost node that comes back, a stale sacct): the retry
+    scancels that job first, so the two never train the run at once."""
+    from grid.registry import Registry
+    from slurm.sync import sync
+
+    monkeypatch.setenv("TOOLSCALE_TEST_SLEEP_S", "300")
+    env = make(n_runs=1, executor="slurm", max_attempts=2)
+    rep = launch(env.config, env.registry, job_kind="sleeper")
+    old = rep.job_ids[env.run_ids[0]]
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and (slurm_states([old]).get(old) is None
+                                           or slurm_states([old])[old].raw.split()[0] != "RUNNING"):
+        time.sleep(0.5)
+    with Registry(env.registry) as reg:
+        reg.set_status([env.run_ids[0]], "failed", error="job state NODE_FAIL (job lost)")
+    monkeypatch.setenv("TOOLSCALE_TEST_SLEEP_S", "0")
+    out = sync(env.registry, config=env.config)
+    assert out.retried == env.run_ids
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and not slurm_states([old])[old].raw.startswith("CANCELLED"):
+        time.sleep(0.5)
+    assert slurm_states([old])[old].raw.startswith("CANCELLED")
+    final = wait(env.registry, config=env.config, poll_s=1, timeout_s=200)
+    r = rows(env)[env.run_ids[0]]
+    assert final.counts["done"] == 1 and r.attempts == 2 and r.job_id != old

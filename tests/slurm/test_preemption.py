@@ -104,3 +104,18 @@ def test_a_job_that_does_not_save_in_time_is_handed_to_submitits_handler():
         assert called == [signal.SIGUSR2]
     finally:
         signal.signal(signal.SIGUSR2, before)
+
+
+def test_out_of_memory_is_not_retried_an_ordinary_failure_is(make, rows):
+    from slurm.launcher import launch
+    from slurm.sync import sync
+
+    env = make(n_runs=1, executor="debug", max_attempts=3)
+    launch(env.config, env.registry, job_kind="oom")
+    first = sync(env.registry, config=env.config)
+    r = rows(env)[env.run_ids[0]]
+    assert r.status == "failed" and r.attempts == 1 and "CUDA out of memory" in r.error
+    assert first.retried == []  # deterministic: the same OOM again
+    other = make(n_runs=1, executor="debug", max_attempts=3, name="sl-boom")
+    launch(other.config, other.registry, job_kind="boom")
+    assert sync(other.registry, config=other.config).retried == other.run_ids
