@@ -59,8 +59,9 @@ class CostModel(_Frozen):
     -----
     ``spend_i = per_unit_i * max(x_i - free_i, 0) * x_j`` (``x_j`` = level of ``scales_with``, else 1;
     ``free_i`` = the axis' ``free_level``: quality is charged above its baseline only), and
-    ``spend_compute = per_pflop * 6 N D / 1e15`` with ``D = tasks * tokens_per_task``
-    (6 N D training FLOPs, Kaplan et al. 2020).
+    ``spend_compute = per_pflop * 6 N D / 1e15 + per_gpu_s * (eval_gpu_s + synth_gpu_s_per_task * tasks)``
+    with ``D = tasks * tokens_per_task`` (6 N D training FLOPs, Kaplan et al. 2020): training, the
+    evaluation of the trained model, and GPU-hosted synthesis, all GPU time in one ``compute`` line.
     """
 
     unit: Unit
@@ -73,6 +74,12 @@ class CostModel(_Frozen):
     """Training tokens one task adds."""
     tasks_axis: str = "task_count"
     """Axis counting tasks (for compute)."""
+    per_gpu_s: float = Field(default=0.0, ge=0)
+    """Cost of one GPU-second in the budget unit (prices the two terms below)."""
+    eval_gpu_s: float = Field(default=0.0, ge=0)
+    """GPU-seconds of evaluating the trained model, once per plan."""
+    synth_gpu_s_per_task: float = Field(default=0.0, ge=0)
+    """GPU-seconds of self-hosted synthesis per task."""
 
     def spend(self, levels: Mapping[str, float], model_params: float) -> dict[str, float]:
         """Spend per axis (and ``compute``) in the budget unit."""
@@ -83,6 +90,10 @@ class CostModel(_Frozen):
         if self.per_pflop > 0 and self.tasks_axis in levels:
             tokens = levels[self.tasks_axis] * self.tokens_per_task
             out[COMPUTE] = self.per_pflop * training_flops(model_params, tokens) / 1e15
+        if self.per_gpu_s > 0 and (self.eval_gpu_s > 0 or self.synth_gpu_s_per_task > 0):
+            tasks = levels[self.tasks_axis] if self.tasks_axis in levels else 0.0
+            gpu = self.per_gpu_s * (self.eval_gpu_s + self.synth_gpu_s_per_task * np.asarray(tasks, dtype=float))
+            out[COMPUTE] = out.get(COMPUTE, 0.0) + gpu
         return out
 
     def total(self, levels: Mapping[str, float], model_params: float) -> float:

@@ -36,6 +36,7 @@ from grid.errors import DesignError
 from grid.levels import apply_constraints, coded_to_real, level_values, parse_constraint
 from grid.models import Cell, DesignRecorded, DesignSummary, EstimatedCost, RunSpec, run_id_for
 from grid.split import SPLIT_RULE, heldout_mask
+from grid.storage import storage_estimate
 from toolscale.config import ExperimentConfig, ModelSize, training_flops
 
 __all__ = ["Design", "Cell", "DesignReport", "build_design", "design_version", "planned_epochs", "ALGORITHM_VERSION"]
@@ -97,7 +98,8 @@ def design_version(config: ExperimentConfig, learning_rates: dict[str, float] | 
         "experiment": config.experiment.name,
         "seeds": list(config.experiment.seeds),
         "axes": [a.model_dump(mode="json") for a in config.axes],
-        "ladder": [m.model_dump(mode="json") for m in config.ladder],
+        # the per-GPU micro batch changes how a step is computed, not what is trained
+        "ladder": [m.model_dump(mode="json", exclude={"micro_batch_size"}) for m in config.ladder],
         "design": config.design.model_dump(mode="json"),
     }
     if config.train.max_epochs is not None:
@@ -563,4 +565,5 @@ def _summary(config: ExperimentConfig, version: str, *, points: _Points, runs: l
         extrapolation_factor_6nd=round(split.factor_6nd, 6) if split.factor_6nd is not None else None,
         min_extrapolation_factor=config.design.min_extrapolation_factor,
         flops_range=[min(flops), max(flops)] if flops else None, cells=cells, constrained_points=points.constrained,
-        duplicate_runs_dropped=duplicates, estimated_cost=_estimated_cost(config, runs))
+        duplicate_runs_dropped=duplicates, estimated_cost=_estimated_cost(config, runs),
+        storage=storage_estimate(config, runs))

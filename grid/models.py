@@ -36,6 +36,7 @@ __all__ = [
     "FitRecord",
     "Cell",
     "EstimatedCost",
+    "StorageEstimate",
     "DesignSummary",
     "DesignRecorded",
     "run_id_for",
@@ -323,6 +324,29 @@ class EstimatedCost(_Frozen):
     """``data + compute``."""
 
 
+class StorageEstimate(_Frozen):
+    """Disk a design's runs need under ``executor.folder`` (GB = 1e9 bytes), before anything runs.
+
+    Per parameter: a saved model takes 2 bytes (bf16, pretrained rungs by default) or 4 (fp32); a training
+    checkpoint 12 (fp32 weights and Adam's two moments). Datasets: ``task_count x cost.tokens_per_task``
+    tokens at about 8 bytes each on disk (JSONL with tool schemas).
+    """
+
+    final_models_gb: float
+    """Every run's final model, kept after the run."""
+    checkpoints_gb: float
+    """Checkpoints on disk at once: one per running run (``max_parallel`` per rung array) when
+    ``train.keep_checkpoints`` is false (they are deleted after success), else one per run."""
+    datasets_gb: float
+    """The distinct synthesised datasets."""
+    total_gb: float
+    """The sum: what ``preflight`` compares with the quota (or the free space)."""
+    per_run_gb: dict[str, float]
+    """Model size -> one run's final model plus its checkpoint while it trains."""
+    keep_checkpoints: bool
+    """Whether checkpoints stay after success (``train.keep_checkpoints``)."""
+
+
 class DesignSummary(_Frozen):
     """What a built design holds and can estimate; ``grid design --json`` prints its ``model_dump(mode="json")``."""
 
@@ -393,6 +417,8 @@ class DesignSummary(_Frozen):
     """Runs dropped because another run had the same id (points that constraints made equal)."""
     estimated_cost: EstimatedCost
     """Data, compute and total cost before anything runs."""
+    storage: StorageEstimate | None = None
+    """Disk the runs need (final models, checkpoints, datasets), see :func:`grid.storage.storage_estimate`."""
 
 
 class TableCheck(_Frozen):

@@ -64,7 +64,7 @@ def _train_one(cfg_json: dict[str, Any], rung: str, lr: float, data_dir: str, to
         stats = train_sft(data_dir, size, out_dir, max_steps=steps, seed=cfg.lr_scan.seed, threads=cfg.train.threads,
                           tokenizer_dir=tok_dir, learning_rate=lr, label=f"lr-scan {rung} lr={lr:g}",
                           weight_decay=cfg.train.weight_decay, schedule=cfg.train.schedule,
-                          wsd_decay=cfg.train.wsd_decay, keep_checkpoints=keep)
+                          wsd_decay=cfg.train.wsd_decay, snapshots=keep)
         saved = read_stats(out_dir) or {}
         loss = scan_loss(saved.get("loss_curve") or [])
         if not math.isfinite(loss):

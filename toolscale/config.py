@@ -180,7 +180,10 @@ class ModelSize(_Frozen):
     max_steps: int = Field(default=200, ge=1)
     """Optimizer steps of one SFT run."""
     batch_size: int = Field(default=8, ge=1)
-    """Sequences per optimizer step."""
+    """Sequences per optimizer step (the global batch, over every GPU of the run)."""
+    micro_batch_size: int | None = Field(default=None, ge=1)
+    """Sequences per GPU (process) per forward pass; gradients accumulate over
+    ``batch_size / (gpus x micro_batch_size)`` passes. None: each process's whole share at once."""
     learning_rate: float = Field(default=1e-3, gt=0)
     """Peak learning rate."""
     gpus: int = Field(default=0, ge=0)
@@ -528,6 +531,10 @@ class TrainSpec(_Frozen):
     """GRPO optimizer steps."""
     grpo_generations: int = Field(default=4, ge=2)
     """Completions per prompt (the GRPO group)."""
+    grpo_vllm: Literal["server", "colocate"] | None = None
+    """GRPO generation on GPUs through TRL's vLLM integration: ``server`` (``trl vllm-serve`` on GPUs of its own)
+    or ``colocate`` (inside the training processes); needs ``vllm`` importable in the training environment.
+    None generates with ``model.generate``."""
     threads: int = Field(default=2, ge=1)
     """torch CPU threads per run."""
     save_checkpoints: bool = True
@@ -564,6 +571,26 @@ class TrainSpec(_Frozen):
     """torch CPU threads per run."""
     save_checkpoints: bool = True
     """Write checkpoints so a preempted run resumes."""
+    parallel: Literal["fsdp", "ddp"] = "fsdp"
+    """Multi-GPU rungs (one process per GPU): ``fsdp`` shards weights, gradients and optimizer state (FSDP full
+    shard, ZeRO-3 like); ``ddp`` replicates them."""
+    activation_checkpointing: bool | None = None
+    """Recompute activations in the backward pass (less memory, about 4/3 the compute); None: on GPUs only."""
+    padding_free: bool | None = None
+    """Concatenate a micro-batch's sequences into one row (``position_ids`` keep attention per sequence) instead
+    of padding them; None: on GPUs only."""
+    chunked_loss: bool | None = None
+    """TRL's chunked LM-head loss: log-probabilities computed in chunks, never the full tokens x vocabulary
+    logits (needed at a 152k vocabulary); None: on GPUs only (on a CPU the plain loss is faster)."""
+    save_dtype: Literal["auto", "float32", "bfloat16"] = "auto"
+    """Dtype of the saved final model: ``auto`` is bf16 for pretrained rungs (half the storage; vLLM serves it
+    as is) and float32 for proxy models."""
+    checkpoint_every_min: float | None = Field(default=20.0, gt=0.0)
+    """Wall-clock minutes between training checkpoints (a preempted run loses at most this much); a stop
+    signal (SIGUSR2 before the time limit, SIGTERM at preemption) also saves one. None: steps only."""
+    keep_checkpoints: bool = False
+    """Keep ``checkpoints/`` after a run succeeds (optimizer state is about 6x the bf16 model); False deletes
+    them once the final model and ``train_stats.json`` are written."""
     tokenizer: Literal["per_run", "shared"] = "per_run"
     """``shared``: one byte-level BPE tokenizer per experiment, trained once on a fixed corpus (the
     recipe at every axis's maximum) and used by every run, so per-token metrics compare; ``per_run``:
@@ -606,10 +633,28 @@ class EvalSpec(_Frozen):
     """Which checkpoints the test benchmarks score: ``chosen`` (the one best on validation, and the last),
     or ``all`` (every checkpoint: ``fit --target checkpoints`` on a test benchmark needs it; costs K test
     evaluations per run)."""
-    backend: Literal["transformers", "openai", "vllm"] = "transformers"
-    """Generation backend."""
+    backend: Literal["transformers", "openai", "vllm", "vllm-server"] = "transformers"
+    """Generation backend: ``transformers`` (in the job; CUDA when there is a device), ``vllm-server`` (each job
+    serves its model with ``vllm serve`` from the ``vllm`` environment and generates and scores through it),
+    ``openai`` (a server you run, at ``endpoint``), ``vllm`` (in-process, where ``import vllm`` works)."""
     endpoint: str | None = None
-    """OpenAI-compatible server URL (vLLM) for the ``openai`` backend."""
+    """OpenAI-compatible server URL for the ``openai`` backend (and ``vllm-server`` without ``vllm``)."""
+    vllm: str | None = None
+    """The separate vLLM environment (a folder with ``bin/vllm``, e.g. ``~/vllm-env``) the ``vllm-server``
+    backend starts ``vllm serve`` from; vLLM pins its own torch, so it cannot share the training venv."""
+    vllm_args: list[str] = Field(default_factory=list)
+    """Extra ``vllm serve`` arguments, e.g. ``["--tensor-parallel-size", "4", "--max-model-len", "8192"]``."""
+    vllm_startup_s: float = Field(default=1200.0, gt=0.0)
+    """Seconds to wait for ``vllm serve`` to answer ``/health``."""
+    concurrency: int = Field(default=32, ge=1)
+    """Requests in flight to the server (``vllm-server``)."""
+
+    @model_validator(mode="after")
+    def _server(self) -> "EvalSpec":
+        if self.backend == "vllm-server" and not (self.vllm or self.endpoint):
+            raise ValueError("eval.backend 'vllm-server' needs eval.vllm (the vLLM environment, e.g. '~/vllm-env') "
+                             "or eval.endpoint (a server already running)")
+        return self
 
 
 class LRScanSpec(_Frozen):
@@ -649,6 +694,8 @@ class SlurmSpec(_Frozen):
     """``--constraint``."""
     additional_parameters: dict[str, str | int | bool] = Field(default_factory=dict)
     """Extra sbatch flags, e.g. ``{mail_type = "FAIL"}``."""
+    cpu_partition: str | None = None
+    """Partition of the CPU-only jobs (the dataset array); default ``partition``."""
 
 
 class ExecutorSpec(_Frozen):
@@ -664,15 +711,51 @@ class ExecutorSpec(_Frozen):
     """Root of submitit folders and result files."""
     slurm: SlurmSpec = Field(default_factory=SlurmSpec)
     """SLURM parameters."""
+    signal_delay_s: int = Field(default=300, ge=10)
+    """Seconds before the time limit that SLURM sends SIGUSR2 (save a checkpoint, then requeue); long enough to
+    write a checkpoint to the shared file system (4B: about 50 GB of weights and optimizer state)."""
+    requeue: bool = True
+    """Submit with ``--requeue``, so SLURM requeues a preempted or failed-node job even where ``JobRequeue=0``."""
+    dataset_array: bool = True
+    """SLURM: build the launch's datasets in a CPU-only job array first (one task per dataset); the GPU arrays
+    depend on it (``afterany``), so GPUs never wait on synthesis."""
+    dataset_cpus: int = Field(default=4, ge=1)
+    """CPUs per task of the dataset array."""
+    dataset_mem_gb: float = Field(default=16.0, gt=0)
+    """Memory per task of the dataset array, in GiB."""
+    dataset_timeout_min: int = Field(default=120, ge=1)
+    """Time limit per task of the dataset array, in minutes."""
+    offline: bool = False
+    """Compute nodes cannot reach the Hugging Face hub: every ``pretrained`` must be a local folder (``preflight``
+    and ``launch`` refuse a hub id) and jobs run with ``HF_HUB_OFFLINE=1``."""
+    storage_quota_gb: float | None = Field(default=None, gt=0)
+    """Space the runs may use under ``folder``, in GB; ``preflight`` refuses a design whose storage estimate
+    exceeds it (or the free space, when None)."""
 
 
 class CostSpec(_Frozen):
     """Training compute as a cost in the budget unit (allocator/)."""
 
     per_pflop: float = Field(default=0.0, ge=0.0)
-    """Cost of 1e15 training FLOPs in the budget unit; 0 ignores compute in allocations."""
+    """Cost of 1e15 training FLOPs in the budget unit; 0 ignores compute in allocations. Measure it on pilot
+    runs with ``toolscale calibrate-cost`` (GPU-hours from ``sacct`` over measured FLOPs)."""
     tokens_per_task: float = Field(default=400.0, gt=0.0)
     """Average training tokens a synthesised task adds (for compute cost)."""
+    gpu_hour_usd: float | None = Field(default=None, gt=0.0)
+    """Price of one GPU-hour in usd: prices the GPU-seconds below (and ``calibrate-cost``'s per_pflop) when
+    ``budget_unit = "usd"``; with ``gpu_hours`` a GPU-hour costs 1."""
+    eval_gpu_s_per_run: float = Field(default=0.0, ge=0.0)
+    """GPU-seconds the evaluation of one trained model takes (vLLM serve and score), in seconds; ``allocate``
+    charges it once per plan (``calibrate-cost`` measures it)."""
+    synth_gpu_s_per_task: float = Field(default=0.0, ge=0.0)
+    """GPU-seconds a self-hosted synthesis LLM (``[synth.llm]`` on your vLLM) spends per task, in seconds; 0 when
+    synthesis uses a paid API (whose price is in the task axis' cost_per_unit) or offline templates."""
+
+    def gpu_hour_cost(self, gpu_hour_usd: float | None = None, unit: str = "usd") -> float | None:
+        """One GPU-hour in the budget unit: 1 for ``gpu_hours``, else ``gpu_hour_usd`` (the argument wins)."""
+        if unit == "gpu_hours":
+            return 1.0
+        return gpu_hour_usd if gpu_hour_usd is not None else self.gpu_hour_usd
 
 
 class ExperimentSpec(_Frozen):
@@ -774,6 +857,10 @@ class ExperimentConfig(_Frozen):
         if midtrain and self.train.midtrain_corpus is None and not self.synth.narratives:
             raise ValueError("stage 'midtrain' has no corpus: set synth.narratives = true (each run's synthesised "
                              "corpus.jsonl) or train.midtrain_corpus = a JSONL file of {\"text\"} documents")
+        gpu_s = self.cost.eval_gpu_s_per_run > 0 or self.cost.synth_gpu_s_per_task > 0
+        if gpu_s and self.experiment.budget_unit == "usd" and self.cost.gpu_hour_usd is None:
+            raise ValueError("cost.eval_gpu_s_per_run / synth_gpu_s_per_task are GPU-seconds: set cost.gpu_hour_usd "
+                             "(the price of a GPU-hour) to charge them in usd")
         bad = [f for f in self.design.foldover if f not in axes]
         if bad:
             raise ValueError(f"design.foldover names unknown axes {bad}; known: {', '.join(axes)}")

@@ -98,6 +98,12 @@ def _print_summary(design, written, args: argparse.Namespace) -> None:
     print(f"FLOPs {s.flops_range[0]:.3g} .. {s.flops_range[1]:.3g}; estimated cost "
           f"{s.estimated_cost.total:,.0f} {s.estimated_cost.unit} (data {s.estimated_cost.data:,.0f}, "
           f"compute {s.estimated_cost.compute:,.0f})")
+    if s.storage is not None:
+        st = s.storage
+        print(f"storage {st.total_gb:,.1f} GB under executor.folder: final models {st.final_models_gb:,.1f} GB, "
+              f"checkpoints {st.checkpoints_gb:,.1f} GB (" + ("kept after success" if st.keep_checkpoints else
+                                                            "one per running run, deleted after success")
+              + f"), datasets {st.datasets_gb:,.1f} GB")
     print(f"interactions: {s.qd_statement}")
     print(f"ladder: {s.ladder_statement}")
     for h in s.alias_highlights[:8]:
