@@ -25,7 +25,8 @@ from typing import Any
 from eval.errors import UnknownBenchmarkError
 from eval.models import BenchmarkInfo
 
-__all__ = ["register_benchmark", "get_benchmark", "list_benchmarks", "load_items", "CALL_METRICS", "ENV_METRICS"]
+__all__ = ["register_benchmark", "get_benchmark", "list_benchmarks", "load_items", "CALL_METRICS", "ENV_METRICS",
+           "CODE_METRICS"]
 
 CALL_METRICS: dict[str, str] = {
     "score": "share of items answered exactly right (AST match; no call on irrelevance items)",
@@ -43,6 +44,13 @@ ENV_METRICS: dict[str, str] = {
     "call_logprob": "mean log-likelihood of the reference trajectory's assistant tokens, nats",
     "loss": "reference trajectory's assistant-token NLL per token, nats/token, lower is better",
     "token_prob": "exp(-loss): geometric-mean probability of a reference assistant token, higher is better",
+}
+
+CODE_METRICS: dict[str, str] = {
+    **CALL_METRICS,
+    "score": "pass rate: share of items whose written module passes the hidden tests (run in the jail)",
+    "field_match": "share of the hidden tests the written module passes",
+    "bpb": BPB_METRIC,
 }
 
 _REGISTRY: dict[str, BenchmarkInfo] = {}
@@ -111,3 +119,16 @@ register_benchmark(BenchmarkInfo(
                 "category accuracies (BFCL's summary), acc_<category> each",
     metrics={**CALL_METRICS, "score": "unweighted mean of the per-category accuracies",
              "acc_<category>": "accuracy within one BFCL category"}))
+register_benchmark(BenchmarkInfo(
+    name="code-indist", version="1", kind="code", loader="eval.code_bench:load_code_indist",
+    digest="874f4443d56312ea13168bb8adb8e9dc25ff1df821bde91899da92652589b2b9",
+    description="code domain, in-distribution: 256 write_file steps of code tasks over the training library APIs, "
+                "in repositories no training run draws; score = pass rate of the written module's hidden tests "
+                "in the jail; bpb = bits per byte of the reference write_file call",
+    metrics=CODE_METRICS))
+register_benchmark(BenchmarkInfo(
+    name="code-heldout-apis", version="1", kind="code", loader="eval.code_bench:load_code_heldout",
+    digest="f4ec09b912ccd2713dc4f2880ef4a0dc7f2240cfb2bc45083a1dfc9b81d27d2b",
+    description="code domain, held-out APIs: 200 write_file steps whose function uses one of the 10 library APIs "
+                "no training dataset draws; pass rate and bpb as code-indist",
+    metrics=CODE_METRICS))
