@@ -29,7 +29,7 @@ from synth.code.models import CodeManifest, CodeRecipe, CodeRejected, CodeTask, 
 from synth.code.render import module_path, repo_files, tests_source
 from synth.code.runner import Suite, run_suites
 from synth.code.tasks import TaskPlan, plan_tasks
-from synth.code.trajectory import TOOLS_JSON, EpisodePlan, Rollout, episode_suites, plan_episode, roll_out
+from synth.code.trajectory import TOOLS_JSON, Coder, EpisodePlan, Rollout, episode_suites, plan_episode, roll_out
 from synth.code.workspace import TOOL_NAMES, SuiteCache, Workspace
 from synth.errors import RecipeError, SynthError
 
@@ -90,12 +90,14 @@ def _workspace_call(task: CodeTask, cache: SuiteCache) -> Callable[[str, dict[st
 
 
 def synthesize_code(recipe: CodeRecipe, *, plans: Sequence[TaskPlan] | None = None, limits: Any = None,
-                    runner: Callable[..., Any] | None = None, progress: Callable[[int, int], None] | None = None
-                    ) -> CodeSynthResult:
+                    runner: Callable[..., Any] | None = None, progress: Callable[[int, int], None] | None = None,
+                    coder: Coder | None = None) -> CodeSynthResult:
     """Build a code dataset in memory (the core of :func:`build_code_dataset`).
 
-    ``plans`` replaces the planned tasks (tests, bring-your-own tasks); ``limits`` and ``runner`` go to
-    the jail (:func:`synth.code.runner.run_suites`).
+    ``plans`` replaces the planned tasks (bring-your-own tasks); ``coder`` writes the code of each function
+    (default: the catalog's templates; any other coder's code is trusted no more than a model's: it runs
+    only in the jail, and a task whose code fails its tests, hangs or breaks the jail's policy is rejected
+    with the jail's reason); ``limits`` and ``runner`` go to the jail (:func:`synth.code.runner.run_suites`).
     """
     plans = list(plans) if plans is not None else plan_tasks(recipe)
     rejected: dict[int, str] = {}
@@ -106,7 +108,7 @@ def synthesize_code(recipe: CodeRecipe, *, plans: Sequence[TaskPlan] | None = No
             rejected[p.index] = _reject(f"code-{p.index:05d}", p.repo.name, "task", p.reason, p.detail)
             reasons[p.reason] += 1
         else:
-            episodes[p.index] = plan_episode(p.task, recipe)
+            episodes[p.index] = plan_episode(p.task, recipe, coder)
     suites = [s for e in episodes.values() for s in episode_suites(e)]
     results = run_suites(suites, limits=limits, runner=runner)
     cache = SuiteCache(results, runner=runner, limits=limits)

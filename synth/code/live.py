@@ -32,9 +32,9 @@ class LiveWorkspace:
 
     KEY = "code-workspace"
 
-    def __init__(self, tasks: Sequence[CodeTask], timeout_s: float = 120.0):
+    def __init__(self, tasks: Sequence[CodeTask], timeout_s: float = 120.0, startup_timeout_s: float = 120.0):
         self.tasks = list(tasks)
-        self.timeout_s = timeout_s
+        self.timeout_s, self.startup_timeout_s = timeout_s, startup_timeout_s
         self.sessions: Any = None
         self.folder: Path | None = None
         self.calls = 0
@@ -51,7 +51,7 @@ class LiveWorkspace:
             _write(hidden / tests_path(t), tests_source(t))
         root.mkdir(parents=True, exist_ok=True)
         hidden.mkdir(parents=True, exist_ok=True)
-        self.sessions = LiveSessions(timeout_s=self.timeout_s)
+        self.sessions = LiveSessions(timeout_s=self.timeout_s, startup_timeout_s=self.startup_timeout_s)
         try:
             self.sessions.open(self.KEY, server_command(root, hidden))
         except BaseException:

@@ -30,12 +30,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from synth.code.models import CodeRecipe, CodeTask, SuiteResult
-from synth.code.render import chunk, module_path, module_source, spec_dir, spec_path, tests_source
+from synth.code.render import chunk, module_path, spec_dir, spec_path, tests_source
 from synth.code.runner import Suite
 from synth.code.workspace import TOOL_SCHEMAS
 
 __all__ = ["EpisodePlan", "plan_episode", "episode_suites", "roll_out", "system_prompt", "user_prompt", "Rollout",
-           "TOOLS_JSON"]
+           "TOOLS_JSON", "Coder", "template_coder"]
 
 TOOLS_JSON = json.dumps(TOOL_SCHEMAS, ensure_ascii=False)
 """The ``tools`` column of every code trajectory row."""
@@ -56,6 +56,15 @@ def user_prompt(task: CodeTask, variant: int) -> str:
     return _ASKS[variant % len(_ASKS)].format(path=module_path(task), specs=spec_dir(task), module=task.module)
 
 
+Coder = Callable[[CodeTask, int, bool], str]
+"""``coder(task, i, buggy)``: the source a write adds for function ``i`` (its first, wrong draft when ``buggy``)."""
+
+
+def template_coder(task: CodeTask, index: int, buggy: bool) -> str:
+    """The default coder: the catalog's code for the function (:func:`synth.code.render.chunk`)."""
+    return chunk(task, index, buggy=task.functions[index].name if buggy else None)
+
+
 @dataclass(frozen=True)
 class EpisodePlan:
     """What the golden episode of one task does (decided before anything runs)."""
@@ -71,10 +80,27 @@ class EpisodePlan:
     """Function whose first version is wrong (then fixed), or None."""
     ask: int
     """Phrasing of the user's request."""
+    chunks: tuple[str, ...] = ()
+    """What each write adds, in function order (empty: the template coder's)."""
+    bug_chunk: str = ""
+    """The wrong first draft of ``buggy`` (empty: the template coder's)."""
+
+    def chunk(self, index: int, buggy: bool = False) -> str:
+        """The source the write of function ``index`` adds (the wrong draft when ``buggy``)."""
+        if buggy:
+            return self.bug_chunk or template_coder(self.task, index, True)
+        return self.chunks[index] if self.chunks else template_coder(self.task, index, False)
+
+    def module(self, upto: int | None = None, bug: bool = False) -> str:
+        """The module after the first ``upto`` writes (all by default), with the wrong draft when ``bug``."""
+        names = [f.name for f in self.task.functions]
+        n = len(names) if upto is None else upto
+        return "".join(self.chunk(i, bug and names[i] == self.buggy) for i in range(n))
 
 
-def plan_episode(task: CodeTask, recipe: CodeRecipe) -> EpisodePlan:
-    """The random choices of one episode (seeded by the task)."""
+def plan_episode(task: CodeTask, recipe: CodeRecipe, coder: Coder | None = None) -> EpisodePlan:
+    """The random choices of one episode (seeded by the task); ``coder`` writes its code (default: the
+    template coder)."""
     rng = random.Random(f"{recipe.seed}:code-episode:{task.task_id}")
     depth = rng.randint(1, recipe.support_depth)
     skipped, repaired = set(), set()
@@ -82,16 +108,22 @@ def plan_episode(task: CodeTask, recipe: CodeRecipe) -> EpisodePlan:
         if rng.random() < recipe.defect_rate:
             (repaired if rng.random() < recipe.repair_rate else skipped).add(fn.name)
     buggy = rng.choice(task.functions).name if rng.random() < recipe.error_rate else None
-    return EpisodePlan(task, depth, frozenset(skipped), frozenset(repaired), buggy, rng.randrange(len(_ASKS)))
+    chunks, bug_chunk = (), ""
+    if coder is not None:
+        chunks = tuple(coder(task, i, False) for i in range(len(task.functions)))
+        if buggy is not None:
+            bug_chunk = coder(task, [f.name for f in task.functions].index(buggy), True)
+    return EpisodePlan(task, depth, frozenset(skipped), frozenset(repaired), buggy, rng.randrange(len(_ASKS)),
+                       chunks, bug_chunk)
 
 
 def episode_suites(plan: EpisodePlan) -> list[Suite]:
     """Every module version the episode may run tests on: the final module and, with a bug, the wrong one."""
     t = plan.task
     tests = tests_source(t)
-    out = [Suite(t.module, module_source(t, len(t.functions)), tests)]
+    out = [Suite(t.module, plan.module(), tests)]
     if plan.buggy is not None:
-        out.append(Suite(t.module, module_source(t, len(t.functions), buggy=plan.buggy), tests))
+        out.append(Suite(t.module, plan.module(bug=True), tests))
     return out
 
 
@@ -142,7 +174,7 @@ def roll_out(plan: EpisodePlan, call: Callable[[str, dict[str, Any]], str],
     read_at: dict[str, int] = {}
     tests = tests_source(t)
     bug = plan.buggy
-    if bug is not None and verdict(Suite(t.module, module_source(t, len(t.functions), buggy=bug), tests)).all_passed:
+    if bug is not None and verdict(Suite(t.module, plan.module(bug=True), tests)).all_passed:
         bug = None  # the tests cannot see this bug: no fix to show
 
     def act(tool: str, args: dict[str, Any]) -> str:
@@ -163,16 +195,16 @@ def roll_out(plan: EpisodePlan, call: Callable[[str, dict[str, Any]], str],
             read_at[name] = turn["n"]
             continue
         i = names.index(name)
-        args = {"path": path, "content": chunk(t, i, buggy=bug)}
+        args = {"path": path, "content": plan.chunk(i, buggy=name == bug)}
         cid = act("write_file", {**args, "append": True} if i else args)
         _label(ro, cid, name, read_at, turn["n"], plan)
     act("run_tests", {"path": path})
     if bug is not None:
         ro.bug_shown = True
-        cid = act("write_file", {"path": path, "content": module_source(t, len(names))})
+        cid = act("write_file", {"path": path, "content": plan.module()})
         _label(ro, cid, bug, read_at, turn["n"], plan, depth=False)
         act("run_tests", {"path": path})
-    ro.final = verdict(Suite(t.module, module_source(t, len(names)), tests))
+    ro.final = verdict(Suite(t.module, plan.module(), tests))
     ro.messages.append(_msg("assistant", f"Done: {ro.final.passed} of {ro.final.total} tests pass."))
     return ro
 
