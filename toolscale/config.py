@@ -99,8 +99,8 @@ class AxisSpec(_Frozen):
     """Lowest real level in the design (in ``unit``)."""
     max: float
     """Highest real level in the design (in ``unit``)."""
-    levels: int = Field(default=3, ge=1)
-    """Number of distinct levels for multi-level designs."""
+    levels: int = Field(default=3, ge=1, le=64)
+    """Number of distinct levels for multi-level designs (at most 64)."""
     spacing: Literal["log", "linear"] = "log"
     """Spacing of the levels between min and max."""
     integer: bool = False
@@ -238,7 +238,7 @@ class DesignSpec(_Frozen):
     """Explicit pyDOE3 ``fracfact`` generator string (e.g. ``"a b c d abc acd"``); None picks one."""
     gsd_reduction: int = Field(default=4, ge=1)
     """Reduction factor of the generalized subset design (points ~ full factorial / reduction; 1 = full)."""
-    lhs_samples: int = Field(default=20, ge=2)
+    lhs_samples: int = Field(default=20, ge=2, le=100_000)
     """Points of a Latin hypercube design."""
     center_points: int = Field(default=2, ge=0)
     """Center points added to the design (noise and curvature)."""
@@ -845,6 +845,10 @@ def read_toml(path: str | Path, *, kind: str, error: type[Exception] = ConfigErr
         return tomllib.loads(p.read_text(encoding="utf-8"))
     except tomllib.TOMLDecodeError as err:
         raise error(f"{p}: not valid TOML: {err}") from None
+    except RecursionError:
+        raise error(f"{p}: not valid TOML here: arrays or tables nested too deeply") from None
+    except UnicodeDecodeError as err:
+        raise error(f"{p}: not valid TOML: not UTF-8 text ({err.reason} at byte {err.start})") from None
 
 
 def load_config(path: str | Path) -> ExperimentConfig:

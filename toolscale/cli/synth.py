@@ -104,7 +104,7 @@ def _parse_set(items: list[str]) -> dict[str, Any]:
             raise UsageError(f"--set expects KNOB=VALUE, got {item!r}")
         try:
             out[key.strip()] = tomllib.loads(f"v = {value}")["v"]
-        except tomllib.TOMLDecodeError:
+        except (tomllib.TOMLDecodeError, RecursionError):
             out[key.strip()] = value
     return out
 
