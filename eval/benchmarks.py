@@ -132,3 +132,10 @@ register_benchmark(BenchmarkInfo(
     description="code domain, held-out APIs: 200 write_file steps whose function uses one of the 10 library APIs "
                 "no training dataset draws; pass rate and bpb as code-indist",
     metrics=CODE_METRICS))
+register_benchmark(BenchmarkInfo(
+    name="code-valid", version="1", kind="code", loader="eval.code_bench:load_code_valid",
+    digest="59c9d0d74107116b3fed0b8db21c53f9b825719a7f086c68a8f4a14b4c489703",
+    description="code domain, validation split: 128 write_file steps over the training APIs in repositories of "
+                "neither test benchmark; chooses checkpoints and rates, never a test; bpb and pass rate as "
+                "code-indist",
+    metrics=CODE_METRICS))

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from eval.errors import BenchmarkDataError
 from eval.models import CodeItem, MatchResult, ParsedOutput
 
-__all__ = ["load_code_indist", "load_code_heldout", "match_code_items", "written_module"]
+__all__ = ["load_code_indist", "load_code_heldout", "load_code_valid", "match_code_items", "written_module"]
 
 
 def _load(which: str) -> list[CodeItem]:
@@ -37,6 +37,11 @@ def load_code_indist() -> list[CodeItem]:
 def load_code_heldout() -> list[CodeItem]:
     """``code-heldout-apis``: 200 write steps whose function uses an API no training dataset draws."""
     return _load("heldout")
+
+
+def load_code_valid() -> list[CodeItem]:
+    """``code-valid``: 128 write steps over the training APIs in repositories of neither test benchmark."""
+    return _load("valid")
 
 
 def written_module(item: CodeItem, parsed: ParsedOutput) -> tuple[str | None, str]:

@@ -13,6 +13,9 @@ the functions written so far, in the jail.
     tasks over the held-out APIs (:data:`synth.code.catalog.HELDOUT_APIS`) mixed with training ones,
     items only where the function written uses a held-out API, 200 items.
 
+``code-valid``
+    a validation split of the training APIs in repositories of neither test benchmark, 128 items.
+
 Items longer than :data:`MAX_RENDERED_CHARS` rendered are left out, so each fits the proxies' context.
 
 Both are deterministic: the same code version gives the same items (the version is bumped when they change).
@@ -31,7 +34,7 @@ from synth.code.tasks import TaskPlan, plan_task, repositories
 from synth.code.trajectory import TOOLS_JSON, EpisodePlan, roll_out
 from synth.code.workspace import TOOL_SCHEMAS, Workspace
 
-__all__ = ["BENCH_SEED", "BENCH_REPO_BASE", "INDIST_ITEMS", "HELDOUT_ITEMS", "MAX_RENDERED_CHARS", "code_items",
+__all__ = ["BENCH_SEED", "BENCH_REPO_BASE", "INDIST_ITEMS", "HELDOUT_ITEMS", "VALID_ITEMS", "MAX_RENDERED_CHARS", "code_items",
            "rendered_chars"]
 
 BENCH_SEED = 20_260_202
@@ -42,6 +45,8 @@ INDIST_ITEMS = 256
 """Items of ``code-indist``."""
 HELDOUT_ITEMS = 200
 """Items of ``code-heldout-apis``."""
+VALID_ITEMS = 128
+"""Items of ``code-valid`` (a validation split: chooses checkpoints and rates, never a test)."""
 MAX_RENDERED_CHARS = 2700
 """Longest item (prompt and reference as the chat template renders them, in characters): about 1,000 tokens
 of the proxies' 512-token vocabularies, so every item fits their 1,024-token context."""
@@ -115,14 +120,19 @@ def _tasks(recipe: CodeRecipe, apis: list, start: int, label: str) -> Any:
         i += 1
 
 
-@functools.lru_cache(maxsize=2)
+@functools.lru_cache(maxsize=3)
 def code_items(which: str) -> tuple[dict[str, Any], ...]:
-    """The items of ``indist`` or ``heldout`` (cached; a tuple of plain dicts, see :func:`_items_of`)."""
+    """The items of ``indist``, ``heldout`` or ``valid`` (cached; a tuple of plain dicts, see :func:`_items_of`)."""
     if which == "indist":
         apis = api_order(training_apis(), BENCH_SEED)
         recipe = CodeRecipe(tool_diversity=len(apis), task_count=1, db_diversity=8, spec_dependency=0.5,
                             defect_rate=0.0, error_rate=0.0, seed=BENCH_SEED)
         only, n, start = None, INDIST_ITEMS, 0
+    elif which == "valid":
+        apis = api_order(training_apis(), BENCH_SEED + 2)
+        recipe = CodeRecipe(tool_diversity=len(apis), task_count=1, db_diversity=8, spec_dependency=0.5,
+                            defect_rate=0.0, error_rate=0.0, seed=BENCH_SEED + 2)
+        only, n, start = None, VALID_ITEMS, 200
     elif which == "heldout":
         train = api_order(training_apis(), BENCH_SEED + 1)[: len(HELDOUT_APIS)]
         apis = api_order(heldout_apis() + train, BENCH_SEED + 1)
@@ -130,7 +140,7 @@ def code_items(which: str) -> tuple[dict[str, Any], ...]:
                             defect_rate=0.0, error_rate=0.0, seed=BENCH_SEED + 1, include_heldout=True)
         only, n, start = set(HELDOUT_APIS), HELDOUT_ITEMS, 100
     else:
-        raise ValueError(f"unknown code benchmark {which!r}; known: indist, heldout")
+        raise ValueError(f"unknown code benchmark {which!r}; known: indist, heldout, valid")
     items: list[dict[str, Any]] = []
     for task in _tasks(recipe, apis, start, which[0]):
         items += _items_of(task, only, f"code-{which}")

@@ -12,7 +12,7 @@ from eval.parsing import parse_output
 from eval.runner import evaluate
 
 
-@pytest.mark.parametrize("name", ["code-indist", "code-heldout-apis"])
+@pytest.mark.parametrize("name", ["code-indist", "code-heldout-apis", "code-valid"])
 def test_items_are_pinned(name):
     info = get_benchmark(name)
     assert info.kind == "code" and "bpb" in info.metrics
@@ -47,3 +47,11 @@ def test_wrong_answers_fail_with_their_reason():
     assert res[4].error_type == "module_error" and "does not import" in res[4].error
     assert written_module(it, parse_output("no call at all"))[0] is None
     assert ToolCall(name="write_file").arguments == {}
+
+
+def test_the_validation_split_shares_no_item_or_repository_with_the_tests():
+    valid = load_items("code-valid")
+    tests = load_items("code-indist") + load_items("code-heldout-apis")
+    key = lambda it: (str(it.messages), str(it.ground_truth))  # noqa: E731
+    assert not {key(i) for i in valid} & {key(i) for i in tests}
+    assert not {i.messages[0]["content"] for i in valid} & {i.messages[0]["content"] for i in tests}  # repositories
