@@ -121,20 +121,20 @@ register_benchmark(BenchmarkInfo(
              "acc_<category>": "accuracy within one BFCL category"}))
 register_benchmark(BenchmarkInfo(
     name="code-indist", version="1", kind="code", loader="eval.code_bench:load_code_indist",
-    digest="874f4443d56312ea13168bb8adb8e9dc25ff1df821bde91899da92652589b2b9",
+    digest="360f27784997329a87fd826a0b8da42ffe8414d48e52b805282f4828df3f8bc5",
     description="code domain, in-distribution: 256 write_file steps of code tasks over the training library APIs, "
                 "in repositories no training run draws; score = pass rate of the written module's hidden tests "
                 "in the jail; bpb = bits per byte of the reference write_file call",
     metrics=CODE_METRICS))
 register_benchmark(BenchmarkInfo(
     name="code-heldout-apis", version="1", kind="code", loader="eval.code_bench:load_code_heldout",
-    digest="f4ec09b912ccd2713dc4f2880ef4a0dc7f2240cfb2bc45083a1dfc9b81d27d2b",
+    digest="835e8679bc6fef23a41dac1e1cfbac6fc1c87ab972b8240665f0bc45446d3d71",
     description="code domain, held-out APIs: 200 write_file steps whose function uses one of the 10 library APIs "
                 "no training dataset draws; pass rate and bpb as code-indist",
     metrics=CODE_METRICS))
 register_benchmark(BenchmarkInfo(
     name="code-valid", version="1", kind="code", loader="eval.code_bench:load_code_valid",
-    digest="59c9d0d74107116b3fed0b8db21c53f9b825719a7f086c68a8f4a14b4c489703",
+    digest="58bf5ee3f3c272fc951a063049aa6a769de3962bab5b67d815cd3e8a26d31c51",
     description="code domain, validation split: 128 write_file steps over the training APIs in repositories of "
                 "neither test benchmark; chooses checkpoints and rates, never a test; bpb and pass rate as "
                 "code-indist",

@@ -40,7 +40,8 @@ __all__ = ["BENCH_SEED", "BENCH_REPO_BASE", "INDIST_ITEMS", "HELDOUT_ITEMS", "VA
 BENCH_SEED = 20_260_202
 """Seed of the benchmarks' tasks (fixed: part of their definition)."""
 BENCH_REPO_BASE = 9_000_000
-"""Repository seeds of the benchmarks start here; training datasets draw ``run_seed * 1000 + i``."""
+"""Repository seeds of the benchmarks start here (plus 500, 600 and 700 for the three item sets, so their names
+end in 500-799); training datasets draw ``run_seed * 1000 + i``, names ending in ``i``."""
 INDIST_ITEMS = 256
 """Items of ``code-indist``."""
 HELDOUT_ITEMS = 200
@@ -127,18 +128,18 @@ def code_items(which: str) -> tuple[dict[str, Any], ...]:
         apis = api_order(training_apis(), BENCH_SEED)
         recipe = CodeRecipe(tool_diversity=len(apis), task_count=1, db_diversity=8, spec_dependency=0.5,
                             defect_rate=0.0, error_rate=0.0, seed=BENCH_SEED)
-        only, n, start = None, INDIST_ITEMS, 0
+        only, n, start = None, INDIST_ITEMS, 500
     elif which == "valid":
         apis = api_order(training_apis(), BENCH_SEED + 2)
         recipe = CodeRecipe(tool_diversity=len(apis), task_count=1, db_diversity=8, spec_dependency=0.5,
                             defect_rate=0.0, error_rate=0.0, seed=BENCH_SEED + 2)
-        only, n, start = None, VALID_ITEMS, 200
+        only, n, start = None, VALID_ITEMS, 700
     elif which == "heldout":
         train = api_order(training_apis(), BENCH_SEED + 1)[: len(HELDOUT_APIS)]
         apis = api_order(heldout_apis() + train, BENCH_SEED + 1)
         recipe = CodeRecipe(tool_diversity=len(apis), task_count=1, db_diversity=8, spec_dependency=0.5,
                             defect_rate=0.0, error_rate=0.0, seed=BENCH_SEED + 1, include_heldout=True)
-        only, n, start = set(HELDOUT_APIS), HELDOUT_ITEMS, 100
+        only, n, start = set(HELDOUT_APIS), HELDOUT_ITEMS, 600
     else:
         raise ValueError(f"unknown code benchmark {which!r}; known: indist, heldout, valid")
     items: list[dict[str, Any]] = []

@@ -49,9 +49,11 @@ class Repo:
 
 
 def make_repo(seed: int) -> Repo:
-    """The repository of ``seed``: name and conventions drawn from it (same seed, same repository)."""
+    """The repository of ``seed``: name and conventions drawn from it (same seed, same repository). The name ends
+    in ``seed % 1000``: a training run's repositories (seeds ``run_seed * 1000 + i``) end in 0-499, the
+    benchmarks' (:mod:`synth.code.bench`) in 500-799, so no benchmark repository shares a training one's name."""
     rng = random.Random(f"code-repo:{seed}")
-    name = f"{rng.choice(_NOUN)}{seed % 100}"
+    name = f"{rng.choice(_NOUN)}{seed % 1000}"
     return Repo(name=name, hints=rng.random() < 0.6, docstrings=rng.random() < 0.3, layout=rng.randrange(3),
                 verb=rng.choice(_VERBS), seed=seed)
 

@@ -55,3 +55,13 @@ def test_the_validation_split_shares_no_item_or_repository_with_the_tests():
     key = lambda it: (str(it.messages), str(it.ground_truth))  # noqa: E731
     assert not {key(i) for i in valid} & {key(i) for i in tests}
     assert not {i.messages[0]["content"] for i in valid} & {i.messages[0]["content"] for i in tests}  # repositories
+
+
+def test_no_benchmark_repository_is_named_like_a_training_one():
+    from synth.code.models import CodeRecipe
+    from synth.code.tasks import repositories
+
+    train = {r.name for seed in range(10) for r in repositories(CodeRecipe(db_diversity=64, seed=seed))}
+    bench = {i.messages[0]["content"].split(" the ")[1].split(" ")[0] for name in
+             ("code-indist", "code-heldout-apis", "code-valid") for i in load_items(name)}
+    assert len(bench) == 24 and not bench & train
