@@ -108,3 +108,19 @@ def test_synth_a_code_dataset_from_the_pipeline_helpers(tmp_path):
     assert manifest.domain == "code" and manifest.counts["accepted"] == 8
     assert (tmp_path / "train.jsonl").is_file() and json.loads((tmp_path / "manifest.json").read_text())["domain"] == \
         "code"
+
+
+def test_synth_cli_builds_a_code_recipe_and_refuses_tool_options(tmp_path, capsys):
+    assert main(["synth", "--example-recipe", "--domain", "code"]) == 0
+    text = capsys.readouterr().out
+    assert 'domain = "code"' in text and "spec_dependency" in text
+    recipe = tmp_path / "r.toml"
+    recipe.write_text(text.replace("task_count = 128", "task_count = 3"))
+    assert main(["synth", "--recipe", str(recipe), "--out", str(tmp_path / "d"), "--set", "spec_dependency=1.0",
+                 "--json"]) == 0
+    manifest = json.loads(capsys.readouterr().out)
+    assert manifest["domain"] == "code" and manifest["counts"]["accepted"] == 3
+    assert manifest["recipe"]["spec_dependency"] == 1.0
+    assert main(["synth", "--recipe", str(recipe), "--out", str(tmp_path / "e"), "--server", "python -m x"]) == 2
+    assert "--server is a tool-domain option" in capsys.readouterr().err
+    assert not (tmp_path / "e").exists()
