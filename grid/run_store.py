@@ -301,7 +301,13 @@ class RunStore(Connection):
                 todo.append((result, digest, path))
             last = {r.run_id: (r, d, p) for r, d, p in todo}  # the same run twice in a batch: the last one wins
             conflicts = self._result_conflicts([r for r, _, _ in last.values()])
-            stale = self._on_conflicts(conflicts, on_conflict, last)
+            # a run launched again (submitted or running) is expected to report anew: its earlier
+            # values go to run_history and its fits become stale, whatever on_conflict says
+            live = self._live_runs(sorted({c.run_id for c in conflicts}))
+            relaunched = [c for c in conflicts if c.run_id in live]
+            conflicts = [c for c in conflicts if c.run_id not in live]
+            stale = self._on_conflicts(relaunched, "update", last)
+            stale += self._on_conflicts(conflicts, on_conflict, last)
             if on_conflict == "skip" and conflicts:
                 skipped = {c.run_id for c in conflicts}
                 for r, _, p in last.values():
@@ -316,10 +322,18 @@ class RunStore(Connection):
             if earlier:
                 self._values("INSERT INTO ingested_files VALUES {values}",
                              "(?::VARCHAR, ?::VARCHAR, ?::VARCHAR, ?::TIMESTAMP, ?::INTEGER)", earlier)
-        applied = on_conflict == "update"
+        applied = {c.run_id for c in relaunched} | ({c.run_id for c in conflicts} if on_conflict == "update" else set())
         return IngestReport(ingested=len(todo), duplicate=duplicate, unknown_run=unknown, problems=problems,
-                            conflicts=len(conflicts), updated_runs=len({c.run_id for c in conflicts}) if applied else 0,
-                            stale_fits=stale, conflict_examples=conflicts[:_SHOWN])
+                            conflicts=len(conflicts), updated_runs=len(applied), stale_fits=stale,
+                            conflict_examples=conflicts[:_SHOWN])
+
+    def _live_runs(self, run_ids: Sequence[str]) -> set[str]:
+        """Those of ``run_ids`` that are ``submitted`` or ``running`` (launched again after an earlier result)."""
+        if not run_ids:
+            return set()
+        where, args = self._where(run_id=list(run_ids))
+        return {rid for (rid,) in self.con.execute(
+            f"SELECT run_id FROM runs{where} AND status IN ('submitted', 'running')", args).fetchall()}
 
     def _result_conflicts(self, results: Sequence[RunResult]) -> list[Conflict]:
         """The stored values ``results`` would change: differing scores, and done runs reported failed."""

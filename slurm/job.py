@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from grid.models import MetricResult, RunResult, RunSpec, TrainStats
-from slurm.paths import atomic_write_json
+from toolscale.files import atomic_write_json
 
 __all__ = ["JobRunner", "save_checkpoint", "load_checkpoint", "read_context", "ERROR_TAIL_CHARS",
            "CHECKPOINT_FILE", "CONTEXT_FILE", "REQUEUE_FILE"]

@@ -30,7 +30,8 @@ from grid.models import RunRecord, RunSpec
 from slurm.errors import LaunchError, SubmitError
 from slurm.jobs import job_kind_ref
 from slurm.models import ExecutorKind, LaunchManifest, LaunchReport
-from slurm.paths import LaunchPaths, atomic_write_json
+from slurm.paths import LaunchPaths
+from toolscale.files import atomic_write_json
 from slurm.process import process_start
 from slurm.resources import executor_parameters
 from toolscale.config import ExperimentConfig

@@ -422,7 +422,7 @@ def _compare_axes(args: argparse.Namespace) -> int:
 
 def _write_comparison(cmp: Any, args: argparse.Namespace, stem: str) -> int:
     from fit.compare import comparison_markdown
-    from grid.results import atomic_write_text
+    from toolscale.files import atomic_write_text
 
     out = Path(args.out)
     try:

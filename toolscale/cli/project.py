@@ -169,14 +169,14 @@ def _export(args: argparse.Namespace) -> int:
     if args.out:  # whole or not at all: a full disk names the file and leaves no empty or cut one
         import io
 
-        from fit.report import write_atomic
+        from toolscale.files import atomic_write_bytes
 
         buf = io.BytesIO()
         if args.format == "parquet":
             frame.to_parquet(buf, index=False)
         else:
             frame.to_csv(buf, index=False)
-        write_atomic(Path(args.out), buf.getvalue())
+        atomic_write_bytes(Path(args.out), buf.getvalue())
     else:
         frame.to_csv(sys.stdout, index=False)
     if args.out:
