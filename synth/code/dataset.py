@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import re
 from collections import Counter
 from collections.abc import Callable, Sequence
@@ -32,6 +31,7 @@ from synth.code.tasks import TaskPlan, plan_tasks
 from synth.code.trajectory import TOOLS_JSON, Coder, EpisodePlan, Rollout, episode_suites, plan_episode, roll_out
 from synth.code.workspace import TOOL_NAMES, SuiteCache, Workspace
 from synth.errors import RecipeError, SynthError
+from toolscale.files import atomic_write_bytes
 
 __all__ = ["CODE_SYNTH_VERSION", "build_code_dataset", "synthesize_code", "CodeSynthResult", "code_dataset_id",
            "task_row"]
@@ -200,10 +200,9 @@ def _manifest(recipe: CodeRecipe, plans: Sequence[TaskPlan], kept: dict[int, Epi
 
 
 def _write_atomic(path: Path, text: str) -> str:
-    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
+    """Publish ``text`` at ``path`` (:func:`toolscale.files.atomic_write_bytes`); returns its SHA-256."""
     data = text.encode()
-    tmp.write_bytes(data)
-    os.replace(tmp, path)
+    atomic_write_bytes(path, data)
     return hashlib.sha256(data).hexdigest()
 
 

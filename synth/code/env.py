@@ -182,7 +182,9 @@ def build_code_envs(n: int, *, seed: int = 0, tool_diversity: int = 40, spec_dep
 
 def dump_code_envs(samples: Sequence[CodeEnvSample], path: str | Path) -> None:
     """Write samples as JSON lines."""
-    Path(path).write_text("".join(s.model_dump_json(by_alias=True) + "\n" for s in samples), encoding="utf-8")
+    from toolscale.files import atomic_write_text
+
+    atomic_write_text(path, "".join(s.model_dump_json(by_alias=True) + "\n" for s in samples))
 
 
 def load_code_envs(path: str | Path) -> list[CodeEnvSample]:
