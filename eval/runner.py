@@ -35,7 +35,7 @@ __all__ = ["evaluate", "evaluate_spec", "select_items", "gold_completion", "refe
 
 GOLD = "gold"
 """The pseudo-model that answers with the reference answers."""
-DEFAULT_MAX_NEW_TOKENS = {"calls": 256, "env": 128}
+DEFAULT_MAX_NEW_TOKENS = {"calls": 256, "env": 128, "code": 256}
 """Most generated tokens per completion (a call item), or per turn (an episode)."""
 BUDGET_FACTOR = 1.5
 """Per-item budget: this many times the reference's tokens ..."""
@@ -305,7 +305,12 @@ def evaluate(model_dir_or_gold: str, benchmark: str, *, limit: int | None = None
         limits = [reference_budget(model, [gold_completion(it)], cap) for it in generated]
         texts = model.generate([item_request(it) for it in generated], max_new_tokens=limits)
         scores = _score(model, [reference_request(it) for it in chosen], detail=diagnostics is not None)
-    results = [match_item(it, parse_output(t)) for it, t in zip(generated, texts, strict=True)]
+    if info.kind == "code":  # the written module's hidden tests, run in the jail (one batch)
+        from eval.code_bench import match_code_items
+
+        results = match_code_items(generated, [parse_output(t) for t in texts])
+    else:
+        results = [match_item(it, parse_output(t)) for it, t in zip(generated, texts, strict=True)]
     extra = _diagnostics(info, chosen, scores, model, diagnostics)
     if generated is chosen:
         return call_metrics(info, chosen, results, scores) + extra

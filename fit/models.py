@@ -44,6 +44,9 @@ __all__ = [
     "ReportSummary",
     "PointPrediction",
     "Prediction",
+    "DomainFit",
+    "SharedExponent",
+    "JointFit",
 ]
 
 Target = Literal["score", "loss"]
@@ -923,6 +926,90 @@ class Prediction(_Frozen):
     """Largest fitted run's training FLOPs."""
     points: list[PointPrediction]
     """One entry per ``--at``."""
+
+
+class DomainFit(_Frozen):
+    """One experiment (domain) of a cross-domain fit: its own fit beside the joint one."""
+
+    experiment: str
+    """Experiment name."""
+    benchmark: str
+    """Benchmark fitted (``benchmark/metric``)."""
+    chosen_law: str
+    """The form the experiment's own ``--law`` choice gave (rung CV for ``auto``)."""
+    n_fit: int
+    """Fitted runs."""
+    n_heldout: int
+    """Held-out runs."""
+    n_params_separate: int
+    """Free parameters of its own fit."""
+    residual_sd_separate: float
+    """Residual SD of its own fit (log units for a loss)."""
+    residual_sd_joint: float
+    """Residual SD of the joint fit on its fitted runs (same units, same degrees-of-freedom rule:
+    the joint fit's parameters are shared between the domains pro rata of their runs)."""
+    heldout_relative_mae_separate: float | None = None
+    """Held-out MAE / mean held-out value, its own fit."""
+    heldout_relative_mae_joint: float | None = None
+    """The same for the joint fit."""
+    extrapolation_factor: float | None = None
+    """Largest held-out FLOPs / largest fitted FLOPs of this experiment."""
+    params_separate: dict[str, float] = Field(default_factory=dict)
+    """Its own fit's parameters."""
+
+
+class SharedExponent(_Frozen):
+    """One exponent shared by the domains: each domain's own estimate and the joint one, with intervals."""
+
+    name: str
+    """Parameter name (``alpha``, ``beta``, ``rho_<axis>``...)."""
+    separate: dict[str, ParamInterval]
+    """Per experiment: its own fit's estimate with the bootstrap interval (estimate only without a bootstrap)."""
+    joint: ParamInterval
+    """The joint fit's estimate and interval."""
+    agree: bool | None = None
+    """Whether the domains' intervals overlap (None without bootstrap intervals)."""
+
+
+class JointFit(_Frozen):
+    """``fit --experiments A,B``: one law form over several domains, shared exponents, per-domain constants."""
+
+    experiments: list[str]
+    """The experiments, in order."""
+    law: str
+    """The form fitted (every domain's own fit and the joint one)."""
+    metric: str
+    """What is fitted, per experiment ``benchmark/metric`` (see ``domains``)."""
+    shared: list[str]
+    """Parameters shared across domains (exponents of N, D and of the axes every domain has)."""
+    domain_params: list[str]
+    """Parameters each domain has its own of (constants, and everything of an axis one domain lacks)."""
+    n_points: int
+    """Fitted runs over all domains."""
+    k_separate: int
+    """Free parameters of the separate fits together."""
+    k_joint: int
+    """Free parameters of the joint fit."""
+    bic_separate: float
+    """BIC of the separate fits together, on all fitted runs (one Gaussian likelihood of the pooled residuals)."""
+    bic_joint: float
+    """BIC of the joint fit, the same way."""
+    delta_bic: float
+    """``bic_joint - bic_separate``: below 0, sharing the exponents fits the runs better per parameter."""
+    lr_stat: float
+    """``n log(RSS_joint / RSS_separate)``: the likelihood-ratio statistic of the shared exponents."""
+    lr_p: float | None = None
+    """Its chi-square p-value with ``k_separate - k_joint`` degrees of freedom (asymptotic)."""
+    domains: list[DomainFit]
+    """Per experiment."""
+    exponents: list[SharedExponent]
+    """The shared exponents."""
+    verdict: str
+    """One line: whether sharing costs fit quality (BIC and held-out error)."""
+    joint_params: dict[str, float] = Field(default_factory=dict)
+    """The joint fit's parameters (``name@experiment`` for a domain's own)."""
+    converged: bool = True
+    """Whether the joint fit converged."""
 
 
 FitResult.model_rebuild()

@@ -83,14 +83,14 @@ def ensure_dataset(cache: str | Path, key: str, build: Callable[[Path], None]) -
 
 
 def recipe_for(cfg: Any, levels: dict[str, Any], seed: int) -> Any:
-    """The ``synth.models.Recipe`` of axis ``levels`` with the config's ``[synth]`` settings."""
-    from synth.models import Recipe
+    """The recipe of axis ``levels`` with the config's ``[synth]`` settings, in the experiment's domain
+    (:mod:`synth.domains`: a ``synth.models.Recipe`` or a ``synth.code.models.CodeRecipe``)."""
+    from synth.domains import domain_of
 
     from pipeline.training import stage_axes
 
-    settings = {k: v for k, v in cfg.synth.model_dump().items() if k in Recipe.model_fields}
     knobs = {k: v for k, v in levels.items() if k not in stage_axes(cfg)}
-    return Recipe.from_axes(knobs, seed=seed, **settings)
+    return domain_of(cfg).recipe(knobs, seed, cfg.synth)
 
 
 def tokenizer_recipe(cfg: Any) -> Any:
@@ -111,11 +111,11 @@ def ensure_tokenizer(cfg: Any, cache: str | Path) -> Path:
     key = "tok-" + dataset_key({"recipe": recipe.identity(), "vocab_size": vocab})[3:]
 
     def build(folder: Path) -> None:
-        from synth.dataset import build_dataset
+        from synth.domains import domain_of
         from train.data import read_rows, render_corpus
         from train.tokenizer import train_tokenizer
 
-        build_dataset(recipe, folder / "corpus")
+        domain_of(cfg).build(recipe, folder / "corpus")
         tok = train_tokenizer(render_corpus(read_rows(folder / "corpus")), vocab)
         tok.save_pretrained(folder)
         shutil.rmtree(folder / "corpus")
@@ -139,14 +139,9 @@ def _probe_extra(manifest: dict[str, Any], train_flops: float | None) -> dict[st
 
 def job_recipe(run: RunSpec, cfg: ExperimentConfig) -> Recipe:
     """The run's recipe: its axis levels, the config's ``[synth]`` settings (the user's ``servers``
-    included, so they are collected and executed live in the job) and the run's seed."""
-    from synth.models import Recipe
-
-    from pipeline.training import stage_axes
-
-    settings = {k: v for k, v in cfg.synth.model_dump().items() if k in Recipe.model_fields}
-    knobs = {k: v for k, v in run.recipe.items() if k not in stage_axes(cfg)}  # stage axes set training
-    return Recipe.from_axes(knobs, seed=run.seed, **settings)
+    included, so they are collected and executed live in the job) and the run's seed, in the experiment's
+    domain (stage axes set training, not the recipe)."""
+    return recipe_for(cfg, run.recipe, run.seed)
 
 
 def prepare_dataset(run: RunSpec, cfg: ExperimentConfig, cache: str | Path) -> tuple[Path, str, bool]:
@@ -154,7 +149,7 @@ def prepare_dataset(run: RunSpec, cfg: ExperimentConfig, cache: str | Path) -> t
 
     What both the CPU preparation array (:class:`DatasetJob`) and the pipeline job run; whoever comes first
     builds it, under the dataset's lock."""
-    from synth.dataset import build_dataset
+    from synth.domains import domain_of
 
     recipe = job_recipe(run, cfg)
     key = dataset_key(recipe.identity())
@@ -162,7 +157,7 @@ def prepare_dataset(run: RunSpec, cfg: ExperimentConfig, cache: str | Path) -> t
     def build(folder: Path) -> None:
         from probes.pipeline import probe_dataset
 
-        build_dataset(recipe, folder)
+        domain_of(cfg).build(recipe, folder)
         target = cfg.target_size  # the probe budget is a share of the run the data is for
         probe_dataset(folder, spec=cfg.probe, target_train_flops=target.planned_flops)
 

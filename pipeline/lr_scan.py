@@ -118,9 +118,9 @@ def run_lr_scan(cfg: Any, recipe_levels: dict[str, float], *, progress: Callable
     key = dataset_key({"lr_scan": recipe.identity()})
 
     def build(tmp: Path) -> None:
-        from synth.dataset import build_dataset
+        from synth.domains import domain_of
 
-        build_dataset(recipe, tmp)
+        domain_of(cfg).build(recipe, tmp)
 
     data_dir, _ = ensure_dataset(cache, key, build)
     tok_dir = str(ensure_tokenizer(cfg, cache)) if cfg.train.tokenizer == "shared" else None

@@ -48,6 +48,10 @@ __all__ = [
     "parse_config",
     "format_validation_error",
     "DEFAULT_AXES",
+    "DOMAINS",
+    "DOMAIN_KNOBS",
+    "DOMAIN_BENCHMARKS",
+    "TOOL_ONLY_SYNTH",
     "BUDGET_UNITS",
     "FLOPS_PER_PARAM_TOKEN",
     "training_flops",
@@ -772,6 +776,10 @@ class ExperimentSpec(_Frozen):
     target_model_size: str | None = None
     """Ladder rung the experiment is for: allocations plan for it, the probe's cost is a share of its
     training FLOPs (None = the largest rung)."""
+    domain: Literal["tools", "code"] = "tools"
+    """Task domain of the data (``synth.domains``): ``tools`` (tool calls over MCP servers) or ``code`` (code
+    agents writing Python modules from specs; ``tool_diversity`` counts library APIs, ``db_diversity``
+    repositories, ``spec_dependency`` is its quality axis). Every later stage is the same."""
 
 
 class ExperimentConfig(_Frozen):
@@ -864,7 +872,23 @@ class ExperimentConfig(_Frozen):
         bad = [f for f in self.design.foldover if f not in axes]
         if bad:
             raise ValueError(f"design.foldover names unknown axes {bad}; known: {', '.join(axes)}")
+        if self.experiment.domain == "code":
+            _check_code_domain(self)
         return self
+
+    @model_validator(mode="before")
+    @classmethod
+    def _domain_benchmarks(cls, data: Any) -> Any:
+        # a code experiment without [eval].benchmarks (or .validation) scores the code domain's benchmarks
+        if isinstance(data, dict) and isinstance(data.get("experiment"), dict) \
+                and data["experiment"].get("domain") == "code":
+            ev = data.get("eval")
+            if ev is None or isinstance(ev, dict):
+                ev = dict(ev or {})
+                ev.setdefault("benchmarks", list(DOMAIN_BENCHMARKS["code"]))
+                ev.setdefault("validation", DOMAIN_VALIDATION["code"])
+                data = {**data, "eval": ev}
+        return data
 
     def axis(self, name: str) -> AxisSpec:
         """The axis called ``name``; ConfigError listing the known ones otherwise."""
@@ -910,6 +934,57 @@ DEFAULT_AXES: tuple[str, ...] = (
     "coverage_quota",
     "support_depth",
 )
+
+DOMAINS: tuple[str, ...] = ("tools", "code")
+"""Task domains (``[experiment] domain``; ``synth.domains``)."""
+
+DOMAIN_KNOBS: dict[str, tuple[str, ...]] = {
+    "tools": DEFAULT_AXES,
+    "code": ("tool_diversity", "task_count", "db_diversity", "spec_dependency", "repair_rate", "support_depth"),
+}
+"""Recipe knobs each domain takes as data axes (``synth.models.AXIS_KNOBS``, ``synth.code.models.CODE_AXIS_KNOBS``)."""
+
+DOMAIN_BENCHMARKS: dict[str, tuple[str, ...]] = {
+    "tools": ("indist-calls", "heldout-servers"),
+    "code": ("code-indist", "code-heldout-apis"),
+}
+"""Each domain's two fixed benchmarks: in-distribution, then held out (servers, APIs)."""
+
+DOMAIN_VALIDATION: dict[str, str] = {"tools": "valid-calls", "code": "code-valid"}
+"""Each domain's validation benchmark (``[eval] validation``): it chooses checkpoints and learning rates."""
+
+TOOL_ONLY_SYNTH: dict[str, str] = {
+    "servers": "MCP servers for tool synthesis",
+    "arg_values": "argument values for the user's MCP servers",
+    "heldout_servers": "bundled MCP servers held out for evaluation",
+    "min_tools": "the tool-count pruning of collected MCP servers",
+    "transform_rate": "transformed tool-call arguments",
+    "max_chain_len": "the length of tool chains",
+    "max_turns": "turns of an LLM tool-calling policy",
+    "judge_threshold": "the trajectory judge of tool calls",
+    "llm_url": "the LLM judge of tool calls",
+    "llm": "LLM roles of tool synthesis",
+    "narratives": "the mid-training corpus of tool ecosystems",
+    "narrative_min_judge": "the mid-training corpus of tool ecosystems",
+    "narrative_min_coherence": "the mid-training corpus of tool ecosystems",
+}
+"""``[synth]`` settings only the tool domain uses, with what they are for: a code experiment that sets one to other
+than its default is refused, naming it."""
+
+
+def _check_code_domain(cfg: "ExperimentConfig") -> None:
+    """Refuse settings a code experiment cannot use: one line naming the setting."""
+    for name in sorted(n for n in TOOL_ONLY_SYNTH if getattr(cfg.synth, n) !=
+                       SynthSpec.model_fields[n].get_default(call_default_factory=True)):
+        raise ValueError(f"synth.{name} is a tool-domain setting ({TOOL_ONLY_SYNTH[name]}); experiment.domain = "
+                         f"'code' does not use it: remove it")
+    knobs = DOMAIN_KNOBS["code"]
+    for a in cfg.axes:
+        if a.kind != "stage" and a.name not in knobs:
+            raise ValueError(f"axis {a.name!r} is not a knob of the code domain; its knobs: {', '.join(knobs)}")
+    if "grpo" in cfg.train.stages:
+        raise ValueError("train.stages 'grpo' trains on the tool domain's environments; experiment.domain = 'code' "
+                         "has no GRPO stage yet (its RL environments are synth.code.env)")
 
 
 def format_validation_error(err: ValidationError, source: str = "config") -> list[str]:

@@ -22,8 +22,9 @@ def test_registry_metadata():
         assert b.version and b.description and b.higher_is_better and "score" in b.metrics
         assert ":" in b.loader
     assert get_benchmark("heldout-env").kind == "env"
-    with pytest.raises(UnknownBenchmarkError, match="known: bfcl, heldout-calls, heldout-env, heldout-servers, "
-                                                    "indist-calls, valid-calls; did you mean 'heldout-env'"):
+    with pytest.raises(UnknownBenchmarkError, match="known: bfcl, code-heldout-apis, code-indist, code-valid, heldout-calls, "
+                                                    "heldout-env, heldout-servers, indist-calls, valid-calls; did you mean "
+                                                    "'heldout-env'"):
         get_benchmark("heldout-en")
 
 

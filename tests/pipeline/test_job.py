@@ -206,3 +206,31 @@ def test_job_recipe_carries_the_llm_roles(tmp_path):
     cheaper = with_llm.model_copy(update={"synth": with_llm.synth.model_copy(update={"llm": {
         "judge": judge.model_copy(update={"price_in": 0.0, "concurrency": 2})}})})
     assert job_recipe(run, cheaper).identity() == recipe.identity()  # price and concurrency do not change the data
+
+
+@pytest.mark.slow
+@pytest.mark.integration
+def test_a_code_experiment_runs_end_to_end(tmp_path):
+    """``experiment.domain = "code"``: the same job builds a code dataset (tests replayed in the jail), probes it,
+    trains and scores both code benchmarks (bpb and pass rate)."""
+    text = PIPE_CONFIG.format(root=tmp_path).replace('name = "pipe"', 'name = "pipe"\ndomain = "code"')
+    text = text.replace('name = "task_count"', 'name = "spec_dependency"').replace(
+        'unit = "tasks"\nmin = 16\nmax = 32\ninteger = true', 'kind = "quality"\nunit = "fraction"\nmin = 0.0\n'
+        'max = 1.0\nspacing = "linear"').replace('kind = "diversity"\nkind = "quality"', 'kind = "quality"')
+    text = text.replace('benchmarks = ["heldout-calls"]\nlimit = 4', 'limit = 4\ngenerate_limit = 2')
+    path = tmp_path / "code.toml"
+    path.write_text(text)
+    cfg = load_config(path)
+    assert cfg.eval.benchmarks == ["code-indist", "code-heldout-apis"]
+    with Registry(cfg.experiment.registry) as reg:
+        reg.ensure_experiment("pipe", axes=["tool_diversity", "spec_dependency"])
+        reg.add_runs([RunSpec(run_id="c-t1", experiment="pipe", design_version="v",
+                              recipe={"tool_diversity": 6.0, "spec_dependency": 0.5}, model_size="t1")])
+    launch(cfg, cfg.experiment.registry, executor="debug")
+    with Registry(cfg.experiment.registry, read_only=True) as reg:
+        (run,) = reg.runs("pipe")
+    assert run.status == "done", run.error
+    for b in ("code-indist", "code-heldout-apis"):
+        assert run.metrics[f"{b}/bpb"] > 0 and 0.0 <= run.metrics[f"{b}/score"] <= 1.0
+    assert run.metadata["measured"]["golden_pass_rate"] == 1.0
+    assert run.metadata["probe"]["coverage"] is not None

@@ -20,6 +20,9 @@ GOOD_CSV = "id,model,tokens,acc,lr\na,1e6,1e9,0.50,3\nb,2e6,2e9,0.55,3\nc,4e6,4e
 MAP = ["--map", "model=model_size", "--map", "tokens=train_tokens", "--map", "acc=score"]
 
 
+CODE = (Path(__file__).resolve().parents[2] / "toolscale" / "presets" / "code.toml").read_text()
+
+
 def _csv(rows: str, header: str = "model,tokens,acc") -> str:
     return header + "\n" + rows + "\n"
 
@@ -41,6 +44,9 @@ FILES = {
     "share.csv": _csv("1e6,1e9,1.5\n2e6,1e9,0.6"),
     "dup.csv": _csv("a,1e6,1e9,0.5\na,2e6,1e9,0.6", header="id,model,tokens,acc"),
     "bad_truth.toml": "law = \n",
+    "code_servers.toml": CODE.replace("[synth]\n", "[synth]\nservers = [\"python -m my_server\"]\n"),
+    "code_axis.toml": CODE.replace('name = "spec_dependency"', 'name = "coverage_quota"'),
+    "code_apis.toml": CODE.replace("max = 40\n", "max = 100\n", 1),
     "good2.csv": GOOD_CSV.replace("0.55", "0.56"),
     "split.csv": _csv("1e6,1e9,0.5,test\n2e6,1e9,0.6,fit", header="model,tokens,acc,part"),
     "overlap.toml": SMALL.read_text() + '\n[eval]\nbenchmarks = ["indist-calls"]\nvalidation = "indist-calls"\n',
@@ -163,6 +169,15 @@ CASES = [
     ("envs-check-zero-cpu", ["envs", "check", "{d}/good.csv", "--cpu-s", "0"], 2, "--cpu-s"),
     ("envs-build-negative-n", ["envs", "build", "--out", "{d}/envs", "--n", "-1"], 2, "--n"),
     ("init-existing-file", ["init", "{d}/good.csv"], 2, "--force"),
+    ("init-code-other-preset", ["init", "{d}/new.toml", "--domain", "code", "--preset", "proxy"], 2, "--domain code"),
+    # the code domain: tool-domain settings, axes it does not have, more APIs than it holds
+    ("code-domain-mcp-servers", ["grid", "design", "{d}/code_servers.toml", "--dry-run"], 2, "synth.servers"),
+    ("code-domain-tool-axis", ["grid", "design", "{d}/code_axis.toml", "--dry-run"], 2, "coverage_quota"),
+    ("code-domain-too-many-apis", ["grid", "design", "{d}/code_apis.toml", "--dry-run"], 2, "68 library APIs"),
+    ("fit-experiments-one", ["fit", "--experiments", "sim", "--benchmark", "simulated"], 2, "two or more"),
+    ("fit-experiments-and-experiment", ["fit", "--experiment", "sim", "--experiments", "sim,imp"], 2, "not both"),
+    ("fit-experiments-unknown", ["fit", "--experiments", "sim,zzz", "--benchmark", "simulated"], 2,
+     "unknown experiment"),
     ("unknown-command", ["fitt"], 2, "invalid choice"),
     ("unknown-option", ["status", "--bogus"], 2, "--bogus"),
 ]
@@ -206,7 +221,7 @@ def _setup(tmp_path: Path, base: Path) -> Path:
 
 def _expand(argv: list[str], reg: Path, d: Path) -> list[str]:
     out = [a.replace("{d}", str(d)).replace("{reg}", str(reg)) for a in argv]
-    if "--registry" not in out and out[0] not in ("init", "fitt", "envs", "validate"):
+    if "--registry" not in out and out[0] not in ("init", "fitt", "envs", "validate", "grid"):
         out += ["--registry", str(reg)]
     return out
 

@@ -56,8 +56,15 @@ def register(sub: argparse._SubParsersAction) -> None:
         formatter_class=Formatter,
         epilog="examples:\n  toolscale fit --experiment E --benchmark heldout-calls --json\n"
                "  toolscale fit --experiment chinchilla --benchmark pile --law chinchilla --metric loss "
-               "--holdout none\n  toolscale fit --list-laws")
+               "--holdout none\n  toolscale fit --list-laws\n"
+               "  toolscale fit --experiments tools-exp,code-exp --benchmark indist-calls,code-indist --metric bpb "
+               "--holdout split   # one law, shared exponents")
     p.add_argument("--experiment", help="experiment name")
+    p.add_argument("--experiments", metavar="A,B",
+                   help="a cross-domain fit: one law form over these experiments with shared exponents and "
+                        "per-experiment constants, against each experiment's own fit (BIC, held-out error); "
+                        "--benchmark then takes one name, or one per experiment (BENCH or BENCH/METRIC), default "
+                        "each config's first benchmark; not stored")
     _add_fit_args(p, benchmark_required=False)  # --list-laws needs none; checked in _fit
     p.add_argument("--list-laws", action="store_true", help="list the registered laws and exit")
     p.add_argument("--no-store", action="store_true", help="do not store the fit in the registry")
@@ -271,6 +278,12 @@ def _fit(args: argparse.Namespace) -> int:
         else:
             print_table(rows, title="laws")
         return 0
+    if args.experiments:
+        if args.experiment:
+            raise UsageError("use --experiment (one fit) or --experiments (a cross-domain fit), not both")
+        from toolscale.cli.fit_joint import fit_joint_command
+
+        return fit_joint_command(args, _load)
     if not args.experiment or not args.benchmark:
         raise UsageError("toolscale fit needs --experiment NAME and --benchmark NAME (or --list-laws)")
     result = _run(args, args.experiment)
