@@ -1,8 +1,7 @@
 """``toolscale next``'s edge: registry + config -> the law's draws over candidate runs -> :class:`NextRuns`.
 
 :func:`propose_next_runs` is what the CLI and the MCP ``next_runs`` tool call; the choice itself is
-:func:`allocator.preposterior.select_runs`. :func:`earlier_proposal` finds, for ``allocate``, the
-interval the newest proposal at a budget was made from, once a refit includes its runs.
+:func:`allocator.preposterior.select_runs`.
 
 Cost of a run: synthesising its dataset (the allocator's cost model at the recipe's levels, quality
 charged above its baseline) unless a dataset of that recipe and seed exists or is proposed earlier,
@@ -12,20 +11,20 @@ plus training compute ``[cost].per_pflop x 6 N D / 1e15`` of the run's planned N
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from allocator.errors import AllocatorError, AllocatorUsageError
-from allocator.models import COMPUTE, AllocationReport, EarlierInterval, NextRuns, ProposedRun
+from allocator.models import COMPUTE, AllocationReport, NextRuns, ProposedRun
 from allocator.preposterior import CostBook, Ensemble, Selection, select_runs
 from allocator.solver import Surface, solve_levels
-from grid.augment import AUGMENT_KIND, CandidateCell, candidate_cells, candidate_recipes, recipe_key
+from grid.augment import CandidateCell, candidate_cells, candidate_recipes, recipe_key
 from grid.registry import Registry
 
-__all__ = ["propose_next_runs", "earlier_proposal", "check_fit_current", "MIN_DRAWS"]
+__all__ = ["propose_next_runs", "check_fit_current", "MIN_DRAWS"]
 
 MIN_DRAWS = 20
 """Law draws the criterion needs (a fit with fewer bootstrap draws is refused)."""
@@ -154,12 +153,14 @@ def _rivals(request: Any, surface: Surface, plan: dict[str, float], redraws: int
 
 def propose_next_runs(registry: str, *, budget: float, benchmark: str, runs: int, experiment: str | None = None,
                       max_cost: float | None = None, unit: str | None = None, model_size: str | None = None,
-                      config: Any = None, sims: int = 128, redraws: int = 30, seed: int = 0) -> NextRuns:
+                      config: Any = None, sims: int = 128, redraws: int = 30, seed: int = 0,
+                      progress: Callable[[str], None] | None = None) -> NextRuns:
     """Propose ``runs`` new runs that make the allocation at ``budget`` surest per unit of cost (module docstring).
 
     Raises :class:`AllocatorUsageError` (exit 2, nothing stored) for ``runs < 1``, a ``max_cost`` that is not
     a positive number, or no candidate within it; :class:`AllocatorError` for a missing or stale fit (naming
     ``toolscale fit``), a budget below the cheapest plan, or a fit with fewer than :data:`MIN_DRAWS` draws.
+    ``progress`` gets a line per stage and per run chosen.
     """
     from allocator.service import _load, plan_allocation
 
@@ -167,8 +168,10 @@ def propose_next_runs(registry: str, *, budget: float, benchmark: str, runs: int
         raise AllocatorUsageError(f"--runs must be a positive integer, got {runs}")
     if max_cost is not None and not (math.isfinite(max_cost) and max_cost > 0):
         raise AllocatorUsageError(f"--max-cost must be a positive number, got {max_cost:g}")
+    say = progress or (lambda _msg: None)
     with Registry(registry, read_only=True) as reg:
         exp = check_fit_current(reg, experiment, benchmark)
+    say(f"the allocation at {budget:g} now (fit of {exp}/{benchmark})")
     report = plan_allocation(registry, budget=budget, benchmark=benchmark, unit=unit, experiment=exp,
                              model_size=model_size, config=config, save=False, redraws=0)
     with Registry(registry, read_only=True) as reg:
@@ -180,13 +183,16 @@ def propose_next_runs(registry: str, *, budget: float, benchmark: str, runs: int
                              f"the law's bootstrap draws and needs {MIN_DRAWS}; refit with `"
                              f"{_fit_command(exp, benchmark)} --bootstrap 200`")
     plans = [report.plan.levels, report.baseline.levels]
+    say(f"re-solving {min(redraws, len(ld.surface.draws))} draws for the plans a refit could choose")
     plans += _rivals(ld.request, ld.surface, report.plan.levels, redraws)
     extra = [dict(r.recipe) for r in all_runs] + plans[:2]
     space = _space(ld.config, ld.request.cost, extra)
     ens, point = _ensemble(ld.surface, ld.fit, space, plans, ld.request.model_params)
     book = _book(space, all_runs)
+    say(f"{space.size} candidate runs x {ens.n_draws} draws; choosing {runs}")
     try:
-        sel = select_runs(ens, book, runs, max_cost=max_cost, sims=sims, seed=seed)
+        sel = select_runs(ens, book, runs, max_cost=max_cost, sims=sims, seed=seed,
+                          progress=lambda i: say(f"run {i} of {runs} chosen"))
     except ValueError as err:
         raise AllocatorUsageError(f"--max-cost {max_cost:g}: {err}; raise it or drop it") from None
     return _report(report, sel, space, ens, point, runs=runs, max_cost=max_cost, sims=sims,
@@ -239,28 +245,3 @@ def _report(report: AllocationReport, sel: Selection, space: _Space, ens: Ensemb
         expected_width_after=last.width, expected_regret_after=last.regret, p_resolved_after=last.p_resolved,
         criterion=CRITERION, candidates=space.size, draws=ens.n_draws, simulations=sims, mean_ess=last.ess,
         cost_rule=rule, notes=notes)
-
-
-def earlier_proposal(reg: Registry, experiment: str, benchmark: str, budget: float, fit_id: str
-                     ) -> EarlierInterval | None:
-    """The newest ``next`` proposal at ``budget`` whose runs were added (``grid design --augment``), made from a fit
-    other than ``fit_id``, once some of its runs are done: what ``allocate`` said then. None otherwise."""
-    for d in reversed(reg.designs(experiment)):
-        s = d["summary"]
-        prop = s.get("proposal") or {}
-        if s.get("kind") != AUGMENT_KIND or prop.get("benchmark") != benchmark:
-            continue
-        if not math.isclose(float(prop.get("budget", {}).get("value", -1)), budget, rel_tol=1e-9):
-            continue
-        if prop.get("fit_id") == fit_id:
-            return None
-        group_runs = [r for r in reg.runs(experiment) if r.design_version == d["design_version"]]
-        done = sum(r.status == "done" for r in group_runs)
-        if not done:
-            return None
-        return EarlierInterval(group=d["design_version"], fit_id=prop["fit_id"], runs=len(group_runs),
-                               runs_done=done, gain_over_baseline=prop["gain_over_baseline"],
-                               gain_interval=prop.get("gain_interval"),
-                               expected_width_after=prop["expected_width_after"],
-                               decision=prop["decision"]["verdict"])
-    return None

@@ -42,6 +42,7 @@ screen sees what the runs already chosen will tell.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -327,7 +328,8 @@ def _choose(ens: Ensemble, su: _Setup, st: _State, costs: np.ndarray, feasible: 
 
 
 def select_runs(ens: Ensemble, book: CostBook, k: int, *, max_cost: float | None = None, sims: int = 128,
-                screen: int = 48, per_cell: int = 4, seed: int = 0) -> Selection:
+                screen: int = 48, per_cell: int = 4, seed: int = 0,
+                progress: Callable[[int], None] | None = None) -> Selection:
     """Choose ``k`` runs greedily by the preposterior criterion (module docstring), at most ``max_cost`` in all.
 
     ``sims`` simulated outcomes per batch; ``screen`` candidates (plus ``per_cell`` per cell) evaluated
@@ -351,5 +353,7 @@ def select_runs(ens: Ensemble, book: CostBook, k: int, *, max_cost: float | None
         seed_c, new, data, comp = book.take(c)
         spent += data + comp
         steps.append(Step(index=c, seed=seed_c, new_dataset=new, data_cost=data, compute_cost=comp, **m))
+        if progress is not None:
+            progress(len(steps))
     return Selection(steps=steps, width_now=su.w0, regret_now=su.r0, p_resolved_now=float(su.now["p_resolved"][0]),
                      notes=notes)

@@ -28,14 +28,12 @@ import numpy as np
 from grid.design import _cells
 from grid.errors import DesignError
 from grid.levels import apply_constraints, level_values, parse_constraint
-from grid.models import RunSpec, run_id_for
+from grid.models import AUGMENT_KIND, RunSpec, run_id_for
 from toolscale.config import ExperimentConfig
 
 __all__ = ["AUGMENT_KIND", "CandidateCell", "candidate_cells", "candidate_recipes", "augment_group", "augment_runs",
            "record_augment", "recipe_key", "MAX_RECIPES"]
 
-AUGMENT_KIND = "augment"
-"""``kind`` of the design record of an augmentation group (``grid design --augment``)."""
 MAX_RECIPES = 4096
 """Recipes of the full factorial of design levels beyond which a seeded subset of this size is taken."""
 
