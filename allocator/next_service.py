@@ -171,7 +171,6 @@ def propose_next_runs(registry: str, *, budget: float, benchmark: str, runs: int
     say = progress or (lambda _msg: None)
     with Registry(registry, read_only=True) as reg:
         exp = check_fit_current(reg, experiment, benchmark)
-    say(f"the allocation at {budget:g} now (fit of {exp}/{benchmark})")
     report = plan_allocation(registry, budget=budget, benchmark=benchmark, unit=unit, experiment=exp,
                              model_size=model_size, config=config, save=False, redraws=0)
     with Registry(registry, read_only=True) as reg:
@@ -183,7 +182,8 @@ def propose_next_runs(registry: str, *, budget: float, benchmark: str, runs: int
                              f"the law's bootstrap draws and needs {MIN_DRAWS}; refit with `"
                              f"{_fit_command(exp, benchmark)} --bootstrap 200`")
     plans = [report.plan.levels, report.baseline.levels]
-    say(f"re-solving {min(redraws, len(ld.surface.draws))} draws for the plans a refit could choose")
+    say(f"the allocation at {budget:g} now: gain {report.gain_over_baseline:+.4f}; re-solving "
+        f"{min(redraws, len(ld.surface.draws))} draws for the plans a refit could choose")
     plans += _rivals(ld.request, ld.surface, report.plan.levels, redraws)
     extra = [dict(r.recipe) for r in all_runs] + plans[:2]
     space = _space(ld.config, ld.request.cost, extra)

@@ -79,13 +79,13 @@ def _render(p, out) -> None:
           f"gain {p.gain_over_baseline:+.4f} over the diversity-only plan ({iv}); expected regret "
           f"{p.expected_regret_now:.4f}")
     print(("now: DECISION: " if p.decision.verdict == "recommend" else "now: ") + p.decision.reason)
-    axes = list(p.runs[0].recipe) if p.runs else []
-    print_table([{"#": r.rank, "model": r.model_size, "x tokens": r.token_multiplier, "seed": r.seed,
-                  **{a: r.recipe[a] for a in axes}, "new data": "yes" if r.new_dataset else "reused",
-                  f"cost ({unit})": r.cost, "cumulative": r.cumulative_cost,
-                  "predicted": f"{r.predicted:.4f} ± {r.predicted_sd:.4f}",
-                  "E[width] after": r.expected_width_after, "E[regret] after": r.expected_regret_after,
-                  "P(resolved)": r.p_resolved_after} for r in p.runs], title=f"proposed runs ({len(p.runs)})")
+    mults = {r.token_multiplier for r in p.runs}
+    print_table([{"#": r.rank, "model": r.model_size, **({"x tokens": r.token_multiplier} if len(mults) > 1 else {}),
+                  "seed": r.seed, "new data": "yes" if r.new_dataset else "reused", f"cost ({unit})": r.cost,
+                  "cumulative": r.cumulative_cost, "predicted": f"{r.predicted:.4f} ± {r.predicted_sd:.4f}",
+                  "exp. width after": r.expected_width_after, "exp. regret after": r.expected_regret_after,
+                  "P(resolved) after": r.p_resolved_after} for r in p.runs], title=f"proposed runs ({len(p.runs)})")
+    print_table([{"#": r.rank, **r.recipe} for r in p.runs], title="their recipes")
     ratio = p.expected_width_after / p.width_now if p.width_now > 0 else float("nan")
     print(f"after these {len(p.runs)} runs ({p.total_cost:,.2f} {unit}): expected gain-interval width "
           f"{p.expected_width_after:.4f} ({ratio:.2f}x now), expected regret {p.expected_regret_after:.4f}; "
