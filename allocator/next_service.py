@@ -35,7 +35,8 @@ def _fit_command(experiment: str, benchmark: str) -> str:
 
 
 def check_fit_current(reg: Registry, experiment: str | None, benchmark: str) -> str:
-    """The experiment to plan from, refusing one without a fit or whose newest fit is stale (naming the command).
+    """The experiment to plan from, refusing one without a fit, whose newest fit is stale, or that has fewer than
+    :data:`MIN_DRAWS` bootstrap draws (naming the command to run).
 
     Stale: marked so by the registry (its data changed), or older than a run that finished after it
     (runs added since, e.g. by ``grid design --augment``, are not in it).
@@ -58,6 +59,11 @@ def check_fit_current(reg: Registry, experiment: str | None, benchmark: str) -> 
     if newer:
         raise AllocatorError(f"the newest fit {row.fit_id} of {exp}/{benchmark} is stale: {len(newer)} run(s) "
                              f"finished after it; run `{_fit_command(exp, benchmark)}` first")
+    draws = len(row.payload.get("bootstrap") or [])
+    if draws < MIN_DRAWS:
+        raise AllocatorError(f"the fit {row.fit_id} has {draws} draws; `toolscale next` re-weights the law's "
+                             f"bootstrap draws and needs {MIN_DRAWS}; refit with `{_fit_command(exp, benchmark)} "
+                             f"--bootstrap 200`")
     return exp
 
 
@@ -177,10 +183,6 @@ def propose_next_runs(registry: str, *, budget: float, benchmark: str, runs: int
         ld = _load(reg, budget=budget, benchmark=benchmark, unit=unit, experiment=exp, model_size=model_size,
                    config=config, law=None, draws=None, mix_forms=True)
         all_runs = reg.runs(exp)
-    if len(ld.surface.draws) < MIN_DRAWS:
-        raise AllocatorError(f"the fit {ld.fit_id} has {len(ld.surface.draws)} draws; `toolscale next` re-weights "
-                             f"the law's bootstrap draws and needs {MIN_DRAWS}; refit with `"
-                             f"{_fit_command(exp, benchmark)} --bootstrap 200`")
     plans = [report.plan.levels, report.baseline.levels]
     say(f"the allocation at {budget:g} now: gain {report.gain_over_baseline:+.4f}; re-solving "
         f"{min(redraws, len(ld.surface.draws))} draws for the plans a refit could choose")
