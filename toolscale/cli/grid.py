@@ -73,7 +73,7 @@ def _scan_rates(args: argparse.Namespace, config) -> dict[str, float] | None:
     """The learning rates of the config's scan (None without an [lr_scan] section)."""
     if config.lr_scan is None:
         return None
-    from slurm.lr_scan import read_scan, scan_path
+    from pipeline.lr_scan import read_scan, scan_path
 
     scan = read_scan(config)
     if scan is None and not args.dry_run:
