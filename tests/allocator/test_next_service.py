@@ -187,6 +187,9 @@ def test_cli_table_json_out_then_augment_launchable_and_allocate_shows_the_old_i
     assert main(argv) == 0 and "unchanged" in capsys.readouterr().out  # the same proposal again adds nothing
     assert main(["grid", "design", str(cfg_path), "--registry", registry]) == 0  # the design itself still records
     capsys.readouterr()
+    assert main(["launch", "--config", str(cfg_path), "--registry", registry, "--dry-run", "--json"]) == 0
+    planned = {rid for g in json.loads(capsys.readouterr().out)["plan"] for rid in g["runs"]}
+    assert planned == {r["run_id"] for r in added["runs"]}  # launch runs them as usual
     with Registry(registry) as reg:
         group = [r for r in reg.runs("exp") if r.design_version == added["group"]]
         assert len(group) == 3 and {r.status for r in group} == {"pending"} and {r.split for r in group} == {"fit"}
