@@ -189,6 +189,8 @@ def propose_next_runs(registry: str, *, budget: float, benchmark: str, runs: int
     plans += _rivals(ld.request, ld.surface, report.plan.levels, redraws)
     extra = [dict(r.recipe) for r in all_runs] + plans[:2]
     space = _space(ld.config, ld.request.cost, extra)
+    if space.size == 0:
+        raise AllocatorUsageError("no candidate run: the design's constraints leave no recipe of the axes' levels")
     ens, point = _ensemble(ld.surface, ld.fit, space, plans, ld.request.model_params)
     book = _book(space, all_runs)
     say(f"{space.size} candidate runs x {ens.n_draws} draws; choosing {runs}")
