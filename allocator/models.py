@@ -13,7 +13,7 @@ from toolscale.config import training_flops
 
 __all__ = ["Unit", "UNITS", "Budget", "AxisCost", "CostModel", "COMPUTE", "AxisBounds", "AllocationRequest", "Plan",
            "Optimality", "Decision", "AllocationPlan", "AllocationReport", "ARMS", "VerificationArm", "VerificationReport",
-           "signed_interval"]
+           "signed_interval", "ProposedRun", "NextRuns", "EarlierInterval"]
 
 Unit = Literal["usd", "gpu_hours"]
 UNITS: tuple[str, ...] = ("usd", "gpu_hours")
@@ -291,6 +291,8 @@ class AllocationReport(AllocationPlan):
     """True when the fit was on simulated runs."""
     allocation_id: str | None = None
     """Registry id of the stored plan (None when not stored, e.g. over MCP)."""
+    earlier: EarlierInterval | None = None
+    """The interval before the newest `toolscale next` runs at this budget, once a refit includes them."""
 
     @property
     def sign(self) -> float:
@@ -421,3 +423,141 @@ class VerificationReport(_Frozen):
     """Runs not done, with why."""
     plot: str | None = None
     """Path of the predicted-against-realised plot, when written."""
+
+
+class ProposedRun(_Frozen):
+    """One run ``toolscale next`` proposes, in the order chosen, with what the runs up to it are expected to do."""
+
+    rank: int
+    """Order of choice (1 = first); the first K of a proposal of more runs are the proposal of K."""
+    recipe: dict[str, float]
+    """Level of every data axis, in the axes' units."""
+    model_size: str
+    """Ladder rung."""
+    token_multiplier: float = 1.0
+    """Token multiple of the rung (``grid design``'s cells)."""
+    seed: int
+    """Seed of synthesis and training (a seed whose dataset exists is reused: no data cost)."""
+    model_params: float
+    """Planned parameters N."""
+    train_tokens: float
+    """Planned training tokens D."""
+    train_flops: float
+    """Planned training FLOPs ``6 N D``."""
+    new_dataset: bool
+    """True when the run needs a dataset synthesised (no run of this recipe and seed exists or is proposed earlier)."""
+    data_cost: float
+    """Synthesis cost of that dataset (0 when reused), in the budget unit."""
+    compute_cost: float
+    """Training compute at ``[cost].per_pflop``, in the budget unit."""
+    cost: float
+    """``data_cost + compute_cost``, in the budget unit."""
+    cumulative_cost: float
+    """Cost of this run and those ranked before it."""
+    predicted: float
+    """The law's prediction of the run's metric (point estimate, metric units)."""
+    predicted_sd: float
+    """SD of that prediction over the law's draws (metric units; log units for a loss)."""
+    expected_width_after: float
+    """Expected width of the 90% gain interval after this run and those before it (score points)."""
+    expected_regret_after: float
+    """Expected regret of the plan chosen after them (score points)."""
+    p_resolved_after: float
+    """Share of simulated outcomes after which the gain's 90% interval lies above 0."""
+
+
+class NextRuns(_Frozen):
+    """The answer of ``toolscale next``: the runs that make the allocation at ``budget`` surest per unit of cost.
+
+    ``model_dump(mode="json")`` is the ``next --json`` and MCP ``next_runs`` contract, and the file
+    ``grid design --augment`` reads. Widths and regrets are in score points (a loss negated, as in
+    :class:`AllocationReport`). Expected values are over simulated outcomes of the runs (preposterior):
+    each simulation draws the truth from the law's draws and the runs' results with the fit's noise,
+    and re-weights the draws by the likelihood of those results (importance weights).
+    """
+
+    experiment: str
+    """Experiment whose fit the proposal is for."""
+    benchmark: str
+    """Benchmark."""
+    metric: str
+    """Metric the law predicts."""
+    law: str
+    """Law of the fit."""
+    fit_id: str
+    """Registry id of that fit."""
+    target: Literal["score", "loss"] = "score"
+    """What the metric is (a loss is negated in widths and regrets)."""
+    simulated: bool = False
+    """True when the fit was on simulated runs."""
+    budget: Budget
+    """The allocation budget the decision is about."""
+    model_params: float
+    """Parameters N the allocation plans for."""
+    plan_levels: dict[str, float]
+    """The allocator's plan at ``budget`` now."""
+    baseline_levels: dict[str, float]
+    """The fair diversity-only plan it is compared with."""
+    gain_over_baseline: float
+    """The predicted gain now (score points)."""
+    gain_interval: tuple[float, float] | None = None
+    """Its 90% interval now (``allocate``'s)."""
+    decision: Decision
+    """``allocate``'s decision now."""
+    width_now: float
+    """Width of ``gain_interval`` (score points)."""
+    expected_regret_now: float
+    """Expected regret of the plan now over the draws (score points; see ``criterion``)."""
+    runs: list[ProposedRun]
+    """The proposed runs, in the order chosen."""
+    total_cost: float
+    """Cost of all proposed runs, in the budget unit."""
+    max_cost: float | None = None
+    """The cap on ``total_cost`` asked for (None: none)."""
+    expected_width_after: float
+    """Expected width of the 90% gain interval after all proposed runs (score points)."""
+    expected_regret_after: float
+    """Expected regret after all proposed runs (score points)."""
+    p_resolved_after: float
+    """Share of simulated outcomes after which the gain's 90% interval lies above 0."""
+    criterion: str
+    """How runs were chosen, in words."""
+    candidates: int
+    """Candidate runs considered (recipes x cells)."""
+    draws: int
+    """Law draws the criterion re-weights."""
+    simulations: int
+    """Simulated outcomes per candidate batch."""
+    mean_ess: float
+    """Mean effective sample size of the importance weights after all proposed runs (of ``draws``): a few
+    draws left means the expected figures rest on little."""
+    cost_rule: str
+    """How a run's cost was counted, in words."""
+    notes: list[str] = Field(default_factory=list)
+    """Anything the proposal could not do as asked (fewer runs under ``max_cost``, a subsampled space...)."""
+
+    def rows(self) -> list[dict]:
+        """The proposal rows ``grid.augment.augment_runs`` reads."""
+        return [{"recipe": r.recipe, "model_size": r.model_size, "token_multiplier": r.token_multiplier,
+                 "seed": r.seed} for r in self.runs]
+
+
+class EarlierInterval(_Frozen):
+    """What ``allocate`` said before the runs a ``toolscale next`` proposal added (shown beside the new interval)."""
+
+    group: str
+    """The augmentation group (``grid design --augment``) holding those runs."""
+    fit_id: str
+    """The fit the proposal was made from."""
+    runs: int
+    """Runs of the group."""
+    runs_done: int
+    """Of those, done (and so in a refit)."""
+    gain_over_baseline: float
+    """The gain predicted then (score points)."""
+    gain_interval: tuple[float, float] | None = None
+    """Its 90% interval then."""
+    expected_width_after: float
+    """The width the proposal expected after its runs (score points)."""
+    decision: str
+    """The verdict then (``recommend`` or ``no_decision``)."""

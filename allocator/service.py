@@ -315,6 +315,9 @@ def plan_allocation(registry: str, *, budget: float, benchmark: str, unit: str |
                      observed=_observed(ld, benchmark))
         if base_surface is None:
             plan = plan.model_copy(update={"baseline_method": base_method})
+        from allocator.next_history import earlier_proposal
+
+        earlier = earlier_proposal(reg, ld.experiment, benchmark, budget, ld.fit_id)  # `toolscale next`'s runs
         allocation_id = None
         if save:
             allocation_id = reg.save_allocation(
@@ -322,7 +325,7 @@ def plan_allocation(registry: str, *, budget: float, benchmark: str, unit: str |
                 fit_id=ld.fit_id, payload=plan.model_dump(mode="json"))
     return AllocationReport(**dict(plan), experiment=ld.experiment, law=ld.fit.law, fit_id=ld.fit_id,
                             metric=ld.fit.metric, target=ld.fit.target, simulated=ld.fit.simulated,
-                            allocation_id=allocation_id)
+                            allocation_id=allocation_id, earlier=earlier)
 
 
 def equal_spend_plan(registry: str, *, budget: float, benchmark: str, unit: str | None = None,

@@ -21,6 +21,8 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 __all__ = [
+    "AUGMENT_KIND",
+    "AugmentReport",
     "RunStatus",
     "Split",
     "RUN_STATUSES",
@@ -464,6 +466,31 @@ class DesignRecorded(_Frozen):
     """Runs of the design already in the registry (left as they were)."""
     other_versions: list[str]
     """Other design versions the experiment holds (only with ``new_version``)."""
+
+
+AUGMENT_KIND = "augment"
+"""``kind`` of the design record of a group added by ``grid design --augment`` (and the runs' ``source``)."""
+
+
+class AugmentReport(_Frozen):
+    """``toolscale grid design --augment NEXT.json``: the proposed runs added as a group of their own."""
+
+    experiment: str
+    """Experiment the runs join."""
+    group: str
+    """The group's design version (``next-`` + 12 hex digits of the proposal's rows)."""
+    runs: list[RunSpec]
+    """The group's runs (pending, fitted)."""
+    new_group: bool
+    """False when this group was recorded before."""
+    new_runs: int
+    """Runs inserted as ``pending`` (0 on a dry run or when added before)."""
+    dry_run: bool
+    """True when nothing was written."""
+    total_cost: float
+    """What the proposal said the runs cost, in ``unit``."""
+    unit: str
+    """Budget unit."""
 
 
 class Conflict(_Frozen):

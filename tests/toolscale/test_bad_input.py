@@ -128,6 +128,17 @@ CASES = [
                                   "--sweep", "1000:10000:3", "--plot", "{d}/good.csv/sweep.png"], 2, "--plot"),
     ("allocate-unknown-experiment", ["allocate", "--budget", "5000", "--benchmark", "simulated", "--experiment",
                                      "zzz"], 2, "zzz"),
+    # next (issue 37): checked before any work
+    ("next-runs-0", ["next", "--budget", "5000", "--benchmark", "simulated", "--runs", "0"], 2, "--runs"),
+    ("next-max-cost-negative", ["next", "--budget", "5000", "--benchmark", "simulated", "--runs", "3",
+                                "--max-cost", "-1"], 2, "--max-cost"),
+    ("next-no-fit", ["next", "--budget", "5000", "--benchmark", "b", "--experiment", "imp", "--runs", "3"], 2,
+     "run `toolscale fit --experiment imp --benchmark b` first"),
+    ("next-few-draws", ["next", "--budget", "5000", "--benchmark", "simulated", "--runs", "3"], 2,
+     "needs 20; refit with `toolscale fit --experiment sim --benchmark simulated --bootstrap 200`"),
+    ("augment-missing-file", ["grid", "design", str(SMALL), "--augment", "{d}/none.json"], 2, "--augment"),
+    ("augment-not-a-proposal", ["grid", "design", str(SMALL), "--augment", "{d}/good.csv"], 2,
+     "not a `toolscale next --json` proposal"),
     # fit and report
     ("fit-unknown-experiment", ["fit", "--experiment", "zzz", "--benchmark", "simulated"], 2,
      "unknown experiment 'zzz'"),

@@ -17,6 +17,7 @@ examples:
   toolscale grid design my.toml --dry-run --json     # runs, resolution, levels, heldout_runs, extrapolation_factor
   toolscale grid design my.toml                      # record the runs as pending (idempotent)
   toolscale grid design my.toml --new-version        # after changing the config: add a second design version
+  toolscale grid design my.toml --augment next.json  # add `toolscale next`'s proposed runs as a group of their own
 
 A changed config gives a new design version; it is never mixed silently with the
 experiment's existing version (pass --new-version, or rename the experiment)."""
@@ -35,6 +36,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--new-version", action="store_true",
                    help="record this design even though the experiment has runs of another design version")
     p.add_argument("--show-runs", action="store_true", help="also list every planned run (table or JSON)")
+    p.add_argument("--augment", metavar="NEXT.json",
+                   help="add the runs a `toolscale next` proposal names (its --json) as pending runs of their own group")
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.set_defaults(func=_design)
     grid.set_defaults(func=lambda args: (grid.print_help(), 2)[1])
@@ -45,16 +48,11 @@ def _design(args: argparse.Namespace) -> int:
 
     config = load_config(args.config)
     check_tool_axis(config)
-    rates = None
-    if config.lr_scan is not None:
-        from pipeline.lr_scan import read_scan, scan_path
+    if args.augment:
+        from toolscale.cli.next_runs import augment
 
-        scan = read_scan(config)
-        if scan is None and not args.dry_run:
-            raise UsageError(f"{args.config} has an [lr_scan] section but {scan_path(config)} does not exist; "
-                             f"run `toolscale lr-scan {args.config}` first")
-        rates = scan.learning_rates if scan is not None else None
-    design = build_design(config, learning_rates=rates)
+        return augment(args, config, _scan_rates(args, config))
+    design = build_design(config, learning_rates=_scan_rates(args, config))
     for m in config.ladder:
         if m.copy_warning:
             print(f"warning: {m.copy_warning}", file=sys.stderr)
@@ -73,6 +71,19 @@ def _design(args: argparse.Namespace) -> int:
         return 0
     _print_summary(design, written, args)
     return 0
+
+
+def _scan_rates(args: argparse.Namespace, config) -> dict[str, float] | None:
+    """The learning rates of the config's scan (None without an [lr_scan] section)."""
+    if config.lr_scan is None:
+        return None
+    from pipeline.lr_scan import read_scan, scan_path
+
+    scan = read_scan(config)
+    if scan is None and not args.dry_run:
+        raise UsageError(f"{args.config} has an [lr_scan] section but {scan_path(config)} does not exist; "
+                         f"run `toolscale lr-scan {args.config}` first")
+    return scan.learning_rates if scan is not None else None
 
 
 def _print_summary(design, written, args: argparse.Namespace) -> None:
