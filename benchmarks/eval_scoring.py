@@ -99,7 +99,7 @@ def _tokenizer(path: str | None, requests: list):
 
 def _rung(size, tok, requests: list, folder: Path, repeats: int, batches) -> list[dict[str, Any]]:
     from eval.backends import TransformersBackend
-    from train.models import build_model
+    from train.proxy import build_model
 
     model = build_model(size, vocab_size=len(tok), seed=0)
     records = []

@@ -64,7 +64,7 @@ def stamped_pipeline(run, workdir: Path, checkpoint):
     """The ``pipeline`` job kind, with time stamps (seconds since the epoch) written to ``workdir/stamps.json``."""
     entry, entry_cpu = time.time(), time.process_time()
     import train.sft as sft
-    from slurm.pipeline import run_pipeline
+    from pipeline.job import run_pipeline
 
     stamps: dict[str, float] = {"entry": entry, "entry_cpu": entry_cpu}
     real = sft.train_sft

@@ -13,8 +13,8 @@ Modules, from data to numbers:
 * :mod:`eval.episodes` -- multi-turn episodes in executable environments (``heldout-env``);
 * :mod:`eval.token_cache` -- tokenised requests cached on disk per tokenizer (one experiment encodes once);
 * :mod:`eval.runner` -- :func:`~eval.runner.evaluate` and the metric aggregation;
-* :mod:`eval.checkpoints` -- choose a run's checkpoint on validation items (likelihood only), then score
-  only the chosen one on the test benchmarks.
+* :mod:`eval.checkpoints` -- a run's kept checkpoints: each scored on the validation items (likelihood only),
+  the test benchmarks only at the chosen one and the last.
 
 Nothing here imports torch until a transformers backend is built.
 """

@@ -1,111 +1,89 @@
-"""Choose a run's checkpoint on a small validation set, then score only that one on the test benchmarks.
+"""Scoring a run's kept checkpoints (checkpoints as data): validation at each, the test benchmarks at the chosen one.
 
-Scoring a checkpoint on every test item (and generating for accuracy) costs far more than deciding which
-checkpoint to keep. :func:`choose_checkpoint` scores each checkpoint's likelihood on the validation items
-only (no generation), with the tokenizer loaded once and the experiment's token cache (every checkpoint
-and every run encode each item once), and returns the best by a loss metric (``bpb`` by default).
-The caller then scores the chosen folder on the test benchmarks, e.g. with
-:func:`eval.runner.evaluate_spec` and the same ``cache_dir``::
+A run keeps ``[eval] checkpoints`` models, evenly spaced, the last its final one
+(:func:`train.checkpoint.snapshot_steps`). :func:`evaluate_checkpoints` scores them so that the test items
+never choose:
 
-    choice = choose_checkpoint(run_dir.glob("checkpoint-*"), "validation-calls", cache_dir=cache, limit=64)
-    rows = evaluate_spec(choice.chosen, cfg.eval, cache_dir=cache)
+1. every checkpoint on the validation benchmark (``[eval] validation``, ``valid-calls``: databases disjoint
+   from every test benchmark), likelihood metrics only;
+2. the checkpoint with the lowest validation ``bpb`` (the earliest on a tie) is the *chosen* one, the run's
+   early-stopped model (:mod:`fit.targets` fits its test value, the envelope);
+3. the test benchmarks (``[eval] benchmarks``) at the chosen checkpoint and at the last one, or at every
+   checkpoint with ``checkpoint_tests = "all"``.
 
-:func:`score_likelihood` is the one-model building block (also what a learning-rate scan can select by).
+Every row carries its checkpoint's ``step``; ``train/tokens`` holds the tokens seen by it. The last
+checkpoint's test rows are also the run's own rows (no step), so ``fit --target final`` reads a run as before.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Sequence
-from pathlib import Path
+from collections.abc import Callable, Sequence
 from typing import Any
 
-from eval.errors import EvalError
-from eval.models import CheckpointChoice, CheckpointScore
 from grid.models import MetricResult
-from toolscale.errors import UsageError
 
-__all__ = ["score_likelihood", "choose_checkpoint", "LOSS_METRICS"]
+__all__ = ["evaluate_checkpoints", "choose_step", "TOKENS_BENCHMARK", "CHOICE_METRIC"]
 
-LOSS_METRICS = ("bpb", "loss")
-"""Metrics a checkpoint can be chosen by (lower is better)."""
-
-
-def score_likelihood(backend: Any, benchmark: str, *, items: Sequence[Any] | None = None, limit: int | None = None,
-                     seed: int = 0) -> list[MetricResult]:
-    """``call_logprob``, ``loss``, ``token_prob`` and ``bpb`` of one model on a call benchmark's reference
-    answers, without generating (the items with a reference call; ``limit`` of them, stratified and seeded
-    as :func:`eval.runner.select_items` picks them, the same for every model).
-
-    ``backend`` is a backend that scores continuations (a :class:`eval.backends.TransformersBackend`).
-    """
-    from eval.benchmarks import get_benchmark, load_items
-    from eval.prompts import reference_request
-    from eval.runner import likelihood_metrics, select_items
-
-    info = get_benchmark(benchmark)
-    if info.kind != "calls":
-        raise UsageError(f"benchmark {benchmark!r} has {info.kind} items; checkpoints are chosen on call items")
-    chosen = [it for it in select_items(list(items) if items is not None else load_items(benchmark), limit, seed)
-              if it.ground_truth]
-    if not chosen:
-        raise EvalError(f"benchmark {benchmark!r} has no item with a reference call to score")
-    scores = backend.score([reference_request(it) for it in chosen])
-    if scores is None:
-        raise EvalError(f"backend {getattr(backend, 'name', backend)!r} cannot score continuations; "
-                        "checkpoints are chosen by likelihood (use the transformers backend)")
-    return likelihood_metrics(info, [(s.logprob, s.n_tokens, s.n_bytes) for s in scores if s.n_tokens > 0])
+TOKENS_BENCHMARK = "train"
+"""Pseudo-benchmark of the per-checkpoint accounting rows (``train/tokens``)."""
+CHOICE_METRIC = "bpb"
+"""The validation metric that chooses (lowest wins)."""
 
 
-def _step(folder: Path) -> int | None:
-    """The step of a ``checkpoint-<step>`` folder (HF Trainer's naming), else None."""
-    tail = folder.name.rpartition("-")[2]
-    return int(tail) if folder.name.startswith("checkpoint-") and tail.isdigit() else None
+def choose_step(validation: dict[int, float]) -> int:
+    """The step with the lowest validation value, the earliest on a tie (``validation``: step -> value)."""
+    ok = {s: v for s, v in validation.items() if v is not None and math.isfinite(v)}
+    if not ok:
+        raise ValueError("no checkpoint has a finite validation value")
+    return min(ok, key=lambda s: (ok[s], s))
 
 
-def choose_checkpoint(checkpoints: Iterable[str | Path], benchmark: str, *, metric: str = "bpb",
-                      tokenizer: str | Path | None = None, cache_dir: str | Path | None = None,
-                      limit: int | None = None, seed: int = 0, threads: int | None = None,
-                      items: Sequence[Any] | None = None) -> CheckpointChoice:
-    """Score every checkpoint folder on ``benchmark`` (likelihood only) and pick the lowest ``metric``.
+def _tagged(rows: Sequence[MetricResult], step: int | None) -> list[MetricResult]:
+    return [r.model_copy(update={"step": step}) for r in rows]
+
+
+def evaluate_checkpoints(snapshots: Sequence[dict[str, Any]], spec: Any, *,
+                         score: Callable[..., list[MetricResult]]) -> tuple[list[MetricResult], dict[str, Any]]:
+    """``(metric rows, summary)`` of a run's kept checkpoints (module docstring).
 
     Parameters
     ----------
-    checkpoints : model folders (``save_pretrained``), e.g. a run's ``checkpoint-<step>`` folders.
-    benchmark : the validation benchmark (a registered call benchmark; ``items`` replaces its items).
-    metric : ``bpb`` (default) or ``loss``; ties go to the earliest step (the cheaper model).
-    tokenizer : folder of the tokenizer of every checkpoint (default: the first checkpoint's), loaded once.
-    cache_dir : the experiment's token cache (:mod:`eval.token_cache`).
-    limit, seed : validation items scored (stratified, seeded; None = all).
-    threads : torch CPU threads.
+    snapshots : ``[{"step", "tokens", "path"}]`` in step order (``train_stats.json``'s ``snapshots``).
+    spec : the config's ``[eval]`` section (``validation``, ``validation_limit``, ``benchmarks``,
+        ``checkpoint_tests``, ``limit``, ``generate_limit``).
+    score : ``score(model_dir, benchmark, *, limit, generate_limit, score_only, diagnostics) -> rows`` (one model
+        load per folder is the caller's business; :func:`eval.runner.evaluate` fits); ``diagnostics`` is True
+        for the chosen checkpoint's test benchmarks (:mod:`eval.diagnostics`: bits per byte by span type, on
+        seen and unseen tools, the uniform and unigram baselines).
 
-    Returns
-    -------
-    CheckpointChoice
-        The chosen folder and every checkpoint's score (``score`` and ``stderr`` of ``metric``), by step.
+    The summary holds ``chosen_step``, ``last_step``, the validation value of each step and the tokens.
     """
-    from eval.backends import TransformersBackend
-
-    if metric not in LOSS_METRICS:
-        raise UsageError(f"metric must be one of {', '.join(LOSS_METRICS)}, got {metric!r}")
-    folders = sorted((Path(c) for c in checkpoints), key=lambda p: (_step(p) is None, _step(p) or 0, str(p)))
-    if not folders:
-        raise UsageError("choose_checkpoint needs at least one checkpoint folder, got none")
-    missing = [str(p) for p in folders if not p.is_dir()]
-    if missing:
-        raise UsageError(f"checkpoint folder(s) not found: {', '.join(missing)}")
-    tok = TransformersBackend._load_tokenizer(str(tokenizer or folders[0]))
-    scored: list[CheckpointScore] = []
-    for folder in folders:
-        backend = TransformersBackend(str(folder), tokenizer_obj=tok, threads=threads, cache_dir=cache_dir)
-        rows = {m.metric: m for m in score_likelihood(backend, benchmark, items=items, limit=limit, seed=seed)}
-        if metric not in rows:
-            raise EvalError(f"{folder}: no {metric!r} on {benchmark!r} (bpb needs every item's byte count)")
-        m = rows[metric]
-        scored.append(CheckpointScore(checkpoint=str(folder), step=_step(folder), score=m.score, stderr=m.stderr,
-                                      n_items=m.n_items))
-    finite = [s for s in scored if math.isfinite(s.score)]
-    if not finite:
-        raise EvalError(f"no checkpoint has a finite {metric} on {benchmark!r}")
-    best = min(finite, key=lambda s: s.score)  # min keeps the first (earliest step) of equal scores
-    return CheckpointChoice(chosen=best.checkpoint, benchmark=benchmark, metric=metric, scores=scored)
+    if not snapshots:
+        raise ValueError("no kept checkpoint to score")
+    rows: list[MetricResult] = []
+    valid: dict[int, float] = {}
+    for snap in snapshots:
+        step = int(snap["step"])
+        got = score(snap["path"], spec.validation, limit=spec.validation_limit, generate_limit=None, score_only=True,
+                    diagnostics=False)
+        rows += _tagged(got, step)
+        rows.append(MetricResult(benchmark=TOKENS_BENCHMARK, metric="tokens", score=float(snap["tokens"]),
+                                 higher_is_better=True, step=step))
+        value = next((r.score for r in got if r.metric == CHOICE_METRIC), None)
+        valid[step] = float(value) if value is not None else math.nan
+    chosen = choose_step(valid)
+    last = int(snapshots[-1]["step"])
+    wanted = [int(s["step"]) for s in snapshots] if spec.checkpoint_tests == "all" else sorted({chosen, last})
+    by_step = {int(s["step"]): s for s in snapshots}
+    for step in wanted:
+        for bench in spec.benchmarks:
+            got = score(by_step[step]["path"], bench, limit=spec.limit, generate_limit=spec.generate_limit,
+                        score_only=False, diagnostics=step == chosen)
+            rows += _tagged(got, step)
+            if step == last:
+                rows += _tagged(got, None)  # the run's own value: its final model
+    summary = {"chosen_step": chosen, "last_step": last, "validation": spec.validation,
+               "validation_bpb": {str(k): v for k, v in valid.items()},
+               "tokens": {str(int(s["step"])): float(s["tokens"]) for s in snapshots}}
+    return rows, summary

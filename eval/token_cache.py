@@ -7,8 +7,8 @@ computes from it: the scored ids with their assistant mask and UTF-8 byte count,
 ids, a text's token count. The file is ``<folder>/v1-<fingerprint>.json`` where the fingerprint
 (:func:`train.tokenizer.tokenizer_fingerprint`, computed by the backend) hashes the tokenizer's whole
 pipeline (vocabulary, merges, normalisation, added tokens) and its chat template, so an entry is only ever
-read back by an identical tokenizer: the cache is exact, never approximate. Writers
-merge under a file lock and replace the file atomically; a missing or unreadable file is an empty cache.
+read back by an identical tokenizer: the cache is exact, never approximate. Writers merge under a file lock
+and replace the file atomically (:mod:`toolscale.files`); a missing or unreadable file is an empty cache.
 """
 
 from __future__ import annotations
@@ -16,7 +16,6 @@ from __future__ import annotations
 import fcntl
 import hashlib
 import json
-import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
@@ -75,14 +74,17 @@ class TokenCache:
         """Merge the new entries into the file (locked, atomic); returns how many were added. No-op in memory."""
         if self.path is None or not self.new:
             return 0
+        from toolscale.files import atomic_write_text
+
         self.path.parent.mkdir(parents=True, exist_ok=True)
         with open(self.path.with_suffix(".lock"), "a+") as lock:
-            fcntl.flock(lock.fileno(), fcntl.LOCK_EX)
+            try:
+                fcntl.flock(lock.fileno(), fcntl.LOCK_EX)
+            except OSError:  # a filesystem without flock: the last writer wins; a lost entry is recomputed
+                pass
             merged = {**self._read(), **self.new}
-            tmp = self.path.with_name(f".{self.path.name}.{os.getpid()}.tmp")
-            tmp.write_text(json.dumps({"version": CACHE_VERSION, "fingerprint": self.fingerprint,
-                                       "entries": merged}, separators=(",", ":")), encoding="utf-8")
-            os.replace(tmp, self.path)
+            atomic_write_text(self.path, json.dumps({"version": CACHE_VERSION, "fingerprint": self.fingerprint,
+                                                     "entries": merged}, separators=(",", ":")))
         added = len(self.new)
         self.new = {}
         return added

@@ -175,7 +175,7 @@ def _call(spec: dict[str, Any]) -> None:
     """A ``call`` request: ``ref(*args)`` (a ``"module:attr"``), its JSON result written atomically to ``out``
     as ``{"result": ...}``, or ``{"error": traceback tail}`` when it raises."""
     from slurm.jobs import resolve_ref
-    from slurm.paths import atomic_write_json
+    from toolscale.files import atomic_write_json
 
     try:
         payload: dict[str, Any] = {"result": resolve_ref(spec["ref"])(*spec.get("args", []))}

@@ -41,9 +41,10 @@ __all__ = ["WarmPool", "WarmJob", "pool_for", "submit_warm", "map_warm", "close_
 PRELOAD: dict[str, tuple[str, ...]] = {
     "pipeline": ("torch", "numpy", "datasets", "transformers", "transformers:LlamaForCausalLM",
                  "transformers:Trainer", "trl", "trl:SFTTrainer", "trl:SFTConfig", "tokenizers",
-                 "submitit", "slurm.job", "slurm.pipeline", "slurm.stages", "train.sft", "train.data",
-                 "train.models", "train.tokenizer", "train.tokenized", "eval.runner", "eval.backends",
-                 "eval.heldout", "eval.token_cache", "synth.dataset", "probes.pipeline",
+                 "submitit", "slurm.job", "slurm.preemption", "pipeline.job", "pipeline.training",
+                 "pipeline.lr_scan", "train.sft", "train.data", "train.proxy", "train.tokenizer", "train.tokenized",
+                 "eval.runner", "eval.backends", "eval.heldout", "eval.resumable", "eval.checkpoints",
+                 "eval.token_cache", "eval.diagnostics", "synth.dataset", "probes.pipeline",
                  "call:eval.benchmarks:preload_items"),
 }
 """What the fork server of a job kind imports before forking (``"module"`` or ``"module:attr"``), and calls
@@ -127,8 +128,8 @@ class WarmPool:
         if not out or not out[0]:
             code = self.proc.poll()
             self.close()
-            raise LaunchError(f"the warm executor's fork server {'exited (code ' + str(code) + ')' if code is not None else 'did not answer'} "
-                              f"during {what}")
+            state = f"exited (code {code})" if code is not None else "did not answer"
+            raise LaunchError(f"the warm executor's fork server {state} during {what}")
         return json.loads(out[0])
 
     def fork(self, runner: dict[str, Any] | None = None, *, log_dir: Path, timeout_s: float | None, gpus: int = 0,

@@ -1,8 +1,15 @@
 """Which servers and tools a recipe draws from, and the synthesis view of each server.
 
-``tool_diversity = T`` takes the first T tools of a seeded order of the training servers: servers in a
-seeded order, each server's tools in graph order from its entry tools (so a subset can still form
-chains). A larger T is a superset of a smaller one for the same seed.
+``tool_diversity = T`` takes T tools of the training servers; each server's tools come in graph order from
+its entry tools (so a subset can still form chains), the servers in a seeded order. ``tool_spread`` says how:
+
+* ``servers`` (the default): whole servers first, the first T tools of the servers in order, so 4 tools are
+  4 tools of one server;
+* ``stratified``: one tool of each server in turn (round robin), so every level with T >= servers covers
+  every training server, and a benchmark spread over the servers has the same servers in reach at every
+  level: the axis measures diversity, not coverage.
+
+A larger T is a superset of a smaller one for the same seed, either way.
 """
 
 from __future__ import annotations
@@ -16,7 +23,8 @@ from synth.plans import ServerSpec
 from synth.servers import catalog
 from synth.servers.db import DOMAINS, HELDOUT_DOMAINS
 
-__all__ = ["training_domains", "graph_order", "bundled_spec", "document_spec", "select_tools"]
+__all__ = ["training_domains", "graph_order", "bundled_spec", "document_spec", "user_spec", "user_intent",
+           "select_tools"]
 
 
 def training_domains(recipe: Recipe) -> list[str]:
@@ -80,7 +88,10 @@ def bundled_spec(domain: str, tools: list[str] | None = None) -> ServerSpec:
             if p.required and p.source is not None:
                 src[p.name] = f"row:{t.table}.{p.col}" if p.source == "row" else p.source
         sources[t.name] = src
-    return ServerSpec(domain, docs, sources, {t.name: t.intent for t in keep}, kind="bundled")
+    from synth.phrasing import intents_for
+
+    return ServerSpec(domain, docs, sources, {t.name: t.intent for t in keep}, kind="bundled",
+                      phrasings={t.name: intents_for(domain, t.name, t.intent) for t in keep})
 
 
 def document_spec(server: str, docs: list[ToolDoc], values: dict[str, list] | None = None,
@@ -123,6 +134,65 @@ def document_spec(server: str, docs: list[ToolDoc], values: dict[str, list] | No
     return ServerSpec(server, inferred, sources, intents, kind=kind)
 
 
+def _per_server(order: list[str], sizes: dict[str, int], total: int, spread: str) -> dict[str, int]:
+    """Tools taken from each server (in ``order``): whole servers first, or round robin (``stratified``)."""
+    counts = {n: 0 for n in order}
+    if spread == "stratified":
+        left = total
+        while left > 0:
+            for n in order:
+                if left > 0 and counts[n] < sizes[n]:
+                    counts[n] += 1
+                    left -= 1
+        return counts
+    for n in order:
+        take = min(sizes[n], total - sum(counts.values()))
+        if take <= 0:
+            break
+        counts[n] = take
+    return counts
+
+
+def _imperative(description: str) -> str:
+    """The first clause of a tool description as a request (``Switches branches`` -> ``switch branches``)."""
+    text = description.strip().split(". ")[0].rstrip(".")
+    words = text.split()
+    if not words:
+        return "use the tool"
+    w = words[0].lower()
+    if w.endswith("es") and len(w) > 4 and w[-3] in "sxhz":
+        w = w[:-2]
+    elif w.endswith("s") and not w.endswith("ss") and len(w) > 3:
+        w = w[:-1]
+    return " ".join([w, *words[1:]])
+
+
+def user_intent(doc: ToolDoc) -> str:
+    """A request phrase for a user tool from its description, never its name: ``list Git branches for repo
+    path {repo_path|that repo path} and branch type {branch_type|that branch type}``."""
+    def ref(p: str) -> str:
+        noun = p.replace("_", " ").removesuffix(" name").removesuffix(" id")
+        return f"{{{p}|that {noun}}}"
+    ph = " and ".join(f"{p.replace('_', ' ')} {ref(p)}" for p in doc.required)
+    return _imperative(doc.description) + (f" for {ph}" if ph else "")
+
+
+def user_spec(server: str, docs: list[ToolDoc], arg_values: dict[str, list], command: str,
+              observed: dict[str, list]) -> ServerSpec:
+    """The synthesis view of a live user server: output fields as declared or observed, edges by
+    :func:`synth.observe.user_match`, query values only from given or observed values
+    (:func:`synth.observe.value_sources`; a parameter without any can only come from an earlier output)."""
+    from synth.observe import creates, given_values, value_sources
+
+    by_name = {d.name: d for d in docs}
+    sources = {n: value_sources(d, arg_values, command, observed) for n, d in by_name.items()}
+    intents = {n: user_intent(d) for n, d in by_name.items()}
+    no_refs = frozenset((n, p) for n, d in by_name.items() for p in d.required
+                        if given_values(d, p, arg_values, command) or (creates(d) and p.endswith("_name")))
+    spec = ServerSpec(server, by_name, sources, intents, kind="live", no_refs=no_refs)
+    return spec
+
+
 def select_tools(recipe: Recipe, extra_specs: dict[str, ServerSpec] | None = None) -> dict[str, ServerSpec]:
     """The servers and tools a recipe draws from (see the module docstring)."""
     specs = {d: bundled_spec(d) for d in training_domains(recipe)}
@@ -131,20 +201,22 @@ def select_tools(recipe: Recipe, extra_specs: dict[str, ServerSpec] | None = Non
     if recipe.tool_diversity > total:
         raise RecipeError(f"tool_diversity = {recipe.tool_diversity} exceeds the {total} tools available on "
                           f"{len(specs)} training servers; use at most {total} or add servers")
-    order = sorted(specs)
+    order = sorted(s for s in specs if specs[s].kind == "bundled")
     random.Random(f"toolscale-tools:{recipe.seed}").shuffle(order)
+    order = sorted(s for s in specs if specs[s].kind != "bundled") + order  # the user's servers first
+    counts = _per_server(order, {n: len(specs[n].docs) for n in order}, recipe.tool_diversity,
+                         getattr(recipe, "tool_spread", "servers"))
     chosen: dict[str, ServerSpec] = {}
-    need = recipe.tool_diversity
     for name in order:
-        if need <= 0:
-            break
+        if not counts.get(name):
+            continue
         spec = specs[name]
-        tools = graph_order(spec)[:need]
-        need -= len(tools)
+        tools = graph_order(spec)[:counts[name]]
         if spec.kind == "bundled":
             chosen[name] = bundled_spec(name, tools)
         else:
             chosen[name] = ServerSpec(name, {t: spec.docs[t] for t in tools},
                                       {t: spec.sources[t] for t in tools}, {t: spec.intents[t] for t in tools},
-                                      kind=spec.kind)
+                                      kind=spec.kind, phrasings={t: spec.phrasings[t] for t in tools
+                                                                 if t in spec.phrasings}, no_refs=spec.no_refs)
     return chosen

@@ -8,7 +8,8 @@ with the experiment's one tokenizer, so the result is the same for all of them. 
 keys it by everything it depends on: the dataset's content hash, the tokenizer's fingerprint (its whole
 pipeline and chat template, :func:`train.tokenizer.tokenizer_fingerprint`), ``max_len`` and ``seed`` (which
 draws the loss weights of repaired calls); an entry is only read back for identical inputs, so the cache is
-exact. Files are ``<folder>/<key>.npz``, written atomically; an unreadable file is recomputed.
+exact. Files are ``<folder>/<key>.npz``, written atomically (:mod:`toolscale.files`); an unreadable file is
+recomputed.
 
 :class:`TokenizedArrays` keeps the examples as three flat arrays, from which :meth:`TokenizedArrays.dataset`
 builds the trainer's Arrow table directly (no Python list per token).
@@ -18,7 +19,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -104,12 +104,15 @@ def _load(path: Path) -> TokenizedArrays | None:
 
 
 def _save(path: Path, arrays: TokenizedArrays) -> None:
+    import io
+
     import numpy as np
 
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.stem}.{os.getpid()}.tmp.npz")
-    np.savez(tmp, ids=arrays.ids, masks=arrays.masks, offsets=arrays.offsets, counts=json.dumps(arrays.counts))
-    os.replace(tmp, path)
+    from toolscale.files import atomic_write_bytes
+
+    buf = io.BytesIO()
+    np.savez(buf, ids=arrays.ids, masks=arrays.masks, offsets=arrays.offsets, counts=json.dumps(arrays.counts))
+    atomic_write_bytes(path, buf.getvalue())
 
 
 def cached_tokenize(rows: list[dict[str, Any]] | Callable[[], list[dict[str, Any]]], tokenizer: Any, max_len: int,

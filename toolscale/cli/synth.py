@@ -39,8 +39,13 @@ def register(sub: argparse._SubParsersAction) -> None:
                               "      --server 'python -m mcp_server_git --repository /data/repo' --set "
                               "'arg_values={repo_path=[\"/data/repo\"]}'\n"
                               "  toolscale synth --recipe llm.toml --out data/p2 --llm-cache /shared/llm-cache --json"
-                              "   # [llm.<role>]: docs/llm.md")
+                              "   # [llm.<role>]: docs/llm.md\n"
+                              "  toolscale synth --example-recipe --domain code > code.toml && "
+                              "toolscale synth --recipe code.toml --out data/code0")
     p.add_argument("--example-recipe", action="store_true", help="print a documented recipe and exit")
+    p.add_argument("--domain", choices=["tools", "code"], default="tools",
+                   help="which domain's example --example-recipe prints (a recipe file names its own domain: "
+                        "domain = \"code\" builds code tasks)")
     p.add_argument("--recipe", metavar="RECIPE.toml", help="the recipe (knobs) to build")
     p.add_argument("--out", metavar="DIR", help="output folder for train.jsonl and manifest.json")
     p.add_argument("--set", action="append", default=[], metavar="KNOB=VALUE",
@@ -51,6 +56,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--server", action="append", default=[], metavar="'COMMAND [ARGS...]'",
                    help="a stdio MCP server of yours, collected and executed live (repeatable; joins the "
                         "recipe's servers and the config's [synth].servers)")
+    p.add_argument("--strict", action="store_true",
+                   help="fail (exit 2, nothing written) when one of your servers contributes no task; "
+                        "a warning otherwise")
     p.add_argument("--llm-cache", metavar="DIR",
                    help="LLM response cache folder (default: $TOOLSCALE_LLM_CACHE, else ~/.cache/toolscale/llm)")
     add_registry_args(p)
@@ -70,7 +78,7 @@ def _collect(args: argparse.Namespace) -> int:
     if servers:
         reports.append(collect_stdio(servers, timeout_s=args.timeout))
     for path in args.astra:
-        reports.append(import_astra(path))
+        reports.append(import_astra(path, min_tools=config.synth.min_tools if config else 3))
     report = CollectReport(servers=[s for r in reports for s in r.servers],
                            quarantined=[q for r in reports for q in r.quarantined])
     if not args.no_store:
@@ -101,7 +109,7 @@ def _parse_set(items: list[str]) -> dict[str, Any]:
             raise UsageError(f"--set expects KNOB=VALUE, got {item!r}")
         try:
             out[key.strip()] = tomllib.loads(f"v = {value}")["v"]
-        except tomllib.TOMLDecodeError:
+        except (tomllib.TOMLDecodeError, RecursionError):
             out[key.strip()] = value
     return out
 
@@ -110,10 +118,20 @@ def _synth(args: argparse.Namespace) -> int:
     from synth.recipe_io import EXAMPLE_RECIPE, load_recipe, parse_recipe
 
     if args.example_recipe:
-        sys.stdout.write(EXAMPLE_RECIPE)
+        from toolscale.cli.synth_code import EXAMPLE_CODE_RECIPE
+
+        sys.stdout.write(EXAMPLE_CODE_RECIPE if args.domain == "code" else EXAMPLE_RECIPE)
         return 0
     if not args.recipe or not args.out:
         raise UsageError("synth needs --recipe RECIPE.toml and --out DIR (or --example-recipe)")
+    from synth.errors import RecipeError
+    from toolscale.cli.synth_code import is_code_recipe, synth_code
+    from toolscale.config import read_toml
+
+    data = read_toml(args.recipe, kind="recipe", error=RecipeError,
+                     hint="; write one with `toolscale synth --example-recipe`")
+    if is_code_recipe(data):
+        return synth_code(args, data, _parse_set(args.set))
     recipe = load_recipe(args.recipe)
     if args.set or args.seed is not None:
         data = recipe.model_dump()
@@ -137,7 +155,10 @@ def _synth(args: argparse.Namespace) -> int:
             extra = [ToolDoc.model_validate({k: v for k, v in d.items()})
                      for d in reg.tool_docs() if d["server"] not in SERVERS]
     with _progress("synthesising", enabled=sys.stderr.isatty() and not args.json) as progress:
-        manifest = build_dataset(recipe, args.out, extra_docs=extra, progress=progress, llm_cache=args.llm_cache)
+        manifest = build_dataset(recipe, args.out, extra_docs=extra, progress=progress, llm_cache=args.llm_cache,
+                                 strict=args.strict)
+    for w in manifest.warnings:
+        print(f"warning: {w}", file=sys.stderr)
     if use_registry:
         from grid.registry import Registry
         with Registry(registry_path(args, config)) as reg:
