@@ -9,7 +9,10 @@ says the load average at the end and the suite's own wall time.
 Usage::
 
     .venv/bin/python benchmarks/test_times.py --log pytest.log [--out benchmarks/test_times.txt]
+    .venv/bin/python benchmarks/test_times.py --log a.log b.log --scope "tests/eval tests/slurm"  # some folders
     .venv/bin/python benchmarks/test_times.py --run [--out benchmarks/test_times.txt]   # runs the suite
+
+``--scope`` names what the logs cover when they are not the whole default suite (several logs add up).
 """
 
 from __future__ import annotations
@@ -49,13 +52,13 @@ def has_docstring(node_id: str) -> bool:
     return False
 
 
-def table(rows: list[tuple[float, str, str]], summary: str, over: float) -> str:
+def table(rows: list[tuple[float, str, str]], summary: str, over: float, scope: str = "") -> str:
     per_module: Counter[str] = Counter()
     for seconds, _, node in rows:
         per_module[node.split("::")[0]] += seconds
     total = sum(per_module.values())
     load = os.getloadavg()
-    lines = [f"pytest -m 'not slow and not gpu' --durations=0: {summary}",
+    lines = [f"pytest -m 'not slow and not gpu' --durations=0{' on ' + scope if scope else ''}: {summary}",
              f"sum of test phases {total:.0f} s; load average at the end {load[0]:.1f} / {load[1]:.1f} / {load[2]:.1f}",
              "", f"{'seconds':>8} {'share':>6}  module"]
     lines += [f"{t:8.1f} {100 * t / total:5.1f}%  {mod}" for mod, t in per_module.most_common()]
@@ -69,22 +72,25 @@ def table(rows: list[tuple[float, str, str]], summary: str, over: float) -> str:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     src = ap.add_mutually_exclusive_group(required=True)
-    src.add_argument("--log", help="a pytest log with --durations=0 output")
+    src.add_argument("--log", nargs="+", help="pytest logs with --durations=0 output (several add up)")
     src.add_argument("--run", action="store_true", help="run the default suite now (minutes) and read its log")
     ap.add_argument("--out", help="write the table here (default: print it)")
     ap.add_argument("--over", type=float, default=10.0, help="list test phases longer than this (s)")
+    ap.add_argument("--scope", default="", help="what the logs cover, when not the whole default suite")
     args = ap.parse_args(argv)
     if args.run:
         proc = subprocess.run([sys.executable, "-m", "pytest", "-m", "not slow and not gpu", "--durations=0", "-q",
                                "-p", "no:cacheprovider"], cwd=ROOT, capture_output=True, text=True)
         text = proc.stdout + proc.stderr
     else:
-        text = Path(args.log).read_text(encoding="utf-8", errors="replace")
+        text = "\n".join(Path(p).read_text(encoding="utf-8", errors="replace") for p in args.log)
     rows, summary = parse(text)
+    if args.log and len(args.log) > 1:
+        summary = "; ".join(parse(Path(p).read_text(encoding="utf-8", errors="replace"))[1] for p in args.log)
     if not rows:
         print("no --durations lines found", file=sys.stderr)
         return 2
-    out = table(rows, summary, args.over)
+    out = table(rows, summary, args.over, args.scope)
     if args.out:
         Path(args.out).write_text(out, encoding="utf-8")
     else:
