@@ -12,7 +12,8 @@ Usage::
     .venv/bin/python benchmarks/test_times.py --log a.log b.log --scope "tests/eval tests/slurm"  # some folders
     .venv/bin/python benchmarks/test_times.py --run [--out benchmarks/test_times.txt]   # runs the suite
 
-``--scope`` names what the logs cover when they are not the whole default suite (several logs add up).
+``--scope`` names what the logs cover (folders, markers) when they are not the whole default suite (several logs
+add up).
 """
 
 from __future__ import annotations
@@ -58,7 +59,8 @@ def table(rows: list[tuple[float, str, str]], summary: str, over: float, scope: 
         per_module[node.split("::")[0]] += seconds
     total = sum(per_module.values())
     load = os.getloadavg()
-    lines = [f"pytest -m 'not slow and not gpu' --durations=0{' on ' + scope if scope else ''}: {summary}",
+    head = f"pytest --durations=0 on {scope}" if scope else "pytest -m 'not slow and not gpu' --durations=0"
+    lines = [f"{head}: {summary}",
              f"sum of test phases {total:.0f} s; load average at the end {load[0]:.1f} / {load[1]:.1f} / {load[2]:.1f}",
              "", f"{'seconds':>8} {'share':>6}  module"]
     lines += [f"{t:8.1f} {100 * t / total:5.1f}%  {mod}" for mod, t in per_module.most_common()]
