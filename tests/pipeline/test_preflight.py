@@ -171,5 +171,6 @@ def test_a_missing_vllm_environment_and_a_bad_batch_layout_are_refused_naming_th
     assert layout["status"] == "fail" and layout["rung"] == "t"
     assert layout["detail"].startswith("micro_batch_size 3 must divide the per-process share 4")
     assert checks["storage"]["status"] == "ok"
-    errors = [ln for ln in captured.err.splitlines() if ln.startswith("toolscale: error: preflight")]
+    assert main(["preflight", "--config", str(cfg), "--login-only"]) == 2
+    errors = [ln for ln in capsys.readouterr().err.splitlines() if ln.startswith("toolscale: error: preflight")]
     assert len(errors) == 2 and errors[0].startswith("toolscale: error: preflight batch layout (t): ")
