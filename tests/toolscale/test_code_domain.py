@@ -42,8 +42,10 @@ def test_the_code_preset_keeps_the_demo_protocol():
     code = tomllib.loads((PRESETS / "code.toml").read_text())
     for section in ("ladder", "lr_scan", "design", "probe", "train", "executor", "cost"):
         assert code.get(section) == demo.get(section), section
-    assert {k: v for k, v in code["eval"].items() if k != "benchmarks"} == \
-        {k: v for k, v in demo["eval"].items() if k != "benchmarks"}
+    own = ("benchmarks", "validation")  # the domain's test benchmarks and its validation split
+    assert {k: v for k, v in code["eval"].items() if k not in own} == \
+        {k: v for k, v in demo["eval"].items() if k not in own}
+    assert code["eval"]["validation"] == "code-valid" and demo["eval"]["validation"] == "valid-calls"
     assert [(a["kind"], a["min"], a["max"], a["levels"], a["spacing"]) for a in code["axes"]] == \
         [(a["kind"], a["min"], a["max"], a["levels"], a["spacing"]) for a in demo["axes"]]
     assert {k: v for k, v in code["experiment"].items() if k not in ("name", "domain")} == \
