@@ -175,7 +175,8 @@ def _request(args: argparse.Namespace, experiment: str):
                       n_starts=args.starts, method=args.method, seed=args.seed, n_jobs=args.jobs,
                       interaction_test=not args.no_interaction, floor=args.floor, stage1_metric=args.stage1_metric,
                       train_stages=_stages(args.stages) if args.stages else None,
-                      target=getattr(args, "target", "auto"), validation=getattr(args, "validation", None) or "valid-calls")
+                      target=getattr(args, "target", "auto"),
+                      validation=getattr(args, "validation", None) or "valid-calls")
 
 
 def _stages(text: str) -> list[str]:
