@@ -146,7 +146,8 @@ def _launch(args: argparse.Namespace) -> int:
     if args.dry_run:
         from slurm.launcher import preview
 
-        plan = preview(cfg, reg, resume=args.resume, max_parallel=args.max_parallel, job_kind=args.job_kind)
+        plan = preview(cfg, reg, resume=args.resume, max_parallel=args.max_parallel, job_kind=args.job_kind,
+                       run_ids=kw.get("run_ids"))
         if args.json:
             emit_json({"executor": args.executor or cfg.executor.kind, "plan": plan})
         else:
