@@ -17,3 +17,26 @@
 
 Importing the package does not import torch.
 """
+
+_EXPORTS: dict[str, str] = {
+    'probe_dataset': 'probes.pipeline',
+    'repair_dir': 'probes.pipeline',
+}
+"""Public names and the modules that define them: other packages import these (or ``probes.models``)."""
+
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str):
+    """Load a public name from its module on first use (PEP 562), so that importing the package stays cheap."""
+    if name in _EXPORTS:
+        import importlib
+
+        value = getattr(importlib.import_module(_EXPORTS[name]), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

@@ -10,3 +10,40 @@ injected errors and recovery (:mod:`synth.rollout`, backends in :mod:`synth.back
 
 Importing ``synth`` is cheap: no torch, no MCP SDK until a live server is used.
 """
+
+_EXPORTS: dict[str, str] = {
+    'Environment': 'synth.envs.api',
+    'HELDOUT_DOMAINS': 'synth.servers.db',
+    'LLMClient': 'synth.llm.client',
+    'LLMEndpointError': 'synth.errors',
+    'LLMReplyError': 'synth.errors',
+    'SYSTEM_PROMPT': 'synth.envs.grpo',
+    'Suite': 'synth.code.runner',
+    'build_dataset': 'synth.dataset',
+    'build_envs': 'synth.envs.build',
+    'code_items': 'synth.code.bench',
+    'extract_tool_calls': 'synth.envs.grpo',
+    'grpo_rows': 'synth.envs.grpo',
+    'load_envs': 'synth.envs.io',
+    'make_reward_fn': 'synth.envs.grpo',
+    'run_suites': 'synth.code.runner',
+    'system_prompt': 'synth.rollout',
+}
+"""Public names and the modules that define them: other packages import these (or ``synth.models``)."""
+
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str):
+    """Load a public name from its module on first use (PEP 562), so that importing the package stays cheap."""
+    if name in _EXPORTS:
+        import importlib
+
+        value = getattr(importlib.import_module(_EXPORTS[name]), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

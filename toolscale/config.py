@@ -392,7 +392,8 @@ class UserServer(_Frozen):
 
 
 class SynthSpec(_Frozen):
-    """Synthesis settings (synth/)."""
+    """Synthesis settings (``[synth]``): declared once, here; ``synth.models.Recipe`` is these settings plus the
+    grid's axis knobs and a seed (it subclasses this model), so ``validate`` and a job accept the same values."""
 
     servers: list[str | UserServer] = Field(default_factory=list)
     """Your stdio MCP servers as command lines (``"python -m mcp_server_git --repository /data/repo"``):
@@ -419,8 +420,8 @@ class SynthSpec(_Frozen):
     transform_rate: float = Field(default=0.0, ge=0.0, le=1.0)
     """Share of arguments the visible history shows only transformed (``synth.transforms``); such actions
     stay derivable, exact-match provenance misses them."""
-    max_chain_len: int = Field(default=4, ge=1)
-    """Longest tool chain in a task."""
+    max_chain_len: int = Field(default=4, ge=1, le=8)
+    """Most tool calls in a task's plan (retries not counted), in calls."""
     backend: Literal["live", "emulator"] = "emulator"
     """Roll out against live stdio servers or the stateful emulator."""
     judge_threshold: float = Field(default=0.7, ge=0.0, le=1.0)
