@@ -277,3 +277,19 @@ def test_a_synth_setting_a_recipe_refuses_is_refused_by_validate() -> None:
     data["synth"] = {"max_chain_len": 10}  # a Recipe holds at most 8 calls per plan
     with pytest.raises(ConfigError, match="max_chain_len"):
         parse_config(data)
+
+
+def test_config_hash_and_differences_name_what_changes_runs() -> None:
+    from toolscale.config import config_differences, config_hash
+
+    cfg = parse_config(_base())
+    stored = cfg.model_dump(mode="json")
+    other = _base()
+    other.setdefault("executor", {}).update(kind="debug", max_parallel=7)  # where runs execute, not what they are
+    assert config_differences(stored, parse_config(other)) == []
+    assert config_hash(parse_config(other)) == config_hash(cfg) == config_hash(stored)
+    changed = _base()
+    changed.setdefault("synth", {})["error_rate"] = 0.43
+    changed.setdefault("train", {})["weight_decay"] = 0.07
+    assert config_differences(stored, parse_config(changed)) == ["synth.error_rate", "train.weight_decay"]
+    assert config_hash(parse_config(changed)) != config_hash(cfg)
