@@ -3,7 +3,7 @@
 _EXPORTS: dict[str, str] = {
     'plan_allocation': 'allocator.service',
     'equal_spend_plan': 'allocator.service',
-    'CostModel': 'allocator.cost',
+    'CostModel': 'allocator.models',
 }
 """Public names and the modules that define them: other packages import these (or ``allocator.models``)."""
 

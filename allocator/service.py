@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from allocator.cost import cost_model_from_config
+from grid import cost_model_from_config
 from allocator.errors import AllocatorError, AllocatorUsageError
 from allocator.models import UNITS, AllocationReport, AllocationRequest, AxisBounds, Budget, Plan
 from allocator.solver import Surface, solve

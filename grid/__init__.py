@@ -4,6 +4,7 @@ _EXPORTS: dict[str, str] = {
     'CandidateCell': 'grid.augment',
     'Registry': 'grid.registry',
     'build_design': 'grid.design',
+    'cost_model_from_config': 'grid.cost',
     'candidate_cells': 'grid.augment',
     'candidate_recipes': 'grid.augment',
     'heldout_mask': 'grid.split',

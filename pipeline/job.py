@@ -156,7 +156,7 @@ def prepare_dataset(run: RunSpec, cfg: ExperimentConfig, cache: str | Path) -> t
     key = dataset_key(recipe.identity())
 
     def build(folder: Path) -> None:
-        from probes.pipeline import probe_dataset
+        from probes.measure import probe_dataset
 
         domain_of(cfg).build(recipe, folder)
         target = cfg.target_size  # the probe budget is a share of the run the data is for

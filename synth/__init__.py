@@ -2,7 +2,7 @@
 
 Pipeline (one grid point): bundled MCP servers (:mod:`synth.servers`: seeded databases, pure tool logic,
 thin stdio wrappers) and collected tool documents (:mod:`synth.collect`) -> tool transition graphs
-(:mod:`synth.graph`) -> random-walk chains with argument-flow verification and signature dedup
+(:mod:`synth.tool_graph`) -> random-walk chains with argument-flow verification and signature dedup
 (:mod:`synth.plans`) -> tasks with seeded augmentation (:mod:`synth.tasks`) -> scripted rollouts with
 injected errors and recovery (:mod:`synth.rollout`, backends in :mod:`synth.backends` and
 :mod:`synth.live`) -> the fail-closed seven-dimension judge (:mod:`synth.judge`) -> ``train.jsonl`` and
@@ -17,15 +17,15 @@ _EXPORTS: dict[str, str] = {
     'LLMClient': 'synth.llm.client',
     'LLMEndpointError': 'synth.errors',
     'LLMReplyError': 'synth.errors',
-    'SYSTEM_PROMPT': 'synth.envs.grpo',
+    'SYSTEM_PROMPT': 'synth.envs.rl_reward',
     'Suite': 'synth.code.runner',
     'build_dataset': 'synth.dataset',
     'build_envs': 'synth.envs.build',
     'code_items': 'synth.code.bench',
-    'extract_tool_calls': 'synth.envs.grpo',
-    'grpo_rows': 'synth.envs.grpo',
+    'extract_tool_calls': 'synth.envs.rl_reward',
+    'grpo_rows': 'synth.envs.rl_reward',
     'load_envs': 'synth.envs.io',
-    'make_reward_fn': 'synth.envs.grpo',
+    'make_reward_fn': 'synth.envs.rl_reward',
     'run_suites': 'synth.code.runner',
     'system_prompt': 'synth.rollout',
 }

@@ -10,7 +10,7 @@ The reward is the F1 environment reward of pinned interface 11 (``2 hit / (targe
     it answers without a call, the episode ends or the completion budget is spent. Observation
     tokens carry no loss (``env_mask`` 0). The reward is the episode's F1.
 ``single-turn``
-    Plain GRPO generation; :func:`synth.envs.grpo.make_reward_fn` replays each completion's
+    Plain GRPO generation; :func:`synth.envs.rl_reward.make_reward_fn` replays each completion's
     ``<tool_call>`` blocks in a fresh environment. The policy never sees an observation, and a policy
     SFT-trained on multi-turn data ends its turn after the first call, so this mode mostly rewards
     the first call; kept as the simpler baseline.
