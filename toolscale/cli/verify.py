@@ -147,7 +147,7 @@ def _as_target(runs, benchmark: str, metric: str, validation: str | None = None)
 
 def run_verification(args: argparse.Namespace):
     """The whole verification (plan, store, train, report); returns the :class:`VerificationReport`."""
-    from allocator.cost import cost_model_from_config
+    from grid.cost import cost_model_from_config
     from allocator.plots import verification_plot
     from allocator.verification import summarise
     from grid.registry import Registry
