@@ -44,7 +44,7 @@ PRELOAD: dict[str, tuple[str, ...]] = {
                  "submitit", "slurm.job", "slurm.preemption", "pipeline.job", "pipeline.training",
                  "pipeline.lr_scan", "train.sft", "train.data", "train.proxy", "train.tokenizer", "train.tokenized",
                  "eval.runner", "eval.backends", "eval.heldout", "eval.resumable", "eval.checkpoints",
-                 "eval.token_cache", "eval.diagnostics", "synth.dataset", "probes.pipeline",
+                 "eval.token_cache", "eval.diagnostics", "synth.dataset", "probes.measure",
                  "call:eval.benchmarks:preload_items"),
 }
 """What the fork server of a job kind imports before forking (``"module"`` or ``"module:attr"``), and calls

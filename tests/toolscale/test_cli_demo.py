@@ -40,6 +40,7 @@ def test_the_micro_preset_has_every_section_and_key_of_the_demo_preset():
 
 
 @pytest.mark.integration
+@pytest.mark.timeout(1800)  # about 10 min on the 2 shared cores at load 11; a few minutes idle
 def test_demo_end_to_end_on_the_micro_preset(tmp_path, capsys):
     """Every step of the demo's real part (collect, lr-scan on validation, design, launch on the warm local
     executor with kept checkpoints, fit of the envelope, report, allocate, verify) on the micro preset: 18 design
