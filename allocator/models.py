@@ -1,5 +1,5 @@
 """Contracts of the allocator: budgets, requests, plans. Imports only pydantic, numpy, the standard library and
-the grid's contracts (the one cost model, :class:`grid.models.CostModel`, shared with ``grid design``)."""
+the grid's cost model (:class:`grid.cost.CostModel`, shared with ``grid design``)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from grid.models import COMPUTE, AxisCost, CostModel
+from grid import COMPUTE, AxisCost, CostModel
 
 __all__ = ["Unit", "UNITS", "Budget", "AxisCost", "CostModel", "COMPUTE", "AxisBounds", "AllocationRequest", "Plan",
            "Optimality", "Decision", "AllocationPlan", "AllocationReport", "ARMS", "VerificationArm", "VerificationReport",
