@@ -11,7 +11,10 @@ Modules, from data to numbers:
 * :mod:`eval.ast_match` -- BFCL's AST matching plus a per-field partial score;
 * :mod:`eval.backends` -- transformers (CPU, batched), OpenAI-compatible endpoints, vLLM;
 * :mod:`eval.episodes` -- multi-turn episodes in executable environments (``heldout-env``);
-* :mod:`eval.runner` -- :func:`~eval.runner.evaluate` and the metric aggregation.
+* :mod:`eval.token_cache` -- tokenised requests cached on disk per tokenizer (one experiment encodes once);
+* :mod:`eval.runner` -- :func:`~eval.runner.evaluate` and the metric aggregation;
+* :mod:`eval.checkpoints` -- a run's kept checkpoints: each scored on the validation items (likelihood only),
+  the test benchmarks only at the chosen one and the last.
 
 Nothing here imports torch until a transformers backend is built.
 """

@@ -25,8 +25,8 @@ from typing import Any
 from eval.errors import UnknownBenchmarkError
 from eval.models import BenchmarkInfo
 
-__all__ = ["register_benchmark", "get_benchmark", "list_benchmarks", "load_items", "check_validation", "CALL_METRICS",
-           "ENV_METRICS", "CODE_METRICS"]
+__all__ = ["register_benchmark", "get_benchmark", "list_benchmarks", "load_items", "preload_items",
+           "check_validation", "CALL_METRICS", "ENV_METRICS", "CODE_METRICS"]
 
 CALL_METRICS: dict[str, str] = {
     "score": "share of items answered exactly right (AST match; no call on irrelevance items)",
@@ -77,12 +77,31 @@ def list_benchmarks() -> list[BenchmarkInfo]:
     return [_REGISTRY[k] for k in sorted(_REGISTRY)]
 
 
+_LOADED: dict[tuple[str, str, tuple[tuple[str, Any], ...]], tuple[Any, ...]] = {}
+"""Items built in this process, by benchmark, loader and loader arguments (the loaders are deterministic)."""
+
+
 def load_items(name: str, **kwargs: Any) -> list[Any]:
-    """The items of benchmark ``name`` (imports its loader on first use)."""
+    """The items of benchmark ``name`` (imports its loader on first use; built once per process and
+    arguments: building the held-out call items executes every call, about a second per benchmark)."""
     info = get_benchmark(name)
-    module, attr = info.loader.split(":")
-    loader: Callable[..., list[Any]] = getattr(importlib.import_module(module), attr)
-    return loader(**kwargs)
+    key = (name, info.loader, tuple(sorted(kwargs.items())))
+    if key not in _LOADED:
+        module, attr = info.loader.split(":")
+        loader: Callable[..., list[Any]] = getattr(importlib.import_module(module), attr)
+        _LOADED[key] = tuple(loader(**kwargs))
+    return list(_LOADED[key])
+
+
+def preload_items(names: tuple[str, ...] = ("heldout-calls", "indist-calls", "heldout-servers",
+                                            "valid-calls")) -> None:
+    """Build the items of ``names`` now (the warm executor's fork server does, so every job forked from it
+    starts with them); a benchmark that cannot be built is left to the job that needs it."""
+    for name in names:
+        try:
+            load_items(name)
+        except Exception:  # noqa: BLE001 - the job scoring it reports the error
+            continue
 
 
 def check_validation(validation: str | None, tests: list[str]) -> None:

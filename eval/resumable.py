@@ -53,13 +53,13 @@ def _save(path: Path, identity: dict[str, Any], rows: list[MetricResult]) -> Non
     atomic_write_json(path, {"identity": identity, "rows": [r.model_dump(mode="json") for r in rows]})
 
 
-def _backend(spec: Any, model_dir: str, run_name: str, threads: int | None) -> Any:
+def _backend(spec: Any, model_dir: str, run_name: str, threads: int | None, cache_dir: str | Path | None) -> Any:
     from eval.backends import get_backend
 
     if spec.backend == "transformers":
         import torch
 
-        return get_backend("transformers", model_dir, threads=threads,
+        return get_backend("transformers", model_dir, threads=threads, cache_dir=cache_dir,
                            device="cuda" if torch.cuda.is_available() else "cpu")
     if spec.backend == "openai":
         return get_backend("openai", "auto", endpoint=spec.endpoint)  # the served model, not a folder path
@@ -68,7 +68,7 @@ def _backend(spec: Any, model_dir: str, run_name: str, threads: int | None) -> A
 
 def evaluate_run(model_dir: str | Path, spec: Any, out_dir: str | Path, *, run_name: str, seed: int = 0,
                  threads: int | None = None, should_stop: Callable[[str], None] | None = None,
-                 log: str | Path | None = None) -> list[MetricResult]:
+                 log: str | Path | None = None, cache_dir: str | Path | None = None) -> list[MetricResult]:
     """Every benchmark of ``spec`` (:class:`toolscale.config.EvalSpec`) for one model, resumable (module docstring).
 
     Parameters
@@ -81,13 +81,14 @@ def evaluate_run(model_dir: str | Path, spec: Any, out_dir: str | Path, *, run_n
     threads : torch CPU threads for the ``transformers`` backend.
     should_stop : called with the next benchmark's name before it starts; raises to stop there.
     log : the vLLM server's log file (default ``out_dir/vllm.log``).
+    cache_dir : the experiment's token cache (:mod:`eval.token_cache`; ``transformers`` backend).
     """
     out = Path(out_dir)
     identity = partial_identity(model_dir, spec, seed)
     done = {name: saved_rows(out / f"{name}.json", identity) for name in spec.benchmarks}
     todo = [name for name, rows in done.items() if rows is None]
     if todo:
-        with _serving(spec, model_dir, run_name, log or out / "vllm.log", threads) as backend:
+        with _serving(spec, model_dir, run_name, log or out / "vllm.log", threads, cache_dir) as backend:
             for name in todo:
                 if should_stop is not None:
                     should_stop(f"benchmark {name}")
@@ -101,14 +102,16 @@ def evaluate_run(model_dir: str | Path, spec: Any, out_dir: str | Path, *, run_n
 class _serving:
     """The backend for ``spec``, with a vLLM server around it for ``vllm-server`` (a context manager)."""
 
-    def __init__(self, spec: Any, model_dir: str | Path, run_name: str, log: str | Path, threads: int | None):
+    def __init__(self, spec: Any, model_dir: str | Path, run_name: str, log: str | Path, threads: int | None,
+                 cache_dir: str | Path | None = None):
         self.spec, self.model_dir, self.run_name, self.log, self.threads = spec, str(model_dir), run_name, log, threads
+        self.cache_dir = cache_dir
         self.server: Any = None
         self.backend: Any = None
 
     def __enter__(self) -> Any:
         if self.spec.backend != "vllm-server":
-            self.backend = _backend(self.spec, self.model_dir, self.run_name, self.threads)
+            self.backend = _backend(self.spec, self.model_dir, self.run_name, self.threads, self.cache_dir)
             return self.backend
         from eval.vllm_server import VLLMServer, VLLMServerBackend
 

@@ -16,6 +16,7 @@ import math
 import random
 from collections import defaultdict
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 from eval.ast_match import gold_calls, match_item
@@ -209,7 +210,8 @@ def evaluate(model_dir_or_gold: str, benchmark: str, *, limit: int | None = None
              backend: str | Backend = "transformers", endpoint: str | None = None, batch_size: int = 8,
              max_new_tokens: int | None = None, threads: int | None = None, device: str = "cpu",
              items: Sequence[Any] | None = None, generate_limit: int | None = None,
-             score_only: bool = False, diagnostics: Any = None) -> list[MetricResult]:
+             score_only: bool = False, diagnostics: Any = None,
+             cache_dir: str | Path | None = None) -> list[MetricResult]:
     """Score a model on one benchmark.
 
     Parameters
@@ -244,6 +246,8 @@ def evaluate(model_dir_or_gold: str, benchmark: str, *, limit: int | None = None
     diagnostics : eval.diagnostics.Diagnostics or None
         Call benchmarks with a token-scoring backend: add bits per byte by span type, on seen and unseen
         tools, and the uniform and unigram baselines (:func:`eval.diagnostics.diagnostic_metrics`).
+    cache_dir : str, Path or None
+        The experiment's token cache folder (:mod:`eval.token_cache`; transformers backend created here only).
 
     Returns
     -------
@@ -276,7 +280,8 @@ def evaluate(model_dir_or_gold: str, benchmark: str, *, limit: int | None = None
     if not gold:
         if isinstance(backend, str):
             options: dict[str, Any] = {"endpoint": endpoint} if backend == "openai" else {
-                "batch_size": batch_size, "threads": threads, "device": device} if backend == "transformers" else {}
+                "batch_size": batch_size, "threads": threads, "device": device,
+                "cache_dir": cache_dir} if backend == "transformers" else {}
             model = get_backend(backend, str(model_dir_or_gold), **options)
         else:
             model = backend
@@ -343,18 +348,20 @@ def _diagnostics(info: BenchmarkInfo, items: Sequence[Any], scores: Any, model: 
                               diagnostics)
 
 
-def evaluate_spec(model_dir_or_gold: str, spec: Any, *, seed: int = 0, threads: int | None = None) -> list[MetricResult]:
+def evaluate_spec(model_dir_or_gold: str, spec: Any, *, seed: int = 0, threads: int | None = None,
+                  cache_dir: str | Path | None = None) -> list[MetricResult]:
     """Every benchmark of a config's ``[eval]`` section (:class:`toolscale.config.EvalSpec`), one model load.
 
     ``seed`` selects the items when ``spec.limit`` is set: runs compared in one fit should share it
-    (a run's own training seed would score each run on different items). Returns the metric rows
-    of all benchmarks, in the spec's order (what a job puts in its result file).
+    (a run's own training seed would score each run on different items). ``cache_dir``: the experiment's
+    token cache (:mod:`eval.token_cache`; pass it when every run shares one tokenizer). Returns the metric
+    rows of all benchmarks, in the spec's order (what a job puts in its result file).
     """
     gold = model_dir_or_gold == GOLD
     backend: str | Backend = spec.backend
     if not gold:
         options: dict[str, Any] = {"endpoint": spec.endpoint} if spec.backend == "openai" else {
-            "threads": threads} if spec.backend == "transformers" else {}
+            "threads": threads, "cache_dir": cache_dir} if spec.backend == "transformers" else {}
         backend = get_backend(spec.backend, str(model_dir_or_gold), **options)
     rows: list[MetricResult] = []
     for name in spec.benchmarks:

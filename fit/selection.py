@@ -187,6 +187,23 @@ def _corrected(labels: list[str], scores: list[dict[str, _Score | None]], decade
     return ("runner_up" if runner else "none"), folds, _pooled(excess, decades)
 
 
+def _fittable(candidates: Mapping[str, Law], fitted: Points, sizes: list[float]) -> dict[str, Law]:
+    """The candidates with fewer parameters than the runs of the smallest fit they get (the first rung-CV fold:
+    the two smallest sizes; every fitted run with fewer than 3 sizes). A form too large for it cannot be scored
+    on every fold, so it cannot be chosen (the demo's 5 recipes a width give 10 runs there). FitInputError when
+    none is left."""
+    n = np.asarray(fitted.inputs["N"], dtype=float)
+    smallest = int(np.sum(n <= sizes[1])) if len(sizes) >= 3 else fitted.n
+    usable = {lb: law for lb, law in candidates.items() if law.n_params + 1 <= smallest}
+    if not usable:
+        from fit.errors import FitInputError
+
+        fewest = min(law.n_params for law in candidates.values()) + 1
+        raise FitInputError(f"every candidate law needs at least {fewest} fitted runs in its smallest fit; "
+                            f"got {smallest} (fit more recipes or seeds per size)")
+    return usable
+
+
 def select_law(points: Points, candidates: Mapping[str, Law], *, n_starts: int = 8, max_grid: int = 4096,
                seed: int = 0, huber_delta: float | None = None) -> LawSelection:
     """Score every candidate by rolling rung cross-validation over the ``fit`` points; pick the best.
@@ -206,6 +223,7 @@ def select_law(points: Points, candidates: Mapping[str, Law], *, n_starts: int =
     fitted = points.subset(points.split_array() == "fit")
     sizes = sorted(set(np.asarray(fitted.inputs["N"], dtype=float).tolist()))
     fit_kw = dict(n_starts=n_starts, max_grid=max_grid, seed=seed, huber_delta=huber_delta)
+    candidates = _fittable(candidates, fitted, sizes)
     if len(sizes) < 3:
         rows = []
         for label, law in candidates.items():

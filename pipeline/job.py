@@ -10,8 +10,11 @@ requeued job skips what is done:
    reader sees a complete dataset or none. On SLURM a CPU-only array builds every dataset of a
    launch first (:func:`preparation`, run by :mod:`slurm.prepare`), so GPU jobs find them ready.
 2. **train**: the configured ``[train].stages`` (:mod:`pipeline.training`: mid-training, SFT into
-   ``workdir/model``, GRPO), each resuming from its own checkpoints after a requeue.
-3. **eval**: :func:`eval.runner.evaluate_spec` (every configured benchmark, one model load).
+   ``workdir/model``, GRPO), each resuming from its own checkpoints after a requeue; the SFT set is
+   tokenised once per dataset and tokenizer (:func:`train_cache_dir`).
+3. **eval**: every kept checkpoint on the validation benchmark and the chosen one (and the last) on the test
+   benchmarks (:mod:`eval.checkpoints`), or the final model on every benchmark (:mod:`eval.resumable`);
+   through the experiment's token cache (:func:`eval_cache_dir`) when its runs share one tokenizer.
 
 The heavy packages are imported inside the job, so a missing one fails that run (its
 result says why), never the launcher.
@@ -38,7 +41,8 @@ if TYPE_CHECKING:
     from toolscale.config import ExperimentConfig
 
 __all__ = ["run_pipeline", "prepare_dataset", "preparation", "DatasetJob", "train_options", "job_recipe",
-           "dataset_key", "ensure_dataset", "ensure_tokenizer", "tokenizer_recipe", "recipe_for", "COMPLETE_MARKER"]
+           "dataset_key", "ensure_dataset", "ensure_tokenizer", "tokenizer_recipe", "recipe_for", "eval_cache_dir",
+           "train_cache_dir", "COMPLETE_MARKER"]
 
 COMPLETE_MARKER = ".complete"
 """File a finished dataset folder holds (written before the folder is renamed into place)."""
@@ -123,6 +127,16 @@ def ensure_tokenizer(cfg: Any, cache: str | Path) -> Path:
 
     folder, _ = ensure_dataset(cache, key, build)
     return folder
+
+
+def eval_cache_dir(cache: str | Path) -> Path:
+    """The experiment's token cache folder (:mod:`eval.token_cache`) beside its datasets and tokenizer."""
+    return Path(cache) / "eval-cache"
+
+
+def train_cache_dir(cache: str | Path) -> Path:
+    """The tokenised-dataset cache folder (:mod:`train.tokenized`) beside the datasets it tokenises."""
+    return Path(cache) / "train-cache"
 
 
 def _probe_extra(manifest: dict[str, Any], train_flops: float | None) -> dict[str, Any]:
@@ -235,12 +249,13 @@ def run_diagnostics(data_dir: Path, tokenizer: Any) -> Any:
 
 
 def _evaluate(cfg: Any, model_dir: Path, keep: int, data_dir: Path | None, workdir: Path, run_name: str,
-              should_stop: Any = None) -> tuple[list[Any], dict[str, Any]]:
+              should_stop: Any = None, cache_dir: Path | None = None) -> tuple[list[Any], dict[str, Any]]:
     """``(metric rows, checkpoint summary)``: every kept checkpoint scored by :func:`eval.checkpoints.evaluate_checkpoints`
-    (one model load per checkpoint), or the final model alone on every benchmark by
+    (one model load per checkpoint, the run's tokenizer loaded once), or the final model alone on every benchmark by
     :func:`eval.resumable.evaluate_run` (each benchmark's rows kept in ``workdir/eval``, so a requeued job scores
-    only what is missing; any backend). Seed 0: every run is scored on the same items, so scores differ by
-    model, not by sample."""
+    only what is missing; any backend). ``cache_dir``: the experiment's token cache (:mod:`eval.token_cache`),
+    so each benchmark item is encoded once for every run and checkpoint. Seed 0: every run is scored on the same
+    items, so scores differ by model, not by sample."""
     from eval.resumable import evaluate_run
     from eval.runner import evaluate
 
@@ -248,17 +263,19 @@ def _evaluate(cfg: Any, model_dir: Path, keep: int, data_dir: Path | None, workd
     snapshots = stats.get("snapshots") or []
     if not snapshots:
         return evaluate_run(model_dir, cfg.eval, Path(workdir) / "eval", run_name=run_name, seed=0,
-                            threads=cfg.train.threads, should_stop=should_stop), {}
-    from eval.backends import get_backend
+                            threads=cfg.train.threads, should_stop=should_stop, cache_dir=cache_dir), {}
+    from eval.backends import TransformersBackend, get_backend
     from eval.checkpoints import evaluate_checkpoints
 
     loaded: dict[str, Any] = {}
     diag: list[Any] = []
+    tokenizer = TransformersBackend._load_tokenizer(str(model_dir))  # every snapshot holds the run's tokenizer
 
     def score(path: str, bench: str, *, diagnostics: bool = False, **kw: Any) -> list[Any]:
         if path not in loaded:
             loaded.clear()  # one model in memory at a time
-            loaded[path] = get_backend("transformers", path, threads=cfg.train.threads)
+            loaded[path] = get_backend("transformers", path, threads=cfg.train.threads, tokenizer_obj=tokenizer,
+                                       cache_dir=cache_dir)
         if diagnostics and data_dir is not None and not diag:
             diag.append(run_diagnostics(data_dir, loaded[path].tokenizer))
         return evaluate(path, bench, seed=0, backend=loaded[path], diagnostics=diag[0] if diagnostics and diag else None,
@@ -299,7 +316,8 @@ def run_pipeline(run: RunSpec, workdir: Path, checkpoint: dict[str, Any] | None)
     keep = checkpoints_kept(cfg)
     trained = train_stages(cfg, size, run, data_dir, Path(workdir), steps=steps, tokenizer_dir=tok_dir,
                            learning_rate=float(lr) if lr is not None else None, max_epochs=cfg.train.max_epochs,
-                           label=run.run_id, snapshots=keep, **train_options(cfg, size))
+                           label=run.run_id, snapshots=keep, cache_dir=train_cache_dir(ctx["dataset_cache"]),
+                           **train_options(cfg, size))
     stats, model_dir = trained.total, trained.model_dir
     stage_s["train"] = time.monotonic() - t0 - stage_s["dataset"]
     state.update(stage="trained", model=str(model_dir))
@@ -307,7 +325,9 @@ def run_pipeline(run: RunSpec, workdir: Path, checkpoint: dict[str, Any] | None)
 
     if int(os.environ.get("RANK", "0") or 0) != 0:  # one process per GPU: rank 0 alone evaluates and reports
         return {"metrics": [], "train": stats, "dataset_id": key}
-    metrics, ckpt_summary = _evaluate(cfg, model_dir, keep, data_dir, Path(workdir), run.run_id, check_stop)
+    # with the experiment's shared tokenizer every run encodes the same items the same way: one token cache for all
+    cache = eval_cache_dir(ctx["dataset_cache"]) if tok_dir is not None else None
+    metrics, ckpt_summary = _evaluate(cfg, model_dir, keep, data_dir, Path(workdir), run.run_id, check_stop, cache)
     stage_s["eval"] = time.monotonic() - t0 - stage_s["dataset"] - stage_s["train"]
     state.update(stage="evaluated")
     save_checkpoint(workdir, state)

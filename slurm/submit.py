@@ -1,4 +1,4 @@
-"""Submission: put pending runs on an executor (SLURM job arrays, local processes, in-process debug).
+"""Submission: put pending runs on an executor (SLURM job arrays, warm local forks, in-process debug).
 
 One submission = one fresh submitit folder (job ids repeat after a cluster reset, and a
 reused folder returns stale results) plus a :class:`slurm.models.LaunchManifest`
@@ -7,23 +7,23 @@ registry is updated, so a launcher killed in between loses nothing: the next
 :func:`slurm.sync.sync` reads the manifest back.
 
 Runs are grouped by ladder rung (each rung has its own resources) and each group is
-submitted in one ``executor.batch()``: one ``sbatch --array`` per rung on SLURM.
+submitted in one ``executor.batch()``: one ``sbatch --array`` per rung on SLURM. Local runs are
+forked from the warm executor's fork server (:mod:`slurm.warm`), one process per run.
 Both :mod:`slurm.launcher` (first submissions, cancel) and :mod:`slurm.sync`
 (resubmitting failed runs) build on this module.
 """
 
 from __future__ import annotations
 
-import contextlib
 import os
 import re
-import signal
 import secrets
 import shutil
 import time
 from collections import defaultdict
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 from grid.models import RunRecord, RunSpec
@@ -31,10 +31,9 @@ from slurm.errors import LaunchError, SubmitError
 from slurm.jobs import job_kind_ref
 from slurm.models import ExecutorKind, LaunchManifest, LaunchReport
 from slurm.paths import LaunchPaths
-from toolscale.files import atomic_write_json
-from slurm.process import process_start
 from slurm.resources import executor_parameters
 from toolscale.config import ExperimentConfig
+from toolscale.files import atomic_write_json
 
 __all__ = ["submit_runs", "launch_plan", "read_manifests", "ACTIVE", "LOCAL_JOBS", "MAX_REQUEUES"]
 
@@ -48,7 +47,7 @@ Preemptions do not count. A run needs ``MAX_REQUEUES + 1`` time limits of work a
 dataset stage is not resumable, so it must fit in one time limit."""
 
 LOCAL_JOBS: dict[str, Any] = {}
-"""Local jobs submitted by this process (job id -> submitit LocalJob), polled without zombies."""
+"""Local jobs submitted by this process (job id -> :class:`slurm.warm.WarmJob`)."""
 
 
 def _new_launch_id() -> str:
@@ -95,29 +94,6 @@ def _archive_old_result(paths: LaunchPaths, run: RunRecord) -> None:
         os.replace(old, paths.attempts / f"{run.run_id}.{run.attempts}.result.json")
 
 
-@contextlib.contextmanager
-def interruptible_children(local: bool) -> Iterator[None]:
-    """Local job controllers must stay cancellable by SIGINT (``toolscale cancel``).
-
-    A process started in the background by a non-interactive shell (``nohup toolscale launch ... &``)
-    inherits SIGINT as *ignored*, and so would every controller it spawns: ``cancel`` would then signal
-    jobs that never stop. While local jobs are spawned, SIGINT is set back to Python's default handler
-    (children start with the default action); the caller's disposition is restored afterwards.
-    """
-    if not local or signal.getsignal(signal.SIGINT) is not signal.SIG_IGN:
-        yield
-        return
-    try:
-        signal.signal(signal.SIGINT, signal.default_int_handler)
-    except ValueError:  # not the main thread: leave it as it is
-        yield
-        return
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGINT, signal.SIG_IGN)
-
-
 def submit_runs(reg, config: ExperimentConfig, runs: Sequence[RunRecord], *, executor: ExecutorKind,
                 paths: LaunchPaths, job_kind: str = "pipeline", max_parallel: int | None = None,
                 signal_delay_s: int | None = None) -> LaunchReport:
@@ -130,8 +106,6 @@ def submit_runs(reg, config: ExperimentConfig, runs: Sequence[RunRecord], *, exe
     On a refused submission the runs of the refused group stay as they were, the ones
     already accepted are recorded, and :class:`SubmitError` carries sbatch's message.
     """
-    import submitit
-
     experiment = config.experiment.name
     if not runs:
         return LaunchReport(launch_id=None, experiment=experiment, executor=executor)
@@ -165,38 +139,37 @@ def submit_runs(reg, config: ExperimentConfig, runs: Sequence[RunRecord], *, exe
             params = {**params, "slurm_additional_parameters": extra}
         group = [by_id[i] for i in step["runs"]]
         try:
-            ex = submitit.AutoExecutor(folder=folder, cluster=executor, slurm_max_num_timeout=MAX_REQUEUES,
-                                       local_max_num_timeout=MAX_REQUEUES)
-            ex.update_parameters(**params)
-        except (ValueError, NameError, AssertionError, RuntimeError) as err:
-            failure = SubmitError(f"invalid submission parameters for model size {size_name!r}: "
-                                  f"{str(err).splitlines()[0]}")
+            ex = None if executor == "local" else _executor(executor, folder, params, size_name)
+        except SubmitError as err:
+            failure = err
             break
         for r in group:
             _archive_old_result(paths, r)
         rung_context = {**context, "signal_grace_s": grace_s(params.get("slurm_signal_delay_s", delay))}
         runners = [_runner(job_kind, ref, r, paths, rung_context) for r in group]
-        try:
-            with interruptible_children(executor == "local"), ex.batch():
-                jobs = [ex.submit(fn) for fn in runners]
-        except Exception as err:  # sbatch refused: submitit raises its own error types with sbatch's stderr
-            failure = _submit_error(err, size_name)
-            break
-        arrays += 1
+        if ex is None:
+            jobs, failure = _submit_local(job_kind, runners, folder, params)
+        else:
+            try:
+                jobs = _submit_batch(ex, runners, size_name)
+            except SubmitError as err:
+                failure, jobs = err, []
+        arrays += 1 if jobs else 0
         accepted = {}
         for r, job in zip(group, jobs):
             accepted[r.run_id] = job_ids[r.run_id] = str(job.job_id)
             submitted_jobs.append(job)
-            if executor == "local":
+            if executor == "local":  # just forked: the PID cannot have been reused yet
                 LOCAL_JOBS[str(job.job_id)] = job
-                t = process_start(int(job.job_id)) if str(job.job_id).isdigit() else None
-                if t is not None:  # the controller was just started: its PID cannot have been reused yet
-                    started[str(job.job_id)] = t
-        manifest = LaunchManifest(launch_id=launch_id, experiment=experiment, executor=executor,
-                                  job_kind=job_kind, submitit_folder=str(folder), created_at=datetime.now(UTC),
-                                  jobs=job_ids, started=started, dataset_job=dataset_job)
-        atomic_write_json(paths.manifest(launch_id), manifest.model_dump(mode="json"))  # after every array
-        reg.mark_submitted(accepted)
+                started[str(job.job_id)] = job.started
+        if accepted:
+            manifest = LaunchManifest(launch_id=launch_id, experiment=experiment, executor=executor,
+                                      job_kind=job_kind, submitit_folder=str(folder), created_at=datetime.now(UTC),
+                                      jobs=job_ids, started=started, dataset_job=dataset_job)
+            atomic_write_json(paths.manifest(launch_id), manifest.model_dump(mode="json"))  # after every array
+            reg.mark_submitted(accepted)
+        if failure is not None:
+            break
     submit_s = time.perf_counter() - t0
     if executor == "debug":
         for job in submitted_jobs:  # in-process, one after the other; the runner records failures itself
@@ -211,6 +184,39 @@ def grace_s(signal_delay_s: float) -> float:
     """Seconds a job may take to save after SIGUSR2 before submitit requeues it anyway: the signal delay less
     the time the requeue itself needs (60 s, or half of a short delay)."""
     return max(5.0, signal_delay_s - min(60.0, signal_delay_s / 2))
+
+
+def _executor(executor: ExecutorKind, folder: Path, params: dict[str, Any], size_name: str) -> Any:
+    """A submitit executor (SLURM or debug) with one rung's parameters; SubmitError when they are invalid."""
+    import submitit
+
+    try:
+        ex = submitit.AutoExecutor(folder=folder, cluster=executor, slurm_max_num_timeout=MAX_REQUEUES)
+        ex.update_parameters(**params)
+    except (ValueError, NameError, AssertionError, RuntimeError) as err:
+        raise SubmitError(f"invalid submission parameters for model size {size_name!r}: "
+                          f"{str(err).splitlines()[0]}") from None
+    return ex
+
+
+def _submit_batch(ex: Any, runners: Sequence[Any], size_name: str) -> list[Any]:
+    """One ``executor.batch()`` of ``runners`` (one job array on SLURM); SubmitError when refused."""
+    try:
+        with ex.batch():
+            return [ex.submit(fn) for fn in runners]
+    except Exception as err:  # sbatch refused: submitit raises its own error types with sbatch's stderr
+        raise _submit_error(err, size_name) from None
+
+
+def _submit_local(job_kind: str, runners: Sequence[Any], folder: Path, params: dict[str, Any]
+                  ) -> tuple[list[Any], SubmitError | None]:
+    """Fork the runners from the warm executor (:mod:`slurm.warm`): (the jobs started, in order; the
+    SubmitError that stopped the rest, or None)."""
+    from slurm.warm import submit_warm
+
+    jobs, error = submit_warm(job_kind, [vars(fn) for fn in runners], log_dir=folder,
+                              timeout_min=float(params["timeout_min"]), gpus=int(params.get("gpus_per_node") or 0))
+    return jobs, SubmitError(f"local jobs not started: {error}") if error else None
 
 
 def launch_plan(config: ExperimentConfig, runs: Sequence[RunRecord], *, max_parallel: int | None = None,

@@ -19,6 +19,7 @@ _EXPORTS: dict[str, str] = {
     'build_model': 'train.proxy',
     'count_params': 'train.proxy',
     'load_tokenizer': 'train.tokenizer',
+    'tokenizer_fingerprint': 'train.tokenizer',
     'normalize_messages': 'train.chat',
     'train_grpo': 'train.grpo',
     'train_sft': 'train.sft',

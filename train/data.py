@@ -20,7 +20,7 @@ from train.errors import TrainDataError
 if TYPE_CHECKING:  # pragma: no cover
     from transformers import PreTrainedTokenizerBase
 
-__all__ = ["DATA_FILE", "data_file", "read_rows", "validate_row", "render_corpus", "tokenize_rows",
+__all__ = ["DATA_FILE", "data_file", "read_rows", "count_rows", "validate_row", "render_corpus", "tokenize_rows",
            "TokenizedData", "dataset_id", "apply_loss_weights"]
 
 DATA_FILE = "train.jsonl"
@@ -85,6 +85,13 @@ def read_rows(data_dir: str | Path) -> list[dict[str, Any]]:
     if not rows:
         raise TrainDataError(f"{file} holds no rows")
     return rows
+
+
+def count_rows(data_dir: str | Path) -> int:
+    """Non-blank lines of a dataset's JSONL file: its row count when the file is valid (:func:`read_rows`
+    checks that), without parsing it."""
+    with open(data_file(data_dir), "rb") as f:
+        return sum(1 for line in f if line.strip())
 
 
 def render_corpus(rows: Iterable[dict[str, Any]]) -> list[str]:

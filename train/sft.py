@@ -17,10 +17,12 @@ accumulation, activation checkpointing, padding-free batches and TRL's chunked L
 rank 0 alone writes the run's files, and the final model is saved in ``save_dtype``.
 
 Loss is on assistant tokens only: conversations are tokenized here (:func:`train.data.tokenize_rows`,
-with the chat template's ``{% generation %}`` masks) and handed to TRL as ``input_ids`` +
-``assistant_masks``, from which TRL builds the labels (-100 elsewhere). TRL's own
-``assistant_only_loss`` flag only applies when TRL tokenizes, so it stays off; tokenizing here
-keeps the token counts exact and the dataset's ``meta`` column out of the trainer.
+with the chat template's ``{% generation %}`` masks, through the tokenised-dataset cache of
+:mod:`train.tokenized` when a ``cache_dir`` is given) and handed to TRL as ``input_ids`` + ``labels``
+(-100 outside the mask, :meth:`train.tokenized.TokenizedArrays.dataset`) with TRL's dataset preparation
+skipped: it would build the same labels with ``Dataset.map`` passes that cost a small run more than its
+training. TRL's own ``assistant_only_loss`` flag only applies when TRL tokenizes, so it stays off; tokenizing
+here keeps the token counts exact and the dataset's ``meta`` column out of the trainer.
 """
 
 from __future__ import annotations
@@ -37,7 +39,8 @@ from toolscale.config import ModelSize, TrainSpec, training_flops
 from toolscale.errors import UsageError
 from train.accounting import accounting_callback, loss_curve, read_accounting
 from train.checkpoint import RUN_FILE, STATS_FILE, checkpoint_dir, clear_checkpoints, last_checkpoint
-from train.data import dataset_id, read_rows, render_corpus, tokenize_rows
+from train.data import count_rows, dataset_id, read_rows, render_corpus
+from train.tokenized import cached_tokenize
 from train.tokenizer import tokenizer_id
 from train.distributed import save_final
 from train.errors import TrainError
@@ -235,7 +238,8 @@ def train_sft(data_dir: str | Path, size: ModelSize, out_dir: str | Path, *, max
               label: str | None = None, init: str | Path | None = None, weight_decay: float = 0.0,
               schedule: str = "cosine", wsd_decay: float = 0.2, snapshots: int = 0, train: TrainSpec | None = None,
               checkpoint_every_s: float | None = None, keep_checkpoints: bool = True,
-              save_dtype: str | None = None, should_stop: StopCheck | None = None) -> TrainStats:
+              save_dtype: str | None = None, should_stop: StopCheck | None = None,
+              cache_dir: str | Path | None = None) -> TrainStats:
     """Train one model with SFT on a synthesised dataset; write it to ``out_dir``.
 
     Parameters
@@ -296,6 +300,9 @@ def train_sft(data_dir: str | Path, size: ModelSize, out_dir: str | Path, *, max
         ``snapshots`` are what remain).
     save_dtype
         Dtype of the saved final model (``"bfloat16"``, ``"float32"``); None keeps the training dtype.
+    cache_dir
+        Folder of the tokenised-dataset cache (:mod:`train.tokenized`): runs sharing this dataset and
+        tokenizer (and ``max_seq_len`` and seed) tokenise it once. None tokenises every time.
 
     A loss that turns NaN or infinite stops the run with :class:`DivergedError` (step and last losses).
 
@@ -318,13 +325,20 @@ def train_sft(data_dir: str | Path, size: ModelSize, out_dir: str | Path, *, max
             raise UsageError(f"threads must be >= 1, got {threads}")
         torch.set_num_threads(threads)
     out = Path(out_dir)
-    rows = read_rows(data_dir)
+    loaded: list[list[dict[str, Any]]] = []
+
+    def rows() -> list[dict[str, Any]]:  # read (and validated) only when needed: a cache hit does not
+        if not loaded:
+            loaded.append(read_rows(data_dir))
+        return loaded[0]
+
     name = label or str(out)
     if max_epochs is not None:
-        epochs = planned_epochs(steps, size.batch_size, len(rows))
+        n_rows = count_rows(data_dir)
+        epochs = planned_epochs(steps, size.batch_size, n_rows)
         if epochs > max_epochs + 1e-9:
             raise UsageError(f"run {name}: {epochs:.2f} epochs ({steps} steps x {size.batch_size} sequences over "
-                             f"{len(rows)} rows) exceed train.max_epochs = {max_epochs:g}; synthesise more tasks "
+                             f"{n_rows} rows) exceed train.max_epochs = {max_epochs:g}; synthesise more tasks "
                              "or train fewer steps")
     if snapshots > steps:
         raise UsageError(f"run {name}: [eval] checkpoints = {snapshots} exceeds its {steps} training steps; "
@@ -358,6 +372,16 @@ def train_sft(data_dir: str | Path, size: ModelSize, out_dir: str | Path, *, max
         previous = read_stats(out)
         if previous is not None:
             return TrainStats.model_validate(previous["train"])
+    # bad data is refused before anything is written: with a given tokenizer the rows are tokenised (or read
+    # back from the cache, already validated) first; a tokenizer of its own trains on the validated rows
+    tokenizer = data = None
+    if init is not None or tokenizer_dir is not None:
+        from train.tokenizer import load_tokenizer
+
+        tokenizer = load_tokenizer(init if init is not None else tokenizer_dir)
+        data = _tokenized(rows, tokenizer, size, seed, data_id, cache_dir, data_dir)
+    else:
+        rows()
     init_process_group()
     if is_main():
         if not resume:
@@ -365,22 +389,12 @@ def train_sft(data_dir: str | Path, size: ModelSize, out_dir: str | Path, *, max
             (out / STATS_FILE).unlink(missing_ok=True)
         out.mkdir(parents=True, exist_ok=True)
         _write_json(run_file, identity)
-    barrier()
-
-    if init is not None:
-        from train.tokenizer import load_tokenizer
-        tokenizer = load_tokenizer(init)
-    elif tokenizer_dir is not None:
-        from train.tokenizer import load_tokenizer
-
-        tokenizer = load_tokenizer(tokenizer_dir)
-        if is_main():
+        if init is None and tokenizer is not None:
             tokenizer.save_pretrained(out)
-    else:
-        tokenizer = _tokenizer_for(size, out, rows, resume)
-    data = tokenize_rows(rows, tokenizer, size.max_seq_len, seed=seed)
-    if not data["examples"]:
-        raise TrainError(f"no row of {data_dir} keeps an assistant token within max_seq_len={size.max_seq_len}")
+    barrier()
+    if tokenizer is None or data is None:
+        tokenizer = _tokenizer_for(size, out, rows(), resume)
+        data = _tokenized(rows, tokenizer, size, seed, data_id, cache_dir, data_dir)
     if size.pretrained or init is not None:
         with quiet_progress():
             model = load_model(size.pretrained or init)
@@ -389,14 +403,12 @@ def train_sft(data_dir: str | Path, size: ModelSize, out_dir: str | Path, *, max
         if len(tokenizer) > model.config.vocab_size:
             raise TrainError(f"tokenizer has {len(tokenizer)} tokens, model vocabulary {model.config.vocab_size}")
     params, params_nonemb = count_params(model)
-
-    from datasets import Dataset
-
-    dataset = Dataset.from_list(data["examples"])
+    dataset = data.dataset()
     every = max(10, steps // 4) if save_steps is None else save_steps
     spec = train or TrainSpec()
     config = sft_config(size, checkpoint_dir(out), max_steps=steps, seed=seed, save_steps=every, train=spec,
-                        weight_decay=weight_decay, schedule=schedule, wsd_decay=wsd_decay)
+                        weight_decay=weight_decay, schedule=schedule, wsd_decay=wsd_decay,
+                        dataset_kwargs={"skip_prepare_dataset": True})
     checkpoint = last_checkpoint(out) if resume else None
     accounting = accounting_callback(read_accounting(checkpoint).get("wall_s", 0.0), on_step=on_step)
     stopper = interrupt_callback(checkpoint_every_s, should_stop)
@@ -428,7 +440,7 @@ def train_sft(data_dir: str | Path, size: ModelSize, out_dir: str | Path, *, max
     kept = _snapshots(out, keep, snaps.seen, tokens)
     payload = {"objective": "sft", "train": stats.model_dump(mode="json"), "loss_curve": curve, "snapshots": kept,
                "dataset_id": data_id, "model_size": size.name, "steps": steps, "seed": seed, "resumed_from": checkpoint and checkpoint.name,
-               "data": {k: v for k, v in data.items() if k != "examples"},
+               "data": dict(data.counts),
                "chat_template": template_name(tokenizer.chat_template),
                "parallel": _layout(trainer, chunked)}
     if is_main():
@@ -437,6 +449,15 @@ def train_sft(data_dir: str | Path, size: ModelSize, out_dir: str | Path, *, max
             clear_checkpoints(out)
     barrier()
     return stats
+
+
+def _tokenized(rows: Callable[[], list[dict[str, Any]]], tokenizer: Any, size: ModelSize, seed: int, data_id: str,
+               cache_dir: str | Path | None, data_dir: str | Path) -> Any:
+    """The run's :class:`train.tokenized.TokenizedArrays` (cached); TrainError when no row keeps a loss token."""
+    data, _ = cached_tokenize(rows, tokenizer, size.max_seq_len, seed=seed, dataset_id=data_id, folder=cache_dir)
+    if not data.n_examples:
+        raise TrainError(f"no row of {data_dir} keeps an assistant token within max_seq_len={size.max_seq_len}")
+    return data
 
 
 def _identity(data_id: str, steps: int, seed: int, size: ModelSize, *, weight_decay: float, schedule: str,

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from toolscale.errors import UsageError
 from train.chat import BOS_TOKEN, CHAT_TEMPLATE, EOS_TOKEN, PAD_TOKEN, SPECIAL_TOKENS, TOOL_TOKENS
@@ -21,7 +21,8 @@ from train.errors import TrainError
 if TYPE_CHECKING:  # pragma: no cover
     from transformers import PreTrainedTokenizerFast
 
-__all__ = ["train_tokenizer", "load_tokenizer", "min_vocab_size", "tokenizer_id", "TOKENIZER_CLASS"]
+__all__ = ["train_tokenizer", "load_tokenizer", "min_vocab_size", "tokenizer_id", "tokenizer_fingerprint",
+           "TOKENIZER_CLASS"]
 
 TOKENIZER_CLASS = "PreTrainedTokenizerFast"
 """Class name written to ``tokenizer_config.json`` of every tokenizer trained here."""
@@ -123,3 +124,21 @@ def tokenizer_id(path: str | Path) -> str:
     if not file.is_file():
         raise TrainError(f"tokenizer folder {str(path)!r} has no tokenizer.json")
     return "sha256:" + hashlib.sha256(file.read_bytes()).hexdigest()[:16]
+
+
+def tokenizer_fingerprint(tokenizer: Any) -> str | None:
+    """sha256 (16 hex digits) of a loaded fast tokenizer's whole pipeline (vocabulary, merges, normalisation,
+    added tokens), its chat template and special tokens: equal fingerprints encode every text and render every
+    conversation identically. None for a tokenizer without a serialisable pipeline (caches then stay off)."""
+    import hashlib
+    import json
+
+    backend = getattr(tokenizer, "backend_tokenizer", None)
+    if backend is None:
+        return None
+    h = hashlib.sha256()
+    for part in (type(tokenizer).__name__, backend.to_str(), str(getattr(tokenizer, "chat_template", "") or ""),
+                 json.dumps(getattr(tokenizer, "special_tokens_map", {}), sort_keys=True, default=str)):
+        h.update(part.encode("utf-8"))
+        h.update(b"\0")
+    return h.hexdigest()[:16]

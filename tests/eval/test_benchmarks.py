@@ -52,6 +52,16 @@ def test_protocol_benchmarks_have_their_sizes_servers_and_unseen_databases():
         assert "bpb" in get_benchmark(name).metrics
 
 
+def test_items_are_built_once_per_process_and_callers_get_their_own_list():
+    from eval import benchmarks
+
+    first = load_items("heldout-calls")
+    first.clear()  # a caller's list is its own
+    again = load_items("heldout-calls")
+    assert len(again) == 152 and again[0] is load_items("heldout-calls")[0]  # the same built items
+    assert any(k[0] == "heldout-calls" for k in benchmarks._LOADED)
+
+
 def test_the_validation_split_shares_no_item_with_either_test_benchmark():
     from eval.heldout import VALID_DB_SEED_BASE, shared_items
     from synth.servers.db import TRAIN_DOMAINS

@@ -233,3 +233,21 @@ def test_one_se_rule_takes_the_simplest_form_within_the_lowest_error_and_its_se(
     a, b = cand("a", 5, 0.020, 0.01), cand("b", 5, 0.010, 0.01)
     assert one_se_choice([a, b]).label == "a" and one_se_choice([b, a]).label == "b"
     assert one_se_choice([cand("bad", 2, 0.5, 0.01), cand("good", 6, 0.02, 0.001)]).label == "good"
+
+
+def test_a_form_with_more_parameters_than_the_smallest_folds_runs_is_left_out_not_an_error():
+    """The demo's design: 5 recipes at each of 3 fitted sizes, so the first rung-CV fold fits 10 runs; the
+    10-parameter unique form cannot be fitted there and is no candidate, the smaller forms are scored."""
+    from fit.errors import FitInputError
+
+    pts = _points()
+    n, d = np.array(pts.inputs["N"]), np.array(pts.inputs["D"])
+    thin = pts.subset((n < 1e5) & (np.isclose(d, 6.0 * n)) & (n > 2000.0) | (n > 1e5))  # 3 fitted sizes x 5
+    assert thin.n - int(np.sum(np.array(thin.split) == "heldout")) == 15
+    cands = {"chinchilla_ND": get_law("chinchilla"), "chinchilla_unique": get_law("chinchilla_unique", INPUTS)}
+    assert cands["chinchilla_unique"].n_params + 1 > 10 >= cands["chinchilla_ND"].n_params + 1
+    sel = select_law(thin, cands, n_starts=2, max_grid=256)
+    assert sel.criterion == "rung_cv" and [c.label for c in sel.candidates] == ["chinchilla_ND"]
+    assert sel.chosen == "chinchilla_ND"
+    with pytest.raises(FitInputError, match="needs at least 11 fitted runs in its smallest fit; got 10"):
+        select_law(thin, {"chinchilla_unique": cands["chinchilla_unique"]}, n_starts=2, max_grid=256)

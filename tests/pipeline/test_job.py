@@ -155,8 +155,9 @@ def test_pipeline_end_to_end_shares_the_dataset_across_sizes(tmp_path):
     for r in (a, b):  # seconds per stage, for finding where a run's time goes
         assert set(r.metadata["stage_s"]) == {"dataset", "train", "eval"}
         assert r.metadata["stage_s"]["train"] > 0 and r.metadata["stage_s"]["eval"] > 0
-    datasets = [p for p in (tmp_path / "runs" / "datasets").iterdir() if not p.name.startswith(".")]
+    datasets = [p for p in (tmp_path / "runs" / "datasets").iterdir() if p.name.startswith("ds-")]
     assert len(datasets) == 1
+    assert list((tmp_path / "runs" / "datasets" / "train-cache").glob("tok-*.npz"))  # the SFT set tokenised, kept
     # checkpoints as data: steps 2 and 4 kept, both scored on the validation split, the chosen one and the
     # last on the test benchmark, with the tokens seen by each; the last one's test rows are the run's own
     for r in (a, b):

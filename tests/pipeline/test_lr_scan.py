@@ -28,7 +28,7 @@ def test_diverging_run_is_failed_with_its_tail_and_the_rest_choose(tmp_path):
     cfg = _config(tmp_path, learning_rates=[0.001, 0.01, 0.1], rungs=["p-xs", "p-m"])
     calls = []
 
-    def trainer(cfg_json, rung, lr, data_dir, tok_dir, out_dir):
+    def trainer(cfg_json, rung, lr, data_dir, tok_dir, out_dir, cache_dir=None):
         calls.append((rung, lr, data_dir, tok_dir))
         base = {"rung": rung, "width": cfg.model_size(rung).hidden_size, "learning_rate": lr,
                 "steps": scan_steps(cfg, cfg.model_size(rung))}
@@ -57,6 +57,8 @@ def test_diverging_run_is_failed_with_its_tail_and_the_rest_choose(tmp_path):
 
 @pytest.mark.slow
 def test_a_real_scan_trains_and_a_huge_rate_fails(tmp_path):
+    """Two real scan trainings forked from the warm server, each scored on validation at its checkpoints
+    (slow: about a minute on the shared cores)."""
     cfg = _config(tmp_path, learning_rates=[0.01, 1e6], rungs=["p-xs"], tokens_per_param=6.0)
     result = run_lr_scan(cfg, {"tool_diversity": 12, "task_count": 16, "db_diversity": 4, "repair_rate": 0.5})
     by_lr = {r.learning_rate: r for r in result.runs}

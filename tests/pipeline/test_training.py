@@ -47,6 +47,8 @@ threads = 1
 [eval]
 benchmarks = ["heldout-calls"]
 limit = 2
+checkpoints = 2
+validation_limit = 4
 
 [executor]
 kind = "debug"
@@ -81,6 +83,8 @@ def _launch(tmp_path: Path, train: str, runs: dict[str, dict[str, float]], extra
 
 @pytest.mark.integration
 def test_midtrain_then_sft_at_equal_total_tokens(tmp_path):
+    """Two real runs through the pipeline job (synthesis, probe, mid-training, SFT, scoring): over 10 s on a
+    loaded machine because the stages are real TRL runs, which is what it checks."""
     runs = _launch(tmp_path, 'stages = ["midtrain", "sft"]',
                    {"off": {"task_count": 24.0, "midtrain_tokens": 0.0},
                     "on": {"task_count": 24.0, "midtrain_tokens": 2000.0}}, MIDTRAIN_AXIS)
@@ -103,6 +107,8 @@ def test_midtrain_then_sft_at_equal_total_tokens(tmp_path):
 
 @pytest.mark.integration
 def test_grpo_steps_axis_zero_is_the_sft_only_arm(tmp_path):
+    """Two real runs (SFT, then one GRPO step for one of them): over 10 s on a loaded machine because both
+    stages are real TRL runs."""
     axis = ('\n[[axes]]\nname = "grpo_steps"\nkind = "stage"\nunit = "steps"\nmin = 0\nmax = 1\n'
             'spacing = "linear"\ninteger = true\n')
     runs = _launch(tmp_path, 'stages = ["sft", "grpo"]\ngrpo_n_envs = 2\ngrpo_generations = 2',

@@ -56,10 +56,13 @@ def test_spans_and_masks(handmade):
     assert errors == {}
 
 
+@pytest.mark.slow
 def test_masking_probe_separates_injected_from_derivable():
     """A tiny LM trained for a few hundred steps starts to copy identifiers; hiding the history then
     collapses derivable actions more than injected ones (weakly: AUC 0.61 measured). Scored on
-    trajectories the probe never saw. Seeded; the agreement reached is printed (benchmarks/probe_cost.py reports it at larger scale)."""
+    trajectories the probe never saw. Seeded; the agreement reached is printed (benchmarks/probe_cost.py reports it at larger scale).
+    ``slow``: the 300 training steps are about 40 s on 2 cores, and the lm probe is not the default kind; its
+    mechanics (training, scoring, cross-fitting) are in tests/probes/test_pipeline.py's default-suite tests."""
     torch.set_num_threads(1)
     torch.manual_seed(0)
     rows = [parse_row(r, i) for i, r in enumerate(make_dataset(200, defect_rate=0.5, seed=0, id_digits=2))]

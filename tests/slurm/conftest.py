@@ -75,7 +75,8 @@ class Env:
 def _test_kinds():
     """Register the test job kinds for every test (and drop them afterwards)."""
     names = {"succeed": kinds.succeed, "boom": kinds.boom, "flaky": kinds.flaky, "sleeper": kinds.sleeper,
-             "counter": kinds.counter, "crash": kinds.crash, "sft_tiny": kinds.sft_tiny, "oom": kinds.oom}
+             "counter": kinds.counter, "crash": kinds.crash, "crash_once": kinds.crash_once, "taint": kinds.taint,
+             "inspect_state": kinds.inspect_state, "sft_tiny": kinds.sft_tiny, "oom": kinds.oom}
     for name, fn in names.items():
         register_job_kind(name, fn)
     yield

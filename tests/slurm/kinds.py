@@ -66,6 +66,63 @@ def crash(run, workdir: Path, checkpoint):
     os._exit(3)
 
 
+def crash_once(run, workdir: Path, checkpoint):
+    """Dies without a result on its first attempt (marker file in the workdir), succeeds on the next."""
+    import sys
+
+    marker = Path(workdir) / "crashed"
+    if not marker.exists():
+        marker.write_text(str(os.getpid()))
+        print(f"crashing once in {run.run_id}", file=sys.stderr, flush=True)
+        os._exit(3)
+    out = succeed(run, workdir, checkpoint)
+    out["extra"] = {"pid": os.getpid(), "crashed_pid": int(marker.read_text())}
+    return out
+
+
+def taint(run, workdir: Path, checkpoint):
+    """Leaves stray state behind in its process: a module attribute, an environment variable, 64 MB held."""
+    import json
+    import sys
+
+    json.TOOLSCALE_TAINT = run.run_id
+    os.environ["TOOLSCALE_TAINT"] = run.run_id
+    sys.modules["toolscale_taint_ballast"] = bytearray(64 * 2**20)  # type: ignore[assignment]
+    return succeed(run, workdir, checkpoint)
+
+
+def inspect_state(run, workdir: Path, checkpoint):
+    """Reports what its process holds at start: stray state of earlier jobs, preloaded modules, job env."""
+    import json
+    import sys
+
+    out = succeed(run, workdir, checkpoint)
+    out["extra"] = {"pid": os.getpid(), "json_taint": getattr(json, "TOOLSCALE_TAINT", None),
+                    "env_taint": os.environ.get("TOOLSCALE_TAINT"),
+                    "ballast": "toolscale_taint_ballast" in sys.modules,
+                    "wave_preloaded": "wave" in sys.modules,
+                    "submitit_job_id": os.environ.get("SUBMITIT_LOCAL_JOB_ID"),
+                    "cuda_visible": os.environ.get("CUDA_VISIBLE_DEVICES"), "cwd": os.getcwd(),
+                    "marker": os.environ.get("TOOLSCALE_TEST_MARKER")}
+    return out
+
+
+def pid_plus(a, b):
+    """A plain function for warm.map_warm: ``[a + b, the pid that ran it]``."""
+    return [a + b, os.getpid()]
+
+
+def raise_value_error(message):
+    raise ValueError(message)
+
+
+def die_at_once(code):
+    import sys
+
+    print("dying without a result", file=sys.stderr, flush=True)
+    os._exit(code)
+
+
 TINY_DATA = Path(__file__).resolve().parents[1] / "train" / "fixtures" / "tiny"
 
 

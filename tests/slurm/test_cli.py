@@ -38,10 +38,13 @@ def test_unknown_job_kind_is_one_line_exit_2(make, capsys):
     assert err.startswith("toolscale: error: unknown job kind 'nope'") and err.count("\n") == 1
 
 
-def test_bad_max_parallel_names_the_value(make, capsys):
-    env = make(n_runs=1)
+def test_bad_max_parallel_names_the_value(make, capsys, rows):
+    env = make(n_runs=1, executor="local")
     assert main(["launch", "--config", str(env.config_path), "--max-parallel", "0"]) == 2
     assert "must be a positive integer, got 0" in capsys.readouterr().err
+    assert main(["launch", "--config", str(env.config_path), "--slots", "0", "--job-kind", "succeed"]) == 2
+    assert "--slots: must be a positive integer, got 0" in capsys.readouterr().err
+    assert {r.status for r in rows(env).values()} == {"pending"} and not env.folder.exists()
 
 
 def test_sync_and_cancel_need_an_experiment(capsys, tmp_path):

@@ -155,11 +155,8 @@ def test_imported_runs_fit_the_same_way(tmp_path, capsys):
     assert 0.25 < out["params"]["alpha"]["estimate"] < 0.5 and out["heldout_mae"] < 0.1
 
 
-@pytest.fixture
-def datablations_registry(tmp_path, capsys) -> str:
-    """The datablations final losses (c4), imported as a user has them: the 8.7B runs marked heldout."""
-    if not DATABLATIONS.is_file():
-        pytest.skip(f"datablations reference data not found at {DATABLATIONS}")
+def _import_datablations(tmp_path: Path) -> str:
+    """The datablations final losses (c4) imported into ``tmp_path/r.duckdb``; returns its path."""
     import pandas as pd
 
     df = pd.read_csv(DATABLATIONS)
@@ -174,8 +171,39 @@ def datablations_registry(tmp_path, capsys) -> str:
     assert main(["import-runs", str(path), "--experiment", "dbl", "--benchmark", "c4", "--registry", db,
                  "--map", "run=run_id", "--map", "params=model_params", "--map", "tokens=train_tokens",
                  "--map", "unique_tokens=unique_tokens", "--map", "loss=loss", "--map", "part=split"]) == 0
+    return db
+
+
+@pytest.fixture
+def datablations_registry(tmp_path, capsys) -> str:
+    """The datablations final losses (c4), imported as a user has them: the 8.7B runs marked heldout."""
+    if not DATABLATIONS.is_file():
+        pytest.skip(f"datablations reference data not found at {DATABLATIONS}")
+    db = _import_datablations(tmp_path)
     capsys.readouterr()
     return db
+
+
+@pytest.fixture(scope="module")
+def _fitted_datablations(tmp_path_factory) -> Path:
+    """:func:`datablations_registry` with one chinchilla fit stored (fitted once for the module's tests)."""
+    if not DATABLATIONS.is_file():
+        pytest.skip(f"datablations reference data not found at {DATABLATIONS}")
+    db = _import_datablations(tmp_path_factory.mktemp("dbl"))
+    assert main(["fit", "--registry", db, "--experiment", "dbl", "--benchmark", "c4", "--metric", "loss",
+                 "--law", "chinchilla", "--bootstrap", "0"]) == 0
+    return Path(db)
+
+
+@pytest.fixture
+def fitted_datablations(_fitted_datablations, tmp_path, capsys) -> str:
+    """A private copy of the fitted datablations registry (a test may change it)."""
+    import shutil
+
+    capsys.readouterr()
+    for f in _fitted_datablations.parent.glob(_fitted_datablations.name + "*"):  # the file and any .wal beside it
+        shutil.copy(f, tmp_path / f.name)
+    return str(tmp_path / _fitted_datablations.name)
 
 
 def test_imported_repeated_data_fits_with_repetition_and_predicts(datablations_registry, capsys):
@@ -204,11 +232,8 @@ def test_imported_repeated_data_fits_with_repetition_and_predicts(datablations_r
     (["model_size=big"], "--at 'model_size=big': model_size must be a number, got 'big'"),
     (["model_size"], "each input is NAME=VALUE"),
 ])
-def test_predict_bad_input_is_one_line(datablations_registry, capsys, at, needle):
-    db = datablations_registry
-    assert main(["fit", "--registry", db, "--experiment", "dbl", "--benchmark", "c4", "--metric", "loss",
-                 "--law", "chinchilla", "--bootstrap", "0"]) == 0
-    capsys.readouterr()
+def test_predict_bad_input_is_one_line(fitted_datablations, capsys, at, needle):
+    db = fitted_datablations
     with Registry(db, read_only=True) as reg:
         before = len(reg.fits())
     assert main(["predict", "--registry", db, "--experiment", "dbl", "--benchmark", "c4",

@@ -296,6 +296,53 @@ def test_shared_tokenizer_and_learning_rate_override(tiny_data, tmp_path):
         train_sft(tiny_data, SIZE, tmp_path / "m2", max_steps=2, learning_rate=-1)
 
 
+def test_skipping_trls_dataset_preparation_trains_exactly_as_trl_prepares(tiny_data, tmp_path):
+    """train_sft hands TRL ready labels (its preparation skipped); TRL preparing the same rows trains the same."""
+    from datasets import Dataset
+
+    from train.sft import quiet_progress
+
+    size = SIZE.model_copy(update={"max_steps": 6})
+    train_sft(tiny_data, size, tmp_path / "ours", seed=2, save_steps=0)
+    ours = [(p["loss"], p["tokens"]) for p in read_stats(tmp_path / "ours")["loss_curve"]]
+    tok = load_tokenizer(tmp_path / "ours")
+    examples = tokenize_rows(read_rows(tiny_data), tok, size.max_seq_len, seed=2)["examples"]
+    config = sft_config(size, tmp_path / "trl", max_steps=6, seed=2, save_steps=0, logging_steps=1)
+    with quiet_progress():
+        trainer = make_trainer(build_model(size, seed=2), tok, Dataset.from_list(examples), config)
+        trainer.train()
+    theirs = [(h["loss"], h["num_input_tokens_seen"]) for h in trainer.state.log_history if "loss" in h]
+    assert len(ours) == 6 and [t for _, t in ours] == [t for _, t in theirs]
+    assert [lo for lo, _ in ours] == pytest.approx([lo for lo, _ in theirs], rel=1e-6)
+
+
+def test_the_tokenised_dataset_cache_is_exact_and_shared_by_runs(tiny_data, tmp_path, rows, write_rows):
+    from train.data import dataset_id
+    from train.tokenized import cached_tokenize
+
+    size = SIZE.model_copy(update={"max_steps": 3})
+    a = train_sft(tiny_data, size, tmp_path / "a", seed=0, save_steps=0, cache_dir=tmp_path / "cache")
+    b = train_sft(tiny_data, size, tmp_path / "b", seed=0, save_steps=0, cache_dir=tmp_path / "cache")
+    assert len(list((tmp_path / "cache").glob("tok-*.npz"))) == 1  # the second run read the first one's
+    assert read_stats(tmp_path / "a")["loss_curve"] == read_stats(tmp_path / "b")["loss_curve"]
+    assert a.train_tokens == b.train_tokens
+    tok = load_tokenizer(tmp_path / "a")
+    fresh = tokenize_rows(read_rows(tiny_data), tok, 512, seed=0)
+    first, hit1 = cached_tokenize(read_rows(tiny_data), tok, 512, seed=0, dataset_id=dataset_id(tiny_data),
+                                  folder=tmp_path / "c2")
+    again, hit2 = cached_tokenize(lambda: pytest.fail("a hit reads no rows"), tok, 512, seed=0,
+                                  dataset_id=dataset_id(tiny_data), folder=tmp_path / "c2")
+    assert (hit1, hit2) == (False, True)
+    assert again.examples() == first.examples() == fresh["examples"]
+    assert again.counts == first.counts == {k: v for k, v in fresh.items() if k != "examples"}
+    other, hit3 = cached_tokenize(read_rows(tiny_data), tok, 64, seed=0, dataset_id=dataset_id(tiny_data),
+                                  folder=tmp_path / "c2")  # another max_len: another entry
+    assert not hit3 and other.counts["n_truncated"] > 0 and len(list((tmp_path / "c2").glob("tok-*.npz"))) == 2
+    labels = again.dataset()["labels"]  # what TRL's preparation would build: -100 outside the assistant mask
+    assert labels == [[t if m else -100 for t, m in zip(e["input_ids"], e["assistant_masks"])]
+                      for e in fresh["examples"]]
+
+
 def test_the_final_model_is_saved_in_the_requested_dtype(run, tiny_data, tmp_path):
     """save_dtype="bfloat16" (the cluster's default for pretrained rungs): every floating tensor on disk is
     bf16 and equals the same seeded run's fp32 weights rounded to bf16; config.json records the dtype."""

@@ -52,14 +52,21 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--part", choices=["all", "real", "simulated"], default="all", help="which part to run")
     p.add_argument("--max-parallel", type=int, default=2, help="runs trained at once (default 2)")
     p.add_argument("--budget", type=float, default=5000.0, help="budget of the final allocate (usd)")
+    p.add_argument("--preset", default="demo", metavar="NAME_OR_TOML",
+                   help="the real part's experiment: a packaged preset or a TOML file with the same sections "
+                        "(default demo; the test suite runs a micro one)")
     p.set_defaults(func=_demo)
 
 
 def write_demo_config(out: Path, preset: str, name: str, max_parallel: int) -> Path:
-    """The preset with its registry, run folder and parallelism pointed into ``out``; returns the path."""
+    """The preset (a packaged name, or a ``.toml`` file) with its registry, run folder and parallelism pointed
+    into ``out``; returns the path (``out/<preset name>.toml``)."""
     from toolscale.cli.project import example_config_text
 
-    text = example_config_text(preset)
+    source = Path(preset)
+    text = source.read_text(encoding="utf-8") if source.suffix == ".toml" and source.is_file() \
+        else example_config_text(preset)
+    preset = source.stem if source.suffix == ".toml" else preset
     registry = str((out / "toolscale.duckdb").resolve())
     folder = str((out / "runs").resolve())
     lines = []
@@ -120,7 +127,7 @@ class _Steps:
 
 
 def _real(out: Path, steps: _Steps, args: argparse.Namespace) -> dict:
-    cfg = write_demo_config(out, "demo", REAL_EXPERIMENT, args.max_parallel)
+    cfg = write_demo_config(out, args.preset, REAL_EXPERIMENT, args.max_parallel)
     c = str(cfg)
     steps.run("1. collect tool docs from the bundled MCP servers (stdio)", ["collect", "--config", c, "--bundled"])
     steps.run("2a. learning-rate scan at three widths, chosen on the validation split, carried by a rule",

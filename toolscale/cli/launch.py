@@ -17,15 +17,16 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("launch", help="submit the experiment's pending runs (SLURM job arrays, local, debug)",
                        formatter_class=Formatter,
                        epilog="examples:\n  toolscale launch --config my.toml --executor slurm\n"
-                              "  toolscale launch --config my.toml --executor local --max-parallel 2 --wait\n"
+                              "  toolscale launch --config my.toml --executor local --slots 2 --wait\n"
                               "  toolscale launch --config my.toml --resume      # rerun failed/cancelled runs\n"
                               "  toolscale launch --config my.toml --pilot 3     # 3 pending runs per rung first\n"
                               "  toolscale launch --config my.toml --dry-run --json")
     add_registry_args(p, config_required=True)
     p.add_argument("--executor", choices=["slurm", "local", "debug"],
                    help="where jobs run (default: the config's executor.kind)")
-    p.add_argument("--max-parallel", type=positive_int, metavar="N",
-                   help="runs at once (array parallelism; default: executor.max_parallel)")
+    p.add_argument("--max-parallel", "--slots", type=positive_int, metavar="N", dest="max_parallel",
+                   help="runs at once: SLURM array parallelism, or the local executor's slots (each run a fork "
+                        "of one warm process that imported the training stack once); default executor.max_parallel")
     p.add_argument("--resume", action="store_true", help="also resubmit failed and cancelled runs (never done ones)")
     p.add_argument("--pilot", type=positive_int, metavar="N",
                    help="submit only N pending runs per ladder rung (pilots: check throughput and cost first)")
