@@ -128,6 +128,8 @@ class RunRecord(_Frozen):
     """Run metadata."""
     metrics: dict[str, float] = Field(default_factory=dict)
     """``"benchmark/metric" -> score`` for every stored metric."""
+    stderrs: dict[str, float] = Field(default_factory=dict)
+    """``"benchmark/metric" -> standard error`` of the metrics stored with one (``import-runs --weight``)."""
     created_at: datetime | None = None
     """When the run was planned."""
     finished_at: datetime | None = None
@@ -459,3 +461,6 @@ class ImportReport(_Frozen):
     """Seconds spent reading and validating the file (no lock held), 0 for in-memory runs."""
     lock_s: float = 0.0
     """Seconds the registry's write transaction took (the write lock is held from open to close)."""
+    notes: list[str] = Field(default_factory=list)
+    """What the import did to the table that the user should know (rows filtered, checkpoints kept, sizes that
+    are only labels)."""

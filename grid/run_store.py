@@ -126,26 +126,31 @@ class RunStore(Connection):
             design_version=design_version, run_id=list(run_ids) if run_ids is not None else None)
         rows = self.con.execute(f"SELECT {self._RUN_COLS} FROM runs{where} ORDER BY created_at, run_id",
                                 args).fetchall()
-        metrics = self._metrics_by_run([r[0] for r in rows])
+        metrics, stderrs = self._metrics_by_run([r[0] for r in rows])
         out = []
         for r in rows:
             out.append(RunRecord(
                 run_id=r[0], experiment=r[1], design_version=r[2], recipe=json.loads(r[3]), model_size=r[4],
                 model_params=r[5], train_tokens=r[6], train_flops=r[7], seed=r[8], status=r[9], attempts=r[10],
                 job_id=r[11], split=r[12] or "fit", error=r[13], source=r[14], metadata=json.loads(r[15] or "{}"),
-                created_at=r[16], finished_at=r[17], metrics=metrics.get(r[0], {})))
+                created_at=r[16], finished_at=r[17], metrics=metrics.get(r[0], {}),
+                stderrs=stderrs.get(r[0], {})))
         return out
 
-    def _metrics_by_run(self, run_ids: list[str]) -> dict[str, dict[str, float]]:
+    def _metrics_by_run(self, run_ids: list[str]) -> tuple[dict[str, dict[str, float]], dict[str, dict[str, float]]]:
+        """``({run: {bench/metric: score}}, {run: {bench/metric: stderr}})`` (stderr where one is stored)."""
         if not run_ids:
-            return {}
-        rows = self.con.execute("SELECT run_id, benchmark, metric, score FROM metrics").fetchall()
+            return {}, {}
+        rows = self.con.execute("SELECT run_id, benchmark, metric, score, stderr FROM metrics").fetchall()
         wanted = set(run_ids)
         out: dict[str, dict[str, float]] = {}
-        for run_id, bench, metric, score in rows:
+        err: dict[str, dict[str, float]] = {}
+        for run_id, bench, metric, score, stderr in rows:
             if run_id in wanted:
                 out.setdefault(run_id, {})[f"{bench}/{metric}"] = score
-        return out
+                if stderr is not None:
+                    err.setdefault(run_id, {})[f"{bench}/{metric}"] = stderr
+        return out, err
 
     def metrics(self, experiment: str | None = None) -> list[dict[str, Any]]:
         """Every metric row (joined to its run's experiment)."""
