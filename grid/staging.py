@@ -111,10 +111,10 @@ def _macros(m: duckdb.DuckDBPyConnection) -> None:
     cases = " ".join(f"WHEN {_lit(k)} THEN {v:g}" for k, v in SUFFIXES.items())
     letters = "".join(SUFFIXES) + "".join(SUFFIXES).lower()
     m.execute("CREATE MACRO ts_blank(s) AS s IS NULL OR lower(trim(s)) IN ('', 'nan', 'null', 'none')")
-    m.execute(f"""CREATE MACRO ts_num(s) AS CASE WHEN ts_blank(s) THEN NULL
-        WHEN regexp_full_match(trim(s), '{_NUMBER}\\s*[{letters}]')
+    m.execute(f"""CREATE MACRO ts_num(s) AS CASE WHEN ts_blank(s) THEN NULL ELSE coalesce(TRY_CAST(trim(s) AS DOUBLE),
+        CASE WHEN regexp_full_match(trim(s), '{_NUMBER}\\s*[{letters}]')
         THEN TRY_CAST(rtrim(left(trim(s), length(trim(s)) - 1)) AS DOUBLE) * (CASE upper(right(trim(s), 1)) {cases} END)
-        ELSE TRY_CAST(trim(s) AS DOUBLE) END""")
+        END) END""")
     m.execute(f"""CREATE MACRO ts_badsuffix(s) AS NOT ts_blank(s) AND ts_num(s) IS NULL
         AND regexp_full_match(trim(s), '{_NUMBER}\\s*[A-Za-z]+')""")
     m.execute("CREATE MACRO ts_metric(s) AS CASE WHEN ts_blank(s) THEN NULL ELSE TRY_CAST(trim(s) AS DOUBLE) END")

@@ -133,17 +133,19 @@ def build_runs(m: duckdb.DuckDBPyConnection, mapping: dict[str, str], axes: list
     _rows(m, mapping, axes, columns, benchmark, weight)
     _duplicates(m, mapping)
     _checkpoints(m, mapping, checkpoints, notes)
-    _agree(m, mapping, axes)
+    if "benchmark" in mapping:
+        _agree(m, mapping, axes)
     k6 = FLOPS_PER_PARAM_TOKEN
     run_id = "run_key" if "run_id" in mapping else f"'i-' || left(sha256({_lit(experiment)} || chr(0) || run_key), 16)"
-    axis_any = "".join(f", arg_min({_q(axis_column(a))}, _line) AS {_q(axis_column(a))}" for a in axes)
+    cols = ["rk", "model_size", "model_params", "d0", "c0", "seed", "split", "recipe", "columns", "step",
+            *[_q(axis_column(a)) for a in axes]]
+    if "benchmark" in mapping or "step" in mapping:  # several rows per run: its first row's values (they agree)
+        g = (f"SELECT run_key, min(_line) AS first_line, {', '.join(f'arg_min({c}, _line) AS {c}' for c in cols)} "
+             "FROM t GROUP BY run_key")
+    else:  # one row per run (duplicates were refused)
+        g = f"SELECT run_key, _line AS first_line, {', '.join(cols)} FROM t"
     m.execute(f"""CREATE TABLE r AS
-        WITH g AS (SELECT run_key, min(_line) AS first_line, arg_min(rk, _line) AS rk,
-                arg_min(model_size, _line) AS model_size, arg_min(model_params, _line) AS model_params,
-                arg_min(d0, _line) AS d0, arg_min(c0, _line) AS c0, arg_min(seed, _line) AS seed,
-                arg_min(split, _line) AS split, arg_min(recipe, _line) AS recipe,
-                arg_min(columns, _line) AS columns, arg_min(step, _line) AS step{axis_any}
-            FROM t GROUP BY run_key),
+        WITH g AS ({g}),
         f AS (SELECT *, coalesce(c0, {k6} * model_params * d0) AS c FROM g)
         SELECT * EXCLUDE (d0, c0), coalesce(d0, c / ({k6} * model_params)) AS d, {run_id} AS run_id FROM f""")
     bad = m.execute("SELECT run_key, model_params, d FROM r WHERE c IS NOT NULL AND NOT isfinite(c) "
