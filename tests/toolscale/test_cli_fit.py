@@ -173,10 +173,19 @@ def datablations_registry(tmp_path, capsys) -> str:
     return db
 
 
+def test_law_chinchilla_is_exactly_its_formula_without_repetition(datablations_registry, capsys):
+    db = datablations_registry
+    assert main(["fit", "--registry", db, "--experiment", "dbl", "--benchmark", "c4", "--metric", "loss",
+                 "--law", "chinchilla", "--bootstrap", "0", "--no-store"]) == 0
+    text = capsys.readouterr().out
+    assert "formula: L(N, D) = E + A / N^alpha + B / D^beta" in text and "R_star" not in text
+    assert "WARNING: 5 parameters on 16 runs (3.2 per parameter, fewer than 5)" in text
+
+
 def test_imported_repeated_data_fits_with_repetition_and_predicts(datablations_registry, capsys):
     db = datablations_registry
     assert main(["fit", "--registry", db, "--experiment", "dbl", "--benchmark", "c4", "--metric", "loss",
-                 "--law", "chinchilla", "--bootstrap", "40", "--jobs", "1", "--json"]) == 0
+                 "--law", "chinchilla", "--repetition", "--bootstrap", "40", "--jobs", "1", "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert out["holdout_source"] == "stored split column" and out["heldout_n"] == 8 and out["n_points"] == 16
     assert "R_star" in out["params"] and out["residual_scale"] == "log"
@@ -202,7 +211,7 @@ def test_imported_repeated_data_fits_with_repetition_and_predicts(datablations_r
 def test_predict_bad_input_is_one_line(datablations_registry, capsys, at, needle):
     db = datablations_registry
     assert main(["fit", "--registry", db, "--experiment", "dbl", "--benchmark", "c4", "--metric", "loss",
-                 "--law", "chinchilla", "--bootstrap", "0"]) == 0
+                 "--law", "chinchilla", "--repetition", "--bootstrap", "0"]) == 0
     capsys.readouterr()
     with Registry(db, read_only=True) as reg:
         before = len(reg.fits())
@@ -246,7 +255,7 @@ def test_two_step_from_checkpoints_with_a_chance_floor(tmp_path, capsys):
     assert main(["import-runs", str(path), "--experiment", "ladder", "--benchmark", "mmlu", "--registry", db,
                  "--map", "run=run_id", "--map", "step=step", "--map", "params=model_params",
                  "--map", "tokens=train_tokens", "--map", "loss=loss", "--map", "acc=score",
-                 "--map", "part=split"]) == 0
+                 "--map", "part=split", "--checkpoints", "all"]) == 0
     capsys.readouterr()
     assert main(["fit", "--registry", db, "--experiment", "ladder", "--benchmark", "mmlu", "--law", "two_step",
                  "--floor", "0.25", "--bootstrap", "0", "--json", "--no-store"]) == 0
@@ -256,6 +265,44 @@ def test_two_step_from_checkpoints_with_a_chance_floor(tmp_path, capsys):
     assert len(out["heldout_predictions"]) == 3
     assert out["heldout_mae"] < 0.03
     assert abs(out["params"]["alpha"]["estimate"] - 0.34) < 0.1
+
+
+def test_two_step_scores_heldout_runs_that_have_an_accuracy_but_no_loss(tmp_path, capsys):
+    """The big model of a public ladder has its accuracy but not its loss: it is predicted from N and D and
+    scored; checkpoints are skipped and smoothed as the OLMo ladder does, the ceiling held, and the rung CV's
+    extrapolation error enters the intervals."""
+    import numpy as np
+    import pandas as pd
+
+    rng = np.random.default_rng(1)
+    rows = []
+    for n in (2e7, 6e7, 2e8, 6e8, 2e9):
+        for mult in (10, 20, 40):
+            for step in range(1, 11):
+                d = mult * n * step / 10
+                loss = 1.8 + 400 * n ** -0.34 + 2000 * d ** -0.36
+                acc = 0.25 + 0.75 / (1 + np.exp(4.0 * (loss - 3.0))) + rng.normal(0, 0.01)
+                rows.append({"run": f"n{n:g}-x{mult}", "step": step, "params": n, "tokens": d,
+                             "loss": "" if n > 1e9 else loss, "acc": float(np.clip(acc, 0, 1)),
+                             "part": "heldout" if n > 1e9 else "fit"})
+    path = tmp_path / "ladder.csv"
+    pd.DataFrame(rows).to_csv(path, index=False)
+    db = str(tmp_path / "r.duckdb")
+    assert main(["import-runs", str(path), "--experiment", "ladder", "--benchmark", "mmlu", "--registry", db,
+                 "--map", "run=run_id", "--map", "step=step", "--map", "params=model_params",
+                 "--map", "tokens=train_tokens", "--map", "loss=loss", "--map", "acc=score",
+                 "--map", "part=split", "--checkpoints", "all"]) == 0
+    capsys.readouterr()
+    assert main(["fit", "--registry", db, "--experiment", "ladder", "--benchmark", "mmlu", "--law", "two_step",
+                 "--ceiling", "1.0", "--smooth", "3", "--skip-first", "0.2", "--bootstrap", "8", "--jobs", "1",
+                 "--json", "--no-store"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["heldout_n"] == 3 and len(out["heldout_predictions"]) == 3  # no loss, still predicted and scored
+    assert out["params"]["hi"]["estimate"] == 1.0
+    assert out["n_points"] == 4 * 3 * 8  # 2 of each run's 10 checkpoints skipped
+    assert out["selection"]["criterion"] == "rung_cv" and out["selection"]["extrapolation_sd"] is not None
+    assert out["heldout_mae"] < 0.05
+    assert all(p["lo"] <= p["predicted"] <= p["hi"] for p in out["heldout_predictions"])
 
 
 def test_fit_skips_runs_without_the_metric_and_says_how_many(tmp_path, capsys):

@@ -39,6 +39,15 @@ def _add_fit_args(p: argparse.ArgumentParser, benchmark_required: bool = True) -
     p.add_argument("--stage1-metric", default="loss", metavar="M",
                    help="two-step laws: the intermediate stage 1 predicts (a metric of the benchmark, or "
                         "other-benchmark/metric such as a task loss in bits per byte; default loss)")
+    p.add_argument("--ceiling", type=float, metavar="ACC",
+                   help="two-step laws: accuracy ceiling held fixed, in (0, 1] (1.0: the OLMo ladder's ideal point)")
+    p.add_argument("--smooth", type=int, default=1, metavar="K",
+                   help="two-step laws: moving average over K checkpoints of each run (default 1: none)")
+    p.add_argument("--skip-first", type=float, default=0.0, metavar="F",
+                   help="two-step laws: leave each run's first F of checkpoints out of stage 2, in [0, 1)")
+    p.add_argument("--repetition", action="store_true",
+                   help="chinchilla: add the repetition term of runs with unique_tokens (effective data D' with "
+                        "R*); without it --law chinchilla fits exactly E + A/N^alpha + B/D^beta")
     p.add_argument("--stages", metavar="S[,S]",
                    help="fit only runs trained with exactly these stages, e.g. sft or sft,grpo (SFT and RL laws "
                         "are fitted separately); default: every run")
@@ -148,6 +157,12 @@ def _request(args: argparse.Namespace, experiment: str):
         raise UsageError(f"--floor must be in [0, 1) (an accuracy floor such as chance, 0.25), got {args.floor:g}")
     if args.jobs is not None and args.jobs < 1:
         raise UsageError(f"--jobs must be >= 1, got {args.jobs}")
+    if args.ceiling is not None and not 0.0 < args.ceiling <= 1.0:
+        raise UsageError(f"--ceiling must be in (0, 1] (an accuracy ceiling such as 1.0), got {args.ceiling:g}")
+    if args.smooth < 1:
+        raise UsageError(f"--smooth must be >= 1 checkpoints, got {args.smooth}")
+    if not 0.0 <= args.skip_first < 1.0:
+        raise UsageError(f"--skip-first must be in [0, 1), got {args.skip_first:g}")
     axes = None if not args.axes else [] if args.axes == "none" else [a.strip() for a in args.axes.split(",")
                                                                           if a.strip()]
     from fit.holdout import parse_holdout
@@ -160,7 +175,8 @@ def _request(args: argparse.Namespace, experiment: str):
                       holdout=args.holdout, n_bootstrap=args.bootstrap, huber_delta=args.huber_delta,
                       n_starts=args.starts, method=args.method, seed=args.seed, n_jobs=args.jobs,
                       interaction_test=not args.no_interaction, floor=args.floor, stage1_metric=args.stage1_metric,
-                      train_stages=_stages(args.stages) if args.stages else None)
+                      train_stages=_stages(args.stages) if args.stages else None, ceiling=args.ceiling,
+                      smooth=args.smooth, skip_first=args.skip_first, repetition=args.repetition)
 
 
 def _stages(text: str) -> list[str]:
@@ -269,10 +285,12 @@ def _fit(args: argparse.Namespace) -> int:
     tag = " [SIMULATED DATA]" if f.simulated else ""
     print(f"{f.law} on {f.n_points} runs of {f.experiment} / {f.benchmark}/{f.metric}{tag}; "
           f"converged={f.converged}; stored as {fit_id or '(not stored)'}")
+    print(f"formula: {summary.formula}" + (" (weighted by the runs' standard errors)" if f.weighted else ""))
     if f.n_skipped:
         print(f"skipped {f.n_skipped} done runs without {f.benchmark}/{f.metric}")
     print(f"residuals: {f.residual_scale} (Huber delta {f.huber_delta:.3g} in those units)")
-    rows = [{"param": k, "estimate": v.estimate, "95% lo": v.lo, "95% hi": v.hi}
+    rows = [{"param": k, "estimate": v.estimate, "95% lo": v.lo, "95% hi": v.hi,
+             "note": "held fixed" if k in f.fixed else "at a bound" if k in f.at_bounds else ""}
             for k, v in summary.params.items()]
     print_table(rows, title="parameters")
     if f.heldout:
@@ -296,10 +314,8 @@ def _fit(args: argparse.Namespace) -> int:
         print(f"interaction test: {i.verdict} -> {i.supported} ({i.strength}; delta BIC {i.delta_bic:.1f}, "
               f"LR p={i.lr_p:.3g} by {i.lr_p_method}); diversity gain at top quality / at bottom = "
               f"{i.gain_ratio:.2f}{ci}")
-    if f.lack_of_fit is not None and f.lack_of_fit.flagged:
-        lof = f.lack_of_fit
-        print(f"lack of fit: residual SD {lof.residual_sd:.3g} is {lof.ratio:.1f}x the replicate SD "
-              f"(F {lof.f_stat:.2f}, p={lof.p_value:.2g}): the law misses structure the runs have")
+    for w in summary.warnings:
+        print(f"WARNING: {w}")
     return 0
 
 
