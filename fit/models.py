@@ -44,6 +44,10 @@ __all__ = [
     "Prediction",
     "fit_warnings",
     "MIN_POINTS_PER_PARAM",
+    "FitRow",
+    "FitList",
+    "ParamDiff",
+    "FitDiff",
 ]
 
 Target = Literal["score", "loss"]
@@ -862,6 +866,70 @@ class ReportSummary(FitSummary):
     """``markdown``, ``html``, ``json`` -> path written."""
 
 
+class FitRow(_Frozen):
+    """One stored fit in ``toolscale fits list``."""
+
+    fit_id: str
+    """Registry id."""
+    experiment: str
+    """Experiment fitted."""
+    benchmark: str
+    """Benchmark."""
+    metric: str
+    """Metric."""
+    law: str
+    """Law."""
+    n_points: int
+    """Runs fitted."""
+    converged: bool
+    """Optimiser convergence."""
+    created_at: str
+    """When it was stored (UTC)."""
+    stale_reason: str | None = None
+    """Why it no longer matches its experiment's runs (None: current)."""
+    heldout_mae: float | None = None
+    """Held-out MAE, metric units."""
+    interval_coverage: float | None = None
+    """Share of held-out runs inside their 90% interval."""
+    warnings: int = 0
+    """How many warnings ``fits show`` prints."""
+
+
+class FitList(_Frozen):
+    """What ``toolscale fits list --json`` prints: newest first."""
+
+    fits: list[FitRow]
+    """Stored fits."""
+
+
+class ParamDiff(_Frozen):
+    """One parameter in two fits."""
+
+    a: float | None
+    """Estimate in the first fit (None: not a parameter of it)."""
+    b: float | None
+    """Estimate in the second fit."""
+    a_ci: tuple[float, float] | None = None
+    """95% interval in the first fit."""
+    b_ci: tuple[float, float] | None = None
+    """95% interval in the second fit."""
+    overlap: bool | None = None
+    """Whether the two 95% intervals overlap (None without both)."""
+
+
+class FitDiff(_Frozen):
+    """What ``toolscale fits diff A B --json`` prints."""
+
+    a: str
+    """First fit id."""
+    b: str
+    """Second fit id."""
+    fields: dict[str, tuple[str | float | int | bool | None, str | float | int | bool | None]]
+    """Summary fields that differ: ``name -> (a, b)`` (law, formula, runs, data hash, options, held-out figures)."""
+    params: dict[str, ParamDiff]
+    """Every parameter of either fit."""
+
+
 class PointPrediction(_Frozen):
     """One predicted point (``toolscale predict``)."""
 
@@ -878,9 +946,12 @@ class PointPrediction(_Frozen):
     flops: float | None = None
     """Training FLOPs of the point (``6 N D``), when N and D are known."""
     beyond_range: bool = False
-    """True when the point's FLOPs exceed the largest fitted run's."""
+    """True when the point's FLOPs exceed the largest fitted run's, or any input lies outside its fitted range."""
     extrapolation_factor: float | None = None
     """Point FLOPs / largest fitted FLOPs (> 1 is beyond the fitted range)."""
+    beyond_inputs: dict[str, float] = Field(default_factory=dict)
+    """Inputs outside their fitted range, with how far: ``value / max`` above it, ``min / value`` below it
+    (``inf`` below a positive range at 0); empty when every input is inside (or the fit stored no ranges)."""
 
 
 class Prediction(_Frozen):

@@ -12,7 +12,7 @@ from toolscale.cli._common import (Formatter, add_registry_args, config_of, emit
 from toolscale.config import ExperimentConfig, parse_config
 from toolscale.errors import UsageError
 
-__all__ = ["register", "fit_summary", "parse_at"]
+__all__ = ["register", "fit_summary", "parse_at", "render_fit"]
 
 
 def _add_fit_args(p: argparse.ArgumentParser, benchmark_required: bool = True) -> None:
@@ -79,9 +79,10 @@ def register(sub: argparse._SubParsersAction) -> None:
                "inputs: model_size (or N, parameters), train_tokens (or D, tokens), unique_tokens, and each axis "
                "by name, in its config unit")
     add_registry_args(p)
-    p.add_argument("--experiment", required=True, help="experiment of the fit")
-    p.add_argument("--benchmark", required=True, help="benchmark of the fit")
+    p.add_argument("--experiment", help="experiment of the fit (with --benchmark: its newest fit)")
+    p.add_argument("--benchmark", help="benchmark of the fit")
     p.add_argument("--law", help="law of the fit (default: the newest fit's)")
+    p.add_argument("--fit-id", help="the stored fit to use (toolscale fits list); default: the newest")
     p.add_argument("--at", action="append", required=True, metavar="K=V,...",
                    help="a point: comma-separated input=value pairs (repeat for more points)")
     p.add_argument("--level", type=float, default=0.90, help="interval level (default 0.90)")
@@ -282,6 +283,12 @@ def _fit(args: argparse.Namespace) -> int:
     if args.json:
         emit_json(summary.model_dump(mode="json"))
         return 0
+    render_fit(f, summary, fit_id)
+    return 0
+
+
+def render_fit(f: Any, summary: Any, fit_id: str | None) -> None:
+    """The text of a fit (``fit`` and ``fits show``): formula, parameters, held-out check, verdicts, warnings."""
     tag = " [SIMULATED DATA]" if f.simulated else ""
     print(f"{f.law} on {f.n_points} runs of {f.experiment} / {f.benchmark}/{f.metric}{tag}; "
           f"converged={f.converged}; stored as {fit_id or '(not stored)'}")
@@ -308,15 +315,14 @@ def _fit(args: argparse.Namespace) -> int:
         print_table([{"fitted sizes": ", ".join(f"{n:.3g}" for n in s.fit_sizes), "predicted": f"{s.predicted_size:.3g}",
                       "runs": s.n, "MAE": s.mae, "relative MAE": s.relative_mae, "max error": s.max_error,
                       "90% coverage": s.interval_coverage} for s in f.rolling], title="rolling validation")
-    if result.interaction is not None:
-        i = result.interaction
+    if f.interaction is not None:
+        i = f.interaction
         ci = f" [{i.gain_ratio_lo:.2f}, {i.gain_ratio_hi:.2f}]" if i.gain_ratio_lo is not None else ""
         print(f"interaction test: {i.verdict} -> {i.supported} ({i.strength}; delta BIC {i.delta_bic:.1f}, "
               f"LR p={i.lr_p:.3g} by {i.lr_p_method}); diversity gain at top quality / at bottom = "
               f"{i.gain_ratio:.2f}{ci}")
     for w in summary.warnings:
         print(f"WARNING: {w}")
-    return 0
 
 
 _ALIASES = {"model_size": "N", "model_params": "N", "params": "N", "train_tokens": "D", "tokens": "D"}
@@ -347,43 +353,47 @@ def parse_at(text: str) -> dict[str, float]:
 
 
 def _predict(args: argparse.Namespace) -> int:
-    from fit.models import FitResult
-    from fit.predict import predict_at, required_inputs
+    from fit.predict import check_point, predict_at, required_inputs
     from grid.registry import Registry
+    from toolscale.cli.fits import stored_fit
 
     if not 0.0 < args.level < 1.0:
         raise UsageError(f"--level must be in (0, 1), got {args.level}")
     points = [parse_at(a) for a in args.at]
     with Registry(registry_path(args, config_of(args)), read_only=True) as reg:
-        rows = [r for r in reg.fits(args.experiment, args.benchmark) if args.law is None or r.law == args.law]
-        if not rows:
-            laws = sorted({r.law for r in reg.fits(args.experiment, args.benchmark)})
-            raise UsageError(f"no fit{f' of law {args.law!r}' if args.law else ''} for {args.experiment}/"
-                             f"{args.benchmark}; laws fitted: {', '.join(laws) or 'none (run toolscale fit)'}")
-    if rows[0].stale_reason:
-        raise UsageError(f"the newest fit {rows[0].fit_id} of {args.experiment}/{args.benchmark} is stale: "
-                         f"{rows[0].stale_reason}; refit with toolscale fit")
-    fit = FitResult.model_validate(rows[0].payload)
+        fit_id, fit = stored_fit(reg, fit_id=args.fit_id, experiment=args.experiment, benchmark=args.benchmark,
+                                 law=args.law)
+        stored = reg.experiment(fit.experiment).config
+    cfg = config_of(args) or (parse_config(stored, source=f"registry config of {fit.experiment}") if stored else None)
+    units = {a.name: a.unit for a in cfg.axes} if cfg else {}
     need = required_inputs(fit)
     for i, p in enumerate(points):
+        check_point(fit, p, units=units, label=f"#{i + 1} ({args.at[i]})")
         absent = [a for a in need if a not in p]
         if absent:
             shown = {"N": "model_size", "D": "train_tokens"}.get(absent[0], absent[0])
             raise UsageError(f"--at #{i + 1} ({args.at[i]}) lacks input {shown!r}; law {fit.law!r} needs "
                              f"{', '.join({'N': 'model_size', 'D': 'train_tokens'}.get(a, a) for a in need)}")
-    pred = predict_at(fit, points, level=args.level, max_fitted_flops=fit.max_fitted_flops, fit_id=rows[0].fit_id)
+    pred = predict_at(fit, points, level=args.level, max_fitted_flops=fit.max_fitted_flops, fit_id=fit_id)
     if args.json:
         emit_json(pred.model_dump(mode="json"))
         return 0
     tag = " [SIMULATED DATA]" if fit.simulated else ""
-    print(f"{fit.law} fit {rows[0].fit_id} of {fit.experiment} / {fit.benchmark}/{fit.metric}{tag}")
+    print(f"{fit.law} fit {fit_id} of {fit.experiment} / {fit.benchmark}/{fit.metric}{tag}")
     rows_out = []
     for p in pred.points:
         beyond = f"{p.extrapolation_factor:.1f}x" if p.extrapolation_factor else "n/a"
+        shown = {"N": "model_size", "D": "train_tokens"}
+        outside = ", ".join(f"{shown.get(k, k)} x{v:.3g}" for k, v in p.beyond_inputs.items())
         rows_out.append({"inputs": ", ".join(f"{k}={v:g}" for k, v in p.inputs.items()), "predicted": p.predicted,
                          f"{args.level:.0%} lo": p.lo, f"{args.level:.0%} hi": p.hi,
-                         "FLOPs / max fitted": beyond + (" (beyond range)" if p.beyond_range else "")})
+                         "FLOPs / max fitted": beyond, "outside the fitted range": outside or "no"})
     print_table(rows_out, title="predictions")
+    if any(p.beyond_range for p in pred.points):
+        print("WARNING: some points lie outside the fitted range (x: value / fitted max, or fitted min / value); "
+              "their intervals include the law's extrapolation error only where the fit measured one")
+    if not fit.fitted_ranges:
+        print("note: this fit stores no fitted ranges (made before they were stored); only FLOPs are checked")
     return 0
 
 

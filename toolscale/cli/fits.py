@@ -1,0 +1,162 @@
+"""``toolscale fits list|show|diff``: stored fits as first-class objects, and how a command picks one."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from toolscale.cli._common import Formatter, add_registry_args, config_of, emit_json, print_table, registry_path
+from toolscale.errors import UsageError
+
+__all__ = ["register", "stored_fit", "summary_of"]
+
+EXAMPLES = """\
+examples:
+  toolscale fits list --experiment E
+  toolscale fits show f-1a2b3c4d5e6f --json
+  toolscale fits diff f-1a2b3c4d5e6f f-6f5e4d3c2b1a"""
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("fits", help="list, show and compare the fits stored in the registry",
+                       formatter_class=Formatter, epilog=EXAMPLES)
+    fsub = p.add_subparsers(dest="fits_command", metavar="ACTION", required=True)
+    q = fsub.add_parser("list", help="stored fits, newest first", formatter_class=Formatter, epilog=EXAMPLES)
+    add_registry_args(q)
+    q.add_argument("--experiment", help="only this experiment")
+    q.add_argument("--benchmark", help="only this benchmark")
+    q.add_argument("--json", action="store_true", help="the FitList model as JSON")
+    q.set_defaults(func=_list)
+    q = fsub.add_parser("show", help="one fit: formula, parameters, held-out check, warnings",
+                        formatter_class=Formatter, epilog=EXAMPLES)
+    q.add_argument("fit_id", help="fit id (toolscale fits list)")
+    add_registry_args(q)
+    q.add_argument("--json", action="store_true", help="the FitSummary model as JSON (as fit --json)")
+    q.set_defaults(func=_show)
+    q = fsub.add_parser("diff", help="two fits side by side: what differs, and every parameter",
+                        formatter_class=Formatter, epilog=EXAMPLES)
+    q.add_argument("fit_a", help="first fit id")
+    q.add_argument("fit_b", help="second fit id")
+    add_registry_args(q)
+    q.add_argument("--json", action="store_true", help="the FitDiff model as JSON")
+    q.set_defaults(func=_diff)
+
+
+def stored_fit(reg: Any, *, fit_id: str | None, experiment: str | None, benchmark: str | None,
+               law: str | None = None, allow_stale: bool = False) -> tuple[str, Any]:
+    """``(fit_id, FitResult)``: the fit ``fit_id``, else the newest fit of ``experiment``/``benchmark`` (of
+    ``law`` when given); UsageError for none, and for a stale one unless ``allow_stale``."""
+    from fit.models import FitResult
+
+    if fit_id is not None:
+        row = reg.fit(fit_id)
+        if experiment is not None and row.experiment != experiment or benchmark is not None and \
+                row.benchmark != benchmark:
+            raise UsageError(f"fit {fit_id} is of {row.experiment}/{row.benchmark}, not of "
+                             f"{experiment or row.experiment}/{benchmark or row.benchmark}")
+    else:
+        if experiment is None or benchmark is None:
+            raise UsageError("name the fit: --fit-id ID, or --experiment NAME and --benchmark NAME (its newest)")
+        rows = [r for r in reg.fits(experiment, benchmark) if law is None or r.law == law]
+        if not rows:
+            laws = sorted({r.law for r in reg.fits(experiment, benchmark)})
+            raise UsageError(f"no fit{f' of law {law!r}' if law else ''} for {experiment}/{benchmark}; laws fitted: "
+                             f"{', '.join(laws) or 'none (run toolscale fit)'}")
+        row = rows[0]
+    if row.stale_reason and not allow_stale:
+        raise UsageError(f"fit {row.fit_id} of {row.experiment}/{row.benchmark} is stale: {row.stale_reason}; refit "
+                         "with toolscale fit")
+    return row.fit_id, FitResult.model_validate(row.payload)
+
+
+def summary_of(fit: Any, fit_id: str | None) -> Any:
+    """The :class:`fit.models.FitSummary` of a stored fit (formula included)."""
+    from fit.laws import law_of
+    from fit.models import FitSummary
+
+    return FitSummary.of(fit, fit_id, formula=law_of(fit).formula)
+
+
+def _list(args: argparse.Namespace) -> int:
+    from fit.models import FitList, FitResult, FitRow, fit_warnings
+    from grid.registry import Registry
+
+    with Registry(registry_path(args, config_of(args)), read_only=True) as reg:
+        if args.experiment:
+            reg.experiment(args.experiment)
+        records = reg.fits(args.experiment, args.benchmark)
+    rows = []
+    for r in records:
+        f = FitResult.model_validate(r.payload)
+        h = f.heldout
+        rows.append(FitRow(fit_id=r.fit_id, experiment=r.experiment, benchmark=r.benchmark, metric=r.metric,
+                           law=r.law, n_points=r.n_points, converged=r.converged,
+                           created_at=r.created_at.strftime("%Y-%m-%d %H:%M:%S"), stale_reason=r.stale_reason,
+                           heldout_mae=h.mae if h else None, interval_coverage=h.interval_coverage if h else None,
+                           warnings=len(fit_warnings(f))))
+    out = FitList(fits=rows)
+    if args.json:
+        emit_json(out.model_dump(mode="json"))
+        return 0
+    print_table([{"fit": r.fit_id, "experiment": r.experiment, "benchmark": f"{r.benchmark}/{r.metric}",
+                  "law": r.law, "runs": r.n_points, "held-out MAE": r.heldout_mae,
+                  "90% coverage": f"{r.interval_coverage:.0%}" if r.interval_coverage is not None else "",
+                  "warnings": r.warnings, "stored (UTC)": r.created_at,
+                  "state": "stale" if r.stale_reason else "current"} for r in rows], title="fits")
+    return 0
+
+
+def _show(args: argparse.Namespace) -> int:
+    from grid.registry import Registry
+    from toolscale.cli.fit import render_fit
+
+    with Registry(registry_path(args, config_of(args)), read_only=True) as reg:
+        row = reg.fit(args.fit_id)
+        fit_id, fit = stored_fit(reg, fit_id=args.fit_id, experiment=None, benchmark=None, allow_stale=True)
+    summary = summary_of(fit, fit_id)
+    if args.json:
+        emit_json(summary.model_dump(mode="json"))
+        return 0
+    render_fit(fit, summary, fit_id)
+    if row.stale_reason:
+        print(f"STALE: {row.stale_reason} (allocate and predict refuse it; refit with toolscale fit)")
+    return 0
+
+
+def _diff(args: argparse.Namespace) -> int:
+    from fit.models import FitDiff, ParamDiff
+    from grid.registry import Registry
+
+    with Registry(registry_path(args, config_of(args)), read_only=True) as reg:
+        ids = []
+        for fid in (args.fit_a, args.fit_b):
+            ids.append(stored_fit(reg, fit_id=fid, experiment=None, benchmark=None, allow_stale=True))
+    (ia, fa), (ib, fb) = ids
+    sa, sb = summary_of(fa, ia), summary_of(fb, ib)
+    keys = ("experiment", "benchmark", "metric", "law", "formula", "n_points", "n_params", "data_hash",
+            "holdout_rule", "heldout_n", "heldout_mae", "heldout_relative_mae", "interval_coverage", "bic",
+            "residual_sd", "weighted")
+    fields: dict[str, tuple] = {k: (getattr(sa, k), getattr(sb, k)) for k in keys if getattr(sa, k) != getattr(sb, k)}
+    if fa.options != fb.options:
+        fields["options"] = (str(fa.options), str(fb.options))
+    params = {}
+    for name in dict.fromkeys([*sa.params, *sb.params]):
+        pa, pb = sa.params.get(name), sb.params.get(name)
+        ca = (pa.lo, pa.hi) if pa is not None and pa.lo is not None else None
+        cb = (pb.lo, pb.hi) if pb is not None and pb.lo is not None else None
+        overlap = None if ca is None or cb is None else bool(ca[0] <= cb[1] and cb[0] <= ca[1])
+        params[name] = ParamDiff(a=pa.estimate if pa else None, b=pb.estimate if pb else None, a_ci=ca, b_ci=cb,
+                                 overlap=overlap)
+    diff = FitDiff(a=ia, b=ib, fields=fields, params=params)
+    if args.json:
+        emit_json(diff.model_dump(mode="json"))
+        return 0
+    print_table([{"field": k, ia: v[0], ib: v[1]} for k, v in fields.items()], title="differences")
+    print_table([{"param": k, ia: p.a, f"{ia} 95%": _ci(p.a_ci), ib: p.b, f"{ib} 95%": _ci(p.b_ci),
+                  "intervals overlap": "" if p.overlap is None else ("yes" if p.overlap else "NO")}
+                 for k, p in params.items()], title="parameters")
+    return 0
+
+
+def _ci(ci: tuple[float, float] | None) -> str:
+    return "" if ci is None else f"{ci[0]:.4g} to {ci[1]:.4g}"
