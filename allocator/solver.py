@@ -24,7 +24,8 @@ from allocator.errors import AllocatorError
 from allocator.models import AllocationPlan, AllocationRequest, AxisBounds, Decision, Optimality, Plan
 
 __all__ = ["Surface", "ScoreFn", "solve", "solve_levels", "round_integers", "make_plan", "check_optimality",
-           "min_cost", "score_at", "decide", "equal_spend_levels", "percentile_interval", "with_effect_error"]
+           "min_cost", "score_at", "decide", "equal_spend_levels", "percentile_interval", "with_effect_error",
+           "predictive_scores"]
 
 ScoreFn = Callable[[Mapping[str, np.ndarray], float], np.ndarray]
 """``score(levels, model_params) -> predicted scores``, vectorised: ``levels`` maps each axis to an
@@ -39,6 +40,10 @@ class Surface:
     law was chosen, for a baseline surface. ``effect_sd`` is the relative error of a predicted
     gain per decade of model size above ``max_fitted_n`` (the fit's rung CV,
     :attr:`fit.models.FitResult.effect_sd`; 0: gain intervals carry the draws only).
+
+    The prediction error of one run, as ``predict`` adds it: ``noise_sd`` (the fit's residual SD; log units
+    when ``noise_log``, multiplicative), ``extrapolation_sd`` per decade of N above ``max_fitted_n``, and
+    ``axis_sd[a]`` per doubling of axis ``a`` past its tested maximum.
     """
 
     score: ScoreFn
@@ -47,6 +52,10 @@ class Surface:
     own: str = ""
     effect_sd: float = 0.0
     max_fitted_n: float | None = None
+    noise_sd: float = 0.0
+    noise_log: bool = False
+    extrapolation_sd: float = 0.0
+    axis_sd: Mapping[str, float] = field(default_factory=dict)
 
 
 def _to_level(b: AxisBounds, u: np.ndarray) -> np.ndarray:
@@ -361,10 +370,6 @@ def decide(gain: float, gain_interval: tuple[float, float] | None, replicate_sd:
     return Decision(verdict="recommend", reason=f"gain {gain:+.4f} over the diversity-only plan{iv}{sd}")
 
 
-def _gains(surface: Surface, a: Mapping[str, float], b: Mapping[str, float], n: float) -> list[float]:
-    return with_effect_error([score_at(d, a, n) - score_at(d, b, n) for d in surface.draws], surface, n)
-
-
 def with_effect_error(gains: Sequence[float], surface: Surface, n: float, *, seed: int = 0) -> list[float]:
     """Gain draws scaled by ``1 + effect_sd x decades x z``, ``z`` standard normal (fixed seed).
 
@@ -376,6 +381,56 @@ def with_effect_error(gains: Sequence[float], surface: Surface, n: float, *, see
     decades = max(0.0, math.log10(n / surface.max_fitted_n))
     z = np.random.default_rng(seed).standard_normal(len(gains))
     return [float(g) for g in np.asarray(gains, dtype=float) * (1.0 + surface.effect_sd * decades * z)]
+
+
+def _arm_error(surface: Surface, request: AllocationRequest, levels: Mapping[str, float], values: np.ndarray,
+               rng: np.random.Generator, *, with_n: bool) -> np.ndarray:
+    """One run's prediction error at ``levels`` for each draw's ``values`` (score units): a run's noise, the
+    extrapolation error past each axis's tested maximum and, with ``with_n``, above the fitted model sizes.
+    Log-scale errors (a loss, a small positive score) are multiplicative."""
+    var = surface.noise_sd ** 2
+    for a in request.axes:
+        sd = surface.axis_sd.get(a.name)
+        x = levels[a.name]
+        if sd and a.fitted_max > 0 and x > a.fitted_max:
+            var += (sd * math.log2(x / a.fitted_max)) ** 2
+    if with_n and surface.extrapolation_sd and surface.max_fitted_n:
+        var += (surface.extrapolation_sd * max(0.0, math.log10(request.model_params / surface.max_fitted_n))) ** 2
+    eps = rng.normal(0.0, math.sqrt(var), size=values.shape) if var > 0 else np.zeros_like(values)
+    return values * np.expm1(eps) if surface.noise_log else eps
+
+
+def predictive_scores(surface: Surface, request: AllocationRequest, levels: Mapping[str, float],
+                values: Sequence[float], rng: np.random.Generator) -> list[float]:
+    """``values`` (one score per draw at ``levels``) plus one run's prediction error each (:func:`_arm_error`)."""
+    v = np.asarray(values, dtype=float)
+    return list(v + _arm_error(surface, request, levels, v, rng, with_n=True)) if v.size else []
+
+
+def _predictive_gains(surface: Surface, request: AllocationRequest, a: Mapping[str, float],
+                      b: Mapping[str, float], rng: np.random.Generator) -> list[float]:
+    """Gains of one run at ``a`` over one run at ``b``: each draw's gain (scaled by the rung CV's error of
+    differences), plus each arm's own error at its own levels (noise, axis extrapolation; the error above the
+    fitted sizes is common to both arms at one N and cancels)."""
+    n = request.model_params
+    pa = np.array([score_at(d, a, n) for d in surface.draws])
+    pb = np.array([score_at(d, b, n) for d in surface.draws])
+    if not pa.size:
+        return []
+    g = np.asarray(with_effect_error(list(pa - pb), surface, n), dtype=float)
+    g = g + _arm_error(surface, request, a, pa, rng, with_n=False) - _arm_error(surface, request, b, pb, rng,
+                                                                                  with_n=False)
+    return [float(x) for x in g]
+
+
+def _caps(request: AllocationRequest, levels: Mapping[str, float]) -> dict[str, str]:
+    """Axes at their upper limit, with the limit and why."""
+    out = {}
+    for a in request.axes:
+        top = math.floor(a.upper + 1e-9) if a.integer else a.upper
+        if a.upper > a.lower and levels[a.name] >= top - 1e-6 * max(abs(top), 1.0):
+            out[a.name] = f"{a.upper:g} {a.unit}" + (f" ({a.cap})" if a.cap else "")
+    return out
 
 
 def solve(request: AllocationRequest, surface: Surface, *, baseline_surface: Surface | None = None,
@@ -416,10 +471,11 @@ def solve(request: AllocationRequest, surface: Surface, *, baseline_surface: Sur
     else:
         base_levels, baseline, own_pred = pinned_levels, pinned, None
         method = "same law, quality pinned at baseline"
+    rng = np.random.default_rng(request.seed + 1)
     plan_draws = [score_at(d, levels, n) for d in surface.draws]
     base_draws = [score_at(d, base_levels, n) for d in surface.draws]
-    gains = with_effect_error([p - b for p, b in zip(plan_draws, base_draws)], surface, n)
-    pinned_gains = _gains(surface, levels, pinned_levels, n)
+    gains = _predictive_gains(surface, request, levels, base_levels, rng)
+    pinned_gains = _predictive_gains(surface, request, levels, pinned_levels, rng)
     spreads: dict[str, list[float]] = {}
     regrets: list[float] = []
     for d in list(surface.draws)[:redraws]:
@@ -437,15 +493,20 @@ def solve(request: AllocationRequest, surface: Surface, *, baseline_surface: Sur
                else {})
     return AllocationPlan(
         budget=request.budget, benchmark=request.benchmark, model_params=n, plan=plan,
-        interval=percentile_interval(plan_draws),
+        interval=percentile_interval(predictive_scores(surface, request, levels, plan_draws, rng)),
         spend_spread={k: percentile_interval(v) for k, v in spreads.items()},
         regret_interval=percentile_interval(regrets), expected_regret=float(np.mean(regrets)) if regrets else None,
         baseline=baseline, baseline_method=method, baseline_own_prediction=own_pred,
-        baseline_interval=percentile_interval(base_draws), gain_over_baseline=gain, gain_interval=gain_iv,
+        baseline_interval=percentile_interval(predictive_scores(surface, request, base_levels, base_draws, rng)),
+        gain_over_baseline=gain, gain_interval=gain_iv,
         p_beats_baseline=float(np.mean([g > 0 for g in gains])) if gains else None,
         pinned=pinned, gain_over_pinned=plan.predicted_score - pinned.predicted_score,
         pinned_gain_interval=percentile_interval(pinned_gains),
         decision=decide(gain, gain_iv, replicate_sd, _differing_axes(request, levels, base_levels), noise_label),
         replicate_sd=replicate_sd, marginal_value=_marginals(request, levels, surface.score),
         optimality=check_optimality(request, continuous, surface.score), extrapolation=bool(extra),
-        extrapolation_detail=extra, draws_used=len(surface.draws), law_weights=weights)
+        extrapolation_detail=extra, draws_used=len(surface.draws), law_weights=weights,
+        unspent=max(0.0, request.budget.value - plan.total_cost), caps=_caps(request, levels),
+        baseline_extrapolation=_extrapolation(request, base_levels),
+        pinned_extrapolation=_extrapolation(request, pinned_levels),
+        axis_extrapolation_sd={k: float(v) for k, v in surface.axis_sd.items() if v is not None})

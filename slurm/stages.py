@@ -99,6 +99,8 @@ def train_stages(cfg: ExperimentConfig, size: ModelSize, run: RunSpec, data_dir:
         else:  # the SFT-only arm trains with the same tokenizer as the mid-trained arms
             sft_options = {**sft_options, "tokenizer_dir": tok_dir}
     model_dir = workdir / "model"
+    if cfg.train.report_to != "none":
+        sft_options = {"label": run.run_id, **sft_options, "report_to": cfg.train.report_to}
     done["sft"] = train_sft(data_dir, size, model_dir, max_steps=sft_steps, seed=run.seed, threads=cfg.train.threads,
                             resume=True, init=init, **sft_options)
     grpo_steps = int(round(run.recipe.get("grpo_steps", cfg.train.grpo_steps))) if "grpo" in stages else 0
@@ -108,7 +110,7 @@ def train_stages(cfg: ExperimentConfig, size: ModelSize, run: RunSpec, data_dir:
         envs = _grpo_envs(cfg, run, workdir)
         done["grpo"] = train_grpo(envs, model_dir, workdir / "grpo", max_steps=grpo_steps,
                                   num_generations=cfg.train.grpo_generations, seed=run.seed,
-                                  threads=cfg.train.threads)
+                                  threads=cfg.train.threads, report_to=cfg.train.report_to, run_name=run.run_id)
         model_dir = workdir / "grpo"
     return StagesResult(total=_total(done), stages=done, model_dir=model_dir,
                         plan={**mid_plan, "sft_steps": sft_steps, "grpo_steps": grpo_steps})

@@ -455,6 +455,9 @@ class TrainSpec(_Frozen):
     """torch CPU threads per run."""
     save_checkpoints: bool = True
     """Write checkpoints so a preempted run resumes."""
+    report_to: Literal["none", "wandb", "tensorboard"] = "none"
+    """Where TRL logs training curves (its ``report_to``); runs are named by their toolscale run id. ``wandb``
+    needs the ``wandb`` package and a login (``WANDB_MODE=offline`` works without a network)."""
 
     @model_validator(mode="before")
     @classmethod
@@ -576,6 +579,14 @@ class CostSpec(_Frozen):
     """Average training tokens a synthesised task adds (for compute cost)."""
 
 
+class AllocateSpec(_Frozen):
+    """How far the allocator may plan beyond what was tested (allocator/)."""
+
+    max_extrapolation: float = Field(default=1.25, ge=1.0)
+    """No plan, baseline or comparison arm puts an axis above this multiple of its largest tested level (or
+    below its smallest tested level divided by it); ``allocate --extrapolate X`` allows more and says so."""
+
+
 class ExperimentSpec(_Frozen):
     """Identity and bookkeeping of the experiment."""
 
@@ -616,6 +627,8 @@ class ExperimentConfig(_Frozen):
     """Executor."""
     cost: CostSpec = Field(default_factory=CostSpec)
     """Compute cost."""
+    allocate: AllocateSpec = Field(default_factory=AllocateSpec)
+    """Allocation limits."""
     lr_scan: LRScanSpec | None = None
     """Learning-rate scan whose rule sets every rung's rate (``toolscale lr-scan``); None uses each rung's own."""
 

@@ -221,7 +221,8 @@ def train_grpo(envs: str | Path | Sequence[Any], model_dir: str | Path, out_dir:
                max_steps: int = 20, num_generations: int = 4, prompts_per_step: int = 1,
                max_completion_length: int = 96, learning_rate: float = 1e-4, seed: int = 0,
                threads: int | None = None, resume: bool = True, save_steps: int = 0,
-               rollout: str = "multi-turn", on_step: Callable[[int, int, float | None], None] | None = None) -> TrainStats:
+               rollout: str = "multi-turn", on_step: Callable[[int, int, float | None], None] | None = None,
+               report_to: str = "none", run_name: str | None = None) -> TrainStats:
     """GRPO on executable environments, starting from a trained model folder (usually an SFT run).
 
     Parameters
@@ -279,7 +280,9 @@ def train_grpo(envs: str | Path | Sequence[Any], model_dir: str | Path, out_dir:
     dataset = Dataset.from_list(rows)
     config = grpo_config(checkpoint_dir(out), max_steps=max_steps, learning_rate=learning_rate,
                          num_generations=num_generations, prompts_per_step=prompts_per_step,
-                         max_completion_length=max_completion_length, seed=seed, save_steps=save_steps)
+                         max_completion_length=max_completion_length, seed=seed, save_steps=save_steps,
+                         **({} if report_to == "none" else {"report_to": report_to,
+                                                           **({"run_name": run_name} if run_name else {})}))
     checkpoint = last_checkpoint(out) if resume else None
     accounting = accounting_callback(read_accounting(checkpoint).get("wall_s", 0.0), on_step=on_step)
     with quiet_progress():

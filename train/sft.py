@@ -100,6 +100,13 @@ def sft_config(size: ModelSize, output_dir: str | Path, *, max_steps: int, seed:
     return SFTConfig(**kwargs)
 
 
+def _reporting(report_to: str, name: str | None) -> dict[str, Any]:
+    """TRL's ``report_to`` (``[train].report_to``) and the run name the tracker shows (the toolscale run id)."""
+    if report_to == "none":
+        return {}
+    return {"report_to": report_to, **({"run_name": name} if name else {})}
+
+
 def make_trainer(model, tokenizer, dataset, config, *, plain_loss: bool = True, callbacks=()):
     """An ``SFTTrainer`` over a pre-tokenized dataset (``input_ids`` + ``assistant_masks``).
 
@@ -169,7 +176,7 @@ def train_sft(data_dir: str | Path, size: ModelSize, out_dir: str | Path, *, max
               seed: int = 0, threads: int | None = None, resume: bool = True, save_steps: int | None = None,
               on_step: Callable[[int, int, float | None], None] | None = None, tokenizer_dir: str | Path | None = None,
               learning_rate: float | None = None, max_epochs: float | None = None,
-              label: str | None = None, init: str | Path | None = None) -> TrainStats:
+              label: str | None = None, init: str | Path | None = None, report_to: str = "none") -> TrainStats:
     """Train one model with SFT on a synthesised dataset; write it to ``out_dir``.
 
     Parameters
@@ -298,7 +305,8 @@ def train_sft(data_dir: str | Path, size: ModelSize, out_dir: str | Path, *, max
 
     dataset = Dataset.from_list(data["examples"])
     every = max(10, steps // 4) if save_steps is None else save_steps
-    config = sft_config(size, checkpoint_dir(out), max_steps=steps, seed=seed, save_steps=every)
+    config = sft_config(size, checkpoint_dir(out), max_steps=steps, seed=seed, save_steps=every,
+                        **_reporting(report_to, label))
     checkpoint = last_checkpoint(out) if resume else None
     accounting = accounting_callback(read_accounting(checkpoint).get("wall_s", 0.0), on_step=on_step)
     with quiet_progress():
