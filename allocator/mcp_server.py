@@ -82,7 +82,7 @@ def build_server(registry: str, config: ExperimentConfig | None = None):
         """Predict `benchmark` at points `at` (each a dict such as {"model_size": 1.3e10, "train_tokens": 5e12,
         "tool_diversity": 64}) from the newest fit (or `fit_id`), with intervals and how far each input lies
         outside the fitted range (the same object as `toolscale predict --json`)."""
-        from fit.predict import check_point, predict_at
+        from allocator.service import predict_from_fit
 
         aliases = {"model_size": "N", "model_params": "N", "params": "N", "train_tokens": "D", "tokens": "D"}
         points = [{aliases.get(k, k): float(v) for k, v in p.items()} for p in at]
@@ -91,10 +91,7 @@ def build_server(registry: str, config: ExperimentConfig | None = None):
             fid, fit = load_fit(reg, exp, benchmark, fit_id=fit_id)
         c = cfg(config)
         units = {a.name: a.unit for a in c.axes} if c is not None else {}
-        for i, p in enumerate(points):
-            check_point(fit, p, units=units, label=f"#{i + 1}")
-        return predict_at(fit, points, level=level, max_fitted_flops=fit.max_fitted_flops,
-                          fit_id=fid).model_dump(mode="json")
+        return predict_from_fit(fit, points, fit_id=fid, units=units, level=level).model_dump(mode="json")
 
     @server.tool()
     @_user_errors

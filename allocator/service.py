@@ -23,7 +23,7 @@ from toolscale.config import ExperimentConfig, parse_config, training_flops
 
 __all__ = ["MAX_EXTRAPOLATION", "resolve_experiment", "load_fit", "make_surface", "build_request",
            "plan_allocation", "benchmarks_with_fits", "config_for", "form_weights", "other_forms",
-           "equal_spend_plan", "fit_summary_of", "Target", "plan_target"]
+           "equal_spend_plan", "fit_summary_of", "Target", "plan_target", "predict_from_fit"]
 
 MAX_EXTRAPOLATION = 1.25
 """Default of ``[allocate] max_extrapolation``: no arm puts an axis above this multiple of its largest tested
@@ -158,6 +158,17 @@ def make_surface(fit: FitResult, *, tokens: float, others: Sequence[FitResult] =
     return Surface(score=score, draws=draws, labels=labels, **effect)
 
 
+def predict_from_fit(fit: FitResult, points: Sequence[dict[str, float]], *, fit_id: str | None = None,
+                     units: dict[str, str] | None = None, level: float = 0.90) -> Any:
+    """``predict``'s :class:`fit.models.Prediction` of ``points`` (inputs by law name), each checked against the
+    law's inputs and their domains first (:func:`fit.predict.check_point`)."""
+    from fit.predict import check_point, predict_at
+
+    for i, p in enumerate(points):
+        check_point(fit, p, units=units, label=f"#{i + 1}")
+    return predict_at(fit, points, level=level, max_fitted_flops=fit.max_fitted_flops, fit_id=fit_id)
+
+
 def fit_summary_of(fit: FitResult, fit_id: str | None = None) -> FitSummary:
     """The :class:`fit.models.FitSummary` of a stored fit (what the MCP ``fit_summary`` tool returns)."""
     from fit.laws import law_of
@@ -241,11 +252,14 @@ def _rung_target(config: ExperimentConfig, size, why: str) -> Target:
                   f"{size.max_seq_len} tokens)")
 
 
-def _count(text: str, flag: str) -> float:
-    from grid.importer import parse_count
+_SUFFIX = {"K": 1e3, "M": 1e6, "B": 1e9, "G": 1e9, "T": 1e12}
 
+
+def _count(text: str, flag: str) -> float:
+    """A count such as ``1.4e9``, ``70M``, ``1.4B`` or ``300B``; AllocatorUsageError naming ``flag`` otherwise."""
+    t = str(text).strip()
     try:
-        x = parse_count(text)
+        x = float(t[:-1]) * _SUFFIX[t[-1].upper()] if t and t[-1].upper() in _SUFFIX else float(t)
     except ValueError:
         x = math.nan
     if not math.isfinite(x) or x <= 0:
@@ -336,13 +350,9 @@ def _load(reg: Registry, *, budget: float, benchmark: str, unit: str | None, exp
     if draws is not None:
         fit = fit.model_copy(update={"bootstrap": fit.bootstrap[:draws]})
         others = [o.model_copy(update={"bootstrap": o.bootstrap[:draws]}) for o in others]
-    runs = reg.runs(exp, status="done", split="fit")
-    from allocator.extrapolation import axis_extrapolation_sd
-
-    axis_sd = axis_extrapolation_sd(fit, runs, [a.name for a in cfg.axes if a.kind == "diversity"])
     return _Loaded(experiment=exp, fit_id=fit_id, fit=fit, config=cfg, request=request,
-                   surface=make_surface(fit, tokens=target.d, others=others, axis_sd=axis_sd), target=target,
-                   fitted_runs=runs, max_extrapolation=factor)
+                   surface=make_surface(fit, tokens=target.d, others=others, axis_sd=fit.axis_extrapolation_sd),
+                   target=target, fitted_runs=reg.runs(exp, status="done", split="fit"), max_extrapolation=factor)
 
 
 MIN_REPLICATE_DOF = 10

@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from fit.axis_extrapolation import axis_extrapolation_sd
 from fit.data import law_for_runs, points_from_runs, runs_with_stages
 from fit.errors import FitInputError
 from fit.fitting import fit_law
@@ -94,7 +95,8 @@ def fit_experiment(runs: Sequence[Any], request: FitRequest, *, config: Experime
         fit = with_extrapolation(fit, selection, points, law, seed=request.seed)
     if law.stages is not None and selection is None:
         fit = _two_step_extrapolation(fit, points, law, request)
-    fit = fit.model_copy(update={"options": _options(request, law)})
+    fit = fit.model_copy(update={"options": _options(request, law), "axis_extrapolation_sd": axis_extrapolation_sd(
+        points, law, [i.name for i in law.inputs if i.kind == "diversity"], fixed=fixed)})
     kind, k = parse_holdout(request.holdout)
     if kind == "rungs":
         steps = rolling_steps(points, law, int(k), n_bootstrap=min(request.n_bootstrap, 50), seed=request.seed,

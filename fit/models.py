@@ -395,6 +395,10 @@ class FitResult(_Frozen):
     """``input -> (min, max)`` over the fitted points, natural units (``predict`` flags inputs beyond them)."""
     weighted: bool = False
     """True when residuals were weighted by the runs' standard errors (``import-runs --weight``)."""
+    axis_extrapolation_sd: dict[str, float] = Field(default_factory=dict)
+    """Per diversity axis, the law's error per doubling past its largest tested level (residual units), from a
+    refit without the runs at that level (:mod:`fit.axis_extrapolation`); ``allocate`` widens the intervals of
+    plans that go past it. Empty: not measured (fewer than 3 levels, or a fit made before it was)."""
     options: dict[str, float] = Field(default_factory=dict)
     """Fit options that shape the data or the law (``smooth``, ``skip_first``, ``ceiling``, ``repetition``)."""
 

@@ -33,15 +33,12 @@ import duckdb
 
 from grid.errors import TableImportError
 from grid.importer import FIXED_TARGETS, MAX_ABS_METRIC, POSITIVE_TARGETS, SPLITS, check_metric_mapped, self_mapped
-from grid.split import heldout_threshold
-from toolscale.config import FLOPS_PER_PARAM_TOKEN
+from grid.staging_runs import _first, _lit, _num, _q, build_runs
 
-__all__ = ["StagedTable", "stage_table", "RUN_LEVEL", "SUFFIXES"]
+__all__ = ["StagedTable", "stage_table", "SUFFIXES"]
 
 SUFFIXES = {"K": 1e3, "M": 1e6, "B": 1e9, "G": 1e9, "T": 1e12}
 """Size suffixes of counts (parameters, tokens, FLOPs, axis levels): ``70M`` is 7e7, ``2.8B`` 2.8e9."""
-RUN_LEVEL = ("model_size", "model_params", "train_tokens", "train_flops", "seed", "split")
-"""Mapped fields that belong to a run (every row of one run must agree on them), besides its axes."""
 _NUMBER = r"[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?"
 
 
@@ -90,19 +87,6 @@ class StagedTable:
     def metrics(self) -> Any:
         """The staged metrics as an Arrow table (read from :attr:`path`)."""
         return self._arrow("metrics")
-
-
-def _q(name: str) -> str:
-    return '"' + name.replace('"', '""') + '"'
-
-
-def _lit(text: str) -> str:
-    return "'" + text.replace("'", "''") + "'"
-
-
-def _first(m: duckdb.DuckDBPyConnection, sql: str) -> tuple | None:
-    rows = m.execute(sql + " ORDER BY _line LIMIT 1").fetchall()
-    return rows[0] if rows else None
 
 
 def _macros(m: duckdb.DuckDBPyConnection) -> None:
@@ -240,8 +224,6 @@ def stage_table(path: str | Path, mapping: dict[str, str], *, experiment: str, b
         axes = [t for t in mapping if t not in FIXED_TARGETS]
         n = m.execute("SELECT count(*) FROM raw").fetchall()[0][0]
         _type(m, mapping, axes, weight, score_range)
-        from grid.staging_runs import build_runs
-
         heldout = build_runs(m, mapping, axes, columns, experiment=experiment, benchmark=benchmark,
                              heldout_fraction=heldout_fraction, checkpoints=checkpoints, weight=weight, notes=notes)
         m.execute("DETACH out")
@@ -252,11 +234,6 @@ def stage_table(path: str | Path, mapping: dict[str, str], *, experiment: str, b
         raise
     finally:
         m.close()
-
-
-def _num(col: str) -> str:
-    """The column holding ``col`` parsed as a number once (NULL for a missing or unparsable cell)."""
-    return _q("#" + col)
 
 
 _METRICS = ("score", "loss")
@@ -328,18 +305,3 @@ def _check_numbers(m: duckdb.DuckDBPyConnection, target: str, col: str) -> None:
         if bad:
             raise TableImportError(f"row {bad[0]}: column {col!r} ({target}) must be within "
                                    f"+-{MAX_ABS_METRIC:g}, got {bad[1]!r}")
-
-
-def split_sql(m: duckdb.DuckDBPyConnection, table: str, heldout_fraction: float, mapped: bool) -> str:
-    """The SQL of each run's split: the mapped column, or the top-FLOPs rule (:func:`grid.split.heldout_threshold`)
-    over the runs of ``table`` when every run's FLOPs are known."""
-    if mapped:
-        return "split"
-    flops = m.execute(f"SELECT c FROM {table}").fetchnumpy()["c"]
-    if hasattr(flops, "mask") and flops.mask.any():
-        return "split"
-    cut = heldout_threshold(flops.astype(float).tolist(), heldout_fraction, min_fit=1)
-    if cut is None:
-        return "split"
-    bound = f"CAST({_lit(repr(float(cut[0])))} AS DOUBLE)"  # exact: the shortest repr round-trips
-    return f"CASE WHEN c {'>' if cut[1] else '>='} {bound} THEN 'heldout' ELSE split END"

@@ -18,12 +18,49 @@ import duckdb
 
 from grid.errors import TableImportError
 from grid.schema import axis_column
-from grid.staging import RUN_LEVEL, _first, _lit, _num, _q, split_sql
+from grid.split import heldout_threshold
 from toolscale.config import FLOPS_PER_PARAM_TOKEN
 
-__all__ = ["build_runs"]
+__all__ = ["build_runs", "split_sql", "RUN_LEVEL"]
 
+RUN_LEVEL = ("model_size", "model_params", "train_tokens", "train_flops", "seed", "split")
+"""Mapped fields that belong to a run (every row of one run must agree on them), besides its axes."""
 _NULL = "CAST(NULL AS DOUBLE)"
+
+
+def _q(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'
+
+
+def _lit(text: str) -> str:
+    return "'" + text.replace("'", "''") + "'"
+
+
+def _first(m: duckdb.DuckDBPyConnection, sql: str) -> tuple | None:
+    rows = m.execute(sql + " ORDER BY _line LIMIT 1").fetchall()
+    return rows[0] if rows else None
+
+
+def _num(col: str) -> str:
+    """The column holding ``col`` parsed as a number once (NULL for a missing or unparsable cell)."""
+    return _q("#" + col)
+
+
+def split_sql(m: duckdb.DuckDBPyConnection, table: str, heldout_fraction: float, mapped: bool) -> str:
+    """The SQL of each run's split: the mapped column, or the top-FLOPs rule (:func:`grid.split.heldout_threshold`)
+    over the runs of ``table`` when every run's FLOPs are known."""
+    if mapped:
+        return "split"
+    flops = m.execute(f"SELECT c FROM {table}").fetchnumpy()["c"]
+    if hasattr(flops, "mask") and flops.mask.any():
+        return "split"
+    cut = heldout_threshold(flops.astype(float).tolist(), heldout_fraction, min_fit=1)
+    if cut is None:
+        return "split"
+    bound = f"CAST({_lit(repr(float(cut[0])))} AS DOUBLE)"  # exact: the shortest repr round-trips
+    return f"CASE WHEN c {'>' if cut[1] else '>='} {bound} THEN 'heldout' ELSE split END"
+
+
 
 
 def _key(mapping: dict[str, str], axes: Sequence[str], columns: Sequence[str]) -> str:

@@ -12,7 +12,7 @@ from toolscale.cli._common import (Formatter, add_registry_args, config_of, emit
 from toolscale.config import ExperimentConfig, parse_config
 from toolscale.errors import UsageError
 
-__all__ = ["register", "fit_summary", "parse_at", "render_fit"]
+__all__ = ["register", "fit_summary", "parse_at"]
 
 
 def _add_fit_args(p: argparse.ArgumentParser, benchmark_required: bool = True) -> None:
@@ -283,46 +283,10 @@ def _fit(args: argparse.Namespace) -> int:
     if args.json:
         emit_json(summary.model_dump(mode="json"))
         return 0
+    from toolscale.cli.fits import render_fit
+
     render_fit(f, summary, fit_id)
     return 0
-
-
-def render_fit(f: Any, summary: Any, fit_id: str | None) -> None:
-    """The text of a fit (``fit`` and ``fits show``): formula, parameters, held-out check, verdicts, warnings."""
-    tag = " [SIMULATED DATA]" if f.simulated else ""
-    print(f"{f.law} on {f.n_points} runs of {f.experiment} / {f.benchmark}/{f.metric}{tag}; "
-          f"converged={f.converged}; stored as {fit_id or '(not stored)'}")
-    print(f"formula: {summary.formula}" + (" (weighted by the runs' standard errors)" if f.weighted else ""))
-    if f.n_skipped:
-        print(f"skipped {f.n_skipped} done runs without {f.benchmark}/{f.metric}")
-    print(f"residuals: {f.residual_scale} (Huber delta {f.huber_delta:.3g} in those units)")
-    rows = [{"param": k, "estimate": v.estimate, "95% lo": v.lo, "95% hi": v.hi,
-             "note": "held fixed" if k in f.fixed else "at a bound" if k in f.at_bounds else ""}
-            for k, v in summary.params.items()]
-    print_table(rows, title="parameters")
-    if f.heldout:
-        h = f.heldout
-        cov = f"{h.interval_coverage:.0%}" if h.interval_coverage is not None else "n/a"
-        ext = f"{h.extrapolation_factor:.1f}x" if h.extrapolation_factor else "n/a"
-        print(f"held out ({f.holdout_source}): {h.n} runs, MAE {h.mae:.4f}, max error {h.max_error:.4f}, "
-              f"90% interval coverage {cov}, extrapolation {ext}")
-    for d in (summary.decision_accuracy, summary.decision_accuracy_law):
-        if d is not None and d.accuracy is not None:
-            ci = f"{d.level:.0%} CI {d.lo:.0%}-{d.hi:.0%}" if d.lo is not None else "no CI"
-            print(f"decision accuracy ({d.source}: {d.small_scale}): {d.accuracy:.0%} of {d.pairs} recipe pairs "
-                  f"({ci})")
-    if f.rolling:
-        print_table([{"fitted sizes": ", ".join(f"{n:.3g}" for n in s.fit_sizes), "predicted": f"{s.predicted_size:.3g}",
-                      "runs": s.n, "MAE": s.mae, "relative MAE": s.relative_mae, "max error": s.max_error,
-                      "90% coverage": s.interval_coverage} for s in f.rolling], title="rolling validation")
-    if f.interaction is not None:
-        i = f.interaction
-        ci = f" [{i.gain_ratio_lo:.2f}, {i.gain_ratio_hi:.2f}]" if i.gain_ratio_lo is not None else ""
-        print(f"interaction test: {i.verdict} -> {i.supported} ({i.strength}; delta BIC {i.delta_bic:.1f}, "
-              f"LR p={i.lr_p:.3g} by {i.lr_p_method}); diversity gain at top quality / at bottom = "
-              f"{i.gain_ratio:.2f}{ci}")
-    for w in summary.warnings:
-        print(f"WARNING: {w}")
 
 
 _ALIASES = {"model_size": "N", "model_params": "N", "params": "N", "train_tokens": "D", "tokens": "D"}
