@@ -253,6 +253,8 @@ class LawCandidate(_Frozen):
     """MAE on the largest fitted size when fitted on the smaller ones, metric units (None: no CV, or it failed)."""
     cv_relative_mae: float | None = None
     """``cv_mae`` over the mean observed value there."""
+    cv_relative_mae_se: float | None = None
+    """Standard error of ``cv_relative_mae`` (SD of the runs' absolute errors over sqrt(n), over the mean)."""
     bic: float
     """BIC of the fit the score came from."""
     converged: bool = True

@@ -6,8 +6,11 @@ largest fitted one, and predicts the ``fit`` runs of that largest fitted size. T
 with the lowest relative MAE there (MAE over the mean observed value) is chosen. The
 held-out runs are never looked at, so the choice cannot be tuned on them; the criterion is
 the one the held-out check itself applies (a prediction one rung up), at a shorter reach.
-Candidates are listed simplest first, and a later one must beat the best so far by more
-than ``margin`` (10%) of its CV error: a richer form has to earn its parameters.
+A richer form has to earn its parameters, and a near-tie must not hang on the machine's floating
+point (the fits are nonconvex): by the one-standard-error rule, the form with the fewest
+parameters whose CV error is within one standard error of the lowest one is chosen
+(``cv_relative_mae <= min + SE(min)``, with ``SE`` the standard error of the mean of that
+form's per-run relative absolute errors). Among equally many parameters the earlier listed wins.
 With fewer than three fitted sizes there is nothing to extrapolate to, and the choice falls
 back to the lowest BIC on the whole fitted split.
 
@@ -40,7 +43,7 @@ from fit.fitting import fit_law
 from fit.laws import Law
 from fit.models import LawCandidate, LawSelection, Points
 
-__all__ = ["effect_slope", "select_law"]
+__all__ = ["effect_slope", "one_se_choice", "select_law"]
 
 
 def effect_slope(actual: np.ndarray, predicted: np.ndarray) -> tuple[float | None, float | None]:
@@ -64,20 +67,45 @@ def effect_slope(actual: np.ndarray, predicted: np.ndarray) -> tuple[float | Non
     return b, math.sqrt(s2 / saa)
 
 
+def _relative_mae_se(actual: np.ndarray, predicted: np.ndarray) -> float:
+    """Standard error of a relative MAE: ``SD(|y - pred|) / sqrt(n) / mean(y)``, in natural units.
+
+    ``actual`` and ``predicted`` (shape ``(n,)``) are the runs' observed and predicted values in the
+    metric's natural units, as ``cv_relative_mae`` takes them. 0 with fewer than 2 runs.
+    """
+    y, pred = np.asarray(actual, dtype=float), np.asarray(predicted, dtype=float)
+    if y.size < 2:
+        return 0.0
+    return float(np.std(np.abs(y - pred), ddof=1) / math.sqrt(y.size) / abs(np.mean(y)))
+
+
+def one_se_choice(scored: list[LawCandidate]) -> LawCandidate:
+    """The candidate with the fewest parameters whose CV error is within one SE of the lowest.
+
+    ``scored`` lists candidates with a ``cv_relative_mae``, simplest first; among equally many
+    parameters the earlier one wins. The threshold is ``min + SE(min)`` (Hastie, Tibshirani and
+    Friedman, *Elements of Statistical Learning*, 7.10): a form that is only better within its
+    own noise does not earn its extra parameters, and the choice does not flip on a near-tie.
+    """
+    low = min(scored, key=lambda r: r.cv_relative_mae or 0.0)
+    bar = (low.cv_relative_mae or 0.0) + (low.cv_relative_mae_se or 0.0)
+    within = [r for r in scored if (r.cv_relative_mae or 0.0) <= bar]
+    return min(within, key=lambda r: (r.n_params, scored.index(r)))
+
+
 def _beyond(error: float, noise: float) -> float:
     """``sqrt(max(0, error^2 - noise^2))``: the part of an error its noise does not explain."""
     return math.sqrt(max(0.0, error ** 2 - noise ** 2))
 
 
 def select_law(points: Points, candidates: Mapping[str, Law], *, n_starts: int = 8, max_grid: int = 4096,
-               seed: int = 0, huber_delta: float | None = None, margin: float = 0.10) -> LawSelection:
+               seed: int = 0, huber_delta: float | None = None) -> LawSelection:
     """Score every candidate by rung cross-validation over the ``fit`` points; pick the best.
 
     Parameters
     ----------
     points : the experiment's points (``heldout`` points are ignored).
     candidates : label -> law (labels are what ``LawSelection.chosen`` names), simplest first.
-    margin : share of the best CV error so far that a later candidate must improve on.
     n_starts, max_grid, seed, huber_delta : passed to :func:`fit.fitting.fit_law`.
 
     Returns the :class:`fit.models.LawSelection`; a candidate whose fit fails to converge
@@ -105,15 +133,13 @@ def select_law(points: Points, candidates: Mapping[str, Law], *, n_starts: int =
                 noise[label] = float(res.residual_sd)
                 pairs[label] = ((np.log(np.maximum(y, 1e-300)), np.log(np.maximum(pred, 1e-300)))
                                 if law.target == "loss" else (y, pred))
+            se = _relative_mae_se(y, pred) if ok else None
             rows.append(LawCandidate(label=label, law=law.name, n_params=law.n_params,
                                      cv_mae=h.mae if ok else None, cv_relative_mae=h.relative_mae if ok else None,
-                                     bic=res.bic, converged=res.converged))
+                                     cv_relative_mae_se=se, bic=res.bic, converged=res.converged))
         scored = [r for r in rows if r.cv_relative_mae is not None]
         if scored:
-            best = scored[0]
-            for r in scored[1:]:
-                if (r.cv_relative_mae or 0.0) < (1.0 - margin) * (best.cv_relative_mae or 0.0):
-                    best = r
+            best = one_se_choice(scored)
             actual, predicted = pairs[best.label]  # log values for a loss: residuals log(y / pred)
             rms = float(np.sqrt(np.mean((actual - predicted) ** 2)))
             excess = _beyond(rms, noise[best.label])

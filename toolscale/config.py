@@ -314,10 +314,24 @@ def check_llm_roles(roles: dict) -> dict:
     return roles
 
 
+class UserServer(_Frozen):
+    """One of your stdio MCP servers as a table (``[[synth.servers]]``); a plain string is ``command`` alone."""
+
+    command: str = Field(min_length=1)
+    """The command line (``"python -m mcp_server_git --repository /data/repo"``)."""
+    scratch: str | None = Field(default=None, pattern=r"^copy:.+")
+    """``"copy:PATH"``: copy PATH for each job and start the server on the copy (PATH, which must appear in
+    ``command``, is never touched; results name PATH, not the copy). Write tools run only with it, or
+    under ``emulate_writes``."""
+    emulate_writes: bool = False
+    """Play the server's write tools (not read-only by their MCP annotations or name) with the emulator
+    instead of running them; without this or ``scratch`` they are left out, with a warning."""
+
+
 class SynthSpec(_Frozen):
     """Synthesis settings (synth/)."""
 
-    servers: list[str] = Field(default_factory=list)
+    servers: list[str | UserServer] = Field(default_factory=list)
     """Your stdio MCP servers as command lines (``"python -m mcp_server_git --repository /data/repo"``):
     collected and executed live in ``synth`` and in every pipeline job (one session per server per job);
     their tools join the bundled ones for ``tool_diversity``."""
@@ -326,6 +340,9 @@ class SynthSpec(_Frozen):
     (``{ repo_path = ["/data/repo"] }``); other arguments get generated values."""
     max_turns: int = Field(default=32, ge=1, le=256)
     """Most assistant turns of an LLM policy per trajectory (ASTRA: 32), in turns."""
+    min_tools: int = Field(default=3, ge=1)
+    """Servers from the registry (``--with-collected``, ASTRA imports) with fewer usable tools are
+    quarantined (ASTRA's pruning rule); servers you name in ``servers`` are never held to it."""
     heldout_servers: list[str] = Field(default_factory=list)
     """Bundled server names reserved for evaluation; empty uses the package default."""
     error_rate: float = Field(default=0.2, ge=0.0, le=1.0)

@@ -266,3 +266,18 @@ def test_snap_keeps_the_budget() -> None:
     u = np.array([1e-17, 0.5, 1.0 - 1e-12])
     assert _snap(u, lambda v: 0.0).tolist() == [0.0, 0.5, 1.0]
     assert _snap(u, lambda v: -1.0 if v[2] == 1.0 else 0.0).tolist() == [0.0, 0.5, 1.0 - 1e-12]
+
+
+def test_plan_matches_golden(golden) -> None:
+    """The whole plan of a fixed request on a fixed surface (levels, spend, optimality, values) as JSON.
+
+    An intended change to the solver or to the plan's contract: ``make golden``, then review the diff.
+    """
+    import json
+    from pathlib import Path
+
+    plan = solve(_request(5000), Surface(score=multiplicative))
+    got = json.loads(json.dumps(plan.model_dump(mode="json"), sort_keys=True))
+    path = Path(__file__).with_name("golden") / "plan_multiplicative_5000.json"
+    want = json.loads(golden.check_in(path, json.dumps(got, indent=2, sort_keys=True) + "\n"))
+    assert golden.diff(got, want, rel=1e-4, abs_tol=1e-6) == [], f"plan differs from {path}; if intended: {golden.command}"

@@ -176,3 +176,21 @@ def test_rung_cv_takes_the_overfit_form_when_the_fitted_runs_rise_and_not_otherw
     assert select_law(rising, cands, n_starts=4, max_grid=1024).chosen == "chinchilla_overfit"
     # the unique-content truth: the richer form must beat the simpler one by the margin, and does not
     assert select_law(base, cands, n_starts=4, max_grid=1024).chosen == "chinchilla_unique"
+
+
+def test_one_se_rule_takes_the_simplest_form_within_the_lowest_error_and_its_se():
+    from fit.models import LawCandidate
+    from fit.selection import one_se_choice
+
+    def cand(label, k, err, se):
+        return LawCandidate(label=label, law=label, n_params=k, cv_relative_mae=err, cv_relative_mae_se=se, bic=0.0)
+
+    simple, rich = cand("simple", 5, 0.021, 0.004), cand("rich", 7, 0.015, 0.004)
+    assert one_se_choice([simple, rich]).label == "rich"  # 0.021 is above 0.015 + 0.004: the richer form earns it
+    simple = cand("simple", 5, 0.018, 0.004)
+    assert one_se_choice([simple, rich]).label == "simple"  # within one SE of the lowest: fewer parameters win
+    assert one_se_choice([cand("rich", 7, 0.015, 0.001), cand("simple", 5, 0.021, 0.004)]).label == "rich"
+    # order breaks ties among equally many parameters; a candidate far outside never wins
+    a, b = cand("a", 5, 0.020, 0.01), cand("b", 5, 0.010, 0.01)
+    assert one_se_choice([a, b]).label == "a" and one_se_choice([b, a]).label == "b"
+    assert one_se_choice([cand("bad", 2, 0.5, 0.01), cand("good", 6, 0.02, 0.001)]).label == "good"

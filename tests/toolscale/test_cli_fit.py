@@ -392,17 +392,26 @@ def test_law_auto_for_a_loss_chooses_by_rung_cv_and_says_so(tmp_path, capsys):
                  "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
     sel = out["selection"]
-    assert sel["criterion"] == "rung_cv" and sel["chosen"] == out["law"] == "chinchilla_unique"
     assert {c["label"] for c in sel["candidates"]} == {"chinchilla_ND", "chinchilla", "chinchilla_qterm",
                                                        "chinchilla_unique", "chinchilla_overfit"}
+    # which form wins a near-tie depends on the machine's floating point through nonconvex fits, so the
+    # test checks the rule and what the evidence supports, not one winner: the chosen form is the one
+    # with the fewest parameters within one SE of the lowest CV error, and it uses the data axes
+    scored = [c for c in sel["candidates"] if c["cv_relative_mae"] is not None]
+    low = min(scored, key=lambda c: c["cv_relative_mae"])
+    within = [c for c in scored if c["cv_relative_mae"] <= low["cv_relative_mae"] + low["cv_relative_mae_se"]]
+    chosen = next(c for c in scored if c["label"] == sel["chosen"])
+    assert sel["criterion"] == "rung_cv" and sel["chosen"] == out["law"]
+    assert chosen in within and chosen["n_params"] == min(c["n_params"] for c in within)
+    assert sel["chosen"] != "chinchilla_ND"  # a form without the data axes misses one rung up by far more
     assert out["heldout_relative_mae"] == pytest.approx(out["heldout_mae"] / (
         sum(p["actual"] for p in out["heldout_predictions"]) / out["heldout_n"]))
     # allocate on the loss: a fair diversity-only baseline in the same loss form, the metric printed positive
     assert main(["allocate", "--registry", db, "--config", str(cfg), "--experiment", "auto-loss", "--benchmark",
                  "calls", "--budget", "2000", "--model-size", "t", "--json"]) == 0
     plan = json.loads(capsys.readouterr().out)
-    assert plan["target"] == "loss" and plan["law"] == "chinchilla_unique"
-    assert "chinchilla_unique over N, D and tool_diversity" in plan["baseline_method"]
+    assert plan["target"] == "loss" and plan["law"] == out["law"]
+    assert f"{out['law']} over N, D and tool_diversity" in plan["baseline_method"]
     assert plan["plan"]["predicted_score"] < 0  # scores are the negated loss: a gain is an improvement
     assert main(["allocate", "--registry", db, "--config", str(cfg), "--experiment", "auto-loss", "--benchmark",
                  "calls", "--budget", "2000", "--model-size", "t"]) == 0

@@ -36,7 +36,7 @@ def start_model(envs, tmp_path_factory):
     from synth.envs.grpo import grpo_rows
 
     from train.chat import render
-    from train.models import build_model
+    from train.proxy import build_model
     from train.tokenizer import train_tokenizer
 
     texts = [render(r["prompt"], r["tools"], add_generation_prompt=True) + _golden_text(s)
