@@ -157,12 +157,12 @@ def _two_step_extrapolation(fit: FitResult, points: Points, law: Law, request: F
     return with_extrapolation(fit, selection, points, law, seed=request.seed)
 
 
-def _options(request: FitRequest, law: Law) -> dict[str, float]:
-    out: dict[str, float] = {}
+def _options(request: FitRequest, law: Law) -> dict[str, float | str]:
+    out: dict[str, float | str] = {}
     if request.repetition:
         out["repetition"] = 1.0
     if law.stages is not None:
-        out.update(smooth=float(request.smooth), skip_first=request.skip_first)
+        out.update(smooth=float(request.smooth), skip_first=request.skip_first, stage1_metric=request.stage1_metric)
         if request.ceiling is not None:
             out["ceiling"] = request.ceiling
         if request.floor is not None:

@@ -401,8 +401,9 @@ class FitResult(_Frozen):
     """Per diversity axis, the law's error per doubling past its largest tested level (residual units), from a
     refit without the runs at that level (:mod:`fit.axis_extrapolation`); ``allocate`` widens the intervals of
     plans that go past it. Empty: not measured (fewer than 3 levels, or a fit made before it was)."""
-    options: dict[str, float] = Field(default_factory=dict)
-    """Fit options that shape the data or the law (``smooth``, ``skip_first``, ``ceiling``, ``repetition``)."""
+    options: dict[str, float | str] = Field(default_factory=dict)
+    """Fit options that shape the data or the law (``smooth``, ``skip_first``, ``ceiling``, ``floor``,
+    ``repetition``, ``stage1_metric``)."""
 
     def warnings(self) -> list[str]:
         """What a reader of this fit must know (:func:`fit.models.fit_warnings`)."""

@@ -89,20 +89,39 @@ def test_rolling_holdout_reports_each_step(simulated_registry, capsys):
     assert steps[1]["mae"] == pytest.approx(out["heldout_mae"], rel=0.2)
 
 
-def test_report_writes_markdown_html_json(simulated_registry, tmp_path, capsys):
+def test_report_renders_the_stored_fit(simulated_registry, tmp_path, capsys):
     out_dir = tmp_path / "rep"
-    code = main(["report", "--registry", simulated_registry, "--benchmark", "simulated", "--bootstrap", "8",
-                 "--starts", "2", "--jobs", "1", "--out", str(out_dir), "--json"])
-    assert code == 0
-    files = json.loads(capsys.readouterr().out)["files"]
+    assert main(["report", "--registry", simulated_registry, "--benchmark", "simulated", "--out", str(out_dir)]) == 2
+    assert "no fit for sim/simulated" in capsys.readouterr().err  # nothing stored yet: fit first (or --refit)
+    assert main(["fit", "--registry", simulated_registry, "--experiment", "sim", "--benchmark", "simulated",
+                 "--bootstrap", "8", "--starts", "2", "--jobs", "1", "--json"]) == 0
+    fitted = json.loads(capsys.readouterr().out)
+    assert main(["allocate", "--registry", simulated_registry, "--benchmark", "simulated", "--budget", "5000"]) == 0
+    capsys.readouterr()
+    assert main(["report", "--registry", simulated_registry, "--benchmark", "simulated", "--out", str(out_dir),
+                 "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["fit_id"] == fitted["fit_id"] and out["params"] == fitted["params"]  # rendered, not refitted
+    files = out["files"]
     md = Path(files["markdown"]).read_text()
     html = Path(files["html"]).read_text()
     data = json.loads(Path(files["json"]).read_text())
     assert "[SIMULATED]" in md and "SIMULATED DATA" in md and "SIMULATED DATA" in html
-    assert html.count("data:image/png;base64,") == 4 and "<img" in html
-    assert data["simulated"] is True and data["heldout"]["n"] == 27
-    for rel in ("axes", "heldout", "residuals", "hypotheses"):
-        assert (out_dir / f"sim__simulated_plots/{rel}.png").stat().st_size > 1000
+    assert f"Renders the stored fit `{fitted['fit_id']}`" in md and data["fit_id"] == fitted["fit_id"]
+    assert data["simulated"] is True and data["heldout"]["n"] == 27 and len(data["allocations"]) == 1
+    for rel in ("extrapolation", "axes", "heldout", "coverage", "residual_panels", "residuals", "allocation",
+                "hypotheses"):
+        assert (out_dir / f"sim__simulated_plots/{rel}.png").stat().st_size > 1000, rel
+    assert html.count("data:image/png;base64,") == 8 and "<img" in html
+
+
+def test_report_refit_fits_anew_without_storing(simulated_registry, tmp_path, capsys):
+    assert main(["report", "--registry", simulated_registry, "--benchmark", "simulated", "--refit", "--law",
+                 "saturating", "--no-interaction", "--bootstrap", "0", "--starts", "2", "--out",
+                 str(tmp_path / "rep"), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["fit_id"] is None
+    with Registry(simulated_registry, read_only=True) as reg:
+        assert reg.fits() == []
 
 
 @pytest.mark.parametrize("argv,code,needle", [

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import math
 import sys
 from pathlib import Path
 from typing import Any
@@ -106,6 +107,14 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="fit the same runs with each axis set (repeat: the requested knobs, then with "
                         "measured_groundedness) and write axes.md / axes.json side by side")
     p.add_argument("--out", default="reports", metavar="DIR", help="output folder (default ./reports)")
+    p.add_argument("--fit-id", help="render this stored fit (default: the newest of the experiment and benchmark)")
+    p.add_argument("--refit", action="store_true",
+                   help="fit anew with the fit options above instead of rendering a stored fit (not stored)")
+    p.add_argument("--target-size", metavar="N", help="model size the extrapolation band reaches, e.g. 7e9 or 7B "
+                                                      "(default: the config's target size, else the largest run)")
+    p.add_argument("--sweep", metavar="MIN:MAX:STEPS",
+                   help="plan allocations over these budgets for the allocation chart (default: the allocations "
+                        "stored for the fit)")
     p.add_argument("--json", action="store_true", help="print the report's JSON summary on stdout")
     p.set_defaults(func=_report)
 
@@ -425,16 +434,111 @@ def _report(args: argparse.Namespace) -> int:
     if args.compare_axes:
         return _compare_axes(args)
     writable_dir(args.out)
-    result = _run(args, args.experiment)
-    paths = write_report(result, Path(args.out))
+    if args.refit:
+        result, fit_id = _run(args, args.experiment), None
+    else:
+        result, fit_id = _stored_result(args)
+    config = _report_config(args, result.fit.experiment)
+    target_n = _target_n(args, config)
+    allocations, unit = _report_allocations(args, fit_id, result.fit, config)
+    paths = write_report(result, Path(args.out), fit_id=fit_id, target_n=target_n, allocations=allocations, unit=unit)
     if args.json:
         from fit.models import ReportSummary
 
-        summary = fit_summary(result)
+        summary = fit_summary(result, fit_id)
         emit_json(ReportSummary(**dict(summary), files={k: str(v) for k, v in paths.items()}).model_dump(mode="json"))
     else:
-        print(f"wrote {paths['markdown']}, {paths['html']} and {paths['json']}")
+        what = f"fit {fit_id}" if fit_id else "a new fit (not stored)"
+        print(f"wrote {paths['markdown']}, {paths['html']} and {paths['json']} ({what})")
     return 0
+
+
+def _stored_result(args: argparse.Namespace) -> tuple[Any, str]:
+    """The stored fit (``--fit-id``, else the newest of the experiment and benchmark, of ``--law`` when named) as an
+    :class:`fit.models.ExperimentFit` with its points rebuilt from the registry (the stored split)."""
+    from fit.data import points_from_runs
+    from fit.laws import law_of
+    from fit.models import ExperimentFit, FitRequest
+    from grid.registry import Registry
+    from toolscale.cli.fits import stored_fit
+
+    experiment = args.experiment
+    with Registry(registry_path(args, config_of(args)), read_only=True) as reg:
+        if experiment is None and args.fit_id is None:
+            names = [e.name for e in reg.experiments()]
+            if len(names) == 1:
+                experiment = names[0]
+        fit_id, fit = stored_fit(reg, fit_id=args.fit_id, experiment=experiment, benchmark=args.benchmark,
+                                 law=None if args.law == "auto" else args.law, allow_stale=True)
+        runs = reg.runs(fit.experiment, status="done")
+    law = law_of(fit)
+    inter = ("L", str(fit.options.get("stage1_metric", "loss"))) if law.stages is not None else None
+    names = law.stages[0].axes if law.stages is not None else law.axes
+    points = points_from_runs(runs, benchmark=fit.benchmark, metric=fit.metric, inputs=names,
+                              experiment=fit.experiment, simulated=fit.simulated or None, intermediate=inter)
+    held = {p.run_id for p in (fit.heldout.points if fit.heldout else [])}
+    points = points.model_copy(update={"split": ["heldout" if r in held else "fit" for r in points.run_ids]})
+    request = FitRequest(experiment=fit.experiment, benchmark=fit.benchmark, metric=fit.metric, law=fit.law,
+                         holdout=fit.holdout_rule if fit.holdout_rule else "split", n_bootstrap=len(fit.bootstrap))
+    return ExperimentFit(request=request, fit=fit, interaction=fit.interaction, points=points), fit_id
+
+
+def _report_config(args: argparse.Namespace, experiment: str) -> ExperimentConfig | None:
+    cfg = config_of(args)
+    if cfg is not None:
+        return cfg
+    _, _, stored, _ = _load(args, experiment)
+    return stored
+
+
+def _target_n(args: argparse.Namespace, config: ExperimentConfig | None) -> float | None:
+    if args.target_size:
+        from grid.importer import parse_count
+
+        try:
+            n = parse_count(args.target_size)
+        except ValueError:
+            n = math.nan
+        if not (math.isfinite(n) and n > 0):
+            raise UsageError(f"--target-size must be a parameter count (7e9, 7B), got {args.target_size!r}")
+        return n
+    if config is not None and config.ladder:
+        return config.target_size.counted_params(config.design.param_count)
+    return None
+
+
+def _report_allocations(args: argparse.Namespace, fit_id: str | None, fit: Any,
+                        config: ExperimentConfig | None) -> tuple[list[dict[str, Any]], str]:
+    """Plans for the allocation chart: ``--sweep`` planned now (not stored), else the fit's stored allocations."""
+    def row(p: dict[str, Any], budget: float) -> dict[str, Any]:
+        sign = -1.0 if fit.target == "loss" else 1.0
+        iv = p.get("interval")
+        return {"budget": budget, "spend": p["plan"]["spend"], "score": sign * p["plan"]["predicted_score"],
+                "interval": sorted(sign * x for x in iv) if iv else None,
+                "baseline": sign * p["baseline"]["predicted_score"], "unspent": p.get("unspent", 0.0)}
+
+    if args.sweep:
+        from allocator.service import plan_allocation
+        from toolscale.cli.allocate import _sweep_budgets
+
+        out, unit = [], "usd"
+        for budget in _sweep_budgets(args.sweep):
+            rep = plan_allocation(registry_path(args, config), budget=budget, benchmark=fit.benchmark,
+                                  experiment=fit.experiment, config=config, fit_id=fit_id, save=False, redraws=0)
+            out.append(row(rep.model_dump(mode="json"), budget))
+            unit = rep.budget.unit
+        return out, unit
+    if fit_id is None:
+        return [], "usd"
+    from grid.registry import Registry
+
+    with Registry(registry_path(args, config), read_only=True) as reg:
+        stored = [a for a in reg.allocations(fit.experiment) if a["fit_id"] == fit_id]
+    newest: dict[float, dict[str, Any]] = {}
+    for a in stored:  # newest first: keep the newest plan per budget
+        newest.setdefault(float(a["budget"]), a)
+    unit = stored[0]["unit"] if stored else "usd"
+    return [row(a["payload"], b) for b, a in newest.items()], unit
 
 
 def _effect(args: argparse.Namespace) -> int:
