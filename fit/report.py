@@ -478,8 +478,16 @@ def hypotheses_figure(result: ExperimentFit) -> bytes | None:
     return _png(fig)
 
 
+def _more_figures() -> dict[str, Any]:
+    from fit.report_figures import allocation_figure, coverage_figure, extrapolation_figure, residual_panels_figure
+
+    return {"extrapolation": extrapolation_figure, "coverage": coverage_figure,
+            "residual_panels": residual_panels_figure,
+            "allocation": lambda r: allocation_figure([], metric=r.fit.metric, simulated=r.fit.simulated)}
+
+
 FIGURE_MAKERS = {"axes": axes_figure, "heldout": heldout_figure, "residuals": residuals_figure,
-                 "hypotheses": hypotheses_figure}
+                 "hypotheses": hypotheses_figure, **_more_figures()}
 """Figure key -> the function drawing it (``None`` when it does not apply)."""
 
 
@@ -489,11 +497,10 @@ def make_figures(result: ExperimentFit, *, target_n: float | None = None,
 
     ``target_n``: the model size the extrapolation band reaches; ``allocations``: plans across budgets for the
     allocation chart (:func:`fit.report_figures.allocation_figure`)."""
-    from fit.report_figures import allocation_figure, coverage_figure, extrapolation_figure, residual_panels_figure
+    from fit.report_figures import allocation_figure, extrapolation_figure
 
     out = {}
     makers = {**FIGURE_MAKERS, "extrapolation": lambda r: extrapolation_figure(r, target_n),
-              "coverage": coverage_figure, "residual_panels": residual_panels_figure,
               "allocation": lambda r: allocation_figure(allocations or [], unit=unit, metric=r.fit.metric,
                                                         simulated=r.fit.simulated)}
     for key, maker in makers.items():
