@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from toolscale.cli import main
+from toolscale.cli.project import example_config_text
 
 SMALL = Path(__file__).resolve().parent.parent / "fit" / "small.toml"
 GOOD_CSV = "id,model,tokens,acc,lr\na,1e6,1e9,0.50,3\nb,2e6,2e9,0.55,3\nc,4e6,4e9,0.61,3\nd,8e6,8e9,0.64,3\n"
@@ -45,6 +46,7 @@ FILES = {
     "bad_truth.toml": "law = \n",
     "good2.csv": GOOD_CSV.replace("0.55", "0.56"),
     "split.csv": _csv("1e6,1e9,0.5,test\n2e6,1e9,0.6,fit", header="model,tokens,acc,part"),
+    "micro.toml": example_config_text("micro"),
 }
 
 # (id, argv, exit code, text the one stderr line must contain); {reg} is the registry copy, {d} the folder
@@ -163,6 +165,8 @@ CASES = [
      "--noise"),
     ("simulate-missing-truth", ["simulate", "--config", str(SMALL), "--experiment", "s2", "--truth",
                                 "{d}/none.toml"], 2, "none.toml"),
+    ("simulate-another-design", ["simulate", "--config", "{d}/micro.toml", "--experiment", "sim"], 2,
+     "was simulated from design"),
     ("simulate-existing-experiment", ["simulate", "--config", str(SMALL), "--experiment", "sim", "--seed", "5"], 2,
      "--replace"),
     ("simulate-into-imported", ["simulate", "--config", str(SMALL), "--experiment", "imp", "--replace"], 2,

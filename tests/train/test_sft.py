@@ -267,3 +267,14 @@ def test_shared_tokenizer_and_learning_rate_override(tiny_data, tmp_path):
     assert run["tokenizer_id"] == tokenizer_id(shared) and run["model_size"]["learning_rate"] == 0.02
     with pytest.raises(UsageError, match="learning_rate must be a positive number, got -1"):
         train_sft(tiny_data, SIZE, tmp_path / "m2", max_steps=2, learning_rate=-1)
+
+
+def test_report_to_reaches_trl_with_the_run_id_as_run_name(tmp_path):
+    """``[train] report_to`` is passed to TRL (not hard-coded to none) and names the run by its toolscale id."""
+    from toolscale.config import TrainSpec
+    from train.sft import _reporting
+
+    assert TrainSpec().report_to == "none" and TrainSpec(report_to="tensorboard").report_to == "tensorboard"
+    assert sft_config(SIZE, tmp_path, max_steps=1, **_reporting("none", "r-1")).report_to == []
+    config = sft_config(SIZE, tmp_path, max_steps=1, **_reporting("tensorboard", "r-1"))
+    assert config.report_to == ["tensorboard"] and config.run_name == "r-1"

@@ -49,10 +49,17 @@ def register(sub: argparse._SubParsersAction) -> None:
 
     p = sub.add_parser("export", help="write every run with its axes and metrics as CSV or Parquet",
                        formatter_class=Formatter,
-                       epilog="example:\n  toolscale export --experiment E --format parquet --out runs.parquet")
+                       epilog="examples:\n  toolscale export --experiment E --out runs.parquet   # Parquet by its suffix\n"
+                              "  toolscale export --experiment E --long --out runs.parquet\n"
+                              "  python -c \"import datasets; print(datasets.load_dataset('parquet', "
+                              "data_files='runs.parquet'))\"")
     add_registry_args(p)
     p.add_argument("--experiment", help="only this experiment")
-    p.add_argument("--format", choices=["csv", "parquet"], default="csv", help="file format (default csv)")
+    p.add_argument("--format", choices=["csv", "parquet"],
+                   help="file format (default: from the --out suffix, .parquet or .pq for Parquet, else csv)")
+    p.add_argument("--long", action="store_true",
+                   help="a tidy long table: one row per run, benchmark and metric (score, stderr, split, axes as "
+                        "columns), which loads as a Hugging Face dataset")
     p.add_argument("--out", help="output file (default: stdout for csv)")
     p.set_defaults(func=_export)
 
@@ -167,16 +174,17 @@ def _export(args: argparse.Namespace) -> int:
 
     from grid.registry import Registry
 
-    if args.format == "parquet" and not args.out:
+    fmt = args.format or ("parquet" if args.out and Path(args.out).suffix.lower() in (".parquet", ".pq") else "csv")
+    if fmt == "parquet" and not args.out:
         raise UsageError("--format parquet needs --out FILE")
     if args.out:
         writable_file(args.out)
     with Registry(registry_path(args), read_only=True) as reg:
         if args.experiment:
             reg.experiment(args.experiment)
-        rows = reg.export_rows(args.experiment)
+        rows = _long_rows(reg, args.experiment) if args.long else reg.export_rows(args.experiment)
     frame = pd.DataFrame(rows)
-    if args.format == "parquet":
+    if fmt == "parquet":
         frame.to_parquet(args.out, index=False)
     elif args.out:
         frame.to_csv(args.out, index=False)
@@ -185,6 +193,19 @@ def _export(args: argparse.Namespace) -> int:
     if args.out:
         print(f"wrote {len(frame)} runs to {args.out}", file=sys.stderr)
     return 0
+
+
+def _long_rows(reg, experiment: str | None) -> list[dict]:
+    """One row per run, benchmark and metric: the run's fields and axes, then the metric's value and stderr."""
+    out = []
+    for r in reg.runs(experiment):
+        base = {"run_id": r.run_id, "experiment": r.experiment, "split": r.split, "model_size": r.model_size,
+                "model_params": r.model_params, "train_tokens": r.train_tokens, "train_flops": r.train_flops,
+                "seed": r.seed, "status": r.status, "source": r.source, **{k: float(v) for k, v in r.recipe.items()}}
+        for key, value in r.metrics.items():
+            bench, _, metric = key.rpartition("/")
+            out.append({**base, "benchmark": bench, "metric": metric, "value": value, "stderr": r.stderrs.get(key)})
+    return out
 
 
 def _score_range(benchmark: str | None) -> tuple[float, float] | None:
