@@ -104,3 +104,40 @@ def test_extrapolate_allows_more_and_widens_the_interval(byo, capsys):
     assert far["extrapolation_detail"]["tool_diversity"] == pytest.approx(4.0)
     width = [x["interval"][1] - x["interval"][0] for x in (near, far)]
     assert width[1] > width[0]  # two doublings past the tested maximum instead of a third of one
+
+
+def test_an_lm_eval_results_folder_end_to_end_to_allocate(tmp_path, capsys):
+    """The README's lm-eval path, one command each: import the folder (the recipe read from the model name),
+    fit, allocate for a model the runs do not include."""
+    rng = np.random.default_rng(3)
+    folder = tmp_path / "results"
+    for n in (7e7, 1.6e8, 4.1e8, 1.0e9):
+        for tools in (4, 8, 16):
+            model = f"org/agent-{n:.2g}-tools-{tools}"
+            for step in (1000, 4000):
+                d = step * 2097152
+                acc = 0.85 - 0.3 * (n / 7e7) ** -0.3 - 0.15 * (tools / 4) ** -0.6 - 0.05 * (d / 2e9) ** -0.3
+                res = {"results": {"arc_easy": {"alias": "arc_easy", "acc,none": float(acc + rng.normal(0, 0.004)),
+                                                "acc_stderr,none": 0.004}},
+                       "config": {"model": "hf", "model_args": f"pretrained={model},revision=step{step}",
+                                  "model_num_parameters": n}}
+                sub = folder / model.replace("/", "__")
+                sub.mkdir(parents=True, exist_ok=True)
+                (sub / f"results_{step}.json").write_text(json.dumps(res))
+    cfg = tmp_path / "agent.toml"
+    cfg.write_text(CONFIG.split("[[axes]]\nname = \"repair_rate\"")[0])
+    db = str(tmp_path / "r.duckdb")
+    assert main(["import-runs", str(folder), "--from", "lm-eval", "--experiment", "mine", "--registry", db,
+                 "--map", "acc=score", "--weight", "acc_stderr", "--set", "tokens=step*2097152",
+                 "--map", "tokens=train_tokens", "--set", "n_tools=regexp_extract(run_id, 'tools-([0-9]+)', 1)",
+                 "--map", "n_tools=tool_diversity", "--json"]) == 0
+    imported = json.loads(capsys.readouterr().out)
+    assert imported["rows"] == 12 and imported["axes"] == ["tool_diversity"]
+    assert main(["fit", "--registry", db, "--experiment", "mine", "--benchmark", "arc_easy", "--law", "saturating",
+                 "--bootstrap", "16", "--jobs", "1", "--json"]) == 0
+    fit = json.loads(capsys.readouterr().out)
+    assert fit["weighted"] and fit["heldout_n"] == 3
+    assert main(["allocate", "--registry", db, "--benchmark", "arc_easy", "--budget", "500", "--config", str(cfg),
+                 "--model-size", "1.4B", "--tokens", "300B", "--json"]) == 0
+    plan = json.loads(capsys.readouterr().out)
+    assert plan["model_params"] == 1.4e9 and plan["tokens"] == 3e11 and plan["plan"]["total_cost"] <= 500
