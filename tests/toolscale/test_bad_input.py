@@ -138,6 +138,16 @@ CASES = [
                                   "--sweep", "1000:10000:3", "--plot", "{d}/good.csv/sweep.png"], 2, "--plot"),
     ("allocate-unknown-experiment", ["allocate", "--budget", "5000", "--benchmark", "simulated", "--experiment",
                                      "zzz"], 2, "zzz"),
+    # predict
+    ("predict-fraction-above-one", ["predict", "--experiment", "sim", "--benchmark", "simulated", "--at",
+                                    "model_size=2e6,tool_diversity=8,task_count=128,repair_rate=1.5"], 2,
+     "repair_rate is a fraction and must be in [0, 1], got 1.5"),
+    ("predict-zero-size", ["predict", "--experiment", "sim", "--benchmark", "simulated", "--at",
+                           "model_size=0,tool_diversity=8,task_count=128,repair_rate=0.5"], 2, "model_size must be > 0"),
+    ("predict-unknown-input", ["predict", "--experiment", "sim", "--benchmark", "simulated", "--at",
+                               "model_size=2e6,tool_diversity=8,task_count=128,repair_rate=0.5,foo=3"], 2,
+     "unknown input 'foo'"),
+    ("predict-unknown-fit-id", ["predict", "--fit-id", "f-nope", "--at", "model_size=2e6"], 2, "unknown fit id"),
     # fit and report
     ("fit-unknown-experiment", ["fit", "--experiment", "zzz", "--benchmark", "simulated"], 2,
      "unknown experiment 'zzz'"),
