@@ -49,8 +49,6 @@ def build_server(registry: str, config: ExperimentConfig | None = None):
 
     from mcp.server.mcpserver import MCPServer
 
-    from allocator.service import benchmarks_with_fits, fit_summary_of, load_fit, plan_allocation, resolve_experiment
-    from grid.registry import Registry
     from toolscale.config import load_config
 
     kwargs: dict[str, Any] = {"instructions": "Ask how to spend a synthetic-data budget: new tools, new tasks, "
@@ -61,6 +59,16 @@ def build_server(registry: str, config: ExperimentConfig | None = None):
 
     def cfg(path: str | None) -> ExperimentConfig | None:
         return load_config(path) if path else config
+
+    _plan_tools(server, registry, cfg)
+    _fit_tools(server, registry)
+    return server
+
+
+def _plan_tools(server: Any, registry: str, cfg: Callable[[str | None], ExperimentConfig | None]) -> None:
+    """``allocate`` and ``predict``."""
+    from allocator.service import load_fit, plan_allocation, resolve_experiment
+    from grid.registry import Registry
 
     @server.tool()
     @_user_errors
@@ -92,6 +100,12 @@ def build_server(registry: str, config: ExperimentConfig | None = None):
         c = cfg(config)
         units = {a.name: a.unit for a in c.axes} if c is not None else {}
         return predict_from_fit(fit, points, fit_id=fid, units=units, level=level).model_dump(mode="json")
+
+
+def _fit_tools(server: Any, registry: str) -> None:
+    """``list_benchmarks``, ``list_experiments``, ``list_fits`` and ``fit_summary``."""
+    from allocator.service import benchmarks_with_fits, fit_summary_of, load_fit, resolve_experiment
+    from grid.registry import Registry
 
     @server.tool()
     @_user_errors
@@ -135,5 +149,3 @@ def build_server(registry: str, config: ExperimentConfig | None = None):
             exp = resolve_experiment(reg, benchmark, experiment)
             fid, fit = load_fit(reg, exp, benchmark, fit_id=fit_id)
         return fit_summary_of(fit, fid).model_dump(mode="json")
-
-    return server
