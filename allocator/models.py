@@ -221,8 +221,12 @@ class AllocationPlan(_Frozen):
     """90% predictive interval of the gain one run of the plan realises over one run of the baseline: the
     draws' gains (with the rung CV's error of differences) plus each arm's own prediction error at its own
     levels (a run's noise, and the extrapolation error past each axis's tested maximum)."""
+    expected_gain_interval: tuple[float, float] | None = None
+    """90% interval of the expected gain (the mean over seeds of many runs of each plan): ``gain_interval``
+    without the runs' noise, each arm's extrapolation error still in. The decision is taken on it (with the
+    noise floor of ``replicate_sd``); a realised gain of K seeds per arm spreads by ``2 s^2 / K`` more."""
     p_beats_baseline: float | None = None
-    """Share of draws in which the plan scores above the baseline."""
+    """Share of draws in which one run of the plan scores above one run of the baseline."""
     pinned: Plan | None = None
     """Second comparison: the plan's own law re-solved with quality pinned at baseline (gain >= 0 by construction)."""
     gain_over_pinned: float | None = None

@@ -384,14 +384,15 @@ def with_effect_error(gains: Sequence[float], surface: Surface, n: float, *, see
 
 
 def _arm_error(surface: Surface, request: AllocationRequest, levels: Mapping[str, float], values: np.ndarray,
-               rng: np.random.Generator, *, with_n: bool) -> np.ndarray:
-    """One run's prediction error at ``levels`` for each draw's ``values`` (score units): a run's noise, the
-    extrapolation error past each axis's tested maximum and, with ``with_n``, above the fitted model sizes.
-    Log-scale errors (a loss, a small positive score) are multiplicative."""
-    var = surface.noise_sd ** 2
+               rng: np.random.Generator, *, with_n: bool, with_noise: bool = True) -> np.ndarray:
+    """One run's prediction error at ``levels`` for each draw's ``values`` (score units): a run's noise (unless
+    ``with_noise`` is False: the error of the expected score), the extrapolation error past each axis's tested
+    maximum and, with ``with_n``, above the fitted model sizes. Log-scale errors (a loss, a small positive
+    score) are multiplicative."""
+    var = surface.noise_sd ** 2 if with_noise else 0.0
     for a in request.axes:
         sd = surface.axis_sd.get(a.name)
-        x = levels[a.name]
+        x = levels.get(a.name, 0.0)
         if sd and a.fitted_max > 0 and x > a.fitted_max:
             var += (sd * math.log2(x / a.fitted_max)) ** 2
     if with_n and surface.extrapolation_sd and surface.max_fitted_n:
@@ -408,19 +409,22 @@ def predictive_scores(surface: Surface, request: AllocationRequest, levels: Mapp
 
 
 def _predictive_gains(surface: Surface, request: AllocationRequest, a: Mapping[str, float],
-                      b: Mapping[str, float], rng: np.random.Generator) -> list[float]:
-    """Gains of one run at ``a`` over one run at ``b``: each draw's gain (scaled by the rung CV's error of
-    differences), plus each arm's own error at its own levels (noise, axis extrapolation; the error above the
-    fitted sizes is common to both arms at one N and cancels)."""
+                      b: Mapping[str, float], rng: np.random.Generator) -> tuple[list[float], list[float]]:
+    """``(predictive, expected)`` gains of ``a`` over ``b`` per draw: each draw's gain (scaled by the rung CV's
+    error of differences) plus each arm's own error at its own levels: its extrapolation past an axis's tested
+    maximum (both), and a run's noise (the predictive gains: one run of each plan). The error above the fitted
+    sizes is common to both arms at one N and cancels."""
     n = request.model_params
     pa = np.array([score_at(d, a, n) for d in surface.draws])
     pb = np.array([score_at(d, b, n) for d in surface.draws])
     if not pa.size:
-        return []
+        return [], []
     g = np.asarray(with_effect_error(list(pa - pb), surface, n), dtype=float)
-    g = g + _arm_error(surface, request, a, pa, rng, with_n=False) - _arm_error(surface, request, b, pb, rng,
-                                                                                  with_n=False)
-    return [float(x) for x in g]
+    ext = (_arm_error(surface, request, a, pa, rng, with_n=False, with_noise=False)
+           - _arm_error(surface, request, b, pb, rng, with_n=False, with_noise=False))
+    noise = (_arm_error(surface, request, {}, pa, rng, with_n=False)
+             - _arm_error(surface, request, {}, pb, rng, with_n=False))  # no levels: the noise alone
+    return [float(x) for x in g + ext + noise], [float(x) for x in g + ext]
 
 
 def _caps(request: AllocationRequest, levels: Mapping[str, float]) -> dict[str, str]:
@@ -474,8 +478,8 @@ def solve(request: AllocationRequest, surface: Surface, *, baseline_surface: Sur
     rng = np.random.default_rng(request.seed + 1)
     plan_draws = [score_at(d, levels, n) for d in surface.draws]
     base_draws = [score_at(d, base_levels, n) for d in surface.draws]
-    gains = _predictive_gains(surface, request, levels, base_levels, rng)
-    pinned_gains = _predictive_gains(surface, request, levels, pinned_levels, rng)
+    gains, mean_gains = _predictive_gains(surface, request, levels, base_levels, rng)
+    pinned_gains, _ = _predictive_gains(surface, request, levels, pinned_levels, rng)
     spreads: dict[str, list[float]] = {}
     regrets: list[float] = []
     for d in list(surface.draws)[:redraws]:
@@ -486,6 +490,7 @@ def solve(request: AllocationRequest, surface: Surface, *, baseline_surface: Sur
     extra = _extrapolation(request, levels)
     gain = plan.predicted_score - baseline.predicted_score
     gain_iv = percentile_interval(gains)
+    mean_iv = percentile_interval(mean_gains)
     if replicate_sd is not None and replicate_log:
         replicate_sd = replicate_sd * abs(baseline.predicted_score)
     labels = list(surface.labels)
@@ -498,11 +503,11 @@ def solve(request: AllocationRequest, surface: Surface, *, baseline_surface: Sur
         regret_interval=percentile_interval(regrets), expected_regret=float(np.mean(regrets)) if regrets else None,
         baseline=baseline, baseline_method=method, baseline_own_prediction=own_pred,
         baseline_interval=percentile_interval(predictive_scores(surface, request, base_levels, base_draws, rng)),
-        gain_over_baseline=gain, gain_interval=gain_iv,
+        gain_over_baseline=gain, gain_interval=gain_iv, expected_gain_interval=mean_iv,
         p_beats_baseline=float(np.mean([g > 0 for g in gains])) if gains else None,
         pinned=pinned, gain_over_pinned=plan.predicted_score - pinned.predicted_score,
         pinned_gain_interval=percentile_interval(pinned_gains),
-        decision=decide(gain, gain_iv, replicate_sd, _differing_axes(request, levels, base_levels), noise_label),
+        decision=decide(gain, mean_iv, replicate_sd, _differing_axes(request, levels, base_levels), noise_label),
         replicate_sd=replicate_sd, marginal_value=_marginals(request, levels, surface.score),
         optimality=check_optimality(request, continuous, surface.score), extrapolation=bool(extra),
         extrapolation_detail=extra, draws_used=len(surface.draws), law_weights=weights,

@@ -144,7 +144,9 @@ def _render(plan) -> None:
     print(f"predicted {metric}: {plan.metric_value(plan.plan.predicted_score):.4f}{iv}{lower} (predictive: a run's "
           "noise, law forms, and extrapolation error included); "
           f"total cost {plan.plan.total_cost:,.2f} {unit}")
-    giv = f" (90% interval {plan.gain_interval[0]:+.4f} to {plan.gain_interval[1]:+.4f})" if plan.gain_interval else ""
+    giv = (f" (90% interval {plan.gain_interval[0]:+.4f} to {plan.gain_interval[1]:+.4f} for one run of each; "
+           f"{plan.expected_gain_interval[0]:+.4f} to {plan.expected_gain_interval[1]:+.4f} for the expected gain)"
+           if plan.gain_interval and plan.expected_gain_interval else "")
     pb = f"; P(beats baseline) = {plan.p_beats_baseline:.2f}" if plan.p_beats_baseline is not None else ""
     print(f"diversity-only baseline: {plan.metric_value(plan.baseline.predicted_score):.4f}; "
           f"gain {plan.gain_over_baseline:+.4f}{giv}{pb}")
