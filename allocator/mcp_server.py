@@ -1,9 +1,10 @@
 """``toolscale serve-mcp``: the allocator as MCP tools over stdio, so an agent can ask directly.
 
-Tools: ``allocate``, ``predict``, ``list_benchmarks``, ``list_experiments``, ``list_fits`` and ``fit_summary``.
-Each opens the registry read-only for the call (allocations asked over MCP are not stored). Every tool takes
-an optional ``config`` path (an experiment config, TOML) for experiments of imported runs, whose registry row
-holds no config; the server's own ``--config`` is the default. The server reports the package version.
+Tools: ``allocate``, ``next_runs``, ``predict``, ``list_benchmarks``, ``list_experiments``, ``list_fits`` and
+``fit_summary``. Each opens the registry read-only for the call (allocations asked over MCP are not stored).
+The planning tools take an optional ``config`` path (an experiment config, TOML) for experiments of imported
+runs, whose registry row holds no config; the server's own ``--config`` is the default. The server reports the
+package version.
 """
 
 from __future__ import annotations
@@ -61,6 +62,7 @@ def build_server(registry: str, config: ExperimentConfig | None = None):
         return load_config(path) if path else config
 
     _plan_tools(server, registry, cfg)
+    _next_tools(server, registry, cfg)
     _fit_tools(server, registry)
     return server
 
@@ -100,6 +102,24 @@ def _plan_tools(server: Any, registry: str, cfg: Callable[[str | None], Experime
         c = cfg(config)
         units = {a.name: a.unit for a in c.axes} if c is not None else {}
         return predict_from_fit(fit, points, fit_id=fid, units=units, level=level).model_dump(mode="json")
+
+
+def _next_tools(server: Any, registry: str, cfg: Callable[[str | None], ExperimentConfig | None]) -> None:
+    """``next_runs``."""
+
+    @server.tool()
+    @_user_errors
+    def next_runs(budget: float, benchmark: str, runs: int, experiment: str | None = None,
+                  max_cost: float | None = None, model_size: str | None = None,
+                  unit: str | None = None, config: str | None = None) -> dict[str, Any]:
+        """The `runs` new runs (recipe x model size x tokens) that make the allocation at `budget` surest per
+        unit of training cost, with their cost and the expected gain-interval width and regret after them
+        (the same object as `toolscale next --json`)."""
+        from allocator.next_service import propose_next_runs
+
+        return propose_next_runs(registry, budget=budget, benchmark=benchmark, runs=runs, experiment=experiment,
+                                 max_cost=max_cost, model_size=model_size, unit=unit,
+                                 config=cfg(config)).model_dump(mode="json")
 
 
 def _fit_tools(server: Any, registry: str) -> None:

@@ -25,6 +25,7 @@ import numpy as np
 
 from fit.laws import law_of
 from fit.models import ExperimentFit
+from toolscale.files import atomic_write_bytes
 
 __all__ = ["report_data", "render_markdown", "render_html", "make_figures", "write_report", "report_stem",
            "axes_figure", "heldout_figure", "residuals_figure", "hypotheses_figure", "FIGURE_MAKERS"]
@@ -76,6 +77,7 @@ def report_data(result: ExperimentFit, fit_id: str | None = None) -> dict[str, A
             "n": h.n, "mae": h.mae, "max_error": h.max_error, "rmse": h.rmse,
             "interval_coverage": h.interval_coverage, "interval_level": h.interval_level,
             "extrapolation_factor": h.extrapolation_factor, "plan_reference_mae": PLAN_MAE,
+            "are_seed_means": h.are_seed_means, "recipes": h.recipes,
             **_actual_spread(h), "points": [p.model_dump() for p in h.points]},
         "interaction": None, "fit_id": fit_id, "warnings": fit_warnings(f),
         "options": dict(f.options), "weighted": f.weighted,
@@ -159,6 +161,9 @@ def _heldout_lines(d: dict[str, Any]) -> list[str]:
     if h["relative_mae"] is not None:
         lines.append(f"- Held-out values {_f(h['actual_min'])} to {_f(h['actual_max'])}: the MAE is "
                      f"{h['relative_mae']:.0%} of their mean")
+    if h.get("are_seed_means") is not None:
+        lines.append(f"- On seed means ({h.get('recipes')} held-out recipes, each averaged over its seeds): mean "
+                     f"|error| / actual = {h['are_seed_means']:.1%} (Choshen et al. 2024's absolute relative error)")
     if d["target"] == "score" and d["metric"] == "score":  # the reference is in accuracy points
         verdict = "better than" if h["mae"] <= h["plan_reference_mae"] else "worse than"
         lines.append(f"- The research plan's reference (SynthAPI, 16x): MAE {h['plan_reference_mae']} score points; "
@@ -175,9 +180,9 @@ def _interaction_lines(d: dict[str, Any]) -> list[str]:
             "discounts": "quality discounts what diversity buys"}[i["verdict"]]
     lines = [f"- Verdict: **{i['verdict']}** ({says}); supported form **{i['supported']}** ({i['strength']}; "
              f"BIC(additive) - best other = {_f(i['delta_bic'], 3)})",
-             f"- Likelihood-ratio test of the interaction term (kappa = 0): LR {_f(i['lr_stat'], 3)}, "
-             f"p = {_f(i['lr_p'], 3)} ({i['lr_p_method']}); linearised F test: F {_f(i['f_stat'], 3)}, "
-             f"p = {_f(i['f_p'], 3)}",
+             f"- The one pre-declared test, the likelihood ratio of the interaction term (kappa = 0), decides at 5%: "
+             f"LR {_f(i['lr_stat'], 3)}, p = {_f(i['lr_p'], 3)} ({i['lr_p_method']}); reported only: linearised F "
+             f"test F {_f(i['f_stat'], 3)}, p = {_f(i['f_p'], 3)}",
              f"- Effect size: diversity gain at the highest quality / at the lowest = {_f(i['gain_ratio'], 3)}{ci} "
              "(1 = additive)", "",
              "| law | k | RSS | AIC | BIC | held-out MAE |", "|---|---|---|---|---|---|"]
@@ -218,10 +223,16 @@ def _selection_lines(d: dict[str, Any]) -> list[str]:
         rows.append(f"| {c['label']}{mark} | {c['n_params']} | {_f(c['cv_mae'])} | {_f(c['cv_relative_mae'])} | "
                     f"{_f(c['bic'])} |")
     if sel.get("extrapolation_sd") is not None:
-        parts = (f" (CV RMS {_f(sel['cv_rms'])}, the CV fit's noise {_f(sel['cv_noise_sd'])})"
+        parts = (f" (largest fold: CV RMS {_f(sel['cv_rms'])}, the CV fit's noise {_f(sel['cv_noise_sd'])})"
                  if sel.get("cv_rms") is not None and sel.get("cv_noise_sd") is not None else "")
-        rows += ["", f"Its CV error beyond the runs' noise{parts}, {_f(sel['extrapolation_sd'])} per decade of N "
-                     "(residual units), widens the prediction intervals above the largest fitted size."]
+        how = {"nested": "nested CV (each fold's form chosen on the fold below it)",
+               "runner_up": "the larger of the chosen and the runner-up form's errors (one fold: nothing to nest)",
+               "none": "a single candidate (no selection to correct)"}.get(sel.get("correction") or "", "")
+        folds = len(sel.get("folds") or []) or 1
+        rows += ["", f"The CV error beyond the runs' noise{parts}, pooled over {folds} rolling fold(s) and corrected "
+                     f"for the choice by {how or 'nothing'}: {_f(sel['extrapolation_sd'])} per decade of N (residual "
+                     f"units; the chosen form's own, biased low: {_f(sel.get('extrapolation_sd_chosen'))}). It widens "
+                     "the prediction intervals above the largest fitted size."]
     if sel.get("effect_slope") is not None:
         rows += ["", f"The differences between the runs it predicted came out {_f(sel['effect_slope'])} x the "
                      f"predicted ones (SE {_f(sel.get('effect_slope_se'))}); beyond that noise a predicted gain is "
@@ -250,7 +261,8 @@ FIGURES = (("extrapolation", "The metric against compute, with the law's 90% ban
 
 
 def render_markdown(d: dict[str, Any], figures: dict[str, str] | None = None) -> str:
-    """The Markdown report; ``figures`` maps figure keys to relative PNG paths."""
+    """The Markdown report; ``figures`` maps figure keys to relative PNG paths; ``d["run_table"]`` (Markdown
+    lines, :func:`fit.run_table.diagnostics_lines`) adds a section on every run's diagnostics."""
     figures = figures or {}
     title = d["title"] + (" [SIMULATED]" if d["simulated"] else "")
     out = [f"# {title}", ""]
@@ -266,6 +278,8 @@ def render_markdown(d: dict[str, Any], figures: dict[str, str] | None = None) ->
     for key, caption in FIGURES:
         if key in figures:
             out += [f"### {caption}", f"![{caption}]({figures[key]})", ""]
+    if d.get("run_table"):
+        out += ["## Every run: baselines, seen and unseen tools, bits by span type", *d["run_table"], ""]
     out += [f"Data hash `{d['data_hash']}`; every number is in the JSON file next to this report."]
     return "\n".join(out) + "\n"
 
@@ -510,13 +524,17 @@ def make_figures(result: ExperimentFit, *, target_n: float | None = None,
     return out
 
 
-def write_report(result: ExperimentFit, out_dir: Path, *, fit_id: str | None = None, target_n: float | None = None,
+def write_report(result: ExperimentFit, out_dir: Path, run_table: list[str] | None = None, *,
+                 fit_id: str | None = None, target_n: float | None = None,
                  allocations: list[dict[str, Any]] | None = None, unit: str = "usd") -> dict[str, Path]:
-    """Write ``<stem>.md`` (+ PNGs in ``<stem>_plots/``), ``<stem>.html`` and ``<stem>.json`` under ``out_dir``."""
+    """Write ``<stem>.md`` (+ PNGs in ``<stem>_plots/``), ``<stem>.html`` and ``<stem>.json`` under ``out_dir``;
+    ``run_table`` (Markdown lines) is the every-run diagnostics section."""
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     stem = report_stem(result)
     data = report_data(result, fit_id)
+    if run_table:
+        data["run_table"] = list(run_table)
     if allocations:
         data["allocations"] = allocations
     pngs = make_figures(result, target_n=target_n, allocations=allocations, unit=unit)
@@ -524,11 +542,11 @@ def write_report(result: ExperimentFit, out_dir: Path, *, fit_id: str | None = N
     plot_dir.mkdir(exist_ok=True)
     rel = {}
     for key, blob in pngs.items():
-        (plot_dir / f"{key}.png").write_bytes(blob)
+        atomic_write_bytes(plot_dir / f"{key}.png", blob)
         rel[key] = f"{stem}_plots/{key}.png"
     paths = {"markdown": out_dir / f"{stem}.md", "html": out_dir / f"{stem}.html", "json": out_dir / f"{stem}.json"}
-    paths["markdown"].write_text(render_markdown(data, rel), encoding="utf-8")
-    paths["html"].write_text(render_html(data, pngs), encoding="utf-8")
-    paths["json"].write_text(json.dumps(data, indent=2, sort_keys=True), encoding="utf-8")
+    atomic_write_bytes(paths["markdown"], render_markdown(data, rel).encode("utf-8"))
+    atomic_write_bytes(paths["html"], render_html(data, pngs).encode("utf-8"))
+    atomic_write_bytes(paths["json"], json.dumps(data, indent=2, sort_keys=True).encode("utf-8"))
     return paths
 

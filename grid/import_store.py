@@ -25,7 +25,7 @@ from typing import Any, Literal
 
 from grid.errors import RegistryConflictError, TableImportError
 from grid.models import Conflict, ImportReport, RunSpec
-from grid.run_store import RunStore
+from grid.run_store import RunStore, check_experiment_name
 from grid.schema import SCHEMA_VERSION, axis_column, axis_column_ddl
 from grid.staging import StagedTable, stage_table
 
@@ -117,6 +117,7 @@ class ImportStore(RunStore):
         experiment of the wrong kind, or for conflicts under ``on_conflict="refuse"``.
         """
         t0 = time.perf_counter()
+        check_experiment_name(experiment)
         current = self.experiment_kind(experiment)
         flag = "--replace" if kind == "simulated" else "--update"
         if kind == "import" and current in ("simulated", "designed"):
@@ -249,7 +250,7 @@ class ImportStore(RunStore):
             parts.append(f"SELECT s.run_id, {_lit(a)}, CAST(r.{c} AS VARCHAR), CAST(s.{c} AS VARCHAR) FROM _s_runs s "
                          f"JOIN runs r USING (run_id) WHERE r.{c} IS DISTINCT FROM s.{c}")
         parts.append("SELECT s.run_id, s.benchmark || '/' || s.metric, CAST(m.score AS VARCHAR), "
-                     "CAST(s.score AS VARCHAR) FROM _s_metrics s JOIN metrics m USING (run_id, benchmark, metric) "
+                     "CAST(s.score AS VARCHAR) FROM _s_metrics s JOIN (SELECT * FROM metrics WHERE step IS NULL) m USING (run_id, benchmark, metric) "
                      "WHERE m.score IS DISTINCT FROM s.score")
         return " UNION ALL ".join(parts)
 
@@ -272,7 +273,7 @@ class ImportStore(RunStore):
                          "runs.run_id IN (SELECT run_id FROM _conflicts)")
         self.con.execute("UPDATE metrics SET score = s.score, stderr = s.stderr, n_items = s.n_items, "
                          "benchmark_version = s.version FROM _s_metrics s WHERE metrics.run_id = s.run_id AND "
-                         "metrics.benchmark = s.benchmark AND metrics.metric = s.metric AND "
+                         "metrics.benchmark = s.benchmark AND metrics.metric = s.metric AND metrics.step IS NULL AND "
                          "metrics.score IS DISTINCT FROM s.score")
 
     def _insert_new(self, axes: Sequence[str], source: str) -> int:
@@ -297,7 +298,7 @@ class ImportStore(RunStore):
             """INSERT INTO metrics (run_id, benchmark, metric, benchmark_version, score, stderr, n_items,
                 higher_is_better, created_at, schema_version)
             SELECT s.run_id, s.benchmark, s.metric, s.version, s.score, s.stderr, s.n_items, s.higher_is_better, ?, ?
-            FROM _s_metrics s ANTI JOIN metrics m USING (run_id, benchmark, metric)""",
+            FROM _s_metrics s ANTI JOIN (SELECT * FROM metrics WHERE step IS NULL) m USING (run_id, benchmark, metric)""",
             [now(), SCHEMA_VERSION]).fetchall()[0][0]
         return int(n)
 

@@ -16,10 +16,16 @@ registry's write lock). Everything happens in a private in-memory DuckDB, in set
 4. check every value (finite, positive sizes, ``C = 6 N D`` finite, metric bounds, splits, one value per run,
    task and step), derive the missing one of D and C, apply the top-FLOPs split over runs, and write the
    ``runs`` and ``metrics`` tables to a private staging DuckDB file.
+
+Staging folders are private (``<tmp>/toolscale-stage-XXXX/stage.duckdb``) and hold an ``owner.lock`` that the
+importing process keeps ``flock``-ed while it lives; the kernel drops the lock when the process dies, however it
+dies. The next import removes every folder whose lock nobody holds (:func:`sweep_stale_stages`).
 """
 
 from __future__ import annotations
 
+import fcntl
+import os
 import shutil
 import tempfile
 import time
@@ -35,7 +41,8 @@ from grid.errors import TableImportError
 from grid.importer import FIXED_TARGETS, MAX_ABS_METRIC, POSITIVE_TARGETS, SPLITS, check_metric_mapped, self_mapped
 from grid.staging_runs import _first, _lit, _num, _q, build_runs
 
-__all__ = ["StagedTable", "stage_table", "SUFFIXES"]
+__all__ = ["StagedTable", "stage_table", "SUFFIXES", "STAGE_PREFIX", "new_stage", "release_stage",
+           "sweep_stale_stages"]
 
 SUFFIXES = {"K": 1e3, "M": 1e6, "B": 1e9, "G": 1e9, "T": 1e12}
 """Size suffixes of counts (parameters, tokens, FLOPs, axis levels): ``70M`` is 7e7, ``2.8B`` 2.8e9."""
@@ -59,7 +66,7 @@ class StagedTable:
     notes: list[str] = field(default_factory=list)
 
     def __post_init__(self) -> None:
-        self._cleanup = weakref.finalize(self, shutil.rmtree, str(self.path.parent), True)
+        self._cleanup = weakref.finalize(self, release_stage, str(self.path.parent))
 
     def close(self) -> None:
         """Remove the staging file."""
@@ -195,11 +202,13 @@ def stage_table(path: str | Path, mapping: dict[str, str], *, experiment: str, b
         raise TableImportError(f"{p}: expected a .csv or .parquet file, got {suffix or 'no extension'}")
     if suffix == ".csv" and p.stat().st_size == 0:
         raise TableImportError(f"{p}: the file is empty")
+    if suffix == ".csv":
+        _refuse_duplicate_header(p)
     t0 = time.perf_counter()
     notes: list[str] = []
     m = duckdb.connect(":memory:", config={"memory_limit": memory_limit, "preserve_insertion_order": True})
     m.execute("SET enable_progress_bar = false")
-    out = Path(tempfile.mkdtemp(prefix="toolscale-stage-")) / "stage.duckdb"
+    out = new_stage() / "stage.duckdb"
     try:
         _macros(m)
         columns = _read(m, p)
@@ -230,7 +239,7 @@ def stage_table(path: str | Path, mapping: dict[str, str], *, experiment: str, b
         return StagedTable(axes=axes, path=out, rows=n, heldout=heldout, read_s=time.perf_counter() - t0,
                            notes=notes)
     except BaseException:
-        shutil.rmtree(out.parent, ignore_errors=True)
+        release_stage(str(out.parent))
         raise
     finally:
         m.close()
@@ -305,3 +314,77 @@ def _check_numbers(m: duckdb.DuckDBPyConnection, target: str, col: str) -> None:
         if bad:
             raise TableImportError(f"row {bad[0]}: column {col!r} ({target}) must be within "
                                    f"+-{MAX_ABS_METRIC:g}, got {bad[1]!r}")
+
+
+def _refuse_duplicate_header(p: Path) -> None:
+    """:class:`TableImportError` when a CSV header names a column twice (DuckDB would rename the second one
+    ``NAME_1`` and a ``--map NAME=...`` would silently read the first)."""
+    import csv
+
+    with open(p, encoding="utf-8", errors="replace", newline="") as fh:
+        first = fh.readline(1 << 20)
+    header = next(csv.reader([first]), [])
+    seen: dict[str, int] = {}
+    for i, name in enumerate(header, 1):
+        key = name.strip()
+        if key in seen:
+            raise TableImportError(f"{p}: column {key!r} is in the header twice (columns {seen[key]} and {i}); "
+                                   "rename one, nothing was imported")
+        seen[key] = i
+
+
+STAGE_PREFIX = "toolscale-stage-"
+_OWNER = "owner.lock"
+_HELD: dict[str, int] = {}  # stage folder -> descriptor of its owner lock, held while this process lives
+
+
+def new_stage() -> Path:
+    """A fresh staging folder whose ``owner.lock`` this process holds (``flock``) until it exits.
+
+    First removes the staging folders of processes that died (killed mid-import): a lock nobody holds means the
+    owner is gone; a folder without a lock file is removed once it is a minute old.
+    """
+    sweep_stale_stages()
+    folder = Path(tempfile.mkdtemp(prefix=STAGE_PREFIX))
+    fd = os.open(folder / _OWNER, os.O_CREAT | os.O_RDWR | os.O_CLOEXEC, 0o600)
+    fcntl.flock(fd, fcntl.LOCK_EX)
+    _HELD[str(folder)] = fd
+    return folder
+
+
+def sweep_stale_stages(root: str | Path | None = None, *, grace_s: float = 60.0) -> list[str]:
+    """Remove staging folders under ``root`` (default: the temp folder) left by dead processes; returns them."""
+    removed = []
+    for folder in Path(root or tempfile.gettempdir()).glob(STAGE_PREFIX + "*"):
+        if str(folder) in _HELD or not folder.is_dir() or folder.is_symlink():
+            continue
+        try:
+            fd = os.open(folder / _OWNER, os.O_RDWR | os.O_CLOEXEC)
+        except FileNotFoundError:
+            try:
+                if time.time() - folder.stat().st_mtime < grace_s:
+                    continue  # being created right now
+            except OSError:
+                continue
+            fd = None
+        except OSError:
+            continue
+        try:
+            if fd is not None:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)  # held by a live owner: BlockingIOError
+            shutil.rmtree(folder, ignore_errors=True)
+            removed.append(str(folder))
+        except OSError:
+            pass
+        finally:
+            if fd is not None:
+                os.close(fd)
+    return removed
+
+
+def release_stage(folder: str) -> None:
+    """Remove ``folder`` and drop this process's lock on it."""
+    shutil.rmtree(folder, ignore_errors=True)
+    fd = _HELD.pop(folder, None)
+    if fd is not None:
+        os.close(fd)

@@ -73,7 +73,8 @@ def train_stages(cfg: ExperimentConfig, size: ModelSize, run: RunSpec, data_dir:
     """Run the configured stages for one run (see the module docstring); each resumes after a requeue.
 
     ``sft_options`` go to :func:`train.sft.train_sft` (the shared ``tokenizer_dir``, a scanned
-    ``learning_rate``, ``max_epochs`` and the run's ``label``)."""
+    ``learning_rate``, ``max_epochs``, the run's ``label``, and the cluster options of
+    :func:`pipeline.job.train_options`: layout, wall-clock checkpoints, clean-up, saved dtype)."""
     from train.sft import train_sft
     from train.stages import plan_stages
 
@@ -108,9 +109,17 @@ def train_stages(cfg: ExperimentConfig, size: ModelSize, run: RunSpec, data_dir:
         from train.grpo import train_grpo
 
         envs = _grpo_envs(cfg, run, workdir)
+        every = sft_options.get("checkpoint_every_s")
         done["grpo"] = train_grpo(envs, model_dir, workdir / "grpo", max_steps=grpo_steps,
                                   num_generations=cfg.train.grpo_generations, seed=run.seed,
-                                  threads=cfg.train.threads, report_to=cfg.train.report_to, run_name=run.run_id)
+                                  threads=cfg.train.threads, vllm_mode=cfg.train.grpo_vllm,
+                                  save_steps=max(1, grpo_steps // 4) if cfg.train.save_checkpoints else 0,
+                                  checkpoint_every_s=every, should_stop=sft_options.get("should_stop"),
+                                  keep_checkpoints=sft_options.get("keep_checkpoints", True),
+                                  report_to=cfg.train.report_to, run_name=run.run_id)
         model_dir = workdir / "grpo"
+    from train.distributed import release_devices
+
+    release_devices()  # the GPUs go to evaluation next
     return StagesResult(total=_total(done), stages=done, model_dir=model_dir,
                         plan={**mid_plan, "sft_steps": sft_steps, "grpo_steps": grpo_steps})

@@ -34,6 +34,8 @@ from toolscale.errors import UsageError
 from train.accounting import accounting_callback, loss_curve, read_accounting
 from train.checkpoint import STATS_FILE, checkpoint_dir, clear_checkpoints, last_checkpoint
 from train.errors import TrainError
+from train.interrupt import Interrupted, interrupt_callback
+from train.rollout import BatchedRollout
 
 __all__ = ["train_grpo", "grpo_config", "grpo_prompts", "golden_rows", "load_env_samples", "MultiTurnRollout",
            "ROLLOUTS"]
@@ -222,6 +224,8 @@ def train_grpo(envs: str | Path | Sequence[Any], model_dir: str | Path, out_dir:
                max_completion_length: int = 96, learning_rate: float = 1e-4, seed: int = 0,
                threads: int | None = None, resume: bool = True, save_steps: int = 0,
                rollout: str = "multi-turn", on_step: Callable[[int, int, float | None], None] | None = None,
+               vllm_mode: str | None = None, checkpoint_every_s: float | None = None,
+               should_stop: Callable[[], str | None] | None = None, keep_checkpoints: bool = True,
                report_to: str = "none", run_name: str | None = None) -> TrainStats:
     """GRPO on executable environments, starting from a trained model folder (usually an SFT run).
 
@@ -239,7 +243,15 @@ def train_grpo(envs: str | Path | Sequence[Any], model_dir: str | Path, out_dir:
     seed, threads, resume, save_steps, on_step
         As in :func:`train.sft.train_sft`.
     rollout
-        ``multi-turn`` (episodes with observations, default) or ``single-turn`` (replayed plans).
+        ``multi-turn`` (episodes with observations, batched turn by turn: :class:`train.rollout.BatchedRollout`;
+        default) or ``single-turn`` (replayed plans).
+    vllm_mode
+        Generate with vLLM through TRL: ``"server"`` (a ``trl vllm-serve`` process on its own GPUs) or
+        ``"colocate"`` (in the training processes); None generates with ``model.generate``. Needs ``vllm``
+        importable in the training environment.
+    checkpoint_every_s, should_stop, keep_checkpoints
+        Wall-clock checkpoints, stop requests (save and raise :class:`train.interrupt.Interrupted`) and
+        clean-up after success, as in :func:`train.sft.train_sft`.
 
     Returns
     -------
@@ -278,20 +290,25 @@ def train_grpo(envs: str | Path | Sequence[Any], model_dir: str | Path, out_dir:
 
     rows = grpo_prompts(samples, tokenizer)
     dataset = Dataset.from_list(rows)
+    vllm = {"use_vllm": True, "vllm_mode": vllm_mode} if vllm_mode else {}
     config = grpo_config(checkpoint_dir(out), max_steps=max_steps, learning_rate=learning_rate,
                          num_generations=num_generations, prompts_per_step=prompts_per_step,
-                         max_completion_length=max_completion_length, seed=seed, save_steps=save_steps,
+                         max_completion_length=max_completion_length, seed=seed, save_steps=save_steps, **vllm,
                          **({} if report_to == "none" else {"report_to": report_to,
                                                            **({"run_name": run_name} if run_name else {})}))
     checkpoint = last_checkpoint(out) if resume else None
     accounting = accounting_callback(read_accounting(checkpoint).get("wall_s", 0.0), on_step=on_step)
+    stopper = interrupt_callback(checkpoint_every_s, should_stop)
     with quiet_progress():
         if rollout == "multi-turn":
-            rollout_func = MultiTurnRollout(samples, rows, tokenizer, max_completion_length=max_completion_length)
-            trainer = _trainer(model, tokenizer, dataset, config, env_reward, accounting, rollout_func)
+            rollout_func = BatchedRollout(samples, rows, tokenizer, max_completion_length=max_completion_length)
+            trainer = _trainer(model, tokenizer, dataset, config, env_reward, [accounting, stopper], rollout_func)
         else:
-            trainer = _trainer(model, tokenizer, dataset, config, make_reward_fn(samples), accounting)
+            trainer = _trainer(model, tokenizer, dataset, config, make_reward_fn(samples), [accounting, stopper])
         trainer.train(resume_from_checkpoint=str(checkpoint) if checkpoint else None)
+        if stopper.stopped_at is not None and trainer.state.global_step < max_steps:
+            raise Interrupted(f"GRPO in {out}: {stopper.reason}; checkpoint saved at step {trainer.state.global_step} "
+                              f"of {max_steps}")
         out.mkdir(parents=True, exist_ok=True)
         trainer.model.save_pretrained(out)
         tokenizer.padding_side = "right"
@@ -308,16 +325,19 @@ def train_grpo(envs: str | Path | Sequence[Any], model_dir: str | Path, out_dir:
                        train_flops=training_flops(params, tokens), wall_s=accounting.wall_s,
                        final_loss=final if final is not None and math.isfinite(final) else None,
                        steps=int(state.global_step))
-    payload = {"objective": "grpo", "rollout": rollout, "train": stats.model_dump(mode="json"), "loss_curve": curve,
+    payload = {"objective": "grpo", "rollout": rollout, "generation": f"vllm-{vllm_mode}" if vllm_mode else "transformers",
+               "train": stats.model_dump(mode="json"), "loss_curve": curve,
                "reward_curve": rewards, "n_envs": len(samples), "num_generations": num_generations,
                "start_model": str(model_dir), "seed": seed, "resumed_from": checkpoint and checkpoint.name}
     tmp = out / (STATS_FILE + ".tmp")
     tmp.write_text(json.dumps(payload, indent=1), encoding="utf-8")
     tmp.replace(out / STATS_FILE)
+    if not keep_checkpoints:
+        clear_checkpoints(out)
     return stats
 
 
-def _trainer(model, tokenizer, dataset, config, reward_fn, accounting, rollout_func=None):
+def _trainer(model, tokenizer, dataset, config, reward_fn, callbacks, rollout_func=None):
     import warnings
 
     from transformers import PrinterCallback, ProgressCallback
@@ -326,7 +346,7 @@ def _trainer(model, tokenizer, dataset, config, reward_fn, accounting, rollout_f
     with warnings.catch_warnings():  # TRL marks rollout_func experimental; we pin TRL's version
         warnings.filterwarnings("ignore", message=".*rollout_func.*experimental.*")
         trainer = GRPOTrainer(model=model, reward_funcs=[reward_fn], args=config, train_dataset=dataset,
-                              processing_class=tokenizer, callbacks=[accounting], rollout_func=rollout_func)
+                              processing_class=tokenizer, callbacks=list(callbacks), rollout_func=rollout_func)
     for cb in (PrinterCallback, ProgressCallback):
         trainer.remove_callback(cb)
     return trainer

@@ -1,14 +1,22 @@
-"""grid/staging.py and grid/staging_runs.py: long tables, checkpoints, filters, derived columns, suffixes, NaN."""
+"""grid/staging.py and grid/staging_runs.py: long tables, checkpoints, filters, derived columns, suffixes, NaN;
+an import killed mid-way leaves its staging folder, and the next import removes it."""
 
 from __future__ import annotations
 
 import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
 from pathlib import Path
 
 import pytest
 
 from grid.errors import TableImportError
-from grid.staging import stage_table
+from grid.staging import STAGE_PREFIX, stage_table, sweep_stale_stages
+
+REPO = Path(__file__).resolve().parents[2]
 
 LONG = ("run,params,tokens,task,acc,acc_stderr\n"
         "p70,70M,20B,arc,0.40,0.010\np70,70M,20B,piqa,0.60,0.011\n"
@@ -96,3 +104,37 @@ def test_a_file_without_run_ids_groups_a_long_table_by_its_run_fields(tmp_path):
     with stage_table(_file(tmp_path, text), mapping, experiment="e") as st:
         runs, metrics = st.runs.to_pylist(), st.metrics.to_pylist()
     assert len(runs) == 2 and all(r["run_id"].startswith("i-") for r in runs) and len(metrics) == 4
+
+
+def _owner(tmp: Path, then: str) -> subprocess.Popen:
+    """A process that makes a staging folder under ``tmp``, prints it, then runs ``then``."""
+    code = textwrap.dedent(f"""
+        import os, signal, sys, time
+        from grid.staging import new_stage
+        print(new_stage(), flush=True)
+        {then}
+    """)
+    env = {**os.environ, "TMPDIR": str(tmp), "PYTHONPATH": str(REPO)}
+    return subprocess.Popen([sys.executable, "-c", code], env=env, stdout=subprocess.PIPE, text=True)
+
+
+def test_a_killed_imports_folder_is_removed_and_a_live_ones_kept(tmp_path) -> None:
+    dead = _owner(tmp_path, "os.kill(os.getpid(), signal.SIGKILL)")
+    dead_folder = Path(dead.stdout.readline().strip())
+    assert dead.wait() == -signal.SIGKILL and dead_folder.is_dir()  # what a kill -9 used to leave behind
+    live = _owner(tmp_path, "time.sleep(60)")
+    try:
+        live_folder = Path(live.stdout.readline().strip())
+        assert not dead_folder.exists()  # the next import's start removed it
+        orphan = tmp_path / (STAGE_PREFIX + "old-format")  # no lock file, older than the grace period
+        orphan.mkdir()
+        os.utime(orphan, (0, 0))
+        fresh = tmp_path / (STAGE_PREFIX + "being-made")  # no lock file yet: another import creating it
+        fresh.mkdir()
+        removed = sweep_stale_stages(tmp_path)
+        assert removed == [str(orphan)]
+        assert live_folder.is_dir() and fresh.is_dir()
+    finally:
+        live.kill()
+        live.wait()
+    assert sweep_stale_stages(tmp_path) == [str(live_folder)]

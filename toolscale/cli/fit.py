@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import math
 import sys
 from pathlib import Path
 from typing import Any
@@ -52,6 +51,12 @@ def _add_fit_args(p: argparse.ArgumentParser, benchmark_required: bool = True) -
     p.add_argument("--stages", metavar="S[,S]",
                    help="fit only runs trained with exactly these stages, e.g. sft or sft,grpo (SFT and RL laws "
                         "are fitted separately); default: every run")
+    p.add_argument("--target", choices=["auto", "envelope", "final", "checkpoints"], default="auto",
+                   help="what each run contributes: envelope (the checkpoint best on the validation benchmark, "
+                        "scored on this one), final (the last model), checkpoints (every scored checkpoint past "
+                        "the first 10%% of training); auto: envelope for a loss when runs have checkpoints")
+    p.add_argument("--validation", default="valid-calls", metavar="B",
+                   help="benchmark that chooses each run's envelope checkpoint (default valid-calls)")
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -60,8 +65,15 @@ def register(sub: argparse._SubParsersAction) -> None:
         formatter_class=Formatter,
         epilog="examples:\n  toolscale fit --experiment E --benchmark heldout-calls --json\n"
                "  toolscale fit --experiment chinchilla --benchmark pile --law chinchilla --metric loss "
-               "--holdout none\n  toolscale fit --list-laws")
+               "--holdout none\n  toolscale fit --list-laws\n"
+               "  toolscale fit --experiments tools-exp,code-exp --benchmark indist-calls,code-indist --metric bpb "
+               "--holdout split   # one law, shared exponents")
     p.add_argument("--experiment", help="experiment name")
+    p.add_argument("--experiments", metavar="A,B",
+                   help="a cross-domain fit: one law form over these experiments with shared exponents and "
+                        "per-experiment constants, against each experiment's own fit (BIC, held-out error); "
+                        "--benchmark then takes one name, or one per experiment (BENCH or BENCH/METRIC), default "
+                        "each config's first benchmark; not stored")
     _add_fit_args(p, benchmark_required=False)  # --list-laws needs none; checked in _fit
     p.add_argument("--list-laws", action="store_true", help="list the registered laws and exit")
     p.add_argument("--no-store", action="store_true", help="do not store the fit in the registry")
@@ -186,7 +198,8 @@ def _request(args: argparse.Namespace, experiment: str):
                       n_starts=args.starts, method=args.method, seed=args.seed, n_jobs=args.jobs,
                       interaction_test=not args.no_interaction, floor=args.floor, stage1_metric=args.stage1_metric,
                       train_stages=_stages(args.stages) if args.stages else None, ceiling=args.ceiling,
-                      smooth=args.smooth, skip_first=args.skip_first, repetition=args.repetition)
+                      smooth=args.smooth, skip_first=args.skip_first, repetition=args.repetition,
+                      target=getattr(args, "target", "auto"), validation=getattr(args, "validation", "valid-calls"))
 
 
 def _stages(text: str) -> list[str]:
@@ -247,9 +260,14 @@ def with_decisions(summary: Any, fit: Any, args: argparse.Namespace) -> Any:
     """``summary`` with the small-to-large decision accuracies of ``fit`` (:mod:`fit.decision`)."""
     from fit.decision import LOSS_METRICS, decisions_for_fit
 
+    from fit.targets import target_values
+
     _, runs, _, _ = _load(args, fit.experiment)
-    observed, law = decisions_for_fit(runs, fit, higher_is_better=fit.metric not in LOSS_METRICS,
-                                      seed=getattr(args, "seed", 0) or 0)
+    values = None
+    if fit.point_target != "final":
+        values = target_values(runs, benchmark=fit.benchmark, metric=fit.metric, target=fit.point_target,
+                               validation=getattr(args, "validation", "valid-calls"))
+    observed, law = decisions_for_fit(runs, fit, higher_is_better=fit.metric not in LOSS_METRICS, values=values)
     return summary.model_copy(update={"decision_accuracy": observed, "decision_accuracy_law": law})
 
 
@@ -272,6 +290,12 @@ def _fit(args: argparse.Namespace) -> int:
         else:
             print_table(rows, title="laws")
         return 0
+    if args.experiments:
+        if args.experiment:
+            raise UsageError("use --experiment (one fit) or --experiments (a cross-domain fit), not both")
+        from toolscale.cli.fit_joint import fit_joint_command
+
+        return fit_joint_command(args, _load)
     if not args.experiment or not args.benchmark:
         raise UsageError("toolscale fit needs --experiment NAME and --benchmark NAME (or --list-laws)")
     result = _run(args, args.experiment)
@@ -408,7 +432,7 @@ def _compare_axes(args: argparse.Namespace) -> int:
 
 def _write_comparison(cmp: Any, args: argparse.Namespace, stem: str) -> int:
     from fit.compare import comparison_markdown
-    from grid.results import atomic_write_text
+    from toolscale.files import atomic_write_text
 
     out = Path(args.out)
     try:
@@ -434,14 +458,16 @@ def _report(args: argparse.Namespace) -> int:
     if args.compare_axes:
         return _compare_axes(args)
     writable_dir(args.out)
+    from toolscale.cli.fit_report import report_allocations, report_config, run_table, stored_result, target_n
+
     if args.refit:
         result, fit_id = _run(args, args.experiment), None
     else:
-        result, fit_id = _stored_result(args)
-    config = _report_config(args, result.fit.experiment)
-    target_n = _target_n(args, config)
-    allocations, unit = _report_allocations(args, fit_id, result.fit, config)
-    paths = write_report(result, Path(args.out), fit_id=fit_id, target_n=target_n, allocations=allocations, unit=unit)
+        result, fit_id = stored_result(args)
+    config = report_config(args, result.fit.experiment)
+    allocations, unit = report_allocations(args, fit_id, result.fit, config)
+    paths = write_report(result, Path(args.out), run_table=run_table(args, result.fit), fit_id=fit_id,
+                         target_n=target_n(args, config), allocations=allocations, unit=unit)
     if args.json:
         from fit.models import ReportSummary
 
@@ -451,94 +477,6 @@ def _report(args: argparse.Namespace) -> int:
         what = f"fit {fit_id}" if fit_id else "a new fit (not stored)"
         print(f"wrote {paths['markdown']}, {paths['html']} and {paths['json']} ({what})")
     return 0
-
-
-def _stored_result(args: argparse.Namespace) -> tuple[Any, str]:
-    """The stored fit (``--fit-id``, else the newest of the experiment and benchmark, of ``--law`` when named) as an
-    :class:`fit.models.ExperimentFit` with its points rebuilt from the registry (the stored split)."""
-    from fit.data import points_from_runs
-    from fit.laws import law_of
-    from fit.models import ExperimentFit, FitRequest
-    from grid.registry import Registry
-    from toolscale.cli.fits import stored_fit
-
-    experiment = args.experiment
-    with Registry(registry_path(args, config_of(args)), read_only=True) as reg:
-        if experiment is None and args.fit_id is None:
-            names = [e.name for e in reg.experiments()]
-            if len(names) == 1:
-                experiment = names[0]
-        fit_id, fit = stored_fit(reg, fit_id=args.fit_id, experiment=experiment, benchmark=args.benchmark,
-                                 law=None if args.law == "auto" else args.law, allow_stale=True)
-        runs = reg.runs(fit.experiment, status="done")
-    law = law_of(fit)
-    inter = ("L", str(fit.options.get("stage1_metric", "loss"))) if law.stages is not None else None
-    names = law.stages[0].axes if law.stages is not None else law.axes
-    points = points_from_runs(runs, benchmark=fit.benchmark, metric=fit.metric, inputs=names,
-                              experiment=fit.experiment, simulated=fit.simulated or None, intermediate=inter)
-    held = {p.run_id for p in (fit.heldout.points if fit.heldout else [])}
-    points = points.model_copy(update={"split": ["heldout" if r in held else "fit" for r in points.run_ids]})
-    request = FitRequest(experiment=fit.experiment, benchmark=fit.benchmark, metric=fit.metric, law=fit.law,
-                         holdout=fit.holdout_rule if fit.holdout_rule else "split", n_bootstrap=len(fit.bootstrap))
-    return ExperimentFit(request=request, fit=fit, interaction=fit.interaction, points=points), fit_id
-
-
-def _report_config(args: argparse.Namespace, experiment: str) -> ExperimentConfig | None:
-    cfg = config_of(args)
-    if cfg is not None:
-        return cfg
-    _, _, stored, _ = _load(args, experiment)
-    return stored
-
-
-def _target_n(args: argparse.Namespace, config: ExperimentConfig | None) -> float | None:
-    if args.target_size:
-        from grid.importer import parse_count
-
-        try:
-            n = parse_count(args.target_size)
-        except ValueError:
-            n = math.nan
-        if not (math.isfinite(n) and n > 0):
-            raise UsageError(f"--target-size must be a parameter count (7e9, 7B), got {args.target_size!r}")
-        return n
-    if config is not None and config.ladder:
-        return config.target_size.counted_params(config.design.param_count)
-    return None
-
-
-def _report_allocations(args: argparse.Namespace, fit_id: str | None, fit: Any,
-                        config: ExperimentConfig | None) -> tuple[list[dict[str, Any]], str]:
-    """Plans for the allocation chart: ``--sweep`` planned now (not stored), else the fit's stored allocations."""
-    def row(p: dict[str, Any], budget: float) -> dict[str, Any]:
-        sign = -1.0 if fit.target == "loss" else 1.0
-        iv = p.get("interval")
-        return {"budget": budget, "spend": p["plan"]["spend"], "score": sign * p["plan"]["predicted_score"],
-                "interval": sorted(sign * x for x in iv) if iv else None,
-                "baseline": sign * p["baseline"]["predicted_score"], "unspent": p.get("unspent", 0.0)}
-
-    if args.sweep:
-        from allocator.service import plan_allocation
-        from toolscale.cli.allocate import _sweep_budgets
-
-        out, unit = [], "usd"
-        for budget in _sweep_budgets(args.sweep):
-            rep = plan_allocation(registry_path(args, config), budget=budget, benchmark=fit.benchmark,
-                                  experiment=fit.experiment, config=config, fit_id=fit_id, save=False, redraws=0)
-            out.append(row(rep.model_dump(mode="json"), budget))
-            unit = rep.budget.unit
-        return out, unit
-    if fit_id is None:
-        return [], "usd"
-    from grid.registry import Registry
-
-    with Registry(registry_path(args, config), read_only=True) as reg:
-        stored = [a for a in reg.allocations(fit.experiment) if a["fit_id"] == fit_id]
-    newest: dict[float, dict[str, Any]] = {}
-    for a in stored:  # newest first: keep the newest plan per budget
-        newest.setdefault(float(a["budget"]), a)
-    unit = stored[0]["unit"] if stored else "usd"
-    return [row(a["payload"], b) for b, a in newest.items()], unit
 
 
 def _effect(args: argparse.Namespace) -> int:

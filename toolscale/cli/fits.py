@@ -77,10 +77,36 @@ def summary_of(fit: Any, fit_id: str | None) -> Any:
     return FitSummary.of(fit, fit_id, formula=law_of(fit).formula)
 
 
+def _decision_line(d: Any) -> str:
+    """One line: accuracy over all pairs and over the close ones, each with its Wilson interval."""
+    ci = f"{d.level:.0%} CI {d.lo:.0%}-{d.hi:.0%}" if d.lo is not None else "no CI"
+    close = "no seed SD at the fitted size: close pairs not defined (run 2+ seeds there)"
+    if d.seed_sd is not None:
+        close = (f"close pairs (within {d.close_sds:g} seed SDs = {d.close_sds * d.seed_sd:.3g}): none"
+                 if not d.close_pairs else
+                 f"close pairs (within {d.close_sds:g} seed SDs = {d.close_sds * d.seed_sd:.3g}): "
+                 f"{d.close_accuracy:.0%} of {d.close_pairs} ({d.level:.0%} CI {d.close_lo:.0%}-{d.close_hi:.0%})")
+    return (f"decision accuracy ({d.source}: {d.small_scale}): {d.accuracy:.0%} of {d.pairs} recipe pairs ({ci}); "
+            + close)
+
+
+def _decisions(summary: Any) -> None:
+    """Decision accuracies (observed and law) and the observed one against compute."""
+    for d in (summary.decision_accuracy, summary.decision_accuracy_law):
+        if d is not None and d.accuracy is not None:
+            print(_decision_line(d))
+    dec = summary.decision_accuracy
+    if dec is not None and dec.curve:
+        print_table([{"rung": p.model_size, "cell": p.cell, "FLOPs": f"{p.flops:.3g}", "accuracy": p.accuracy,
+                      "90% lo": p.lo, "90% hi": p.hi, "pairs": p.pairs, "close accuracy": p.close_accuracy,
+                      "close pairs": p.close_pairs} for p in dec.curve], title="decision accuracy against compute")
+
+
 def render_fit(f: Any, summary: Any, fit_id: str | None) -> None:
     """The text of a fit (``fit`` and ``fits show``): formula, parameters, held-out check, verdicts, warnings."""
     tag = " [SIMULATED DATA]" if f.simulated else ""
-    print(f"{f.law} on {f.n_points} runs of {f.experiment} / {f.benchmark}/{f.metric}{tag}; "
+    what = {"envelope": " (early-stopped envelope)", "checkpoints": " (checkpoints)"}.get(f.point_target, "")
+    print(f"{f.law} on {f.n_points} runs{what} of {f.experiment} / {f.benchmark}/{f.metric}{tag}; "
           f"converged={f.converged}; stored as {fit_id or '(not stored)'}")
     print(f"formula: {summary.formula}" + (" (weighted by the runs' standard errors)" if f.weighted else ""))
     if f.n_skipped:
@@ -96,11 +122,7 @@ def render_fit(f: Any, summary: Any, fit_id: str | None) -> None:
         ext = f"{h.extrapolation_factor:.1f}x" if h.extrapolation_factor else "n/a"
         print(f"held out ({f.holdout_source}): {h.n} runs, MAE {h.mae:.4f}, max error {h.max_error:.4f}, "
               f"90% interval coverage {cov}, extrapolation {ext}")
-    for d in (summary.decision_accuracy, summary.decision_accuracy_law):
-        if d is not None and d.accuracy is not None:
-            ci = f"{d.level:.0%} CI {d.lo:.0%}-{d.hi:.0%}" if d.lo is not None else "no CI"
-            print(f"decision accuracy ({d.source}: {d.small_scale}): {d.accuracy:.0%} of {d.pairs} recipe pairs "
-                  f"({ci})")
+    _decisions(summary)
     if f.rolling:
         print_table([{"fitted sizes": ", ".join(f"{n:.3g}" for n in s.fit_sizes), "predicted": f"{s.predicted_size:.3g}",
                       "runs": s.n, "MAE": s.mae, "relative MAE": s.relative_mae, "max error": s.max_error,

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import shutil
 import sys
 from importlib import resources
 from pathlib import Path
@@ -16,8 +15,13 @@ from toolscale.errors import ConfigError, UsageError
 __all__ = ["register", "example_config_text"]
 
 
-def example_config_text(preset: str = "default") -> str:
-    """The commented example config shipped with the package (``default``, ``micro``, ``demo`` or ``proxy``)."""
+def example_config_text(preset: str = "default", domain: str = "tools") -> str:
+    """The commented example config shipped with the package (``default``, ``micro``, ``demo`` or ``proxy``);
+    ``domain="code"``: the code domain's (``code.toml``, the demo preset's protocol)."""
+    if domain == "code":
+        if preset not in ("default", "demo"):
+            raise UsageError(f"--domain code has one preset, the demo-scale protocol; drop --preset {preset}")
+        preset = "code"
     try:
         return resources.files("toolscale.presets").joinpath(f"{preset}.toml").read_text(encoding="utf-8")
     except FileNotFoundError:
@@ -27,10 +31,14 @@ def example_config_text(preset: str = "default") -> str:
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("init", help="write a commented example config (five data axes + support depth)",
                        formatter_class=Formatter,
-                       epilog="example:\n  toolscale init experiment.toml\n  toolscale init micro.toml --preset micro")
+                       epilog="example:\n  toolscale init experiment.toml\n  toolscale init micro.toml --preset micro\n"
+                              "  toolscale init code.toml --domain code   # code agents, spec_dependency axis")
     p.add_argument("path", nargs="?", default="toolscale.toml", help="where to write (default: toolscale.toml)")
     p.add_argument("--preset", default="default", choices=["default", "micro", "demo", "proxy"],
                    help="which example (proxy: the proxy-ladder protocol of docs/results/; demo: the same at demo scale)")
+    p.add_argument("--domain", default="tools", choices=["tools", "code"],
+                   help="task domain: tools (tool calls over MCP servers) or code (code agents writing modules from "
+                        "specs; the demo-scale protocol with library APIs, tasks and spec_dependency as axes)")
     p.add_argument("--force", action="store_true", help="overwrite an existing file")
     p.set_defaults(func=_init)
 
@@ -98,8 +106,13 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=_import_runs)
 
     p = sub.add_parser("ingest", help="ingest result files written by jobs (idempotent, all or nothing)",
-                       formatter_class=Formatter, epilog="example:\n  toolscale ingest runs/ --json")
-    p.add_argument("folder", help="folder holding *.result.json files (searched recursively)")
+                       formatter_class=Formatter, epilog="examples:\n  toolscale ingest runs/ --json\n"
+                                                         "  toolscale ingest rescored/ --update   # corrected scores")
+    p.add_argument("folder", help="folder holding *.result.json files (searched recursively; regular files only)")
+    p.add_argument("--update", action="store_true",
+                   help="apply results that change stored values (a score, a done run reported failed); without "
+                        "it such conflicts are listed and nothing changes; the old values go to run_history and "
+                        "the experiment's fits become stale")
     add_registry_args(p)
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.set_defaults(func=_ingest)
@@ -122,7 +135,7 @@ def _init(args: argparse.Namespace) -> int:
     path = Path(args.path)
     if path.exists() and not args.force:
         raise UsageError(f"{path} exists; pass --force to overwrite it")
-    path.write_text(example_config_text(args.preset), encoding="utf-8")
+    path.write_text(example_config_text(args.preset, args.domain), encoding="utf-8")
     print(f"wrote {path}; next: toolscale validate {path}")
     return 0
 
@@ -137,6 +150,12 @@ def _validate(args: argparse.Namespace) -> int:
         print(f"toolscale: error: {args.config} is not valid ({n} problem{'s' if n > 1 else ''})", file=sys.stderr)
         return 2
     check_tool_axis(cfg)
+    from eval.benchmarks import check_validation
+
+    check_validation(cfg.eval.validation, list(cfg.eval.benchmarks))
+    for m in cfg.ladder:
+        if m.copy_warning:
+            print(f"warning: {m.copy_warning}", file=sys.stderr)
     if args.json:
         emit_json(cfg)
     else:
@@ -184,10 +203,17 @@ def _export(args: argparse.Namespace) -> int:
             reg.experiment(args.experiment)
         rows = _long_rows(reg, args.experiment) if args.long else reg.export_rows(args.experiment)
     frame = pd.DataFrame(rows)
-    if fmt == "parquet":
-        frame.to_parquet(args.out, index=False)
-    elif args.out:
-        frame.to_csv(args.out, index=False)
+    if args.out:  # whole or not at all: a full disk names the file and leaves no empty or cut one
+        import io
+
+        from toolscale.files import atomic_write_bytes
+
+        buf = io.BytesIO()
+        if fmt == "parquet":
+            frame.to_parquet(buf, index=False)
+        else:
+            frame.to_csv(buf, index=False)
+        atomic_write_bytes(Path(args.out), buf.getvalue())
     else:
         frame.to_csv(sys.stdout, index=False)
     if args.out:
@@ -285,15 +311,19 @@ def _ingest(args: argparse.Namespace) -> int:
     from grid.registry import Registry
     from grid.results import read_results
 
+    if not Path(args.folder).is_dir():
+        raise UsageError(f"{args.folder}: no such folder (expected the folder jobs write *.result.json files to)")
     results, problems = read_results(args.folder)
     with Registry(registry_path(args)) as reg:
-        report = reg.ingest(results)
+        report = reg.ingest(results, on_conflict="update" if args.update else "refuse")
     report = report.model_copy(update={"problems": problems + report.problems})
     if args.json:
         emit_json(report.model_dump(mode="json"))
     else:
+        changed = f", {report.updated_runs} runs updated" if report.updated_runs else ""
+        stale = f"; {report.stale_fits} fits now stale (rerun toolscale fit)" if report.stale_fits else ""
         print(f"ingested {report.ingested} results ({report.duplicate} already in, "
-              f"{report.unknown_run} unknown runs, {len(report.problems)} problems)")
+              f"{report.unknown_run} unknown runs, {len(report.problems)} problems{changed}){stale}")
         for p in report.problems:
             print(f"  {p}", file=sys.stderr)
     return 0
