@@ -58,7 +58,7 @@ BUDGETS = (4000.0, 12000.0)
 
 def _toolscale(*args: str) -> dict:
     env = {**os.environ, "PYTHONPATH": str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", "")}
-    out = subprocess.run([sys.executable, "-m", "toolscale", *args], env=env, capture_output=True, text=True)
+    out = subprocess.run([sys.executable, "-m", "toolscale.cli", *args], env=env, capture_output=True, text=True)
     if out.returncode != 0:
         raise SystemExit(f"toolscale {' '.join(args)} failed ({out.returncode}): {out.stderr.strip()[-2000:]}")
     return json.loads(out.stdout) if out.stdout.strip().startswith(("{", "[")) else {}

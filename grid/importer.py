@@ -28,7 +28,7 @@ from typing import Any
 from grid.errors import TableImportError
 from grid.models import MetricResult, RunSpec
 from grid.split import heldout_mask
-from toolscale.config import FLOPS_PER_PARAM_TOKEN, training_flops
+from toolscale.config import DOMAIN_KNOBS, FLOPS_PER_PARAM_TOKEN, training_flops
 
 __all__ = ["FIXED_TARGETS", "SPLITS", "MAX_ABS_METRIC", "POSITIVE_TARGETS", "parse_column_map", "read_table",
            "rows_to_runs", "self_mapped", "check_metric_mapped", "parse_count", "KNOWN_AXES", "PRESET_AXES", "check_axis_names"]
@@ -37,8 +37,8 @@ FIXED_TARGETS = ("run_id", "model_size", "model_params", "train_tokens", "train_
                  "benchmark", "seed", "split", "step")
 KNOWN_AXES = ("unique_tokens",)
 """Axis targets every import knows (U of a data-constrained run, read by the repetition laws)."""
-PRESET_AXES = ("tool_diversity", "task_count", "db_diversity", "repair_rate", "coverage_quota", "support_depth")
-"""The default preset's data axes: known targets of an import without a config."""
+PRESET_AXES = tuple(dict.fromkeys(a for knobs in DOMAIN_KNOBS.values() for a in knobs))
+"""The presets' data axes, every domain's (tools, code): known targets of an import without a config."""
 SPLITS = ("fit", "heldout")
 """Values of a mapped ``split`` column (it overrides the top-FLOPs rule)."""
 _AXIS = re.compile(r"^[a-z][a-z0-9_]*$")

@@ -90,6 +90,10 @@ def test_allocate_says_what_it_assumed_unspent_budget_and_caps(byo, capsys):
     assert out["tokens"] == pytest.approx(2.8e10) and out["tokens_source"].startswith("--tokens-per-param")
     assert out["unspent"] > 0.99e9 and set(out["caps"]) == {"tool_diversity", "repair_rate"}
     assert out["plan"]["levels"]["tool_diversity"] == 20 and out["extrapolation_detail"]["tool_diversity"] == 1.25
+    # every arm is held to the cap: the diversity-only baseline and the quality-pinned comparison too
+    assert out["baseline_extrapolation"]["tool_diversity"] == 1.25 and out["baseline"]["levels"]["tool_diversity"] == 20
+    assert all(v <= 1.25 + 1e-9 for k in ("extrapolation_detail", "baseline_extrapolation", "pinned_extrapolation")
+               for v in out[k].values())
 
 
 def test_extrapolate_allows_more_and_widens_the_interval(byo, capsys):
@@ -102,6 +106,7 @@ def test_extrapolate_allows_more_and_widens_the_interval(byo, capsys):
     far = json.loads(capsys.readouterr().out)
     assert far["plan"]["levels"]["tool_diversity"] == 64 and far["max_extrapolation"] == 4
     assert far["extrapolation_detail"]["tool_diversity"] == pytest.approx(4.0)
+    assert far["baseline_extrapolation"]["tool_diversity"] == pytest.approx(4.0)  # said for the baseline as well
     width = [x["interval"][1] - x["interval"][0] for x in (near, far)]
     assert width[1] > width[0]  # two doublings past the tested maximum instead of a third of one
 
