@@ -464,9 +464,9 @@ def _report(args: argparse.Namespace) -> int:
         result, fit_id = _run(args, args.experiment), None
     else:
         result, fit_id = stored_result(args)
-    config = report_config(args, result.fit.experiment)
+    config = report_config(args, result.fit.experiment, _load)
     allocations, unit = report_allocations(args, fit_id, result.fit, config)
-    paths = write_report(result, Path(args.out), run_table=run_table(args, result.fit), fit_id=fit_id,
+    paths = write_report(result, Path(args.out), run_table=run_table(args, result.fit, _load), fit_id=fit_id,
                          target_n=target_n(args, config), allocations=allocations, unit=unit)
     if args.json:
         from fit.models import ReportSummary

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import math
+from collections.abc import Callable
 from typing import Any
 
 from toolscale.cli._common import config_of, registry_path
@@ -12,6 +13,9 @@ from toolscale.config import ExperimentConfig
 from toolscale.errors import UsageError
 
 __all__ = ["stored_result", "report_config", "target_n", "report_allocations", "run_table"]
+
+Loader = Callable[[argparse.Namespace, str | None], tuple[str, list, ExperimentConfig | None, bool]]
+"""``toolscale.cli.fit``'s ``_load``, handed in (this module is below the command module, not beside it)."""
 
 
 def stored_result(args: argparse.Namespace) -> tuple[Any, str]:
@@ -47,14 +51,13 @@ def stored_result(args: argparse.Namespace) -> tuple[Any, str]:
     return ExperimentFit(request=request, fit=fit, interaction=fit.interaction, points=points), fit_id
 
 
-def report_config(args: argparse.Namespace, experiment: str) -> ExperimentConfig | None:
-    """``--config``, else the experiment's stored config (None for imported runs without one)."""
+def report_config(args: argparse.Namespace, experiment: str, load: Loader) -> ExperimentConfig | None:
+    """``--config``, else the experiment's stored config (None for imported runs without one); ``load`` is
+    ``toolscale.cli.fit``'s loader (registry path, done runs, stored config, simulated)."""
     cfg = config_of(args)
     if cfg is not None:
         return cfg
-    from toolscale.cli.fit import _load
-
-    _, _, stored, _ = _load(args, experiment)
+    _, _, stored, _ = load(args, experiment)
     return stored
 
 
@@ -109,13 +112,12 @@ def report_allocations(args: argparse.Namespace, fit_id: str | None, fit: Any,
     return [row(a["payload"], b) for b, a in newest.items()], unit
 
 
-def run_table(args: argparse.Namespace, fit: Any) -> list[str]:
+def run_table(args: argparse.Namespace, fit: Any, load: Loader) -> list[str]:
     """The report's every-run diagnostics section (:func:`fit.run_table.diagnostics_lines`), or none."""
     from fit.run_table import diagnostics_lines
     from fit.targets import target_values
-    from toolscale.cli.fit import _load
 
-    _, runs, _, _ = _load(args, fit.experiment)
+    _, runs, _, _ = load(args, fit.experiment)
     values = None
     if fit.point_target != "final":
         values = target_values(runs, benchmark=fit.benchmark, metric=fit.metric, target=fit.point_target,
