@@ -70,7 +70,7 @@ def build_server(registry: str, config: ExperimentConfig | None = None):
 def _plan_tools(server: Any, registry: str, cfg: Callable[[str | None], ExperimentConfig | None]) -> None:
     """``allocate`` and ``predict``."""
     from allocator.service import load_fit, plan_allocation, resolve_experiment
-    from grid.registry import Registry
+    from grid import Registry
 
     @server.tool()
     @_user_errors
@@ -125,7 +125,7 @@ def _next_tools(server: Any, registry: str, cfg: Callable[[str | None], Experime
 def _fit_tools(server: Any, registry: str) -> None:
     """``list_benchmarks``, ``list_experiments``, ``list_fits`` and ``fit_summary``."""
     from allocator.service import benchmarks_with_fits, fit_summary_of, load_fit, resolve_experiment
-    from grid.registry import Registry
+    from grid import Registry
 
     @server.tool()
     @_user_errors

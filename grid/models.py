@@ -322,7 +322,8 @@ class EstimatedCost(_Frozen):
     unit: str
     """Budget unit (``usd`` or ``gpu_hours``)."""
     data: float
-    """Synthesis: sum over distinct (recipe, seed) datasets of ``cost_per_unit x level`` per axis."""
+    """Synthesis: sum over distinct (recipe, seed) datasets of each axis' spend under :class:`CostModel`
+    (``cost_per_unit x (level - quality baseline) x level of cost_scales_with``)."""
     compute: float
     """Training: ``cost.per_pflop x planned FLOPs / 1e15`` summed over runs."""
     total: float

@@ -10,7 +10,7 @@ The reward is the F1 environment reward of pinned interface 11 (``2 hit / (targe
     it answers without a call, the episode ends or the completion budget is spent. Observation
     tokens carry no loss (``env_mask`` 0). The reward is the episode's F1.
 ``single-turn``
-    Plain GRPO generation; :func:`synth.envs.grpo.make_reward_fn` replays each completion's
+    Plain GRPO generation; :func:`synth.envs.rl_reward.make_reward_fn` replays each completion's
     ``<tool_call>`` blocks in a fresh environment. The policy never sees an observation, and a policy
     SFT-trained on multi-turn data ends its turn after the first call, so this mode mostly rewards
     the first call; kept as the simpler baseline.
@@ -47,7 +47,7 @@ ROLLOUTS = ("multi-turn", "single-turn")
 def load_env_samples(envs: str | Path | Sequence[Any]) -> list[Any]:
     """Environment samples from an ``envs.jsonl`` path (``synth.envs.io.load_envs``) or a list of them."""
     if isinstance(envs, str | Path):
-        from synth.envs.io import load_envs
+        from synth import load_envs
 
         path = Path(envs)
         if not path.exists():
@@ -67,8 +67,8 @@ def golden_rows(samples: Sequence[Any]) -> list[dict[str, Any]]:
     Each row: the GRPO system prompt and the sample's query, then one assistant tool call and its
     real observation per golden call (dependency order), then the main answer (or ``Done.``).
     """
-    from synth.envs.api import Environment
-    from synth.envs.grpo import SYSTEM_PROMPT
+    from synth import Environment
+    from synth import SYSTEM_PROMPT
 
     def msg(role, content, tool_calls=None, tool_call_id=None, name=None):
         return {"role": role, "content": content, "tool_calls": tool_calls, "tool_call_id": tool_call_id,
@@ -92,7 +92,7 @@ def golden_rows(samples: Sequence[Any]) -> list[dict[str, Any]]:
 def grpo_prompts(samples: Sequence[Any], tokenizer) -> list[dict[str, Any]]:
     """GRPO dataset rows: a text ``prompt`` (system prompt + tools + user query, ready for the assistant)
     and the ``env_id`` column the reward function reads."""
-    from synth.envs.grpo import grpo_rows
+    from synth import grpo_rows
 
     from train.chat import normalize_messages
 
@@ -145,8 +145,8 @@ class MultiTurnRollout:
         """One episode: ``(prompt_ids, completion_ids, env_mask, reward)``."""
         import torch
 
-        from synth.envs.api import Environment
-        from synth.envs.grpo import extract_tool_calls
+        from synth import Environment
+        from synth import extract_tool_calls
 
         tok = self.tokenizer
         env = Environment(self.sample_of[prompt])
@@ -260,7 +260,7 @@ def train_grpo(envs: str | Path | Sequence[Any], model_dir: str | Path, out_dir:
     """
     import torch
 
-    from synth.envs.grpo import make_reward_fn
+    from synth import make_reward_fn
     from train.proxy import count_params, load_model
     from train.sft import quiet_progress
     from train.tokenizer import load_tokenizer

@@ -111,8 +111,8 @@ class BatchedRollout:
 
     def run(self, trainer: Any, prompts: Sequence[str]) -> list[tuple[list[int], list[int], list[int], float]]:
         """Episodes of ``prompts``: ``(prompt_ids, completion_ids, env_mask, reward)`` each."""
-        from synth.envs.api import Environment
-        from synth.envs.grpo import extract_tool_calls
+        from synth import Environment
+        from synth import extract_tool_calls
 
         tok = self.tokenizer
         envs = [Environment(self.sample_of[p]) for p in prompts]

@@ -33,7 +33,7 @@ def _golden(sample) -> list[dict]:
 @pytest.fixture(scope="module")
 def policy(envs, tmp_path_factory):
     """A proxy policy folder whose tokenizer knows the prompts and the golden plans."""
-    from synth.envs.grpo import grpo_rows
+    from synth.envs.rl_reward import grpo_rows
 
     from train.chat import render
     from train.proxy import build_model

@@ -38,7 +38,7 @@ def stored_result(args: argparse.Namespace) -> tuple[Any, str]:
                                  law=None if args.law == "auto" else args.law, allow_stale=True)
         runs = reg.runs(fit.experiment, status="done")
     runs, _ = target_runs(runs, benchmark=fit.benchmark, metric=fit.metric, target=fit.point_target,
-                          validation=getattr(args, "validation", "valid-calls"))
+                          validation=getattr(args, "validation", None) or "valid-calls")
     law = law_of(fit)
     inter = ("L", str(fit.options.get("stage1_metric", "loss"))) if law.stages is not None else None
     names = law.stages[0].axes if law.stages is not None else law.axes
@@ -117,9 +117,10 @@ def run_table(args: argparse.Namespace, fit: Any, load: Loader) -> list[str]:
     from fit.run_table import diagnostics_lines
     from fit.targets import target_values
 
-    _, runs, _, _ = load(args, fit.experiment)
+    _, runs, config, _ = load(args, fit.experiment)
     values = None
-    if fit.point_target != "final":
+    if fit.point_target != "final":  # --validation, else the experiment's [eval] validation, else valid-calls
+        validation = getattr(args, "validation", None) or (config.eval.validation if config is not None else None)
         values = target_values(runs, benchmark=fit.benchmark, metric=fit.metric, target=fit.point_target,
-                               validation=getattr(args, "validation", "valid-calls"))
+                               validation=validation or "valid-calls")
     return diagnostics_lines(runs, fit.benchmark, fit.metric, values)

@@ -7,7 +7,7 @@ import random
 import pytest
 
 from synth.envs.generate import fk_paths, profile_database, sample_plan
-from synth.envs.graph import to_digraph, tool_hops
+from synth.envs.qa_graph import to_digraph, tool_hops
 from synth.envs.reward import canonical_answer
 from synth.servers.db import make_database
 
