@@ -28,6 +28,19 @@ def example_config_text(preset: str = "default", domain: str = "tools") -> str:
         raise UsageError(f"unknown preset {preset!r}; known: default, micro, demo, proxy") from None
 
 
+def _add_reader_args(p: argparse.ArgumentParser) -> None:
+    """``import-runs``' row and column options: ``--where``, ``--set``, ``--checkpoints``, ``--weight``."""
+    p.add_argument("--where", metavar="EXPR", help="keep the rows for which this SQL condition on the file's columns "
+                                                   "is true, e.g. \"State = 'finished'\" or \"loss < 4\"")
+    p.add_argument("--set", dest="derive", action="append", default=[], metavar="NAME=EXPR",
+                   help="add a column computed from others before mapping, e.g. 'tokens=step*2097152' (repeatable)")
+    p.add_argument("--checkpoints", choices=["last", "all"], default="last",
+                   help="with a step column: keep each run's last checkpoint (default) or all of them (each a run "
+                        "<id>@<step>; two-step laws fit stage 2 on all)")
+    p.add_argument("--weight", metavar="COLUMN",
+                   help="a column of standard errors of the score (else the loss), stored and used as fit weights")
+
+
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("init", help="write a commented example config (five data axes + support depth)",
                        formatter_class=Formatter,
@@ -87,15 +100,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--axis", action="append", default=[], metavar="NAME",
                    help="declare a data axis NAME that --map may target (without a config; repeatable)")
     p.add_argument("--benchmark", help="benchmark name when the file has no benchmark column")
-    p.add_argument("--where", metavar="EXPR", help="keep the rows for which this SQL condition on the file's columns "
-                                                   "is true, e.g. \"State = 'finished'\" or \"loss < 4\"")
-    p.add_argument("--set", dest="derive", action="append", default=[], metavar="NAME=EXPR",
-                   help="add a column computed from others before mapping, e.g. 'tokens=step*2097152' (repeatable)")
-    p.add_argument("--checkpoints", choices=["last", "all"], default="last",
-                   help="with a step column: keep each run's last checkpoint (default) or all of them (each a run "
-                        "<id>@<step>; two-step laws fit stage 2 on all)")
-    p.add_argument("--weight", metavar="COLUMN",
-                   help="a column of standard errors of the score (else the loss), stored and used as fit weights")
+    _add_reader_args(p)
     p.add_argument("--heldout-fraction", type=open_fraction, default=0.25,
                    help="share of runs (top training FLOPs) marked held out, in (0, 1) (default 0.25)")
     p.add_argument("--update", action="store_true",
