@@ -1,9 +1,10 @@
 """``toolscale serve-mcp``: the allocator as MCP tools over stdio, so an agent can ask directly.
 
-Tools: ``allocate(budget, benchmark, experiment?, model_size?, unit?)``,
-``next_runs(budget, benchmark, runs, experiment?, max_cost?, model_size?, unit?)``,
-``list_benchmarks()``, ``fit_summary(benchmark, experiment?)``. Each opens the
-registry read-only for the call (allocations asked over MCP are not stored).
+Tools: ``allocate``, ``next_runs``, ``predict``, ``list_benchmarks``, ``list_experiments``, ``list_fits`` and
+``fit_summary``. Each opens the registry read-only for the call (allocations asked over MCP are not stored).
+The planning tools take an optional ``config`` path (an experiment config, TOML) for experiments of imported
+runs, whose registry row holds no config; the server's own ``--config`` is the default. The server reports the
+package version.
 """
 
 from __future__ import annotations
@@ -32,31 +33,85 @@ def _user_errors(fn: Callable) -> Callable:
     return wrapper
 
 
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("toolscale")
+    except PackageNotFoundError:
+        from toolscale import __version__
+
+        return __version__
+
+
 def build_server(registry: str, config: ExperimentConfig | None = None):
     """An ``MCPServer`` answering from the registry at ``registry``."""
+    import inspect
+
     from mcp.server.mcpserver import MCPServer
 
-    from allocator.service import benchmarks_with_fits, fit_summary_of, load_fit, plan_allocation, resolve_experiment
-    from grid import Registry
+    from toolscale.config import load_config
 
-    server = MCPServer("toolscale-allocator", instructions="Ask how to spend a synthetic-data budget: "
-                       "new tools, new tasks, new databases, or better supervision.")
+    kwargs: dict[str, Any] = {"instructions": "Ask how to spend a synthetic-data budget: new tools, new tasks, "
+                                              "new databases, or better supervision."}
+    if "version" in inspect.signature(MCPServer.__init__).parameters:
+        kwargs["version"] = _version()
+    server = MCPServer("toolscale-allocator", **kwargs)
+
+    def cfg(path: str | None) -> ExperimentConfig | None:
+        return load_config(path) if path else config
+
+    _plan_tools(server, registry, cfg)
+    _next_tools(server, registry, cfg)
+    _fit_tools(server, registry)
+    return server
+
+
+def _plan_tools(server: Any, registry: str, cfg: Callable[[str | None], ExperimentConfig | None]) -> None:
+    """``allocate`` and ``predict``."""
+    from allocator.service import load_fit, plan_allocation, resolve_experiment
+    from grid import Registry
 
     @server.tool()
     @_user_errors
     def allocate(budget: float, benchmark: str, experiment: str | None = None, model_size: str | None = None,
-                 unit: str | None = None) -> dict[str, Any]:
-        """Best spend of `budget` per data axis for `benchmark`, with the predicted score, its interval,
-        and the comparison with a diversity-only allocation."""
+                 tokens: str | None = None, unit: str | None = None, fit_id: str | None = None,
+                 extrapolate: float | None = None, config: str | None = None) -> dict[str, Any]:
+        """Best spend of `budget` per data axis for `benchmark`, with the predicted score, its predictive
+        interval, the model size and tokens planned for, unspent budget and caps, and the comparison with a
+        diversity-only allocation. `config`: an experiment config path (needed for imported runs)."""
         report = plan_allocation(registry, budget=budget, benchmark=benchmark, experiment=experiment,
-                                    model_size=model_size, unit=unit, config=config, save=False, redraws=10)
+                                 model_size=model_size, tokens=tokens, unit=unit, config=cfg(config), save=False,
+                                 redraws=10, fit_id=fit_id, extrapolate=extrapolate)
         return report.model_dump(mode="json")
+
+    @server.tool()
+    @_user_errors
+    def predict(benchmark: str, at: list[dict[str, float]], experiment: str | None = None,
+                fit_id: str | None = None, level: float = 0.9, config: str | None = None) -> dict[str, Any]:
+        """Predict `benchmark` at points `at` (each a dict such as {"model_size": 1.3e10, "train_tokens": 5e12,
+        "tool_diversity": 64}) from the newest fit (or `fit_id`), with intervals and how far each input lies
+        outside the fitted range (the same object as `toolscale predict --json`)."""
+        from allocator.service import predict_from_fit
+
+        aliases = {"model_size": "N", "model_params": "N", "params": "N", "train_tokens": "D", "tokens": "D"}
+        points = [{aliases.get(k, k): float(v) for k, v in p.items()} for p in at]
+        with Registry(registry, read_only=True) as reg:
+            exp = resolve_experiment(reg, benchmark, experiment)
+            fid, fit = load_fit(reg, exp, benchmark, fit_id=fit_id)
+        c = cfg(config)
+        units = {a.name: a.unit for a in c.axes} if c is not None else {}
+        return predict_from_fit(fit, points, fit_id=fid, units=units, level=level).model_dump(mode="json")
+
+
+def _next_tools(server: Any, registry: str, cfg: Callable[[str | None], ExperimentConfig | None]) -> None:
+    """``next_runs``."""
 
     @server.tool()
     @_user_errors
     def next_runs(budget: float, benchmark: str, runs: int, experiment: str | None = None,
                   max_cost: float | None = None, model_size: str | None = None,
-                  unit: str | None = None) -> dict[str, Any]:
+                  unit: str | None = None, config: str | None = None) -> dict[str, Any]:
         """The `runs` new runs (recipe x model size x tokens) that make the allocation at `budget` surest per
         unit of training cost, with their cost and the expected gain-interval width and regret after them
         (the same object as `toolscale next --json`)."""
@@ -64,7 +119,13 @@ def build_server(registry: str, config: ExperimentConfig | None = None):
 
         return propose_next_runs(registry, budget=budget, benchmark=benchmark, runs=runs, experiment=experiment,
                                  max_cost=max_cost, model_size=model_size, unit=unit,
-                                 config=config).model_dump(mode="json")
+                                 config=cfg(config)).model_dump(mode="json")
+
+
+def _fit_tools(server: Any, registry: str) -> None:
+    """``list_benchmarks``, ``list_experiments``, ``list_fits`` and ``fit_summary``."""
+    from allocator.service import benchmarks_with_fits, fit_summary_of, load_fit, resolve_experiment
+    from grid import Registry
 
     @server.tool()
     @_user_errors
@@ -75,12 +136,36 @@ def build_server(registry: str, config: ExperimentConfig | None = None):
 
     @server.tool()
     @_user_errors
-    def fit_summary(benchmark: str, experiment: str | None = None) -> dict[str, Any]:
-        """The newest fit for `benchmark`: law, parameters with intervals, held-out error and predictions,
-        the interaction verdict (the same object as `toolscale fit --json`)."""
+    def list_experiments() -> list[dict[str, Any]]:
+        """Experiments in the registry: name, kind (designed, imported, simulated), axes and runs by state."""
+        with Registry(registry, read_only=True) as reg:
+            counts = reg.status_counts()
+            return [{"name": e.name, "kind": reg.experiment_kind(e.name), "axes": list(e.axes or []),
+                     "runs": counts.get(e.name, {})} for e in reg.experiments()]
+
+    @server.tool()
+    @_user_errors
+    def list_fits(experiment: str | None = None, benchmark: str | None = None) -> list[dict[str, Any]]:
+        """Stored fits, newest first: id, experiment, benchmark, law, runs, held-out error, stale or current."""
+        from fit.models import FitResult, fit_warnings
+
+        with Registry(registry, read_only=True) as reg:
+            rows = reg.fits(experiment, benchmark)
+        out = []
+        for r in rows:
+            f = FitResult.model_validate(r.payload)
+            out.append({"fit_id": r.fit_id, "experiment": r.experiment, "benchmark": r.benchmark, "metric": r.metric,
+                        "law": r.law, "n_points": r.n_points, "heldout_mae": f.heldout.mae if f.heldout else None,
+                        "warnings": fit_warnings(f), "stale_reason": r.stale_reason,
+                        "created_at": r.created_at.isoformat()})
+        return out
+
+    @server.tool()
+    @_user_errors
+    def fit_summary(benchmark: str, experiment: str | None = None, fit_id: str | None = None) -> dict[str, Any]:
+        """A fit (the newest for `benchmark`, or `fit_id`): law, formula, parameters with intervals, held-out
+        error and predictions, warnings, the interaction verdict (the same object as `toolscale fit --json`)."""
         with Registry(registry, read_only=True) as reg:
             exp = resolve_experiment(reg, benchmark, experiment)
-            fit_id, fit = load_fit(reg, exp, benchmark)
-        return fit_summary_of(fit, fit_id).model_dump(mode="json")
-
-    return server
+            fid, fit = load_fit(reg, exp, benchmark, fit_id=fit_id)
+        return fit_summary_of(fit, fid).model_dump(mode="json")

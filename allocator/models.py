@@ -56,6 +56,8 @@ class AxisBounds(_Frozen):
     """Level a diversity-only plan holds a quality axis at."""
     integer: bool = False
     """Levels are counts: plans round them to feasible integers within the budget."""
+    cap: str = ""
+    """Why ``upper`` is what it is (the tested maximum times ``max_extrapolation``, a fraction's 1...)."""
 
 
 class AllocationRequest(_Frozen):
@@ -137,9 +139,9 @@ class AllocationPlan(_Frozen):
     plan: Plan
     """The recommended plan."""
     interval: tuple[float, float] | None = None
-    """90% predictive interval of the plan's score: the draws (bootstrap, and law forms where mixed), each with
-    a noise draw of its form's residual SD and, above the fitted sizes, the rung-CV extrapolation error
-    (:func:`allocator.solver.predictive`, as ``predict``'s intervals)."""
+    """90% predictive interval of one run's score under the plan, as ``predict`` gives it: the draws (bootstrap,
+    law forms where mixed) plus a run's noise (the fit's residual SD), the law's extrapolation error above the
+    fitted model sizes and past each axis's tested maximum."""
     spend_spread: dict[str, tuple[float, float]] = Field(default_factory=dict)
     """5th-95th percentile of each axis' spend when re-solved per draw."""
     regret_interval: tuple[float, float] | None = None
@@ -158,13 +160,19 @@ class AllocationPlan(_Frozen):
     baseline_own_prediction: float | None = None
     """What the diversity-only law itself predicts for its plan (what its user would expect), score points."""
     baseline_interval: tuple[float, float] | None = None
-    """90% predictive interval of the baseline's score (as :attr:`interval`)."""
+    """90% interval of the baseline's predicted score."""
     gain_over_baseline: float
     """``plan.predicted_score - baseline.predicted_score`` (score points)."""
     gain_interval: tuple[float, float] | None = None
-    """90% interval of the gain over the draws."""
+    """90% predictive interval of the gain one run of the plan realises over one run of the baseline: the
+    draws' gains (with the rung CV's error of differences) plus each arm's own prediction error at its own
+    levels (a run's noise, and the extrapolation error past each axis's tested maximum)."""
+    expected_gain_interval: tuple[float, float] | None = None
+    """90% interval of the expected gain (the mean over seeds of many runs of each plan): ``gain_interval``
+    without the runs' noise, each arm's extrapolation error still in. The decision is taken on it (with the
+    noise floor of ``replicate_sd``); a realised gain of K seeds per arm spreads by ``2 s^2 / K`` more."""
     p_beats_baseline: float | None = None
-    """Share of draws in which the plan scores above the baseline."""
+    """Share of draws in which one run of the plan scores above one run of the baseline."""
     pinned: Plan | None = None
     """Second comparison: the plan's own law re-solved with quality pinned at baseline (gain >= 0 by construction)."""
     gain_over_pinned: float | None = None
@@ -177,7 +185,7 @@ class AllocationPlan(_Frozen):
     best_observed_source: str = ""
     """Where ``best_observed`` came from: the rung and cell, its observed value, the runs averaged."""
     best_observed_interval: tuple[float, float] | None = None
-    """90% predictive interval of ``best_observed``'s score (as :attr:`interval`)."""
+    """90% interval of ``best_observed``'s predicted score over the draws."""
     gain_over_best_observed: float | None = None
     """``plan.predicted_score - best_observed.predicted_score`` (score points); the plan must beat it."""
     best_observed_gain_interval: tuple[float, float] | None = None
@@ -199,6 +207,21 @@ class AllocationPlan(_Frozen):
     """Draws behind the intervals."""
     law_weights: dict[str, float] = Field(default_factory=dict)
     """Share of the draws each law form contributed (one form: ``{law: 1.0}``); empty without draws."""
+    unspent: float = 0.0
+    """Budget the plan leaves unspent (``budget - plan.total_cost``), in the budget unit: more would buy
+    nothing the caps allow."""
+    caps: dict[str, str] = Field(default_factory=dict)
+    """Axes the plan holds at their upper limit, and what that limit is."""
+    baseline_extrapolation: dict[str, float] = Field(default_factory=dict)
+    """The baseline's axes outside the tested range: level / tested max (or tested min / level)."""
+    pinned_extrapolation: dict[str, float] = Field(default_factory=dict)
+    """The same for the quality-pinned comparison."""
+    axis_extrapolation_sd: dict[str, float] = Field(default_factory=dict)
+    """Per axis, the law's error per doubling past its tested maximum (score points, log units for a loss):
+    refitted without the runs at the axis's top level, predicting them; it widens the intervals of arms that
+    go past it."""
+    max_extrapolation: float = 1.25
+    """How far past an axis's tested range a plan may go (a multiple of its largest tested level)."""
 
 
 class AllocationReport(AllocationPlan):
@@ -225,6 +248,13 @@ class AllocationReport(AllocationPlan):
     """True when the fit was on simulated runs."""
     allocation_id: str | None = None
     """Registry id of the stored plan (None when not stored, e.g. over MCP)."""
+    tokens: float | None = None
+    """Training tokens D planned for (laws that read D predict at it; ``None`` for plans made before)."""
+    model_source: str = ""
+    """Where ``model_params`` came from (``--model-size``, a ladder rung, the config's target size)."""
+    tokens_source: str = ""
+    """Where ``tokens`` came from (``--tokens``, ``--tokens-per-param``, a rung's planned tokens, the design's
+    tokens per parameter)."""
     earlier: EarlierInterval | None = None
     """The interval before the newest `toolscale next` runs at this budget, once a refit includes them."""
 

@@ -23,10 +23,11 @@ from toolscale.config import ExperimentConfig, parse_config, training_flops
 
 __all__ = ["MAX_EXTRAPOLATION", "resolve_experiment", "load_fit", "make_surface", "build_request",
            "plan_allocation", "benchmarks_with_fits", "config_for", "form_weights", "other_forms",
-           "equal_spend_plan", "fit_summary_of"]
+           "equal_spend_plan", "fit_summary_of", "Target", "plan_target", "predict_from_fit"]
 
-MAX_EXTRAPOLATION = 4.0
-"""Diversity axes may be planned up to this multiple of their largest fitted level (flagged as extrapolation)."""
+MAX_EXTRAPOLATION = 1.25
+"""Default of ``[allocate] max_extrapolation``: no arm puts an axis above this multiple of its largest tested
+level unless ``allocate --extrapolate`` allows more."""
 
 
 def benchmarks_with_fits(reg: Registry, experiment: str | None = None) -> dict[str, list[str]]:
@@ -56,9 +57,18 @@ def resolve_experiment(reg: Registry, benchmark: str, experiment: str | None) ->
     return fitted[benchmark][0]
 
 
-def load_fit(reg: Registry, experiment: str, benchmark: str, law: str | None = None) -> tuple[str, FitResult]:
-    """The newest stored fit ``(fit_id, FitResult)``; refuses fits that did not converge."""
-    rows = [f for f in reg.fits(experiment, benchmark) if law is None or f.law == law]
+def load_fit(reg: Registry, experiment: str, benchmark: str, law: str | None = None,
+             fit_id: str | None = None) -> tuple[str, FitResult]:
+    """The stored fit ``fit_id``, else the newest (of ``law``): ``(fit_id, FitResult)``; refuses stale fits and
+    fits that did not converge."""
+    if fit_id is not None:
+        row = reg.fit(fit_id)
+        if row.experiment != experiment or row.benchmark != benchmark:
+            raise AllocatorUsageError(f"fit {fit_id} is of {row.experiment}/{row.benchmark}, not of "
+                                      f"{experiment}/{benchmark}")
+        rows = [row]
+    else:
+        rows = [f for f in reg.fits(experiment, benchmark) if law is None or f.law == law]
     if not rows:
         raise AllocatorUsageError(f"no fit of law {law!r} for {experiment}/{benchmark}; laws fitted: "
                                   f"{', '.join(sorted({f.law for f in reg.fits(experiment, benchmark)}))}")
@@ -103,7 +113,8 @@ def form_weights(fits: Sequence[FitResult]) -> dict[str, float]:
     return bic_weights({f.law: f.bic for f in fits})
 
 
-def make_surface(fit: FitResult, *, tokens: float, others: Sequence[FitResult] = ()) -> Surface:
+def make_surface(fit: FitResult, *, tokens: float, others: Sequence[FitResult] = (),
+                 axis_sd: dict[str, float] | None = None) -> Surface:
     """The fitted law and its draws as score callables, the other law forms' draws mixed in by weight.
 
     Inputs that are not data axes are filled from the plan's context: ``N`` is the
@@ -115,8 +126,9 @@ def make_surface(fit: FitResult, *, tokens: float, others: Sequence[FitResult] =
     bootstrap draws (``B`` = the chosen fit's draw count; its point estimate, repeated, when
     it has none), so the intervals include law-form uncertainty as well as parameter uncertainty.
     The fit's ``effect_sd`` (rung CV) widens the gain intervals of plans above the fitted sizes
-    (:func:`allocator.solver.with_effect_error`); each form's residual SD and the fit's extrapolation error
-    make the score intervals predictive, the same as ``predict``'s (:func:`allocator.solver.predictive`).
+    (:func:`allocator.solver.with_effect_error`). The surface also carries one run's prediction error, as
+    ``predict`` adds it: the fit's residual SD, its extrapolation SD per decade of N, and ``axis_sd`` per
+    doubling past each axis's tested maximum (:func:`allocator.extrapolation.axis_extrapolation_sd`).
     """
     from fit import law_of
     from fit import components
@@ -131,20 +143,30 @@ def make_surface(fit: FitResult, *, tokens: float, others: Sequence[FitResult] =
         weights = form_weights(forms)
         comps = [(f, law if f is fit else law_of(f), weights[f.law]) for f in forms]
     effect = {"effect_sd": fit.effect_sd or 0.0, "max_fitted_n": fit.max_fitted_n,
-              "extrapolation_sd": fit.extrapolation_sd or 0.0, "log_residuals": fit.residual_scale == "log"}
+              "noise_sd": fit.residual_sd, "noise_log": fit.residual_scale == "log",
+              "extrapolation_sd": fit.extrapolation_sd or 0.0, "axis_sd": dict(axis_sd or {})}
     if len(comps) <= 1 or not fit.bootstrap:
         return Surface(score=score, draws=[_score_fn(law, d, tokens=tokens, sign=sign) for d in fit.bootstrap],
-                       labels=[fit.law] * len(fit.bootstrap), noise_sd=[fit.residual_sd] * len(fit.bootstrap),
-                       **effect)
+                       labels=[fit.law] * len(fit.bootstrap), **effect)
     total = len(fit.bootstrap)
-    draws, labels, noise = [], [], []
+    draws, labels = [], []
     for f, flaw, w in comps:
         pool = f.draws()  # bootstrap draws, or the point estimate of a form fitted without them
         for i in range(int(round(w * total))):
             draws.append(_score_fn(flaw, pool[i % len(pool)], tokens=tokens, sign=sign))
             labels.append(f.law)
-            noise.append(f.residual_sd)
-    return Surface(score=score, draws=draws, labels=labels, noise_sd=noise, **effect)
+    return Surface(score=score, draws=draws, labels=labels, **effect)
+
+
+def predict_from_fit(fit: FitResult, points: Sequence[dict[str, float]], *, fit_id: str | None = None,
+                     units: dict[str, str] | None = None, level: float = 0.90) -> Any:
+    """``predict``'s :class:`fit.models.Prediction` of ``points`` (inputs by law name), each checked against the
+    law's inputs and their domains first (:func:`fit.predict.check_point`)."""
+    from fit import check_point, predict_at
+
+    for i, p in enumerate(points):
+        check_point(fit, p, units=units, label=f"#{i + 1}")
+    return predict_at(fit, points, level=level, max_fitted_flops=fit.max_fitted_flops, fit_id=fit_id)
 
 
 def fit_summary_of(fit: FitResult, fit_id: str | None = None) -> FitSummary:
@@ -167,25 +189,32 @@ def other_forms(reg: Registry, experiment: str, benchmark: str, fit: FitResult) 
 
 
 def build_request(config: ExperimentConfig, *, budget: Budget, benchmark: str, model_params: float,
-                  fitted_ranges: dict[str, tuple[float, float]] | None = None, starts: int = 12
-                  ) -> AllocationRequest:
-    """Bounds per axis (fitted range, diversity axes allowed up to ``MAX_EXTRAPOLATION`` x) and the cost model.
+                  fitted_ranges: dict[str, tuple[float, float]] | None = None, starts: int = 12,
+                  max_extrapolation: float | None = None) -> AllocationRequest:
+    """Bounds per axis and the cost model.
 
-    Every config axis is in the request; axes the law does not use add cost and no
-    score, so the solver leaves them at their lower bound.
+    An axis may go from its tested minimum to ``max_extrapolation`` (default: the config's
+    ``[allocate] max_extrapolation``, 1.25) times its tested maximum, and no further than 1 for a fraction;
+    each bound says why (``AxisBounds.cap``). Every config axis is in the request; axes the law does not use
+    add cost and no score, so the solver leaves them at their lower bound.
     """
     if budget.unit != config.experiment.budget_unit:
         raise AllocatorUsageError(f"--unit {budget.unit} does not match the experiment's cost unit "
                                   f"{config.experiment.budget_unit}; costs are not converted")
+    factor = config.allocate.max_extrapolation if max_extrapolation is None else max_extrapolation
+    flag = ("allocate --extrapolate" if max_extrapolation is not None else
+            "[allocate] max_extrapolation; allocate --extrapolate X allows more")
     bounds = []
     for a in config.axes:
-        lo, hi = (fitted_ranges or {}).get(a.name, (a.min, a.max))
-        upper = hi * MAX_EXTRAPOLATION if a.kind == "diversity" else a.max
-        if a.unit == "fraction":
-            upper = min(upper, 1.0)
+        tested = (fitted_ranges or {}).get(a.name)
+        lo, hi = tested or (a.min, a.max)
+        upper, cap = hi * factor, (f"{factor:g} x its largest tested level {hi:g} ({flag})" if tested else
+                                   f"{factor:g} x the config's max {hi:g} (no tested levels)")
+        if a.unit == "fraction" and upper > 1.0:
+            upper, cap = 1.0, "a fraction: at most 1"
         bounds.append(AxisBounds(name=a.name, kind=a.kind, unit=a.unit, lower=lo, upper=max(upper, hi),
                                  fitted_min=lo, fitted_max=hi, log=a.spacing == "log" and lo > 0,
-                                 baseline=min(max(a.baseline_level, lo), hi), integer=a.integer))
+                                 baseline=min(max(a.baseline_level, lo), hi), integer=a.integer, cap=cap))
     return AllocationRequest(budget=budget, benchmark=benchmark, model_params=model_params, axes=bounds,
                              cost=cost_model_from_config(config), starts=starts)
 
@@ -200,25 +229,79 @@ def _fitted_ranges(reg: Registry, experiment: str) -> dict[str, tuple[float, flo
     return {k: v for k, v in ranges.items() if v[1] > v[0]}
 
 
-def _rung_n_d(config: ExperimentConfig, size) -> tuple[float, float]:
-    """(N, D) of a rung as the design counts them: N per ``design.param_count``, D at the rung's largest
-    tokens-per-parameter multiple (``design.tokens_per_param``) or its planned tokens."""
+@dataclass(frozen=True)
+class Target:
+    """The model size and token count a plan is for, and where each came from (printed with every plan)."""
+
+    n: float
+    d: float
+    n_source: str
+    d_source: str
+
+
+def _rung_target(config: ExperimentConfig, size, why: str) -> Target:
+    """N per ``design.param_count``; D at the design's largest tokens-per-parameter multiple, else the rung's
+    planned tokens (steps x batch x sequence length)."""
     n = size.counted_params(config.design.param_count)
     tpp = config.design.tokens_per_param
-    return n, (max(tpp) * n if tpp else size.planned_tokens)
+    if tpp:
+        return Target(n, max(tpp) * n, f"{why} (rung {size.name!r}, {config.design.param_count} parameters)",
+                      f"the design's largest tokens per parameter ({max(tpp):g} x N)")
+    return Target(n, size.planned_tokens, f"{why} (rung {size.name!r})",
+                  f"the planned tokens of rung {size.name!r} ({size.max_steps} steps x batch {size.batch_size} x "
+                  f"{size.max_seq_len} tokens)")
 
 
-def _model_params(config: ExperimentConfig, model_size: str | None) -> tuple[float, float]:
-    """(N, D) of ``--model-size``: a ladder name or a parameter count; default the config's target size."""
-    if model_size is None:
-        return _rung_n_d(config, config.target_size)
+_SUFFIX = {"K": 1e3, "M": 1e6, "B": 1e9, "G": 1e9, "T": 1e12}
+
+
+def _count(text: str, flag: str) -> float:
+    """A count such as ``1.4e9``, ``70M``, ``1.4B`` or ``300B``; AllocatorUsageError naming ``flag`` otherwise."""
+    t = str(text).strip()
     try:
-        n = float(model_size)
+        x = float(t[:-1]) * _SUFFIX[t[-1].upper()] if t and t[-1].upper() in _SUFFIX else float(t)
     except ValueError:
-        return _rung_n_d(config, config.model_size(model_size))
-    if not math.isfinite(n) or n <= 0:
-        raise AllocatorUsageError(f"--model-size must be a ladder name or a positive parameter count, got {model_size}")
-    return n, _rung_n_d(config, config.target_size)[1]
+        x = math.nan
+    if not math.isfinite(x) or x <= 0:
+        raise AllocatorUsageError(f"{flag} must be a positive count (1.4e9, 70M, 300B), got {text!r}")
+    return x
+
+
+def plan_target(config: ExperimentConfig, model_size: str | None, *, tokens: str | float | None = None,
+                tokens_per_param: float | None = None, imported: bool = False) -> Target:
+    """The N and D to plan at: ``--model-size`` (a ladder rung or a count such as ``1.4e9`` or ``1.4B``), else
+    the config's target rung; ``--tokens`` or ``--tokens-per-param`` override D. With imported runs and no
+    ladder both are required: nothing in the runs says which model the plan is for."""
+    if tokens is not None and tokens_per_param is not None:
+        raise AllocatorUsageError("give --tokens or --tokens-per-param, not both")
+    if tokens_per_param is not None and not (math.isfinite(tokens_per_param) and tokens_per_param > 0):
+        raise AllocatorUsageError(f"--tokens-per-param must be a positive number, got {tokens_per_param}")
+    if imported and not config.ladder and (model_size is None or (tokens is None and tokens_per_param is None)):
+        raise AllocatorUsageError("the experiment holds imported runs and the config has no [[ladder]]: pass "
+                                  "--model-size N (e.g. 1.4B) and --tokens D (e.g. 300B) or --tokens-per-param R "
+                                  "for the model the plan is for")
+    if model_size is None:
+        target = _rung_target(config, config.target_size, "the config's target size")
+    elif model_size in {m.name for m in config.ladder}:
+        target = _rung_target(config, config.model_size(model_size), "--model-size")
+    else:
+        if not (model_size[:1].isdigit() or model_size[:1] == "."):
+            config.model_size(model_size)  # an unknown rung: ConfigError naming the known ones
+        n = _count(model_size, "--model-size")
+        if tokens is None and tokens_per_param is None:
+            if not config.ladder:
+                raise AllocatorUsageError(f"--model-size {model_size}: give the training tokens too (--tokens D or "
+                                          "--tokens-per-param R); the config has no [[ladder]] to take them from")
+            rung = _rung_target(config, config.target_size, "")
+            target = Target(n, rung.d, "--model-size", rung.d_source.replace("x N", "x the target rung's N"))
+        else:
+            target = Target(n, math.nan, "--model-size", "")
+    if tokens is not None:
+        target = Target(target.n, _count(str(tokens), "--tokens"), target.n_source, "--tokens")
+    elif tokens_per_param is not None:
+        target = Target(target.n, tokens_per_param * target.n, target.n_source,
+                        f"--tokens-per-param ({tokens_per_param:g} x N)")
+    return target
 
 
 @dataclass(frozen=True)
@@ -231,31 +314,45 @@ class _Loaded:
     config: ExperimentConfig
     request: AllocationRequest
     surface: Surface
-    tokens: float
+    target: Target
     fitted_runs: list[Any]
+    max_extrapolation: float
+
+    @property
+    def tokens(self) -> float:
+        return self.target.d
 
 
 def _load(reg: Registry, *, budget: float, benchmark: str, unit: str | None, experiment: str | None,
           model_size: str | None, config: ExperimentConfig | None, law: str | None, draws: int | None,
-          mix_forms: bool) -> _Loaded:
+          mix_forms: bool, tokens: str | float | None = None, tokens_per_param: float | None = None,
+          fit_id: str | None = None, extrapolate: float | None = None) -> _Loaded:
     if unit is not None and unit not in UNITS:
         raise AllocatorUsageError(f"--unit must be one of {', '.join(UNITS)}, got {unit!r}")
     if not (isinstance(budget, int | float) and math.isfinite(budget) and budget > 0):
         raise AllocatorUsageError(f"--budget must be a positive number, got {budget}")
+    if extrapolate is not None and not (math.isfinite(extrapolate) and extrapolate >= 1.0):
+        raise AllocatorUsageError(f"--extrapolate must be a factor >= 1 (how far past the tested range), got "
+                                  f"{extrapolate}")
     exp = resolve_experiment(reg, benchmark, experiment)
-    fit_id, fit = load_fit(reg, exp, benchmark, law)
+    fit_id, fit = load_fit(reg, exp, benchmark, law, fit_id)
     cfg = config_for(reg, exp, config)
     ranges = _fitted_ranges(reg, exp)
     others = other_forms(reg, exp, benchmark, fit) if mix_forms and law is None else []
-    n_params, tokens = _model_params(cfg, model_size)
+    target = plan_target(cfg, model_size, tokens=tokens, tokens_per_param=tokens_per_param,
+                         imported=reg.experiment_kind(exp) == "imported")
+    if not math.isfinite(target.d):
+        raise AllocatorUsageError("give the training tokens the plan is for: --tokens D or --tokens-per-param R")
     b = Budget(value=budget, unit=unit or cfg.experiment.budget_unit)
-    request = build_request(cfg, budget=b, benchmark=benchmark, model_params=n_params, fitted_ranges=ranges)
+    factor = cfg.allocate.max_extrapolation if extrapolate is None else extrapolate
+    request = build_request(cfg, budget=b, benchmark=benchmark, model_params=target.n, fitted_ranges=ranges,
+                            max_extrapolation=extrapolate)
     if draws is not None:
         fit = fit.model_copy(update={"bootstrap": fit.bootstrap[:draws]})
         others = [o.model_copy(update={"bootstrap": o.bootstrap[:draws]}) for o in others]
     return _Loaded(experiment=exp, fit_id=fit_id, fit=fit, config=cfg, request=request,
-                   surface=make_surface(fit, tokens=tokens, others=others), tokens=tokens,
-                   fitted_runs=reg.runs(exp, status="done", split="fit"))
+                   surface=make_surface(fit, tokens=target.d, others=others, axis_sd=fit.axis_extrapolation_sd),
+                   target=target, fitted_runs=reg.runs(exp, status="done", split="fit"), max_extrapolation=factor)
 
 
 MIN_REPLICATE_DOF = 10
@@ -299,7 +396,8 @@ def plan_allocation(registry: str, *, budget: float, benchmark: str, unit: str |
                     experiment: str | None = None, model_size: str | None = None,
                     config: ExperimentConfig | None = None, law: str | None = None, draws: int | None = None,
                     redraws: int = 30, save: bool = True, warm: Sequence[dict] = (),
-                    mix_forms: bool = True) -> AllocationReport:
+                    mix_forms: bool = True, tokens: str | float | None = None, tokens_per_param: float | None = None,
+                    fit_id: str | None = None, extrapolate: float | None = None) -> AllocationReport:
     """Load the fit, solve, store the plan; the :class:`AllocationReport` (plan, experiment, fit id, law, metric).
 
     The baseline is the fair diversity-only plan (:mod:`allocator.baseline`); with
@@ -309,7 +407,8 @@ def plan_allocation(registry: str, *, budget: float, benchmark: str, unit: str |
 
     with Registry(registry, read_only=not save) as reg:
         ld = _load(reg, budget=budget, benchmark=benchmark, unit=unit, experiment=experiment, model_size=model_size,
-                   config=config, law=law, draws=draws, mix_forms=mix_forms)
+                   config=config, law=law, draws=draws, mix_forms=mix_forms, tokens=tokens,
+                   tokens_per_param=tokens_per_param, fit_id=fit_id, extrapolate=extrapolate)
         base_surface, base_method = diversity_only_law(ld.fitted_runs, ld.config, benchmark=benchmark,
                                                        metric=ld.fit.metric, tokens=ld.tokens,
                                                        target=ld.fit.target, law_name=ld.fit.law)
@@ -327,21 +426,24 @@ def plan_allocation(registry: str, *, budget: float, benchmark: str, unit: str |
             allocation_id = reg.save_allocation(
                 experiment=ld.experiment, benchmark=benchmark, budget=budget, unit=ld.request.budget.unit,
                 fit_id=ld.fit_id, payload=plan.model_dump(mode="json"))
-    return AllocationReport(**dict(plan), experiment=ld.experiment, law=ld.fit.law, fit_id=ld.fit_id,
-                            metric=ld.fit.metric, target=ld.fit.target, simulated=ld.fit.simulated,
-                            allocation_id=allocation_id, earlier=earlier)
+    return AllocationReport(**{**dict(plan), "max_extrapolation": ld.max_extrapolation}, experiment=ld.experiment,
+                            law=ld.fit.law, fit_id=ld.fit_id, metric=ld.fit.metric, target=ld.fit.target,
+                            simulated=ld.fit.simulated, allocation_id=allocation_id, tokens=ld.target.d,
+                            model_source=ld.target.n_source, tokens_source=ld.target.d_source, earlier=earlier)
 
 
 def equal_spend_plan(registry: str, *, budget: float, benchmark: str, unit: str | None = None,
                      experiment: str | None = None, model_size: str | None = None,
-                     config: ExperimentConfig | None = None) -> tuple[Plan, tuple[float, float] | None]:
+                     config: ExperimentConfig | None = None, **target: Any) -> tuple[Plan, tuple[float, float] | None]:
     """The equal-spend plan at ``budget`` (:func:`allocator.solver.equal_spend_levels`), scored by the
     same law as :func:`plan_allocation`, with its 90% interval over the draws."""
-    from allocator.solver import equal_spend_levels, make_plan, percentile_interval, score_at
+    from allocator.solver import equal_spend_levels, make_plan, percentile_interval, predictive_scores, score_at
 
     with Registry(registry, read_only=True) as reg:
         ld = _load(reg, budget=budget, benchmark=benchmark, unit=unit, experiment=experiment, model_size=model_size,
-                   config=config, law=None, draws=None, mix_forms=True)
+                   config=config, law=None, draws=None, mix_forms=True, **target)
     levels = equal_spend_levels(ld.request)
     plan = make_plan(ld.request, levels, ld.surface.score)
-    return plan, percentile_interval([score_at(d, levels, ld.request.model_params) for d in ld.surface.draws])
+    draws = [score_at(d, levels, ld.request.model_params) for d in ld.surface.draws]
+    rng = np.random.default_rng(ld.request.seed + 1)
+    return plan, percentile_interval(predictive_scores(ld.surface, ld.request, levels, draws, rng))

@@ -25,8 +25,8 @@ from allocator.errors import AllocatorError
 from allocator.models import AllocationPlan, AllocationRequest, AxisBounds, Decision, Optimality, Plan
 
 __all__ = ["Surface", "ScoreFn", "solve", "solve_levels", "round_integers", "make_plan", "check_optimality",
-           "min_cost", "score_at", "decide", "equal_spend_levels", "percentile_interval", "with_effect_error", "predictive",
-           "versus_observed", "beats_observed"]
+           "min_cost", "score_at", "decide", "equal_spend_levels", "percentile_interval", "with_effect_error",
+           "predictive_scores", "versus_observed", "beats_observed"]
 
 ScoreFn = Callable[[Mapping[str, np.ndarray], float], np.ndarray]
 """``score(levels, model_params) -> predicted scores``, vectorised: ``levels`` maps each axis to an
@@ -41,10 +41,10 @@ class Surface:
     law was chosen, for a baseline surface. ``effect_sd`` is the relative error of a predicted
     gain per decade of model size above ``max_fitted_n`` (the fit's rung CV,
     :attr:`fit.models.FitResult.effect_sd`; 0: gain intervals carry the draws only).
-    ``noise_sd[i]`` is the residual SD of ``draws[i]``'s form and ``extrapolation_sd`` the fit's rung-CV error
-    per decade above ``max_fitted_n`` (residual units, log units when ``log_residuals``): the score
-    intervals are predictive like :func:`fit.predict.predict_points` (:func:`predictive`); empty / 0: the
-    draws' spread only.
+
+    The prediction error of one run, as ``predict`` adds it: ``noise_sd`` (the fit's residual SD; log units
+    when ``noise_log``, multiplicative), ``extrapolation_sd`` per decade of N above ``max_fitted_n``, and
+    ``axis_sd[a]`` per doubling of axis ``a`` past its tested maximum.
     """
 
     score: ScoreFn
@@ -53,9 +53,10 @@ class Surface:
     own: str = ""
     effect_sd: float = 0.0
     max_fitted_n: float | None = None
-    noise_sd: Sequence[float] = field(default_factory=tuple)
+    noise_sd: float = 0.0
+    noise_log: bool = False
     extrapolation_sd: float = 0.0
-    log_residuals: bool = False
+    axis_sd: Mapping[str, float] = field(default_factory=dict)
 
 
 def _to_level(b: AxisBounds, u: np.ndarray) -> np.ndarray:
@@ -384,8 +385,7 @@ def versus_observed(request: AllocationRequest, surface: Surface, levels: Mappin
     n = request.model_params
     gain = score_at(surface.score, levels, n) - plan.predicted_score
     return {"best_observed": plan, "best_observed_source": source, "gain_over_best_observed": gain,
-            "best_observed_interval": percentile_interval(predictive([score_at(d, full, n) for d in surface.draws],
-                                                                     surface, n)),
+            "best_observed_interval": percentile_interval([score_at(d, full, n) for d in surface.draws]),
             "best_observed_gain_interval": percentile_interval(_gains(surface, levels, full, n))}
 
 
@@ -421,21 +421,58 @@ def with_effect_error(gains: Sequence[float], surface: Surface, n: float, *, see
     return [float(g) for g in np.asarray(gains, dtype=float) * (1.0 + surface.effect_sd * decades * z)]
 
 
-def predictive(scores: Sequence[float], surface: Surface, n: float, *, seed: int = 1) -> list[float]:
-    """Score draws made predictive, as :func:`fit.predict.predict_points` makes them: draw ``i`` plus a noise
-    draw of SD ``noise_sd[i]`` and, above the fitted sizes, an extrapolation draw of SD ``extrapolation_sd x
-    decades`` (``decades = max(0, log10(n / max_fitted_n))``); multiplicative (``x exp(e)``) for log residuals.
-    Fixed seed: the same plan gets the same interval."""
-    if not scores or not (len(surface.noise_sd) or surface.extrapolation_sd):
-        return list(scores)
-    v = np.asarray(scores, dtype=float)
-    rng = np.random.default_rng(seed)
-    sd = np.resize(np.asarray(surface.noise_sd, dtype=float), v.shape) if len(surface.noise_sd) else np.zeros_like(v)
-    eps = rng.standard_normal(v.shape) * sd
-    if surface.extrapolation_sd and surface.max_fitted_n:
-        decades = max(0.0, math.log10(n / surface.max_fitted_n))
-        eps = eps + rng.standard_normal(v.shape) * surface.extrapolation_sd * decades
-    return [float(x) for x in (v * np.exp(eps) if surface.log_residuals else v + eps)]
+def _arm_error(surface: Surface, request: AllocationRequest, levels: Mapping[str, float], values: np.ndarray,
+               rng: np.random.Generator, *, with_n: bool, with_noise: bool = True) -> np.ndarray:
+    """One run's prediction error at ``levels`` for each draw's ``values`` (score units): a run's noise (unless
+    ``with_noise`` is False: the error of the expected score), the extrapolation error past each axis's tested
+    maximum and, with ``with_n``, above the fitted model sizes. Log-scale errors (a loss, a small positive
+    score) are multiplicative."""
+    var = surface.noise_sd ** 2 if with_noise else 0.0
+    for a in request.axes:
+        sd = surface.axis_sd.get(a.name)
+        x = levels.get(a.name, 0.0)
+        if sd and a.fitted_max > 0 and x > a.fitted_max:
+            var += (sd * math.log2(x / a.fitted_max)) ** 2
+    if with_n and surface.extrapolation_sd and surface.max_fitted_n:
+        var += (surface.extrapolation_sd * max(0.0, math.log10(request.model_params / surface.max_fitted_n))) ** 2
+    eps = rng.normal(0.0, math.sqrt(var), size=values.shape) if var > 0 else np.zeros_like(values)
+    return values * np.expm1(eps) if surface.noise_log else eps
+
+
+def predictive_scores(surface: Surface, request: AllocationRequest, levels: Mapping[str, float],
+                values: Sequence[float], rng: np.random.Generator) -> list[float]:
+    """``values`` (one score per draw at ``levels``) plus one run's prediction error each (:func:`_arm_error`)."""
+    v = np.asarray(values, dtype=float)
+    return list(v + _arm_error(surface, request, levels, v, rng, with_n=True)) if v.size else []
+
+
+def _predictive_gains(surface: Surface, request: AllocationRequest, a: Mapping[str, float],
+                      b: Mapping[str, float], rng: np.random.Generator) -> tuple[list[float], list[float]]:
+    """``(predictive, expected)`` gains of ``a`` over ``b`` per draw: each draw's gain (scaled by the rung CV's
+    error of differences) plus each arm's own error at its own levels: its extrapolation past an axis's tested
+    maximum (both), and a run's noise (the predictive gains: one run of each plan). The error above the fitted
+    sizes is common to both arms at one N and cancels."""
+    n = request.model_params
+    pa = np.array([score_at(d, a, n) for d in surface.draws])
+    pb = np.array([score_at(d, b, n) for d in surface.draws])
+    if not pa.size:
+        return [], []
+    g = np.asarray(with_effect_error(list(pa - pb), surface, n), dtype=float)
+    ext = (_arm_error(surface, request, a, pa, rng, with_n=False, with_noise=False)
+           - _arm_error(surface, request, b, pb, rng, with_n=False, with_noise=False))
+    noise = (_arm_error(surface, request, {}, pa, rng, with_n=False)
+             - _arm_error(surface, request, {}, pb, rng, with_n=False))  # no levels: the noise alone
+    return [float(x) for x in g + ext + noise], [float(x) for x in g + ext]
+
+
+def _caps(request: AllocationRequest, levels: Mapping[str, float]) -> dict[str, str]:
+    """Axes at their upper limit, with the limit and why."""
+    out = {}
+    for a in request.axes:
+        top = math.floor(a.upper + 1e-9) if a.integer else a.upper
+        if a.upper > a.lower and levels[a.name] >= top - 1e-6 * max(abs(top), 1.0):
+            out[a.name] = f"{a.upper:g} {a.unit}" + (f" ({a.cap})" if a.cap else "")
+    return out
 
 
 def solve(request: AllocationRequest, surface: Surface, *, baseline_surface: Surface | None = None,
@@ -479,10 +516,11 @@ def solve(request: AllocationRequest, surface: Surface, *, baseline_surface: Sur
     else:
         base_levels, baseline, own_pred = pinned_levels, pinned, None
         method = "same law, quality pinned at baseline"
+    rng = np.random.default_rng(request.seed + 1)
     plan_draws = [score_at(d, levels, n) for d in surface.draws]
     base_draws = [score_at(d, base_levels, n) for d in surface.draws]
-    gains = with_effect_error([p - b for p, b in zip(plan_draws, base_draws)], surface, n)
-    pinned_gains = _gains(surface, levels, pinned_levels, n)
+    gains, mean_gains = _predictive_gains(surface, request, levels, base_levels, rng)
+    pinned_gains, _ = _predictive_gains(surface, request, levels, pinned_levels, rng)
     spreads: dict[str, list[float]] = {}
     regrets: list[float] = []
     for d in list(surface.draws)[:redraws]:
@@ -494,6 +532,7 @@ def solve(request: AllocationRequest, surface: Surface, *, baseline_surface: Sur
     vs_obs = versus_observed(request, surface, levels, observed)
     gain = plan.predicted_score - baseline.predicted_score
     gain_iv = percentile_interval(gains)
+    mean_iv = percentile_interval(mean_gains)
     if replicate_sd is not None and replicate_log:
         replicate_sd = replicate_sd * abs(baseline.predicted_score)
     labels = list(surface.labels)
@@ -501,17 +540,21 @@ def solve(request: AllocationRequest, surface: Surface, *, baseline_surface: Sur
                else {})
     return AllocationPlan(
         budget=request.budget, benchmark=request.benchmark, model_params=n, plan=plan,
-        interval=percentile_interval(predictive(plan_draws, surface, n)),
+        interval=percentile_interval(predictive_scores(surface, request, levels, plan_draws, rng)),
         spend_spread={k: percentile_interval(v) for k, v in spreads.items()},
         regret_interval=percentile_interval(regrets), expected_regret=float(np.mean(regrets)) if regrets else None,
         baseline=baseline, baseline_method=method, baseline_own_prediction=own_pred,
-        baseline_interval=percentile_interval(predictive(base_draws, surface, n)), gain_over_baseline=gain,
-        gain_interval=gain_iv,
+        baseline_interval=percentile_interval(predictive_scores(surface, request, base_levels, base_draws, rng)),
+        gain_over_baseline=gain, gain_interval=gain_iv, expected_gain_interval=mean_iv,
         p_beats_baseline=float(np.mean([g > 0 for g in gains])) if gains else None,
         pinned=pinned, gain_over_pinned=plan.predicted_score - pinned.predicted_score,
         pinned_gain_interval=percentile_interval(pinned_gains),
-        decision=beats_observed(decide(gain, gain_iv, replicate_sd, _differing_axes(request, levels, base_levels),
+        decision=beats_observed(decide(gain, mean_iv, replicate_sd, _differing_axes(request, levels, base_levels),
                                        noise_label), vs_obs), **vs_obs,
         replicate_sd=replicate_sd, marginal_value=_marginals(request, levels, surface.score),
         optimality=check_optimality(request, continuous, surface.score), extrapolation=bool(extra),
-        extrapolation_detail=extra, draws_used=len(surface.draws), law_weights=weights)
+        extrapolation_detail=extra, draws_used=len(surface.draws), law_weights=weights,
+        unspent=max(0.0, request.budget.value - plan.total_cost), caps=_caps(request, levels),
+        baseline_extrapolation=_extrapolation(request, base_levels),
+        pinned_extrapolation=_extrapolation(request, pinned_levels),
+        axis_extrapolation_sd={k: float(v) for k, v in surface.axis_sd.items() if v is not None})

@@ -68,7 +68,7 @@ def main() -> None:
         cmd = _toolscale("import-runs", str(csv), "--experiment", "big", "--benchmark", "b", "--registry", str(db),
                          "--map", "id=run_id", "--map", "params=model_params", "--map", "tokens=train_tokens",
                          "--map", "acc=score", "--map", "loss=loss", "--map", "tool_diversity=tool_diversity",
-                         "--map", "task_count=task_count", "--map", "db_count=db_count",
+                         "--map", "task_count=task_count", "--axis", "db_count", "--map", "db_count=db_count",
                          "--map", "repair_rate=repair_rate", "--map", "seed=seed", "--json")
         waits: list[float] = []
         stop = threading.Event()

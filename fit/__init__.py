@@ -17,12 +17,14 @@ See ``fit/README.md`` for the allocator-facing API. ``import fit`` imports nothi
 _EXPORTS: dict[str, str] = {
     'FitError': 'fit.errors',
     'bic_weights': 'fit.predict',
+    'check_point': 'fit.predict',
     'components': 'fit.predict',
     'fit_law': 'fit.fitting',
     'get_law': 'fit.laws',
     'law_for_runs': 'fit.data',
     'law_of': 'fit.laws',
     'points_from_runs': 'fit.data',
+    'predict_at': 'fit.predict',
     'target_values': 'fit.targets',
 }
 """Public names and the modules that define them: other packages import these (or ``fit.models``)."""

@@ -55,11 +55,22 @@ def _refit_chunk(chunk: Sequence[tuple[np.ndarray, dict[str, float]]]) -> list[d
     return [_refit(ix) for ix in chunk]
 
 
+def _clusters(points: Points) -> list[np.ndarray] | None:
+    """Index arrays of the points of each run when points are checkpoints of fewer runs (else None)."""
+    if not points.checkpoint_of or len(set(points.checkpoint_of)) == points.n:
+        return None
+    groups: dict[str, list[int]] = {}
+    for i, run in enumerate(points.checkpoint_of):
+        groups.setdefault(run, []).append(i)
+    return [np.asarray(v, dtype=int) for v in groups.values()]
+
+
 def bootstrap_draws(points: Points, law: Law, params: Mapping[str, float], *, n_bootstrap: int, seed: int = 0,
                     huber_delta: float | None = None, n_jobs: int | None = None,
                     method: str = "trf", fixed: Mapping[str, float] | None = None,
                     priors: Mapping[str, tuple[float, float]] | None = None) -> list[dict[str, float]]:
-    """``n_bootstrap`` parameter dicts refitted on runs resampled with replacement.
+    """``n_bootstrap`` parameter dicts refitted on runs resampled with replacement (a run's checkpoints
+    together, when the points are checkpoints: ``Points.checkpoint_of``).
 
     ``fixed`` parameters stay at their values, except those in ``priors``, which each
     replicate draws uniformly from ``(low, high)`` (seeded) and holds during its refit.
@@ -71,10 +82,14 @@ def bootstrap_draws(points: Points, law: Law, params: Mapping[str, float], *, n_
     n = points.n
     X = points.X()
     varying = [inp.name for inp in law.inputs if inp.kind != "metric" and np.unique(X[inp.name]).size > 1]
+    clusters = _clusters(points)
     samples = []
     for _ in range(n_bootstrap):
         for _attempt in range(20):
-            ix = rng.integers(0, n, size=n)
+            if clusters is None:
+                ix = rng.integers(0, n, size=n)
+            else:  # checkpoints of one run move together: resample runs
+                ix = np.concatenate([clusters[j] for j in rng.integers(0, len(clusters), size=len(clusters))])
             if all(np.unique(X[a][ix]).size > 1 for a in varying):
                 break
         held = dict(fixed or {})

@@ -83,18 +83,33 @@ def _present(v: Any) -> bool:
     return v is not None and not (isinstance(v, float) and math.isnan(v))
 
 
-def _checkpoints(runs: Sequence[Any]) -> tuple[list[float], list[bool]]:
-    """``(steps, final)`` of runs that are checkpoints (metadata ``step``); ``([], [])`` when none is."""
+def _checkpoints(runs: Sequence[Any]) -> tuple[list[float], list[bool], list[str]]:
+    """``(steps, final, checkpoint_of)`` of runs that are checkpoints (metadata ``step``); empty lists when
+    none is."""
     meta = [r.metadata or {} for r in runs]
     if not any("step" in m for m in meta):
-        return [], []
+        return [], [], []
     steps = [float(m.get("step", math.inf)) for m in meta]
     last: dict[str, float] = {}
     for m, st in zip(meta, steps):
         key = str(m.get("checkpoint_of", id(m)))
         last[key] = max(last.get(key, -math.inf), st)
     final = [st == last[str(m.get("checkpoint_of", id(m)))] for m, st in zip(meta, steps)]
-    return [s if math.isfinite(s) else -1.0 for s in steps], final
+    owners = [str(m.get("checkpoint_of", r.run_id)) for m, r in zip(meta, runs)]
+    return [s if math.isfinite(s) else -1.0 for s in steps], final, owners
+
+
+def _weights(runs: Sequence[Any], key: str) -> list[float]:
+    """Standard errors of ``key`` when the runs carry them (``import-runs --weight``); FitInputError when only
+    some do."""
+    errs = [(getattr(r, "stderrs", None) or {}).get(key) for r in runs]
+    if all(e is None for e in errs):
+        return []
+    missing = next((r.run_id for r, e in zip(runs, errs) if e is None or not e > 0), None)
+    if missing is not None:
+        raise FitInputError(f"run {missing} has no standard error for {key} while others do; weights need one for "
+                            "every fitted run (re-import with --weight, or without it for none)")
+    return [float(e) for e in errs]
 
 
 def points_from_runs(runs: Sequence[Any], *, benchmark: str, metric: str = "score", inputs: Sequence[str] = (),
@@ -108,7 +123,10 @@ def points_from_runs(runs: Sequence[Any], *, benchmark: str, metric: str = "scor
     benchmark, metric : the target is ``metrics["benchmark/metric"]``.
     inputs : input names to collect: ``N``, ``D``, ``C`` or axis names.
     intermediate : ``(input name, metric)`` of a two-step law (e.g. ``("L", "loss")``); the metric
-        is of the same benchmark, or ``"other-benchmark/metric"`` (a task loss such as bits per byte).
+        is of the same benchmark, or ``"other-benchmark/metric"`` (a task loss such as bits per byte). A run
+        with the target but not the intermediate (a big model's accuracy without its loss) gets ``NaN``: it can
+        be predicted from N and D and scored, not fitted (:func:`fit.experiment.fit_experiment` drops it from
+        the fit split).
 
     Rows imported with a ``step`` column are checkpoints of one run (``metadata["step"]`` and
     ``metadata["checkpoint_of"]``): ``Points.steps`` holds each step and ``Points.final`` marks
@@ -122,7 +140,9 @@ def points_from_runs(runs: Sequence[Any], *, benchmark: str, metric: str = "scor
     inter_key = None
     if intermediate is not None:
         inter_key = intermediate[1] if "/" in intermediate[1] else f"{benchmark}/{intermediate[1]}"
-        with_metric = [r for r in with_metric if _present(r.metrics.get(inter_key))]
+        if with_metric and not any(_present(r.metrics.get(inter_key)) for r in with_metric):
+            raise FitInputError(f"no done run has {inter_key!r}, the intermediate stage 1 of a two-step law predicts; "
+                                f"metrics present: {', '.join(available_metrics(runs))} (see --stage1-metric)")
     if not with_metric:
         present = ", ".join(available_metrics(runs)) or "none"
         raise FitInputError(f"no done run has metric {key!r}; metrics present: {present}")
@@ -138,13 +158,14 @@ def points_from_runs(runs: Sequence[Any], *, benchmark: str, metric: str = "scor
             vals.append(float(v))
         cols[name] = vals
     if intermediate is not None:
-        cols[intermediate[0]] = [float(r.metrics[inter_key]) for r in with_metric]
+        cols[intermediate[0]] = [float(r.metrics[inter_key]) if _present(r.metrics.get(inter_key)) else math.nan
+                                 for r in with_metric]
     flops = [float(r.train_flops) if r.train_flops is not None else math.nan for r in with_metric]
     if simulated is None:
         simulated = any(r.source == "simulated" for r in with_metric)
-    steps, final = _checkpoints(with_metric)
+    steps, final, owners = _checkpoints(with_metric)
     return Points(inputs=cols, y=[float(r.metrics[key]) for r in with_metric], n_skipped=len(runs) - len(with_metric),
-                  steps=steps, final=final,
+                  steps=steps, final=final, checkpoint_of=owners, weights=_weights(with_metric, key),
                   target="loss" if metric in ("loss", "bpb") else "score", run_ids=[r.run_id for r in with_metric],
                   split=[r.split for r in with_metric], groups=[_group_key(r) for r in with_metric],
                   flops=flops if all(math.isfinite(f) for f in flops) else [], experiment=experiment,
@@ -152,14 +173,15 @@ def points_from_runs(runs: Sequence[Any], *, benchmark: str, metric: str = "scor
 
 
 def law_for_runs(name: str, runs: Sequence[Any], config: ExperimentConfig | None = None,
-                 axes: Sequence[str] | None = None) -> Law:
+                 axes: Sequence[str] | None = None, repetition: bool = True) -> Law:
     """The law ``name`` specialised to the experiment: its axes, kinds and normalisation.
 
     Size: ``N / min(N)``; diversity axes: ``x / min`` (the config's lowest design level);
     quality axes: ``(x - min) / (max - min)``. ``axes`` restricts which axes enter.
     Effective-data laws (:data:`EFFECTIVE_LAWS`) also read ``D / min(D)`` and the runs'
     ``unique_tokens`` (repetition); ``chinchilla`` without axes is the published form (raw N
-    and D); ``two_step`` uses N and D only.
+    and D); ``two_step`` uses N and D only. ``repetition=False`` leaves ``unique_tokens`` out of
+    ``chinchilla`` (``fit --law chinchilla`` without ``--repetition``: exactly its formula).
     """
     generic = get_law(name)
     kinds = {i.kind for i in generic.inputs}
@@ -171,9 +193,9 @@ def law_for_runs(name: str, runs: Sequence[Any], config: ExperimentConfig | None
     unknown = [a for a in chosen if a not in ax]
     if unknown:
         raise FitInputError(f"unknown axis {unknown[0]!r}; axes of this experiment: {', '.join(ax) or 'none'}")
-    if not effective:
+    if not effective or (name == "chinchilla" and not repetition):
         chosen = [a for a in chosen if ax[a]["kind"] != "unique_tokens"]
-    elif not chosen and name == "chinchilla":
+    if effective and not chosen and name == "chinchilla":
         return generic  # N and D only: the published form, unnormalised
     n_vals = [float(r.model_params) for r in runs if r.model_params]
     if not n_vals:

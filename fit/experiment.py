@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from fit.axis_extrapolation import axis_extrapolation_sd
 from fit.data import law_for_runs, points_from_runs, runs_with_stages
 from fit.errors import FitInputError
 from fit.fitting import fit_law
@@ -59,21 +60,18 @@ def fit_experiment(runs: Sequence[Any], request: FitRequest, *, config: Experime
                             "must be chosen on other items")
     runs, point_target = target_runs(runs, benchmark=request.benchmark, metric=metric, target=request.target,
                                      validation=request.validation)
-    law = law_for_runs(name, runs, config, request.axes)
+    law = law_for_runs(name, runs, config, request.axes, repetition=request.repetition or request.law == "auto")
     loss_auto = request.law == "auto" and generic.target == "loss" and _has_axes(law)
     inter = ("L", request.stage1_metric) if law.stages is not None else None
-    fixed = None
-    if request.floor is not None:
-        if "lo" not in law.param_names:
-            raise FitInputError(f"--floor holds the accuracy floor of a two-step law (sigmoid, two_step); law "
-                                f"{law.name!r} has none")
-        fixed = {"lo": request.floor}
+    fixed = _held(law, request)
     names = law.stages[0].axes if law.stages is not None else law.axes
     points = points_from_runs(runs, benchmark=request.benchmark, metric=metric, inputs=names,
                               experiment=request.experiment, simulated=simulated, intermediate=inter)
     points, source = apply_holdout(points, request.holdout, stored_fraction(config))
     if points.final and law.stages is None:  # checkpoints feed a two-step law's stage 2 only
         points = points.subset(points.final)
+    if law.stages is not None:
+        points = _two_step_points(points, law.stages[2], request)
     selection = None
     if loss_auto:
         candidates = loss_candidates(runs, config, request.axes)
@@ -102,6 +100,10 @@ def fit_experiment(runs: Sequence[Any], request: FitRequest, *, config: Experime
     fit = fit.model_copy(update={"point_target": point_target})
     if selection is not None:
         fit = with_extrapolation(fit, selection, points, law, seed=request.seed)
+    if law.stages is not None and selection is None:
+        fit = _two_step_extrapolation(fit, points, law, request)
+    fit = fit.model_copy(update={"options": _options(request, law), "axis_extrapolation_sd": axis_extrapolation_sd(
+        points, law, [i.name for i in law.inputs if i.kind == "diversity"], fixed=fixed)})
     kind, k = parse_holdout(request.holdout)
     if kind == "rungs":
         steps = rolling_steps(points, law, int(k), n_bootstrap=min(request.n_bootstrap, 50), seed=request.seed,
@@ -109,6 +111,70 @@ def fit_experiment(runs: Sequence[Any], request: FitRequest, *, config: Experime
                               n_jobs=request.n_jobs, method=request.method)
         fit = fit.model_copy(update={"rolling": steps})
     return ExperimentFit(request=request, fit=fit, interaction=interaction, points=points)
+
+
+def _heldout_final(points: Points) -> Points:
+    """The held-out points a fit is judged on: each held-out run's final checkpoint."""
+    import numpy as np
+
+    final = np.asarray(points.final, dtype=bool) if points.final else np.ones(points.n, dtype=bool)
+    return points.subset((points.split_array() == "heldout") & final)
+
+
+def _held(law: Law, request: FitRequest) -> dict[str, float] | None:
+    """Parameters held fixed: a two-step law's accuracy floor (``--floor``) and ceiling (``--ceiling``)."""
+    fixed: dict[str, float] = {}
+    for flag, name, value in (("--floor", "lo", request.floor), ("--ceiling", "hi", request.ceiling)):
+        if value is None:
+            continue
+        if name not in law.param_names:
+            raise FitInputError(f"{flag} holds the accuracy {'floor' if name == 'lo' else 'ceiling'} of a two-step "
+                                f"law (sigmoid, two_step); law {law.name!r} has none")
+        fixed[name] = value
+    if "lo" in fixed and "hi" in fixed and not fixed["lo"] < fixed["hi"]:
+        raise FitInputError(f"--floor {fixed['lo']:g} must be below --ceiling {fixed['hi']:g}")
+    if (request.smooth > 1 or request.skip_first > 0) and law.stages is None:
+        raise FitInputError(f"--smooth and --skip-first shape the checkpoints of a two-step law; law {law.name!r} "
+                            "fits final checkpoints only")
+    return fixed or None
+
+
+def _two_step_points(points: Points, inter: str, request: FitRequest) -> Points:
+    """A two-step law's points: fitted runs without the intermediate are left out (held-out ones stay, to be
+    predicted from N and D and scored), then checkpoints are skipped and smoothed (:mod:`fit.checkpoints`)."""
+    import numpy as np
+
+    from fit.checkpoints import smooth_checkpoints
+
+    has = np.isfinite(np.asarray(points.inputs[inter], dtype=float))
+    keep = has | (points.split_array() == "heldout")
+    if not keep.all():
+        points = points.subset(keep).model_copy(update={"n_skipped": points.n_skipped + int((~keep).sum())})
+    return smooth_checkpoints(points, smooth=request.smooth, skip_first=request.skip_first, intermediate=inter)
+
+
+def _two_step_extrapolation(fit: FitResult, points: Points, law: Law, request: FitRequest) -> FitResult:
+    """A named two-step fit with the extrapolation error of its own rung CV (fit the smaller sizes, predict the
+    largest fitted one: :func:`fit.selection.select_law` with one candidate), when there are 3+ fitted sizes."""
+    fitted = points.subset(points.split_array() == "fit")
+    if len(set(fitted.inputs["N"])) < 3:
+        return fit
+    selection = select_law(points, {law.name: law}, n_starts=request.n_starts, max_grid=min(request.max_grid, 4096),
+                           seed=request.seed, huber_delta=request.huber_delta)
+    return with_extrapolation(fit, selection, points, law, seed=request.seed)
+
+
+def _options(request: FitRequest, law: Law) -> dict[str, float | str]:
+    out: dict[str, float | str] = {}
+    if request.repetition:
+        out["repetition"] = 1.0
+    if law.stages is not None:
+        out.update(smooth=float(request.smooth), skip_first=request.skip_first, stage1_metric=request.stage1_metric)
+        if request.ceiling is not None:
+            out["ceiling"] = request.ceiling
+        if request.floor is not None:
+            out["floor"] = request.floor
+    return out
 
 
 def with_forms(fit: FitResult, others: Sequence[FitResult], points: Points, law: Law, *, seed: int = 0,
@@ -125,7 +191,7 @@ def with_forms(fit: FitResult, others: Sequence[FitResult], points: Points, law:
     flat = [o.model_copy(update={"form_weight": weights[o.law], "forms": [], "heldout": None,
                                  "interaction": None}) for o in others]
     fit = fit.model_copy(update={"forms": flat, "form_weight": weights[fit.law]})
-    test = points.subset(points.split_array() == "heldout")
+    test = _heldout_final(points)
     if test.n:
         train = points.subset(points.split_array() == "fit")
         fit = fit.model_copy(update={"heldout": heldout_metrics(fit, law, test, train_flops=train.flops,
@@ -139,7 +205,7 @@ def with_extrapolation(fit: FitResult, selection: LawSelection, points: Points, 
     fitted = points.subset(points.split_array() == "fit")
     fit = fit.model_copy(update={"selection": selection, "extrapolation_sd": selection.extrapolation_sd,
                                  "effect_sd": selection.effect_sd, "max_fitted_n": float(max(fitted.inputs["N"]))})
-    test = points.subset(points.split_array() == "heldout")
+    test = _heldout_final(points)
     if test.n and selection.extrapolation_sd is not None:
         fit = fit.model_copy(update={"heldout": heldout_metrics(fit, law, test, train_flops=fitted.flops,
                                                                 level=level, seed=seed)})

@@ -189,6 +189,17 @@ def replicate_sd(points: Points, law: Law) -> float | None:
     return math.sqrt(ss / dof) if dof else None
 
 
+def _ranges(points: Points) -> dict[str, tuple[float, float]]:
+    """``input -> (min, max)`` over the points' finite values."""
+    out = {}
+    for name, col in points.inputs.items():
+        x = np.asarray(col, dtype=float)
+        x = x[np.isfinite(x)]
+        if x.size:
+            out[name] = (float(x.min()), float(x.max()))
+    return out
+
+
 def fit_law(points: Points, law: Law, *, huber_delta: float | None = None, n_starts: int = 8,
             max_grid: int = 8192, seed: int = 0, n_bootstrap: int = 0, n_jobs: int | None = None,
             interval_level: float = 0.90, holdout_rule: str = "", holdout_source: str = "",
@@ -292,7 +303,8 @@ def fit_law(points: Points, law: Law, *, huber_delta: float | None = None, n_sta
         holdout_source=holdout_source or ("none" if test.n == 0 else "points' split"),
         experiment=points.experiment, benchmark=points.benchmark, metric=points.metric, simulated=points.simulated,
         fit_seconds=elapsed, n_skipped=points.n_skipped,
-        max_fitted_flops=max(train.flops) if train.flops and all(math.isfinite(f) for f in train.flops) else None)
+        max_fitted_flops=max(train.flops) if train.flops and all(math.isfinite(f) for f in train.flops) else None,
+        fitted_ranges=_ranges(train), weighted=bool(train.weights))
     if test.n:
         result = result.model_copy(update={"heldout": heldout_metrics(
             result, law, test, train_flops=train.flops, level=interval_level, seed=seed)})

@@ -44,6 +44,12 @@ __all__ = [
     "ReportSummary",
     "PointPrediction",
     "Prediction",
+    "fit_warnings",
+    "MIN_POINTS_PER_PARAM",
+    "FitRow",
+    "FitList",
+    "ParamDiff",
+    "FitDiff",
     "DomainFit",
     "SharedExponent",
     "JointFit",
@@ -123,6 +129,12 @@ class Points(_Frozen):
     """Training step of each point's checkpoint (empty: every point is a run's final checkpoint)."""
     final: list[bool] = Field(default_factory=list)
     """Per point: is it its run's final checkpoint (empty: all are)."""
+    checkpoint_of: list[str] = Field(default_factory=list)
+    """Per point: the run its checkpoint belongs to (empty: every point is its own run); the bootstrap
+    resamples runs, all their checkpoints together."""
+    weights: list[float] = Field(default_factory=list)
+    """Per point: the standard error of ``y`` (``import-runs --weight``), in ``y``'s unit; residuals are divided
+    by it relative to its median (empty: unweighted)."""
 
     @model_validator(mode="after")
     def _lengths(self) -> "Points":
@@ -130,7 +142,7 @@ class Points(_Frozen):
         for name, col in self.inputs.items():
             if len(col) != n:
                 raise ValueError(f"input {name!r} has {len(col)} values for {n} points")
-        for name in ("run_ids", "split", "groups", "flops", "steps", "final"):
+        for name in ("run_ids", "split", "groups", "flops", "steps", "final", "checkpoint_of", "weights"):
             col = getattr(self, name)
             if col and len(col) != n:
                 raise ValueError(f"{name} has {len(col)} values for {n} points")
@@ -166,7 +178,8 @@ class Points(_Frozen):
         return self.model_copy(update={
             "inputs": {k: take(v) for k, v in self.inputs.items()}, "y": take(self.y),
             "run_ids": take(self.run_ids), "split": take(self.split), "groups": take(self.groups),
-            "flops": take(self.flops), "steps": take(self.steps), "final": take(self.final)})
+            "flops": take(self.flops), "steps": take(self.steps), "final": take(self.final),
+            "checkpoint_of": take(self.checkpoint_of), "weights": take(self.weights)})
 
     def data_hash(self) -> str:
         """SHA-256 (first 16 hex digits) of the inputs, values and run ids: same data, same hash."""
@@ -334,7 +347,8 @@ class FitResult(_Frozen):
     loss: float
     """Final objective: mean Huber loss of the residuals."""
     converged: bool
-    """True when the best start's optimizer converged and no parameter sits on a bound."""
+    """True when the best start's optimizer converged (a parameter at a bound is listed in ``at_bounds`` and
+    warned about: :meth:`warnings`)."""
     message: str = ""
     """Optimizer message and diagnostics (which parameters hit a bound...)."""
     at_bounds: list[str] = Field(default_factory=list)
@@ -421,6 +435,21 @@ class FitResult(_Frozen):
     ``max_fitted_n`` (:attr:`LawSelection.effect_sd`); None: gain intervals carry parameter draws only."""
     max_fitted_flops: float | None = None
     """Training FLOPs of the largest fitted run (None when unknown): ``predict`` measures extrapolation by it."""
+    fitted_ranges: dict[str, tuple[float, float]] = Field(default_factory=dict)
+    """``input -> (min, max)`` over the fitted points, natural units (``predict`` flags inputs beyond them)."""
+    weighted: bool = False
+    """True when residuals were weighted by the runs' standard errors (``import-runs --weight``)."""
+    axis_extrapolation_sd: dict[str, float] = Field(default_factory=dict)
+    """Per diversity axis, the law's error per doubling past its largest tested level (residual units), from a
+    refit without the runs at that level (:mod:`fit.axis_extrapolation`); ``allocate`` widens the intervals of
+    plans that go past it. Empty: not measured (fewer than 3 levels, or a fit made before it was)."""
+    options: dict[str, float | str] = Field(default_factory=dict)
+    """Fit options that shape the data or the law (``smooth``, ``skip_first``, ``ceiling``, ``floor``,
+    ``repetition``, ``stage1_metric``)."""
+
+    def warnings(self) -> list[str]:
+        """What a reader of this fit must know (:func:`fit.models.fit_warnings`)."""
+        return fit_warnings(self)
 
     @model_validator(mode="before")
     @classmethod
@@ -433,6 +462,43 @@ class FitResult(_Frozen):
     def draws(self) -> list[dict[str, float]]:
         """Bootstrap parameter draws, or ``[params]`` when none were computed."""
         return list(self.bootstrap) if self.bootstrap else [dict(self.params)]
+
+
+MIN_POINTS_PER_PARAM = 5
+"""Fewer fitted runs per free parameter than this and a fit is weakly determined (warned)."""
+
+
+def _binom_cdf(k: int, n: int, p: float) -> float:
+    """``P(X <= k)`` for ``X ~ Binomial(n, p)``."""
+    import math
+
+    return sum(math.comb(n, i) * p ** i * (1 - p) ** (n - i) for i in range(0, k + 1))
+
+
+def fit_warnings(fit: "FitResult") -> list[str]:
+    """Plain-language warnings: parameters at bounds, held-out coverage below nominal beyond binomial noise
+    (one-sided ``P(X <= k) < 0.05`` for ``k`` of ``n`` runs inside their intervals at the nominal level), lack
+    of fit, and fewer than :data:`MIN_POINTS_PER_PARAM` fitted runs per free parameter."""
+    out = []
+    free = [p for p in fit.at_bounds if p not in fit.fixed]
+    if free:
+        out.append(f"parameters at a bound of their range: {', '.join(free)} (not identified by these runs; their "
+                   "intervals and anything that extrapolates through them are unreliable)")
+    h = fit.heldout
+    if h is not None and h.interval_coverage is not None and h.n:
+        k = round(h.interval_coverage * h.n)
+        p = _binom_cdf(k, h.n, h.interval_level)
+        if p < 0.05:
+            out.append(f"held-out coverage {k} of {h.n} ({h.interval_coverage:.0%}) is below the nominal "
+                       f"{h.interval_level:.0%} beyond binomial noise (P = {p:.2g}): the intervals are too narrow")
+    if fit.lack_of_fit is not None and fit.lack_of_fit.flagged:
+        lof = fit.lack_of_fit
+        out.append(f"lack of fit: residual SD is {lof.ratio:.1f}x the replicate SD (p = {lof.p_value:.2g}): the "
+                   "law misses structure the runs have")
+    if fit.n_params and fit.n_points < MIN_POINTS_PER_PARAM * fit.n_params:
+        out.append(f"{fit.n_params} parameters on {fit.n_points} runs ({fit.n_points / fit.n_params:.1f} per "
+                   f"parameter, fewer than {MIN_POINTS_PER_PARAM}): the fit is weakly determined")
+    return out
 
 
 class Truth(_Frozen):
@@ -556,6 +622,16 @@ class FitRequest(_Frozen):
     train_stages: list[str] | None = None
     """Fit only the runs trained with exactly these stages (``["sft"]``, ``["sft", "grpo"]``...); None: all.
     SFT and RL laws are fitted separately (research plan)."""
+    repetition: bool = False
+    """``chinchilla``: add the repetition term of runs with ``unique_tokens`` (Muennighoff et al. 2023); without
+    it ``--law chinchilla`` fits exactly ``E + A / N^alpha + B / D^beta`` (and the experiment's data axes)."""
+    ceiling: float | None = Field(default=None, gt=0.0, le=1.0)
+    """Two-step laws: accuracy ceiling ``hi`` held fixed (1.0: the OLMo ladder's ideal point)."""
+    smooth: int = Field(default=1, ge=1)
+    """Two-step laws: moving average over this many consecutive checkpoints of a run (stage 1 sees the mean of
+    a run's last ``smooth`` checkpoints); 1: none."""
+    skip_first: float = Field(default=0.0, ge=0.0, lt=1.0)
+    """Two-step laws: share of each run's first checkpoints left out of stage 2 (warm-up transients)."""
     target: Literal["auto", "envelope", "final", "checkpoints"] = "auto"
     """What each run contributes (:mod:`fit.targets`); ``auto``: the envelope for a loss when runs have scored
     checkpoints, else the final value."""
@@ -843,6 +919,11 @@ class FitSummary(_Frozen):
     two recipes at the held-out size."""
     decision_accuracy_law: DecisionAccuracy | None = None
     """The same with the fitted law's held-out predictions as the small-scale order."""
+    warnings: list[str] = Field(default_factory=list)
+    """What a reader must know: parameters at bounds, held-out coverage below nominal, lack of fit, too few runs
+    per parameter (:func:`fit_warnings`)."""
+    weighted: bool = False
+    """True when the fit weighted runs by their standard errors."""
 
     @classmethod
     def of(cls, fit: "FitResult", fit_id: str | None = None, formula: str = "") -> "FitSummary":
@@ -876,7 +957,8 @@ class FitSummary(_Frozen):
                    interval_coverage=h.interval_coverage if h else None,
                    extrapolation_factor=h.extrapolation_factor if h else None,
                    heldout_predictions=list(h.points) if h else [], rolling=list(fit.rolling),
-                   selection=fit.selection, fit_seconds=fit.fit_seconds, interaction=inter)
+                   selection=fit.selection, fit_seconds=fit.fit_seconds, interaction=inter,
+                   warnings=fit_warnings(fit), weighted=fit.weighted)
 
 
 class ReportSummary(FitSummary):
@@ -884,6 +966,70 @@ class ReportSummary(FitSummary):
 
     files: dict[str, str] = Field(default_factory=dict)
     """``markdown``, ``html``, ``json`` -> path written."""
+
+
+class FitRow(_Frozen):
+    """One stored fit in ``toolscale fits list``."""
+
+    fit_id: str
+    """Registry id."""
+    experiment: str
+    """Experiment fitted."""
+    benchmark: str
+    """Benchmark."""
+    metric: str
+    """Metric."""
+    law: str
+    """Law."""
+    n_points: int
+    """Runs fitted."""
+    converged: bool
+    """Optimiser convergence."""
+    created_at: str
+    """When it was stored (UTC)."""
+    stale_reason: str | None = None
+    """Why it no longer matches its experiment's runs (None: current)."""
+    heldout_mae: float | None = None
+    """Held-out MAE, metric units."""
+    interval_coverage: float | None = None
+    """Share of held-out runs inside their 90% interval."""
+    warnings: int = 0
+    """How many warnings ``fits show`` prints."""
+
+
+class FitList(_Frozen):
+    """What ``toolscale fits list --json`` prints: newest first."""
+
+    fits: list[FitRow]
+    """Stored fits."""
+
+
+class ParamDiff(_Frozen):
+    """One parameter in two fits."""
+
+    a: float | None
+    """Estimate in the first fit (None: not a parameter of it)."""
+    b: float | None
+    """Estimate in the second fit."""
+    a_ci: tuple[float, float] | None = None
+    """95% interval in the first fit."""
+    b_ci: tuple[float, float] | None = None
+    """95% interval in the second fit."""
+    overlap: bool | None = None
+    """Whether the two 95% intervals overlap (None without both)."""
+
+
+class FitDiff(_Frozen):
+    """What ``toolscale fits diff A B --json`` prints."""
+
+    a: str
+    """First fit id."""
+    b: str
+    """Second fit id."""
+    fields: dict[str, tuple[str | float | int | bool | None, str | float | int | bool | None]]
+    """Summary fields that differ: ``name -> (a, b)`` (law, formula, runs, data hash, options, held-out figures)."""
+    params: dict[str, ParamDiff]
+    """Every parameter of either fit."""
 
 
 class PointPrediction(_Frozen):
@@ -902,9 +1048,12 @@ class PointPrediction(_Frozen):
     flops: float | None = None
     """Training FLOPs of the point (``6 N D``), when N and D are known."""
     beyond_range: bool = False
-    """True when the point's FLOPs exceed the largest fitted run's."""
+    """True when the point's FLOPs exceed the largest fitted run's, or any input lies outside its fitted range."""
     extrapolation_factor: float | None = None
     """Point FLOPs / largest fitted FLOPs (> 1 is beyond the fitted range)."""
+    beyond_inputs: dict[str, float] = Field(default_factory=dict)
+    """Inputs outside their fitted range, with how far: ``value / max`` above it, ``min / value`` below it
+    (``inf`` below a positive range at 0); empty when every input is inside (or the fit stored no ranges)."""
 
 
 class Prediction(_Frozen):

@@ -26,7 +26,7 @@ from fit.errors import FitInputError
 from fit.laws import Law
 from fit.models import Points
 
-__all__ = ["fit_params", "fit_any", "OptimumInfo", "huber", "residuals", "scale_of"]
+__all__ = ["fit_params", "fit_any", "OptimumInfo", "huber", "residuals", "scale_of", "residual_weights"]
 
 _EPS = 1e-300
 
@@ -56,6 +56,15 @@ def residuals(law: Law, y: np.ndarray, pred: np.ndarray) -> np.ndarray:
     return y - pred
 
 
+def residual_weights(stderr: np.ndarray | None, n: int) -> np.ndarray:
+    """Residual multipliers ``median(se) / se_i`` from per-point standard errors (ones without them): a run
+    measured twice as precisely counts twice as much, and a typical run keeps the Huber threshold's scale."""
+    if stderr is None or len(stderr) == 0:
+        return np.ones(n)
+    se = np.asarray(stderr, dtype=float)
+    return float(np.median(se)) / se
+
+
 @dataclass(frozen=True)
 class OptimumInfo:
     """The outcome of one minimisation (internal to fit/, but returned by :func:`fit_params`)."""
@@ -72,8 +81,9 @@ class _Problem:
     """Vector <-> named parameters, bounds and the vectorised objective for one law and data set."""
 
     def __init__(self, law: Law, X: Mapping[str, np.ndarray], y: np.ndarray, delta: float,
-                 fixed: Mapping[str, float] | None = None):
+                 fixed: Mapping[str, float] | None = None, weights: np.ndarray | None = None):
         self.law, self.X, self.y, self.delta = law, X, y, delta
+        self.w = residual_weights(weights, y.shape[0])
         self.fixed = dict(fixed or {})
         self.names = tuple(p for p in law.param_names if p not in self.fixed)
         self.is_log = np.array([p in law.log_params for p in self.names])
@@ -100,7 +110,7 @@ class _Problem:
             pred = np.asarray(self.law.fn(params, self.X), dtype=float)
             if pred.ndim == 1:
                 pred = np.broadcast_to(pred, (thetas.shape[0], self.y.shape[0]))
-            r = residuals(self.law, self.y, pred)
+            r = residuals(self.law, self.y, pred) * self.w
             obj = huber(r, self.delta).mean(axis=1) / self.delta
         return np.where(np.isfinite(obj), obj, np.inf)
 
@@ -122,13 +132,13 @@ class _Problem:
 
     def resid(self, theta: np.ndarray) -> np.ndarray:
         """Residuals at ``theta`` (non-finite ones replaced by a large value)."""
-        r = residuals(self.law, self.y, self._batch_pred(theta[None, :])[0])
+        r = residuals(self.law, self.y, self._batch_pred(theta[None, :])[0]) * self.w
         return np.where(np.isfinite(r), r, 1e6)
 
     def resid_jac(self, theta: np.ndarray) -> np.ndarray:
         """Forward-difference Jacobian of the residuals, shape ``(n, k)``, from one batched evaluation."""
         batch, h = self._steps(theta)
-        r = residuals(self.law, self.y, self._batch_pred(batch))
+        r = residuals(self.law, self.y, self._batch_pred(batch)) * self.w
         jac = ((r[1:] - r[0]) / h[:, None]).T
         return np.where(np.isfinite(jac), jac, 0.0)
 
@@ -214,7 +224,7 @@ def fit_params(law: Law, X: Mapping[str, np.ndarray], y: np.ndarray, *, huber_de
                n_starts: int = 8, max_grid: int = 8192, maxiter: int = 2000, seed: int = 0,
                starts: list[Mapping[str, float]] | None = None, method: str = "trf",
                fixed: Mapping[str, float] | None = None, tol: float = 1e-8,
-               polish: bool = True) -> OptimumInfo:
+               polish: bool = True, weights: np.ndarray | None = None) -> OptimumInfo:
     """Minimise the Huber objective of one (single-stage) law; no validation, no uncertainty.
 
     ``starts`` replaces the grid (bootstrap refits start from the full-data optimum).
@@ -222,12 +232,12 @@ def fit_params(law: Law, X: Mapping[str, np.ndarray], y: np.ndarray, *, huber_de
     (the same objective, Gauss-Newton steps: tens of iterations where L-BFGS-B takes hundreds
     on many-axis laws) from each start, then polishes the best with L-BFGS-B; ``lbfgsb`` runs
     L-BFGS-B from each start (exactly the Epoch AI procedure). ``fixed`` holds parameters at
-    given values (they are not fitted).
+    given values (they are not fitted). ``weights``: per-point standard errors (:func:`residual_weights`).
     """
     if method not in ("trf", "lbfgsb"):
         raise FitInputError(f"method must be 'trf' or 'lbfgsb', got {method!r}")
     delta = law.huber_delta if huber_delta is None else huber_delta
-    prob = _Problem(law, X, y, delta, fixed)
+    prob = _Problem(law, X, y, delta, fixed, weights)
     if starts is not None:
         thetas = [prob.to_theta(s) for s in starts]
     else:
@@ -252,9 +262,11 @@ def fit_any(law: Law, points: Points, *, huber_delta: float | None, n_starts: in
     """
     X = points.X()
     y = points.y_array()
+    w = np.asarray(points.weights, dtype=float) if points.weights else None
     if law.stages is None:
         return fit_params(law, X, y, huber_delta=huber_delta, n_starts=n_starts, max_grid=max_grid, seed=seed,
-                          starts=starts, method=method, fixed=fixed, maxiter=maxiter, tol=tol, polish=polish)
+                          starts=starts, method=method, fixed=fixed, maxiter=maxiter, tol=tol, polish=polish,
+                          weights=w)
     stage1, stage2, inter = law.stages
     fixed = dict(fixed or {})
     unknown = [k for k in fixed if k not in law.param_names]
@@ -266,7 +278,7 @@ def fit_any(law: Law, points: Points, *, huber_delta: float | None, n_starts: in
                     maxiter=maxiter, fixed={k: v for k, v in fixed.items() if k in stage1.param_names} or None,
                     starts=None if starts is None else [{k: s[k] for k in stage1.param_names} for s in starts])
     s2 = fit_params(stage2, X, y, huber_delta=huber_delta, n_starts=n_starts, max_grid=max_grid, seed=seed,
-                    method=method, maxiter=maxiter,
+                    method=method, maxiter=maxiter, weights=w,
                     fixed={k: v for k, v in fixed.items() if k in stage2.param_names} or None,
                     starts=None if starts is None else [{k: s[k] for k in stage2.param_names} for s in starts])
     pred = law.predict({**s1.params, **s2.params}, X)

@@ -26,7 +26,11 @@ from fit.laws import Law, law_of
 from fit.models import FitResult, PointPrediction, Prediction
 from toolscale.config import training_flops
 
-__all__ = ["bic_weights", "components", "predict_points", "predict_at", "required_inputs", "check_domain"]
+__all__ = ["bic_weights", "components", "predict_points", "predict_at", "required_inputs", "check_domain",
+           "check_point", "beyond_fitted", "FRACTION_AXES"]
+
+FRACTION_AXES = frozenset({"repair_rate", "coverage_quota"})
+"""Axes that are shares in [0, 1] when no config says an axis's unit (imported experiments)."""
 
 N_SIMS = 4000
 """Simulated outcomes per point behind each interval."""
@@ -129,6 +133,53 @@ def _with_extrapolation(fit: FitResult, X: Mapping[str, Any], sims: np.ndarray,
     return np.maximum(sims, 1e-300) * np.exp(eps) if fit.residual_scale == "log" else sims + eps
 
 
+def check_point(fit: FitResult, point: Mapping[str, float], *, units: Mapping[str, str] | None = None,
+                label: str = "") -> None:
+    """FitInputError naming the input when ``point`` has an input the law does not read, or a value outside its
+    domain: sizes, tokens, FLOPs and diversity levels must be > 0, a fraction in [0, 1], any other axis >= 0.
+
+    ``units``: axis -> unit from the experiment's config (``fraction`` marks a share); without one, the axes of
+    :data:`FRACTION_AXES` are shares.
+    """
+    import difflib
+
+    law = law_of(fit)
+    need = required_inputs(fit, law)
+    kinds = {i.name: i.kind for i in (law.stages[0].inputs if law.stages is not None else law.inputs)}
+    shown = {"N": "model_size", "D": "train_tokens"}
+    where = f"--at {label}: " if label else ""
+    for name, value in point.items():
+        if name not in need:
+            names = [shown.get(a, a) for a in need]
+            close = difflib.get_close_matches(shown.get(name, name), names, n=1)
+            hint = f" (did you mean {close[0]!r}?)" if close else ""
+            raise FitInputError(f"{where}unknown input {shown.get(name, name)!r}{hint}; law {fit.law!r} reads "
+                                f"{', '.join(names)}")
+        unit = (units or {}).get(name) or ("fraction" if name in FRACTION_AXES else "")
+        kind = kinds.get(name, "")
+        if kind in ("size", "tokens", "unique_tokens", "flops", "diversity") and not value > 0:
+            raise FitInputError(f"{where}{shown.get(name, name)} must be > 0 (a {kind.replace('_', ' ')}), got {value:g}")
+        if unit == "fraction" and not 0.0 <= value <= 1.0:
+            raise FitInputError(f"{where}{name} is a fraction and must be in [0, 1], got {value:g}")
+        if value < 0:
+            raise FitInputError(f"{where}{name} must be >= 0 (a level in {unit or 'its unit'}), got {value:g}")
+
+
+def beyond_fitted(fit: FitResult, point: Mapping[str, float]) -> dict[str, float]:
+    """Inputs of ``point`` outside the fit's fitted ranges: ``value / max`` above, ``min / value`` below."""
+    out: dict[str, float] = {}
+    for name, value in point.items():
+        rng = fit.fitted_ranges.get(name)
+        if rng is None:
+            continue
+        lo, hi = rng
+        if value > hi * (1 + 1e-9):
+            out[name] = value / hi if hi > 0 else math.inf
+        elif value < lo * (1 - 1e-9) if lo > 0 else value < lo:
+            out[name] = lo / value if value > 0 else math.inf
+    return out
+
+
 def predict_at(fit: FitResult, points: Sequence[Mapping[str, float]], *, level: float = 0.90,
                max_fitted_flops: float | None = None, fit_id: str | None = None, seed: int = 0,
                fractions: Sequence[str] = ()) -> Prediction:
@@ -154,10 +205,11 @@ def predict_at(fit: FitResult, points: Sequence[Mapping[str, float]], *, level: 
     for i, p in enumerate(points):
         flops = training_flops(p["N"], p["D"]) if "N" in p and "D" in p else None
         factor = flops / max_fitted_flops if flops is not None and max_fitted_flops else None
+        beyond = beyond_fitted(fit, p)
         out.append(PointPrediction(inputs={k: float(v) for k, v in p.items()}, predicted=float(pred[i]),
                                    lo=float(lo[i]), hi=float(hi[i]), level=level, flops=flops,
-                                   beyond_range=bool(factor is not None and factor > 1.0),
-                                   extrapolation_factor=factor))
+                                   beyond_range=bool((factor is not None and factor > 1.0) or beyond),
+                                   extrapolation_factor=factor, beyond_inputs=beyond))
     weights = {f.law: w for f, _, w in components(fit)} if fit.forms else {}
     return Prediction(experiment=fit.experiment, benchmark=fit.benchmark, metric=fit.metric, law=fit.law,
                       fit_id=fit_id, form_weights=weights, max_fitted_flops=max_fitted_flops, points=out)

@@ -48,8 +48,10 @@ def _num(x: Any) -> Any:
     return x
 
 
-def report_data(result: ExperimentFit) -> dict[str, Any]:
-    """Every number of the report as a JSON-ready dict (no plots)."""
+def report_data(result: ExperimentFit, fit_id: str | None = None) -> dict[str, Any]:
+    """Every number of the report as a JSON-ready dict (no plots); ``fit_id``: the stored fit it renders."""
+    from fit.models import fit_warnings
+
     f = result.fit
     params = []
     for name, value in f.params.items():
@@ -77,7 +79,8 @@ def report_data(result: ExperimentFit) -> dict[str, Any]:
             "extrapolation_factor": h.extrapolation_factor, "plan_reference_mae": PLAN_MAE,
             "are_seed_means": h.are_seed_means, "recipes": h.recipes,
             **_actual_spread(h), "points": [p.model_dump() for p in h.points]},
-        "interaction": None,
+        "interaction": None, "fit_id": fit_id, "warnings": fit_warnings(f),
+        "options": dict(f.options), "weighted": f.weighted,
     }
     if f.selection is not None:  # only with --law auto (reports of a named law keep their shape)
         data["selection"] = f.selection.model_dump()
@@ -247,9 +250,13 @@ def _param_rows(d: dict[str, Any]) -> list[str]:
     return rows
 
 
-FIGURES = (("axes", "Each axis' fitted curve over the data"),
+FIGURES = (("extrapolation", "The metric against compute, with the law's 90% band out to the target size"),
+           ("axes", "Each axis' fitted curve over the data"),
            ("heldout", "Predicted vs actual on held-out runs (90% prediction intervals)"),
+           ("coverage", "Held-out coverage at several nominal levels"),
+           ("residual_panels", "Residuals by model size and by axis"),
            ("residuals", "Residuals against training FLOPs"),
+           ("allocation", "The allocation: spend per axis and the plan across budgets"),
            ("hypotheses", "Hypothesis comparison"))
 
 
@@ -261,6 +268,10 @@ def render_markdown(d: dict[str, Any], figures: dict[str, str] | None = None) ->
     out = [f"# {title}", ""]
     if d["simulated"]:
         out += [f"> **{SIM_BANNER}**", ""]
+    if d.get("fit_id"):
+        out += [f"Renders the stored fit `{d['fit_id']}` (`toolscale fits show {d['fit_id']}`).", ""]
+    if d.get("warnings"):
+        out += ["## Warnings", *[f"- **{w}**" for w in d["warnings"]], ""]
     out += ["## Fit", *_summary_lines(d), *_selection_lines(d), "", "## Parameters", *_param_rows(d), "",
             "## Held-out extrapolation", *_heldout_lines(d), *_rolling_lines(d), "",
             "## Additive vs multiplicative (research plan, seed 003)", *_interaction_lines(d), ""]
@@ -481,31 +492,52 @@ def hypotheses_figure(result: ExperimentFit) -> bytes | None:
     return _png(fig)
 
 
+def _more_figures() -> dict[str, Any]:
+    from fit.report_figures import allocation_figure, coverage_figure, extrapolation_figure, residual_panels_figure
+
+    return {"extrapolation": extrapolation_figure, "coverage": coverage_figure,
+            "residual_panels": residual_panels_figure,
+            "allocation": lambda r: allocation_figure([], metric=r.fit.metric, simulated=r.fit.simulated)}
+
+
 FIGURE_MAKERS = {"axes": axes_figure, "heldout": heldout_figure, "residuals": residuals_figure,
-                 "hypotheses": hypotheses_figure}
+                 "hypotheses": hypotheses_figure, **_more_figures()}
 """Figure key -> the function drawing it (``None`` when it does not apply)."""
 
 
-def make_figures(result: ExperimentFit) -> dict[str, bytes]:
-    """The report's PNGs (matplotlib, Agg backend), by figure key (one function per figure)."""
+def make_figures(result: ExperimentFit, *, target_n: float | None = None,
+                 allocations: list[dict[str, Any]] | None = None, unit: str = "usd") -> dict[str, bytes]:
+    """The report's PNGs (matplotlib, Agg backend), by figure key (one function per figure).
+
+    ``target_n``: the model size the extrapolation band reaches; ``allocations``: plans across budgets for the
+    allocation chart (:func:`fit.report_figures.allocation_figure`)."""
+    from fit.report_figures import allocation_figure, extrapolation_figure
+
     out = {}
-    for key, maker in FIGURE_MAKERS.items():
+    makers = {**FIGURE_MAKERS, "extrapolation": lambda r: extrapolation_figure(r, target_n),
+              "allocation": lambda r: allocation_figure(allocations or [], unit=unit, metric=r.fit.metric,
+                                                        simulated=r.fit.simulated)}
+    for key, maker in makers.items():
         blob = maker(result)
         if blob is not None:
             out[key] = blob
     return out
 
 
-def write_report(result: ExperimentFit, out_dir: Path, run_table: list[str] | None = None) -> dict[str, Path]:
+def write_report(result: ExperimentFit, out_dir: Path, run_table: list[str] | None = None, *,
+                 fit_id: str | None = None, target_n: float | None = None,
+                 allocations: list[dict[str, Any]] | None = None, unit: str = "usd") -> dict[str, Path]:
     """Write ``<stem>.md`` (+ PNGs in ``<stem>_plots/``), ``<stem>.html`` and ``<stem>.json`` under ``out_dir``;
     ``run_table`` (Markdown lines) is the every-run diagnostics section."""
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     stem = report_stem(result)
-    data = report_data(result)
+    data = report_data(result, fit_id)
     if run_table:
         data["run_table"] = list(run_table)
-    pngs = make_figures(result)
+    if allocations:
+        data["allocations"] = allocations
+    pngs = make_figures(result, target_n=target_n, allocations=allocations, unit=unit)
     plot_dir = out_dir / f"{stem}_plots"
     plot_dir.mkdir(exist_ok=True)
     rel = {}

@@ -112,8 +112,9 @@ def simulate_experiment(registry: Any, config: Any, experiment: str, *, truth_pa
                         benchmark: str | None = None, seed: int = 0, replace: bool = False) -> dict[str, Any]:
     """The edge of ``toolscale simulate``: build the config's real design, draw results, store them.
 
-    Simulating again into an existing experiment with other results (another seed, truth or noise) is
-    refused, naming the changed scores, unless ``replace``: then the new values overwrite the old ones (kept in
+    Simulating another design (another config's grid) into an existing experiment is refused. Simulating
+    again with other results (another seed, truth or noise) is refused, naming the changed scores, unless
+    ``replace``: then the new values overwrite the old ones (kept in
     ``run_history``) and the experiment's fits are marked stale. The same simulation again changes nothing.
 
     Every run keeps the design's recipe, planned N, D, FLOPs and split; it is renamed into
@@ -140,6 +141,13 @@ def simulate_experiment(registry: Any, config: Any, experiment: str, *, truth_pa
     law = get_law(truth.law, inputs) if axis_law else generic  # N/D laws read the design's N and D as they are
     metric = truth.metric or ("loss" if law.target == "loss" else "score")
     design = build_design(config)
+    if experiment in existing:
+        stored = sorted({r.design_version for r in registry.runs(experiment)})
+        other = [v for v in stored if v != design.version]
+        if other:
+            raise FitInputError(f"experiment {experiment!r} was simulated from design {', '.join(other)}; this config "
+                                f"makes design {design.version} (another grid): simulate it into a new experiment "
+                                "name (one experiment holds one design, so a fit never pools two)")
     runs = []
     for r in design.runs:
         rid = run_id_for(experiment, design.version, r.recipe, r.model_size, r.seed, r.token_multiplier)

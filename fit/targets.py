@@ -27,6 +27,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from fit.errors import FitInputError
+from grid.models import RunRecord
 
 __all__ = ["TARGETS", "TOKENS_KEY", "VALIDATION", "CHECKPOINT_BURN_IN", "resolve_target", "envelope_step",
            "target_runs", "target_values"]

@@ -38,6 +38,17 @@ class FitStore(Connection):
                           stale_reason=r[10])
                 for r in self.con.execute(sql + " ORDER BY created_at DESC", args).fetchall()]
 
+    def fit(self, fit_id: str) -> FitRecord:
+        """The stored fit ``fit_id``; :class:`grid.errors.UnknownNameError` (exit 2) naming the newest ids."""
+        from grid.errors import UnknownNameError
+
+        rows = [f for f in self.fits() if f.fit_id == fit_id]
+        if not rows:
+            known = [f.fit_id for f in self.fits()][:5]
+            raise UnknownNameError(f"unknown fit id {fit_id!r}; newest: {', '.join(known) or 'none (run toolscale fit)'}"
+                                   " (toolscale fits list shows them all)")
+        return rows[0]
+
     def save_allocation(self, *, experiment: str, benchmark: str, budget: float, unit: str, fit_id: str | None,
                         payload: dict[str, Any]) -> str:
         """Store an allocation plan; returns its id."""

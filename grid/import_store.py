@@ -2,11 +2,9 @@
 
 Two phases, so the registry's write lock is held only for the second:
 
-1. :func:`stage_table` reads the file with ``read_csv`` / ``read_parquet`` into a private in-memory DuckDB,
-   validates every row in SQL (numbers, finite and positive sizes, tokens and FLOPs, ``C = 6 N D`` finite,
-   metric bounds, splits, unique run ids) and writes two tables (runs, metrics) to a private staging DuckDB
-   file: no Python rows, DuckDB's memory capped at 512 MB. The rules are those of
-   :func:`grid.importer.rows_to_runs`; the top-FLOPs split is :func:`grid.split.heldout_mask` itself.
+1. :func:`grid.staging.stage_table` reads the file with ``read_csv`` / ``read_parquet`` into a private
+   in-memory DuckDB, filters, types and validates every row in SQL and writes two tables (runs, metrics) to a
+   private staging DuckDB file: no Python rows, DuckDB's memory capped at 512 MB.
 2. :meth:`ImportStore.store_staged` attaches that file read-only and :meth:`ImportStore.store_runs` compares
    the staged rows with the stored ones with set-based SQL and, in one transaction,
    refuses or applies the differences, inserts the new runs and metrics, keeps every overwritten value in
@@ -20,25 +18,16 @@ refused into a simulated or a designed experiment, and simulations into an exper
 
 from __future__ import annotations
 
-import shutil
 import time
-import weakref
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, Literal
 
-import duckdb
-
 from grid.errors import RegistryConflictError, TableImportError
-from grid.importer import FIXED_TARGETS, MAX_ABS_METRIC, POSITIVE_TARGETS, SPLITS, check_metric_mapped, self_mapped
 from grid.models import Conflict, ImportReport, RunSpec
 from grid.run_store import RunStore, check_experiment_name
 from grid.schema import SCHEMA_VERSION, axis_column, axis_column_ddl
-from grid.split import heldout_threshold
-from grid.staging import new_stage, release_stage
-from toolscale.config import FLOPS_PER_PARAM_TOKEN
+from grid.staging import StagedTable, stage_table
 
 __all__ = ["StagedTable", "stage_table", "ImportStore", "RUN_FIELDS"]
 
@@ -47,275 +36,12 @@ RUN_FIELDS = ("experiment", "model_size", "model_params", "train_tokens", "train
 _SHOWN = 3  # conflicts named in the refusal line
 
 
-@dataclass
-class StagedTable:
-    """A validated table, ready for :meth:`ImportStore.store_staged` (nothing stored yet).
-
-    The typed rows live in a private DuckDB file ``path`` (tables ``runs`` and ``metrics``, in the shape of
-    :func:`specs_to_tables`), not in Python memory; the registry attaches it read-only. The file's folder is
-    removed by :meth:`close` (or when the object is collected).
-    """
-
-    axes: list[str]
-    path: Path
-    rows: int
-    heldout: int
-    read_s: float
-
-    def __post_init__(self) -> None:
-        self._cleanup = weakref.finalize(self, release_stage, str(self.path.parent))
-
-    def close(self) -> None:
-        """Remove the staging file."""
-        self._cleanup()
-
-    def __enter__(self) -> StagedTable:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-    def _arrow(self, table: str) -> Any:
-        con = duckdb.connect(str(self.path), read_only=True)
-        try:
-            return con.sql(f"SELECT * FROM {table}").to_arrow_table()
-        finally:
-            con.close()
-
-    @property
-    def runs(self) -> Any:
-        """The staged runs as an Arrow table (read from :attr:`path`; for small tables and tests)."""
-        return self._arrow("runs")
-
-    @property
-    def metrics(self) -> Any:
-        """The staged metrics as an Arrow table (read from :attr:`path`)."""
-        return self._arrow("metrics")
-
-
 def _q(name: str) -> str:
     return '"' + name.replace('"', '""') + '"'
 
 
 def _lit(text: str) -> str:
     return "'" + text.replace("'", "''") + "'"
-
-
-def _refuse_duplicate_header(p: Path) -> None:
-    """:class:`TableImportError` when a CSV header or a Parquet schema names a column twice (DuckDB would rename
-    the second one ``NAME_1`` and a ``--map NAME=...`` would silently read the first)."""
-    import csv
-
-    if p.suffix.lower() in (".parquet", ".pq"):
-        import pyarrow.parquet as pq
-
-        try:
-            header = list(pq.read_schema(p).names)
-        except Exception:  # noqa: BLE001 - an unreadable file is named by the reader below
-            return
-    else:
-        with open(p, encoding="utf-8", errors="replace", newline="") as fh:
-            first = fh.readline(1 << 20)
-        header = next(csv.reader([first]), [])
-    seen: dict[str, int] = {}
-    for i, name in enumerate(header, 1):
-        key = name.strip()
-        if key in seen:
-            raise TableImportError(f"{p}: column {key!r} is in the header twice (columns {seen[key]} and {i}); "
-                                   "rename one, nothing was imported")
-        seen[key] = i
-
-
-def _first(m: duckdb.DuckDBPyConnection, sql: str) -> tuple | None:
-    rows = m.execute(sql + " ORDER BY _line LIMIT 1").fetchall()
-    return rows[0] if rows else None
-
-
-def stage_table(path: str | Path, mapping: dict[str, str], *, experiment: str, benchmark: str | None = None,
-                heldout_fraction: float = 0.25, score_range: tuple[float, float] | None = None,
-                config_axes: Sequence[str] | None = None, memory_limit: str = "512MB") -> StagedTable:
-    """Read and validate ``path``; :class:`TableImportError` naming the first bad row (numbered from 2).
-
-    ``config_axes`` (a config's axes) lets columns named exactly like an axis map themselves.
-    """
-    p = Path(path)
-    if not p.is_file():
-        raise TableImportError(f"file not found: {p}")
-    suffix = p.suffix.lower()
-    if suffix not in (".csv", ".parquet", ".pq"):
-        raise TableImportError(f"{p}: expected a .csv or .parquet file, got {suffix or 'no extension'}")
-    if suffix == ".csv" and p.stat().st_size == 0:
-        raise TableImportError(f"{p}: the file is empty")
-    _refuse_duplicate_header(p)
-    t0 = time.perf_counter()
-    m = duckdb.connect(":memory:", config={"memory_limit": memory_limit, "preserve_insertion_order": True})
-    m.execute("SET enable_progress_bar = false")
-    try:
-        reader = (f"read_csv({_lit(str(p))}, all_varchar = true, header = true)" if suffix == ".csv"
-                  else f"(SELECT CAST(COLUMNS(*) AS VARCHAR) FROM read_parquet({_lit(str(p))}))")
-        try:
-            m.execute(f"CREATE TABLE raw AS SELECT row_number() OVER () + 1 AS _line, * FROM {reader}")
-        except duckdb.Error as err:
-            raise TableImportError(f"{p}: cannot read: {str(err).strip().splitlines()[0]}") from None
-        columns = [r[0] for r in m.execute("DESCRIBE raw").fetchall()][1:]
-        n = m.execute("SELECT count(*) FROM raw").fetchall()[0][0]
-        if n == 0:
-            raise TableImportError(f"{p}: the file has a header but no rows")
-        if config_axes:
-            mapping = self_mapped(mapping, columns, config_axes)
-        check_metric_mapped(mapping)
-        missing = [c for c in mapping.values() if c not in columns]
-        if missing:
-            raise TableImportError(f"column {missing[0]!r} not in the file; columns: {', '.join(columns)}")
-        if benchmark is None and "benchmark" not in mapping:
-            raise TableImportError("name the benchmark: --benchmark NAME, or --map COLUMN=benchmark")
-        axes = [t for t in mapping if t not in FIXED_TARGETS]
-        numeric = {mapping[t] for t in ("model_params", "train_tokens", "train_flops", "seed", "step", "score",
-                                        "loss", "model_size", *axes) if t in mapping}
-        casts = "".join(f", TRY_CAST(NULLIF(trim({_q(c)}), '') AS DOUBLE) AS {_num(c)}" for c in sorted(numeric))
-        m.execute(f"CREATE TABLE typed_raw AS SELECT *{casts} FROM raw; DROP TABLE raw; "
-                  "ALTER TABLE typed_raw RENAME TO raw")
-        _validate(m, mapping, axes, score_range)
-        out = new_stage() / "stage.duckdb"
-        try:
-            heldout = _build(m, mapping, axes, columns, experiment, benchmark, heldout_fraction, out)
-        except BaseException:
-            shutil.rmtree(out.parent, ignore_errors=True)
-            raise
-        return StagedTable(axes=axes, path=out, rows=n, heldout=heldout, read_s=time.perf_counter() - t0)
-    finally:
-        m.close()
-
-
-def _num(col: str) -> str:
-    """The column holding ``col`` parsed as a number once (NULL for a blank or unparsable cell)."""
-    return _q("#" + col)
-
-
-def _validate(m: duckdb.DuckDBPyConnection, mapping: dict[str, str], axes: list[str],
-              score_range: tuple[float, float] | None) -> None:
-    numeric = [t for t in ("model_params", "train_tokens", "train_flops", "seed", "step", "score", "loss", *axes)
-               if t in mapping]
-    for target in numeric:
-        col = mapping[target]
-        optional = target in ("score", "loss")  # an empty metric cell is a missing value
-        blank = f"trim(coalesce({_q(col)}, '')) = ''"
-        bad = _first(m, f"SELECT _line, {_q(col)} FROM raw WHERE {_num(col)} IS NULL"
-                        + (f" AND NOT {blank}" if optional else ""))
-        if bad:
-            raise TableImportError(f"row {bad[0]}: column {col!r} ({target}) must be a number, got {bad[1]!r}")
-        bad = _first(m, f"SELECT _line, {_q(col)} FROM raw WHERE NOT isfinite({_num(col)})")
-        if bad:
-            raise TableImportError(f"row {bad[0]}: column {col!r} ({target}) must be finite, got {bad[1]!r}")
-        if target in POSITIVE_TARGETS:
-            bad = _first(m, f"SELECT _line, {_q(col)} FROM raw WHERE {_num(col)} <= 0")
-            if bad:
-                raise TableImportError(f"row {bad[0]}: column {col!r} ({target}) must be > 0, got {bad[1]!r}")
-        if optional:
-            bad = _first(m, f"SELECT _line, {_q(col)} FROM raw WHERE abs({_num(col)}) > {MAX_ABS_METRIC}")
-            if bad:
-                raise TableImportError(f"row {bad[0]}: column {col!r} ({target}) must be within "
-                                       f"+-{MAX_ABS_METRIC:g}, got {bad[1]!r}")
-    if "model_size" in mapping and "model_params" not in mapping:
-        col = mapping["model_size"]
-        bad = _first(m, f"SELECT _line, {_q(col)} FROM raw WHERE {_num(col)} IS NOT NULL AND "
-                        f"(NOT isfinite({_num(col)}) OR {_num(col)} <= 0)")
-        if bad:
-            raise TableImportError(f"row {bad[0]}: column {col!r} (model_size) as a parameter count must be "
-                                   f"finite and > 0, got {bad[1]!r}")
-    if "score" in mapping and score_range is not None:
-        col = mapping["score"]
-        bad = _first(m, f"SELECT _line, {_q(col)} FROM raw WHERE {_num(col)} NOT BETWEEN {score_range[0]} "
-                        f"AND {score_range[1]}")
-        if bad:
-            raise TableImportError(f"row {bad[0]}: column {col!r} (score) must be in [{score_range[0]:g}, "
-                                   f"{score_range[1]:g}], got {bad[1]!r}")
-    if "split" in mapping:
-        col = mapping["split"]
-        bad = _first(m, f"SELECT _line, {_q(col)} FROM raw WHERE coalesce(trim({_q(col)}), '') NOT IN "
-                        f"({', '.join(_lit(s) for s in SPLITS)})")
-        if bad:
-            raise TableImportError(f"row {bad[0]}: column {col!r} (split) must be fit or heldout, got {bad[1]!r}")
-
-
-def _build(m: duckdb.DuckDBPyConnection, mapping: dict[str, str], axes: list[str], columns: list[str],
-           experiment: str, benchmark: str | None, heldout_fraction: float, out: Path) -> int:
-    """Write the typed runs and metrics tables, with derived N, D, C, ids and the split, to DuckDB file ``out``.
-
-    Returns the number of held-out runs.
-    """
-    def col(target: str, default: str = "CAST(NULL AS DOUBLE)") -> str:
-        return _num(mapping[target]) if target in mapping else default
-
-    size_num = _num(mapping["model_size"]) if "model_size" in mapping else "CAST(NULL AS DOUBLE)"
-    params = f"coalesce({col('model_params')}, {size_num})"
-    used = set(mapping.values())
-    cells = ", ".join(f"coalesce({_q(c)}, '')" for c in columns)
-    key = f"trim({_q(mapping['run_id'])})" if "run_id" in mapping else f"left(sha256(concat_ws(chr(31), {cells})), 16)"
-    base_key = key
-    step = _num(mapping["step"]) if "step" in mapping else None
-    if step is not None:  # rows sharing a run id are checkpoints of one run: one stored run per step
-        key = f"({base_key}) || '@' || format('{{:g}}', {step})"
-    meta_cols = [c for c in columns if c not in used]
-    meta = (f"json_object({', '.join(f'{_lit(c)}, {_q(c)}' for c in meta_cols)})" if meta_cols else "json_object()")
-    recipe = f"json_object({', '.join(f'{_lit(a)}, {_num(mapping[a])}' for a in axes)})" if axes else "json_object()"
-    label = (f"coalesce(trim({_q(mapping['model_size'])}), '')" if "model_size" in mapping
-             else f"coalesce(format('{{:.3g}}', {params}), 'unknown')")
-    bench = f"trim({_q(mapping['benchmark'])})" if "benchmark" in mapping else _lit(benchmark or "")
-    split = f"trim({_q(mapping['split'])})" if "split" in mapping else "'fit'"
-    k6 = FLOPS_PER_PARAM_TOKEN
-    m.execute(f"""CREATE TABLE typed AS
-        WITH base AS (SELECT _line, {key} AS import_key, {label} AS model_size,
-            {params} AS model_params, {col('train_tokens')} AS d0, {col('train_flops')} AS c0,
-            CAST(coalesce({col('seed')}, 0) AS INTEGER) AS seed, {bench} AS benchmark, {split} AS split,
-            {recipe} AS recipe, {meta} AS columns,
-            {col('score')} AS score, {col('loss')} AS loss,
-            {step if step is not None else "CAST(NULL AS DOUBLE)"} AS step,
-            {base_key if step is not None else "CAST(NULL AS VARCHAR)"} AS checkpoint_of
-            {''.join(f', {_num(mapping[a])} AS {_q(axis_column(a))}' for a in axes)}
-            FROM raw),
-        flops AS (SELECT *, coalesce(c0, {k6} * model_params * d0) AS c FROM base)
-        SELECT * EXCLUDE (d0, c0), coalesce(d0, c / ({k6} * model_params)) AS d,
-            'i-' || left(sha256({_lit(experiment)} || chr(0) || import_key), 16) AS run_id
-        FROM flops""")
-    m.execute("DROP TABLE raw")
-    bad = _first(m, "SELECT _line, model_params, d FROM typed WHERE c IS NOT NULL AND NOT isfinite(c)")
-    if bad:
-        raise TableImportError(f"row {bad[0]}: train_flops = 6 N D overflows (N = {bad[1]:g}, D = {bad[2]:g})")
-    dups = m.execute("SELECT import_key, count(*) FROM typed GROUP BY import_key HAVING count(*) > 1 LIMIT 1").fetchall()
-    dup = dups[0] if dups else None
-    if dup:
-        raise TableImportError(f"two rows have the same run_id ({dup[0]!r}, {dup[1]} rows); map a unique column "
-                               "to run_id")
-    split = "split"  # the split as written in the file, or the top-FLOPs rule applied as the runs are written
-    if "split" not in mapping:
-        flops = m.execute("SELECT c FROM typed").fetchnumpy()["c"]
-        if not hasattr(flops, "mask") or not flops.mask.any():
-            cut = heldout_threshold(flops.astype(float).tolist(), heldout_fraction, min_fit=1)
-            if cut is not None:
-                bound = f"CAST({_lit(repr(float(cut[0])))} AS DOUBLE)"  # exact: the shortest repr round-trips
-                split = f"CASE WHEN c {'>' if cut[1] else '>='} {bound} THEN 'heldout' ELSE split END"
-        del flops
-    axis_sel = "".join(f", {_q(axis_column(a))}" for a in axes)
-    m.execute(f"ATTACH {_lit(str(out))} AS out")
-    m.execute(f"""CREATE TABLE out.runs AS SELECT run_id, {_lit(experiment)} AS experiment, 'import' AS design_version,
-        CAST(recipe AS VARCHAR) AS recipe, model_size, model_params, d AS train_tokens, c AS train_flops, seed,
-        {split} AS split,
-        CAST((CASE WHEN step IS NULL
-              THEN json_object('import_key', import_key, 'columns', columns, 'token_multiplier', 1.0)
-              ELSE json_object('import_key', import_key, 'columns', columns, 'token_multiplier', 1.0, 'step', step,
-                               'checkpoint_of', checkpoint_of) END) AS VARCHAR)
-            AS metadata{axis_sel}
-        FROM typed""")  # insertion order (preserve_insertion_order) is the file's order: no sort
-    m.execute("""CREATE TABLE out.metrics AS
-        SELECT run_id, benchmark, 'score' AS metric, '1' AS version, score, CAST(NULL AS DOUBLE) AS stderr,
-               CAST(NULL AS INTEGER) AS n_items, TRUE AS higher_is_better FROM typed WHERE score IS NOT NULL
-        UNION ALL
-        SELECT run_id, benchmark, 'loss', '1', loss, NULL, NULL, FALSE FROM typed WHERE loss IS NOT NULL
-        """)
-    heldout = m.execute("SELECT count(*) FROM out.runs WHERE split = 'heldout'").fetchall()[0][0]
-    m.execute("DETACH out")
-    return int(heldout)
 
 
 def specs_to_tables(runs: Sequence[RunSpec], metrics: Sequence[Sequence[Any]]) -> tuple[Any, Any]:
@@ -403,6 +129,7 @@ class ImportStore(RunStore):
                                         "into another experiment name")
         with self._staged(runs, metrics):
             self._check_unique()
+            self._check_owner(experiment)
             with self.transaction():
                 for axis in axes:
                     self.con.execute(axis_column_ddl(axis))
@@ -447,8 +174,9 @@ class ImportStore(RunStore):
         self.con.execute("SET memory_limit = '512MB'")
         self.con.execute(f"ATTACH {_lit(str(staged.path))} AS _stage (READ_ONLY)")
         try:
-            return self.store_runs(experiment, staged.axes, "_stage.runs", "_stage.metrics",
-                                   heldout=staged.heldout, **kwargs)
+            report = self.store_runs(experiment, staged.axes, "_stage.runs", "_stage.metrics",
+                                     heldout=staged.heldout, **kwargs)
+            return report.model_copy(update={"notes": list(staged.notes)})
         finally:
             self.con.execute("DETACH _stage")
             self.con.execute(f"SET memory_limit = {_lit(old)}")
@@ -486,6 +214,15 @@ class ImportStore(RunStore):
         if dup:
             raise TableImportError(f"metric {dup[0][1]}/{dup[0][2]} of run {dup[0][0]!r} is there {dup[0][3]} "
                                    "times in one import; nothing was changed")
+
+    def _check_owner(self, experiment: str) -> None:
+        """RegistryConflictError if a staged run id (a user's id, kept verbatim) belongs to another experiment."""
+        other = self.con.execute("SELECT s.run_id, r.experiment FROM _s_runs s JOIN runs r USING (run_id) "
+                                 "WHERE r.experiment <> ? LIMIT 1", [experiment]).fetchall()
+        if other:
+            raise RegistryConflictError(f"run id {other[0][0]!r} already belongs to experiment {other[0][1]!r}; run "
+                                        "ids are unique in a registry: import into that experiment, or map another "
+                                        "id column to run_id; nothing was changed")
 
     def _upsert_experiment(self, name: str, axes: Sequence[str], *, simulated: bool, config: dict | None) -> None:
         import json

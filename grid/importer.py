@@ -3,14 +3,16 @@
 ``parse_column_map`` and ``rows_to_runs`` are pure (table in, runs out) and check
 everything before anything is written; ``read_table`` is the file edge.
 
-Map targets: ``run_id``, ``model_size`` (a parameter count N, or a label),
-``model_params``, ``train_tokens`` (D), ``train_flops`` (C), ``score`` (higher is
-better), ``loss`` (lower is better), ``benchmark``, ``seed``, ``split`` (``fit`` or
-``heldout``: overrides the top-FLOPs rule), ``step`` (rows sharing a ``run_id`` are
-checkpoints of one run; a two-step law's stage 2 sees them all), and any axis name. Columns named exactly
-like a config axis map themselves (:func:`self_mapped`). Missing D or C is derived with
-C = 6 N D. An empty metric cell is a missing value: the run is imported without that
-metric (``fit`` skips it and says how many). Unmapped columns are kept as run metadata.
+Map targets (:data:`FIXED_TARGETS`): ``run_id`` (kept verbatim as the run's id), ``model_size`` (a parameter
+count N, ``70M`` or ``2.8B`` included, or a label), ``model_params``, ``train_tokens`` (D), ``train_flops`` (C),
+``score`` (higher is better), ``loss`` (lower is better), ``benchmark`` (a long table: one row per run and
+task), ``seed``, ``split`` (``fit`` or ``heldout``: overrides the top-FLOPs rule), ``step`` (rows sharing a
+run are checkpoints of it), ``unique_tokens`` (U of a data-constrained run), and the axes: a config's, or
+those declared with ``--axis NAME``. Any other target is refused, naming the known ones: a mistyped target
+never becomes a new scaling axis. Columns named exactly like a config axis map themselves
+(:func:`self_mapped`). Missing D or C is derived with C = 6 N D. An empty or ``NaN`` metric cell is a missing
+value: the run is imported without that metric (``fit`` skips it and says how many). Unmapped columns are
+kept as run metadata.
 """
 
 from __future__ import annotations
@@ -26,26 +28,41 @@ from typing import Any
 from grid.errors import TableImportError
 from grid.models import MetricResult, RunSpec
 from grid.split import heldout_mask
-from toolscale.config import FLOPS_PER_PARAM_TOKEN, training_flops
+from toolscale.config import DOMAIN_KNOBS, FLOPS_PER_PARAM_TOKEN, training_flops
 
 __all__ = ["FIXED_TARGETS", "SPLITS", "MAX_ABS_METRIC", "POSITIVE_TARGETS", "parse_column_map", "read_table",
-           "rows_to_runs", "self_mapped", "check_metric_mapped"]
+           "rows_to_runs", "self_mapped", "check_metric_mapped", "parse_count", "KNOWN_AXES", "PRESET_AXES", "check_axis_names"]
 
 FIXED_TARGETS = ("run_id", "model_size", "model_params", "train_tokens", "train_flops", "score", "loss",
                  "benchmark", "seed", "split", "step")
+KNOWN_AXES = ("unique_tokens",)
+"""Axis targets every import knows (U of a data-constrained run, read by the repetition laws)."""
+PRESET_AXES = tuple(dict.fromkeys(a for knobs in DOMAIN_KNOBS.values() for a in knobs))
+"""The presets' data axes, every domain's (tools, code): known targets of an import without a config."""
 SPLITS = ("fit", "heldout")
 """Values of a mapped ``split`` column (it overrides the top-FLOPs rule)."""
 _AXIS = re.compile(r"^[a-z][a-z0-9_]*$")
 
 
+def check_axis_names(names: Sequence[str]) -> list[str]:
+    """``--axis NAME`` values: snake_case and not a field name; TableImportError naming the bad one."""
+    for name in names:
+        if not _AXIS.match(name) or name in FIXED_TARGETS:
+            raise TableImportError(f"--axis {name!r} must be a snake_case name that is not a field "
+                                   f"({', '.join(FIXED_TARGETS)})")
+    return list(names)
+
+
 def parse_column_map(items: Sequence[str], axes: Sequence[str] | None = None, *,
-                     require_metric: bool = True) -> dict[str, str]:
+                     require_metric: bool = True, extra_axes: Sequence[str] = ()) -> dict[str, str]:
     """``["Model Size=model_size", ...]`` -> ``{target: column}``.
 
-    ``axes`` (from a config) restricts axis targets to known names; without it any
-    snake_case name that is not a fixed target is an axis. ``require_metric=False`` defers
-    the check that a score or loss is mapped (:func:`check_metric_mapped`).
+    A target is a field (:data:`FIXED_TARGETS`), ``unique_tokens``, an axis of ``axes`` (a config's; without
+    one, the default preset's :data:`PRESET_AXES`) or of ``extra_axes`` (``--axis NAME``); anything else is refused with the list of targets (a mistyped target
+    never becomes a new axis). ``require_metric=False`` defers the check that a score or loss is mapped
+    (:func:`check_metric_mapped`).
     """
+    known_axes = [*KNOWN_AXES, *(PRESET_AXES if axes is None else axes), *check_axis_names(extra_axes)]
     mapping: dict[str, str] = {}
     for item in items:
         if "=" not in item:
@@ -53,19 +70,24 @@ def parse_column_map(items: Sequence[str], axes: Sequence[str] | None = None, *,
         column, target = (s.strip() for s in item.rsplit("=", 1))
         if not column or not target:
             raise TableImportError(f"--map must be COLUMN=FIELD, got {item!r}")
-        if target not in FIXED_TARGETS:
-            if axes is not None and target not in axes:
-                raise TableImportError(f"--map target {target!r} is not a field or a config axis; fields: "
-                                   f"{', '.join(FIXED_TARGETS)}; axes: {', '.join(axes)}")
-            if not _AXIS.match(target):
-                raise TableImportError(f"--map target {target!r} must be a field ({', '.join(FIXED_TARGETS)}) "
-                                   "or a snake_case axis name")
+        if target not in FIXED_TARGETS and target not in known_axes:
+            raise TableImportError(_unknown_target(target, known_axes))
         if target in mapping:
             raise TableImportError(f"--map target {target!r} is mapped twice")
         mapping[target] = column
     if require_metric:
         check_metric_mapped(mapping)
     return mapping
+
+
+def _unknown_target(target: str, axes: Sequence[str]) -> str:
+    import difflib
+
+    close = difflib.get_close_matches(target, [*FIXED_TARGETS, *axes], n=1)
+    hint = f" (did you mean {close[0]!r}?)" if close else ""
+    return (f"--map target {target!r} is unknown{hint}; targets: {', '.join(FIXED_TARGETS)}, axes: "
+            f"{', '.join(axes)}; a new axis needs --axis {target} (or the config's [[axes]]); a stderr column "
+            "goes to --weight")
 
 
 def check_metric_mapped(mapping: dict[str, str]) -> None:
@@ -82,9 +104,27 @@ def self_mapped(mapping: dict[str, str], columns: Sequence[str], axes: Sequence[
 
 
 def _missing(value: Any) -> bool:
-    """An empty cell: None, NaN or blank text."""
+    """An empty cell: None, NaN, or blank, ``NaN``, ``null`` or ``none`` text."""
     return value is None or (isinstance(value, float) and math.isnan(value)) or \
-        (isinstance(value, str) and not value.strip())
+        (isinstance(value, str) and value.strip().lower() in ("", "nan", "null", "none"))
+
+
+_SUFFIXES = {"K": 1e3, "M": 1e6, "B": 1e9, "G": 1e9, "T": 1e12}
+_SIZED = re.compile(r"^([+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?)\s*([A-Za-z]+)$")
+
+
+def parse_count(value: Any) -> float:
+    """A count such as ``1.4e9``, ``70M``, ``2.8B`` or ``1.4T`` as a float; ValueError when it is none
+    (the message names a suffix that is not K, M, B, G or T)."""
+    if isinstance(value, int | float):
+        return float(value)
+    text = str(value).strip()
+    m = _SIZED.match(text)
+    if m:
+        if m.group(2).upper() not in _SUFFIXES:
+            raise ValueError(f"cannot parse the size suffix of {text!r} (a number, or one ending in K, M, B or T)")
+        return float(m.group(1)) * _SUFFIXES[m.group(2).upper()]
+    return float(text)
 
 
 def read_table(path: str | Path) -> list[dict[str, Any]]:
@@ -121,8 +161,11 @@ POSITIVE_TARGETS = ("model_params", "train_tokens", "train_flops")
 def _number(row: dict[str, Any], column: str, line: int, target: str) -> float:
     value = row[column]
     try:
-        x = float(value)
-    except (TypeError, ValueError):
+        x = float(value) if target in ("score", "loss") else parse_count(value)
+    except ValueError as err:
+        why = str(err) if "suffix" in str(err) else f"must be a number, got {value!r}"
+        raise TableImportError(f"row {line}: column {column!r} ({target}) {why}") from None
+    except TypeError:
         raise TableImportError(f"row {line}: column {column!r} ({target}) must be a number, got {value!r}") from None
     if not math.isfinite(x):
         raise TableImportError(f"row {line}: column {column!r} ({target}) must be finite, got {value!r}")
@@ -165,8 +208,10 @@ def rows_to_runs(rows: Sequence[dict[str, Any]], mapping: dict[str, str], *, exp
         params = _number(row, mapping["model_params"], line, "model_params") if "model_params" in mapping else None
         if params is None and size_raw is not None:
             try:
-                params = float(size_raw)
-            except (TypeError, ValueError):
+                params = parse_count(size_raw)
+            except ValueError as err:
+                if "suffix" in str(err):
+                    raise TableImportError(f"row {line}: column {mapping['model_size']!r} (model_size) {err}") from None
                 params = None
             if params is not None and not (math.isfinite(params) and params > 0):
                 raise TableImportError(f"row {line}: column {mapping['model_size']!r} (model_size) as a parameter "
@@ -199,14 +244,14 @@ def rows_to_runs(rows: Sequence[dict[str, Any]], mapping: dict[str, str], *, exp
             splits.append(value)
         meta = {str(k): (v if not isinstance(v, float) or math.isfinite(v) else None)
                 for k, v in row.items() if k not in used}
-        key = str(row[mapping["run_id"]]) if "run_id" in mapping else hashlib.sha256(
+        key = str(row[mapping["run_id"]]).strip() if "run_id" in mapping else hashlib.sha256(
             json.dumps(row, sort_keys=True, default=str).encode()).hexdigest()[:16]
         extra_meta: dict[str, Any] = {}
         if "step" in mapping:
             step = _number(row, mapping["step"], line, "step")
             extra_meta = {"step": step, "checkpoint_of": key}
             key = f"{key}@{step:g}"
-        run_id = "i-" + hashlib.sha256(f"{experiment}\0{key}".encode()).hexdigest()[:16]
+        run_id = key if "run_id" in mapping else "i-" + hashlib.sha256(f"{experiment}\0{key}".encode()).hexdigest()[:16]
         label = str(size_raw) if size_raw is not None else (f"{params:.3g}" if params else "unknown")
         runs.append(RunSpec(run_id=run_id, experiment=experiment, design_version="import", recipe=recipe,
                             model_size=label, model_params=params, train_tokens=tokens, train_flops=c, seed=seed,

@@ -130,6 +130,9 @@ class RunRecord(_Frozen):
     metadata: dict[str, Any]
     """Run metadata."""
     metrics: dict[str, float] = Field(default_factory=dict)
+    """``"benchmark/metric" -> score`` for every stored metric."""
+    stderrs: dict[str, float] = Field(default_factory=dict)
+    """``"benchmark/metric" -> standard error`` of the metrics stored with one (``import-runs --weight``)."""
     """``"benchmark/metric" -> score`` for every stored metric of the run itself (its final model)."""
     checkpoints: dict[int, dict[str, float]] = Field(default_factory=dict)
     """Scored checkpoints: optimizer step -> ``"benchmark/metric" -> score`` (``train/tokens`` is the tokens seen
@@ -534,3 +537,6 @@ class ImportReport(_Frozen):
     """Seconds spent reading and validating the file (no lock held), 0 for in-memory runs."""
     lock_s: float = 0.0
     """Seconds the registry's write transaction took (the write lock is held from open to close)."""
+    notes: list[str] = Field(default_factory=list)
+    """What the import did to the table that the user should know (rows filtered, checkpoints kept, sizes that
+    are only labels)."""

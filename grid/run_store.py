@@ -145,7 +145,7 @@ class RunStore(Connection):
             design_version=design_version, run_id=list(run_ids) if run_ids is not None else None)
         rows = self.con.execute(f"SELECT {self._RUN_COLS} FROM runs{where} ORDER BY created_at, run_id",
                                 args).fetchall()
-        metrics, checkpoints = self._metrics_by_run([r[0] for r in rows])
+        metrics, stderrs, checkpoints = self._metrics_by_run([r[0] for r in rows])
         out = []
         for r in rows:
             out.append(RunRecord(
@@ -153,27 +153,30 @@ class RunStore(Connection):
                 model_params=r[5], train_tokens=r[6], train_flops=r[7], seed=r[8], status=r[9], attempts=r[10],
                 job_id=r[11], split=r[12] or "fit", error=r[13], source=r[14], metadata=json.loads(r[15] or "{}"),
                 created_at=r[16], finished_at=r[17], metrics=metrics.get(r[0], {}),
-                checkpoints=checkpoints.get(r[0], {})))
+                stderrs=stderrs.get(r[0], {}), checkpoints=checkpoints.get(r[0], {})))
         return out
 
-    def _metrics_by_run(self, run_ids: list[str]
-                        ) -> tuple[dict[str, dict[str, float]], dict[str, dict[int, dict[str, float]]]]:
-        """``(run values, checkpoint values)`` of ``run_ids``: ``run -> key -> score`` and ``run -> step -> key ->
-        score``."""
+    def _metrics_by_run(self, run_ids: list[str]) -> tuple[dict[str, dict[str, float]], dict[str, dict[str, float]],
+                                                           dict[str, dict[int, dict[str, float]]]]:
+        """``(run values, their stderrs, checkpoint values)`` of ``run_ids``: ``run -> key -> score``, ``run -> key
+        -> stderr`` (where one is stored) and ``run -> step -> key -> score``."""
         if not run_ids:
-            return {}, {}
-        rows = self.con.execute("SELECT run_id, benchmark, metric, score, step FROM metrics").fetchall()
+            return {}, {}, {}
+        rows = self.con.execute("SELECT run_id, benchmark, metric, score, stderr, step FROM metrics").fetchall()
         wanted = set(run_ids)
         out: dict[str, dict[str, float]] = {}
+        err: dict[str, dict[str, float]] = {}
         ckpt: dict[str, dict[int, dict[str, float]]] = {}
-        for run_id, bench, metric, score, step in rows:
+        for run_id, bench, metric, score, stderr, step in rows:
             if run_id not in wanted:
                 continue
-            if step is None:
-                out.setdefault(run_id, {})[f"{bench}/{metric}"] = score
-            else:
+            if step is not None:
                 ckpt.setdefault(run_id, {}).setdefault(int(step), {})[f"{bench}/{metric}"] = score
-        return out, ckpt
+                continue
+            out.setdefault(run_id, {})[f"{bench}/{metric}"] = score
+            if stderr is not None:
+                err.setdefault(run_id, {})[f"{bench}/{metric}"] = stderr
+        return out, err, ckpt
 
     def metrics(self, experiment: str | None = None) -> list[dict[str, Any]]:
         """Every metric row (joined to its run's experiment)."""

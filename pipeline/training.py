@@ -100,6 +100,8 @@ def train_stages(cfg: ExperimentConfig, size: ModelSize, run: RunSpec, data_dir:
         else:  # the SFT-only arm trains with the same tokenizer as the mid-trained arms
             sft_options = {**sft_options, "tokenizer_dir": tok_dir}
     model_dir = workdir / "model"
+    if cfg.train.report_to != "none":
+        sft_options = {"label": run.run_id, **sft_options, "report_to": cfg.train.report_to}
     done["sft"] = train_sft(data_dir, size, model_dir, max_steps=sft_steps, seed=run.seed, threads=cfg.train.threads,
                             resume=True, init=init, **sft_options)
     grpo_steps = int(round(run.recipe.get("grpo_steps", cfg.train.grpo_steps))) if "grpo" in stages else 0
@@ -113,7 +115,8 @@ def train_stages(cfg: ExperimentConfig, size: ModelSize, run: RunSpec, data_dir:
                                   threads=cfg.train.threads, vllm_mode=cfg.train.grpo_vllm,
                                   save_steps=max(1, grpo_steps // 4) if cfg.train.save_checkpoints else 0,
                                   checkpoint_every_s=every, should_stop=sft_options.get("should_stop"),
-                                  keep_checkpoints=sft_options.get("keep_checkpoints", True))
+                                  keep_checkpoints=sft_options.get("keep_checkpoints", True),
+                                  report_to=cfg.train.report_to, run_name=run.run_id)
         model_dir = workdir / "grpo"
     from train.distributed import release_devices
 

@@ -225,7 +225,8 @@ def train_grpo(envs: str | Path | Sequence[Any], model_dir: str | Path, out_dir:
                threads: int | None = None, resume: bool = True, save_steps: int = 0,
                rollout: str = "multi-turn", on_step: Callable[[int, int, float | None], None] | None = None,
                vllm_mode: str | None = None, checkpoint_every_s: float | None = None,
-               should_stop: Callable[[], str | None] | None = None, keep_checkpoints: bool = True) -> TrainStats:
+               should_stop: Callable[[], str | None] | None = None, keep_checkpoints: bool = True,
+               report_to: str = "none", run_name: str | None = None) -> TrainStats:
     """GRPO on executable environments, starting from a trained model folder (usually an SFT run).
 
     Parameters
@@ -292,7 +293,9 @@ def train_grpo(envs: str | Path | Sequence[Any], model_dir: str | Path, out_dir:
     vllm = {"use_vllm": True, "vllm_mode": vllm_mode} if vllm_mode else {}
     config = grpo_config(checkpoint_dir(out), max_steps=max_steps, learning_rate=learning_rate,
                          num_generations=num_generations, prompts_per_step=prompts_per_step,
-                         max_completion_length=max_completion_length, seed=seed, save_steps=save_steps, **vllm)
+                         max_completion_length=max_completion_length, seed=seed, save_steps=save_steps, **vllm,
+                         **({} if report_to == "none" else {"report_to": report_to,
+                                                           **({"run_name": run_name} if run_name else {})}))
     checkpoint = last_checkpoint(out) if resume else None
     accounting = accounting_callback(read_accounting(checkpoint).get("wall_s", 0.0), on_step=on_step)
     stopper = interrupt_callback(checkpoint_every_s, should_stop)

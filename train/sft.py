@@ -163,6 +163,13 @@ def sft_config(size: ModelSize, output_dir: str | Path, *, max_steps: int, seed:
     return SFTConfig(**kwargs)
 
 
+def _reporting(report_to: str, name: str | None) -> dict[str, Any]:
+    """TRL's ``report_to`` (``[train].report_to``) and the run name the tracker shows (the toolscale run id)."""
+    if report_to == "none":
+        return {}
+    return {"report_to": report_to, **({"run_name": name} if name else {})}
+
+
 def make_trainer(model, tokenizer, dataset, config, *, plain_loss: bool = True, callbacks=()):
     """An ``SFTTrainer`` over a pre-tokenized dataset (``input_ids`` + ``assistant_masks``).
 
@@ -239,7 +246,7 @@ def train_sft(data_dir: str | Path, size: ModelSize, out_dir: str | Path, *, max
               schedule: str = "cosine", wsd_decay: float = 0.2, snapshots: int = 0, train: TrainSpec | None = None,
               checkpoint_every_s: float | None = None, keep_checkpoints: bool = True,
               save_dtype: str | None = None, should_stop: StopCheck | None = None,
-              cache_dir: str | Path | None = None) -> TrainStats:
+              cache_dir: str | Path | None = None, report_to: str = "none") -> TrainStats:
     """Train one model with SFT on a synthesised dataset; write it to ``out_dir``.
 
     Parameters
@@ -408,7 +415,7 @@ def train_sft(data_dir: str | Path, size: ModelSize, out_dir: str | Path, *, max
     spec = train or TrainSpec()
     config = sft_config(size, checkpoint_dir(out), max_steps=steps, seed=seed, save_steps=every, train=spec,
                         weight_decay=weight_decay, schedule=schedule, wsd_decay=wsd_decay,
-                        dataset_kwargs={"skip_prepare_dataset": True})
+                        dataset_kwargs={"skip_prepare_dataset": True}, **_reporting(report_to, label))
     checkpoint = last_checkpoint(out) if resume else None
     accounting = accounting_callback(read_accounting(checkpoint).get("wall_s", 0.0), on_step=on_step)
     stopper = interrupt_callback(checkpoint_every_s, should_stop)

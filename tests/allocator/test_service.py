@@ -185,10 +185,24 @@ def test_mcp_server_over_stdio(registry, tmp_path) -> None:
         plan = await client.call_tool("allocate", {"budget": 5000, "benchmark": "bench"})
         summary = await client.call_tool("fit_summary", {"benchmark": "bench"})
         bad = await client.call_tool("allocate", {"budget": 5000, "benchmark": "nope"})
-        return tools, listed, plan, summary, bad
+        exps = await client.call_tool("list_experiments", {})
+        fits = await client.call_tool("list_fits", {})
+        at = {"model_size": 3e6, "tool_diversity": 8, "task_count": 256, "db_diversity": 2, "repair_rate": 0.5,
+              "coverage_quota": 0.1, "support_depth": 2}
+        pred = await client.call_tool("predict", {"benchmark": "bench", "at": [at]})
+        outside = await client.call_tool("predict", {"benchmark": "bench", "at": [{**at, "repair_rate": 1.5}]})
+        version = client.server_info.version
+        return tools, listed, plan, summary, bad, (exps, fits, pred, outside, version)
 
-    tools, listed, plan, summary, bad = asyncio.run(talk())
-    assert {"allocate", "list_benchmarks", "fit_summary"} <= tools
+    tools, listed, plan, summary, bad, more = asyncio.run(talk())
+    exps, fits, pred, outside, version = more
+    assert {"allocate", "list_benchmarks", "fit_summary", "predict", "list_experiments", "list_fits"} <= tools
+    assert version  # the package version, not ""
+    assert exps.structured_content["result"][0]["name"] == "exp"
+    assert fits.structured_content["result"][0]["law"] == "multiplicative"
+    assert not pred.is_error, pred.content[0].text
+    assert pred.structured_content["points"][0]["lo"] <= pred.structured_content["points"][0]["hi"]
+    assert outside.is_error and "repair_rate is a fraction" in outside.content[0].text
     assert listed.structured_content["bench"] == ["exp"]
     assert plan.structured_content["plan"]["total_cost"] <= 5000
     assert CONTRACT <= set(plan.structured_content)

@@ -34,7 +34,7 @@ def test_stage_derives_flops_split_ids_and_missing_metrics(tmp_path) -> None:
     assert staged.rows == 4 and staged.axes == ["tool_diversity"]
     assert [r["train_flops"] for r in runs] == [6 * 1e6 * 1e9, 6 * 2e6 * 2e9, 6 * 4e6 * 4e9, 6 * 8e6 * 8e9]
     assert [r["split"] for r in runs] == ["fit", "fit", "fit", "heldout"]  # top 25% of FLOPs
-    assert runs[0]["run_id"].startswith("i-") and json.loads(runs[0]["recipe"]) == {"tool_diversity": 4.0}
+    assert runs[0]["run_id"] == "a" and json.loads(runs[0]["recipe"]) == {"tool_diversity": 4.0}  # verbatim
     assert json.loads(runs[0]["metadata"])["import_key"] == "a"
     assert staged.metrics.num_rows == 3  # the empty cell of run c is a missing value, not an error
 

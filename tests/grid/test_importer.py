@@ -54,7 +54,7 @@ def test_rows_to_runs_derives_flops_and_split() -> None:
 def test_import_cli_csv_and_parquet_and_reimport_is_idempotent(tmp_path, capsys) -> None:
     db = str(tmp_path / "r.duckdb")
     for name in ("runs.csv", "runs.parquet"):
-        path = _table(tmp_path, ROWS, name)
+        path = _table(tmp_path, [{**r, "id": f"{name}-{r['id']}"} for r in ROWS], name)  # run ids are registry-wide
         args = ["import-runs", str(path), "--experiment", f"byo-{name}", "--benchmark", "bfcl", "--registry", db,
                 "--json"] + [x for m in MAP for x in ("--map", m)]
         assert main(args) == 0
@@ -76,7 +76,9 @@ def test_import_cli_csv_and_parquet_and_reimport_is_idempotent(tmp_path, capsys)
          "row 4: column 'acc' (score) must be a number, got 'n/a'"),
         (ROWS, ["N=model_size"], "must map a column to score"),
         (ROWS, ["acc"], "--map must be COLUMN=FIELD, got 'acc'"),
-        (ROWS, ["acc=score", "N=Bad-Axis"], "must be a field"),
+        (ROWS, ["acc=score", "N=Bad-Axis"], "--map target 'Bad-Axis' is unknown"),
+        (ROWS, ["acc=score", "tools=tool_diversty"], "unknown (did you mean 'tool_diversity'?)"),
+        (ROWS, ["acc=score", "N=stderr"], "a new axis needs --axis stderr"),
         ([{**r, "part": "train" if i == 3 else "fit"} for i, r in enumerate(ROWS)], ["acc=score", "part=split"],
          "row 5: column 'part' (split) must be fit or heldout, got 'train'"),
     ],

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from toolscale.cli import main
+from toolscale.cli.project import example_config_text
 
 SMALL = Path(__file__).resolve().parent.parent / "fit" / "small.toml"
 GOOD_CSV = "id,model,tokens,acc,lr\na,1e6,1e9,0.50,3\nb,2e6,2e9,0.55,3\nc,4e6,4e9,0.61,3\nd,8e6,8e9,0.64,3\n"
@@ -39,7 +40,9 @@ FILES = {
     "big_score.csv": _csv("1e6,1e9,1e308\n2e6,1e9,0.6"),
     "neg_big_score.csv": _csv("1e6,1e9,-1e308\n2e6,1e9,0.6"),
     "text_score.csv": _csv("1e6,1e9,abc\n2e6,1e9,0.6"),
-    "nan_score.csv": _csv("1e6,1e9,nan\n2e6,1e9,0.6"),
+    "nan_size.csv": _csv("NaN,1e9,0.5\n2e6,1e9,0.6"),
+    "suffix.csv": _csv("70X,1e9,0.5\n2e6,1e9,0.6"),
+    "long_dup.csv": _csv("a,1e6,1e9,arc,0.5\na,1e6,1e9,arc,0.6", header="id,model,tokens,task,acc"),
     "inf_score.csv": _csv("1e6,1e9,inf\n2e6,1e9,0.6"),
     "share.csv": _csv("1e6,1e9,1.5\n2e6,1e9,0.6"),
     "dup.csv": _csv("a,1e6,1e9,0.5\na,2e6,1e9,0.6", header="id,model,tokens,acc"),
@@ -49,6 +52,7 @@ FILES = {
     "code_apis.toml": CODE.replace("max = 40\n", "max = 100\n", 1),
     "good2.csv": GOOD_CSV.replace("0.55", "0.56"),
     "split.csv": _csv("1e6,1e9,0.5,test\n2e6,1e9,0.6,fit", header="model,tokens,acc,part"),
+    "micro.toml": example_config_text("micro"),
     "overlap.toml": SMALL.read_text() + '\n[eval]\nbenchmarks = ["indist-calls"]\nvalidation = "indist-calls"\n',
 }
 
@@ -66,7 +70,19 @@ CASES = [
     ("import-map-no-equals", ["import-runs", "{d}/good.csv", "--experiment", "e", "--benchmark", "b", "--map",
                               "acc"], 2, "COLUMN=FIELD"),
     ("import-map-bad-target", ["import-runs", "{d}/good.csv", "--experiment", "e", "--benchmark", "b", *MAP,
-                               "--map", "lr=Learning Rate"], 2, "snake_case"),
+                               "--map", "lr=Learning Rate"], 2, "--map target 'Learning Rate' is unknown"),
+    ("import-map-unknown-target", ["import-runs", "{d}/good.csv", "--experiment", "e", "--benchmark", "b", *MAP,
+                                   "--map", "lr=stderr"], 2, "--map target 'stderr' is unknown"),
+    ("import-size-suffix", ["import-runs", "{d}/suffix.csv", "--experiment", "e", "--benchmark", "b", *MAP], 2,
+     "cannot parse the size suffix of '70X'"),
+    ("import-where-no-column", ["import-runs", "{d}/good.csv", "--experiment", "e", "--benchmark", "b", *MAP,
+                                "--where", "State = 'finished'"], 2, "names no column 'State'"),
+    ("import-long-two-values", ["import-runs", "{d}/long_dup.csv", "--experiment", "e", "--map", "id=run_id",
+                                "--map", "task=benchmark", *MAP], 2, "has 2 values for benchmark 'arc'"),
+    ("import-lmeval-no-results", ["import-runs", "{d}/nothing", "--from", "lm-eval", "--experiment", "e",
+                                  "--map", "acc=score"], 2, "no lm-evaluation-harness results"),
+    ("import-id-of-another-experiment", ["import-runs", "{d}/good.csv", "--experiment", "other", "--benchmark", "b",
+                                         *MAP, "--map", "id=run_id"], 2, "already belongs to experiment 'imp'"),
     ("import-no-metric", ["import-runs", "{d}/good.csv", "--experiment", "e", "--benchmark", "b", "--map",
                           "model=model_size"], 2, "score"),
     ("import-missing-column", ["import-runs", "{d}/good.csv", "--experiment", "e", "--benchmark", "b", *MAP,
@@ -93,8 +109,9 @@ CASES = [
                                   *MAP], 2, "within"),
     ("import-score-text", ["import-runs", "{d}/text_score.csv", "--experiment", "e", "--benchmark", "b", *MAP], 2,
      "must be a number, got 'abc'"),
-    ("import-score-nan", ["import-runs", "{d}/nan_score.csv", "--experiment", "e", "--benchmark", "b", *MAP], 2,
-     "finite"),
+    ("import-size-nan", ["import-runs", "{d}/nan_size.csv", "--experiment", "e", "--benchmark", "b",
+                         "--map", "model=model_params", "--map", "tokens=train_tokens", "--map", "acc=score"], 2,
+     "is empty ('NaN')"),
     ("import-score-inf", ["import-runs", "{d}/inf_score.csv", "--experiment", "e", "--benchmark", "b", *MAP], 2,
      "finite"),
     ("import-share-above-one", ["import-runs", "{d}/share.csv", "--experiment", "e", "--benchmark", "bfcl", *MAP],
@@ -112,7 +129,7 @@ CASES = [
     ("import-into-simulated", ["import-runs", "{d}/good.csv", "--experiment", "sim", "--benchmark", "b", *MAP], 2,
      "is simulated"),
     ("import-conflicting-values", ["import-runs", "{d}/good2.csv", "--experiment", "imp", "--benchmark", "b", *MAP,
-                                   "--map", "id=run_id"], 2, "run i-"),
+                                   "--map", "id=run_id"], 2, "run b b/score: 0.55 -> 0.56"),
     ("import-bad-split", ["import-runs", "{d}/split.csv", "--experiment", "e", "--benchmark", "b", *MAP,
                           "--map", "part=split"], 2, "fit or heldout"),
     # allocate
@@ -128,6 +145,16 @@ CASES = [
                                   "--sweep", "1000:10000:3", "--plot", "{d}/good.csv/sweep.png"], 2, "--plot"),
     ("allocate-unknown-experiment", ["allocate", "--budget", "5000", "--benchmark", "simulated", "--experiment",
                                      "zzz"], 2, "zzz"),
+    # predict
+    ("predict-fraction-above-one", ["predict", "--experiment", "sim", "--benchmark", "simulated", "--at",
+                                    "model_size=2e6,tool_diversity=8,task_count=128,repair_rate=1.5"], 2,
+     "repair_rate is a fraction and must be in [0, 1], got 1.5"),
+    ("predict-zero-size", ["predict", "--experiment", "sim", "--benchmark", "simulated", "--at",
+                           "model_size=0,tool_diversity=8,task_count=128,repair_rate=0.5"], 2, "model_size must be > 0"),
+    ("predict-unknown-input", ["predict", "--experiment", "sim", "--benchmark", "simulated", "--at",
+                               "model_size=2e6,tool_diversity=8,task_count=128,repair_rate=0.5,foo=3"], 2,
+     "unknown input 'foo'"),
+    ("predict-unknown-fit-id", ["predict", "--fit-id", "f-nope", "--at", "model_size=2e6"], 2, "unknown fit id"),
     # next (issue 37): checked before any work
     ("next-runs-0", ["next", "--budget", "5000", "--benchmark", "simulated", "--runs", "0"], 2, "--runs"),
     ("next-max-cost-negative", ["next", "--budget", "5000", "--benchmark", "simulated", "--runs", "3",
@@ -181,6 +208,8 @@ CASES = [
      "--noise"),
     ("simulate-missing-truth", ["simulate", "--config", str(SMALL), "--experiment", "s2", "--truth",
                                 "{d}/none.toml"], 2, "none.toml"),
+    ("simulate-another-design", ["simulate", "--config", "{d}/micro.toml", "--experiment", "sim"], 2,
+     "was simulated from design"),
     ("simulate-existing-experiment", ["simulate", "--config", str(SMALL), "--experiment", "sim", "--seed", "5"], 2,
      "--replace"),
     ("simulate-into-imported", ["simulate", "--config", str(SMALL), "--experiment", "imp", "--replace"], 2,
@@ -235,6 +264,7 @@ def _digest(path: Path) -> str:
 def _setup(tmp_path: Path, base: Path) -> Path:
     for name, text in FILES.items():
         (tmp_path / name).write_text(text)
+    (tmp_path / "nothing").mkdir()
     reg = tmp_path / "reg.duckdb"
     shutil.copy(base, reg)
     return reg

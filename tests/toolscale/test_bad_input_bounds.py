@@ -171,7 +171,7 @@ def test_a_full_disk_names_the_file_and_leaves_no_partial_one(reg, tmp_path, com
     out.mkdir()
     argv = {"export": ["export", "--registry", str(reg), "--out", str(out / "runs.csv")],
             "report": ["report", "--registry", str(reg), "--experiment", "sim", "--benchmark", "simulated",
-                       "--out", str(out), "--bootstrap", "0", "--no-interaction"]}[command]
+                       "--out", str(out), "--bootstrap", "0", "--no-interaction", "--refit"]}[command]
     res = _limited(argv, tmp_path)
     lines = [x for x in res.stderr.splitlines() if x.strip()]
     assert res.returncode == 1 and "Traceback" not in res.stderr and len(lines) == 1, res.stderr

@@ -94,20 +94,39 @@ def test_rolling_holdout_reports_each_step(simulated_registry, capsys):
     assert steps[1]["mae"] == pytest.approx(out["heldout_mae"], rel=0.2)
 
 
-def test_report_writes_markdown_html_json(simulated_registry, tmp_path, capsys):
+def test_report_renders_the_stored_fit(simulated_registry, tmp_path, capsys):
     out_dir = tmp_path / "rep"
-    code = main(["report", "--registry", simulated_registry, "--benchmark", "simulated", "--bootstrap", "8",
-                 "--starts", "2", "--jobs", "1", "--out", str(out_dir), "--json"])
-    assert code == 0
-    files = json.loads(capsys.readouterr().out)["files"]
+    assert main(["report", "--registry", simulated_registry, "--benchmark", "simulated", "--out", str(out_dir)]) == 2
+    assert "no fit for sim/simulated" in capsys.readouterr().err  # nothing stored yet: fit first (or --refit)
+    assert main(["fit", "--registry", simulated_registry, "--experiment", "sim", "--benchmark", "simulated",
+                 "--bootstrap", "8", "--starts", "2", "--jobs", "1", "--json"]) == 0
+    fitted = json.loads(capsys.readouterr().out)
+    assert main(["allocate", "--registry", simulated_registry, "--benchmark", "simulated", "--budget", "5000"]) == 0
+    capsys.readouterr()
+    assert main(["report", "--registry", simulated_registry, "--benchmark", "simulated", "--out", str(out_dir),
+                 "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["fit_id"] == fitted["fit_id"] and out["params"] == fitted["params"]  # rendered, not refitted
+    files = out["files"]
     md = Path(files["markdown"]).read_text()
     html = Path(files["html"]).read_text()
     data = json.loads(Path(files["json"]).read_text())
     assert "[SIMULATED]" in md and "SIMULATED DATA" in md and "SIMULATED DATA" in html
-    assert html.count("data:image/png;base64,") == 4 and "<img" in html
-    assert data["simulated"] is True and data["heldout"]["n"] == 27
-    for rel in ("axes", "heldout", "residuals", "hypotheses"):
-        assert (out_dir / f"sim__simulated_plots/{rel}.png").stat().st_size > 1000
+    assert f"Renders the stored fit `{fitted['fit_id']}`" in md and data["fit_id"] == fitted["fit_id"]
+    assert data["simulated"] is True and data["heldout"]["n"] == 27 and len(data["allocations"]) == 1
+    for rel in ("extrapolation", "axes", "heldout", "coverage", "residual_panels", "residuals", "allocation",
+                "hypotheses"):
+        assert (out_dir / f"sim__simulated_plots/{rel}.png").stat().st_size > 1000, rel
+    assert html.count("data:image/png;base64,") == 8 and "<img" in html
+
+
+def test_report_refit_fits_anew_without_storing(simulated_registry, tmp_path, capsys):
+    assert main(["report", "--registry", simulated_registry, "--benchmark", "simulated", "--refit", "--law",
+                 "saturating", "--no-interaction", "--bootstrap", "0", "--starts", "2", "--out",
+                 str(tmp_path / "rep"), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["fit_id"] is None
+    with Registry(simulated_registry, read_only=True) as reg:
+        assert reg.fits() == []
 
 
 @pytest.mark.parametrize("argv,code,needle", [
@@ -184,32 +203,19 @@ def datablations_registry(tmp_path, capsys) -> str:
     return db
 
 
-@pytest.fixture(scope="module")
-def _fitted_datablations(tmp_path_factory) -> Path:
-    """:func:`datablations_registry` with one chinchilla fit stored (fitted once for the module's tests)."""
-    if not DATABLATIONS.is_file():
-        pytest.skip(f"datablations reference data not found at {DATABLATIONS}")
-    db = _import_datablations(tmp_path_factory.mktemp("dbl"))
+def test_law_chinchilla_is_exactly_its_formula_without_repetition(datablations_registry, capsys):
+    db = datablations_registry
     assert main(["fit", "--registry", db, "--experiment", "dbl", "--benchmark", "c4", "--metric", "loss",
-                 "--law", "chinchilla", "--bootstrap", "0"]) == 0
-    return Path(db)
-
-
-@pytest.fixture
-def fitted_datablations(_fitted_datablations, tmp_path, capsys) -> str:
-    """A private copy of the fitted datablations registry (a test may change it)."""
-    import shutil
-
-    capsys.readouterr()
-    for f in _fitted_datablations.parent.glob(_fitted_datablations.name + "*"):  # the file and any .wal beside it
-        shutil.copy(f, tmp_path / f.name)
-    return str(tmp_path / _fitted_datablations.name)
+                 "--law", "chinchilla", "--bootstrap", "0", "--no-store"]) == 0
+    text = capsys.readouterr().out
+    assert "formula: L(N, D) = E + A / N^alpha + B / D^beta" in text and "R_star" not in text
+    assert "WARNING: 5 parameters on 16 runs (3.2 per parameter, fewer than 5)" in text
 
 
 def test_imported_repeated_data_fits_with_repetition_and_predicts(datablations_registry, capsys):
     db = datablations_registry
     assert main(["fit", "--registry", db, "--experiment", "dbl", "--benchmark", "c4", "--metric", "loss",
-                 "--law", "chinchilla", "--bootstrap", "40", "--jobs", "1", "--json"]) == 0
+                 "--law", "chinchilla", "--repetition", "--bootstrap", "40", "--jobs", "1", "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert out["holdout_source"] == "stored split column" and out["heldout_n"] == 8 and out["n_points"] == 16
     assert "R_star" in out["params"] and out["residual_scale"] == "log"
@@ -232,8 +238,11 @@ def test_imported_repeated_data_fits_with_repetition_and_predicts(datablations_r
     (["model_size=big"], "--at 'model_size=big': model_size must be a number, got 'big'"),
     (["model_size"], "each input is NAME=VALUE"),
 ])
-def test_predict_bad_input_is_one_line(fitted_datablations, capsys, at, needle):
-    db = fitted_datablations
+def test_predict_bad_input_is_one_line(datablations_registry, capsys, at, needle):
+    db = datablations_registry
+    assert main(["fit", "--registry", db, "--experiment", "dbl", "--benchmark", "c4", "--metric", "loss",
+                 "--law", "chinchilla", "--repetition", "--bootstrap", "0"]) == 0
+    capsys.readouterr()
     with Registry(db, read_only=True) as reg:
         before = len(reg.fits())
     assert main(["predict", "--registry", db, "--experiment", "dbl", "--benchmark", "c4",
@@ -276,7 +285,7 @@ def test_two_step_from_checkpoints_with_a_chance_floor(tmp_path, capsys):
     assert main(["import-runs", str(path), "--experiment", "ladder", "--benchmark", "mmlu", "--registry", db,
                  "--map", "run=run_id", "--map", "step=step", "--map", "params=model_params",
                  "--map", "tokens=train_tokens", "--map", "loss=loss", "--map", "acc=score",
-                 "--map", "part=split"]) == 0
+                 "--map", "part=split", "--checkpoints", "all"]) == 0
     capsys.readouterr()
     assert main(["fit", "--registry", db, "--experiment", "ladder", "--benchmark", "mmlu", "--law", "two_step",
                  "--floor", "0.25", "--bootstrap", "0", "--json", "--no-store"]) == 0
@@ -286,6 +295,44 @@ def test_two_step_from_checkpoints_with_a_chance_floor(tmp_path, capsys):
     assert len(out["heldout_predictions"]) == 3
     assert out["heldout_mae"] < 0.03
     assert abs(out["params"]["alpha"]["estimate"] - 0.34) < 0.1
+
+
+def test_two_step_scores_heldout_runs_that_have_an_accuracy_but_no_loss(tmp_path, capsys):
+    """The big model of a public ladder has its accuracy but not its loss: it is predicted from N and D and
+    scored; checkpoints are skipped and smoothed as the OLMo ladder does, the ceiling held, and the rung CV's
+    extrapolation error enters the intervals."""
+    import numpy as np
+    import pandas as pd
+
+    rng = np.random.default_rng(1)
+    rows = []
+    for n in (2e7, 6e7, 2e8, 6e8, 2e9):
+        for mult in (10, 20, 40):
+            for step in range(1, 11):
+                d = mult * n * step / 10
+                loss = 1.8 + 400 * n ** -0.34 + 2000 * d ** -0.36
+                acc = 0.25 + 0.75 / (1 + np.exp(4.0 * (loss - 3.0))) + rng.normal(0, 0.01)
+                rows.append({"run": f"n{n:g}-x{mult}", "step": step, "params": n, "tokens": d,
+                             "loss": "" if n > 1e9 else loss, "acc": float(np.clip(acc, 0, 1)),
+                             "part": "heldout" if n > 1e9 else "fit"})
+    path = tmp_path / "ladder.csv"
+    pd.DataFrame(rows).to_csv(path, index=False)
+    db = str(tmp_path / "r.duckdb")
+    assert main(["import-runs", str(path), "--experiment", "ladder", "--benchmark", "mmlu", "--registry", db,
+                 "--map", "run=run_id", "--map", "step=step", "--map", "params=model_params",
+                 "--map", "tokens=train_tokens", "--map", "loss=loss", "--map", "acc=score",
+                 "--map", "part=split", "--checkpoints", "all"]) == 0
+    capsys.readouterr()
+    assert main(["fit", "--registry", db, "--experiment", "ladder", "--benchmark", "mmlu", "--law", "two_step",
+                 "--ceiling", "1.0", "--smooth", "3", "--skip-first", "0.2", "--bootstrap", "8", "--jobs", "1",
+                 "--json", "--no-store"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["heldout_n"] == 3 and len(out["heldout_predictions"]) == 3  # no loss, still predicted and scored
+    assert out["params"]["hi"]["estimate"] == 1.0
+    assert out["n_points"] == 4 * 3 * 8  # 2 of each run's 10 checkpoints skipped
+    assert out["selection"]["criterion"] == "rung_cv" and out["selection"]["extrapolation_sd"] is not None
+    assert out["heldout_mae"] < 0.05
+    assert all(p["lo"] <= p["predicted"] <= p["hi"] for p in out["heldout_predictions"])
 
 
 def test_fit_skips_runs_without_the_metric_and_says_how_many(tmp_path, capsys):

@@ -341,6 +341,15 @@ def test_the_tokenised_dataset_cache_is_exact_and_shared_by_runs(tiny_data, tmp_
     labels = again.dataset()["labels"]  # what TRL's preparation would build: -100 outside the assistant mask
     assert labels == [[t if m else -100 for t, m in zip(e["input_ids"], e["assistant_masks"])]
                       for e in fresh["examples"]]
+def test_report_to_reaches_trl_with_the_run_id_as_run_name(tmp_path):
+    """``[train] report_to`` is passed to TRL (not hard-coded to none) and names the run by its toolscale id."""
+    from toolscale.config import TrainSpec
+    from train.sft import _reporting
+
+    assert TrainSpec().report_to == "none" and TrainSpec(report_to="tensorboard").report_to == "tensorboard"
+    assert sft_config(SIZE, tmp_path, max_steps=1, **_reporting("none", "r-1")).report_to == []
+    config = sft_config(SIZE, tmp_path, max_steps=1, **_reporting("tensorboard", "r-1"))
+    assert config.report_to == ["tensorboard"] and config.run_name == "r-1"
 
 
 def test_the_final_model_is_saved_in_the_requested_dtype(run, tiny_data, tmp_path):

@@ -23,7 +23,7 @@ from toolscale.errors import ToolscaleError
 __all__ = ["main", "allocate_main", "build_parser", "COMMAND_MODULES"]
 
 COMMAND_MODULES = ("project", "registry", "grid", "synth", "envs", "probe", "train", "lrscan", "eval", "serve", "launch",
-                   "cluster", "fit", "allocate", "next_runs", "verify", "demo")
+                   "cluster", "fit", "fits", "allocate", "next_runs", "verify", "demo")
 """Modules of :mod:`toolscale.cli` contributing subcommands, in ``--help`` order."""
 
 EPILOG = """\

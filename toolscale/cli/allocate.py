@@ -28,8 +28,18 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--benchmark", required=True, help="target benchmark (one with a stored fit)")
     p.add_argument("--unit", help="budget unit: usd or gpu_hours (default: the experiment's)")
     p.add_argument("--experiment", help="experiment whose fit to use (default: the only one with a fit)")
-    p.add_argument("--model-size", help="ladder rung name or parameter count (default: the config's target size)")
+    p.add_argument("--model-size", help="ladder rung name or parameter count such as 1.4e9 or 1.4B (default: the "
+                                        "config's target size; imported runs without a ladder need it)")
+    p.add_argument("--tokens", metavar="D", help="training tokens of the planned model, e.g. 300B (default: the "
+                                                  "rung's; imported runs without a ladder need it or "
+                                                  "--tokens-per-param)")
+    p.add_argument("--tokens-per-param", type=positive_float, metavar="R", help="training tokens as R x N")
+    p.add_argument("--extrapolate", type=positive_float, metavar="X",
+                   help="let plans put an axis up to X times its largest tested level (default: the config's "
+                        "[allocate] max_extrapolation, 1.25); how far each arm goes is printed and widens its "
+                        "interval")
     p.add_argument("--law", help="use the newest fit of this law (default: the newest fit)")
+    p.add_argument("--fit-id", help="use this stored fit (toolscale fits list)")
     p.add_argument("--draws", type=positive_int, help="bootstrap draws to use, >= 1 (default: all stored)")
     p.add_argument("--sweep", metavar="MIN:MAX:STEPS", help="plans over a budget range (log-spaced); writes a plot")
     p.add_argument("--plot", default="allocation_sweep.png", help="where --sweep writes its plot")
@@ -79,7 +89,8 @@ def _allocate(args: argparse.Namespace) -> int:
 
     cfg = config_of(args)
     kwargs = dict(benchmark=args.benchmark, unit=args.unit, experiment=args.experiment,
-                  model_size=args.model_size, config=cfg, law=args.law, draws=args.draws)
+                  model_size=args.model_size, config=cfg, law=args.law, draws=args.draws, tokens=args.tokens,
+                  tokens_per_param=args.tokens_per_param, fit_id=args.fit_id, extrapolate=args.extrapolate)
     if args.sweep:
         return _sweep(args, kwargs)
     report = plan_allocation(registry_path(args, cfg), budget=args.budget, **kwargs)
@@ -116,7 +127,10 @@ def _sweep(args: argparse.Namespace, kwargs: dict) -> int:
 def _render(plan) -> None:
     unit, metric = plan.budget.unit, plan.metric
     label = " (SIMULATED data)" if plan.simulated else ""
-    print(f"Allocation of {plan.budget} for {plan.benchmark} — experiment {plan.experiment}, law {plan.law}{label}")
+    print(f"Allocation of {plan.budget} for {plan.benchmark} — experiment {plan.experiment}, law {plan.law} "
+          f"(fit {plan.fit_id}){label}")
+    d = f"{plan.tokens:.3g} training tokens ({plan.tokens_source})" if plan.tokens else "tokens not recorded"
+    print(f"planned for a model of N = {plan.model_params:.3g} parameters ({plan.model_source}) and {d}")
     capped = {k for k, why in plan.optimality.at_bound.items() if why.startswith("upper")}
     rows = []
     for name, level in plan.plan.levels.items():
@@ -132,9 +146,12 @@ def _render(plan) -> None:
     miv = plan.metric_interval(plan.interval)
     iv = f" (90% interval {miv[0]:.4f}-{miv[1]:.4f})" if miv else ""
     lower = " (lower is better; gains below are reductions)" if plan.target == "loss" else ""
-    print(f"predicted {metric}: {plan.metric_value(plan.plan.predicted_score):.4f}{iv}{lower}; "
+    print(f"predicted {metric}: {plan.metric_value(plan.plan.predicted_score):.4f}{iv}{lower} (predictive: a run's "
+          "noise, law forms, and extrapolation error included); "
           f"total cost {plan.plan.total_cost:,.2f} {unit}")
-    giv = f" (90% interval {plan.gain_interval[0]:+.4f} to {plan.gain_interval[1]:+.4f})" if plan.gain_interval else ""
+    giv = (f" (90% interval {plan.gain_interval[0]:+.4f} to {plan.gain_interval[1]:+.4f} for one run of each; "
+           f"{plan.expected_gain_interval[0]:+.4f} to {plan.expected_gain_interval[1]:+.4f} for the expected gain)"
+           if plan.gain_interval and plan.expected_gain_interval else "")
     pb = f"; P(beats baseline) = {plan.p_beats_baseline:.2f}" if plan.p_beats_baseline is not None else ""
     print(f"diversity-only baseline: {plan.metric_value(plan.baseline.predicted_score):.4f}; "
           f"gain {plan.gain_over_baseline:+.4f}{giv}{pb}")
@@ -165,11 +182,18 @@ def _render(plan) -> None:
     open_axes = {k: v for k, v in plan.marginal_value.items() if k not in capped and math.isfinite(v)}
     if open_axes:
         print(_next_dollar_line(open_axes, unit, metric))
-    if capped:
-        print(f"at their allowed maximum: {', '.join(sorted(capped))}")
-    if plan.extrapolation:
-        detail = ", ".join(f"{k} x{v:.2f}" for k, v in plan.extrapolation_detail.items())
-        print(f"WARNING: extrapolation beyond the fitted range ({detail}); treat the prediction with care")
+    print(f"spent {plan.plan.total_cost:,.2f} of {plan.budget.value:,.2f} {unit}; unspent {plan.unspent:,.2f} {unit}"
+          + (" (every axis the law values is at its cap)" if plan.unspent > 0.01 * plan.budget.value else ""))
+    for name, why in sorted(plan.caps.items()):
+        print(f"cap: {name} at {why}")
+    for arm, detail in (("plan", plan.extrapolation_detail), ("diversity-only baseline", plan.baseline_extrapolation),
+                        ("quality-pinned comparison", plan.pinned_extrapolation)):
+        if detail:
+            sd = {k: plan.axis_extrapolation_sd.get(k) for k in detail}
+            parts = ", ".join(f"{k} x{v:.2f}" + (f" (+{sd[k]:.3g} error per doubling in its interval)"
+                                                  if sd.get(k) else " (no measured error past it)")
+                              for k, v in detail.items())
+            print(f"WARNING: the {arm} leaves the tested range: {parts}; allowed up to x{plan.max_extrapolation:g}")
     if not plan.optimality.ok:
         print(f"note: optimality check not met (relative gap {plan.optimality.max_relative_gap:.3f})")
 

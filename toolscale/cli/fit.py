@@ -39,6 +39,15 @@ def _add_fit_args(p: argparse.ArgumentParser, benchmark_required: bool = True) -
     p.add_argument("--stage1-metric", default="loss", metavar="M",
                    help="two-step laws: the intermediate stage 1 predicts (a metric of the benchmark, or "
                         "other-benchmark/metric such as a task loss in bits per byte; default loss)")
+    p.add_argument("--ceiling", type=float, metavar="ACC",
+                   help="two-step laws: accuracy ceiling held fixed, in (0, 1] (1.0: the OLMo ladder's ideal point)")
+    p.add_argument("--smooth", type=int, default=1, metavar="K",
+                   help="two-step laws: moving average over K checkpoints of each run (default 1: none)")
+    p.add_argument("--skip-first", type=float, default=0.0, metavar="F",
+                   help="two-step laws: leave each run's first F of checkpoints out of stage 2, in [0, 1)")
+    p.add_argument("--repetition", action="store_true",
+                   help="chinchilla: add the repetition term of runs with unique_tokens (effective data D' with "
+                        "R*); without it --law chinchilla fits exactly E + A/N^alpha + B/D^beta")
     p.add_argument("--stages", metavar="S[,S]",
                    help="fit only runs trained with exactly these stages, e.g. sft or sft,grpo (SFT and RL laws "
                         "are fitted separately); default: every run")
@@ -84,9 +93,10 @@ def register(sub: argparse._SubParsersAction) -> None:
                "inputs: model_size (or N, parameters), train_tokens (or D, tokens), unique_tokens, and each axis "
                "by name, in its config unit")
     add_registry_args(p)
-    p.add_argument("--experiment", required=True, help="experiment of the fit")
-    p.add_argument("--benchmark", required=True, help="benchmark of the fit")
+    p.add_argument("--experiment", help="experiment of the fit (with --benchmark: its newest fit)")
+    p.add_argument("--benchmark", help="benchmark of the fit")
     p.add_argument("--law", help="law of the fit (default: the newest fit's)")
+    p.add_argument("--fit-id", help="the stored fit to use (toolscale fits list); default: the newest")
     p.add_argument("--at", action="append", required=True, metavar="K=V,...",
                    help="a point: comma-separated input=value pairs (repeat for more points)")
     p.add_argument("--level", type=float, default=0.90, help="interval level (default 0.90)")
@@ -110,6 +120,14 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="fit the same runs with each axis set (repeat: the requested knobs, then with "
                         "measured_groundedness) and write axes.md / axes.json side by side")
     p.add_argument("--out", default="reports", metavar="DIR", help="output folder (default ./reports)")
+    p.add_argument("--fit-id", help="render this stored fit (default: the newest of the experiment and benchmark)")
+    p.add_argument("--refit", action="store_true",
+                   help="fit anew with the fit options above instead of rendering a stored fit (not stored)")
+    p.add_argument("--target-size", metavar="N", help="model size the extrapolation band reaches, e.g. 7e9 or 7B "
+                                                      "(default: the config's target size, else the largest run)")
+    p.add_argument("--sweep", metavar="MIN:MAX:STEPS",
+                   help="plan allocations over these budgets for the allocation chart (default: the allocations "
+                        "stored for the fit)")
     p.add_argument("--json", action="store_true", help="print the report's JSON summary on stdout")
     p.set_defaults(func=_report)
 
@@ -162,6 +180,12 @@ def _request(args: argparse.Namespace, experiment: str):
         raise UsageError(f"--floor must be in [0, 1) (an accuracy floor such as chance, 0.25), got {args.floor:g}")
     if args.jobs is not None and args.jobs < 1:
         raise UsageError(f"--jobs must be >= 1, got {args.jobs}")
+    if args.ceiling is not None and not 0.0 < args.ceiling <= 1.0:
+        raise UsageError(f"--ceiling must be in (0, 1] (an accuracy ceiling such as 1.0), got {args.ceiling:g}")
+    if args.smooth < 1:
+        raise UsageError(f"--smooth must be >= 1 checkpoints, got {args.smooth}")
+    if not 0.0 <= args.skip_first < 1.0:
+        raise UsageError(f"--skip-first must be in [0, 1), got {args.skip_first:g}")
     axes = None if not args.axes else [] if args.axes == "none" else [a.strip() for a in args.axes.split(",")
                                                                           if a.strip()]
     from fit.holdout import parse_holdout
@@ -174,7 +198,8 @@ def _request(args: argparse.Namespace, experiment: str):
                       holdout=args.holdout, n_bootstrap=args.bootstrap, huber_delta=args.huber_delta,
                       n_starts=args.starts, method=args.method, seed=args.seed, n_jobs=args.jobs,
                       interaction_test=not args.no_interaction, floor=args.floor, stage1_metric=args.stage1_metric,
-                      train_stages=_stages(args.stages) if args.stages else None,
+                      train_stages=_stages(args.stages) if args.stages else None, ceiling=args.ceiling,
+                      smooth=args.smooth, skip_first=args.skip_first, repetition=args.repetition,
                       target=getattr(args, "target", "auto"),
                       validation=getattr(args, "validation", None) or "valid-calls")
 
@@ -256,19 +281,6 @@ def with_decisions(summary: Any, fit: Any, args: argparse.Namespace) -> Any:
     return summary.model_copy(update={"decision_accuracy": observed, "decision_accuracy_law": law})
 
 
-def _decision_line(d: Any) -> str:
-    """One line: accuracy over all pairs and over the close ones, each with its Wilson interval."""
-    ci = f"{d.level:.0%} CI {d.lo:.0%}-{d.hi:.0%}" if d.lo is not None else "no CI"
-    close = "no seed SD at the fitted size: close pairs not defined (run 2+ seeds there)"
-    if d.seed_sd is not None:
-        close = (f"close pairs (within {d.close_sds:g} seed SDs = {d.close_sds * d.seed_sd:.3g}): none"
-                 if not d.close_pairs else
-                 f"close pairs (within {d.close_sds:g} seed SDs = {d.close_sds * d.seed_sd:.3g}): "
-                 f"{d.close_accuracy:.0%} of {d.close_pairs} ({d.level:.0%} CI {d.close_lo:.0%}-{d.close_hi:.0%})")
-    return (f"decision accuracy ({d.source}: {d.small_scale}): {d.accuracy:.0%} of {d.pairs} recipe pairs ({ci}); "
-            + close)
-
-
 def fit_summary(result: Any, fit_id: str | None = None):
     """The ``fit --json`` object: :class:`fit.models.FitSummary` of the result's fit (its verdict included)."""
     from fit.laws import law_of
@@ -314,44 +326,9 @@ def _fit(args: argparse.Namespace) -> int:
     if args.json:
         emit_json(summary.model_dump(mode="json"))
         return 0
-    tag = " [SIMULATED DATA]" if f.simulated else ""
-    what = {"envelope": " (early-stopped envelope)", "checkpoints": " (checkpoints)"}.get(f.point_target, "")
-    print(f"{f.law} on {f.n_points} runs{what} of {f.experiment} / {f.benchmark}/{f.metric}{tag}; "
-          f"converged={f.converged}; stored as {fit_id or '(not stored)'}")
-    if f.n_skipped:
-        print(f"skipped {f.n_skipped} done runs without {f.benchmark}/{f.metric}")
-    print(f"residuals: {f.residual_scale} (Huber delta {f.huber_delta:.3g} in those units)")
-    rows = [{"param": k, "estimate": v.estimate, "95% lo": v.lo, "95% hi": v.hi}
-            for k, v in summary.params.items()]
-    print_table(rows, title="parameters")
-    if f.heldout:
-        h = f.heldout
-        cov = f"{h.interval_coverage:.0%}" if h.interval_coverage is not None else "n/a"
-        ext = f"{h.extrapolation_factor:.1f}x" if h.extrapolation_factor else "n/a"
-        print(f"held out ({f.holdout_source}): {h.n} runs, MAE {h.mae:.4f}, max error {h.max_error:.4f}, "
-              f"90% interval coverage {cov}, extrapolation {ext}")
-    for d in (summary.decision_accuracy, summary.decision_accuracy_law):
-        if d is not None and d.accuracy is not None:
-            print(_decision_line(d))
-    dec = summary.decision_accuracy
-    if dec is not None and dec.curve:
-        print_table([{"rung": p.model_size, "cell": p.cell, "FLOPs": f"{p.flops:.3g}", "accuracy": p.accuracy,
-                      "90% lo": p.lo, "90% hi": p.hi, "pairs": p.pairs, "close accuracy": p.close_accuracy,
-                      "close pairs": p.close_pairs} for p in dec.curve], title="decision accuracy against compute")
-    if f.rolling:
-        print_table([{"fitted sizes": ", ".join(f"{n:.3g}" for n in s.fit_sizes), "predicted": f"{s.predicted_size:.3g}",
-                      "runs": s.n, "MAE": s.mae, "relative MAE": s.relative_mae, "max error": s.max_error,
-                      "90% coverage": s.interval_coverage} for s in f.rolling], title="rolling validation")
-    if result.interaction is not None:
-        i = result.interaction
-        ci = f" [{i.gain_ratio_lo:.2f}, {i.gain_ratio_hi:.2f}]" if i.gain_ratio_lo is not None else ""
-        print(f"interaction test: {i.verdict} -> {i.supported} ({i.strength}; delta BIC {i.delta_bic:.1f}, "
-              f"LR p={i.lr_p:.3g} by {i.lr_p_method}); diversity gain at top quality / at bottom = "
-              f"{i.gain_ratio:.2f}{ci}")
-    if f.lack_of_fit is not None and f.lack_of_fit.flagged:
-        lof = f.lack_of_fit
-        print(f"lack of fit: residual SD {lof.residual_sd:.3g} is {lof.ratio:.1f}x the replicate SD "
-              f"(F {lof.f_stat:.2f}, p={lof.p_value:.2g}): the law misses structure the runs have")
+    from toolscale.cli.fits import render_fit
+
+    render_fit(f, summary, fit_id)
     return 0
 
 
@@ -383,46 +360,48 @@ def parse_at(text: str) -> dict[str, float]:
 
 
 def _predict(args: argparse.Namespace) -> int:
-    from fit.models import FitResult
-    from fit.predict import predict_at, required_inputs
+    from fit.predict import check_point, predict_at, required_inputs
     from grid.registry import Registry
+    from toolscale.cli.fits import stored_fit
 
     if not 0.0 < args.level < 1.0:
         raise UsageError(f"--level must be in (0, 1), got {args.level}")
     points = [parse_at(a) for a in args.at]
     with Registry(registry_path(args, config_of(args)), read_only=True) as reg:
-        rows = [r for r in reg.fits(args.experiment, args.benchmark) if args.law is None or r.law == args.law]
-        if not rows:
-            laws = sorted({r.law for r in reg.fits(args.experiment, args.benchmark)})
-            raise UsageError(f"no fit{f' of law {args.law!r}' if args.law else ''} for {args.experiment}/"
-                             f"{args.benchmark}; laws fitted: {', '.join(laws) or 'none (run toolscale fit)'}")
-        stored = next((e.config for e in reg.experiments() if e.name == args.experiment), None) or {}
-    fractions = [a["name"] for a in stored.get("axes", []) if a.get("unit") == "fraction"]  # shares lie in [0, 1]
-    if rows[0].stale_reason:
-        raise UsageError(f"the newest fit {rows[0].fit_id} of {args.experiment}/{args.benchmark} is stale: "
-                         f"{rows[0].stale_reason}; refit with toolscale fit")
-    fit = FitResult.model_validate(rows[0].payload)
+        fit_id, fit = stored_fit(reg, fit_id=args.fit_id, experiment=args.experiment, benchmark=args.benchmark,
+                                 law=args.law)
+        stored = reg.experiment(fit.experiment).config
+    cfg = config_of(args) or (parse_config(stored, source=f"registry config of {fit.experiment}") if stored else None)
+    units = {a.name: a.unit for a in cfg.axes} if cfg else {}
     need = required_inputs(fit)
     for i, p in enumerate(points):
+        check_point(fit, p, units=units, label=f"#{i + 1} ({args.at[i]})")
         absent = [a for a in need if a not in p]
         if absent:
             shown = {"N": "model_size", "D": "train_tokens"}.get(absent[0], absent[0])
             raise UsageError(f"--at #{i + 1} ({args.at[i]}) lacks input {shown!r}; law {fit.law!r} needs "
                              f"{', '.join({'N': 'model_size', 'D': 'train_tokens'}.get(a, a) for a in need)}")
-    pred = predict_at(fit, points, level=args.level, max_fitted_flops=fit.max_fitted_flops, fit_id=rows[0].fit_id,
-                      fractions=fractions)
+    pred = predict_at(fit, points, level=args.level, max_fitted_flops=fit.max_fitted_flops, fit_id=fit_id,
+                      fractions=[n for n, u in units.items() if u == "fraction"])
     if args.json:
         emit_json(pred.model_dump(mode="json"))
         return 0
     tag = " [SIMULATED DATA]" if fit.simulated else ""
-    print(f"{fit.law} fit {rows[0].fit_id} of {fit.experiment} / {fit.benchmark}/{fit.metric}{tag}")
+    print(f"{fit.law} fit {fit_id} of {fit.experiment} / {fit.benchmark}/{fit.metric}{tag}")
     rows_out = []
     for p in pred.points:
         beyond = f"{p.extrapolation_factor:.1f}x" if p.extrapolation_factor else "n/a"
+        shown = {"N": "model_size", "D": "train_tokens"}
+        outside = ", ".join(f"{shown.get(k, k)} x{v:.3g}" for k, v in p.beyond_inputs.items())
         rows_out.append({"inputs": ", ".join(f"{k}={v:g}" for k, v in p.inputs.items()), "predicted": p.predicted,
                          f"{args.level:.0%} lo": p.lo, f"{args.level:.0%} hi": p.hi,
-                         "FLOPs / max fitted": beyond + (" (beyond range)" if p.beyond_range else "")})
+                         "FLOPs / max fitted": beyond, "outside the fitted range": outside or "no"})
     print_table(rows_out, title="predictions")
+    if any(p.beyond_range for p in pred.points):
+        print("WARNING: some points lie outside the fitted range (x: value / fitted max, or fitted min / value); "
+              "their intervals include the law's extrapolation error only where the fit measured one")
+    if not fit.fitted_ranges:
+        print("note: this fit stores no fitted ranges (made before they were stored); only FLOPs are checked")
     return 0
 
 
@@ -490,29 +469,25 @@ def _report(args: argparse.Namespace) -> int:
     if args.compare_axes:
         return _compare_axes(args)
     writable_dir(args.out)
-    result = _run(args, args.experiment)
-    paths = write_report(result, Path(args.out), run_table=_run_table(args, result.fit))
+    from toolscale.cli.fit_report import report_allocations, report_config, run_table, stored_result, target_n
+
+    if args.refit:
+        result, fit_id = _run(args, args.experiment), None
+    else:
+        result, fit_id = stored_result(args)
+    config = report_config(args, result.fit.experiment, _load)
+    allocations, unit = report_allocations(args, fit_id, result.fit, config)
+    paths = write_report(result, Path(args.out), run_table=run_table(args, result.fit, _load), fit_id=fit_id,
+                         target_n=target_n(args, config), allocations=allocations, unit=unit)
     if args.json:
         from fit.models import ReportSummary
 
-        summary = fit_summary(result)
+        summary = fit_summary(result, fit_id)
         emit_json(ReportSummary(**dict(summary), files={k: str(v) for k, v in paths.items()}).model_dump(mode="json"))
     else:
-        print(f"wrote {paths['markdown']}, {paths['html']} and {paths['json']}")
+        what = f"fit {fit_id}" if fit_id else "a new fit (not stored)"
+        print(f"wrote {paths['markdown']}, {paths['html']} and {paths['json']} ({what})")
     return 0
-
-
-def _run_table(args: argparse.Namespace, fit: Any) -> list[str]:
-    """The report's every-run diagnostics section (:func:`fit.run_table.diagnostics_lines`), or none."""
-    from fit.run_table import diagnostics_lines
-    from fit.targets import target_values
-
-    _, runs, config, _ = _load(args, fit.experiment)
-    values = None
-    if fit.point_target != "final":
-        values = target_values(runs, benchmark=fit.benchmark, metric=fit.metric, target=fit.point_target,
-                               validation=_validation(args, config))
-    return diagnostics_lines(runs, fit.benchmark, fit.metric, values)
 
 
 def _effect(args: argparse.Namespace) -> int:

@@ -28,6 +28,19 @@ def example_config_text(preset: str = "default", domain: str = "tools") -> str:
         raise UsageError(f"unknown preset {preset!r}; known: default, micro, demo, proxy") from None
 
 
+def _add_reader_args(p: argparse.ArgumentParser) -> None:
+    """``import-runs``' row and column options: ``--where``, ``--set``, ``--checkpoints``, ``--weight``."""
+    p.add_argument("--where", metavar="EXPR", help="keep the rows for which this SQL condition on the file's columns "
+                                                   "is true, e.g. \"State = 'finished'\" or \"loss < 4\"")
+    p.add_argument("--set", dest="derive", action="append", default=[], metavar="NAME=EXPR",
+                   help="add a column computed from others before mapping, e.g. 'tokens=step*2097152' (repeatable)")
+    p.add_argument("--checkpoints", choices=["last", "all"], default="last",
+                   help="with a step column: keep each run's last checkpoint (default) or all of them (each a run "
+                        "<id>@<step>; two-step laws fit stage 2 on all)")
+    p.add_argument("--weight", metavar="COLUMN",
+                   help="a column of standard errors of the score (else the loss), stored and used as fit weights")
+
+
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("init", help="write a commented example config (five data axes + support depth)",
                        formatter_class=Formatter,
@@ -57,27 +70,37 @@ def register(sub: argparse._SubParsersAction) -> None:
 
     p = sub.add_parser("export", help="write every run with its axes and metrics as CSV or Parquet",
                        formatter_class=Formatter,
-                       epilog="example:\n  toolscale export --experiment E --format parquet --out runs.parquet")
+                       epilog="examples:\n  toolscale export --experiment E --out runs.parquet   # Parquet by its suffix\n"
+                              "  toolscale export --experiment E --long --out runs.parquet\n"
+                              "  python -c \"import datasets; print(datasets.load_dataset('parquet', "
+                              "data_files='runs.parquet'))\"")
     add_registry_args(p)
     p.add_argument("--experiment", help="only this experiment")
-    p.add_argument("--format", choices=["csv", "parquet"], default="csv", help="file format (default csv)")
+    p.add_argument("--format", choices=["csv", "parquet"],
+                   help="file format (default: from the --out suffix, .parquet or .pq for Parquet, else csv)")
+    p.add_argument("--long", action="store_true",
+                   help="a tidy long table: one row per run, benchmark and metric (score, stderr, split, axes as "
+                        "columns), which loads as a Hugging Face dataset")
     p.add_argument("--out", help="output file (default: stdout for csv)")
     p.set_defaults(func=_export)
 
-    p = sub.add_parser("import-runs", help="load results produced elsewhere (CSV/Parquet) so fit and allocate use them",
-                       formatter_class=Formatter,
-                       epilog="example:\n  toolscale import-runs chinchilla.csv --experiment chinchilla "
-                              "--benchmark pile-loss \\\n    --map 'Model Size=model_size' "
-                              "--map 'Training FLOP=train_flops' --map loss=loss\n"
-                              "  toolscale import-runs fixed.csv --experiment chinchilla --benchmark pile-loss "
-                              "--map ... --update   # corrected values")
-    p.add_argument("file", help="a .csv or .parquet file")
+    p = sub.add_parser("import-runs", help="load results produced elsewhere (CSV/Parquet, lm-eval JSON, a W&B export) "
+                                           "so fit and allocate use them",
+                       formatter_class=Formatter, epilog=IMPORT_EXAMPLES)
+    p.add_argument("file", help="a .csv or .parquet file; with --from lm-eval a results JSON or a folder of them")
     p.add_argument("--experiment", required=True, help="experiment to import into (created if missing)")
+    p.add_argument("--from", dest="source", choices=["csv", "lm-eval", "wandb"], default="csv",
+                   help="what the file is: a table (csv, the default; Parquet too), lm-evaluation-harness results "
+                        "(lm-eval), or a W&B runs or history export (wandb)")
     p.add_argument("--map", action="append", default=[], metavar="COLUMN=FIELD",
-                   help="map a column to run_id, model_size, model_params, train_tokens, train_flops, score, "
-                        "loss, benchmark, seed, split (fit/heldout), or an axis name (repeatable); with --config, "
+                   help="map a column to run_id (kept verbatim), model_size, model_params, train_tokens, train_flops, "
+                        "score, loss, benchmark (a long table: one row per run and task), seed, split (fit/heldout), "
+                        "step, unique_tokens, or an axis (repeatable); any other target is refused; with --config, "
                         "columns named like an axis map themselves")
+    p.add_argument("--axis", action="append", default=[], metavar="NAME",
+                   help="declare a data axis NAME that --map may target (without a config; repeatable)")
     p.add_argument("--benchmark", help="benchmark name when the file has no benchmark column")
+    _add_reader_args(p)
     p.add_argument("--heldout-fraction", type=open_fraction, default=0.25,
                    help="share of runs (top training FLOPs) marked held out, in (0, 1) (default 0.25)")
     p.add_argument("--update", action="store_true",
@@ -98,6 +121,19 @@ def register(sub: argparse._SubParsersAction) -> None:
     add_registry_args(p)
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.set_defaults(func=_ingest)
+
+
+IMPORT_EXAMPLES = """\
+examples:
+  toolscale import-runs chinchilla.csv --experiment chinchilla --benchmark pile-loss \\
+      --map 'Model Size=model_size' --map 'Training FLOP=train_flops' --map loss=loss --where 'loss < 3.7'
+  toolscale import-runs results/ --from lm-eval --experiment pythia --map acc=score --weight acc_stderr \\
+      --set 'tokens=step*2097152' --map tokens=train_tokens
+  toolscale import-runs runs.csv --from wandb --experiment mine --where "State = 'finished'" \\
+      --map params=model_size --map tokens=train_tokens --map task=benchmark --map acc=score \\
+      --axis n_tools --map n_tools=n_tools
+  toolscale import-runs fixed.csv --experiment chinchilla --benchmark pile-loss --map ... --update
+sizes and tokens read 70M, 2.8B, 1.4T; NaN and empty cells are missing values"""
 
 
 def _init(args: argparse.Namespace) -> int:
@@ -162,14 +198,15 @@ def _export(args: argparse.Namespace) -> int:
 
     from grid.registry import Registry
 
-    if args.format == "parquet" and not args.out:
+    fmt = args.format or ("parquet" if args.out and Path(args.out).suffix.lower() in (".parquet", ".pq") else "csv")
+    if fmt == "parquet" and not args.out:
         raise UsageError("--format parquet needs --out FILE")
     if args.out:
         writable_file(args.out)
     with Registry(registry_path(args), read_only=True) as reg:
         if args.experiment:
             reg.experiment(args.experiment)
-        rows = reg.export_rows(args.experiment)
+        rows = _long_rows(reg, args.experiment) if args.long else reg.export_rows(args.experiment)
     frame = pd.DataFrame(rows)
     if args.out:  # whole or not at all: a full disk names the file and leaves no empty or cut one
         import io
@@ -177,7 +214,7 @@ def _export(args: argparse.Namespace) -> int:
         from toolscale.files import atomic_write_bytes
 
         buf = io.BytesIO()
-        if args.format == "parquet":
+        if fmt == "parquet":
             frame.to_parquet(buf, index=False)
         else:
             frame.to_csv(buf, index=False)
@@ -187,6 +224,19 @@ def _export(args: argparse.Namespace) -> int:
     if args.out:
         print(f"wrote {len(frame)} runs to {args.out}", file=sys.stderr)
     return 0
+
+
+def _long_rows(reg, experiment: str | None) -> list[dict]:
+    """One row per run, benchmark and metric: the run's fields and axes, then the metric's value and stderr."""
+    out = []
+    for r in reg.runs(experiment):
+        base = {"run_id": r.run_id, "experiment": r.experiment, "split": r.split, "model_size": r.model_size,
+                "model_params": r.model_params, "train_tokens": r.train_tokens, "train_flops": r.train_flops,
+                "seed": r.seed, "status": r.status, "source": r.source, **{k: float(v) for k, v in r.recipe.items()}}
+        for key, value in r.metrics.items():
+            bench, _, metric = key.rpartition("/")
+            out.append({**base, "benchmark": bench, "metric": metric, "value": value, "stderr": r.stderrs.get(key)})
+    return out
 
 
 def _score_range(benchmark: str | None) -> tuple[float, float] | None:
@@ -199,17 +249,22 @@ def _score_range(benchmark: str | None) -> tuple[float, float] | None:
 
 
 def _import_runs(args: argparse.Namespace) -> int:
+    import tempfile
+
     from grid.import_store import stage_table
     from grid.importer import parse_column_map
     from grid.registry import Registry
 
     cfg = load_config(args.config) if args.config else None
     axes = [a.name for a in cfg.axes] if cfg else None
-    mapping = parse_column_map(args.map, axes, require_metric=not axes)
+    mapping = parse_column_map(args.map, axes, require_metric=False, extra_axes=args.axis)
     say = _progress_line(args)
-    staged = stage_table(args.file, mapping, experiment=args.experiment, benchmark=args.benchmark,
-                         heldout_fraction=args.heldout_fraction, score_range=_score_range(args.benchmark),
-                         config_axes=axes)
+    with tempfile.TemporaryDirectory(prefix="toolscale-read-") as tmp:
+        path, mapping = _source_table(args, mapping, Path(tmp))
+        staged = stage_table(path, mapping, experiment=args.experiment, benchmark=args.benchmark,
+                             heldout_fraction=args.heldout_fraction, score_range=_score_range(args.benchmark),
+                             config_axes=axes, where=args.where, derive=args.derive, checkpoints=args.checkpoints,
+                             weight=args.weight)
     say(f"read and checked {staged.rows:,} rows of {args.file} in {staged.read_s:.1f} s (no lock held)",
         rows=staged.rows)
     with staged, Registry(registry_path(args, cfg)) as reg:
@@ -221,9 +276,28 @@ def _import_runs(args: argparse.Namespace) -> int:
     else:
         changed = f", {report.updated_runs} updated" if report.updated_runs else ""
         stale = f"; {report.stale_fits} fits now stale (rerun toolscale fit)" if report.stale_fits else ""
-        print(f"imported {report.rows} rows into {args.experiment!r} ({report.new_runs} new{changed}, "
+        print(f"imported {report.rows} runs into {args.experiment!r} ({report.new_runs} new{changed}, "
               f"{report.heldout} held out); axes: {', '.join(report.axes) or 'none'}{stale}")
+        for note in report.notes:
+            print(f"note: {note}")
     return 0
+
+
+def _source_table(args: argparse.Namespace, mapping: dict[str, str], tmp: Path) -> tuple[Path, dict[str, str]]:
+    """The table to stage (the file itself, or lm-eval / W&B rows written to ``tmp``) and the mapping with the
+    source's default columns added where the user mapped neither the target nor the column."""
+    from grid.readers import DEFAULT_MAPS, read_source, write_rows
+
+    if args.source == "csv":
+        return Path(args.file), mapping
+    rows = read_source(args.source, args.file)
+    columns = {k for row in rows for k in row}
+    used = set(mapping.values())
+    for column, target in DEFAULT_MAPS[args.source]:
+        filled = any(row.get(column, "").strip() for row in rows)
+        if target not in mapping and column in columns and column not in used and filled:
+            mapping = {**mapping, target: column}
+    return write_rows(rows, tmp / "table.parquet"), mapping
 
 
 def _progress_line(args: argparse.Namespace):

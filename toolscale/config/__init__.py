@@ -44,6 +44,7 @@ from toolscale.config.stages import (  # noqa: F401
     check_llm_roles,
 )
 from toolscale.config.execution import (  # noqa: F401
+    AllocateSpec,
     CostSpec,
     ExecutorSpec,
     SlurmSpec,
@@ -76,6 +77,7 @@ __all__ = [
     "BUDGET_UNITS",
     "COPY_MIN_HEAD",
     "COPY_MIN_LAYERS",
+    "AllocateSpec",
     "CostSpec",
     "DEFAULT_AXES",
     "DOMAINS",

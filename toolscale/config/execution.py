@@ -9,7 +9,7 @@ from pydantic import Field
 
 from toolscale.config.base import _Frozen
 
-__all__ = ["CostSpec", "ExecutorSpec", "SlurmSpec"]
+__all__ = ["AllocateSpec", "CostSpec", "ExecutorSpec", "SlurmSpec"]
 
 
 class SlurmSpec(_Frozen):
@@ -87,3 +87,11 @@ class CostSpec(_Frozen):
         if unit == "gpu_hours":
             return 1.0
         return gpu_hour_usd if gpu_hour_usd is not None else self.gpu_hour_usd
+
+
+class AllocateSpec(_Frozen):
+    """How far the allocator may plan beyond what was tested (allocator/)."""
+
+    max_extrapolation: float = Field(default=1.25, ge=1.0)
+    """No plan, baseline or comparison arm puts an axis above this multiple of its largest tested level (or
+    below its smallest tested level divided by it); ``allocate --extrapolate X`` allows more and says so."""

@@ -13,7 +13,7 @@ from toolscale.errors import ConfigError
 from toolscale.config.base import _Frozen
 from toolscale.config.ladder import AxisSpec, DesignSpec, ModelSize
 from toolscale.config.stages import EvalSpec, LRScanSpec, ProbeSpec, STAGE_AXES, SynthSpec, TrainSpec
-from toolscale.config.execution import CostSpec, ExecutorSpec
+from toolscale.config.execution import AllocateSpec, CostSpec, ExecutorSpec
 
 __all__ = ["DEFAULT_AXES", "DOMAINS", "DOMAIN_BENCHMARKS", "DOMAIN_KNOBS", "DOMAIN_VALIDATION", "ExperimentConfig", "ExperimentSpec", "TOOL_ONLY_SYNTH", "format_validation_error", "load_config", "parse_config", "read_toml"]
 
@@ -62,6 +62,8 @@ class ExperimentConfig(_Frozen):
     """Executor."""
     cost: CostSpec = Field(default_factory=CostSpec)
     """Compute cost."""
+    allocate: AllocateSpec = Field(default_factory=AllocateSpec)
+    """Allocation limits."""
     lr_scan: LRScanSpec | None = None
     """Learning-rate scan whose rule sets every rung's rate (``toolscale lr-scan``); None uses each rung's own."""
 

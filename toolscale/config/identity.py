@@ -16,7 +16,7 @@ RUN_SECTIONS: tuple[str, ...] = ("axes", "ladder", "design", "synth", "probe", "
 
 OPERATIONAL_KEYS: frozenset[str] = frozenset({
     "experiment.registry", "train.checkpoint_every_min", "train.keep_checkpoints", "eval.vllm", "eval.vllm_args",
-    "eval.vllm_startup_s", "eval.concurrency", "eval.endpoint"})
+    "eval.vllm_startup_s", "eval.concurrency", "eval.endpoint", "train.report_to"})
 """Keys inside those sections that change where or how a run executes, not its result (a rung's resources too)."""
 
 _RUNG_RESOURCES = frozenset({"gpus", "cpus", "mem_gb", "timeout_min", "micro_batch_size"})

@@ -227,6 +227,9 @@ class TrainSpec(_Frozen):
     """torch CPU threads per run."""
     save_checkpoints: bool = True
     """Write checkpoints so a preempted run resumes."""
+    report_to: Literal["none", "wandb", "tensorboard"] = "none"
+    """Where TRL logs training curves (its ``report_to``); runs are named by their toolscale run id. ``wandb``
+    needs the ``wandb`` package and a login (``WANDB_MODE=offline`` works without a network)."""
 
     @model_validator(mode="before")
     @classmethod

@@ -1,0 +1,148 @@
+"""`allocate` on imported runs: it says which model and token count it plans for, needs them when nothing else
+says, and reports unspent budget and the caps that bound the plan."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from toolscale.cli import main
+
+CONFIG = """
+[experiment]
+name = "byo"
+
+[[axes]]
+name = "tool_diversity"
+kind = "diversity"
+unit = "tools"
+min = 4
+max = 16
+levels = 3
+integer = true
+cost_per_unit = 10.0
+
+[[axes]]
+name = "repair_rate"
+kind = "quality"
+unit = "fraction"
+min = 0.0
+max = 1.0
+levels = 2
+spacing = "linear"
+cost_per_unit = 100.0
+"""
+
+
+@pytest.fixture(scope="module")
+def byo(tmp_path_factory) -> tuple[str, str]:
+    """Imported runs (a W&B-shaped table with sizes as 70M, 160M...) with a stored saturating fit."""
+    d = tmp_path_factory.mktemp("byo")
+    rng = np.random.default_rng(0)
+    rows = []
+    for n, label in ((7e7, "70M"), (1.6e8, "160M"), (4.1e8, "410M"), (1.4e9, "1.4B")):
+        for tools in (4, 8, 16):
+            for rr in (0.0, 1.0):
+                acc = 0.8 - 0.3 * (n / 7e7) ** -0.3 - 0.15 * (tools / 4) ** -0.6 + 0.03 * rr + rng.normal(0, 0.004)
+                rows.append({"ID": f"r-{label}-{tools}-{rr:g}", "params": label, "tokens": "20B", "n_tools": tools,
+                             "repair": rr, "acc": round(acc, 4), "State": "finished"})
+    path = d / "wandb.csv"
+    pd.DataFrame(rows).to_csv(path, index=False)
+    (d / "byo.toml").write_text(CONFIG)
+    db = str(d / "r.duckdb")
+    assert main(["import-runs", str(path), "--from", "wandb", "--experiment", "byo", "--benchmark", "bfcl",
+                 "--registry", db, "--map", "params=model_size", "--map", "tokens=train_tokens",
+                 "--map", "n_tools=tool_diversity", "--map", "repair=repair_rate", "--map", "acc=score"]) == 0
+    assert main(["fit", "--registry", db, "--experiment", "byo", "--benchmark", "bfcl", "--law", "saturating",
+                 "--bootstrap", "16", "--jobs", "1", "--no-interaction"]) == 0
+    return db, str(d / "byo.toml")
+
+
+def test_imported_runs_without_a_model_size_or_tokens_are_refused_and_change_nothing(byo, capsys):
+    db, cfg = byo
+    before = hashlib.sha256(Path(db).read_bytes()).hexdigest()
+    capsys.readouterr()
+    for extra in ([], ["--model-size", "1.4B"]):
+        assert main(["allocate", "--budget", "5000", "--benchmark", "bfcl", "--registry", db, "--config", cfg,
+                     *extra]) == 2
+        err = capsys.readouterr().err
+        assert "imported runs and the config has no [[ladder]]: pass --model-size N" in err
+        assert err.strip().count("\n") == 0
+    assert hashlib.sha256(Path(db).read_bytes()).hexdigest() == before
+
+
+def test_allocate_says_what_it_assumed_unspent_budget_and_caps(byo, capsys):
+    db, cfg = byo
+    capsys.readouterr()
+    assert main(["allocate", "--budget", "1e9", "--benchmark", "bfcl", "--registry", db, "--config", cfg,
+                 "--model-size", "1.4B", "--tokens", "300B"]) == 0
+    text = capsys.readouterr().out
+    assert "planned for a model of N = 1.4e+09 parameters (--model-size) and 3e+11 training tokens (--tokens)" in text
+    assert "unspent" in text and "cap: tool_diversity at 20 tools (1.25 x its largest tested level 16" in text
+    assert main(["allocate", "--budget", "1e9", "--benchmark", "bfcl", "--registry", db, "--config", cfg,
+                 "--model-size", "1.4B", "--tokens-per-param", "20", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["tokens"] == pytest.approx(2.8e10) and out["tokens_source"].startswith("--tokens-per-param")
+    assert out["unspent"] > 0.99e9 and set(out["caps"]) == {"tool_diversity", "repair_rate"}
+    assert out["plan"]["levels"]["tool_diversity"] == 20 and out["extrapolation_detail"]["tool_diversity"] == 1.25
+    # every arm is held to the cap: the diversity-only baseline and the quality-pinned comparison too
+    assert out["baseline_extrapolation"]["tool_diversity"] == 1.25 and out["baseline"]["levels"]["tool_diversity"] == 20
+    assert all(v <= 1.25 + 1e-9 for k in ("extrapolation_detail", "baseline_extrapolation", "pinned_extrapolation")
+               for v in out[k].values())
+
+
+def test_extrapolate_allows_more_and_widens_the_interval(byo, capsys):
+    db, cfg = byo
+    common = ["allocate", "--budget", "1e9", "--benchmark", "bfcl", "--registry", db, "--config", cfg,
+              "--model-size", "1.4B", "--tokens", "300B", "--json"]
+    assert main(common) == 0
+    near = json.loads(capsys.readouterr().out)
+    assert main([*common, "--extrapolate", "4"]) == 0
+    far = json.loads(capsys.readouterr().out)
+    assert far["plan"]["levels"]["tool_diversity"] == 64 and far["max_extrapolation"] == 4
+    assert far["extrapolation_detail"]["tool_diversity"] == pytest.approx(4.0)
+    assert far["baseline_extrapolation"]["tool_diversity"] == pytest.approx(4.0)  # said for the baseline as well
+    width = [x["interval"][1] - x["interval"][0] for x in (near, far)]
+    assert width[1] > width[0]  # two doublings past the tested maximum instead of a third of one
+
+
+def test_an_lm_eval_results_folder_end_to_end_to_allocate(tmp_path, capsys):
+    """The README's lm-eval path, one command each: import the folder (the recipe read from the model name),
+    fit, allocate for a model the runs do not include."""
+    rng = np.random.default_rng(3)
+    folder = tmp_path / "results"
+    for n in (7e7, 1.6e8, 4.1e8, 1.0e9):
+        for tools in (4, 8, 16):
+            model = f"org/agent-{n:.2g}-tools-{tools}"
+            for step in (1000, 4000):
+                d = step * 2097152
+                acc = 0.85 - 0.3 * (n / 7e7) ** -0.3 - 0.15 * (tools / 4) ** -0.6 - 0.05 * (d / 2e9) ** -0.3
+                res = {"results": {"arc_easy": {"alias": "arc_easy", "acc,none": float(acc + rng.normal(0, 0.004)),
+                                                "acc_stderr,none": 0.004}},
+                       "config": {"model": "hf", "model_args": f"pretrained={model},revision=step{step}",
+                                  "model_num_parameters": n}}
+                sub = folder / model.replace("/", "__")
+                sub.mkdir(parents=True, exist_ok=True)
+                (sub / f"results_{step}.json").write_text(json.dumps(res))
+    cfg = tmp_path / "agent.toml"
+    cfg.write_text(CONFIG.split("[[axes]]\nname = \"repair_rate\"")[0])
+    db = str(tmp_path / "r.duckdb")
+    assert main(["import-runs", str(folder), "--from", "lm-eval", "--experiment", "mine", "--registry", db,
+                 "--map", "acc=score", "--weight", "acc_stderr", "--set", "tokens=step*2097152",
+                 "--map", "tokens=train_tokens", "--set", "n_tools=regexp_extract(run_id, 'tools-([0-9]+)', 1)",
+                 "--map", "n_tools=tool_diversity", "--json"]) == 0
+    imported = json.loads(capsys.readouterr().out)
+    assert imported["rows"] == 12 and imported["axes"] == ["tool_diversity"]
+    assert main(["fit", "--registry", db, "--experiment", "mine", "--benchmark", "arc_easy", "--law", "saturating",
+                 "--bootstrap", "16", "--jobs", "1", "--json"]) == 0
+    fit = json.loads(capsys.readouterr().out)
+    assert fit["weighted"] and fit["heldout_n"] == 3
+    assert main(["allocate", "--registry", db, "--benchmark", "arc_easy", "--budget", "500", "--config", str(cfg),
+                 "--model-size", "1.4B", "--tokens", "300B", "--json"]) == 0
+    plan = json.loads(capsys.readouterr().out)
+    assert plan["model_params"] == 1.4e9 and plan["tokens"] == 3e11 and plan["plan"]["total_cost"] <= 500

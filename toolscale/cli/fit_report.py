@@ -1,0 +1,126 @@
+"""``toolscale report``'s parts: the stored fit it renders, the target size of its bands, the plans of its
+allocation chart and its every-run diagnostics table."""
+
+from __future__ import annotations
+
+import argparse
+import math
+from collections.abc import Callable
+from typing import Any
+
+from toolscale.cli._common import config_of, registry_path
+from toolscale.config import ExperimentConfig
+from toolscale.errors import UsageError
+
+__all__ = ["stored_result", "report_config", "target_n", "report_allocations", "run_table"]
+
+Loader = Callable[[argparse.Namespace, str | None], tuple[str, list, ExperimentConfig | None, bool]]
+"""``toolscale.cli.fit``'s ``_load``, handed in (this module is below the command module, not beside it)."""
+
+
+def stored_result(args: argparse.Namespace) -> tuple[Any, str]:
+    """The stored fit (``--fit-id``, else the newest of the experiment and benchmark, of ``--law`` when named) as an
+    :class:`fit.models.ExperimentFit` with its points rebuilt from the registry (the stored split)."""
+    from fit.data import points_from_runs
+    from fit.laws import law_of
+    from fit.models import ExperimentFit, FitRequest
+    from fit.targets import target_runs
+    from grid.registry import Registry
+    from toolscale.cli.fits import stored_fit
+
+    experiment = args.experiment
+    with Registry(registry_path(args, config_of(args)), read_only=True) as reg:
+        if experiment is None and args.fit_id is None:
+            names = [e.name for e in reg.experiments()]
+            if len(names) == 1:
+                experiment = names[0]
+        fit_id, fit = stored_fit(reg, fit_id=args.fit_id, experiment=experiment, benchmark=args.benchmark,
+                                 law=None if args.law == "auto" else args.law, allow_stale=True)
+        runs = reg.runs(fit.experiment, status="done")
+    runs, _ = target_runs(runs, benchmark=fit.benchmark, metric=fit.metric, target=fit.point_target,
+                          validation=getattr(args, "validation", None) or "valid-calls")
+    law = law_of(fit)
+    inter = ("L", str(fit.options.get("stage1_metric", "loss"))) if law.stages is not None else None
+    names = law.stages[0].axes if law.stages is not None else law.axes
+    points = points_from_runs(runs, benchmark=fit.benchmark, metric=fit.metric, inputs=names,
+                              experiment=fit.experiment, simulated=fit.simulated or None, intermediate=inter)
+    held = {p.run_id for p in (fit.heldout.points if fit.heldout else [])}
+    points = points.model_copy(update={"split": ["heldout" if r in held else "fit" for r in points.run_ids]})
+    request = FitRequest(experiment=fit.experiment, benchmark=fit.benchmark, metric=fit.metric, law=fit.law,
+                         holdout=fit.holdout_rule if fit.holdout_rule else "split", n_bootstrap=len(fit.bootstrap))
+    return ExperimentFit(request=request, fit=fit, interaction=fit.interaction, points=points), fit_id
+
+
+def report_config(args: argparse.Namespace, experiment: str, load: Loader) -> ExperimentConfig | None:
+    """``--config``, else the experiment's stored config (None for imported runs without one); ``load`` is
+    ``toolscale.cli.fit``'s loader (registry path, done runs, stored config, simulated)."""
+    cfg = config_of(args)
+    if cfg is not None:
+        return cfg
+    _, _, stored, _ = load(args, experiment)
+    return stored
+
+
+def target_n(args: argparse.Namespace, config: ExperimentConfig | None) -> float | None:
+    """The parameter count the report's bands reach out to: ``--target-size``, else the config's target size."""
+    if args.target_size:
+        from grid.importer import parse_count
+
+        try:
+            n = parse_count(args.target_size)
+        except ValueError:
+            n = math.nan
+        if not (math.isfinite(n) and n > 0):
+            raise UsageError(f"--target-size must be a parameter count (7e9, 7B), got {args.target_size!r}")
+        return n
+    if config is not None and config.ladder:
+        return config.target_size.counted_params(config.design.param_count)
+    return None
+
+
+def report_allocations(args: argparse.Namespace, fit_id: str | None, fit: Any,
+                        config: ExperimentConfig | None) -> tuple[list[dict[str, Any]], str]:
+    """Plans for the allocation chart: ``--sweep`` planned now (not stored), else the fit's stored allocations."""
+    def row(p: dict[str, Any], budget: float) -> dict[str, Any]:
+        sign = -1.0 if fit.target == "loss" else 1.0
+        iv = p.get("interval")
+        return {"budget": budget, "spend": p["plan"]["spend"], "score": sign * p["plan"]["predicted_score"],
+                "interval": sorted(sign * x for x in iv) if iv else None,
+                "baseline": sign * p["baseline"]["predicted_score"], "unspent": p.get("unspent", 0.0)}
+
+    if args.sweep:
+        from allocator.service import plan_allocation
+        from toolscale.cli.allocate import _sweep_budgets
+
+        out, unit = [], "usd"
+        for budget in _sweep_budgets(args.sweep):
+            rep = plan_allocation(registry_path(args, config), budget=budget, benchmark=fit.benchmark,
+                                  experiment=fit.experiment, config=config, fit_id=fit_id, save=False, redraws=0)
+            out.append(row(rep.model_dump(mode="json"), budget))
+            unit = rep.budget.unit
+        return out, unit
+    if fit_id is None:
+        return [], "usd"
+    from grid.registry import Registry
+
+    with Registry(registry_path(args, config), read_only=True) as reg:
+        stored = [a for a in reg.allocations(fit.experiment) if a["fit_id"] == fit_id]
+    newest: dict[float, dict[str, Any]] = {}
+    for a in stored:  # newest first: keep the newest plan per budget
+        newest.setdefault(float(a["budget"]), a)
+    unit = stored[0]["unit"] if stored else "usd"
+    return [row(a["payload"], b) for b, a in newest.items()], unit
+
+
+def run_table(args: argparse.Namespace, fit: Any, load: Loader) -> list[str]:
+    """The report's every-run diagnostics section (:func:`fit.run_table.diagnostics_lines`), or none."""
+    from fit.run_table import diagnostics_lines
+    from fit.targets import target_values
+
+    _, runs, config, _ = load(args, fit.experiment)
+    values = None
+    if fit.point_target != "final":  # --validation, else the experiment's [eval] validation, else valid-calls
+        validation = getattr(args, "validation", None) or (config.eval.validation if config is not None else None)
+        values = target_values(runs, benchmark=fit.benchmark, metric=fit.metric, target=fit.point_target,
+                               validation=validation or "valid-calls")
+    return diagnostics_lines(runs, fit.benchmark, fit.metric, values)
