@@ -5,14 +5,20 @@
     starts from it. Steps split the run's planned tokens at equal total FLOPs (:mod:`train.stages`).
 ``sft``
     :func:`train.sft.train_sft` into ``workdir/model``.
+``warmstart``
+    whenever ``grpo`` is a stage (also in arms whose ``grpo_steps`` level is 0, so the SFT-only arm differs
+    from the GRPO arm by GRPO alone): :func:`train.grpo.warm_start`, SFT from the SFT model on the golden
+    episodes of ``[train].warmstart_n_envs`` environments disjoint from the RL ones, into ``workdir/warmstart``.
 ``grpo``
-    :func:`train.grpo.train_grpo` from the SFT model on the compiled RL environments (F1 reward, tiered
-    distractors), into ``workdir/grpo``; environments come from ``[train].grpo_envs`` or are built per run.
-    Its steps are the ``grpo_steps`` axis' level when the design has one (0: the SFT-only arm), else
-    ``[train].grpo_steps``.
+    :func:`train.grpo.train_grpo` from the warm-started model on the RL environments (F1 reward; a curriculum
+    of single-hop, multi-hop, then parallel-with-distractors phases; Adaptive Batch Filling), into
+    ``workdir/grpo``; environments come from ``[train].grpo_envs`` or are built per run. Its steps are the
+    ``grpo_steps`` axis' level when the design has one (0: the SFT-only arm), else ``[train].grpo_steps``.
 
 Every stage's accounting is kept (``StagesResult.stages``); the run's N is the SFT model's, and its D,
-FLOPs and wall time are the sums over stages, so all stages count in the run's FLOPs and in cost.
+FLOPs and wall time are the sums over stages, so all stages count in the run's FLOPs and in cost (GRPO's
+FLOPs include generation and every rollout, kept or discarded). The warm start is recorded as a stage of its
+own (``warmstart``) but is no stage of the law: ``fit --stages`` sees an arm as ``sft`` or ``sft,grpo``.
 """
 
 from __future__ import annotations
@@ -56,16 +62,49 @@ def _total(stages: dict[str, TrainStats]) -> TrainStats:
                       stage_flops={k: s.train_flops for k, s in stages.items()})
 
 
-def _grpo_envs(cfg: ExperimentConfig, run: RunSpec, workdir: Path) -> Path:
-    if cfg.train.grpo_envs is not None:
-        return Path(cfg.train.grpo_envs)
-    from synth.envs.build import build_envs
-    from synth.envs.io import dump_envs
+def _grpo_envs(cfg: ExperimentConfig, run: RunSpec, workdir: Path) -> tuple[Path, Path | None]:
+    """The RL environments (``[train].grpo_envs`` or built per run on the training domains, held-out servers
+    unseen) and the warm-start ones (disjoint from them), as ``envs.jsonl`` files; built once per workdir."""
+    from synth.envs.io import dump_envs, load_envs
+    from train.grpo import rl_envs, warm_envs
 
-    path = workdir / "envs.jsonl"
-    if not path.is_file():  # training domains only: held-out servers stay unseen
-        dump_envs(build_envs(cfg.train.grpo_n_envs, seed=run.seed), path)
-    return path
+    t = cfg.train
+    path = Path(t.grpo_envs) if t.grpo_envs is not None else workdir / "envs.jsonl"
+    if not path.is_file():
+        dump_envs(rl_envs(t.grpo_n_envs, run.seed, curriculum=t.grpo_curriculum), path)
+    if not t.warmstart_n_envs:
+        return path, None
+    warm = workdir / "warm_envs.jsonl"
+    if not warm.is_file():
+        dump_envs(warm_envs(t.warmstart_n_envs, run.seed, load_envs(path)), warm)
+    return path, warm
+
+
+def _rl_stages(cfg: ExperimentConfig, size: ModelSize, run: RunSpec, workdir: Path, model_dir: Path,
+               done: dict[str, TrainStats], learning_rate: float | None) -> tuple[Path, int]:
+    """The warm start (whenever ``grpo`` is a stage) and GRPO (when its steps are > 0); returns the final model
+    folder and the GRPO steps."""
+    from synth.envs.io import load_envs
+    from train.grpo import Sampling, train_grpo, warm_start
+
+    t = cfg.train
+    grpo_steps = int(round(run.recipe.get("grpo_steps", t.grpo_steps)))
+    envs, warm = _grpo_envs(cfg, run, workdir)
+    if warm is not None and t.warmstart_steps:
+        done["warmstart"] = warm_start(load_envs(warm), model_dir, size, workdir / "warmstart",
+                                       steps=t.warmstart_steps, seed=run.seed, threads=t.threads,
+                                       learning_rate=learning_rate, label=run.run_id)
+        model_dir = workdir / "warmstart"
+    if grpo_steps > 0:
+        done["grpo"] = train_grpo(envs, model_dir, workdir / "grpo", max_steps=grpo_steps,
+                                  num_generations=t.grpo_generations, prompts_per_step=t.grpo_prompts_per_step,
+                                  max_completion_length=t.grpo_max_completion_length,
+                                  learning_rate=t.grpo_learning_rate, seed=run.seed, threads=t.threads,
+                                  sampling=Sampling(temperature=t.grpo_temperature, top_k=t.grpo_top_k,
+                                                    top_p=t.grpo_top_p),
+                                  abf=t.grpo_abf, draw_cap=t.grpo_draw_cap, reward=t.grpo_reward)
+        model_dir = workdir / "grpo"
+    return model_dir, grpo_steps
 
 
 def train_stages(cfg: ExperimentConfig, size: ModelSize, run: RunSpec, data_dir: Path, workdir: Path, *,
@@ -101,14 +140,9 @@ def train_stages(cfg: ExperimentConfig, size: ModelSize, run: RunSpec, data_dir:
     model_dir = workdir / "model"
     done["sft"] = train_sft(data_dir, size, model_dir, max_steps=sft_steps, seed=run.seed, threads=cfg.train.threads,
                             resume=True, init=init, **sft_options)
-    grpo_steps = int(round(run.recipe.get("grpo_steps", cfg.train.grpo_steps))) if "grpo" in stages else 0
-    if grpo_steps > 0:
-        from train.grpo import train_grpo
-
-        envs = _grpo_envs(cfg, run, workdir)
-        done["grpo"] = train_grpo(envs, model_dir, workdir / "grpo", max_steps=grpo_steps,
-                                  num_generations=cfg.train.grpo_generations, seed=run.seed,
-                                  threads=cfg.train.threads)
-        model_dir = workdir / "grpo"
+    grpo_steps = 0
+    if "grpo" in stages:
+        model_dir, grpo_steps = _rl_stages(cfg, size, run, workdir, model_dir, done, sft_options.get("learning_rate"))
     return StagesResult(total=_total(done), stages=done, model_dir=model_dir,
-                        plan={**mid_plan, "sft_steps": sft_steps, "grpo_steps": grpo_steps})
+                        plan={**mid_plan, "sft_steps": sft_steps, "grpo_steps": grpo_steps,
+                              "warmstart_steps": (done["warmstart"].steps or 0) if "warmstart" in done else 0})
