@@ -23,7 +23,7 @@ def test_registry_metadata():
         assert ":" in b.loader
     assert get_benchmark("heldout-env").kind == "env"
     with pytest.raises(UnknownBenchmarkError, match="known: bfcl, heldout-calls, heldout-env, heldout-servers, "
-                                                    "indist-calls; did you mean 'heldout-env'"):
+                                                    "indist-calls, indist-env; did you mean 'heldout-env'"):
         get_benchmark("heldout-en")
 
 
