@@ -39,7 +39,7 @@ def main(argv: list[str]) -> int:
     from eval.runner import evaluate
     from toolscale.config import load_config
     from train.chat import render
-    from train.models import build_model
+    from train.proxy import build_model
     from train.tokenizer import train_tokenizer
 
     torch.set_num_threads(args.threads)

@@ -7,7 +7,10 @@ Targets (the LLM synthesis issue):
   32 / 0.2 s = 160 requests/s;
 - a rerun of a finished recipe against the response cache: 0 LLM requests and a byte-identical dataset
   (``train.jsonl`` and ``rejected.jsonl``);
-- dollars per accepted trajectory, reported per role (``manifest.json`` key ``llm``).
+- dollars per accepted trajectory, reported per role (``manifest.json`` key ``llm``);
+- (issue 35) one request's wall time at ``timeout_s = 2`` against a server that drips its reply one byte a
+  second: <= 2 s a try, plus the backoff between tries; and the peak memory of a reply that is a 300 MB gzip
+  bomb: bounded by the 4 MiB reply cap, not by the bomb.
 
 The concurrency figure is measured twice: the client's batch call (``chat_many``, the endpoint in its own
 process, so the two do not share one interpreter), and a whole synthesis
@@ -67,6 +70,55 @@ def concurrency_batch(n: int) -> dict[str, float]:
             "throughput": n / wall, "wall_s": wall}
 
 
+def dripping(tries: int, timeout_s: float = 2.0) -> float:
+    """Wall seconds of one ``chat`` that fails against a server sending one byte a second (issue 35)."""
+    from synth.errors import LLMEndpointError
+    from synth.llm.scripted import drip
+
+    with ScriptedEndpoint([reply("warm-up")], then=drip(reply("x" * 100), 1.0)) as ep:
+        spec = LLMRoleSpec(base_url=ep.url, model="scripted", timeout_s=timeout_s, max_tries=tries)
+        with LLMClient({"policy": spec}) as llm:
+            llm.chat("policy", [{"role": "user", "content": "warm-up"}])  # imports and connections: not the figure
+            t = time.perf_counter()
+            try:
+                llm.chat("policy", [{"role": "user", "content": "q"}])
+            except LLMEndpointError:
+                pass
+            return time.perf_counter() - t
+
+
+_BOMB = r"""
+import json, resource, time, zlib
+from synth.errors import LLMReplyError
+from synth.llm.client import LLMClient
+from synth.llm.scripted import ScriptedEndpoint, raw
+from toolscale.config import LLMRoleSpec
+z = zlib.compressobj(9, zlib.DEFLATED, 16 + zlib.MAX_WBITS)
+head = b'{"choices": [{"message": {"content": "'
+bomb = z.compress(head) + b"".join(z.compress(b"a" * (1 << 20)) for _ in range(300)) + z.compress(b'"}}]}') + z.flush()
+with ScriptedEndpoint([raw(bomb, headers=(("Content-Encoding", "gzip"),))]) as ep:
+    with LLMClient({"policy": LLMRoleSpec(base_url=ep.url, model="scripted", max_tries=1)}) as llm:
+        before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+        try:
+            llm.chat("policy", [{"role": "user", "content": "q"}])
+            verdict = "accepted"
+        except LLMReplyError as err:
+            verdict = err.reason
+        after = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+print(json.dumps({"bomb_kib": len(bomb) // 1024, "peak_growth_mib": (after - before) / 1024,
+                  "peak_mib": after / 1024, "verdict": verdict}))
+"""
+
+
+def gzip_bomb() -> dict:
+    """A 300 MB gzip bomb as a reply, in a fresh process: its size, the growth of peak RSS, the verdict."""
+    import subprocess
+    import sys
+
+    out = subprocess.run([sys.executable, "-c", _BOMB], capture_output=True, text=True, check=True)
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
 def _roles(policy_url: str, judge_url: str) -> dict[str, dict]:
     common = {"model": "scripted", "concurrency": CONCURRENCY}
     return {"policy": {"base_url": policy_url, "price_in": 0.5, "price_out": 2.0, **common},
@@ -109,6 +161,7 @@ def main() -> None:
     if args.quick:
         args.requests, args.tasks = 640, 8
 
+    drip1, drip3, bomb = dripping(1), dripping(3), gzip_bomb()
     c = concurrency_batch(args.requests)
     with tempfile.TemporaryDirectory() as d:
         s = synthesis_runs(args.tasks, Path(d))
@@ -128,6 +181,14 @@ def main() -> None:
         ("rerun against the cache: LLM requests", s["rerun_requests"], "requests", "0"),
         ("rerun against the cache: dataset byte-identical", int(s["identical"]), "bool", "1"),
         ("rerun against the cache: wall time", round(s["again_s"], 2), "s", ""),
+    ]
+    records += [
+        ("one request, 1 byte/s server, timeout_s = 2, 1 try", round(drip1, 2), "s", "<= 2 (was unbounded)"),
+        ("one request, 1 byte/s server, timeout_s = 2, 3 tries", round(drip3, 2), "s", "<= 6 + backoff"),
+        (f"{bomb['bomb_kib']} KiB gzip bomb of 300 MB: peak RSS growth", round(bomb["peak_growth_mib"], 1), "MiB",
+         "bounded by the 4 MiB cap (was 1.25 GB)"),
+        ("300 MB gzip bomb: the process's peak RSS", round(bomb["peak_mib"], 1), "MiB", "(interpreter included)"),
+        ("300 MB gzip bomb: verdict", bomb["verdict"], "", "malformed_reply"),
     ]
     for role, u in m.llm.items():
         records.append((f"dollars per accepted trajectory, {role}", u.dollars_per_accepted, "usd/trajectory",

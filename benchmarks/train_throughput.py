@@ -63,7 +63,7 @@ def _timer_callback():
 
 def _trl_steps(size, tokenizer, dataset, steps, plain_loss, out):
     """Per-step ``(times, tokens)`` of a TRL run, and the trainer."""
-    from train.models import build_model
+    from train.proxy import build_model
     from train.sft import make_trainer, quiet_progress, sft_config
 
     timer = _timer_callback()()
@@ -79,7 +79,7 @@ def _plain_steps(size, batches):
     """Per-step times of a minimal loop over the same batches."""
     import torch
 
-    from train.models import build_model
+    from train.proxy import build_model
 
     model = build_model(size, seed=0).train()
     opt = torch.optim.AdamW(model.parameters(), lr=size.learning_rate, weight_decay=0.0)

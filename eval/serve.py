@@ -25,9 +25,9 @@ import json
 import threading
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from eval.backends import TransformersBackend, _clean_messages
 from eval.errors import BackendError
@@ -37,6 +37,65 @@ __all__ = ["ChatCompletionRequest", "ModelServer", "build_app", "hermes_tool_cal
 
 DEFAULT_MAX_TOKENS = 256
 """Completion tokens when a request gives no ``max_tokens``."""
+
+
+class _Function(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+    name: str = Field(min_length=1)
+    arguments: str | dict[str, Any] = ""
+
+
+class _ToolCall(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+    id: str | None = None
+    type: Literal["function"] = "function"
+    function: _Function
+
+
+class ChatMessage(BaseModel):
+    """One OpenAI chat message as this server accepts it (a request with another shape is a 400)."""
+
+    model_config = ConfigDict(extra="allow")
+
+    role: Literal["system", "developer", "user", "assistant", "tool"]
+    """Who speaks."""
+    content: str | list[dict[str, Any]] | None = None
+    """Text, or OpenAI content parts."""
+    tool_calls: list[_ToolCall] | None = None
+    """The assistant's tool calls."""
+    tool_call_id: str | None = None
+    """The call a ``tool`` message answers."""
+    name: str | None = None
+    """Optional speaker or tool name."""
+
+
+class _ToolSchema(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+    type: Literal["function"] = "function"
+    function: _Function | dict[str, Any]
+
+    @field_validator("function")
+    @classmethod
+    def _named(cls, v: Any) -> Any:
+        if not isinstance(v, _Function) and not (isinstance(v, dict) and isinstance(v.get("name"), str)
+                                                  and v["name"]):
+            raise ValueError("a tool's function needs a name")
+        return v
+
+
+def _check(model: type[BaseModel], value: Any, where: str) -> None:
+    """``ValueError`` with one short line (``messages[0].role: Field required``) when ``value`` is not a ``model``."""
+    from pydantic import ValidationError
+
+    try:
+        model.model_validate(value)
+    except ValidationError as err:
+        first = err.errors()[0]
+        loc = ".".join(str(p) for p in first.get("loc", ()))
+        raise ValueError(f"{where}{'.' + loc if loc else ''}: {first.get('msg', 'invalid')}") from None
 
 
 class ChatCompletionRequest(BaseModel):
@@ -63,6 +122,21 @@ class ChatCompletionRequest(BaseModel):
     """Streaming is not supported (400)."""
     n: int = 1
     """Choices per request; only 1 is supported."""
+
+    @field_validator("messages")
+    @classmethod
+    def _messages(cls, v: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """Each message has a known role and well-formed tool calls (else 400, not a 500 from the template)."""
+        for i, m in enumerate(v):
+            _check(ChatMessage, m, f"messages[{i}]")
+        return v
+
+    @field_validator("tools")
+    @classmethod
+    def _tools(cls, v: list[dict[str, Any]] | None) -> list[dict[str, Any]] | None:
+        for i, t in enumerate(v or []):
+            _check(_ToolSchema, t, f"tools[{i}]")
+        return v
 
 
 def hermes_tool_calls(text: str, call_prefix: str) -> tuple[str | None, list[dict[str, Any]]]:
@@ -108,10 +182,15 @@ class ModelServer:
         self.created = int(time.time())
 
     def prompt_ids(self, req: ChatCompletionRequest) -> list[int]:
-        """Token ids of the rendered conversation with the generation prompt."""
+        """Token ids of the rendered conversation with the generation prompt; ``ValueError`` when the chat
+        template cannot render the request (it is the request's shape, so a 400)."""
         tok = self.backend.tokenizer
-        text = tok.apply_chat_template(_clean_messages(req.messages), tools=req.tools, tokenize=False,
-                                       add_generation_prompt=True)
+        try:
+            text = tok.apply_chat_template(_clean_messages(req.messages), tools=req.tools, tokenize=False,
+                                           add_generation_prompt=True)
+        except Exception as err:  # noqa: BLE001 - jinja's errors, KeyError, TypeError...: all the request's
+            raise ValueError(f"the chat template cannot render these messages: {type(err).__name__}: "
+                             f"{str(err)[:200]}") from None
         return tok(text, add_special_tokens=False)["input_ids"]
 
     def complete(self, req: ChatCompletionRequest) -> dict[str, Any]:

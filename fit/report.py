@@ -18,6 +18,8 @@ import html
 import io
 import json
 import math
+import os
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -493,11 +495,32 @@ def write_report(result: ExperimentFit, out_dir: Path) -> dict[str, Path]:
     plot_dir.mkdir(exist_ok=True)
     rel = {}
     for key, blob in pngs.items():
-        (plot_dir / f"{key}.png").write_bytes(blob)
+        write_atomic(plot_dir / f"{key}.png", blob)
         rel[key] = f"{stem}_plots/{key}.png"
     paths = {"markdown": out_dir / f"{stem}.md", "html": out_dir / f"{stem}.html", "json": out_dir / f"{stem}.json"}
-    paths["markdown"].write_text(render_markdown(data, rel), encoding="utf-8")
-    paths["html"].write_text(render_html(data, pngs), encoding="utf-8")
-    paths["json"].write_text(json.dumps(data, indent=2, sort_keys=True), encoding="utf-8")
+    write_atomic(paths["markdown"], render_markdown(data, rel).encode("utf-8"))
+    write_atomic(paths["html"], render_html(data, pngs).encode("utf-8"))
+    write_atomic(paths["json"], json.dumps(data, indent=2, sort_keys=True).encode("utf-8"))
     return paths
+
+
+def write_atomic(path: Path, data: bytes) -> None:
+    """Write ``data`` to ``path`` whole or not at all (a temp file beside it, then a rename).
+
+    A failed write (disk full, file too large) removes the temp file and raises ``OSError`` whose
+    ``filename`` is ``path``, so the one-line error names the file; no empty or cut file is left.
+    """
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except OSError as err:
+        Path(tmp).unlink(missing_ok=True)
+        raise OSError(err.errno, err.strerror or str(err), str(path)) from None
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
 

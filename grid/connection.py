@@ -28,16 +28,65 @@ from typing import Any, Self
 import duckdb
 
 from grid.errors import (RegistryCorruptError, RegistryError, RegistryLockedError, RegistryNotFoundError,
-                         RegistryWriteError)
+                         RegistryPathError, RegistryWriteError)
+from toolscale.errors import UsageError
 from grid.models import RegistryCheck, TableCheck
 from grid.schema import MIGRATIONS, SCHEMA_VERSION
 
-__all__ = ["Connection", "DEFAULT_LOCK_TIMEOUT_S", "code_version", "now", "registry_failure", "check_registry"]
+__all__ = ["Connection", "DEFAULT_LOCK_TIMEOUT_S", "code_version", "now", "registry_failure", "check_registry",
+           "check_registry_path", "lock_timeout_from_env", "migrate_registry"]
 
 DEFAULT_LOCK_TIMEOUT_S = 30.0
 """Seconds a process waits for another one to release the registry file (env ``TOOLSCALE_LOCK_TIMEOUT``)."""
 
 _LOCK_PID = re.compile(r"PID (\d+)")
+_MAGIC = b"DUCK"
+"""DuckDB's file magic, at bytes 8-11 (after the header checksum)."""
+MAX_LOCK_TIMEOUT_S = 86400.0
+
+
+def lock_timeout_from_env() -> float:
+    """``TOOLSCALE_LOCK_TIMEOUT`` in seconds (default :data:`DEFAULT_LOCK_TIMEOUT_S`); exit 2 if not in [0, 1 day]."""
+    raw = os.environ.get("TOOLSCALE_LOCK_TIMEOUT")
+    if raw is None or not raw.strip():
+        return DEFAULT_LOCK_TIMEOUT_S
+    try:
+        value = float(raw)
+    except ValueError:
+        value = float("nan")
+    if not 0 <= value <= MAX_LOCK_TIMEOUT_S:  # NaN fails too
+        raise UsageError(f"TOOLSCALE_LOCK_TIMEOUT must be a number of seconds in [0, {MAX_LOCK_TIMEOUT_S:g}]; "
+                         f"got {raw[:40]!r}")
+    return value
+
+
+def check_registry_path(path: str) -> None:
+    """Refuse a ``path`` that exists but is not a DuckDB file (:class:`RegistryPathError`, exit 2).
+
+    DuckDB opens an existing CSV, Parquet or JSON file as an *in-memory* database: every write then goes
+    nowhere. So an existing path must be a regular file with DuckDB's magic bytes; a missing one is created.
+    """
+    p = Path(path)
+    if p.is_dir():
+        raise RegistryPathError(f"--registry {path} is a folder; name the registry's .duckdb file "
+                                f"(for example {p / 'toolscale.duckdb'})")
+    if not p.exists():
+        return
+    if not p.is_file():
+        raise RegistryPathError(f"--registry {path} is not a regular file (a FIFO, socket or device); name the "
+                                "registry's .duckdb file")
+    try:
+        with open(p, "rb") as fh:
+            head = fh.read(12)
+    except OSError as exc:
+        raise RegistryWriteError(f"cannot read registry {path}: {exc.strerror or exc}") from None
+    if head[8:12] != _MAGIC:
+        kind = {".csv": "a CSV table", ".parquet": "a Parquet table", ".json": "a JSON file",
+                ".jsonl": "a JSON-lines file"}.get(p.suffix.lower(), "not a DuckDB file")
+        raise RegistryPathError(
+            f"--registry {path} is {kind}{' (no DuckDB header)' if kind.startswith('a ') else ''}, not a "
+            f"registry ({len(head)} header bytes); pass the .duckdb registry (a table is imported with "
+            "`toolscale import-runs TABLE --registry REGISTRY.duckdb`)")
 
 
 def now() -> datetime:
@@ -115,32 +164,56 @@ class Connection:
     Parameters
     ----------
     path : path of the ``.duckdb`` file (created, with its schema, if missing).
-    read_only : open without write access (still takes a shared lock).
+    read_only : open without write access (still takes a shared lock); an older schema is migrated first
+        (briefly read-write), or refused with one line naming ``toolscale registry migrate``.
     lock_timeout_s : seconds to wait for another process to release the file.
+    migrate : migrate an older file at once (False: :func:`migrate_registry`, to see the old version first, and
+        :func:`check_registry`, which never changes the file).
     """
 
     _CHUNK = 400
     """Rows per multi-row statement (DuckDB's prepared statements slow down past a few thousand parameters)."""
 
-    def __init__(self, path: str | Path, *, read_only: bool = False, lock_timeout_s: float | None = None):
+    def __init__(self, path: str | Path, *, read_only: bool = False, lock_timeout_s: float | None = None,
+                 migrate: bool = True):
         self.path = str(path)
+        check_registry_path(self.path)
         if read_only and not Path(self.path).exists():
             raise RegistryNotFoundError(f"registry not found: {self.path} (run `toolscale grid design` or "
                                         "`import-runs` first)")
         if not read_only:
             Path(self.path).parent.mkdir(parents=True, exist_ok=True)
-        timeout = lock_timeout_s if lock_timeout_s is not None else float(
-            os.environ.get("TOOLSCALE_LOCK_TIMEOUT", DEFAULT_LOCK_TIMEOUT_S))
+        timeout = lock_timeout_s if lock_timeout_s is not None else lock_timeout_from_env()
         self.con = _connect(self.path, read_only, timeout)
         self.read_only = read_only
         try:
             if not read_only:
-                self.migrate()
-            else:
-                self._check_version()
+                if migrate:
+                    self.migrate()
+            elif (v := self._check_version()) < SCHEMA_VERSION and migrate:
+                self.con.close()
+                self._migrate_for_reading(v, timeout)
         except duckdb.Error as err:
             self.con.close()
             raise registry_failure(self.path, err) from None
+        except BaseException:
+            self.con.close()
+            raise
+
+    def _migrate_for_reading(self, old: int, timeout: float) -> None:
+        """An older registry opened for reading: migrate it once (briefly read-write), then reopen read-only.
+
+        Read paths query today's columns; an unmigrated file would fail on the first one. Where the file cannot
+        be written, one line says so and names the command that migrates it.
+        """
+        try:
+            Connection(self.path, lock_timeout_s=timeout).close()  # opening read-write migrates
+        except (RegistryWriteError, RegistryLockedError) as err:
+            raise RegistryWriteError(
+                f"registry {self.path} has schema version {old}, older than this code's {SCHEMA_VERSION}, and "
+                f"could not be migrated here ({err}); run `toolscale registry migrate --registry {self.path}` "
+                "where the file is writable") from None
+        self.con = _connect(self.path, True, timeout)
 
     # ---- lifecycle -------------------------------------------------------
     def close(self) -> None:
@@ -177,13 +250,25 @@ class Connection:
         if not has_meta:
             return 0
         row = self.con.execute("SELECT value FROM schema_meta WHERE key = 'schema_version'").fetchone()
-        return int(row[0]) if row else 0
+        if not row:
+            return 0
+        try:
+            v = int(str(row[0]).strip())
+        except ValueError:
+            v = -1
+        if v < 0:
+            raise RegistryCorruptError(
+                f"registry {self.path} is corrupt: its schema_version is {str(row[0])[:40]!r}, not a version "
+                f"number; restore it from your backup copy and run `toolscale registry check --registry "
+                f"{self.path}` to see which tables are readable")
+        return v
 
-    def _check_version(self) -> None:
+    def _check_version(self) -> int:
         v = self.schema_version()
         if v > SCHEMA_VERSION:
             raise RegistryError(f"registry {self.path} has schema version {v}, newer than this code's "
                                 f"{SCHEMA_VERSION}; upgrade toolscale")
+        return v
 
     def migrate(self) -> int:
         """Apply the missing migrations in one transaction; returns the new version."""
@@ -267,6 +352,16 @@ class Connection:
             self.con.execute(sql.format(values=", ".join(row_sql for _ in part)), [x for row in part for x in row])
 
 
+def migrate_registry(path: str | Path) -> tuple[int, int]:
+    """Migrate the registry at ``path`` to :data:`~grid.schema.SCHEMA_VERSION`: ``(version before, after)``."""
+    check_registry_path(str(path))
+    if not Path(path).exists():
+        raise RegistryNotFoundError(f"registry not found: {path}")
+    with Connection(path, migrate=False) as con:
+        before = con._check_version()
+        return before, con.migrate()
+
+
 def check_registry(path: str | Path) -> RegistryCheck:
     """Open ``path`` read-only and read every table end to end; never raises for a damaged file.
 
@@ -277,7 +372,7 @@ def check_registry(path: str | Path) -> RegistryCheck:
         raise RegistryNotFoundError(f"registry not found: {p}")
     size = p.stat().st_size
     try:
-        con = Connection(p, read_only=True)
+        con = Connection(p, read_only=True, migrate=False)
     except RegistryLockedError:
         raise
     except RegistryError as err:

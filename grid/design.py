@@ -42,6 +42,8 @@ __all__ = ["Design", "Cell", "DesignReport", "build_design", "design_version", "
 
 ALGORITHM_VERSION = "1"
 """Bumped when the same config would give different runs; part of every design version."""
+MAX_CANDIDATES = 100_000
+"""Most candidate points of a full or GSD design (the product of the axes' levels), built in memory."""
 
 
 class Design(BaseModel):
@@ -119,9 +121,13 @@ def _coded(config: ExperimentConfig) -> tuple[np.ndarray, np.ndarray, dict[str, 
                                   generators=spec.generators, foldover=fold)
         return h, twin, {"generators": gen, "levels": {a.name: 2 for a in axes}}
     if spec.kind in ("gsd", "full"):
+        levels = [a.levels for a in axes]
+        if math.prod(levels) > MAX_CANDIDATES:
+            raise DesignError(f"a {spec.kind} design over {' x '.join(map(str, levels))} levels has "
+                              f"{math.prod(levels):,} candidate points, more than {MAX_CANDIDATES:,}; use fewer "
+                              "levels or axes, or kind = 'lhs'")
         for a in axes:
             level_values(a, a.levels)
-        levels = [a.levels for a in axes]
         h = multilevel(levels, 1 if spec.kind == "full" else spec.gsd_reduction)
         return h, h, {"levels": {a.name: a.levels for a in axes},
                       "gsd_reduction": spec.gsd_reduction if spec.kind == "gsd" else None}

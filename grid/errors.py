@@ -8,8 +8,9 @@ from __future__ import annotations
 
 from toolscale.errors import ToolscaleError, UsageError
 
-__all__ = ["RegistryError", "RegistryLockedError", "RegistryNotFoundError", "UnknownNameError", "RegistryCorruptError",
-           "RegistryWriteError", "RegistryConflictError", "DesignError", "TableImportError"]
+__all__ = ["RegistryError", "RegistryLockedError", "RegistryNotFoundError", "RegistryPathError", "UnknownNameError", "RegistryCorruptError",
+           "RegistryWriteError", "RegistryConflictError", "ExperimentNameError", "DesignError",
+           "TableImportError"]
 
 
 class RegistryError(ToolscaleError):
@@ -22,6 +23,13 @@ class RegistryLockedError(RegistryError):
 
 class RegistryNotFoundError(RegistryError):
     """The registry file named does not exist (a wrong path is a user mistake: exit code 2)."""
+
+    exit_code = 2
+
+
+class RegistryPathError(RegistryError):
+    """``--registry`` names something that is not a registry: a folder, a FIFO, a CSV or Parquet table, any file
+    without DuckDB's header. A user mistake (exit code 2); the file is not touched."""
 
     exit_code = 2
 
@@ -43,6 +51,10 @@ class RegistryWriteError(RegistryError):
 class RegistryConflictError(UsageError):
     """Stored results would be overwritten (re-import with other values, simulate into an existing experiment,
     an import into a designed or simulated experiment): refused unless the user asks (exit code 2)."""
+
+
+class ExperimentNameError(UsageError):
+    """An experiment name outside ``[A-Za-z0-9][A-Za-z0-9_.-]*`` or longer than 100 characters (exit code 2)."""
 
 
 class DesignError(UsageError):

@@ -21,7 +21,6 @@ refused into a simulated or a designed experiment, and simulations into an exper
 from __future__ import annotations
 
 import shutil
-import tempfile
 import time
 import weakref
 from collections.abc import Callable, Iterator, Sequence
@@ -35,9 +34,10 @@ import duckdb
 from grid.errors import RegistryConflictError, TableImportError
 from grid.importer import FIXED_TARGETS, MAX_ABS_METRIC, POSITIVE_TARGETS, SPLITS, check_metric_mapped, self_mapped
 from grid.models import Conflict, ImportReport, RunSpec
-from grid.run_store import RunStore
+from grid.run_store import RunStore, check_experiment_name
 from grid.schema import SCHEMA_VERSION, axis_column, axis_column_ddl
 from grid.split import heldout_threshold
+from grid.staging import new_stage, release_stage
 from toolscale.config import FLOPS_PER_PARAM_TOKEN
 
 __all__ = ["StagedTable", "stage_table", "ImportStore", "RUN_FIELDS"]
@@ -63,7 +63,7 @@ class StagedTable:
     read_s: float
 
     def __post_init__(self) -> None:
-        self._cleanup = weakref.finalize(self, shutil.rmtree, str(self.path.parent), True)
+        self._cleanup = weakref.finalize(self, release_stage, str(self.path.parent))
 
     def close(self) -> None:
         """Remove the staging file."""
@@ -101,6 +101,23 @@ def _lit(text: str) -> str:
     return "'" + text.replace("'", "''") + "'"
 
 
+def _refuse_duplicate_header(p: Path) -> None:
+    """:class:`TableImportError` when a CSV header names a column twice (DuckDB would rename the second one
+    ``NAME_1`` and a ``--map NAME=...`` would silently read the first)."""
+    import csv
+
+    with open(p, encoding="utf-8", errors="replace", newline="") as fh:
+        first = fh.readline(1 << 20)
+    header = next(csv.reader([first]), [])
+    seen: dict[str, int] = {}
+    for i, name in enumerate(header, 1):
+        key = name.strip()
+        if key in seen:
+            raise TableImportError(f"{p}: column {key!r} is in the header twice (columns {seen[key]} and {i}); "
+                                   "rename one, nothing was imported")
+        seen[key] = i
+
+
 def _first(m: duckdb.DuckDBPyConnection, sql: str) -> tuple | None:
     rows = m.execute(sql + " ORDER BY _line LIMIT 1").fetchall()
     return rows[0] if rows else None
@@ -121,6 +138,8 @@ def stage_table(path: str | Path, mapping: dict[str, str], *, experiment: str, b
         raise TableImportError(f"{p}: expected a .csv or .parquet file, got {suffix or 'no extension'}")
     if suffix == ".csv" and p.stat().st_size == 0:
         raise TableImportError(f"{p}: the file is empty")
+    if suffix == ".csv":
+        _refuse_duplicate_header(p)
     t0 = time.perf_counter()
     m = duckdb.connect(":memory:", config={"memory_limit": memory_limit, "preserve_insertion_order": True})
     m.execute("SET enable_progress_bar = false")
@@ -150,7 +169,7 @@ def stage_table(path: str | Path, mapping: dict[str, str], *, experiment: str, b
         m.execute(f"CREATE TABLE typed_raw AS SELECT *{casts} FROM raw; DROP TABLE raw; "
                   "ALTER TABLE typed_raw RENAME TO raw")
         _validate(m, mapping, axes, score_range)
-        out = Path(tempfile.mkdtemp(prefix="toolscale-stage-")) / "stage.duckdb"
+        out = new_stage() / "stage.duckdb"
         try:
             heldout = _build(m, mapping, axes, columns, experiment, benchmark, heldout_fraction, out)
         except BaseException:
@@ -365,6 +384,7 @@ class ImportStore(RunStore):
         experiment of the wrong kind, or for conflicts under ``on_conflict="refuse"``.
         """
         t0 = time.perf_counter()
+        check_experiment_name(experiment)
         current = self.experiment_kind(experiment)
         flag = "--replace" if kind == "simulated" else "--update"
         if kind == "import" and current in ("simulated", "designed"):

@@ -210,7 +210,16 @@ class IngestReport(_Frozen):
     unknown_run: int = 0
     """Result files skipped because the registry has no run with their run id."""
     problems: list[str] = Field(default_factory=list)
-    """One line per skipped unknown-run file: ``"<path>: unknown run <run_id>"``."""
+    """One line per skipped file: ``"<path>: unknown run <run_id>"``, or a conflict skipped (``on_conflict="skip"``)."""
+    conflicts: int = 0
+    """Stored values (a score, or a done run's status) that a result differs from: applied only with ``--update``
+    (old values to ``run_history``), else refused (``ingest``) or skipped and listed (``sync``)."""
+    updated_runs: int = 0
+    """Runs whose stored values were changed (``--update``)."""
+    stale_fits: int = 0
+    """Fits marked stale because values of their experiment changed."""
+    conflict_examples: list["Conflict"] = Field(default_factory=list)
+    """The first few conflicts."""
 
 
 class ExperimentRecord(_Frozen):

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import stat
 import tempfile
 from pathlib import Path
 
@@ -17,9 +18,11 @@ from pydantic import ValidationError
 
 from grid.models import RunResult
 
-__all__ = ["RESULT_SUFFIX", "result_path", "atomic_write_text", "write_result", "read_results"]
+__all__ = ["RESULT_SUFFIX", "RESULT_MAX_BYTES", "result_path", "atomic_write_text", "write_result", "read_results"]
 
 RESULT_SUFFIX = ".result.json"
+RESULT_MAX_BYTES = 16 << 20
+"""Largest result file read (bytes): a job's result is a few KiB; anything past this is not one."""
 
 
 def result_path(folder: str | Path, run_id: str) -> Path:
@@ -56,7 +59,8 @@ def read_results(folder: str | Path) -> tuple[list[tuple[RunResult, str, str]], 
     """Parse every result file under ``folder`` (recursively).
 
     Returns ``([(result, sha256 of the bytes, path), ...], problems)``; each problem is
-    one line naming a file that was not usable and why.
+    one line naming a file that was not usable and why. Only regular files of at most
+    :data:`RESULT_MAX_BYTES` are read: a FIFO would block forever, ``/dev/zero`` never ends.
     """
     good: list[tuple[RunResult, str, str]] = []
     problems: list[str] = []
@@ -64,7 +68,10 @@ def read_results(folder: str | Path) -> tuple[list[tuple[RunResult, str, str]], 
     if not root.exists():
         return good, [f"{root}: no such folder"]
     for path in sorted(root.rglob(f"*{RESULT_SUFFIX}")):
-        data = path.read_bytes()
+        data, problem = _read_regular(path)
+        if problem:
+            problems.append(f"{path}: {problem}")
+            continue
         try:
             result = RunResult.model_validate_json(data)
         except ValidationError as err:
@@ -74,3 +81,32 @@ def read_results(folder: str | Path) -> tuple[list[tuple[RunResult, str, str]], 
             continue
         good.append((result, hashlib.sha256(data).hexdigest(), str(path)))
     return good, problems
+
+
+def _read_regular(path: Path) -> tuple[bytes, str]:
+    """``(bytes, "")`` of a regular file of at most :data:`RESULT_MAX_BYTES`, else ``(b"", why not)``.
+
+    Opened non-blocking and checked on the open descriptor, so a file swapped for a FIFO or a device between
+    the listing and the read is refused too.
+    """
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    except OSError as exc:
+        return b"", f"cannot be read ({exc.strerror or exc})"
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            return b"", "not a regular file (a FIFO, device or socket); skipped"
+        if st.st_size > RESULT_MAX_BYTES:
+            return b"", f"{st.st_size:,} bytes, more than a result file holds ({RESULT_MAX_BYTES:,}); skipped"
+        chunks, total = [], 0
+        while chunk := os.read(fd, 1 << 20):
+            total += len(chunk)
+            if total > RESULT_MAX_BYTES:
+                return b"", f"more than {RESULT_MAX_BYTES:,} bytes (still growing); skipped"
+            chunks.append(chunk)
+        return b"".join(chunks), ""
+    except OSError as exc:
+        return b"", f"cannot be read ({exc.strerror or exc})"
+    finally:
+        os.close(fd)

@@ -8,18 +8,36 @@ move is logged in ``run_events``. :meth:`RunStore.ingest` applies result files
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Sequence
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Literal
 
 from grid.connection import Connection, code_version, now
-from grid.errors import RegistryError, UnknownNameError
-from grid.models import (RUN_STATUSES, TERMINAL_STATUSES, ExperimentRecord, IngestReport, MetricResult, RunRecord,
-                         RunResult, RunSpec)
+from grid.errors import ExperimentNameError, RegistryConflictError, RegistryError, UnknownNameError
+from grid.models import (RUN_STATUSES, TERMINAL_STATUSES, Conflict, ExperimentRecord, IngestReport, MetricResult,
+                         RunRecord, RunResult, RunSpec)
 from grid.schema import SCHEMA_VERSION, axis_column, axis_column_ddl
 from toolscale.config import training_flops
 
-__all__ = ["RunStore"]
+__all__ = ["RunStore", "check_experiment_name"]
+
+EXPERIMENT_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,99}")
+"""What a new experiment may be called: the config's rule (a letter or digit, then letters, digits, ``_.-``), at
+most 100 characters. It becomes part of file names (exports, reports, launch folders)."""
+
+
+def check_experiment_name(name: str) -> str:
+    """``name``, or :class:`ExperimentNameError` (exit 2) saying what is wrong with it."""
+    if not isinstance(name, str) or not EXPERIMENT_NAME.fullmatch(name):
+        shown = repr(name[:40] + ("..." if len(name) > 40 else "")) if isinstance(name, str) else repr(name)
+        size = f" ({len(name):,} characters)" if isinstance(name, str) and len(name) > 100 else ""
+        raise ExperimentNameError(f"experiment name {shown}{size} is not allowed: use 1-100 letters, digits, "
+                                  "'_', '.' or '-', starting with a letter or digit")
+    return name
+
+_SHOWN = 3
+"""Conflicts named in a refusal line (and kept in a report)."""
 
 
 class RunStore(Connection):
@@ -29,6 +47,7 @@ class RunStore(Connection):
     def ensure_experiment(self, name: str, *, config: dict | None = None, axes: Sequence[str] = (),
                           simulated: bool = False) -> None:
         """Create the experiment if missing and make sure every axis has its column."""
+        check_experiment_name(name)
         with self.transaction():
             for axis in axes:
                 self.con.execute(axis_column_ddl(axis))
@@ -249,13 +268,19 @@ class RunStore(Connection):
                  "error": r[4]} for r in rows]
 
     # ---- results ---------------------------------------------------------
-    def ingest(self, results: Sequence[tuple[RunResult, str, str]]) -> IngestReport:
+    def ingest(self, results: Sequence[tuple[RunResult, str, str]], *,
+               on_conflict: Literal["refuse", "skip", "update"] = "skip") -> IngestReport:
         """Ingest ``(result, content_hash, path)`` triples in one transaction.
 
         A result whose content hash was ingested before is skipped (idempotent); one
         whose run is unknown is reported and skipped. Done runs get their metrics and
         measured N, D, FLOPs; failed runs their error tail. Set-based: a few statements
         per batch, not per file (300 results in well under a second).
+
+        A result that would change a stored value (a score, or a done run's status to failed) is a conflict,
+        as in ``import-runs``: ``on_conflict="refuse"`` raises :class:`RegistryConflictError` (nothing
+        changed), ``"skip"`` leaves those results out and lists them in ``problems``, ``"update"`` applies
+        them, keeps the old values in ``run_history`` and marks the experiments' fits stale.
         """
         if not results:
             return IngestReport()
@@ -275,12 +300,74 @@ class RunStore(Connection):
                 seen.add(digest)
                 todo.append((result, digest, path))
             last = {r.run_id: (r, d, p) for r, d, p in todo}  # the same run twice in a batch: the last one wins
+            conflicts = self._result_conflicts([r for r, _, _ in last.values()])
+            stale = self._on_conflicts(conflicts, on_conflict, last)
+            if on_conflict == "skip" and conflicts:
+                skipped = {c.run_id for c in conflicts}
+                for r, _, p in last.values():
+                    if r.run_id in skipped:
+                        what = "; ".join(f"{c.column}: {c.old} -> {c.new}" for c in conflicts if c.run_id == r.run_id)
+                        problems.append(f"{p}: would change stored values of run {r.run_id} ({what}); skipped "
+                                        "(toolscale ingest --update applies it)")
+                todo = [t for t in todo if t[0].run_id not in skipped]
+                last = {k: v for k, v in last.items() if k not in skipped}
             self._apply_results(list(last.values()))
             earlier = [(d, r.run_id, p, now(), SCHEMA_VERSION) for r, d, p in todo if last[r.run_id][1] != d]
             if earlier:
                 self._values("INSERT INTO ingested_files VALUES {values}",
                              "(?::VARCHAR, ?::VARCHAR, ?::VARCHAR, ?::TIMESTAMP, ?::INTEGER)", earlier)
-        return IngestReport(ingested=len(todo), duplicate=duplicate, unknown_run=unknown, problems=problems)
+        applied = on_conflict == "update"
+        return IngestReport(ingested=len(todo), duplicate=duplicate, unknown_run=unknown, problems=problems,
+                            conflicts=len(conflicts), updated_runs=len({c.run_id for c in conflicts}) if applied else 0,
+                            stale_fits=stale, conflict_examples=conflicts[:_SHOWN])
+
+    def _result_conflicts(self, results: Sequence[RunResult]) -> list[Conflict]:
+        """The stored values ``results`` would change: differing scores, and done runs reported failed."""
+        ids = [r.run_id for r in results]
+        stored: dict[tuple[str, str, str], float | None] = {}
+        status: dict[str, str] = {}
+        for i in range(0, len(ids), self._CHUNK):
+            where, args = self._where(run_id=ids[i:i + self._CHUNK])
+            for run_id, bench, metric, score in self.con.execute(
+                    f"SELECT run_id, benchmark, metric, score FROM metrics{where}", args).fetchall():
+                stored[(run_id, bench, metric)] = score
+            status.update(self.con.execute(f"SELECT run_id, status FROM runs{where}", args).fetchall())
+        out: list[Conflict] = []
+        for r in results:
+            if r.status == "failed":
+                if status.get(r.run_id) == "done":
+                    out.append(Conflict(run_id=r.run_id, column="status", old="done", new="failed"))
+                continue
+            for m in {(m.benchmark, m.metric): m for m in r.metrics}.values():
+                key = (r.run_id, m.benchmark, m.metric)
+                if key in stored and stored[key] != m.score:
+                    out.append(Conflict(run_id=r.run_id, column=f"{m.benchmark}/{m.metric}",
+                                        old=None if stored[key] is None else str(stored[key]), new=str(m.score)))
+        return out
+
+    def _on_conflicts(self, conflicts: list[Conflict], on_conflict: str, last: dict) -> int:
+        """Refuse, or (``update``) log the old values to ``run_history`` and mark fits stale; stale fits."""
+        if not conflicts or on_conflict == "skip":
+            return 0
+        if on_conflict == "refuse":
+            shown = "; ".join(f"run {c.run_id} {c.column}: {c.old} -> {c.new}" for c in conflicts[:_SHOWN])
+            more = f" and {len(conflicts) - _SHOWN} more" if len(conflicts) > _SHOWN else ""
+            raise RegistryConflictError(
+                f"{len(conflicts)} stored value{'s' if len(conflicts) > 1 else ''} would change ({shown}{more}); "
+                "nothing was changed. Pass --update to apply them (the old values are kept in the run_history "
+                "table)")
+        stamp = now()
+        self._values("INSERT INTO run_history VALUES {values}",
+                     "(?::VARCHAR, ?::VARCHAR, ?::VARCHAR, ?::VARCHAR, ?::TIMESTAMP, ?::VARCHAR, ?::INTEGER)",
+                     [(c.run_id, c.column, c.old, c.new, stamp, "ingest", SCHEMA_VERSION) for c in conflicts])
+        runs = sorted({c.run_id for c in conflicts})
+        where, args = self._where(run_id=runs)
+        experiments = sorted({e for (e,) in self.con.execute(f"SELECT DISTINCT experiment FROM runs{where}",
+                                                             args).fetchall()})
+        where, args = self._where(experiment=experiments)
+        reason = f"ingest changed {len(conflicts)} stored values at {stamp:%Y-%m-%d %H:%M:%S} UTC"
+        return len(self.con.execute(f"UPDATE fits SET stale_reason = ?{where} AND stale_reason IS NULL "
+                                    "RETURNING fit_id", [reason, *args]).fetchall())
 
     def _apply_results(self, todo: Sequence[tuple[RunResult, str, str]]) -> None:
         """Apply results of distinct runs, a few statements in all.

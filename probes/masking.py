@@ -1,6 +1,6 @@
 """Counterfactual-masking LM probe: does the action's probability collapse when the history is hidden?
 
-A small causal LM (a proxy rung built by :func:`train.models.build_model`, with a byte-level BPE from
+A small causal LM (a proxy rung built by :func:`train.proxy.build_model`, with a byte-level BPE from
 :func:`train.tokenizer.train_tokenizer` plus a learned ``<|mask|>`` token) is trained on a sample of
 rendered trajectories with plain next-token loss, where each observation's content is replaced by mask
 tokens with probability ``ProbeSpec.mask_drop`` (so the model learns what a hidden observation looks like
@@ -216,7 +216,7 @@ def train_probe(texts: Sequence[str], encoded_fn: Callable[["PreTrainedTokenizer
     import torch
 
     from toolscale.config import ModelSize
-    from train.models import PAD_TOKEN_ID, build_model, count_params
+    from train.proxy import PAD_TOKEN_ID, build_model, count_params
     from train.tokenizer import train_tokenizer
 
     tokenizer = train_tokenizer(texts, spec.vocab_size)

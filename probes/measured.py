@@ -1,6 +1,6 @@
 """Measured groundedness as a quality axis of the law (``toolscale fit --axes measured_groundedness,...``).
 
-Every pipeline run records its dataset's probe summary under ``metadata.probe`` (``slurm/pipeline.py``).
+Every pipeline run records its dataset's probe summary under ``metadata.probe`` (``pipeline/job.py``).
 :func:`with_measured_axis` turns it into an axis value: each run's ``recipe["measured_groundedness"]`` is
 the share of its dataset's actions the calibrated probe judged grounded, and the experiment config gains
 a ``quality`` axis of that name over the runs' range. It is offered only when every run's probe is

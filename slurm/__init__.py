@@ -2,7 +2,7 @@
 
 Jobs never open the registry: each writes one result file (:mod:`grid.results`);
 :func:`slurm.sync.sync` ingests them and reconciles run states with the scheduler.
-Heavy modules (submitit, synth, train, eval) are imported lazily.
+submitit is imported lazily; the job itself (:mod:`pipeline.job`) is named by reference, not imported.
 """
 
 __all__: list[str] = []

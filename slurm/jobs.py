@@ -29,10 +29,11 @@ __all__ = ["JOB_KINDS", "register_job_kind", "get_job_kind", "job_kind_ref", "re
 
 JobFn = Callable[..., Any]
 
-_PROJECT_PACKAGES = frozenset({"toolscale", "synth", "probes", "grid", "fit", "allocator", "train", "eval", "slurm"})
+_PROJECT_PACKAGES = frozenset({"toolscale", "synth", "probes", "grid", "fit", "allocator", "train", "eval", "slurm",
+                                "pipeline"})
 """Packages every job process can import by name; other callables travel by file path."""
 
-JOB_KINDS: dict[str, JobFn | str] = {"pipeline": "slurm.pipeline:run_pipeline"}
+JOB_KINDS: dict[str, JobFn | str] = {"pipeline": "pipeline.job:run_pipeline"}
 """Registered job kinds (name -> callable or ``"module:attr"``)."""
 
 

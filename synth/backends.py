@@ -127,14 +127,30 @@ class EmulatorBackend:
 
 
 class RoutingBackend:
-    """Bundled servers to one backend, live user servers to theirs, document-only servers to the emulator."""
+    """Bundled servers to one backend, live user servers to theirs, document-only servers and the user's
+    emulated write tools (``emulated_tools``) to the emulator.
+
+    :meth:`emulated` says which calls are emulated (the only ones that get injected errors, as in ASTRA);
+    :attr:`emulator_calls` counts the calls the emulator served.
+    """
 
     def __init__(self, bundled: Any, emulator: Any | None = None, live: Any | None = None,
-                 live_servers: frozenset[str] = frozenset()):
+                 live_servers: frozenset[str] = frozenset(), emulated_tools: dict[str, set[str]] | None = None):
         self.bundled = bundled
         self.emulator = emulator
         self.live = live
         self.live_servers = live_servers
+        self.emulated_tools = dict(emulated_tools or {})
+        self.emulator_calls = 0
+        """Calls the emulator served."""
+
+    def emulated(self, server: str, tool: str) -> bool:
+        """Whether a call of ``server.tool`` is served by the emulator (not a real backend)."""
+        if server in catalog.SERVERS:
+            return False
+        if server in self.live_servers:
+            return tool in self.emulated_tools.get(server, set())
+        return True
 
     def begin(self, task_id: str) -> None:
         """A new trajectory starts: a stateful emulator forgets the previous one's calls."""
@@ -151,10 +167,11 @@ class RoutingBackend:
     def call(self, server: str, instance: tuple[int, int], name: str, arguments: dict[str, Any]) -> dict:
         if server in catalog.SERVERS:
             return self.bundled.call(server, instance, name, arguments)
-        if server in self.live_servers and self.live is not None:
+        if server in self.live_servers and self.live is not None and not self.emulated(server, name):
             return self.live.call(server, instance, name, arguments)
         if self.emulator is None:
             raise ToolCallError(f"no backend for server {server!r}")
+        self.emulator_calls += 1
         return self.emulator.call(server, instance, name, arguments)
 
     def close(self) -> None:

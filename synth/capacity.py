@@ -9,6 +9,7 @@ closed again) only when the bundled tools alone fall short of the axis maximum.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 from synth.errors import RecipeError
 from synth.models import Recipe
@@ -17,13 +18,13 @@ from synth.selection import bundled_spec, training_domains
 __all__ = ["bundled_tool_count", "available_tools", "check_tool_levels"]
 
 
-def bundled_tool_count(heldout_servers: Sequence[str] = ()) -> int:
+def bundled_tool_count(heldout_servers: Sequence[Any] = ()) -> int:
     """Tools of the bundled training domains (held-out ones excluded)."""
     recipe = Recipe(heldout_servers=tuple(heldout_servers))
     return sum(len(bundled_spec(d).docs) for d in training_domains(recipe))
 
 
-def available_tools(heldout_servers: Sequence[str] = (), servers: Sequence[str] = (),
+def available_tools(heldout_servers: Sequence[Any] = (), servers: Sequence[str] = (),
                     timeout_s: float = 30.0) -> tuple[int, int]:
     """``(bundled training tools, tools of the user's servers)``; starts the servers to list them."""
     bundled = bundled_tool_count(heldout_servers)
@@ -35,7 +36,7 @@ def available_tools(heldout_servers: Sequence[str] = (), servers: Sequence[str] 
         return bundled, sum(len(d) for d in live.docs().values())
 
 
-def check_tool_levels(max_level: float, heldout_servers: Sequence[str] = (), servers: Sequence[str] = (),
+def check_tool_levels(max_level: float, heldout_servers: Sequence[Any] = (), servers: Sequence[str] = (),
                       timeout_s: float = 30.0) -> int:
     """The available tool count; raises :class:`~synth.errors.RecipeError` naming it when the
     ``tool_diversity`` axis asks for more (the user's servers are only started when needed)."""

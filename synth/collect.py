@@ -12,7 +12,10 @@ never fatal:
 * a duplicate tool name within a server (every tool of that name: which one is meant is ambiguous);
 * a schema that does not convert (not an object schema, ``properties`` not a mapping, ``required``
   naming unknown properties, malformed JSON);
-* a server left with fewer than :data:`MIN_TOOLS` tools (the whole server);
+* a tool without an input schema (``parameters`` missing); a server none of whose tools has one is
+  quarantined whole ("no tool has an input schema");
+* a server left with fewer than ``min_tools`` tools (default :data:`MIN_TOOLS`, ASTRA's rule for pruning
+  scraped registries; a server the user names gets ``min_tools = 1``: they chose it);
 * a server that fails to start, crashes or hangs (the whole server).
 """
 
@@ -29,7 +32,8 @@ from synth.live import LiveSessions, bundled_command, split_command
 from synth.models import CollectedServer, CollectReport, Quarantined, ToolDoc
 from synth.servers.db import DOMAINS
 
-__all__ = ["MIN_TOOLS", "normalize_schema", "tool_doc", "screen_server", "collect_stdio", "collect_bundled",
+__all__ = ["MIN_TOOLS", "normalize_schema", "tool_doc", "output_schema_fields", "raw_tool", "screen_server",
+           "collect_stdio", "collect_bundled",
            "import_astra", "store_report"]
 
 MIN_TOOLS = 3
@@ -83,20 +87,50 @@ def _clean(spec: dict[str, Any]) -> dict[str, Any]:
     return spec
 
 
-def tool_doc(server: str, name: Any, description: Any, parameters: Any, output_fields: Sequence[str] = ()) -> ToolDoc:
+def tool_doc(server: str, name: Any, description: Any, parameters: Any, output_fields: Sequence[str] = (),
+             read_only: bool | None = None, destructive: bool | None = None) -> ToolDoc:
     """Convert one tool's raw fields to a :class:`ToolDoc` (raises :class:`ToolDocError` with the reason)."""
     if not isinstance(name, str) or not name.strip():
         raise ToolDocError(f"tool name must be a non-empty string, got {name!r}")
     if not isinstance(description, str) or not description.strip():
         raise ToolDocError(f"tool {name!r}: empty description")
     return ToolDoc(server=server, name=name, description=description.strip(),
-                   parameters=normalize_schema(parameters, name), output_fields=list(output_fields))
+                   parameters=normalize_schema(parameters, name), output_fields=list(output_fields),
+                   read_only=read_only, destructive=destructive)
 
 
-def screen_server(server: str, source: str, raw_tools: Iterable[dict[str, Any]]
+def output_schema_fields(schema: Any) -> list[str]:
+    """Field names an MCP ``outputSchema`` declares: its properties, and those of the items of its array
+    properties (the same reading as a result's fields); [] without a usable schema."""
+    if not isinstance(schema, dict) or not isinstance(schema.get("properties"), dict):
+        return []
+    fields: list[str] = []
+    for k, v in schema["properties"].items():
+        items = v.get("items") if isinstance(v, dict) else None
+        if isinstance(items, dict) and isinstance(items.get("properties"), dict):
+            fields += [f for f in items["properties"] if f not in fields]
+        elif k not in fields:
+            fields.append(k)
+    return fields
+
+
+def raw_tool(t: Any) -> dict[str, Any]:
+    """The MCP SDK's ``Tool`` as the raw dict :func:`screen_server` reads (the one place its fields are read)."""
+    ann = getattr(t, "annotations", None)
+    return {"name": t.name, "description": t.description, "parameters": getattr(t, "input_schema", None),
+            "output_fields": output_schema_fields(getattr(t, "output_schema", None)),
+            "read_only": getattr(ann, "read_only_hint", None), "destructive": getattr(ann, "destructive_hint", None)}
+
+
+def screen_server(server: str, source: str, raw_tools: Iterable[dict[str, Any]], min_tools: int = MIN_TOOLS
                   ) -> tuple[CollectedServer | None, list[Quarantined]]:
-    """Apply the quarantine rules to one server's raw tools (``{name, description, parameters}`` dicts)."""
+    """Apply the quarantine rules to one server's raw tools (``{name, description, parameters}`` dicts, with
+    optional ``output_fields``, ``read_only``, ``destructive``)."""
+    if min_tools < 1:
+        raise UsageError(f"min_tools must be at least 1, got {min_tools}")
     raw = list(raw_tools)
+    if raw and all(r.get("parameters") is None for r in raw):
+        return None, [Quarantined(server=server, tool=None, reason="no tool has an input schema")]
     quarantined: list[Quarantined] = []
     names = Counter(r.get("name") for r in raw)
     docs: list[ToolDoc] = []
@@ -105,13 +139,17 @@ def screen_server(server: str, source: str, raw_tools: Iterable[dict[str, Any]]
         if isinstance(name, str) and names[name] > 1:
             quarantined.append(Quarantined(server=server, tool=name, reason=f"duplicate tool name ({names[name]} tools)"))
             continue
+        if r.get("parameters") is None:
+            quarantined.append(Quarantined(server=server, tool=str(name), reason="no input schema"))
+            continue
         try:
-            docs.append(tool_doc(server, name, r.get("description"), r.get("parameters"), r.get("output_fields") or ()))
+            docs.append(tool_doc(server, name, r.get("description"), r.get("parameters"), r.get("output_fields") or (),
+                                 r.get("read_only"), r.get("destructive")))
         except ToolDocError as err:
             quarantined.append(Quarantined(server=server, tool=str(name) if name is not None else None, reason=str(err)))
-    if len(docs) < MIN_TOOLS:
+    if len(docs) < min_tools:
         quarantined.append(Quarantined(server=server, tool=None,
-                                       reason=f"fewer than {MIN_TOOLS} usable tools ({len(docs)})"))
+                                       reason=f"fewer than {min_tools} usable tools ({len(docs)})"))
         return None, quarantined
     return CollectedServer(server=server, source=source, tools=docs), quarantined
 
@@ -152,9 +190,7 @@ def collect_stdio(commands: Sequence[str | Sequence[str]], *, timeout_s: float =
             if name in used:
                 name = f"{name}#{i}"
             used.add(name)
-            raw = [{"name": t.name, "description": t.description,
-                    "parameters": getattr(t, "input_schema", None)} for t in tools]
-            kept, q = screen_server(name, label, raw)
+            kept, q = screen_server(name, label, [raw_tool(t) for t in tools], min_tools=1)
             quarantined.extend(q)
             if kept is not None:
                 servers.append(kept)
@@ -183,7 +219,7 @@ def collect_bundled(domains: Sequence[str] = DOMAINS, *, timeout_s: float = 30.0
     return CollectReport(servers=servers, quarantined=report.quarantined)
 
 
-def import_astra(path: str | Path) -> CollectReport:
+def import_astra(path: str | Path, min_tools: int = MIN_TOOLS) -> CollectReport:
     """Import tool documents from ASTRA's ``mcp_servers.jsonl`` (servers that exist only as documents).
 
     Each line is ``{"base_info": {"group_info": {...}}, "tool_list": [{"name", "description",
@@ -227,7 +263,7 @@ def import_astra(path: str | Path) -> CollectReport:
             quarantined.append(Quarantined(server=name, tool=None, reason=f"line {lineno}: tool_list is not a list"))
             continue
         raw = [t if isinstance(t, dict) else {"name": None, "description": None} for t in tools]
-        kept, q = screen_server(name, f"{p.name}:{lineno}", raw)
+        kept, q = screen_server(name, f"{p.name}:{lineno}", raw, min_tools=min_tools)
         quarantined.extend(q)
         if kept is not None:
             servers.append(kept)

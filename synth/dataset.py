@@ -35,6 +35,7 @@ How each knob acts:
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import itertools
 import json
@@ -65,7 +66,7 @@ from synth.trajectories import Accepted, Tally, roll_out, write_task
 __all__ = ["SYNTH_VERSION", "select_tools", "bundled_spec", "document_spec", "synthesize", "build_dataset",
            "dataset_id", "approx_tokens", "SynthResult", "Progress", "open_llm"]
 
-SYNTH_VERSION = "1"
+SYNTH_VERSION = "2"
 """Version of the output format and synthesis logic (part of the dataset id)."""
 
 Progress = Callable[[int, int], None]
@@ -130,7 +131,7 @@ def _default_roles(recipe: Recipe, judge: Judge | None, llm: Any) -> Roles:
     else:
         roles = Roles()
     if judge is not None:
-        roles = Roles(task_writer=roles.task_writer, policy=roles.policy, emulator=roles.emulator, judge=judge)
+        roles = dataclasses.replace(roles, judge=judge)
     return roles
 
 
@@ -283,8 +284,9 @@ def synthesize(recipe: Recipe, *, extra_docs: list[ToolDoc] | None = None, judge
     if roles is None:
         roles = _default_roles(recipe, judge, llm)
     elif judge is not None:
-        roles = Roles(task_writer=roles.task_writer, policy=roles.policy, emulator=roles.emulator, judge=judge)
-    own = UserServers(recipe.servers).open() if recipe.servers and user_servers is None else None
+        roles = dataclasses.replace(roles, judge=judge)
+    own = UserServers(recipe.servers, arg_values=recipe.arg_values).open() \
+        if recipe.servers and user_servers is None else None
     live = user_servers or own
     try:
         return _synthesize(recipe, list(extra_docs or []), backend, progress, roles, live, llm)
@@ -300,28 +302,65 @@ def _synthesize(recipe: Recipe, extra_docs: list[ToolDoc], backend: Backend | No
     by_server: dict[str, list[ToolDoc]] = defaultdict(list)
     for d in extra_docs:
         by_server[d.server].append(d)
-    specs = server_specs(recipe, {**by_server, **live_docs}, live=set(live_docs))
+    specs = server_specs(recipe, {**by_server, **live_docs}, live=set(live_docs), user=live)
     pools = chain_pools(recipe, specs)
     tasks = plan_tasks(recipe, pools)
+    emulated = dict(getattr(live, "emulated", {}) or {})
     doc_only = [d for s in sorted(by_server) for d in document_spec(s, by_server[s]).docs.values()]
+    doc_only += [d for s in sorted(emulated) if s in specs for d in specs[s].docs.values() if d.name in emulated[s]]
     be = _make_backend(recipe, doc_only, backend, roles)
-    be.live, be.live_servers = live, frozenset(live_docs)
+    be.live, be.live_servers, be.emulated_tools = live, frozenset(live_docs), emulated
     try:
         accepted, judged, tally = _run_tasks(recipe, specs, tasks, be, roles, progress)
     finally:
         be.close()
-    hashed = extra_docs + [d for s in sorted(live_docs) for d in live_docs[s]]
-    manifest = _manifest(recipe, specs, pools, tasks, accepted, tally, hashed, roles, llm)
     documents: list[Document] = []
+    corpus = None
     if recipe.narratives:
         client = getattr(roles.judge, "client", None)  # the LLM judge scores coherence too, when there is one
         coherence = LLMCoherence(client) if client is not None else rule_coherence
         documents, corpus = narrative_documents(specs, pools.pools, judged, min_judge=recipe.narrative_min_judge,
                                                 min_coherence=recipe.narrative_min_coherence,
                                                 approx_tokens=approx_tokens, coherence=coherence)
-        manifest = manifest.model_copy(update={"corpus": corpus})
+    hashed = extra_docs + [d for s in sorted(live_docs) for d in live_docs[s]]
+    warnings = list(getattr(live, "warnings", []) or []) + _idle_servers(live_docs, specs, accepted, tally)
+    manifest = _manifest(recipe, specs, pools, tasks, accepted, tally, hashed, roles, llm)  # after the corpus:
+    # the coherence gate's requests are counted too
+    names = {**manifest.roles, "emulator": manifest.roles["emulator"] if be.emulator_calls else "unused"}
+    manifest = manifest.model_copy(update={"corpus": corpus, "warnings": warnings, "roles": names,
+                                           "role_stats": _role_stats(roles, be)})
     return SynthResult([a.row for a in accepted], manifest, documents,
                        [r for _, r in sorted(tally.rejected, key=lambda x: x[0])])
+
+
+def _idle_servers(live_docs: dict[str, list[ToolDoc]], specs: dict[str, ServerSpec], accepted: list[Accepted],
+                  tally: Tally) -> list[str]:
+    """One warning per user server that was started but contributed no kept trajectory, with why."""
+    out = []
+    kept = {a.meta["server"] for a in accepted}
+    for name in sorted(live_docs):
+        if name in kept:
+            continue
+        if name not in specs:
+            why = "none of its tools fit in tool_diversity"
+        else:
+            mine = [json.loads(r) for _, r in tally.rejected if json.loads(r)["server"] == name]
+            why = ("no task could be planned on its tools" if not mine else
+                   "its tasks were all rejected (" + ", ".join(sorted({x["reasons"][0] for x in mine})) + ")")
+        out.append(f"server {name} contributed no task: {why}")
+    return out
+
+
+def _role_stats(roles: Roles, be: RoutingBackend) -> dict[str, dict[str, Any]]:
+    out: dict[str, dict[str, Any]] = {"emulator": {"calls": be.emulator_calls}}
+    for role in ("task_writer", "judge"):
+        stats = getattr(getattr(roles, role), "stats", None)
+        if callable(stats):
+            out[role] = stats()
+    check = roles.chain_check
+    if check is not None:
+        out["chain_check"] = {"requests": getattr(check, "requests", 0), "rejected": getattr(check, "rejected", 0)}
+    return out
 
 
 def _write_atomic(path: Path, text: str) -> str:
@@ -335,7 +374,7 @@ def _write_atomic(path: Path, text: str) -> str:
 def build_dataset(recipe: Recipe, out_dir: str | Path, *, extra_docs: list[ToolDoc] | None = None,
                   judge: Judge | None = None, backend: Backend | None = None, progress: Progress | None = None,
                   roles: Roles | None = None, user_servers: UserServers | None = None, llm: Any = None,
-                  llm_cache: Any = None) -> Manifest:
+                  llm_cache: Any = None, strict: bool = False) -> Manifest:
     """Synthesise the dataset of one grid point and write it to ``out_dir`` (pinned interface 6).
 
     Writes ``train.jsonl`` (one trajectory row per line, pinned interface 1), ``rejected.jsonl`` (one
@@ -347,6 +386,8 @@ def build_dataset(recipe: Recipe, out_dir: str | Path, *, extra_docs: list[ToolD
 
     ``llm`` is an open client for the recipe's roles; None opens one (:func:`open_llm`, with
     ``llm_cache``) when the recipe has roles, checks its endpoints before synthesis, and closes it.
+    With ``strict``, a user server that contributed no task (a warning otherwise) is an error
+    (:class:`~synth.errors.RecipeError`) and nothing is written.
 
     Examples
     --------
@@ -369,6 +410,9 @@ def build_dataset(recipe: Recipe, out_dir: str | Path, *, extra_docs: list[ToolD
     finally:
         if own and llm is not None:
             llm.close()
+    idle = [w for w in result.manifest.warnings if "contributed no task" in w]
+    if strict and idle:
+        raise RecipeError(f"--strict: {idle[0]}" + (f" (and {len(idle) - 1} more)" if len(idle) > 1 else ""))
     try:
         out.mkdir(parents=True, exist_ok=True)
         files = {"train.jsonl": _write_atomic(out / "train.jsonl", "".join(r + "\n" for r in result.rows)),

@@ -49,21 +49,27 @@ def match_score(field: str, param: str, param_type: str = "string", param_descri
     return 0.0
 
 
-def edge_matches(a: ToolDoc, b: ToolDoc) -> list[tuple[str, str, float]]:
-    """``(field of a, required param of b, score)`` for every scoring pair, best first."""
+def edge_matches(a: ToolDoc, b: ToolDoc, user: bool = False) -> list[tuple[str, str, float]]:
+    """``(field of a, required param of b, score)`` for every scoring pair, best first (a user server's
+    pairs by :func:`synth.observe.user_match`)."""
     props = b.parameters.get("properties", {})
     out = []
     for p in b.required:
-        spec = props.get(p, {})
+        spec = props.get(p, {}) if isinstance(props.get(p), dict) else {}
         for f in a.output_fields:
-            s = match_score(f, p, str(spec.get("type", "string")), str(spec.get("description", "")))
+            if user:
+                from synth.observe import user_match
+
+                s = user_match(f, p, str(spec.get("description", "")), b.description)
+            else:
+                s = match_score(f, p, str(spec.get("type", "string")), str(spec.get("description", "")))
             if s >= MIN_SCORE:
                 out.append((f, p, s))
     out.sort(key=lambda m: (-m[2], m[1], m[0]))
     return out
 
 
-def tool_graph(docs: Sequence[ToolDoc]) -> nx.DiGraph:
+def tool_graph(docs: Sequence[ToolDoc], user: bool = False) -> nx.DiGraph:
     """The transition graph of one server's tools (nodes: tool names with ``doc``; edges: ``weight``, ``matches``).
 
     Examples
@@ -81,7 +87,7 @@ def tool_graph(docs: Sequence[ToolDoc]) -> nx.DiGraph:
         for b in docs:
             if a.name == b.name:
                 continue
-            m = edge_matches(a, b)
+            m = edge_matches(a, b, user)
             if m:
                 g.add_edge(a.name, b.name, weight=max(s for _, _, s in m), matches=m)
     return g

@@ -6,7 +6,9 @@ over ``client``; the others keep their offline templates:
 ==============  =========================================  =======================================
 role            LLM version                                 template
 ==============  =========================================  =======================================
-task_writer     :class:`synth.writer.LLMTaskWriter`        :class:`synth.roles.TemplateTaskWriter`
+task_writer     :class:`synth.writer.LLMTaskWriter`,       :class:`synth.roles.TemplateTaskWriter`
+                and the chain check                        (rule chain checks only)
+                :class:`synth.chaincheck.LLMChainCheck`
 policy          :class:`synth.policy.LLMPolicy`            :class:`synth.roles.ScriptedPolicy`
 emulator        :class:`synth.emulator.LLMEmulator`        :class:`synth.backends.EmulatorBackend`
 judge           :class:`synth.rubric.RubricJudge`          :class:`synth.judge.RuleJudge`
@@ -18,6 +20,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from functools import partial
 
+from synth.chaincheck import LLMChainCheck
 from synth.chat import ChatClient
 from synth.emulator import LLMEmulator
 from synth.policy import MAX_TURNS, LLMPolicy
@@ -58,4 +61,6 @@ def llm_roles(client: ChatClient, enabled: Iterable[str], *, max_turns: int = MA
         task_writer=LLMTaskWriter(client, threshold=gate_threshold) if "task_writer" in names else base.task_writer,
         policy=LLMPolicy(client, max_turns=max_turns) if "policy" in names else base.policy,
         emulator=_EmulatorFactory(client) if "emulator" in names else base.emulator,
-        judge=RubricJudge(client) if "judge" in names else base.judge)
+        judge=RubricJudge(client) if "judge" in names else base.judge,
+        chain_check=LLMChainCheck(client, role="task_writer", threshold=gate_threshold) if "task_writer" in names
+        else None)

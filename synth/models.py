@@ -16,7 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from synth.errors import RecipeError
 from synth.llm.models import LLMUsage
-from toolscale.config import LLMRoleSpec, check_llm_roles
+from toolscale.config import LLMRoleSpec, UserServer, check_llm_roles
 
 __all__ = ["ToolDoc", "Recipe", "AXIS_KNOBS", "STRUCTURES", "JUDGE_DIMENSIONS", "Message", "TrajectoryMeta",
            "TrajectoryRow", "RejectedRow", "JudgeVerdict", "Quarantined", "CollectedServer", "CollectReport",
@@ -35,7 +35,7 @@ AXIS_KNOBS: tuple[str, ...] = ("tool_diversity", "task_count", "db_diversity", "
 
 
 _LATER_DEFAULTS: dict[str, Any] = {"transform_rate": 0.0, "servers": [], "arg_values": {}, "max_turns": 32,
-                                   "llm": {}}
+                                   "llm": {}, "min_tools": 3}
 """Recipe knobs added after the first dataset ids, with their defaults (see :meth:`Recipe.identity`)."""
 
 _LLM_OPERATIONAL = frozenset({"api_key_env", "concurrency", "timeout_s", "max_tries", "price_in", "price_out"})
@@ -59,6 +59,10 @@ class ToolDoc(_Frozen):
     """JSON schema of the arguments (``type: object`` with ``properties`` and ``required``)."""
     output_fields: list[str] = Field(default_factory=list)
     """Names of the fields the tool's result carries (top level and inside result lists); may be empty."""
+    read_only: bool | None = None
+    """MCP ``readOnlyHint``: True for a tool that changes nothing; None when the server does not say."""
+    destructive: bool | None = None
+    """MCP ``destructiveHint``: True for a tool that may destroy data; None when the server does not say."""
 
     def to_openai(self) -> dict[str, Any]:
         """``{"type": "function", "function": {"name", "description", "parameters"}}``."""
@@ -120,10 +124,14 @@ class Recipe(_Frozen):
     """Corpus coherence gate: minimum coherence score of a document, 1-5 (seed 001: 4)."""
     llm_url: str | None = None
     """Legacy LLM judge endpoint (model ``judge``, no key); prefer ``llm.judge``. Never needed."""
-    servers: tuple[str, ...] = ()
-    """The user's stdio MCP servers as command lines (``"python -m mcp_server_git --repository ."``): their
-    tools join the bundled ones for ``tool_diversity`` and their calls run live, one session per server
-    per synthesis (the config's ``[synth].servers``)."""
+    servers: tuple[str | UserServer, ...] = ()
+    """The user's stdio MCP servers as command lines (``"python -m mcp_server_git --repository ."``) or
+    tables (``command``, ``scratch = "copy:PATH"``, ``emulate_writes``): their tools come first for
+    ``tool_diversity`` and their read-only calls run live, one session per server per synthesis (the
+    config's ``[synth].servers``); write tools run only on a scratch copy or under the emulator
+    (:mod:`synth.userservers`)."""
+    min_tools: int = Field(default=3, ge=1)
+    """Registry servers with fewer usable tools are quarantined (not the user's named servers)."""
     arg_values: dict[str, list[str | int | float | bool]] = Field(default_factory=dict)
     """Values a task may state for an argument of a user or document-only server, by argument name
     (``{repo_path = ["/data/repo"]}``); other arguments get generated values."""
@@ -236,11 +244,14 @@ class TrajectoryMeta(_Frozen):
     db_id: str
     """Database instance, ``domain:sSEED:vVARIANT``."""
     chain: list[str]
-    """Planned tool names in call order, side calls included."""
+    """Tools of the visible calls made, in call order (a retry of the same tool counted once); the plan's
+    are in ``planned_chain``."""
     signature: str = ""
-    """Signature of the chain the task came from (``server:tool>tool>...``, dedup key)."""
+    """``server:tool>tool>...`` of ``chain`` (what was called, not what was planned)."""
     structure: Literal["chain", "fan-in", "fan-out", "parallel"]
-    """Dependency structure of the plan."""
+    """Dependency structure of the calls made, from the values that flowed between them."""
+    planned_chain: list[str] = Field(default_factory=list)
+    """The plan's tool names in call order, side and hidden calls included."""
     nonderivable_calls: list[str]
     """Tool-call ids whose arguments are not derivable from visible history (defects still present)."""
     repaired_calls: list[str]
@@ -287,6 +298,10 @@ class RejectedRow(_Frozen):
     """The conversation, when one was produced."""
     judge: dict[str, float] = Field(default_factory=dict)
     """Judge scores per dimension and ``mean``, when the judge scored it."""
+    query: str | None = None
+    """The task's user request, when one was written (task-gate rejections included)."""
+    gates: dict[str, float] = Field(default_factory=dict)
+    """Task-gate scores it got (1-5 per gate of an LLM task writer), when gated."""
 
 
 class JudgeVerdict(_Frozen):
@@ -302,6 +317,12 @@ class JudgeVerdict(_Frozen):
     """Why it was rejected (``judge_error: ...``, ``below_threshold``), None if accepted."""
     judge_failed: bool = False
     """True when the judge raised, timed out, or returned a missing/invalid score."""
+    gate_mean: float | None = None
+    """Mean of the gating dimensions (all but ``tool_call_planning``), compared with the threshold."""
+    failed_rules: list[str] = Field(default_factory=list)
+    """Hard rules the trajectory breaks (:mod:`synth.rules`); any one rejects it."""
+    detail: str | None = None
+    """The judge's error when it failed (one line)."""
 
 
 class Quarantined(_Frozen):
@@ -350,6 +371,9 @@ class CorpusReport(_Frozen):
     ``incoherent``, ``signature_cap``)."""
     approx_tokens: int
     """Tokens of the kept documents (words and punctuation marks, tokenizer-free)."""
+    gates: dict[str, dict[str, int]] = Field(default_factory=dict)
+    """Per gate (``executed``, ``judge``, ``derivable``, ``coherence``, ``near_duplicate``, ``signature_cap``,
+    ``failure_cap``): documents that ``passed`` it and that it ``failed``, in gate order."""
 
 
 class Manifest(_Frozen):
@@ -395,6 +419,10 @@ class Manifest(_Frozen):
     """The mid-training corpus's gate counts and size; None when ``recipe.narratives`` is off."""
     probe: dict[str, Any] | None = None
     """Filled by probes/ (measured groundedness, coverage, cost share); None until probed."""
+    warnings: list[str] = Field(default_factory=list)
+    """What the user should know: user-server tools left out, servers that contributed no task."""
+    role_stats: dict[str, dict[str, Any]] = Field(default_factory=dict)
+    """Per role, what it measured (task gates' mean scores, chain checks, judge fallbacks)."""
     llm: dict[str, LLMUsage] = Field(default_factory=dict)
     """LLM requests, tokens and dollars per role (empty when no role is configured); ``dollars_per_accepted``
     is the measured cost of one kept trajectory, the allocator's ``cost_per_unit`` for tasks."""

@@ -25,11 +25,20 @@ Every document passes four gates (seed 001), counted by reason in :class:`~synth
    :class:`CoherenceScorer`: :class:`LLMCoherence` when an LLM judge is configured, else the rule-based
    :func:`rule_coherence`. A scorer that fails drops the document (fail closed);
 4. **signature dedup** (``signature_cap``): at most :data:`MAX_DOCS_PER_SIGNATURE` documents per tool-chain
-   signature, across all kinds, in document order.
+   signature, across all kinds, in document order;
+5. **content dedup** (``near_duplicate``): a document whose word 5-gram shingles (ids and numbers masked)
+   have Jaccard similarity >= :data:`NEAR_DUPLICATE` with an earlier kept document of its kind is dropped;
+6. **failure cap** (``failure_cap``): failure write-ups are at most ``max_failure_share`` (default
+   :data:`FAILURE_SHARE`) of the kept documents; the latest ones are dropped first.
+
+A trajectory that was never kept is counted under why: ``judge_failed`` (the judge could not score it),
+``judge_rejected``, ``filtered``, or ``not_executed`` (no call succeeded). Each gate's passed and failed
+documents are in :attr:`~synth.models.CorpusReport.gates`.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 from collections import Counter
@@ -41,12 +50,22 @@ from synth.plans import Chain, ServerSpec
 from synth.provenance import provenance, value_in
 from synth.rollout import CallRecord, Trace
 
-__all__ = ["MAX_DOCS_PER_SIGNATURE", "TYPICAL_CHAINS", "Flow", "NarrativeSource", "Document", "CoherenceScorer",
+__all__ = ["MAX_DOCS_PER_SIGNATURE", "NEAR_DUPLICATE", "FAILURE_SHARE", "GATES", "shingles", "TYPICAL_CHAINS", "Flow", "NarrativeSource", "Document", "CoherenceScorer",
            "executed_flows", "chain_signature", "ecosystem_doc", "trajectory_narrative", "failure_writeup",
            "rule_coherence", "LLMCoherence", "narrative_documents"]
 
 MAX_DOCS_PER_SIGNATURE = 3
 """Documents allowed per tool-chain signature, across all kinds (seed 001's dedup)."""
+
+NEAR_DUPLICATE = 0.8
+"""Jaccard similarity of masked word 5-gram shingles at which a document is a near-duplicate."""
+
+FAILURE_SHARE = 0.2
+"""Default cap on the share of failure write-ups among kept documents."""
+
+GATES: tuple[str, ...] = ("executed", "judge", "derivable", "coherence", "signature_cap", "near_duplicate",
+                          "failure_cap")
+"""The corpus gates in the order they apply."""
 
 TYPICAL_CHAINS = 3
 """Distinct multi-step chains listed in an ecosystem document."""
@@ -85,6 +104,8 @@ class NarrativeSource:
     """Whether the trajectory was kept in ``train.jsonl`` (passed the judge and every check)."""
     judge_mean: float | None
     """Mean seven-dimension judge score, None if it was never judged."""
+    reason: str | None = None
+    """Why it was not kept (``judge_failed``, ``judge_rejected``, ``filtered``); None when kept."""
 
 
 @dataclass(frozen=True)
@@ -184,7 +205,7 @@ def trajectory_narrative(server: str, query: str, trace: Trace) -> str:
     for r in trace.records:
         args = ", ".join(f"{k}={json.dumps(v)}" for k, v in r.args.items())
         if r.ok:
-            keys = ", ".join(sorted(r.output)[:4]) if isinstance(r.output, dict) and r.output else "a result"
+            keys = ", ".join(list(r.output)[:6]) if isinstance(r.output, dict) and r.output else "a result"
             parts.append(f"Calling {r.tool}({args}) returned {keys}.")
         else:
             parts.append(f"Calling {r.tool}({args}) failed ({(r.error or 'error').replace('_', ' ')}).")
@@ -195,23 +216,64 @@ def trajectory_narrative(server: str, query: str, trace: Trace) -> str:
     return " ".join(parts)
 
 
+_TRANSIENT = ("The service did not answer. Correct: retry the same call; if it keeps failing, say so instead of "
+              "guessing a result.",
+              "Nothing came back from {tool}. The right move is one more identical attempt, and an honest report "
+              "if that fails too.",
+              "{tool} never reached its backend. Retrying unchanged is safe; inventing its result is not.")
+_GENUINE = ("The tool rejected {args}: {msg}. Correct: check the arguments against the tool's schema and the "
+            "earlier results.",
+            "{tool} refused {args} with \"{msg}\". The fix is in the arguments, so retrying unchanged does not "
+            "help; read the message and the earlier results.",
+            "Calling {tool} with {args} failed: {msg}. A value the tool does not know was passed; take it from "
+            "an earlier result instead.")
+
+
 def failure_writeup(trace: Trace) -> str | None:
-    """A debugging note about the calls that really failed in a conversation, or None if none did."""
+    """A debugging note about the calls that really failed in a conversation, or None if none did (the wording
+    varies with the call; genuine tool errors quote the tool's message)."""
     notes = []
+    messages = {m.get("tool_call_id"): m["content"] for m in trace.messages if m["role"] == "tool"}
     for r in trace.records:
         if r.ok:
             continue
-        if r.error == "invalid_argument":
-            notes.append(f"## Common error: missing argument in {r.tool}\nThe call {r.tool}({json.dumps(r.args)}) "
-                         f"left out a required argument and was rejected. Correct: pass every required argument "
-                         f"of {r.tool}, taking ids from earlier results.")
-        elif r.error in ("timeout", "unreachable"):
-            notes.append(f"## Transient failure: {r.error} in {r.tool}\nThe service did not answer. Correct: retry "
-                         "the same call; if it keeps failing, say so instead of guessing a result.")
+        pick = int(hashlib.sha1(r.id.encode() + r.tool.encode()).hexdigest(), 16)
+        if r.error in ("timeout", "unreachable"):
+            text = _TRANSIENT[pick % len(_TRANSIENT)].format(tool=r.tool)
+            notes.append(f"## Transient failure: {r.error} in {r.tool}\n{text}")
         else:
-            notes.append(f"## Tool error in {r.tool}\nThe tool rejected {json.dumps(r.args)}. Correct: check the "
-                         "arguments against the tool's schema and the earlier results.")
+            try:
+                msg = str(json.loads(messages.get(r.id, "{}")).get("message", "an error"))[:160]
+            except ValueError:
+                msg = "an error"
+            text = _GENUINE[pick % len(_GENUINE)].format(tool=r.tool, args=json.dumps(r.args), msg=msg)
+            notes.append(f"## Tool error in {r.tool}\n{text}")
     return "\n\n".join(notes) if notes else None
+
+
+def _related(field: str, param: str) -> bool:
+    return field == param or param.endswith("_" + field) or field.endswith("_" + param)
+
+
+def _unanswered(trace: Trace) -> bool:
+    """Whether the trace's final answer leaves out a field its request asked for."""
+    from synth.rules import requested_fields
+
+    query = "\n".join(m["content"] for m in trace.messages if m["role"] == "user")
+    want = requested_fields(query, [r.output for r in trace.records if r.ok])
+    final = trace.messages[-1]["content"] or ""
+    return any(not any(v in final for v in vals) for vals in want.values())
+
+
+_MASK = re.compile(r"\b[A-Za-z]*[-_]?\d[\w.-]*\b")
+
+
+def shingles(text: str, n: int = 5) -> set[int]:
+    """Hashes of the word ``n``-grams of ``text`` with ids and numbers masked (near-duplicate detection)."""
+    words = _MASK.sub("#", text.lower()).split()
+    if len(words) < n:
+        return {hash(" ".join(words))}
+    return {int(hashlib.sha1(" ".join(words[i:i + n]).encode()).hexdigest()[:12], 16) for i in range(len(words) - n + 1)}
 
 
 def _is_subsequence(xs: list[str], ys: list[str]) -> bool:
@@ -226,7 +288,11 @@ def rule_coherence(doc: Document, source: NarrativeSource | None, spec: ServerSp
 
     * trajectory -- *introduced*: every tool a flow names was called earlier in the text; *order*: the calls
       the text names are the executed calls in execution order; *flows exist*: every flow the text names is
-      an edge of :func:`executed_flows` of the trace.
+      an edge of :func:`executed_flows` of the trace; *flows mean something*: each flow joins related names
+      (equal, or one ending in the other: ``account_id`` -> ``from_account_id``), not a value that merely
+      coincides (a ``count`` of 2 becoming a ``quantity`` of 2); *resolved*: no step the request asked
+      for was abandoned and the retold answer states every field it asked for
+      (:func:`synth.rules.requested_fields`) -- an unresolved story belongs in a failure write-up.
     * failure -- *introduced*: every tool named failed in the trace; *order*: they are named in execution order.
     * ecosystem -- *introduced*: every tool named in a connection is listed among the server's tools;
       *flows exist*: every connection is an edge of the server's transition graph.
@@ -239,6 +305,8 @@ def rule_coherence(doc: Document, source: NarrativeSource | None, spec: ServerSp
         failed += any(t not in called or u not in called for _, t, _, u in named)
         failed += called != [r.tool for r in source.trace.records]
         failed += any(f not in flows for f in named)
+        failed += any(not _related(fld, param) for fld, _, param, _ in named)  # a coincidence, not a flow
+        failed += _unanswered(source.trace) or bool(source.trace.abandoned)
     elif doc.kind == "failure" and source is not None:
         named = _FAIL_RE.findall(doc.text)
         fails = [r.tool for r in source.trace.records if not r.ok]
@@ -294,61 +362,102 @@ class LLMCoherence:
 
 
 def _candidates(specs: dict[str, ServerSpec], pools: dict[str, list[Chain]], sources: list[NarrativeSource],
-                rejected: Counter[str], min_judge: float):
-    """Documents in corpus order with their source, after the execution and judge gates."""
+                rejected: Counter[str], gates: dict[str, Counter[str]], min_judge: float):
+    """Documents in corpus order with their source, after the execution, judge and derivability gates."""
+    def gate(name: str, ok: bool, kinds: list[str], reason: str = "") -> bool:
+        gates[name]["passed" if ok else "failed"] += len(kinds)
+        if not ok:
+            rejected.update(f"{k}:{reason}" for k in kinds)
+        return ok
+
     ran = {s.server for s in sources if s.accepted and any(r.ok for r in s.trace.records)}
     for name, spec in sorted(specs.items()):
         scores = [s.judge_mean for s in sources if s.server == name and s.accepted and s.judge_mean is not None]
-        if name not in ran:
-            rejected["ecosystem:not_executed"] += 1
-        elif sum(scores) / len(scores) < min_judge:
-            rejected["ecosystem:judge_below_threshold"] += 1
-        else:
+        if gate("executed", name in ran, ["ecosystem"], "not_executed") and \
+                gate("judge", sum(scores) / len(scores) >= min_judge, ["ecosystem"], "judge_below_threshold"):
             chains = [c for c in pools.get(name, []) if len(c.steps) > 1]
             chains = list({c.signature: c for c in chains}.values())
             yield Document("ecosystem", name, f"ecosystem:{name}", ecosystem_doc(spec, chains)), None, spec
     for s in sorted(sources, key=lambda s: s.task_index):
         failures = any(not r.ok for r in s.trace.records)
         kinds = ["trajectory"] + (["failure"] if failures else [])
-        if not s.accepted or not any(r.ok for r in s.trace.records):
-            rejected.update(f"{k}:not_executed" for k in kinds)
+        executed = any(r.ok for r in s.trace.records)
+        why = "not_executed" if not executed else (s.reason or "not_executed")
+        if not gate("executed", s.accepted and executed, kinds, why):
             continue
-        if s.judge_mean is None or s.judge_mean < min_judge:
-            rejected.update(f"{k}:judge_below_threshold" for k in kinds)
+        if not gate("judge", s.judge_mean is not None and s.judge_mean >= min_judge, kinds, "judge_below_threshold"):
             continue
         sig = chain_signature(s.server, s.trace)
-        if all(p.derivable for p in provenance(s.trace.messages)):
+        if gate("derivable", all(p.derivable for p in provenance(s.trace.messages)), ["trajectory"],
+                "not_derivable"):
             yield Document("trajectory", s.server, sig, trajectory_narrative(s.server, s.query, s.trace),
                            s.task_index), s, None
-        else:
-            rejected["trajectory:not_derivable"] += 1
         note = failure_writeup(s.trace)
         if note:
             yield Document("failure", s.server, sig, note, s.task_index), s, None
 
 
+def _near_duplicate(doc: Document, seen: dict[str, list[set[int]]]) -> bool:
+    """Whether ``doc`` is a near-duplicate of a kept document of its kind (and remember it if not)."""
+    mine = shingles(doc.text)
+    for other in seen.setdefault(doc.kind, []):
+        inter = len(mine & other)
+        if inter and inter / len(mine | other) >= NEAR_DUPLICATE:
+            return True
+    seen[doc.kind].append(mine)
+    return False
+
+
 def narrative_documents(specs: dict[str, ServerSpec], pools: dict[str, list[Chain]], sources: list[NarrativeSource],
                         *, min_judge: float = 0.7, min_coherence: int = 4,
-                        coherence: CoherenceScorer = rule_coherence,
+                        coherence: CoherenceScorer = rule_coherence, max_failure_share: float = FAILURE_SHARE,
                         approx_tokens=lambda t: len(t.split())) -> tuple[list[Document], CorpusReport]:
     """The gated corpus (ecosystem documents first, then per-task ones in task order) and its counts.
 
     ``approx_tokens(text) -> int`` counts the kept documents' tokens for the report.
     """
+    if not 0.0 <= max_failure_share <= 1.0:
+        raise ValueError(f"max_failure_share must be in [0, 1], got {max_failure_share}")
     rejected: Counter[str] = Counter()
+    gates: dict[str, Counter[str]] = {g: Counter() for g in GATES}
     per_sig: Counter[str] = Counter()
+    seen: dict[str, list[set[int]]] = {}
     kept: list[Document] = []
-    for doc, source, spec in _candidates(specs, pools, sources, rejected, min_judge):
-        score = coherence(doc, source, spec)
-        if score is None or score < min_coherence:
-            rejected[f"{doc.kind}:incoherent"] += 1
-            continue
-        if per_sig[doc.signature] >= MAX_DOCS_PER_SIGNATURE:
-            rejected[f"{doc.kind}:signature_cap"] += 1
-            continue
-        per_sig[doc.signature] += 1
-        kept.append(doc)
+    for doc, source, spec in _candidates(specs, pools, sources, rejected, gates, min_judge):
+        for name, bad, reason in (("coherence", lambda: (lambda x: x is None or x < min_coherence)(
+                                      coherence(doc, source, spec)), "incoherent"),
+                                  ("signature_cap", lambda: per_sig[doc.signature] >= MAX_DOCS_PER_SIGNATURE,
+                                   "signature_cap"),
+                                  ("near_duplicate", lambda: _near_duplicate(doc, seen), "near_duplicate")):
+            if bad():
+                gates[name]["failed"] += 1
+                rejected[f"{doc.kind}:{reason}"] += 1
+                break
+            gates[name]["passed"] += 1
+        else:
+            per_sig[doc.signature] += 1
+            kept.append(doc)
+    kept = _cap_failures(kept, max_failure_share, rejected, gates["failure_cap"])
     report = CorpusReport(documents=dict(sorted(Counter(d.kind for d in kept).items())),
                           rejected=dict(sorted(rejected.items())),
-                          approx_tokens=sum(approx_tokens(d.text) for d in kept))
+                          approx_tokens=sum(approx_tokens(d.text) for d in kept),
+                          gates={g: {"passed": c["passed"], "failed": c["failed"]} for g, c in gates.items()})
     return kept, report
+
+
+def _cap_failures(kept: list[Document], share: float, rejected: Counter[str], counts: Counter[str]) -> list[Document]:
+    """``kept`` with the latest failure write-ups dropped until they are at most ``share`` of the documents."""
+    others = sum(d.kind != "failure" for d in kept)
+    # f / (others + f) <= share  <=>  f <= share * others / (1 - share)
+    allowed = len(kept) if share >= 1.0 else int(share * others / (1.0 - share) + 1e-9)
+    out, n = [], 0
+    for d in kept:
+        if d.kind == "failure":
+            if n >= allowed:
+                rejected["failure:failure_cap"] += 1
+                counts["failed"] += 1
+                continue
+            n += 1
+        counts["passed"] += 1
+        out.append(d)
+    return out

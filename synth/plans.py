@@ -14,6 +14,9 @@ Dependency structures (``meta.structure``), from the bindings' supplier -> consu
 * ``parallel``: two or more calls and no dependencies at all;
 * ``chain``: everything else (a single path, including single calls).
 
+Every chain also passes the entity and destruction rules of :func:`synth.chaincheck.chain_problem`
+(dropped chains are counted under its reason).
+
 Calls are scheduled in assistant turns: ``turn(i) = 1 + max(turn(j) for suppliers j)`` (1 with none),
 so independent calls share a turn as parallel tool calls. *Support depth* of an action is
 ``turn(action) - turn(supplier)``; :func:`deepen` inserts side calls to reach a target depth.
@@ -29,8 +32,10 @@ from typing import Any, Callable
 
 import networkx as nx
 
+from synth.chaincheck import chain_problem, entity, side_entities
 from synth.graph import entry_tools, random_walk, tool_graph
 from synth.models import ToolDoc
+from synth.observe import effect
 
 __all__ = ["Arg", "Step", "Chain", "ServerSpec", "bind_chain", "structure_of", "schedule", "sample_chains",
            "fan_out_chains", "fan_in_chains", "parallel_chains", "deepen", "max_hops", "Call", "Plan", "MAX_PER_SIGNATURE",
@@ -87,11 +92,22 @@ class ServerSpec:
     sources: dict[str, dict[str, str]]
     intents: dict[str, str]
     kind: str = "bundled"
+    phrasings: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    """More phrasings per tool (the first is ``intents[tool]``); empty uses ``intents`` alone."""
+    no_refs: frozenset[tuple[str, str]] = frozenset()
+    """``(tool, param)`` pairs no earlier output may fill (a user server's given values win, a creating
+    tool wants a new name)."""
     graph: nx.DiGraph = field(init=False)
     entries: list[str] = field(init=False)
 
     def __post_init__(self) -> None:
-        self.graph = tool_graph(list(self.docs.values()))
+        self.graph = tool_graph(list(self.docs.values()), user=self.kind == "live")
+        for a, b, data in list(self.graph.edges(data=True)):
+            keep = [m for m in data["matches"] if (b, m[1]) not in self.no_refs]
+            if keep:
+                self.graph.edges[a, b].update(matches=keep, weight=max(x[2] for x in keep))
+            else:
+                self.graph.remove_edge(a, b)
         self.entries = entry_tools(self.graph, {t: set(s) for t, s in self.sources.items()})
 
     def supplier_field(self, a: str, b: str, param: str) -> str | None:
@@ -189,6 +205,9 @@ def sample_chains(spec: ServerSpec, rng: random.Random, max_len: int, n_walks: i
         if not walk:
             break
         chain, reason = bind_chain(spec, walk)
+        if chain is not None:
+            reason = chain_problem(spec, chain.steps)
+            chain = None if reason else chain
         if chain is None:
             dropped[reason or "unknown"] += 1
             continue
@@ -220,7 +239,7 @@ def fan_out_chains(spec: ServerSpec, pool: list[Chain], limit: int = 24) -> list
                         if spec.supplier_field(tools[-1], t, p) is not None:
                             forced[(k, p)] = last
                 chain, _ = bind_chain(spec, seq, forced=forced)
-                if chain and chain.structure == "fan-out":
+                if chain and chain.structure == "fan-out" and chain_problem(spec, chain.steps) is None:
                     out.append(chain)
                 if len(out) >= limit:
                     return out
@@ -251,7 +270,7 @@ def fan_in_chains(spec: ServerSpec, pool: list[Chain], limit: int = 24) -> list[
             for c1 in s1[:4]:
                 for c2 in s2[:4]:
                     chain = _concat_fan_in(spec, consumer, (p1, c1), (p2, c2))
-                    if chain is not None:
+                    if chain is not None and chain_problem(spec, chain.steps) is None:
                         out.append(chain)
                     if len(out) >= limit:
                         return out
@@ -307,7 +326,10 @@ def deepen(chain: Chain, spec: ServerSpec, depth: int, rng: random.Random) -> tu
     if not pairs:
         return chain, 0
     j, _ = rng.choice(sorted(pairs))
-    side_tools = [t for t in spec.entries if t != chain.steps[j].tool]
+    later = {entity(p) for s in chain.steps for p, a in s.args if a[0] == "ref"} - {""}
+    # side calls are read-only lookups of other entities, so "that order" still means the chain's order
+    side_tools = [t for t in spec.entries if t != chain.steps[j].tool and effect(spec.docs[t]) == "read"
+                  and not side_entities(spec, t) & later]
     if not side_tools:
         return chain, 0
     t_sup = chain.turns[j]
@@ -345,6 +367,8 @@ class Call:
     repaired: bool = False
     transforms: dict[str, str] = field(default_factory=dict)
     """``param -> kind``: arguments the visible history shows only transformed (:mod:`synth.transforms`)."""
+    listed: set[str] = field(default_factory=set)
+    """Params whose schema type is ``array``: a single value is sent as a one-item list."""
 
 
 @dataclass
@@ -368,20 +392,24 @@ class Plan:
         return sorted(self.calls, key=lambda c: (c.turn, c.idx))
 
 
-_PH = re.compile(r"\{([a-z_]+)(?:\|([^}]*))?\}")
+_PH = re.compile(r"(the )?\{([a-z_]+)(?:\|([^}]*))?\}")
 
 
 def render_intent(template: str, values: Callable[[str], tuple[str, str | None]]) -> str:
-    """Fill ``{param}`` / ``{param|phrase}``; ``values(param) -> (kind, text)`` with kind q|ref|vague."""
+    """Fill ``{param}`` / ``{param|phrase}``; ``values(param) -> (kind, text)`` with kind q|ref|vague.
+
+    A ``vague`` value (a memorised constant) reads as ``text`` when given (e.g. "my usual cuisine"), else
+    "the usual PARAM"; an article before the placeholder is dropped so it never reads "the the".
+    """
     def sub(m: re.Match) -> str:
-        p, phrase = m.group(1), m.group(2)
+        article, p, phrase = m.group(1) or "", m.group(2), m.group(3)
         kind, text = values(p)
         if kind == "q":
             if p.endswith("_id") and phrase:
                 noun = re.sub(r"^(that|the|their)\s+", "", phrase)
-                return f"{noun} {text}"
-            return str(text)
+                return f"{article}{noun} {text}"
+            return f"{article}{text}"
         if kind == "vague":
-            return f"the usual {p.replace('_', ' ')}"
-        return phrase or f"the {p.replace('_', ' ')} from before"
+            return text or f"the usual {p.replace('_', ' ')}"
+        return article + (phrase or f"the {p.replace('_', ' ')} from before")
     return _PH.sub(sub, template)

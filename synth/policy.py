@@ -5,10 +5,9 @@ reply's tool calls are checked and executed against the backend (live MCP server
 the emulator for document-only tools); their results go back as ``tool`` messages and the next turn is
 requested. A reply without tool calls is the final answer and ends the trajectory.
 
-Injected errors are kept: each call attempt fails with probability ``error_rate``
-(:data:`synth.rollout.ERROR_KINDS`, same weights as the scripted policy): ``timeout`` and
-``unreachable`` never reach the server; ``invalid_argument`` sends the call without one of its
-arguments (the recorded call shows it), so the server's own validation answers.
+Injected errors as ASTRA's: an *emulated* call attempt (:func:`synth.rollout.emulated`) fails with
+probability ``error_rate`` on the tool side (:data:`synth.rollout.ERROR_KINDS`: ``timeout``,
+``unreachable``), never reaching the tool; the model's own call is left as it wrote it.
 
 Rejected (:class:`~synth.errors.SampleRejected`, counted by reason), never silently kept:
 
@@ -38,7 +37,7 @@ from synth.backends import Backend, argument_problem
 from synth.chat import ChatClient, ReplyLike, sample_reason, wire_messages
 from synth.errors import SampleRejected, ToolCallError
 from synth.plans import Plan, ServerSpec
-from synth.rollout import ERROR_KINDS, ERROR_WEIGHTS, CallRecord, Trace, message, system_prompt
+from synth.rollout import ERROR_KINDS, ERROR_WEIGHTS, CallRecord, Trace, emulated, message, system_prompt
 
 __all__ = ["MAX_TURNS", "LLMPolicy"]
 
@@ -102,14 +101,10 @@ class LLMPolicy:
                 if problem is not None:
                     raise SampleRejected(problem, "policy:schema_violation")
                 n_ids += 1
-                injected = rng.choices(ERROR_KINDS, ERROR_WEIGHTS)[0] if rng.random() < error_rate else None
+                injected = None
+                if emulated(backend, plan.server, call.name) and rng.random() < error_rate:
+                    injected = rng.choices(ERROR_KINDS, ERROR_WEIGHTS)[0]
                 sent = args
-                if injected == "invalid_argument":
-                    if args:
-                        drop = sorted(args)[rng.randrange(len(args))]
-                        sent = {k: v for k, v in args.items() if k != drop}
-                    else:
-                        injected = "timeout"
                 batch.append((f"call_{n_ids}", call.name, sent, injected))
             calls_json = [{"id": cid, "type": "function", "function": {"name": name, "arguments": json.dumps(sent)}}
                           for cid, name, sent, _ in batch]

@@ -35,6 +35,8 @@ def value_in(value, text: str) -> bool:
     """Whether ``value`` occurs in ``text`` (numbers as whole tokens)."""
     if isinstance(value, str):
         return bool(value) and value in text
+    if isinstance(value, list) and value:
+        return all(value_in(v, text) for v in value)
     if isinstance(value, bool) or isinstance(value, int | float):
         tok = json.dumps(value)
         return re.search(rf"(?<![\w.]){re.escape(tok)}(?![\w]|\.\d)", text) is not None

@@ -27,7 +27,7 @@ from typing import Protocol
 from synth.backends import Backend, EmulatorBackend
 from synth.judge import Judge, RuleJudge
 from synth.models import ToolDoc
-from synth.plans import Plan, ServerSpec
+from synth.plans import Plan, ServerSpec, render_intent
 from synth.rollout import Trace, execute
 from synth.tasks import render_query
 
@@ -87,7 +87,9 @@ class ScriptedPolicy:
 
     def rollout(self, plan: Plan, spec: ServerSpec, backend: Backend, rng: random.Random,
                 error_rate: float) -> Trace:
-        return execute(plan, backend, rng, error_rate)
+        phrases = {c.tool: render_intent(spec.intents.get(c.tool, c.tool.replace("_", " ")), lambda p: ("ref", None))
+                   for c in plan.calls}
+        return execute(plan, backend, rng, error_rate, phrases=phrases)
 
 
 @dataclass(frozen=True)
@@ -102,6 +104,9 @@ class Roles:
     """Builds the backend of document-only tools from their documents."""
     judge: Judge = field(default_factory=RuleJudge)
     """Scores trajectories (fail-closed through :func:`synth.judge.judge_trajectory`)."""
+    chain_check: Callable[[Plan, ServerSpec], str | None] | None = None
+    """ASTRA's LLM chain-coherence check (:class:`synth.chaincheck.LLMChainCheck`); None offline, where the
+    rules of :func:`synth.chaincheck.chain_problem` alone apply."""
 
     def names(self) -> dict[str, str]:
         """``{role: implementation name}`` (``template`` or ``llm``), for the manifest."""

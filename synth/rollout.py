@@ -2,18 +2,18 @@
 
 Turn by turn, the policy issues the plan's calls of that turn as parallel tool calls, reads the results,
 and fills later arguments from earlier outputs (``("ref", j, field)``: ``output[field]``, else the
-field of the first item of the output's first list). Tool errors are injected with probability
-``error_rate`` per call attempt (seed 000: 20% in ASTRA's emulated calls), one of
+field of the first item of the output's first list; a text result is read by
+:func:`synth.observe.text_fields`). Tool errors are injected as ASTRA does (seed 000): only on
+*emulated* calls (those the emulator role serves: document-only tools, and the user's write tools run
+under the emulator; ``backend.emulated(server, tool)``), with probability ``error_rate`` per attempt, and
+only on the tool side -- ``timeout`` or ``unreachable`` (:data:`ERROR_KINDS`), the call never reaching the
+tool. The assistant's own calls are never corrupted, so no trained turn is an injected mistake.
 
-* ``timeout`` / ``unreachable`` (weights 0.4 / 0.3): the call never reaches the server;
-* ``invalid_argument`` (0.3): the call is sent without one required argument, and the server's own
-  validation rejects it.
-
-Recovery: the failed calls are retried in a dedicated assistant turn (the invalid one with the argument
-restored), at most :data:`MAX_RETRIES` times; a call that still fails is abandoned, its dependents are
-not attempted, and the final answer says honestly what could not be done. Genuine tool errors (not
-injected) are not retried. Hidden calls (skipped-lookup defects) run silently: their results feed later
-arguments but never appear in the conversation.
+Recovery: the failed calls are retried in a dedicated assistant turn, at most :data:`MAX_RETRIES` times;
+a call that still fails is abandoned, its dependents are not attempted, and the final answer says
+honestly what could not be done (:mod:`synth.answers`). Genuine tool errors (not injected) are not
+retried. Hidden calls (skipped-lookup defects) run silently: their results feed later arguments but
+never appear in the conversation.
 """
 
 from __future__ import annotations
@@ -29,8 +29,8 @@ from synth.plans import Call, Plan
 __all__ = ["ERROR_KINDS", "ERROR_WEIGHTS", "MAX_RETRIES", "CallRecord", "Trace", "execute", "message",
            "system_prompt"]
 
-ERROR_KINDS = ("timeout", "unreachable", "invalid_argument")
-ERROR_WEIGHTS = (0.4, 0.3, 0.3)
+ERROR_KINDS = ("timeout", "unreachable")
+ERROR_WEIGHTS = (0.55, 0.45)
 MAX_RETRIES = 2
 _ERROR_TEXT = {"timeout": "the request timed out after 30 s", "unreachable": "the service is unreachable"}
 
@@ -63,6 +63,8 @@ class Trace:
     """Visible call ids of each plan call (first attempt first)."""
     transformed: list[tuple[Any, str]] = field(default_factory=list)
     """``(canonical value, kind)`` of every value a tool output shows transformed (:mod:`synth.transforms`)."""
+    why: dict[str, str] = field(default_factory=dict)
+    """Why each abandoned tool was abandoned (``timeout``, ``unreachable``, ``tool_error``, ``blocked``)."""
 
 
 def message(role: str, content: str, tool_calls: list | None = None, tool_call_id: str | None = None,
@@ -84,25 +86,27 @@ def _extract(output: dict | None, fld: str) -> Any:
     for v in output.values():
         if isinstance(v, list) and v and isinstance(v[0], dict) and fld in v[0]:
             return v[0][fld]
+    if isinstance(output.get("result"), str):
+        from synth.observe import text_fields
+
+        fields = text_fields(output["result"])
+        found = fields.get(fld) or fields.get("items")  # a listing's bare lines are the tool's noun
+        return found[0] if found else None
     return None
 
 
-def _fact(tool: str, out: dict) -> str:
-    lists = [(k, v) for k, v in out.items() if isinstance(v, list)]
-    if lists:
-        k, items = lists[0]
-        if not items:
-            return f"{tool} found no {k}"
-        first = items[0]
-        desc = ", ".join(f"{f} {first[f]}" for f in sorted(first)[:3]) if isinstance(first, dict) else str(first)
-        return f"{tool} found {out.get('count', len(items))} {k} (first: {desc})"
-    desc = ", ".join(f"{k} {v}" for k, v in sorted(out.items())[:4] if not isinstance(v, dict | list))
-    return f"{tool} returned {desc}"
+def emulated(backend: Any, server: str, tool: str) -> bool:
+    """Whether ``backend`` serves ``server.tool`` by emulation (injected errors apply); True for a backend
+    that does not say (an in-process test double)."""
+    check = getattr(backend, "emulated", None)
+    return True if check is None else bool(check(server, tool))
 
 
-def execute(plan: Plan, backend: Any, rng: random.Random, error_rate: float, system: str | None = None) -> Trace:
+def execute(plan: Plan, backend: Any, rng: random.Random, error_rate: float, system: str | None = None,
+            phrases: dict[str, str] | None = None) -> Trace:
     """Roll out ``plan`` (see the module docstring); raises :class:`~synth.errors.ServerError` if the server
-    dies, which the caller counts as a dropped task."""
+    dies, which the caller counts as a dropped task. ``phrases`` words each tool's step for the answer
+    (``tool -> "check the stock of that product"``)."""
     trace = Trace(messages=[message("system", system or system_prompt(plan.server)), message("user", plan.query)])
     outputs: dict[int, dict] = {}
     tool_of = {c.idx: c.tool for c in plan.calls}
@@ -121,9 +125,10 @@ def execute(plan: Plan, backend: Any, rng: random.Random, error_rate: float, sys
                 if v is None:
                     blocked = True
                     break
-                args[p] = v
+                args[p] = [v] if p in c.listed and not isinstance(v, list) else v
             if blocked:
                 trace.abandoned.append(c.tool)
+                trace.why[c.tool] = "blocked"
                 continue
             if c.hidden:
                 try:
@@ -143,14 +148,9 @@ def execute(plan: Plan, backend: Any, rng: random.Random, error_rate: float, sys
                 cid = f"call_{n_ids}"
                 trace.ids_by_plan.setdefault(c.idx, []).append(cid)
                 injected = None
-                if rng.random() < error_rate:
+                if emulated(backend, plan.server, c.tool) and rng.random() < error_rate:
                     injected = rng.choices(ERROR_KINDS, ERROR_WEIGHTS)[0]
                 sent = args
-                if injected == "invalid_argument":
-                    drop = sorted(args)[rng.randrange(len(args))] if args else None
-                    sent = {k: v for k, v in args.items() if k != drop}
-                    if drop is None:
-                        injected = "timeout"
                 calls_json.append({"id": cid, "type": "function",
                                    "function": {"name": c.tool, "arguments": json.dumps(sent)}})
                 batch.append((cid, c, args, sent, injected))
@@ -181,9 +181,10 @@ def execute(plan: Plan, backend: Any, rng: random.Random, error_rate: float, sys
                     retry.append((c, args, injected))
                 else:
                     trace.abandoned.append(c.tool)
+                    trace.why[c.tool] = injected or "tool_error"
             pending = retry
             attempt += 1
-    trace.messages.append(message("assistant", _final_answer(trace)))
+    trace.messages.append(message("assistant", _final_answer(plan, trace, phrases or {}, rng)))
     return trace
 
 
@@ -228,35 +229,33 @@ def _display(out: dict | None, idx: int, shown: dict[tuple[int, str], str], rng:
 def _rationale(plan: Plan, calls: list[Call], pending, first: bool, tool_of: dict[int, str], hidden: set[int],
                args_of) -> str:
     names = [c.tool for c in calls]
+    rng = random.Random(f"{plan.seed}:say:{','.join(names)}:{first}")
     if pending and pending[0][2] is not None:
-        parts = []
-        for c, args, err in pending:
-            if err == "invalid_argument":
-                parts.append(f"{c.tool} was rejected because I left out a required argument; retrying with "
-                             "all arguments")
-            else:
-                parts.append(f"{c.tool} failed ({err.replace('_', ' ')}); retrying")
-        return "; ".join(parts) + "."
+        parts = [f"{c.tool} failed ({err.replace('_', ' ')})" for c, args, err in pending]
+        return "; ".join(parts) + rng.choice(("; retrying.", ". Trying again.", "; I'll retry once."))
     if first:
         visible = []
         for c in plan.ordered():
             if not c.hidden and c.tool not in visible:
                 visible.append(c.tool)
-        return "To do this I will call " + ", then ".join(visible) + f". First: {', '.join(names)}."
+        if len(visible) == 1:
+            return rng.choice(("I'll call {a}.", "Let me call {a}.", "Checking with {a}.")).format(a=visible[0])
+        return rng.choice(("To do this I will call {a}. First: {b}.", "Plan: {a}. Starting with {b}.",
+                           "I'll need {a}. First, {b}.")).format(a=", then ".join(visible), b=", ".join(names))
     uses = []
     for cid, c, args, sent, inj in args_of:
         for p, a in c.args.items():
             if a[0] == "ref" and a[1] not in hidden:
                 uses.append(f"{p} {args[p]} from {tool_of[a[1]]}")
     if uses:
-        return f"Using {'; '.join(uses)}, I'll call {', '.join(names)}."
-    return f"Next I'll call {', '.join(names)}."
+        return rng.choice(("Using {u}, I'll call {n}.", "With {u}, next is {n}.")).format(
+            u="; ".join(uses), n=", ".join(names))
+    return rng.choice(("Next I'll call {n}.", "Now {n}.", "Then {n}.")).format(n=", ".join(names))
 
 
-def _final_answer(trace: Trace) -> str:
-    facts = [_fact(r.tool, r.output) for r in trace.records if r.ok and r.output is not None]
-    text = ("Here is what I found: " + "; ".join(facts) + ".") if facts else "I could not get any results."
-    if trace.abandoned:
-        uniq = list(dict.fromkeys(trace.abandoned))
-        text += f" I could not complete {', '.join(uniq)}: the tool failed or a value it needed was unavailable."
-    return text
+def _final_answer(plan: Plan, trace: Trace, phrases: dict[str, str], rng: random.Random) -> str:
+    from synth.answers import final_answer
+
+    done = [(r.tool, r.output) for r in trace.records if r.ok and isinstance(r.output, dict)]
+    failed = [(t, trace.why.get(t, "tool_error")) for t in dict.fromkeys(trace.abandoned)]
+    return final_answer(plan.query, done, failed, phrases, random.Random(f"{plan.seed}:answer"))

@@ -16,7 +16,8 @@ from synth.plans import ServerSpec
 from synth.servers import catalog
 from synth.servers.db import DOMAINS, HELDOUT_DOMAINS
 
-__all__ = ["training_domains", "graph_order", "bundled_spec", "document_spec", "select_tools"]
+__all__ = ["training_domains", "graph_order", "bundled_spec", "document_spec", "user_spec", "user_intent",
+           "select_tools"]
 
 
 def training_domains(recipe: Recipe) -> list[str]:
@@ -80,7 +81,10 @@ def bundled_spec(domain: str, tools: list[str] | None = None) -> ServerSpec:
             if p.required and p.source is not None:
                 src[p.name] = f"row:{t.table}.{p.col}" if p.source == "row" else p.source
         sources[t.name] = src
-    return ServerSpec(domain, docs, sources, {t.name: t.intent for t in keep}, kind="bundled")
+    from synth.phrasing import intents_for
+
+    return ServerSpec(domain, docs, sources, {t.name: t.intent for t in keep}, kind="bundled",
+                      phrasings={t.name: intents_for(domain, t.name, t.intent) for t in keep})
 
 
 def document_spec(server: str, docs: list[ToolDoc], values: dict[str, list] | None = None,
@@ -123,6 +127,46 @@ def document_spec(server: str, docs: list[ToolDoc], values: dict[str, list] | No
     return ServerSpec(server, inferred, sources, intents, kind=kind)
 
 
+def _imperative(description: str) -> str:
+    """The first clause of a tool description as a request (``Switches branches`` -> ``switch branches``)."""
+    text = description.strip().split(". ")[0].rstrip(".")
+    words = text.split()
+    if not words:
+        return "use the tool"
+    w = words[0].lower()
+    if w.endswith("es") and len(w) > 4 and w[-3] in "sxhz":
+        w = w[:-2]
+    elif w.endswith("s") and not w.endswith("ss") and len(w) > 3:
+        w = w[:-1]
+    return " ".join([w, *words[1:]])
+
+
+def user_intent(doc: ToolDoc) -> str:
+    """A request phrase for a user tool from its description, never its name: ``list Git branches for repo
+    path {repo_path|that repo path} and branch type {branch_type|that branch type}``."""
+    def ref(p: str) -> str:
+        noun = p.replace("_", " ").removesuffix(" name").removesuffix(" id")
+        return f"{{{p}|that {noun}}}"
+    ph = " and ".join(f"{p.replace('_', ' ')} {ref(p)}" for p in doc.required)
+    return _imperative(doc.description) + (f" for {ph}" if ph else "")
+
+
+def user_spec(server: str, docs: list[ToolDoc], arg_values: dict[str, list], command: str,
+              observed: dict[str, list]) -> ServerSpec:
+    """The synthesis view of a live user server: output fields as declared or observed, edges by
+    :func:`synth.observe.user_match`, query values only from given or observed values
+    (:func:`synth.observe.value_sources`; a parameter without any can only come from an earlier output)."""
+    from synth.observe import creates, given_values, value_sources
+
+    by_name = {d.name: d for d in docs}
+    sources = {n: value_sources(d, arg_values, command, observed) for n, d in by_name.items()}
+    intents = {n: user_intent(d) for n, d in by_name.items()}
+    no_refs = frozenset((n, p) for n, d in by_name.items() for p in d.required
+                        if given_values(d, p, arg_values, command) or (creates(d) and p.endswith("_name")))
+    spec = ServerSpec(server, by_name, sources, intents, kind="live", no_refs=no_refs)
+    return spec
+
+
 def select_tools(recipe: Recipe, extra_specs: dict[str, ServerSpec] | None = None) -> dict[str, ServerSpec]:
     """The servers and tools a recipe draws from (see the module docstring)."""
     specs = {d: bundled_spec(d) for d in training_domains(recipe)}
@@ -131,8 +175,9 @@ def select_tools(recipe: Recipe, extra_specs: dict[str, ServerSpec] | None = Non
     if recipe.tool_diversity > total:
         raise RecipeError(f"tool_diversity = {recipe.tool_diversity} exceeds the {total} tools available on "
                           f"{len(specs)} training servers; use at most {total} or add servers")
-    order = sorted(specs)
+    order = sorted(s for s in specs if specs[s].kind == "bundled")
     random.Random(f"toolscale-tools:{recipe.seed}").shuffle(order)
+    order = sorted(s for s in specs if specs[s].kind != "bundled") + order  # the user's servers first
     chosen: dict[str, ServerSpec] = {}
     need = recipe.tool_diversity
     for name in order:
@@ -146,5 +191,6 @@ def select_tools(recipe: Recipe, extra_specs: dict[str, ServerSpec] | None = Non
         else:
             chosen[name] = ServerSpec(name, {t: spec.docs[t] for t in tools},
                                       {t: spec.sources[t] for t in tools}, {t: spec.intents[t] for t in tools},
-                                      kind=spec.kind)
+                                      kind=spec.kind, phrasings={t: spec.phrasings[t] for t in tools
+                                                                 if t in spec.phrasings}, no_refs=spec.no_refs)
     return chosen

@@ -19,12 +19,13 @@ import random
 from collections import Counter
 from collections.abc import Collection
 from dataclasses import dataclass, field
+from typing import Any
 
 from synth.errors import RecipeError
 from synth.models import STRUCTURES, Recipe, ToolDoc
 from synth.plans import (Chain, ServerSpec, Step, fan_in_chains, fan_out_chains, max_hops, parallel_chains,
                          sample_chains, schedule)
-from synth.selection import document_spec, select_tools
+from synth.selection import document_spec, select_tools, user_spec
 from synth.servers import catalog
 from synth.servers.db import db_instances
 
@@ -95,17 +96,23 @@ class TaskSet:
 
 
 def server_specs(recipe: Recipe, extra: dict[str, list[ToolDoc]] | None = None,
-                 live: Collection[str] = ()) -> dict[str, ServerSpec]:
+                 live: Collection[str] = (), user: Any = None) -> dict[str, ServerSpec]:
     """Phase 1: the servers and tools the recipe draws from.
 
-    ``extra`` maps user server names to their docs; those named in ``live`` run live (kind ``live``),
+    ``extra`` maps user server names to their docs; those named in ``live`` run live (kind ``live``,
+    :func:`synth.selection.user_spec` over ``user``'s observations: a :class:`~synth.userservers.UserServers`),
     the others are document-only (kind ``document``, emulated).
     """
     extra_specs: dict[str, ServerSpec] = {}
     for s, docs in sorted((extra or {}).items()):
         if s in catalog.SERVERS:
             raise RecipeError(f"extra tool documents use the bundled server name {s!r}; rename the server")
-        extra_specs[s] = document_spec(s, docs, recipe.arg_values, kind="live" if s in live else "document")
+        if s in live:
+            command = getattr(user, "command_of", {}).get(s, "")
+            observed = user.observed(s) if user is not None else {}
+            extra_specs[s] = user_spec(s, docs, recipe.arg_values, command, observed)
+        else:
+            extra_specs[s] = document_spec(s, docs, recipe.arg_values, kind="document")
     return select_tools(recipe, extra_specs)
 
 

@@ -16,16 +16,12 @@ from typing import Any
 from synth.plans import Call, Chain, Plan, ServerSpec, render_intent
 from synth.servers.db import CITIES, FIRST, LAST
 from synth.transforms import display
+from synth import phrasing as _ph
 
 __all__ = ["sample_value", "instantiate", "render_query", "PERSONAS", "COMPLICATIONS"]
 
-OPENERS = ("Please {x}.", "Could you {x}?", "I need you to {x}.", "Help me {x}.", "Can you {x} for me?")
-CONNECTIVES = (", then ", ", and after that ", "; next, ", " and then ")
-PERSONAS = ("I'm a support engineer handling a customer request.", "I'm new to this service.",
-            "I'm an operations manager and short on time.", "I'm helping a colleague who is travelling.",
-            "I'm auditing our records this week.")
-COMPLICATIONS = ("If anything fails, tell me exactly what went wrong.", "Double-check the details before acting.",
-                 "Keep the answer short.", "Use only what the tools return; do not guess.")
+PERSONAS = _ph.PERSONAS
+COMPLICATIONS = _ph.COMPLICATIONS
 
 
 def sample_value(source: str, db: dict[str, list[dict]], rng: random.Random, row_cache: dict[str, dict]) -> Any:
@@ -80,10 +76,14 @@ def _gen_value(rest: str, rng: random.Random) -> Any:
     return f"{name.split('_')[0]}-{rng.randint(100, 999)}"
 
 
-def instantiate(chain: Chain, db: dict[str, list[dict]], rng: random.Random) -> list[Call] | None:
-    """Calls with concrete query values (None when the database lacks a needed value)."""
+def instantiate(chain: Chain, db: dict[str, list[dict]], rng: random.Random,
+                spec: ServerSpec | None = None) -> list[Call] | None:
+    """Calls with concrete query values (None when the database lacks a needed value); with ``spec``,
+    array-typed parameters are marked ``listed`` (a single value is sent as a one-item list)."""
     calls = []
     for i, step in enumerate(chain.steps):
+        props = spec.docs[step.tool].parameters.get("properties", {}) if spec and step.tool in spec.docs else {}
+        listed = {p for p, _ in step.args if isinstance(props.get(p), dict) and props[p].get("type") == "array"}
         cache: dict[str, dict] = {}
         args: dict[str, Any] = {}
         for p, arg in step.args:
@@ -94,16 +94,17 @@ def instantiate(chain: Chain, db: dict[str, list[dict]], rng: random.Random) -> 
                 args[p] = ("q", v)
             else:
                 args[p] = arg
-        calls.append(Call(idx=i, tool=step.tool, args=args, turn=chain.turns[i], side=False))
+        calls.append(Call(idx=i, tool=step.tool, args=args, turn=chain.turns[i], side=False, listed=listed))
     return calls
 
 
 def render_query(plan: Plan, spec: ServerSpec, rng: random.Random) -> tuple[str, list[str]]:
     """The user query of a plan and the augmentations applied.
 
-    Every call contributes its intent (hidden calls too: a skipped lookup is still asked for); values of
-    query-bound arguments are stated unless the call marks them ``vague`` (a memorised constant), in their
-    transformed form when the call marks them in ``transforms`` (:func:`synth.transforms.display`).
+    Every call contributes one of its tool's phrasings (:mod:`synth.phrasing`; hidden calls too: a
+    skipped lookup is still asked for); values of query-bound arguments are stated unless the call marks
+    them ``vague`` (a memorised constant, worded by :func:`synth.phrasing.vague`), in their transformed
+    form when the call marks them in ``transforms`` (:func:`synth.transforms.display`).
     """
     parts = []
     for c in plan.ordered():
@@ -113,21 +114,24 @@ def render_query(plan: Plan, spec: ServerSpec, rng: random.Random) -> tuple[str,
                 return "ref", None
             if a[0] == "q":
                 if p in c.vague:
-                    return "vague", None
+                    return "vague", _ph.vague(p, rng)
                 if p in c.transforms:
                     return "q", display(a[1], c.transforms[p], rng)
                 return "q", a[1]
             return "ref", None
-        parts.append(render_intent(spec.intents.get(c.tool, f"use {c.tool}"), values))
+        options = spec.phrasings.get(c.tool) or (spec.intents.get(c.tool, f"use {c.tool}"),)
+        parts.append(render_intent(options[rng.randrange(len(options))], values))
     aug = ["paraphrase"]
     body = parts[0]
     for p in parts[1:]:
-        body += rng.choice(CONNECTIVES) + p
-    text = rng.choice(OPENERS).format(x=body)
+        joint = rng.choice(_ph.CONNECTIVES)
+        body += joint + (p[:1].upper() + p[1:] if joint.rstrip().endswith(".") else p)
+    frame = rng.choice(_ph.OPENERS)
+    text = frame.format(x=body, X=body[:1].upper() + body[1:])
     if rng.random() < 0.35:
-        text = rng.choice(PERSONAS) + " " + text
+        text = rng.choice(_ph.PERSONAS) + " " + text
         aug.append("persona")
     if rng.random() < 0.35:
-        text = text + " " + rng.choice(COMPLICATIONS)
+        text = text + " " + rng.choice(_ph.COMPLICATIONS)
         aug.append("complication")
     return text, aug

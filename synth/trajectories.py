@@ -30,7 +30,7 @@ from synth.tasks import instantiate
 from synth.transforms import pick_transforms, shown_transformed, transformed_arguments
 
 __all__ = ["TASK_ATTEMPTS", "JUDGE_TIMEOUT_S", "Accepted", "Tally", "pick_defects", "write_task",
-           "roll_out"]
+           "roll_out", "called_chain", "executed_structure"]
 
 TASK_ATTEMPTS = 3
 """Draws of query values per task before a task that fails the task gate is rejected."""
@@ -84,11 +84,17 @@ class Tally:
         self.rejected.extend(other.rejected)
 
     def reject(self, index: int, server: str, stage: str, reason: str, detail: str | None = None,
-               messages: list[dict] | None = None, scores: dict[str, float] | None = None) -> None:
-        """Count a rejected task under ``reason`` and keep its :class:`~synth.models.RejectedRow`."""
+               messages: list[dict] | None = None, scores: dict[str, float] | None = None, *,
+               query: str | None = None, gates: dict[str, float] | None = None,
+               more: list[str] | None = None) -> None:
+        """Count a rejected task under ``reason`` and keep its :class:`~synth.models.RejectedRow` (with the
+        request and the gate scores when there are any; ``more`` are further reasons it broke)."""
         self.rejections[reason] += 1
-        row = RejectedRow(task_id=f"t{index:06d}", server=server, stage=stage, reasons=[reason],
-                          detail=None if detail is None else detail[:300], messages=messages, judge=scores or {})
+        if query is None and messages:
+            query = next((m["content"] for m in messages if m["role"] == "user"), None)
+        row = RejectedRow(task_id=f"t{index:06d}", server=server, stage=stage, reasons=[reason, *(more or [])],
+                          detail=None if detail is None else detail[:300], messages=messages, judge=scores or {},
+                          query=query, gates=gates or {})
         self.rejected.append((index, row.model_dump_json()))
 
 
@@ -131,7 +137,7 @@ def write_task(recipe: Recipe, slot: TaskSlot, spec: ServerSpec, db: dict[str, l
     reason: str | None = None
     calls = None
     for _attempt in range(TASK_ATTEMPTS):
-        calls = instantiate(chain2, db, rng)
+        calls = instantiate(chain2, db, rng, spec)
         if calls is None:
             break
         for c in calls[n_steps:]:
@@ -143,18 +149,26 @@ def write_task(recipe: Recipe, slot: TaskSlot, spec: ServerSpec, db: dict[str, l
                     db_id=_db_id(slot.server, spec.kind, inst),
                     instance=inst, calls=calls, structure=slot.chain.structure, signature=slot.chain.signature,
                     task_kind=slot.kind, seed=recipe.seed * 1_000_003 + slot.index)
+        check = getattr(roles, "chain_check", None)
+        if check is not None and (why := check(cand, spec)) is not None:
+            tally.reject(slot.index, slot.server, "task", why, f"chain {slot.chain.signature}")
+            return None
         try:
             cand.query, cand.augmentation = roles.task_writer.write(cand, spec, rng)
             reason = roles.task_writer.gate(cand, spec)
         except SampleRejected as err:
-            tally.reject(slot.index, slot.server, "task", err.reason, str(err), getattr(err, "messages", None))
+            tally.reject(slot.index, slot.server, "task", err.reason, str(err), getattr(err, "messages", None),
+                         query=cand.query or None)
             return None
         if reason is None and (slot.server, cand.query) in tally.seen_queries:
             reason = "duplicate_query"
         if reason is None:
             tally.seen_queries.add((slot.server, cand.query))
             return cand
-    tally.reject(slot.index, slot.server, "task", "no_values" if calls is None else f"task_gate:{reason}")
+    last = getattr(roles.task_writer, "last_scores", None)
+    tally.reject(slot.index, slot.server, "task", "no_values" if calls is None else f"task_gate:{reason}",
+                 None if calls is None else f"gate {reason} rejected the request", query=None if calls is None else cand.query,
+                 gates=last(cand) if callable(last) and calls is not None else None)
     return None
 
 
@@ -167,6 +181,47 @@ def _transformed_calls(plan: Plan, trace: Trace, prov: list[ActionProvenance]) -
     sent = {r.id: r.args for r in trace.records}
     return {p.call_id: t for p in prov if not p.derivable and p.call_id in sent
             and (t := transformed_arguments(p.missing, sent[p.call_id], shown))}
+
+
+def called_chain(trace: Trace) -> list[str]:
+    """The tools of the visible calls made, in order, a retry of the same tool counted once."""
+    out: list[str] = []
+    for r in trace.records:
+        if not (r.retry and out and out[-1] == r.tool):
+            out.append(r.tool)
+    return out
+
+
+def executed_structure(trace: Trace) -> str:
+    """The dependency structure of the calls made: each argument value not in the request comes from the
+    earliest successful call whose output holds it (its origin); ``fan-in`` when a call took values from
+    two calls, ``fan-out`` when one call fed two, ``parallel`` for two or more calls with no flow, else
+    ``chain``."""
+    from synth.provenance import value_in
+    from synth.rules import output_pairs
+
+    query = "\n".join(m["content"] for m in trace.messages if m["role"] == "user")
+    done: list[Any] = []
+    suppliers: dict[str, set[str]] = {}
+    consumers: dict[str, set[str]] = {}
+    for r in trace.records:
+        if not r.ok:
+            continue
+        for value in r.args.values():
+            if value_in(value, query):
+                continue
+            src = next((d for d in done if any(x == value for _, x in output_pairs(d.output))), None)
+            if src is not None:
+                suppliers.setdefault(r.id, set()).add(src.id)
+                consumers.setdefault(src.id, set()).add(r.id)
+        done.append(r)
+    if any(len(s) >= 2 for s in suppliers.values()):
+        return "fan-in"
+    if any(len(c) >= 2 for c in consumers.values()):
+        return "fan-out"
+    if not suppliers and sum(not r.retry for r in trace.records) >= 2:
+        return "parallel"
+    return "chain"
 
 
 def _db_id(server: str, kind: str, inst: tuple[int, int]) -> str:
@@ -182,10 +237,11 @@ def roll_out(recipe: Recipe, slot: TaskSlot, plan: Plan, spec: ServerSpec, backe
         trace = roles.policy.rollout(plan, spec, backend, random.Random(f"{recipe.seed}:exec:{slot.index}"),
                                      recipe.error_rate)
     except SampleRejected as err:
-        tally.reject(slot.index, slot.server, "rollout", err.reason, str(err), getattr(err, "messages", None))
+        tally.reject(slot.index, slot.server, "rollout", err.reason, str(err), getattr(err, "messages", None),
+                     query=plan.query)
         return None, None
     except ServerError as err:
-        tally.reject(slot.index, slot.server, "rollout", "server_error", str(err))
+        tally.reject(slot.index, slot.server, "rollout", "server_error", str(err), query=plan.query)
         tally.dead.add((slot.server, slot.instance))
         tally.stats[f"server_error:{slot.server}"] += 1
         return None, None
@@ -206,17 +262,21 @@ def roll_out(recipe: Recipe, slot: TaskSlot, plan: Plan, spec: ServerSpec, backe
     scores = {} if verdict.mean is None else {**{k: round(v, 4) for k, v in verdict.scores.items()},
                                               "mean": round(verdict.mean, 4)}
     if not verdict.accepted:
-        tally.reject(slot.index, slot.server, "judge", verdict.reason or "rejected", messages=trace.messages,
-                     scores=scores)
-        return None, NarrativeSource(slot.index, slot.server, plan.query, trace, False, judge_mean)
+        tally.reject(slot.index, slot.server, "judge", verdict.reason or "rejected", verdict.detail,
+                     messages=trace.messages, scores=scores,
+                     more=[f"rule:{r}" for r in verdict.failed_rules[1:]])
+        return None, NarrativeSource(slot.index, slot.server, plan.query, trace, False, judge_mean,
+                                     "judge_failed" if verdict.judge_failed else "judge_rejected")
     hops = max((p.hops for p in prov), default=0)
     if hops > recipe.support_depth:
         # a skipped lookup can leave only an older observation holding the value
         tally.reject(slot.index, slot.server, "filter", "exceeds_support_depth",
                      f"support depth {hops} > {recipe.support_depth}", trace.messages, scores)
-        return None, NarrativeSource(slot.index, slot.server, plan.query, trace, False, judge_mean)
+        return None, NarrativeSource(slot.index, slot.server, plan.query, trace, False, judge_mean, "filtered")
+    made = called_chain(trace)
     meta = {"task_id": plan.task_id, "server": slot.server, "db_id": plan.db_id,
-            "chain": [c.tool for c in plan.ordered()], "signature": plan.signature, "structure": plan.structure,
+            "chain": made, "signature": f"{slot.server}:" + ">".join(made), "structure": executed_structure(trace),
+            "planned_chain": [c.tool for c in plan.ordered()],
             "nonderivable_calls": nonderiv, "repaired_calls": repaired_ids, "seed": plan.seed,
             "support_depth": hops, "injected_errors": trace.injected,
             "judge": scores,

@@ -72,6 +72,7 @@ class LLMTaskWriter:
         self.fallbacks = 0
         """Gate replies whose score was parsed by the lenient fallback."""
         self._lock = threading.Lock()
+        self._scores: dict[str, dict[str, float]] = {}
 
     def _ask(self, prompt: str, system: str) -> str:
         try:
@@ -109,6 +110,8 @@ class LLMTaskWriter:
         return query, aug
 
     def gate(self, plan: Plan, spec: ServerSpec) -> str | None:
+        with self._lock:
+            self._scores.pop(plan.task_id, None)
         reason = rule_gate(plan)
         if reason is not None:
             return reason
@@ -129,9 +132,15 @@ class LLMTaskWriter:
                 self.fallbacks += fallback
                 self.gate_scores[gate] += score
                 self.gate_counts[gate] += 1
+                self._scores.setdefault(plan.task_id, {})[gate] = float(score)
             if score < self.threshold:
                 return gate
         return None
+
+    def last_scores(self, plan: Plan) -> dict[str, float]:
+        """The gate scores the plan's latest request got (1-5 per gate)."""
+        with self._lock:
+            return dict(self._scores.get(plan.task_id, {}))
 
     def stats(self) -> dict[str, Any]:
         """Mean score per gate and the fallback count."""

@@ -16,7 +16,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 LINT = Path(sys.executable).with_name("lint-imports")
-PACKAGES = ("toolscale", "synth", "probes", "grid", "fit", "allocator", "train", "eval", "slurm")
+PACKAGES = ("toolscale", "synth", "probes", "grid", "fit", "allocator", "train", "eval", "slurm", "pipeline")
 
 
 def _lint(root: Path, *args: str) -> subprocess.CompletedProcess:

@@ -95,8 +95,8 @@ class AxisSpec(_Frozen):
     """Lowest real level in the design (in ``unit``)."""
     max: float
     """Highest real level in the design (in ``unit``)."""
-    levels: int = Field(default=3, ge=1)
-    """Number of distinct levels for multi-level designs."""
+    levels: int = Field(default=3, ge=1, le=64)
+    """Number of distinct levels for multi-level designs (at most 64)."""
     spacing: Literal["log", "linear"] = "log"
     """Spacing of the levels between min and max."""
     integer: bool = False
@@ -234,7 +234,7 @@ class DesignSpec(_Frozen):
     """Explicit pyDOE3 ``fracfact`` generator string (e.g. ``"a b c d abc acd"``); None picks one."""
     gsd_reduction: int = Field(default=4, ge=1)
     """Reduction factor of the generalized subset design (points ~ full factorial / reduction; 1 = full)."""
-    lhs_samples: int = Field(default=20, ge=2)
+    lhs_samples: int = Field(default=20, ge=2, le=100_000)
     """Points of a Latin hypercube design."""
     center_points: int = Field(default=2, ge=0)
     """Center points added to the design (noise and curvature)."""
@@ -314,10 +314,24 @@ def check_llm_roles(roles: dict) -> dict:
     return roles
 
 
+class UserServer(_Frozen):
+    """One of your stdio MCP servers as a table (``[[synth.servers]]``); a plain string is ``command`` alone."""
+
+    command: str = Field(min_length=1)
+    """The command line (``"python -m mcp_server_git --repository /data/repo"``)."""
+    scratch: str | None = Field(default=None, pattern=r"^copy:.+")
+    """``"copy:PATH"``: copy PATH for each job and start the server on the copy (PATH, which must appear in
+    ``command``, is never touched; results name PATH, not the copy). Write tools run only with it, or
+    under ``emulate_writes``."""
+    emulate_writes: bool = False
+    """Play the server's write tools (not read-only by their MCP annotations or name) with the emulator
+    instead of running them; without this or ``scratch`` they are left out, with a warning."""
+
+
 class SynthSpec(_Frozen):
     """Synthesis settings (synth/)."""
 
-    servers: list[str] = Field(default_factory=list)
+    servers: list[str | UserServer] = Field(default_factory=list)
     """Your stdio MCP servers as command lines (``"python -m mcp_server_git --repository /data/repo"``):
     collected and executed live in ``synth`` and in every pipeline job (one session per server per job);
     their tools join the bundled ones for ``tool_diversity``."""
@@ -326,6 +340,9 @@ class SynthSpec(_Frozen):
     (``{ repo_path = ["/data/repo"] }``); other arguments get generated values."""
     max_turns: int = Field(default=32, ge=1, le=256)
     """Most assistant turns of an LLM policy per trajectory (ASTRA: 32), in turns."""
+    min_tools: int = Field(default=3, ge=1)
+    """Servers from the registry (``--with-collected``, ASTRA imports) with fewer usable tools are
+    quarantined (ASTRA's pruning rule); servers you name in ``servers`` are never held to it."""
     heldout_servers: list[str] = Field(default_factory=list)
     """Bundled server names reserved for evaluation; empty uses the package default."""
     error_rate: float = Field(default=0.2, ge=0.0, le=1.0)
@@ -794,6 +811,10 @@ def read_toml(path: str | Path, *, kind: str, error: type[Exception] = ConfigErr
         return tomllib.loads(p.read_text(encoding="utf-8"))
     except tomllib.TOMLDecodeError as err:
         raise error(f"{p}: not valid TOML: {err}") from None
+    except RecursionError:
+        raise error(f"{p}: not valid TOML here: arrays or tables nested too deeply") from None
+    except UnicodeDecodeError as err:
+        raise error(f"{p}: not valid TOML: not UTF-8 text ({err.reason} at byte {err.start})") from None
 
 
 def load_config(path: str | Path) -> ExperimentConfig:

@@ -231,7 +231,7 @@ def train_grpo(envs: str | Path | Sequence[Any], model_dir: str | Path, out_dir:
     import torch
 
     from synth.envs.grpo import make_reward_fn
-    from train.models import count_params, load_model
+    from train.proxy import count_params, load_model
     from train.sft import quiet_progress
     from train.tokenizer import load_tokenizer
 

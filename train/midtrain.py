@@ -133,7 +133,7 @@ def train_midtrain(corpus: str | Path, size: ModelSize, out_dir: str | Path, *, 
     import torch
     from datasets import Dataset
 
-    from train.models import build_model, count_params
+    from train.proxy import build_model, count_params
     from train.sft import make_trainer, quiet_progress, read_stats, sft_config
 
     if size.pretrained:

@@ -219,7 +219,7 @@ def train_sft(data_dir: str | Path, size: ModelSize, out_dir: str | Path, *, max
     """
     import torch
 
-    from train.models import build_model, count_params, load_model
+    from train.proxy import build_model, count_params, load_model
 
     steps = size.max_steps if max_steps is None else max_steps
     if not isinstance(steps, int) or steps < 1:

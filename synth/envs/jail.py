@@ -19,9 +19,12 @@ A jailed sandbox run is ``bwrap [namespaces, mounts] PYTHON -S -s -P -B -c RUNNE
   ``RLIMIT_NPROC`` against a real unprivileged uid (a fork bomb stops at ``limits.max_processes``), which
   it would not for a user namespace whose 65534 maps back to root. As any other user, bubblewrap makes a
   user namespace mapping 65534 to that user, and disables nested user namespaces.
+- in both modes, a seccomp filter (:mod:`synth.envs.seccomp`, ``--seccomp FD``) that refuses nested
+  namespaces, mounts, the kernel keyring, io_uring, ptrace and bpf, and kills a process that opens any socket
+  but ``AF_UNIX`` (so vsock and the network, whose attempt the kernel then records).
 
 Everything is fail-closed: :func:`jail_problem` names what is missing (no bubblewrap, namespaces refused,
-an interpreter that cannot start inside), and :func:`synth.envs.sandbox.run_calls` raises
+no seccomp filter, an interpreter that cannot start inside), and :func:`synth.envs.sandbox.run_calls` raises
 :class:`SandboxError` instead of running generated code without the jail.
 """
 
@@ -37,16 +40,18 @@ import sysconfig
 
 from synth.envs.errors import SandboxError
 from synth.envs.models import SandboxLimits
+from synth.envs.seccomp import filter_bytes, seccomp_problem
 
-__all__ = ["JAIL_UID", "WORK_DIR", "bwrap_argv", "interpreter_paths", "jail_problem", "require_jail",
-           "INSTALL_HINT"]
+__all__ = ["JAIL_UID", "WORK_DIR", "bwrap_argv", "caller_is_root", "interpreter_paths", "jail_problem",
+           "require_jail", "INSTALL_HINT"]
 
 JAIL_UID = 65534
 """uid and gid of jailed tool code (``nobody``)."""
 WORK_DIR = "/work"
 """The jailed child's working directory: an empty tmpfs, the only writable place."""
-INSTALL_HINT = ("install bubblewrap (`make install` runs synth/envs/sandbox-setup.sh; or apt-get install "
-                "bubblewrap); --insecure-in-process runs generated code without isolation, for debugging only")
+INSTALL_HINT = ("install bubblewrap and libseccomp2 (`make install` runs synth/envs/sandbox-setup.sh; or "
+                "apt-get install bubblewrap libseccomp2); --insecure-in-process runs generated code without isolation, "
+                "for debugging only")
 
 _SKIP_MODULES = ("_tkinter",)  # GUI toolkit: pulls in X11 libraries no tool may use
 
@@ -111,8 +116,13 @@ def _expose(path: str, ops: list[tuple[str, str, str]], seen: set[str]) -> None:
         ops.append(("--ro-bind", cur, cur))
 
 
+def caller_is_root() -> bool:
+    """Whether bubblewrap runs in its root mode here (tests pin the other mode by replacing this)."""
+    return os.geteuid() == 0
+
+
 def bwrap_argv(limits: SandboxLimits, *, bwrap: str = "/usr/bin/bwrap", paths: tuple[str, ...] | None = None,
-               as_root: bool | None = None) -> list[str]:
+               as_root: bool | None = None, seccomp_fd: int | None = None) -> list[str]:
     """The bubblewrap command line up to (not including) the interpreter command.
 
     Parameters
@@ -126,15 +136,20 @@ def bwrap_argv(limits: SandboxLimits, *, bwrap: str = "/usr/bin/bwrap", paths: t
     as_root : bool, optional
         Whether the caller is root (default: ``os.geteuid() == 0``): root runs without a user namespace and
         lets the runner drop to :data:`JAIL_UID` itself; anyone else gets a user namespace with that uid.
+    seccomp_fd : int, optional
+        A descriptor holding the compiled filter (:func:`synth.envs.seccomp.filter_bytes`), inherited by
+        bubblewrap, which installs it just before it starts the interpreter.
     """
     paths = interpreter_paths() if paths is None else paths
-    as_root = os.geteuid() == 0 if as_root is None else as_root
+    as_root = caller_is_root() if as_root is None else as_root
     ops: list[tuple[str, str, str]] = []
     seen: set[str] = set()
     for p in paths:
         _expose(p, ops, seen)
     argv = [bwrap, "--unshare-pid", "--unshare-net", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try",
             "--hostname", "toolscale-sandbox", "--die-with-parent", "--new-session"]
+    if seccomp_fd is not None:
+        argv += ["--seccomp", str(seccomp_fd)]
     if as_root:
         argv += ["--cap-drop", "ALL", "--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID"]
     else:
@@ -164,7 +179,8 @@ def bwrap_argv(limits: SandboxLimits, *, bwrap: str = "/usr/bin/bwrap", paths: t
 _PROBE = ("import os, sys\n"
           "if os.getuid() == 0:\n"
           "    os.setgroups([]); os.setresgid({uid}, {uid}, {uid}); os.setresuid({uid}, {uid}, {uid})\n"
-          "print(os.getuid(), os.getpid(), sorted(os.listdir('/')))\n")
+          "seccomp = [l.split()[1] for l in open('/proc/self/status') if l.startswith('Seccomp:')]\n"
+          "print(os.getuid(), os.getpid(), seccomp[0] if seccomp else '-', sorted(os.listdir('/')))\n")
 
 
 @functools.lru_cache(maxsize=1)
@@ -172,27 +188,37 @@ def jail_problem() -> str:
     """Empty when the jail works on this machine, else one line saying why not (checked once per process).
 
     Starts one jailed interpreter and checks that it runs as :data:`JAIL_UID`, as PID 2 of its own PID
-    namespace (bubblewrap's reaper is PID 1), and sees only the jail's root folder.
+    namespace (bubblewrap's reaper is PID 1), under the seccomp filter (``Seccomp: 2``), and sees only the
+    jail's root folder.
     """
     bwrap = _bwrap()
     if bwrap is None:
         return "bubblewrap (bwrap) is not installed"
-    try:
-        argv = bwrap_argv(SandboxLimits(), bwrap=bwrap)
-    except SandboxError as exc:
-        return str(exc)
+    if seccomp_problem():
+        return seccomp_problem()
+    import tempfile
+
     exe = os.path.realpath(sys.executable)
     try:
-        res = subprocess.run([*argv, exe, "-S", "-s", "-P", "-B", "-c", _PROBE.format(uid=JAIL_UID)],
-                             capture_output=True, text=True, timeout=30, env={"PATH": "/usr/bin:/bin"})
+        with tempfile.TemporaryFile() as flt:
+            flt.write(filter_bytes())
+            flt.seek(0)
+            argv = bwrap_argv(SandboxLimits(), bwrap=bwrap, seccomp_fd=flt.fileno())
+            res = subprocess.run([*argv, exe, "-S", "-s", "-P", "-B", "-c", _PROBE.format(uid=JAIL_UID)],
+                                 capture_output=True, text=True, timeout=30, env={"PATH": "/usr/bin:/bin"},
+                                 pass_fds=(flt.fileno(),))
+    except SandboxError as exc:
+        return str(exc)
     except (OSError, subprocess.TimeoutExpired) as exc:
         return f"bubblewrap did not start: {exc}"
     if res.returncode != 0:
         tail = (res.stderr.strip().splitlines() or [f"exit status {res.returncode}"])[-1]
         return f"bubblewrap could not set up the sandbox: {tail[:200]}"
-    fields = res.stdout.split(" ", 2)
-    if len(fields) < 3 or fields[0] != str(JAIL_UID) or fields[1] != "2" or "'etc'" in fields[2]:
+    fields = res.stdout.split(" ", 3)
+    if len(fields) < 4 or fields[0] != str(JAIL_UID) or fields[1] != "2" or "'etc'" in fields[3]:
         return f"the sandbox probe saw an unexpected identity or file system: {res.stdout.strip()[:200]}"
+    if fields[2] != "2":
+        return f"the sandbox probe ran without its seccomp filter (Seccomp: {fields[2]})"
     return ""
 
 

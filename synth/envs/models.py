@@ -128,24 +128,27 @@ class EnvSample(BaseModel):
 
 
 class SandboxLimits(BaseModel):
-    """Resource limits of one sandbox run."""
+    """Resource limits of one sandbox run; every number finite and positive (a ``ValidationError`` if not)."""
 
     model_config = _FROZEN
 
-    cpu_s: float = 5.0
-    """CPU-time limit of the child process (seconds, RLIMIT_CPU)."""
-    memory_mb: int = 512
-    """Address-space limit of the child (MiB, RLIMIT_AS)."""
-    wall_s: float = 10.0
-    """Wall-clock limit (seconds); the child is killed past it."""
-    file_kb: int = 1024
+    cpu_s: float = Field(default=5.0, gt=0, le=86400, allow_inf_nan=False)
+    """CPU-time limit of each call's process (seconds, RLIMIT_CPU)."""
+    memory_mb: int = Field(default=512, ge=64, le=1 << 20)
+    """Address-space limit of each call's process (MiB, RLIMIT_AS)."""
+    wall_s: float = Field(default=10.0, gt=0, le=86400, allow_inf_nan=False)
+    """Wall-clock limit of the whole run (seconds); the caller kills the jail's process group past it."""
+    file_kb: int = Field(default=1024, ge=1, le=1 << 24)
     """Largest file the child may write (KiB, RLIMIT_FSIZE)."""
-    output_chars: int = 65536
+    output_chars: int = Field(default=65536, ge=1, le=1 << 24)
     """Longest observation a call may return (characters); longer ones are a failed call."""
-    max_processes: int = 16
+    output_kb: int = Field(default=1024, ge=1, le=1 << 20)
+    """Most bytes the caller reads from the jail (KiB, per call and for the whole run): past it the jail is
+    killed and the run fails with ``output_limit``."""
+    max_processes: int = Field(default=16, ge=2, le=4096)
     """Most processes (threads included) the jailed uid may have at once (RLIMIT_NPROC): a fork bomb stops
     there. Counted for uid 65534 across the machine, so concurrent sandboxes share it."""
-    work_mb: int = 16
+    work_mb: int = Field(default=16, ge=1, le=1 << 16)
     """Size of the empty tmpfs work directory, the only writable place in the jail (MiB)."""
     isolation: Literal["namespaces", "insecure"] = "namespaces"
     """``namespaces``: bubblewrap's jail (:mod:`synth.envs.jail`), refused with an error where it cannot be set
@@ -173,7 +176,7 @@ class SandboxRun(BaseModel):
 
     model_config = _FROZEN
 
-    status: Literal["ok", "cpu_limit", "memory_limit", "wall_limit", "violation", "crashed"]
+    status: Literal["ok", "cpu_limit", "memory_limit", "wall_limit", "output_limit", "violation", "crashed"]
     """``ok`` when the process finished within limits without a policy violation."""
     isolation: str
     """Which isolation applied: ``namespaces`` (the bubblewrap jail) or ``insecure`` (none)."""
@@ -197,7 +200,8 @@ class SandboxRun(BaseModel):
         if not self.failed:
             return ""
         text = {"cpu_limit": "CPU-time limit exceeded", "memory_limit": "memory limit exceeded",
-                "wall_limit": "wall-clock limit exceeded", "crashed": "sandbox process crashed",
+                "wall_limit": "wall-clock limit exceeded",
+                "output_limit": "output limit exceeded", "crashed": "sandbox process crashed",
                 "violation": "sandbox policy violation"}[self.status]
         extra = "; ".join(self.violations) or self.detail
         return f"{text}: {extra}" if extra else text

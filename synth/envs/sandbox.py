@@ -1,22 +1,23 @@
 """Run generated tool code out of process, jailed, under limits.
 
-Generated code never runs in the caller's process. :func:`run_calls` starts ONE child interpreter per batch
-of calls (all golden calls of a sample go into one run). By default (``SandboxLimits.isolation ==
-"namespaces"``) the child is jailed by bubblewrap (:mod:`synth.envs.jail`): uid 65534, new PID, network, IPC
-and UTS namespaces, a read-only root holding only the interpreter, an empty tmpfs work directory, and a PID
-namespace that dies with the call. Where the jail cannot be set up, :func:`run_calls` raises
+Generated code never runs in the caller's process. :func:`run_calls` starts ONE fresh jail per batch of calls
+(all golden calls of a sample go into one run). By default (``SandboxLimits.isolation == "namespaces"``) the
+jail is bubblewrap's (:mod:`synth.envs.jail`): uid 65534, new PID, network, IPC and UTS namespaces, a
+read-only root holding only the interpreter, an empty tmpfs work directory, a seccomp filter
+(:mod:`synth.envs.seccomp`: no nested namespaces, mounts, keyrings, io_uring, ptrace, bpf or network sockets),
+and a PID namespace that dies with the call. Where the jail cannot be set up, :func:`run_calls` raises
 :class:`SandboxError` (fail closed); it never falls back to running the code unjailed.
 
-Inside, the runner sets the kernel limits: CPU time (``RLIMIT_CPU``), address space (``RLIMIT_AS``), file size
-(``RLIMIT_FSIZE``), processes (``RLIMIT_NPROC``), no core dumps; the caller kills the whole jail after
-``wall_s``. The environment is stripped and the interpreter runs as ``python -S -s -P -B`` (standard library
-only).
+Inside, a harness (:mod:`synth.envs.jail_runner`) that never runs tool code itself forks one process per
+call, sets the kernel limits there (``RLIMIT_CPU``, ``RLIMIT_AS``, ``RLIMIT_FSIZE``, ``RLIMIT_NPROC``, no core
+dumps), and reports each call as one frame. This module counts the frames, reads at most ``output_kb`` of
+them, and kills the whole process group past ``wall_s``. The environment is stripped and the interpreter runs
+as ``python -S -s -P -B`` (standard library only).
 
 An audit hook (PEP 578) is kept as a *tripwire*: a network attempt, a file write outside the work directory,
-a process spawn or a native-code load is recorded as a policy violation and fails the run even when the tool
-code catches the resulting error. In the jail it only records (the kernel refuses); under ``insecure`` it
-also refuses what it sees. It is not a barrier: ``_posixsubprocess.fork_exec`` and ``os.open(dir_fd=...)``
-raise no event it could stop, which is why the jail exists.
+a process spawn or a native-code load is written to the harness as a policy violation the moment it happens,
+and fails the run even when the tool code catches the resulting error. In the jail it only records (the
+kernel refuses, and a network socket kills the process); under ``insecure`` it also refuses what it sees.
 
 A run that exceeds a limit, crashes or violates the policy has ``failed == True``: callers reject the sample.
 Per-call exceptions (bad arguments, a ``KeyError`` in the tool) are *not* run failures: they come back as
@@ -27,162 +28,27 @@ from __future__ import annotations
 
 import json
 import os
-import secrets
+import selectors
 import signal
 import subprocess
 import sys
 import tempfile
 import time
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 from synth.envs.errors import SandboxError
 from synth.envs.jail import INSTALL_HINT, JAIL_UID, WORK_DIR, bwrap_argv, require_jail
 from synth.envs.models import CallOutcome, SandboxLimits, SandboxRun
+from synth.envs.seccomp import filter_bytes
 
 __all__ = ["run_calls", "RUNNER_SOURCE"]
 
-RUNNER_SOURCE = r'''
-import io, json, os, resource, sys
-
-def _main():
-    uid = int(sys.argv[1])
-    refuse = sys.argv[2] == "refuse"
-    out = os.fdopen(os.dup(1), "w", encoding="utf-8")
-    if uid >= 0 and os.getuid() != uid:
-        if os.getuid() != 0:
-            out.write("@@sbx-fatal@@running as uid " + str(os.getuid()) + ", expected " + str(uid) + "\n")
-            out.flush()
-            return
-        os.setgroups([])
-        os.setresgid(uid, uid, uid)
-        os.setresuid(uid, uid, uid)
-        if os.getuid() != uid or os.geteuid() != uid or os.getgid() != uid:
-            out.write("@@sbx-fatal@@could not drop to uid " + str(uid) + "\n")
-            out.flush()
-            return
-    payload = json.loads(sys.stdin.read())
-    nonce = payload["nonce"]
-    lim = payload["limits"]
-    devnull = os.open(os.devnull, os.O_WRONLY)
-    os.dup2(devnull, 1)
-    os.dup2(devnull, 2)
-    out.write(nonce + "READY\n")
-    out.flush()
-    cpu = max(1, int(lim["cpu_s"] + 0.999))
-    resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu + 1))
-    mem = int(lim["memory_mb"]) * 1024 * 1024
-    resource.setrlimit(resource.RLIMIT_AS, (mem, mem))
-    fsize = int(lim["file_kb"]) * 1024
-    resource.setrlimit(resource.RLIMIT_FSIZE, (fsize, fsize))
-    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
-    if uid >= 0:
-        nproc = int(lim["max_processes"])
-        resource.setrlimit(resource.RLIMIT_NPROC, (nproc, nproc))
-    root = os.path.realpath(os.getcwd())
-    violations = []
-    write_flags = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_APPEND | os.O_TRUNC
-
-    def _inside(path):
-        try:
-            if isinstance(path, int):
-                return True
-            p = os.fsdecode(path)
-            return os.path.realpath(os.path.join(root, p)).startswith(root + os.sep)
-        except Exception:
-            return False
-
-    def _note(text):
-        if text not in violations:
-            violations.append(text)
-
-    def hook(event, args):
-        if event in ("socket.__new__", "socket.connect", "socket.bind", "socket.getaddrinfo",
-                     "socket.gethostbyname", "socket.sendto", "socket.socketpair"):
-            if event == "socket.__new__" and len(args) > 1 and args[1] == 1:  # AF_UNIX
-                return
-            _note("network access attempted (" + event + ")")
-            if refuse:
-                raise PermissionError("network access is disabled in this sandbox")
-        elif event == "open":
-            path, mode, flags = args
-            writing = (isinstance(mode, str) and any(c in mode for c in "wax+")) or (
-                isinstance(flags, int) and flags & write_flags)
-            if writing and not _inside(path):
-                _note("file write outside the work directory (" + os.fsdecode(path) + ")")
-                if refuse:
-                    raise PermissionError("writing outside the work directory is not allowed")
-        elif event in ("os.remove", "os.rename", "os.rmdir", "os.mkdir", "os.chmod", "os.chown", "os.link",
-                       "os.symlink", "os.truncate", "shutil.rmtree", "os.utime"):
-            paths = [a for a in args if isinstance(a, (str, bytes))]
-            if any(not _inside(p) for p in paths):
-                _note("file change outside the work directory (" + event + ")")
-                if refuse:
-                    raise PermissionError("changing files outside the work directory is not allowed")
-        elif event in ("os.system", "subprocess.Popen", "os.exec", "os.posix_spawn", "os.spawn", "os.fork",
-                       "os.forkpty", "os.kill", "os.killpg", "pty.spawn"):
-            _note("process control attempted (" + event + ")")
-            if refuse:
-                raise PermissionError("process control is not allowed")
-        elif event == "import" and args[0] in ("_posixsubprocess", "_ctypes"):
-            _note("process or native-code module imported (" + args[0] + ")")
-            if refuse:
-                raise PermissionError("importing " + args[0] + " is not allowed")
-        elif event in ("ctypes.dlopen", "ctypes.dlsym", "ctypes.cdata", "resource.setrlimit", "resource.prlimit",
-                       "sys.setrecursionlimit"):
-            _note("forbidden operation (" + event + ")")
-            if refuse:
-                raise PermissionError(event + " is not allowed")
-
-    sys.addaudithook(hook)
-    results = []
-    status = None
-    for call in payload["calls"]:
-        name = call["name"]
-        src = payload["tools"].get(name)
-        buf = io.StringIO()
-        real_stdout, real_stderr = sys.stdout, sys.stderr
-        sys.stdout = sys.stderr = buf
-        try:
-            if src is None:
-                raise LookupError("unknown tool " + repr(name))
-            ns = {"__name__": "tool_" + name}
-            exec(compile(src, "<tool " + name + ">", "exec"), ns)
-            fn = ns.get(name)
-            if not callable(fn):
-                raise LookupError("source does not define a function " + repr(name))
-            value = fn(**call["arguments"])
-            if isinstance(value, str):
-                text = value
-            else:
-                text = json.dumps(value, sort_keys=True, ensure_ascii=False, allow_nan=False)
-            if len(text) > lim["output_chars"]:
-                results.append({"name": name, "ok": False, "output": "OutputTooLarge: the tool returned "
-                                + str(len(text)) + " characters (limit " + str(lim["output_chars"]) + ")"})
-            else:
-                results.append({"name": name, "ok": True, "output": text})
-        except MemoryError:
-            status = "memory_limit"
-            results.append({"name": name, "ok": False, "output": "MemoryError"})
-        except RecursionError as exc:
-            results.append({"name": name, "ok": False, "output": "RecursionError: " + str(exc)[:200]})
-        except BaseException as exc:
-            if isinstance(exc, (KeyboardInterrupt, SystemExit)):
-                kind = type(exc).__name__
-                results.append({"name": name, "ok": False, "output": kind + " raised by the tool"})
-            else:
-                results.append({"name": name, "ok": False, "output": type(exc).__name__ + ": " + str(exc)[:500]})
-        finally:
-            sys.stdout, sys.stderr = real_stdout, real_stderr
-        results[-1]["stdout"] = buf.getvalue()[:4096]
-        if status:
-            break
-    out.write(nonce + json.dumps({"calls": results, "violations": violations,
-                                  "status": status}, ensure_ascii=False))
-    out.flush()
-
-_main()
-'''
+RUNNER_SOURCE = (Path(__file__).parent / "jail_runner.py").read_text(encoding="utf-8")
+"""The in-jail harness (:mod:`synth.envs.jail_runner`), run as ``python -c``."""
+STDERR_CAP = 65536
+"""Bytes of the jail's standard error kept (bubblewrap's own messages; the tail is what matters)."""
 
 
 def _child_env(hash_seed: int) -> dict[str, str]:
@@ -190,30 +56,32 @@ def _child_env(hash_seed: int) -> dict[str, str]:
             "PYTHONIOENCODING": "utf-8", "PYTHONDONTWRITEBYTECODE": "1"}
 
 
-def _command(limits: SandboxLimits) -> tuple[list[str], str | None]:
+
+def _command(limits: SandboxLimits, seccomp_fd: int | None) -> tuple[list[str], str | None]:
     """``(argv, cwd)`` of one sandbox child: jailed by bubblewrap, or (``insecure``) a plain child."""
     exe = os.path.realpath(sys.executable)
     py = [exe, "-S", "-s", "-P", "-B", "-c", RUNNER_SOURCE]
     if limits.isolation == "insecure":
         return [*py, "-1", "refuse"], None
     bwrap = require_jail()
-    return [*bwrap_argv(limits, bwrap=bwrap), *py, str(JAIL_UID), "record"], WORK_DIR
+    return [*bwrap_argv(limits, bwrap=bwrap, seccomp_fd=seccomp_fd), *py, str(JAIL_UID), "record"], WORK_DIR
 
 
 def run_calls(tools: Mapping[str, str], calls: Sequence[Mapping[str, Any]], *,
               limits: SandboxLimits | None = None, hash_seed: int = 0) -> SandboxRun:
-    """Run ``calls`` against tool ``sources`` in one sandboxed child process.
+    """Run ``calls`` against tool ``sources`` in one fresh jail, each call in its own process.
 
     Parameters
     ----------
     tools : mapping
         Tool name -> Python source defining a function of that name (standard library only).
     calls : sequence of mappings
-        ``{"name": str, "arguments": dict}`` in order; each runs in a fresh namespace of its tool's source
-        (no state shared between calls or tools).
+        ``{"name": str, "arguments": dict}`` in order; each runs in a fresh process forked from the harness
+        (no state shared between calls or tools: other processes are killed and the work directory emptied
+        after each call). The run stops at the first call that fails.
     limits : SandboxLimits, optional
-        CPU seconds, memory MiB, wall seconds, file KiB, processes, isolation; defaults as in
-        :class:`SandboxLimits`.
+        CPU seconds (per call), memory MiB (per call), wall seconds (the whole run, enforced here on the
+        whole process group), output KiB (the whole run's report, read here), file KiB, processes, isolation.
     hash_seed : int
         ``PYTHONHASHSEED`` of the child: two runs with different seeds also expose set/dict-order dependence.
 
@@ -225,71 +93,137 @@ def run_calls(tools: Mapping[str, str], calls: Sequence[Mapping[str, Any]], *,
     Raises
     ------
     SandboxError
-        When the jail cannot be set up (no bubblewrap, namespaces refused, privileges not dropped): no tool
-        code has run.
+        When the jail cannot be set up (no bubblewrap, no seccomp filter, namespaces refused, privileges not
+        dropped): no tool code has run.
     """
     limits = limits or SandboxLimits()
-    nonce = "@@sbx-" + secrets.token_hex(8) + "@@"
-    payload = json.dumps({"nonce": nonce, "limits": limits.model_dump(), "tools": dict(tools),
+    payload = json.dumps({"limits": limits.model_dump(), "tools": dict(tools),
                           "calls": [{"name": str(c["name"]), "arguments": dict(c.get("arguments") or {})}
                                     for c in calls]}, ensure_ascii=False)
-    argv, jail_cwd = _command(limits)
-    isolation = limits.isolation
     t0 = time.perf_counter()
-    try:
-        with tempfile.TemporaryDirectory(prefix="toolscale-sbx-") as work:
-            proc = subprocess.Popen(argv, cwd=work, env=_child_env(hash_seed), stdin=subprocess.PIPE,
-                                    stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
-            try:
-                out, err = proc.communicate(payload.encode("utf-8"), timeout=limits.wall_s)
-            except subprocess.TimeoutExpired:
-                _kill(proc)
-                out, err = proc.communicate()
-                _fail_closed(out, err, nonce, jail_cwd)
-                return SandboxRun(status="wall_limit", isolation=isolation,
-                                  detail=f"killed after {limits.wall_s:g} s", wall_s=time.perf_counter() - t0)
-    except OSError as exc:
-        raise SandboxError(f"cannot start the sandbox ({argv[0]}): {exc}") from exc
+    with tempfile.TemporaryDirectory(prefix="toolscale-sbx-") as work, \
+            tempfile.TemporaryFile(prefix="toolscale-sbx-in-") as stdin, \
+            tempfile.TemporaryFile(prefix="toolscale-sbx-flt-") as flt:
+        stdin.write(payload.encode("utf-8"))
+        stdin.seek(0)
+        fds: tuple[int, ...] = ()
+        if limits.isolation != "insecure":
+            flt.write(_filter())
+            flt.seek(0)
+            fds = (flt.fileno(),)
+        argv, jail_cwd = _command(limits, fds[0] if fds else None)
+        try:
+            proc = subprocess.Popen(argv, cwd=work, env=_child_env(hash_seed), stdin=stdin, stdout=subprocess.PIPE,
+                                    stderr=subprocess.PIPE, start_new_session=True, pass_fds=fds)
+        except OSError as exc:
+            raise SandboxError(f"cannot start the sandbox ({argv[0]}): {exc}") from exc
+        out, err, cut = _exchange(proc, limits)
     wall = time.perf_counter() - t0
-    _fail_closed(out, err, nonce, jail_cwd)
-    text = out.decode("utf-8", "replace")
-    pos = text.rfind(nonce + "{")
-    rc = _child_rc(proc.returncode, jailed=jail_cwd is not None)
-    if pos < 0:
-        return SandboxRun(status=_status_of_rc(rc), isolation=isolation, detail=_describe_rc(rc, err), wall_s=wall)
+    _fail_closed(out, err, jail_cwd)
+    if cut == "wall_limit":
+        return SandboxRun(status="wall_limit", isolation=limits.isolation,
+                          detail=f"killed after {limits.wall_s:g} s", wall_s=wall)
+    if cut == "output_limit":
+        return SandboxRun(status="output_limit", isolation=limits.isolation, wall_s=wall,
+                          detail=f"the sandbox wrote more than {limits.output_kb} KiB; killed")
+    return _parse(out, err, proc.returncode, limits.isolation, len(calls), wall)
+
+
+def _filter() -> bytes:
     try:
-        data = json.loads(text[pos + len(nonce):])
-    except json.JSONDecodeError:
-        return SandboxRun(status="crashed", isolation=isolation, detail="sandbox output was cut off", wall_s=wall)
-    outcomes = [CallOutcome(**c) for c in data["calls"]]
-    violations = list(data["violations"])
-    if data["status"] == "memory_limit":
-        status = "memory_limit"
-    elif violations:
-        status = "violation"
-    elif rc != 0:
-        status = _status_of_rc(rc)
-    else:
-        status = "ok"
-    detail = "" if status == "ok" else (_describe_rc(rc, err) if rc else "")
-    return SandboxRun(status=status, isolation=isolation, calls=outcomes, violations=violations,
-                      detail=detail, wall_s=wall)
+        return filter_bytes()
+    except RuntimeError as exc:
+        raise SandboxError(f"cannot isolate generated tool code: {exc}; {INSTALL_HINT}") from exc
 
 
-def _fail_closed(out: bytes, err: bytes, nonce: str, jail_cwd: str | None) -> None:
+def _exchange(proc: subprocess.Popen, limits: SandboxLimits) -> tuple[bytes, bytes, str]:
+    """Read the child's stdout (at most ``output_kb``) and stderr until both close or the wall limit passes.
+
+    Past either limit the whole process group is killed (bubblewrap's death takes the jail's PID namespace
+    with it). Returns ``(stdout, stderr tail, cut)`` with ``cut`` ``""``, ``"wall_limit"`` or ``"output_limit"``.
+    """
+    deadline = time.monotonic() + limits.wall_s
+    cap = limits.output_kb * 1024
+    out, err = bytearray(), bytearray()
+    cut = ""
+    sel = selectors.DefaultSelector()
+    sel.register(proc.stdout, selectors.EVENT_READ, out)
+    sel.register(proc.stderr, selectors.EVENT_READ, err)
+    try:
+        while sel.get_map():
+            left = deadline - time.monotonic()
+            if left <= 0:
+                cut = "wall_limit"
+                break
+            for key, _ in sel.select(timeout=left):
+                chunk = os.read(key.fd, 65536)
+                if not chunk:
+                    sel.unregister(key.fileobj)
+                    continue
+                key.data.extend(chunk)
+                if key.data is err and len(err) > STDERR_CAP:
+                    del err[:len(err) - STDERR_CAP]
+            if len(out) > cap:
+                cut = "output_limit"
+                break
+    finally:
+        sel.close()
+        _kill(proc)  # always: whatever is left in the group (insecure mode's stragglers) goes with it
+        proc.stdout.close()
+        proc.stderr.close()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+    return bytes(out), bytes(err), cut
+
+
+def _parse(out: bytes, err: bytes, rc: int, isolation: str, n_calls: int, wall: float) -> SandboxRun:
+    """The run's verdict from the harness's frames: every call reported in order, then ``done``."""
+    outcomes: list[CallOutcome] = []
+    violations: list[str] = []
+    status, detail, done = "ok", "", False
+    for line in out.decode("utf-8", "replace").splitlines():
+        try:
+            frame = json.loads(line)
+        except json.JSONDecodeError:
+            return SandboxRun(status="crashed", isolation=isolation, detail="malformed harness output", wall_s=wall)
+        if frame.get("done"):
+            done = True
+        elif "call" in frame:
+            if frame["call"] != len(outcomes) or done:
+                return SandboxRun(status="crashed", isolation=isolation, detail="harness frames out of order",
+                                  wall_s=wall)
+            outcomes.append(CallOutcome(**frame["outcome"]))
+            violations += [v for v in frame["violations"] if v not in violations]
+            if frame["status"] != "ok" and status == "ok":
+                status, detail = frame["status"], frame["detail"]
+    if not done or (status == "ok" and len(outcomes) != n_calls):
+        rc = _child_rc(rc, jailed=isolation != "insecure")
+        return SandboxRun(status=_status_of_rc(rc) if rc else "crashed", isolation=isolation, calls=outcomes,
+                          violations=violations, detail=_describe_rc(rc, err) if rc else "the harness stopped early",
+                          wall_s=wall)
+    return SandboxRun(status=status, isolation=isolation, calls=outcomes, violations=violations, detail=detail,
+                      wall_s=wall)
+
+
+def _fail_closed(out: bytes, err: bytes, jail_cwd: str | None) -> None:
     """Raise :class:`SandboxError` when the child never reached tool code because isolation failed.
 
-    The runner writes ``NONCE READY`` after dropping privileges and before running any tool code; without
-    it, a ``@@sbx-fatal@@`` line from the runner or bubblewrap's own ``bwrap:`` error is a setup failure,
+    The harness writes ``{"ready": true}`` after dropping privileges and before running any tool code;
+    without it, a ``fatal`` frame from the harness or bubblewrap's own ``bwrap:`` error is a setup failure,
     not a bad sample.
     """
-    text = out.decode("utf-8", "replace")
-    if nonce + "READY" in text:
+    first = out.split(b"\n", 1)[0]
+    try:
+        frame = json.loads(first) if first else {}
+    except json.JSONDecodeError:
+        frame = {}
+    if frame.get("ready"):
         return
-    fatal = text.find("@@sbx-fatal@@")
-    if fatal >= 0:
-        line = text[fatal + len("@@sbx-fatal@@"):].split("\n", 1)[0]
-        raise SandboxError(f"the sandbox refused to run generated code: {line}")
+    if "fatal" in frame:
+        raise SandboxError(f"the sandbox refused to run generated code: {str(frame['fatal'])[:200]}")
     lines = err.decode("utf-8", "replace").strip().splitlines()
     if jail_cwd is not None and lines and lines[-1].startswith("bwrap:"):
         raise SandboxError(f"cannot isolate generated tool code: {lines[-1][:200]}; {INSTALL_HINT}")
@@ -310,7 +244,8 @@ def _kill(proc: subprocess.Popen) -> None:
     try:
         os.killpg(proc.pid, signal.SIGKILL)
     except (ProcessLookupError, PermissionError):
-        proc.kill()
+        if proc.poll() is None:
+            proc.kill()
 
 
 def _status_of_rc(rc: int) -> str:

@@ -58,7 +58,7 @@ class ResponseCache:
         """The stored body of ``key``, or None (missing or unreadable)."""
         try:
             data = json.loads(self.path(key).read_text(encoding="utf-8"))
-        except (OSError, ValueError):
+        except (OSError, ValueError, RecursionError):
             return None
         return data if isinstance(data, dict) else None
 

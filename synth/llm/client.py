@@ -14,8 +14,12 @@ endpoint did                           client does
 429 or 5xx                             retries after ``Retry-After`` (capped) or backoff, at most
                                        ``max_tries`` attempts, then :class:`LLMEndpointError`
 timeout, connection refused or reset   retries likewise, then :class:`LLMEndpointError`
+no whole reply within ``timeout_s``    (a total deadline on connect, send and read: a server that drips
+                                       one byte a second) retries likewise, then :class:`LLMEndpointError`
 200 that is not JSON or not a          retries likewise, then :class:`LLMReplyError`
-completion (no choices, bad shapes)    (``reason="malformed_reply"``): the caller rejects the sample
+completion (no choices, bad shapes,    (``reason="malformed_reply"``): the caller rejects the sample
+nested too deep to parse), or larger
+than :func:`reply_cap` once decoded
 400, 413, 422                          :class:`LLMReplyError` (``reason="http_400"``...), no retry
 401, 403, 404 and other 4xx            :class:`LLMEndpointError` naming the URL, no retry
 =====================================  =========================================================
@@ -48,6 +52,7 @@ from typing import Any
 
 from synth.errors import LLMConfigError, LLMEndpointError, LLMReplyError
 from synth.llm.cache import ResponseCache, request_key
+from synth.llm.http import TransportFailure, read_capped, reply_cap
 from synth.llm.models import ChatReply, LLMUsage, ReplyToolCall
 from toolscale.config import LLM_ROLES, LLMRoleSpec
 
@@ -55,8 +60,6 @@ __all__ = ["LLMClient", "retry_after_s", "parse_completion", "request_body"]
 
 _RETRY_STATUS = frozenset({429, 500, 502, 503, 504}) | frozenset(range(505, 600))
 _REJECT_STATUS = frozenset({400, 413, 422})
-
-
 @dataclass
 class _Counters:
     requests: int = 0
@@ -308,7 +311,7 @@ class LLMClient:
             if hit is not None:
                 try:
                     reply = parse_completion(hit, role, spec.model, key, cached=True)
-                except ValueError:
+                except (ValueError, RecursionError):
                     reply = None
                 if reply is not None:
                     self._account(role, reply, sent=False)
@@ -326,36 +329,38 @@ class LLMClient:
         return reply
 
     async def _post(self, role: str, spec: LLMRoleSpec, body: dict[str, Any], http: Any) -> dict[str, Any]:
-        import httpx
-
         url = spec.base_url.rstrip("/") + "/chat/completions"
         last = ""
         malformed = False
         for attempt in range(spec.max_tries):
             wait = None
             try:
-                resp = await http.post(url, json=body, headers=self._headers(role),
-                                                  timeout=httpx.Timeout(spec.timeout_s))
-            except httpx.TimeoutException:
-                last, malformed = f"no reply within {spec.timeout_s:g} s", False
-            except httpx.TransportError as err:
-                last, malformed = f"unreachable ({type(err).__name__})", False
+                async with asyncio.timeout(spec.timeout_s):  # the whole attempt: connect, send, every byte read
+                    status, headers, data = await self._attempt(http, url, body, self._headers(role),
+                                                                spec.timeout_s, reply_cap(spec))
+            except TimeoutError:
+                last, malformed = f"no whole reply within {spec.timeout_s:g} s", False
+            except ValueError as err:  # past the size cap, an unknown encoding, a body that does not inflate
+                last, malformed = f"malformed reply: {err}", True
+            except TransportFailure as err:
+                last, malformed = str(err), False
             else:
-                status = resp.status_code
                 if status == 200:
                     try:
-                        data = resp.json()
-                        parse_completion(data, role, spec.model, "0" * 12, cached=False)
-                        return data
-                    except ValueError as err:
-                        last, malformed = f"malformed reply: {str(err)[:80]}", True
+                        parsed = json.loads(data)
+                        parse_completion(parsed, role, spec.model, "0" * 12, cached=False)
+                        return parsed
+                    except (ValueError, RecursionError) as err:  # RecursionError: JSON nested too deep
+                        why = "nested too deeply" if isinstance(err, RecursionError) else str(err)[:80]
+                        last, malformed = f"malformed reply: {why}", True
                 elif status in _RETRY_STATUS:
                     last, malformed = f"HTTP {status}", False
-                    wait = retry_after_s(resp.headers.get("retry-after"))
+                    wait = retry_after_s(headers.get("retry-after"))
                 elif status in _REJECT_STATUS:
                     self._count(role, "failures")
+                    text = data[:120].decode("utf-8", "replace")
                     raise LLMReplyError(f"LLM endpoint {url} (role {role}) refused the request: HTTP {status} "
-                                        f"{resp.text[:120]!r}", reason=f"http_{status}")
+                                        f"{text!r}", reason=f"http_{status}")
                 else:
                     self._count(role, "failures")
                     hint = " (check the URL and model name)" if status == 404 else \
@@ -372,6 +377,22 @@ class LLMClient:
             raise LLMReplyError(f"LLM endpoint {url} (role {role}): {last} after {spec.max_tries} tries",
                                 reason="malformed_reply")
         raise LLMEndpointError(f"LLM endpoint {url} (role {role}): {last} after {spec.max_tries} tries")
+
+    @staticmethod
+    async def _attempt(http: Any, url: str, body: dict[str, Any], headers: dict[str, str], timeout_s: float,
+                       cap: int) -> tuple[int, Any, bytes]:
+        """One POST, streamed: ``(status, headers, decoded body)``; the body is read (and decompressed) only up
+        to ``cap`` bytes (:class:`ValueError` past it), so neither a huge reply nor a gzip bomb is held."""
+        import httpx
+
+        try:
+            async with http.stream("POST", url, json=body, headers={**headers, "Accept-Encoding": "gzip, deflate"},
+                                   timeout=httpx.Timeout(timeout_s)) as resp:
+                return resp.status_code, resp.headers, await read_capped(resp, cap)
+        except httpx.TimeoutException:
+            raise TimeoutError from None
+        except httpx.TransportError as err:
+            raise TransportFailure(f"unreachable ({type(err).__name__})") from None
 
     def chat(self, role: str, messages: Sequence[Mapping[str, Any]],
              tools: Sequence[Mapping[str, Any]] | None = None, *, salt: str = "") -> ChatReply:

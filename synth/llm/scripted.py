@@ -34,7 +34,7 @@ class Action:
     """What the endpoint does with one chat request."""
 
     kind: str
-    """``reply``, ``status``, ``hang``, ``raw`` or ``disconnect``."""
+    """``reply``, ``status``, ``hang``, ``raw``, ``drip`` or ``disconnect``."""
     body: dict | None = None
     """Response JSON (``reply``, ``status``)."""
     code: int = 200
@@ -44,7 +44,7 @@ class Action:
     text: bytes = b""
     """Raw response body (``raw``)."""
     seconds: float = 0.0
-    """How long to hang before closing the connection (``hang``), in seconds."""
+    """How long to hang before closing the connection (``hang``), or between two bytes (``drip``), in seconds."""
 
 
 def tool_call(name: str, arguments: str | dict, call_id: str | None = None) -> dict:
@@ -79,9 +79,15 @@ def hang(seconds: float) -> Action:
     return Action("hang", seconds=seconds)
 
 
-def raw(text: str | bytes) -> Action:
-    """A 200 whose body is ``text`` verbatim (e.g. not JSON)."""
-    return Action("raw", text=text.encode() if isinstance(text, str) else text)
+def raw(text: str | bytes, headers: tuple[tuple[str, str], ...] = ()) -> Action:
+    """A 200 whose body is ``text`` verbatim (e.g. not JSON, or gzip with ``Content-Encoding: gzip``)."""
+    return Action("raw", text=text.encode() if isinstance(text, str) else text, headers=headers)
+
+
+def drip(action: Action, every_s: float) -> Action:
+    """``action``'s response (a ``reply`` or ``raw``), its body sent one byte every ``every_s`` seconds."""
+    body = action.text if action.kind == "raw" else json.dumps(action.body or {}).encode()
+    return Action("drip", text=body, seconds=every_s, headers=action.headers)
 
 
 def disconnect() -> Action:
@@ -95,6 +101,7 @@ _REASONS = {200: "OK", 400: "Bad Request", 401: "Unauthorized", 404: "Not Found"
 
 @dataclass
 class _Stats:
+    dripped: int = 0
     requests: int = 0
     in_flight: int = 0
     max_in_flight: int = 0
@@ -256,11 +263,32 @@ class ScriptedEndpoint:
                 if action.kind == "disconnect":
                     return
                 if action.kind == "raw":
-                    await self._send(writer, 200, action.text)
+                    await self._send(writer, 200, action.text, action.headers)
+                elif action.kind == "drip":
+                    await self._drip(writer, action)
                 else:
                     await self._send(writer, action.code, action.body or {}, action.headers)
             finally:
                 self._leave()
+
+    async def _drip(self, writer: asyncio.StreamWriter, action: Action) -> None:
+        """Headers at once, then the body a byte at a time; counts the body bytes sent (``dripped``)."""
+        extra = "".join(f"{k}: {v}\r\n" for k, v in action.headers)
+        writer.write(f"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {len(action.text)}\r\n"
+                     f"{extra}\r\n".encode())
+        await writer.drain()
+        for i in range(len(action.text)):
+            await asyncio.sleep(action.seconds)
+            writer.write(action.text[i:i + 1])
+            await writer.drain()
+            with self._lock:
+                self._stats.dripped += 1
+
+    @property
+    def dripped(self) -> int:
+        """Body bytes sent by ``drip`` actions so far."""
+        with self._lock:
+            return self._stats.dripped
 
     @staticmethod
     async def _send(writer: asyncio.StreamWriter, code: int, body: dict | bytes,

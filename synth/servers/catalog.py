@@ -102,9 +102,11 @@ class ToolDef:
     def doc(self, server: str) -> ToolDoc:
         props = {p.name: p.schema() for p in self.params}
         req = [p.name for p in self.params if p.required]
+        destructive = self.kind == "update" and any(v in self.name for v in ("cancel", "delete", "close"))
         return ToolDoc(server=server, name=self.name, description=self.description,
                        parameters={"type": "object", "properties": props, "required": req},
-                       output_fields=self.output_fields())
+                       output_fields=self.output_fields(), read_only=self.kind in ("search", "get"),
+                       destructive=destructive)
 
 
 @dataclass(frozen=True)

@@ -176,7 +176,7 @@ def test_a_model_trained_on_the_references_scores_them_right(tmp_path):
     from eval.prompts import reference_request
     from toolscale.config import ModelSize
     from train.chat import render
-    from train.models import build_model
+    from train.proxy import build_model
     from train.tokenizer import train_tokenizer
 
     torch.set_num_threads(1)

@@ -114,3 +114,23 @@ def test_cli_bad_input_exit_2(tmp_path, capsys):
     assert "is not a folder" in err and err.count("\n") == 1
     assert main(["serve-model", str(tmp_path), "--port", "70000"]) == 2
     assert "--port must be 0..65535, got 70000" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("messages,needle", [
+    ([{"content": "no role"}], "messages[0].role: Field required"),
+    ([{"role": "wizard", "content": "x"}], "messages[0].role"),
+    (["just a string"], "messages.0"),
+    ([{"role": "assistant", "content": None, "tool_calls": [{"function": {}}]}], "messages[0].tool_calls.0"),
+    ([{"role": "user", "content": 5}], "messages[0].content"),
+])
+def test_a_malformed_message_is_a_400_not_a_500(app_client, messages, needle):
+    # A message without a role used to be an HTTP 500, which clients retry.
+    _, client = app_client
+    r = client.post("/v1/chat/completions", json={"model": "m", "messages": messages})
+    assert r.status_code == 400 and needle in r.json()["error"]["message"]
+
+
+def test_a_malformed_tool_schema_is_a_400(app_client):
+    _, client = app_client
+    r = client.post("/v1/chat/completions", json={"model": "m", "messages": ASK, "tools": [{"type": "function"}]})
+    assert r.status_code == 400 and "tools[0]" in r.json()["error"]["message"]

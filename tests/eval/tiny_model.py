@@ -12,7 +12,7 @@ def save_tiny_model(out_dir: Path, items, *, vocab_size: int = 512, seed: int = 
     from eval.prompts import reference_request
     from toolscale.config import ModelSize
     from train.chat import render
-    from train.models import build_model
+    from train.proxy import build_model
     from train.tokenizer import train_tokenizer
 
     torch.set_num_threads(1)

@@ -170,3 +170,121 @@ def test_disk_full_is_one_line_and_commits_nothing(tmp_path, filled) -> None:
                           env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])})
     assert proc.returncode == 1
     assert "RegistryWriteError: disk full while writing registry" in proc.stderr
+
+
+# --- issue 35: only DuckDB files, garbage versions and timeouts, read commands on older schemas ---
+
+def _v1(path: Path) -> str:
+    import duckdb
+
+    from grid.schema import MIGRATIONS
+
+    con = duckdb.connect(str(path))
+    for sql in MIGRATIONS[0]:
+        con.execute(sql)
+    con.execute("INSERT INTO schema_meta VALUES ('schema_version', '1')")
+    con.execute("INSERT INTO runs (run_id, experiment, design_version, recipe, model_size, created_at, "
+                "schema_version) VALUES ('old-run', 'e0', 'v0', '{}', 'm', now(), 1)")
+    con.close()
+    return str(path)
+
+
+@pytest.mark.parametrize("name,data", [("runs.csv", b"model,tokens,acc\n1e6,1e9,0.5\n"),
+                                       ("runs.json", b'{"a": 1}\n'), ("runs.parquet", b"PAR1" + b"\0" * 64 + b"PAR1"),
+                                       ("empty.duckdb", b""), ("short.duckdb", b"DUCK")])
+@pytest.mark.parametrize("read_only", [False, True])
+def test_only_a_duckdb_file_is_opened(tmp_path, name, data, read_only) -> None:
+    from grid.errors import RegistryPathError
+
+    path = tmp_path / name
+    path.write_bytes(data)
+    with pytest.raises(RegistryPathError, match=f"--registry {path} is .*not a registry") as err:
+        Registry(path, read_only=read_only)
+    assert err.value.exit_code == 2
+    assert path.read_bytes() == data and not Path(f"{path}.wal").exists()
+
+
+def test_a_folder_or_fifo_is_not_a_registry(tmp_path) -> None:
+    from grid.errors import RegistryPathError
+
+    with pytest.raises(RegistryPathError, match="is a folder") as err:
+        Registry(tmp_path)
+    assert err.value.exit_code == 2
+    fifo = tmp_path / "x.duckdb"
+    os.mkfifo(fifo)
+    with pytest.raises(RegistryPathError, match="not a regular file"):
+        Registry(fifo, read_only=True)  # would block forever if opened
+
+
+def test_a_garbage_schema_version_is_one_corrupt_line(tmp_path) -> None:
+    import duckdb
+
+    from grid.errors import RegistryCorruptError
+
+    path = tmp_path / "r.duckdb"
+    Registry(path).close()
+    con = duckdb.connect(str(path))
+    con.execute("UPDATE schema_meta SET value = 'abc' WHERE key = 'schema_version'")
+    con.close()
+    for read_only in (False, True):
+        with pytest.raises(RegistryCorruptError, match="schema_version is 'abc'.*registry check"):
+            Registry(path, read_only=read_only)
+
+
+@pytest.mark.parametrize("value", ["abc", "nan", "-1", "inf", "1e9"])
+def test_a_bad_lock_timeout_is_a_usage_error(tmp_path, monkeypatch, value) -> None:
+    from toolscale.errors import UsageError
+
+    monkeypatch.setenv("TOOLSCALE_LOCK_TIMEOUT", value)
+    with pytest.raises(UsageError, match=f"TOOLSCALE_LOCK_TIMEOUT must be .*got '{value}'"):
+        Registry(tmp_path / "r.duckdb")
+    assert not (tmp_path / "r.duckdb").exists()
+
+
+def test_read_commands_migrate_an_older_registry(tmp_path) -> None:
+    path = _v1(tmp_path / "old.duckdb")
+    with Registry(path, read_only=True) as reg:  # used to fail: Referenced column "split" not found
+        assert reg.read_only and reg.schema_version() == SCHEMA_VERSION
+        assert [(r.run_id, r.split) for r in reg.runs()] == [("old-run", "fit")]
+
+
+def test_an_older_registry_that_cannot_be_written_is_refused_naming_the_migration(tmp_path, monkeypatch) -> None:
+    from grid.errors import RegistryWriteError
+
+    path = _v1(tmp_path / "old.duckdb")
+    os.chmod(tmp_path, 0o555)
+    os.chmod(path, 0o444)
+    try:
+        if os.access(path, os.W_OK):  # root: file modes stop nothing, so the write fails as a read-only mount would
+            def refuse(self):
+                raise RegistryWriteError(f"cannot write registry {self.path}: read-only file system")
+            monkeypatch.setattr(Connection, "migrate", refuse)
+        with pytest.raises(RegistryWriteError, match="schema version 1, older.*toolscale registry migrate"):
+            Registry(path, read_only=True)
+    finally:
+        os.chmod(tmp_path, 0o755)
+
+
+def test_registry_migrate_reports_the_versions(tmp_path, capsys) -> None:
+    from toolscale.cli import main
+
+    path = _v1(tmp_path / "old.duckdb")
+    assert main(["registry", "migrate", "--registry", path, "--json"]) == 0
+    import json
+
+    assert json.loads(capsys.readouterr().out) == {"path": path, "schema_version_before": 1,
+                                                   "schema_version": SCHEMA_VERSION}
+    assert main(["registry", "migrate", "--registry", path]) == 0
+    assert "already at schema version" in capsys.readouterr().out
+
+
+def test_registry_check_reads_an_older_registry_without_changing_it(tmp_path) -> None:
+    import hashlib
+
+    from grid.connection import check_registry
+
+    path = _v1(tmp_path / "old.duckdb")
+    before = hashlib.sha256(Path(path).read_bytes()).hexdigest()
+    report = check_registry(path)
+    assert report.ok and report.schema_version == 1
+    assert hashlib.sha256(Path(path).read_bytes()).hexdigest() == before

@@ -17,7 +17,7 @@ from toolscale.errors import UsageError
 @pytest.fixture(scope="module")
 def saved_model(tmp_path_factory):
     """A tiny randomly initialised causal LM and its tokenizer, saved the way users save theirs."""
-    from train.models import build_model
+    from train.proxy import build_model
     from train.tokenizer import train_tokenizer
 
     torch.set_num_threads(1)

@@ -9,7 +9,7 @@ from slurm.jobs import get_job_kind, job_kind_ref, register_job_kind, resolve_re
 
 
 def test_lazy_pipeline_kind_is_registered_by_reference():
-    assert job_kind_ref("pipeline") == "slurm.pipeline:run_pipeline"
+    assert job_kind_ref("pipeline") == "pipeline.job:run_pipeline"
 
 
 def test_test_kinds_travel_by_file_path_and_resolve():

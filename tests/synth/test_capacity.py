@@ -26,7 +26,7 @@ def test_levels_above_the_count_are_refused_naming_it():
 
 @pytest.mark.integration
 def test_user_servers_raise_the_count():
-    server = f"{sys.executable} {FAKE} tools 3"
+    server = {"command": f"{sys.executable} {FAKE} tools 3", "emulate_writes": True}  # echo_*: not read-only
     assert available_tools((), [server]) == (50, 3)
     with pytest.raises(RecipeError, match="the 53 tools available \\(50 bundled training tools \\+ 3 of"):
         check_tool_levels(54, servers=[server])

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from synth.models import Quarantined
 from synth.collect import collect_stdio, import_astra, normalize_schema, screen_server, store_report
 from synth.errors import ToolDocError, UsageError
 
@@ -49,6 +50,12 @@ def test_quarantine_rules():
     assert "empty description" in reasons["d"] and "duplicate" in reasons["e"] and "not valid JSON" in reasons["f"]
     kept, q = screen_server("tiny", "src", [_tool("a"), _tool("b")])
     assert kept is None and q[-1].tool is None and "fewer than 3" in q[-1].reason
+    kept, q = screen_server("tiny", "src", [_tool("a"), _tool("b")], min_tools=2)  # [synth] min_tools
+    assert kept is not None and len(kept.tools) == 2
+    with pytest.raises(UsageError, match="min_tools must be at least 1, got 0"):
+        screen_server("tiny", "src", [_tool("a")], min_tools=0)
+    kept, q = screen_server("bare", "src", [{"name": "a", "description": "d"}, {"name": "b", "description": "d"}])
+    assert kept is None and q == [Quarantined(server="bare", tool=None, reason="no tool has an input schema")]
 
 
 def test_astra_import(tmp_path):
@@ -73,10 +80,10 @@ def test_collect_stdio_quarantines_and_stores(tmp_path):
     rep = collect_stdio([[sys.executable, FAKE, "tools", "5", "--empty-description"],
                          [sys.executable, FAKE, "tools", "2"],
                          "/nonexistent/server --flag"], timeout_s=20)
-    assert [s.server for s in rep.servers] == ["fake-tools"] and len(rep.servers[0].tools) == 4
+    # servers the user names are never held to min_tools: the 2-tool server is kept
+    assert [s.server for s in rep.servers] == ["fake-tools", "fake-tools#1"] and len(rep.servers[0].tools) == 4
     reasons = [(q.tool, q.reason) for q in rep.quarantined]
     assert any(t == "echo_0" and "empty description" in r for t, r in reasons)
-    assert any(t is None and "fewer than 3" in r for t, r in reasons)
     assert any(t is None and "failed to start" in r for t, r in reasons)
     with Registry(tmp_path / "r.duckdb") as reg:
         store_report(rep, reg)

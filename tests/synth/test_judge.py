@@ -102,3 +102,47 @@ def test_judge_timeout_rejects():
     v = judge_trajectory(Slow(), good(), 0.0, timeout_s=0.2)
     assert not v.accepted and v.judge_failed and v.reason == "judge_error:TimeoutError"
     assert judge_trajectory(RuleJudge(), good(), 0.7, timeout_s=5).accepted
+
+
+def test_the_audit_set_is_gated_per_defect_and_the_repair_axis_is_never_filtered():
+    """The committed audit set (tests/fixtures/synth_audit.jsonl, 240 labelled trajectories): each defect
+    kind is rejected by its own rule, and clean or non-derivable (repair-axis) trajectories are all kept."""
+    from pathlib import Path
+
+    from synth.audit import DEFECTS
+
+    path = Path(__file__).parents[1] / "fixtures" / "synth_audit.jsonl"
+    rows = [json.loads(x) for x in path.read_text().splitlines()]
+    assert len(rows) >= 200 and {r["label"] for r in rows} == {*DEFECTS, "clean", "nonderivable"}
+    hits = {k: 0 for k in DEFECTS}
+    flagged = {k: 0 for k in DEFECTS}
+    for r in rows:
+        v = judge_trajectory(RuleJudge(), r["messages"], 0.7)
+        if r["label"] in ("clean", "nonderivable"):
+            assert v.accepted, (r["label"], v.reason)
+            continue
+        for rule in set(v.failed_rules) & set(DEFECTS):
+            flagged[rule] += 1
+            hits[rule] += rule == r["label"]
+    n = {k: sum(r["label"] == k for r in rows) for k in DEFECTS}
+    for k in DEFECTS:
+        assert hits[k] / n[k] >= 0.9 and hits[k] / flagged[k] >= 0.9, (k, hits[k], n[k], flagged[k])
+
+
+def test_a_failed_only_trajectory_is_rejected_whatever_its_mean():
+    conv = good("I could not complete the search: the service timed out.")
+    conv[3] = message("tool", json.dumps({"error": "timeout", "message": "x"}), tool_call_id="call_1",
+                      name="search_flights")
+    v = judge_trajectory(RuleJudge(), conv, 0.0)
+    assert not v.accepted and v.reason == "rule:all_calls_failed" and v.mean > 0.5
+
+
+def test_a_stock_question_needs_the_stock_in_the_answer():
+    conv = [message("system", "s"), message("user", "Check the stock of product PR-1234."),
+            message("assistant", "", [_call("call_1", "get_product", product_id="PR-1234")]),
+            message("tool", json.dumps({"product_id": "PR-1234", "price": 9.5, "stock": 17}), tool_call_id="call_1",
+                    name="get_product"),
+            message("assistant", "PR-1234 costs 9.5.")]
+    assert judge_trajectory(RuleJudge(), conv, 0.7).failed_rules == ["answer_missing_fields"]
+    conv[-1] = message("assistant", "PR-1234 has 17 units in stock.")
+    assert judge_trajectory(RuleJudge(), conv, 0.7).accepted

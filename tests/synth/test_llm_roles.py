@@ -25,7 +25,7 @@ def _everyone(scripted_chat, policy=None):
     def script(role, messages, tools):
         text = messages[-1]["content"] if messages[-1]["role"] != "tool" else ""
         if role == "task_writer":
-            if any(r in text for r in TASK_GATES.values()):
+            if any(r in text for r in TASK_GATES.values()) or "coherent task" in text:
                 return '{"score": 4}'
             if text.startswith("Request: "):
                 return text.split("\n")[0][len("Request: "):]
@@ -54,6 +54,8 @@ def test_template_policy_with_llm_writer_emulator_judge(scripted_chat):
     assert m.roles == {"task_writer": "llm", "policy": "template", "emulator": "llm", "judge": "llm"}
     assert m.counts["accepted"] > 0 and m.judge_failure_rate == 0.0 and m.judge_fallback_rate == 0.0
     assert {q[0] for q in client.requests} == {"task_writer", "emulator", "judge"}
+    checks = [q for q in client.requests if "coherent task" in q[1][-1]["content"]]
+    assert checks and m.role_stats["chain_check"]["requests"] == len(checks)  # ASTRA's chain check, per chain
     crm = [json.loads(row) for row in r.rows if json.loads(json.loads(row)["meta"])["server"] == "crm"]
     assert crm, "the document-only server got no accepted task"
     outs = [m2["content"] for row in crm for m2 in row["messages"] if m2["role"] == "tool"]

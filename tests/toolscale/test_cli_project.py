@@ -31,3 +31,94 @@ def test_ingest_json_is_the_ingest_report(tmp_path, capsys) -> None:
     assert report.problems[1].endswith("unknown run r-ghost")
     assert main(["ingest", str(folder), "--registry", str(db)]) == 0
     assert "ingested 0 results (1 already in, 1 unknown runs, 2 problems)" in capsys.readouterr().out
+
+
+def _one_run(tmp_path):
+    recipe = {"tool_diversity": 4.0}
+    spec = RunSpec(run_id=run_id_for("e1", "v1", recipe, "m", 0), experiment="e1", design_version="v1",
+                   recipe=recipe, model_size="m", seed=0)
+    db = tmp_path / "r.duckdb"
+    with Registry(db) as reg:
+        reg.add_runs([spec], code="c0")
+    return spec.run_id, db
+
+
+def _result(run_id: str, score: float, status: str = "done") -> RunResult:
+    return RunResult(run_id=run_id, experiment="e1", status=status, finished_at=datetime.now(UTC),
+                     metrics=[MetricResult(benchmark="b", score=score)] if status == "done" else [],
+                     error="boom" if status == "failed" else None)
+
+
+def _score(db, run_id: str) -> float:
+    with Registry(db, read_only=True) as reg:
+        return reg.con.execute("SELECT score FROM metrics WHERE run_id = ?", [run_id]).fetchone()[0]
+
+
+def test_ingest_refuses_to_overwrite_a_score_without_update(tmp_path, capsys) -> None:
+    import hashlib
+
+    run_id, db = _one_run(tmp_path)
+    write_result(tmp_path / "first", _result(run_id, 0.101))
+    assert main(["ingest", str(tmp_path / "first"), "--registry", str(db)]) == 0
+    with Registry(db) as reg:  # a fit of that data, which the overwrite must make stale
+        reg.con.execute("INSERT INTO fits (fit_id, experiment, benchmark, metric, law, converged, n_points, "
+                        "data_hash, payload, created_at, schema_version) VALUES ('f1', 'e1', 'b', 'score', 'l', "
+                        "true, 1, 'h', '{}', now(), 1)")
+    capsys.readouterr()
+    write_result(tmp_path / "again", _result(run_id, 0.99))
+    digest = hashlib.sha256(db.read_bytes()).hexdigest()
+    assert main(["ingest", str(tmp_path / "again"), "--registry", str(db)]) == 2  # used to overwrite silently
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and f"run {run_id} b/score: 0.101 -> 0.99" in err[0] and "--update" in err[0]
+    assert hashlib.sha256(db.read_bytes()).hexdigest() == digest and _score(db, run_id) == 0.101
+    assert main(["ingest", str(tmp_path / "again"), "--registry", str(db), "--json", "--update"]) == 0
+    report = IngestReport.model_validate(json.loads(capsys.readouterr().out))
+    assert (report.ingested, report.conflicts, report.updated_runs, report.stale_fits) == (1, 1, 1, 1)
+    assert _score(db, run_id) == 0.99
+    with Registry(db, read_only=True) as reg:
+        history = reg.con.execute("SELECT run_id, field, old_value, new_value, source FROM run_history").fetchall()
+        stale = reg.con.execute("SELECT stale_reason FROM fits WHERE fit_id = 'f1'").fetchone()[0]
+    assert history == [(run_id, "b/score", "0.101", "0.99", "ingest")]
+    assert stale.startswith("ingest changed 1 stored values")
+
+
+def test_a_failed_result_for_a_done_run_is_a_conflict_and_sync_style_ingest_skips_it(tmp_path) -> None:
+    from grid.results import read_results
+
+    run_id, db = _one_run(tmp_path)
+    write_result(tmp_path / "a", _result(run_id, 0.5))
+    write_result(tmp_path / "b", _result(run_id, 0.0, status="failed"))
+    with Registry(db) as reg:
+        reg.ingest(read_results(tmp_path / "a")[0])
+        report = reg.ingest(read_results(tmp_path / "b")[0])  # sync's default: skip and say so
+        assert report.ingested == 0 and report.conflicts == 1
+        assert "status: done -> failed" in report.problems[0] and "--update" in report.problems[0]
+        assert reg.runs()[0].status == "done"
+
+
+def test_ingest_reads_only_regular_files_of_bounded_size(tmp_path, capsys, monkeypatch) -> None:
+    import os
+
+    from grid import results
+
+    run_id, db = _one_run(tmp_path)
+    folder = tmp_path / "res"
+    write_result(folder, _result(run_id, 0.5))
+    os.mkfifo(folder / "fifo.result.json")  # used to hang forever
+    (folder / "zero.result.json").symlink_to("/dev/zero")  # used to read until MemoryError
+    monkeypatch.setattr(results, "RESULT_MAX_BYTES", 4096)
+    (folder / "big.result.json").write_text("x" * 5000)
+    assert main(["ingest", str(folder), "--registry", str(db), "--json"]) == 0
+    report = IngestReport.model_validate(json.loads(capsys.readouterr().out))
+    assert report.ingested == 1
+    problems = sorted(report.problems)
+    assert len(problems) == 3
+    assert "big.result.json: 5,000 bytes, more than a result file holds" in problems[0]
+    assert "fifo.result.json: not a regular file" in problems[1]
+    assert "zero.result.json: not a regular file" in problems[2]
+
+
+def test_ingest_of_a_missing_folder_is_exit_2(tmp_path, capsys) -> None:
+    _, db = _one_run(tmp_path)
+    assert main(["ingest", str(tmp_path / "nope"), "--registry", str(db)]) == 2
+    assert "no such folder" in capsys.readouterr().err

@@ -151,7 +151,7 @@ def test_synth_llm_roles_reach_the_recipe() -> None:
     data.setdefault("synth", {})["llm"] = {"judge": {"base_url": "http://127.0.0.1:8000/v1", "model": "q",
                                                       "price_in": 1, "concurrency": 4}}
     cfg = parse_config(data)
-    settings = {k: v for k, v in cfg.synth.model_dump().items() if k in Recipe.model_fields}  # as slurm/pipeline.py
+    settings = {k: v for k, v in cfg.synth.model_dump().items() if k in Recipe.model_fields}  # as pipeline/job.py
     recipe = Recipe.from_axes({"task_count": 8}, **settings)
     assert recipe.llm["judge"] == cfg.synth.llm["judge"] and recipe.llm["judge"].price_in == 1.0
 

@@ -36,7 +36,7 @@ def start_model(envs, tmp_path_factory):
     from synth.envs.grpo import grpo_rows
 
     from train.chat import render
-    from train.models import build_model
+    from train.proxy import build_model
     from train.tokenizer import train_tokenizer
 
     texts = [render(r["prompt"], r["tools"], add_generation_prompt=True) + _golden_text(s)
@@ -157,7 +157,7 @@ def _scripted_run(envs, start_model, folder, *, with_skip: bool):
 
     from tests.train.scripted import FAIL, GOLD, ScriptedPolicy
     from train.grpo import _trainer, env_reward, grpo_config
-    from train.models import load_model
+    from train.proxy import load_model
     from train.rollout import MultiTurnRollout, skip_callback
     from train.tokenizer import load_tokenizer
 

@@ -13,7 +13,7 @@ from toolscale.errors import UsageError
 from train.checkpoint import last_checkpoint
 from train.data import read_rows, tokenize_rows
 from train.errors import TrainDataError
-from train.models import build_model, load_model
+from train.proxy import build_model, load_model
 from train.sft import make_trainer, read_stats, sft_config, train_sft
 from train.tokenizer import load_tokenizer
 

@@ -56,6 +56,10 @@ def _next_dollar_line(open_axes: dict[str, float], unit: str, metric: str) -> st
     return f"the next {unit} buys the same on {', '.join(tied)} ({rate} each: the plan is balanced)"
 
 
+MAX_SWEEP_STEPS = 200
+"""Most budgets one --sweep plans (each is a solve and a stored allocation row)."""
+
+
 def _sweep_budgets(text: str) -> list[float]:
     import numpy as np
 
@@ -64,8 +68,9 @@ def _sweep_budgets(text: str) -> list[float]:
         lo_f, hi_f, n = float(lo), float(hi), int(steps)
     except ValueError:
         raise UsageError(f"--sweep must be MIN:MAX:STEPS, got {text!r}") from None
-    if not (0 < lo_f < hi_f and n >= 2):
-        raise UsageError(f"--sweep needs 0 < MIN < MAX and STEPS >= 2, got {text!r}")
+    if not (0 < lo_f < hi_f < float("inf") and 2 <= n <= MAX_SWEEP_STEPS):
+        raise UsageError(f"--sweep needs 0 < MIN < MAX (finite) and 2 <= STEPS <= {MAX_SWEEP_STEPS}, "
+                         f"got {text[:80]!r}")
     return [float(x) for x in np.geomspace(lo_f, hi_f, n)]
 
 

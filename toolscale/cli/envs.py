@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import math
 import sys
 from pathlib import Path
 
@@ -122,9 +123,11 @@ def _check(args: argparse.Namespace) -> int:
     from synth.envs.models import SandboxLimits
     from synth.envs.validate import check_file, summarize
 
-    if args.cpu_s <= 0 or args.wall_s <= 0 or args.memory_mb < 64:
-        raise UsageError(f"limits must be positive (--memory-mb >= 64); got --cpu-s {args.cpu_s} "
-                         f"--wall-s {args.wall_s} --memory-mb {args.memory_mb}")
+    for flag, value in (("--cpu-s", args.cpu_s), ("--wall-s", args.wall_s)):
+        if not math.isfinite(value) or not 0 < value <= 86400:
+            raise UsageError(f"{flag} must be a finite number of seconds in (0, 86400]; got {value}")
+    if not 64 <= args.memory_mb <= 1 << 20:
+        raise UsageError(f"--memory-mb must be in [64, 1048576] MiB; got {args.memory_mb}")
     isolation = "insecure" if args.insecure_in_process else "namespaces"
     if isolation == "insecure":
         print("WARNING: --insecure-in-process: generated tool code runs WITHOUT isolation, as your user, with "

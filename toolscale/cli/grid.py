@@ -46,7 +46,7 @@ def _design(args: argparse.Namespace) -> int:
     check_tool_axis(config)
     rates = None
     if config.lr_scan is not None:
-        from slurm.lr_scan import read_scan, scan_path
+        from pipeline.lr_scan import read_scan, scan_path
 
         scan = read_scan(config)
         if scan is None and not args.dry_run:

@@ -48,7 +48,7 @@ def center_levels(config) -> dict[str, float]:
 
 
 def _scan(args: argparse.Namespace) -> int:
-    from slurm.lr_scan import run_lr_scan, scan_path
+    from pipeline.lr_scan import run_lr_scan, scan_path
 
     config = load_config(args.config)
     if config.lr_scan is None:

@@ -80,8 +80,13 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=_import_runs)
 
     p = sub.add_parser("ingest", help="ingest result files written by jobs (idempotent, all or nothing)",
-                       formatter_class=Formatter, epilog="example:\n  toolscale ingest runs/ --json")
-    p.add_argument("folder", help="folder holding *.result.json files (searched recursively)")
+                       formatter_class=Formatter, epilog="examples:\n  toolscale ingest runs/ --json\n"
+                                                         "  toolscale ingest rescored/ --update   # corrected scores")
+    p.add_argument("folder", help="folder holding *.result.json files (searched recursively; regular files only)")
+    p.add_argument("--update", action="store_true",
+                   help="apply results that change stored values (a score, a done run reported failed); without "
+                        "it such conflicts are listed and nothing changes; the old values go to run_history and "
+                        "the experiment's fits become stale")
     add_registry_args(p)
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.set_defaults(func=_ingest)
@@ -153,10 +158,17 @@ def _export(args: argparse.Namespace) -> int:
             reg.experiment(args.experiment)
         rows = reg.export_rows(args.experiment)
     frame = pd.DataFrame(rows)
-    if args.format == "parquet":
-        frame.to_parquet(args.out, index=False)
-    elif args.out:
-        frame.to_csv(args.out, index=False)
+    if args.out:  # whole or not at all: a full disk names the file and leaves no empty or cut one
+        import io
+
+        from fit.report import write_atomic
+
+        buf = io.BytesIO()
+        if args.format == "parquet":
+            frame.to_parquet(buf, index=False)
+        else:
+            frame.to_csv(buf, index=False)
+        write_atomic(Path(args.out), buf.getvalue())
     else:
         frame.to_csv(sys.stdout, index=False)
     if args.out:
@@ -217,15 +229,19 @@ def _ingest(args: argparse.Namespace) -> int:
     from grid.registry import Registry
     from grid.results import read_results
 
+    if not Path(args.folder).is_dir():
+        raise UsageError(f"{args.folder}: no such folder (expected the folder jobs write *.result.json files to)")
     results, problems = read_results(args.folder)
     with Registry(registry_path(args)) as reg:
-        report = reg.ingest(results)
+        report = reg.ingest(results, on_conflict="update" if args.update else "refuse")
     report = report.model_copy(update={"problems": problems + report.problems})
     if args.json:
         emit_json(report.model_dump(mode="json"))
     else:
+        changed = f", {report.updated_runs} runs updated" if report.updated_runs else ""
+        stale = f"; {report.stale_fits} fits now stale (rerun toolscale fit)" if report.stale_fits else ""
         print(f"ingested {report.ingested} results ({report.duplicate} already in, "
-              f"{report.unknown_run} unknown runs, {len(report.problems)} problems)")
+              f"{report.unknown_run} unknown runs, {len(report.problems)} problems{changed}){stale}")
         for p in report.problems:
             print(f"  {p}", file=sys.stderr)
     return 0

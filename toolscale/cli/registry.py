@@ -10,8 +10,8 @@ __all__ = ["register"]
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    """Add ``registry check``."""
-    p = sub.add_parser("registry", help="registry maintenance (check)", formatter_class=Formatter,
+    """Add ``registry check`` and ``registry migrate``."""
+    p = sub.add_parser("registry", help="registry maintenance (check, migrate)", formatter_class=Formatter,
                        epilog="example:\n  toolscale registry check --registry toolscale.duckdb")
     rs = p.add_subparsers(dest="registry_command", metavar="SUBCOMMAND", title="subcommands")
     c = rs.add_parser("check", help="read every table end to end (DuckDB verifies each block's checksum); "
@@ -21,7 +21,26 @@ def register(sub: argparse._SubParsersAction) -> None:
     add_registry_args(c)
     c.add_argument("--json", action="store_true", help="machine-readable report")
     c.set_defaults(func=_check)
+    m = rs.add_parser("migrate", help="bring an older registry to this code's schema version (read commands "
+                                      "also do it when the file is writable)", formatter_class=Formatter,
+                      epilog="example:\n  toolscale registry migrate --registry old.duckdb")
+    add_registry_args(m)
+    m.add_argument("--json", action="store_true", help="machine-readable report")
+    m.set_defaults(func=_migrate)
     p.set_defaults(func=lambda args: (p.print_help(), 2)[1])
+
+
+def _migrate(args: argparse.Namespace) -> int:
+    from grid.connection import migrate_registry
+
+    path = registry_path(args)
+    before, after = migrate_registry(path)
+    if args.json:
+        emit_json({"path": path, "schema_version_before": before, "schema_version": after})
+    else:
+        print(f"{path}: schema version {before} -> {after}" if before != after
+              else f"{path}: already at schema version {after}")
+    return 0
 
 
 def _check(args: argparse.Namespace) -> int:

@@ -51,6 +51,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--server", action="append", default=[], metavar="'COMMAND [ARGS...]'",
                    help="a stdio MCP server of yours, collected and executed live (repeatable; joins the "
                         "recipe's servers and the config's [synth].servers)")
+    p.add_argument("--strict", action="store_true",
+                   help="fail (exit 2, nothing written) when one of your servers contributes no task; "
+                        "a warning otherwise")
     p.add_argument("--llm-cache", metavar="DIR",
                    help="LLM response cache folder (default: $TOOLSCALE_LLM_CACHE, else ~/.cache/toolscale/llm)")
     add_registry_args(p)
@@ -70,7 +73,7 @@ def _collect(args: argparse.Namespace) -> int:
     if servers:
         reports.append(collect_stdio(servers, timeout_s=args.timeout))
     for path in args.astra:
-        reports.append(import_astra(path))
+        reports.append(import_astra(path, min_tools=config.synth.min_tools if config else 3))
     report = CollectReport(servers=[s for r in reports for s in r.servers],
                            quarantined=[q for r in reports for q in r.quarantined])
     if not args.no_store:
@@ -101,7 +104,7 @@ def _parse_set(items: list[str]) -> dict[str, Any]:
             raise UsageError(f"--set expects KNOB=VALUE, got {item!r}")
         try:
             out[key.strip()] = tomllib.loads(f"v = {value}")["v"]
-        except tomllib.TOMLDecodeError:
+        except (tomllib.TOMLDecodeError, RecursionError):
             out[key.strip()] = value
     return out
 
@@ -137,7 +140,10 @@ def _synth(args: argparse.Namespace) -> int:
             extra = [ToolDoc.model_validate({k: v for k, v in d.items()})
                      for d in reg.tool_docs() if d["server"] not in SERVERS]
     with _progress("synthesising", enabled=sys.stderr.isatty() and not args.json) as progress:
-        manifest = build_dataset(recipe, args.out, extra_docs=extra, progress=progress, llm_cache=args.llm_cache)
+        manifest = build_dataset(recipe, args.out, extra_docs=extra, progress=progress, llm_cache=args.llm_cache,
+                                 strict=args.strict)
+    for w in manifest.warnings:
+        print(f"warning: {w}", file=sys.stderr)
     if use_registry:
         from grid.registry import Registry
         with Registry(registry_path(args, config)) as reg:

@@ -77,3 +77,28 @@ def test_a_broken_bubblewrap_fails_closed(monkeypatch):
     finally:
         monkeypatch.undo()
         jail.jail_problem.cache_clear()
+
+
+def test_the_seccomp_filter_is_passed_by_descriptor_and_built_whole():
+    from synth.envs import seccomp
+
+    argv = jail.bwrap_argv(SandboxLimits(), paths=(), as_root=True, seccomp_fd=7)
+    assert argv[argv.index("--seccomp") + 1] == "7"
+    assert "--seccomp" not in jail.bwrap_argv(SandboxLimits(), paths=(), as_root=True)
+    data = seccomp.filter_bytes()
+    assert seccomp.seccomp_problem() == "" and len(data) > 0 and len(data) % 8 == 0  # sock_filter: 8 bytes each
+
+
+def test_no_seccomp_filter_fails_closed(monkeypatch):
+    from synth.envs import seccomp
+
+    monkeypatch.setattr(seccomp, "_cached", lambda: (b"", "cannot build the jail's seccomp filter: no libseccomp"))
+    monkeypatch.setattr(jail, "seccomp_problem", seccomp.seccomp_problem)
+    jail.jail_problem.cache_clear()
+    try:
+        assert "seccomp filter" in jail.jail_problem()
+        with pytest.raises(SandboxError, match="seccomp filter.*--insecure-in-process"):
+            jail.require_jail()
+    finally:
+        monkeypatch.undo()
+        jail.jail_problem.cache_clear()

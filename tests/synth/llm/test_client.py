@@ -72,7 +72,7 @@ def test_timeouts_and_dropped_connections_are_retried_then_fail():
     with ScriptedEndpoint([], then=hang(5)) as ep:
         with client(ep.url, timeout_s=0.2, max_tries=2) as c:
             t = time.perf_counter()
-            with pytest.raises(LLMEndpointError, match="no reply within 0.2 s after 2 tries"):
+            with pytest.raises(LLMEndpointError, match="no whole reply within 0.2 s after 2 tries"):
                 c.chat("policy", MSGS)
             assert time.perf_counter() - t < 2.0
 

@@ -1,6 +1,7 @@
 """Every fault of a scripted endpoint, through a whole synthesis with the LLM policy: each task ends as a
-retry (then kept), a rejection counted under its reason (kept in rejected.jsonl), or the run fails cleanly
-naming the URL with nothing written. No faulty reply is ever silently kept."""
+retry (then judged), a rejection counted under its reason (kept in rejected.jsonl), or the run fails cleanly
+naming the URL with nothing written. No faulty reply is ever silently kept. The scripted answer calls no
+tool, so a task that survives the faults is rejected by the judge's ``no_tool_call`` rule: never kept."""
 
 from __future__ import annotations
 
@@ -18,11 +19,11 @@ FINAL = "Done: here is what I found."
 
 # kind -> (what the endpoint does on the task's k-th request, how the task must end)
 KINDS: dict[str, str] = {
-    "ok": "kept",
-    "429_once": "kept",
-    "500_once": "kept",
-    "timeout_once": "kept",
-    "malformed_once": "kept",
+    "ok": "rule:no_tool_call",
+    "429_once": "rule:no_tool_call",
+    "500_once": "rule:no_tool_call",
+    "timeout_once": "rule:no_tool_call",
+    "malformed_once": "rule:no_tool_call",
     "malformed_always": "policy:malformed_reply",
     "http_400": "policy:http_400",
     "truncated": "policy:truncated",
@@ -90,16 +91,14 @@ def test_each_fault_ends_as_a_retry_or_a_counted_rejection(tmp_path):
         assert row["messages"][-1]["content"] == FINAL
     by_task = {r.task_id: r for r in rejected}
     assert len(by_task) == len(rejected) == m.counts["rejected"]
-    assert all(r.stage == "rollout" and r.detail and len(r.reasons) == 1 for r in rejected)
-    # every task the policy saw ended as its kind requires; nothing else was kept
+    assert all((r.stage == "rollout" and r.detail or r.stage == "judge" and r.messages) and r.query
+               for r in rejected)
+    # every task the policy saw ended as its kind requires; nothing was kept
     counts = {kind: sum(1 for q, k in script.kind_of.items() if k == kind) for kind in KINDS}
     assert all(counts[k] >= 2 for k in KINDS), counts
-    want_kept = sum(counts[k] for k, end in KINDS.items() if end == "kept")
-    assert m.counts["accepted"] == len(kept) == want_kept
-    assert all(script.kind_of[q] in {k for k, end in KINDS.items() if end == "kept"} for q in ended)
-    for kind, end in KINDS.items():
-        if end != "kept":
-            assert m.rejections.get(end) == counts[kind], (kind, m.rejections)
+    assert m.counts["accepted"] == len(kept) == 0 and not ended
+    for end in set(KINDS.values()):
+        assert m.rejections.get(end) == sum(counts[k] for k, e in KINDS.items() if e == end), (end, m.rejections)
     u = m.llm["policy"]
     # one retry per *_once task, two per malformed_always task (three tries)
     assert u.retries == sum(counts[k] for k in ("429_once", "500_once", "timeout_once", "malformed_once")) \

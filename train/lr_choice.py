@@ -11,7 +11,7 @@ every rung of the ladder by a documented rule (:func:`carry_rates`):
   ``k = 1``);
 * ``inverse_width``: ``k = 1``, the rule muP gives for Adam's hidden-layer rate (Yang et al. 2022).
 
-The orchestration (datasets, tokenizer, training processes) is in :mod:`slurm.lr_scan`.
+The orchestration (datasets, tokenizer, training processes) is in :mod:`pipeline.lr_scan`.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Run a learning-rate scan (``toolscale lr-scan``): the I/O around :mod:`train.lr_scan`.
+"""Run a learning-rate scan (``toolscale lr-scan``): the I/O around :mod:`train.lr_choice`.
 
 Every ``(scanned rung, rate)`` pair trains once on the same dataset (the given recipe, built under the
 executor folder's dataset cache) with the experiment's shared tokenizer when the config asks for one,
@@ -20,7 +20,7 @@ from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from train.lr_scan import ScanResult, ScanRun, best_rates, carry_rates, scan_loss
+from train.lr_choice import ScanResult, ScanRun, best_rates, carry_rates, scan_loss
 
 __all__ = ["run_lr_scan", "scan_path", "read_scan", "scan_steps", "SCAN_FILE"]
 
@@ -81,7 +81,7 @@ def run_lr_scan(cfg: Any, recipe_levels: dict[str, float], *, progress: Callable
     ``recipe_levels`` are the axis levels of the scan's dataset (the design's center point).
     ``trainer`` replaces the worker (tests); it gets the worker's arguments and returns ScanRun fields.
     """
-    from slurm.pipeline import dataset_key, ensure_dataset, ensure_tokenizer, recipe_for
+    from pipeline.job import dataset_key, ensure_dataset, ensure_tokenizer, recipe_for
 
     spec = cfg.lr_scan
     if spec is None:

@@ -12,7 +12,7 @@ import pytest
 from grid.models import RunSpec
 from grid.registry import Registry
 from slurm.launcher import launch
-from slurm.pipeline import COMPLETE_MARKER, dataset_key, ensure_dataset
+from pipeline.job import COMPLETE_MARKER, dataset_key, ensure_dataset
 from toolscale.config import load_config
 
 
@@ -157,7 +157,7 @@ def test_pipeline_end_to_end_shares_the_dataset_across_sizes(tmp_path):
 
 
 def test_job_recipe_keeps_the_users_servers(tmp_path):
-    from slurm.pipeline import job_recipe
+    from pipeline.job import job_recipe
 
     cfg = _pipe(tmp_path, ("t1",))
     synth = cfg.synth.model_copy(update={"servers": ["python -m mcp_server_git --repository /data/repo"],
@@ -172,7 +172,7 @@ def test_job_recipe_keeps_the_users_servers(tmp_path):
 
 
 def test_job_recipe_carries_the_llm_roles(tmp_path):
-    from slurm.pipeline import job_recipe
+    from pipeline.job import job_recipe
     from toolscale.config import LLMRoleSpec
 
     cfg = _pipe(tmp_path, ("t1",))

@@ -8,7 +8,7 @@ import torch
 from toolscale.config import ModelSize
 from toolscale.errors import UsageError
 from train.errors import TrainError
-from train.models import build_model, count_params, load_model
+from train.proxy import build_model, count_params, load_model
 
 
 @pytest.mark.parametrize("arch", ["llama", "qwen3"])

@@ -1,4 +1,4 @@
-"""slurm/lr_scan.py: a scan over real datasets and the shared tokenizer, a diverging run failed with its
+"""pipeline/lr_scan.py: a scan over real datasets and the shared tokenizer, a diverging run failed with its
 log tail, the choice among the rest, the stored result that grid design reads."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from importlib import resources
 
 import pytest
 
-from slurm.lr_scan import read_scan, run_lr_scan, scan_path, scan_steps
+from pipeline.lr_scan import read_scan, run_lr_scan, scan_path, scan_steps
 from toolscale.config import parse_config
 
 

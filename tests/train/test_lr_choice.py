@@ -1,4 +1,4 @@
-"""train/lr_scan.py: the scan's score, the best rate per rung (failed runs left out), and the carrying rule."""
+"""train/lr_choice.py: the scan's score, the best rate per rung (failed runs left out), and the carrying rule."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from train.lr_scan import MAX_EXPONENT, ScanRun, best_rates, carry_rates, scan_loss
+from train.lr_choice import MAX_EXPONENT, ScanRun, best_rates, carry_rates, scan_loss
 
 
 def _run(rung, lr, loss, width=12, status="done", error=None):

@@ -8,7 +8,7 @@ requeued job skips what is done:
    shared by every model size. Two jobs building the same dataset take an exclusive
    file lock; the builder writes a temporary folder and renames it into place, so a
    reader sees a complete dataset or none.
-2. **train**: the configured ``[train].stages`` (:mod:`slurm.stages`: mid-training, SFT into
+2. **train**: the configured ``[train].stages`` (:mod:`pipeline.training`: mid-training, SFT into
    ``workdir/model``, GRPO), each resuming from its own checkpoints after a requeue.
 3. **eval**: :func:`eval.runner.evaluate_spec` (every configured benchmark, one model load).
 
@@ -91,7 +91,7 @@ def recipe_for(cfg: Any, levels: dict[str, Any], seed: int) -> Any:
     """The ``synth.models.Recipe`` of axis ``levels`` with the config's ``[synth]`` settings."""
     from synth.models import Recipe
 
-    from slurm.stages import stage_axes
+    from pipeline.training import stage_axes
 
     settings = {k: v for k, v in cfg.synth.model_dump().items() if k in Recipe.model_fields}
     knobs = {k: v for k, v in levels.items() if k not in stage_axes(cfg)}
@@ -147,7 +147,7 @@ def job_recipe(run: RunSpec, cfg: ExperimentConfig) -> Recipe:
     included, so they are collected and executed live in the job) and the run's seed."""
     from synth.models import Recipe
 
-    from slurm.stages import stage_axes
+    from pipeline.training import stage_axes
 
     settings = {k: v for k, v in cfg.synth.model_dump().items() if k in Recipe.model_fields}
     knobs = {k: v for k, v in run.recipe.items() if k not in stage_axes(cfg)}  # stage axes set training
@@ -166,7 +166,7 @@ def run_pipeline(run: RunSpec, workdir: Path, checkpoint: dict[str, Any] | None)
     if run.model_size not in sizes:
         raise KeyError(f"model size {run.model_size!r} is not in the config's ladder ({', '.join(sizes)})")
     size = sizes[run.model_size]
-    from slurm.stages import train_stages
+    from pipeline.training import train_stages
 
     recipe = job_recipe(run, cfg)
     key = dataset_key(recipe.identity())
