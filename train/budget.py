@@ -17,10 +17,11 @@ whose prompt does not fit the model's context.
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Callable, Sequence
 from typing import Any
+
+from train.rollout import golden_texts
 
 __all__ = ["golden_texts", "budget_report", "BYTES_PER_TOKEN"]
 
@@ -28,31 +29,6 @@ BYTES_PER_TOKEN = 2.0
 """Bytes per token of the estimate. Measured on 12 curriculum environments with byte-level BPE tokenizers
 trained on 123 synthesised SFT conversations (``benchmarks/rl_budget.py``), least and mean: golden policy text
 2.59 and 2.92 at vocabulary 512, 2.80 and 3.19 at 1024; whole episodes 2.19 and 2.42, 2.66 and 3.03."""
-
-
-def golden_texts(sample: Any) -> tuple[str, str]:
-    """``(policy, context)`` of the sample's golden episode: what the policy writes, and the whole rendered
-    conversation (prompt, calls, observations, answer). Observations are replayed in the sandbox."""
-    from synth.envs.grpo import Environment, grpo_rows
-
-    from train.chat import normalize_messages, render
-
-    env = Environment(sample)
-    env.reset()
-    calls = env.golden_calls()
-    observations = env.step_many(calls) if calls else []
-    row = grpo_rows([sample])[0]
-    turns = [f"<tool_call>{json.dumps({'name': c['name'], 'arguments': c['arguments']}, ensure_ascii=False)}"
-             f"</tool_call><|im_end|>" for c in calls]
-    answer = f"{sample.main_answer or 'Done.'}<|im_end|>"
-    messages = list(row["prompt"])
-    for i, (c, obs) in enumerate(zip(calls, observations, strict=True)):
-        messages.append({"role": "assistant", "content": "", "tool_calls": [{"id": f"call_{i}", "type": "function",
-                         "function": {"name": c["name"], "arguments": c["arguments"]}}]})
-        messages.append({"role": "tool", "content": obs, "tool_call_id": f"call_{i}"})
-    messages.append({"role": "assistant", "content": sample.main_answer or "Done."})
-    context = render(normalize_messages(messages), json.loads(row["tools"]))
-    return "".join(turns) + answer, context
 
 
 def budget_report(samples: Sequence[Any], *, max_completion_length: int, max_context: int,

@@ -33,7 +33,7 @@ from typing import Any
 
 from train.errors import TrainError
 
-__all__ = ["Sampling", "Episode", "EnvSampler", "MultiTurnRollout", "skip_callback", "REWARDS"]
+__all__ = ["Sampling", "Episode", "EnvSampler", "MultiTurnRollout", "skip_callback", "REWARDS", "golden_texts"]
 
 REWARDS = ("f1", "f1+partial")
 """Training rewards: the F1 environment reward, or F1 plus ``partial_weight`` x partial credit."""
@@ -316,6 +316,30 @@ class _Run:
 
     def __post_init__(self) -> None:
         self.env.reset()
+
+
+def golden_texts(sample: Any) -> tuple[str, str]:
+    """``(policy, context)`` of the sample's golden episode: what the policy writes, and the whole rendered
+    conversation (prompt, calls, observations, answer). Observations are replayed in the sandbox."""
+    from synth.envs.grpo import Environment, grpo_rows
+    from train.chat import normalize_messages, render
+
+    env = Environment(sample)
+    env.reset()
+    calls = env.golden_calls()
+    observations = env.step_many(calls) if calls else []
+    row = grpo_rows([sample])[0]
+    turns = [f"<tool_call>{json.dumps({'name': c['name'], 'arguments': c['arguments']}, ensure_ascii=False)}"
+             f"</tool_call><|im_end|>" for c in calls]
+    answer = f"{sample.main_answer or 'Done.'}<|im_end|>"
+    messages = list(row["prompt"])
+    for i, (c, obs) in enumerate(zip(calls, observations, strict=True)):
+        messages.append({"role": "assistant", "content": "", "tool_calls": [{"id": f"call_{i}", "type": "function",
+                         "function": {"name": c["name"], "arguments": c["arguments"]}}]})
+        messages.append({"role": "tool", "content": obs, "tool_call_id": f"call_{i}"})
+    messages.append({"role": "assistant", "content": sample.main_answer or "Done."})
+    context = render(normalize_messages(messages), json.loads(row["tools"]))
+    return "".join(turns) + answer, context
 
 
 def _varies(group: Sequence[Episode]) -> bool:

@@ -35,7 +35,7 @@ done
 $TS export --config "$CFG" --experiment "$EXP" --out "$OUT/runs.csv"
 $PY "$OUT/curves.py" runs/rl "$OUT"      # reward curves, fill rates, variance shares, FLOPs per stage
 {
-  echo "code_version: $(git rev-parse HEAD)"
+  echo "code_version: $(git rev-parse HEAD 2>/dev/null || cat .code_version)"
   echo "date: $(date -u +%Y-%m-%dT%H:%M:%SZ)"
   echo "wall_s: $(( $(date +%s) - start ))"
   echo "machine: $(nproc) cores, $(free -g | awk '/Mem:/ {print $2}') GiB, load $(cut -d' ' -f1-3 /proc/loadavg)"
