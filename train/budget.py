@@ -26,9 +26,9 @@ from train.rollout import golden_texts
 __all__ = ["golden_texts", "budget_report", "BYTES_PER_TOKEN"]
 
 BYTES_PER_TOKEN = 2.0
-"""Bytes per token of the estimate. Measured on 12 curriculum environments with byte-level BPE tokenizers
-trained on 123 synthesised SFT conversations (``benchmarks/rl_budget.py``), least and mean: golden policy text
-2.59 and 2.92 at vocabulary 512, 2.80 and 3.19 at 1024; whole episodes 2.19 and 2.42, 2.66 and 3.03."""
+"""Bytes per token of the estimate. The least measured (``benchmarks/rl_budget.py``, 24 curriculum environments,
+byte-level BPE tokenizers trained on 128 synthesised SFT tasks over every training tool): golden policy text
+2.83 at vocabulary 512 and 3.19 at 1024; whole golden episodes 2.41 and 3.05."""
 
 
 def budget_report(samples: Sequence[Any], *, max_completion_length: int, max_context: int,
