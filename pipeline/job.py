@@ -190,7 +190,8 @@ def run_pipeline(run: RunSpec, workdir: Path, checkpoint: dict[str, Any] | None)
     tok_dir = None
     if cfg.train.tokenizer == "shared" and not size.pretrained:
         tok_dir = ensure_tokenizer(cfg, ctx["dataset_cache"])
-    trained = train_stages(cfg, size, run, data_dir, Path(workdir), steps=steps, tokenizer_dir=tok_dir,
+    trained = train_stages(cfg, size, run, data_dir, Path(workdir), steps=steps, cache=Path(ctx["dataset_cache"]),
+                           tokenizer_dir=tok_dir,
                            learning_rate=float(lr) if lr is not None else None, max_epochs=cfg.train.max_epochs,
                            label=run.run_id)
     stats, model_dir = trained.total, trained.model_dir

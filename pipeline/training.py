@@ -62,26 +62,57 @@ def _total(stages: dict[str, TrainStats]) -> TrainStats:
                       stage_flops={k: s.train_flops for k, s in stages.items()})
 
 
-def _grpo_envs(cfg: ExperimentConfig, run: RunSpec, workdir: Path) -> tuple[Path, Path | None]:
+def _env_key(cfg: ExperimentConfig, run: RunSpec) -> str:
+    from pipeline.reuse import file_digest, stage_key
+
+    t = cfg.train
+    return stage_key("envs-", {"seed": run.seed, "n": t.grpo_n_envs, "curriculum": t.grpo_curriculum,
+                               "warm": t.warmstart_n_envs, "given": file_digest(t.grpo_envs) if t.grpo_envs else None})
+
+
+def _grpo_envs(cfg: ExperimentConfig, run: RunSpec, workdir: Path, cache: Path | None) -> tuple[Path, Path | None]:
     """The RL environments (``[train].grpo_envs`` or built per run on the training domains, held-out servers
-    unseen) and the warm-start ones (disjoint from them), as ``envs.jsonl`` files; built once per workdir."""
+    unseen) and the warm-start ones (disjoint from them), as ``envs.jsonl`` files; built once per workdir, or
+    reused from a run with the same settings and seed (:mod:`pipeline.reuse`)."""
     from synth.envs.io import dump_envs, load_envs
     from train.grpo import rl_envs, warm_envs
 
+    from pipeline.reuse import publish, reuse
+
     t = cfg.train
+    names = ([] if t.grpo_envs else ["envs.jsonl"]) + (["warm_envs.jsonl"] if t.warmstart_n_envs else [])
+    key = _env_key(cfg, run)
+    reuse(cache, key, names, workdir)
     path = Path(t.grpo_envs) if t.grpo_envs is not None else workdir / "envs.jsonl"
     if not path.is_file():
         dump_envs(rl_envs(t.grpo_n_envs, run.seed, curriculum=t.grpo_curriculum), path)
-    if not t.warmstart_n_envs:
-        return path, None
-    warm = workdir / "warm_envs.jsonl"
-    if not warm.is_file():
+    warm = workdir / "warm_envs.jsonl" if t.warmstart_n_envs else None
+    if warm is not None and not warm.is_file():
         dump_envs(warm_envs(t.warmstart_n_envs, run.seed, load_envs(path)), warm)
+    publish(cache, key, names, workdir)
     return path, warm
 
 
+def _pre_rl_key(cfg: ExperimentConfig, size: ModelSize, run: RunSpec, data_dir: Path, steps: int,
+                sft_options: dict[str, Any]) -> str | None:
+    """What the SFT model and the warm start depend on (None when they are not shared: mid-training, no warm
+    start, no grpo stage)."""
+    from pipeline.reuse import stage_key
+
+    t = cfg.train
+    if "grpo" not in t.stages or "midtrain" in t.stages or not t.warmstart_steps:
+        return None
+    tok = sft_options.get("tokenizer_dir")
+    return stage_key("pre-rl-", {
+        "data": Path(data_dir).name, "tokenizer": Path(tok).name if tok else None, "steps": steps, "seed": run.seed,
+        "size": size.model_dump(mode="json", exclude={"gpus", "cpus", "mem_gb", "timeout_min"}),
+        "options": {k: v for k, v in sft_options.items() if k in ("learning_rate", "max_epochs")},
+        "warm": [t.warmstart_n_envs, t.warmstart_steps], "envs": _env_key(cfg, run)})
+
+
 def _rl_stages(cfg: ExperimentConfig, size: ModelSize, run: RunSpec, workdir: Path, model_dir: Path,
-               done: dict[str, TrainStats], learning_rate: float | None) -> tuple[Path, int]:
+               done: dict[str, TrainStats], learning_rate: float | None, cache: Path | None,
+               pre_key: str | None) -> tuple[Path, int]:
     """The warm start (whenever ``grpo`` is a stage) and GRPO (when its steps are > 0); returns the final model
     folder and the GRPO steps."""
     from synth.envs.io import load_envs
@@ -89,12 +120,16 @@ def _rl_stages(cfg: ExperimentConfig, size: ModelSize, run: RunSpec, workdir: Pa
 
     t = cfg.train
     grpo_steps = int(round(run.recipe.get("grpo_steps", t.grpo_steps)))
-    envs, warm = _grpo_envs(cfg, run, workdir)
+    envs, warm = _grpo_envs(cfg, run, workdir, cache)
     if warm is not None and t.warmstart_steps:
         done["warmstart"] = warm_start(load_envs(warm), model_dir, size, workdir / "warmstart",
                                        steps=t.warmstart_steps, seed=run.seed, threads=t.threads,
                                        learning_rate=learning_rate, label=run.run_id)
         model_dir = workdir / "warmstart"
+        if pre_key is not None:
+            from pipeline.reuse import publish
+
+            publish(cache, pre_key, ["model", "warmstart"], workdir)
     if grpo_steps > 0:
         done["grpo"] = train_grpo(envs, model_dir, workdir / "grpo", max_steps=grpo_steps,
                                   num_generations=t.grpo_generations, prompts_per_step=t.grpo_prompts_per_step,
@@ -108,11 +143,15 @@ def _rl_stages(cfg: ExperimentConfig, size: ModelSize, run: RunSpec, workdir: Pa
 
 
 def train_stages(cfg: ExperimentConfig, size: ModelSize, run: RunSpec, data_dir: Path, workdir: Path, *,
-                 steps: int, **sft_options: Any) -> StagesResult:
+                 steps: int, cache: Path | None = None, **sft_options: Any) -> StagesResult:
     """Run the configured stages for one run (see the module docstring); each resumes after a requeue.
 
     ``sft_options`` go to :func:`train.sft.train_sft` (the shared ``tokenizer_dir``, a scanned
-    ``learning_rate``, ``max_epochs`` and the run's ``label``)."""
+    ``learning_rate``, ``max_epochs`` and the run's ``label``). With ``cache`` (the experiment's dataset cache),
+    the environments, the SFT model and the warm start are shared between runs that differ only in a stage
+    level (:mod:`pipeline.reuse`)."""
+    from pipeline.reuse import reuse
+
     from train.sft import train_sft
     from train.stages import plan_stages
 
@@ -138,11 +177,15 @@ def train_stages(cfg: ExperimentConfig, size: ModelSize, run: RunSpec, data_dir:
         else:  # the SFT-only arm trains with the same tokenizer as the mid-trained arms
             sft_options = {**sft_options, "tokenizer_dir": tok_dir}
     model_dir = workdir / "model"
+    pre_key = _pre_rl_key(cfg, size, run, data_dir, sft_steps, sft_options)
+    reused = pre_key is not None and reuse(cache, pre_key, ["model", "warmstart"], workdir)
     done["sft"] = train_sft(data_dir, size, model_dir, max_steps=sft_steps, seed=run.seed, threads=cfg.train.threads,
                             resume=True, init=init, **sft_options)
     grpo_steps = 0
     if "grpo" in stages:
-        model_dir, grpo_steps = _rl_stages(cfg, size, run, workdir, model_dir, done, sft_options.get("learning_rate"))
+        model_dir, grpo_steps = _rl_stages(cfg, size, run, workdir, model_dir, done, sft_options.get("learning_rate"),
+                                           cache, pre_key)
     return StagesResult(total=_total(done), stages=done, model_dir=model_dir,
                         plan={**mid_plan, "sft_steps": sft_steps, "grpo_steps": grpo_steps,
-                              "warmstart_steps": (done["warmstart"].steps or 0) if "warmstart" in done else 0})
+                              "warmstart_steps": (done["warmstart"].steps or 0) if "warmstart" in done else 0,
+                              "reused": float(reused)})

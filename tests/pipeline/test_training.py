@@ -118,6 +118,8 @@ def test_grpo_steps_axis_zero_is_the_sft_only_arm(tmp_path):
     assert sft["stages"]["warmstart"] == rl["stages"]["warmstart"] | {"wall_s": sft["stages"]["warmstart"]["wall_s"]}
     assert runs["rl"].train_flops == pytest.approx(sum(v["train_flops"] for v in rl["stages"].values()))
     assert sft["dataset_key"] == rl["dataset_key"]  # a stage axis is not a knob
+    # the arm that ran second reused the first one's SFT model, warm start and environments
+    assert sorted([sft["stage_plan"]["reused"], rl["stage_plan"]["reused"]]) == [0.0, 1.0]
     from fit.data import train_stages_of
 
     assert train_stages_of(runs["sft"]) == ["sft"] and train_stages_of(runs["rl"]) == ["sft", "grpo"]
