@@ -117,7 +117,7 @@ class MultiTurnRollout:
 
     ``rollout(prompts, trainer)`` returns ``prompt_ids``, ``completion_ids``, ``logprobs`` (None: the trainer
     recomputes them), ``env_mask`` and ``env_reward`` (read by the reward function), for ``len(prompts) / G``
-    groups of ``G`` episodes. ``steps`` holds one log row per optimizer step (:meth:`step_log`).
+    groups of ``G`` episodes, and appends one row per optimizer step to ``log_path`` (:meth:`step_log`).
     """
 
     samples: Sequence[Any]

@@ -31,7 +31,8 @@ __all__ = ["Phase", "CURRICULUM", "FLAT", "build_curriculum", "phase_of", "phase
 CURRICULUM: tuple[Phase, ...] = (
     Phase(name="single-hop", structures=["single-hop"], hop_budget=1,
           distractors=DistractorSpec(high=0, medium=0, low=0)),
-    Phase(name="multi-hop", structures=["multi-hop"], hop_budget=3, distractors=DistractorSpec(high=0, medium=0, low=0)),
+    Phase(name="multi-hop", structures=["multi-hop"], hop_budget=3,
+          distractors=DistractorSpec(high=0, medium=0, low=0)),
     Phase(name="parallel", structures=["parallel-multi-hop"], hop_budget=3,
           distractors=DistractorSpec(high=1, medium=2, low=2)),
 )

@@ -16,7 +16,8 @@ FAIL = "fail"
 
 
 def call_text(call: dict[str, Any]) -> str:
-    return f"<tool_call>{json.dumps({'name': call['name'], 'arguments': call['arguments']}, ensure_ascii=False)}</tool_call>"
+    body = json.dumps({"name": call["name"], "arguments": call["arguments"]}, ensure_ascii=False)
+    return f"<tool_call>{body}</tool_call>"
 
 
 class ScriptedPolicy:

@@ -156,7 +156,8 @@ def check_grpo_budget(config: ExperimentConfig) -> dict | None:
     if report["over_context"] and shortest is not None:
         raise UsageError(f"{report['over_context']} of {report['n']} golden GRPO episodes (prompt, calls and "
                          f"observations) exceed max_seq_len = {shortest.max_seq_len} of rung {shortest.name!r} (the "
-                         f"longest is about {report['max_context']} tokens); raise max_seq_len or use fewer distractors")
+                         f"longest is about {report['max_context']} tokens); raise max_seq_len or use fewer "
+                         "distractors")
     return report
 
 

@@ -64,7 +64,8 @@ def markdown(records: list[dict]) -> str:
     for (size, tasks), runs in sorted(cells.items()):
         for k in range(max(len(r["steps"]) for r in runs)):
             rows = [r["steps"][k] for r in runs if k < len(r["steps"])]
-            lines.append(f"| {size} | {tasks} | {k + 1} | {rows[0]['phase']} | {_fmt(_mean([x['f1'] for x in rows]))} | "
+            lines.append(f"| {size} | {tasks} | {k + 1} | {rows[0]['phase']} | "
+                         f"{_fmt(_mean([x['f1'] for x in rows]))} | "
                          f"{_fmt(_mean([x['partial'] for x in rows]))} | "
                          f"{_fmt(_mean([x['variance_share'] for x in rows]))} | "
                          f"{_fmt(_mean([x['fill_rate'] for x in rows]))} | "
