@@ -26,7 +26,7 @@ import numpy as np
 from allocator.solver import Surface
 from toolscale.config import ExperimentConfig
 
-__all__ = ["diversity_only_law", "baseline_quality_runs"]
+__all__ = ["diversity_only_law", "baseline_quality_runs", "best_observed"]
 
 _CACHE: dict[tuple, tuple[Surface | None, str]] = {}
 
@@ -98,3 +98,50 @@ def diversity_only_law(runs: Sequence[Any], config: ExperimentConfig, *, benchma
     out = (Surface(score=score, own=method), method)
     _CACHE[cache_key] = out
     return out
+
+
+def best_observed(runs: Sequence[Any], config: ExperimentConfig, *, key: str, lower_is_better: bool,
+                  cost: Any, budget: float, model_params: float,
+                  values: dict[str, float] | None = None) -> tuple[dict[str, float], str] | None:
+    """``(levels, source)``: the best recipe observed at the largest fitted rung whose cost fits ``budget``.
+
+    DataDecide's single-scale baseline (Magnusson et al. 2025): rank the recipes by what they scored at the
+    largest model trained before the decision, and take the best. ``runs`` are the experiment's done, fitted
+    runs; the rung is the one with the largest N among them, and its cell with the most training FLOPs per
+    run; a recipe's value is the mean over its seeds there of ``values[run_id]`` (the fit's own target, e.g.
+    the early-stopped envelope) or the stored metric ``key``. Recipes whose cost (``cost.total`` at
+    ``model_params``) exceeds the budget are not candidates. None when no observed recipe fits.
+    """
+    import json
+
+    def recipe_key(recipe: dict[str, float]) -> str:
+        return json.dumps({k: float(v) for k, v in sorted(recipe.items())})
+
+    def value(r: Any) -> float | None:
+        v = values.get(r.run_id) if values is not None else (r.metrics or {}).get(key)
+        return None if v is None or not np.isfinite(float(v)) else float(v)
+
+    scored = [r for r in runs if r.split == "fit" and value(r) is not None and r.model_params]
+    if not scored:
+        return None
+    top_n = max(float(r.model_params) for r in scored)
+    at_top = [r for r in scored if float(r.model_params) == top_n]
+    top_c = max(float(r.train_flops or 0.0) for r in at_top)
+    cell = [r for r in at_top if float(r.train_flops or 0.0) >= top_c * (1 - 1e-6)]
+    by: dict[str, list[Any]] = {}
+    for r in cell:
+        by.setdefault(recipe_key(r.recipe), []).append(r)
+    names = [a.name for a in config.axes]
+    cands = []
+    for group in by.values():
+        levels = {k: float(group[0].recipe[k]) for k in names if k in group[0].recipe}
+        if cost.total(levels, model_params) > budget * (1 + 1e-9):
+            continue
+        cands.append((float(np.mean([value(r) for r in group])), levels, len(group)))
+    if not cands:
+        return None
+    sign = 1.0 if lower_is_better else -1.0
+    v, levels, n = min(cands, key=lambda t: sign * t[0])
+    rung = cell[0].model_size
+    return levels, (f"the best of {len(cands)} recipes within budget observed at {rung} (the largest fitted rung): "
+                    f"{key} {v:.4g}, mean of {n} seed(s)")

@@ -1,6 +1,7 @@
 """``toolscale serve-mcp``: the allocator as MCP tools over stdio, so an agent can ask directly.
 
 Tools: ``allocate(budget, benchmark, experiment?, model_size?, unit?)``,
+``next_runs(budget, benchmark, runs, experiment?, max_cost?, model_size?, unit?)``,
 ``list_benchmarks()``, ``fit_summary(benchmark, experiment?)``. Each opens the
 registry read-only for the call (allocations asked over MCP are not stored).
 """
@@ -50,6 +51,20 @@ def build_server(registry: str, config: ExperimentConfig | None = None):
         report = plan_allocation(registry, budget=budget, benchmark=benchmark, experiment=experiment,
                                     model_size=model_size, unit=unit, config=config, save=False, redraws=10)
         return report.model_dump(mode="json")
+
+    @server.tool()
+    @_user_errors
+    def next_runs(budget: float, benchmark: str, runs: int, experiment: str | None = None,
+                  max_cost: float | None = None, model_size: str | None = None,
+                  unit: str | None = None) -> dict[str, Any]:
+        """The `runs` new runs (recipe x model size x tokens) that make the allocation at `budget` surest per
+        unit of training cost, with their cost and the expected gain-interval width and regret after them
+        (the same object as `toolscale next --json`)."""
+        from allocator.next_service import propose_next_runs
+
+        return propose_next_runs(registry, budget=budget, benchmark=benchmark, runs=runs, experiment=experiment,
+                                 max_cost=max_cost, model_size=model_size, unit=unit,
+                                 config=config).model_dump(mode="json")
 
     @server.tool()
     @_user_errors

@@ -13,7 +13,7 @@ from toolscale.config import training_flops
 
 __all__ = ["Unit", "UNITS", "Budget", "AxisCost", "CostModel", "COMPUTE", "AxisBounds", "AllocationRequest", "Plan",
            "Optimality", "Decision", "AllocationPlan", "AllocationReport", "ARMS", "VerificationArm", "VerificationReport",
-           "signed_interval"]
+           "signed_interval", "ProposedRun", "NextRuns", "EarlierInterval"]
 
 Unit = Literal["usd", "gpu_hours"]
 UNITS: tuple[str, ...] = ("usd", "gpu_hours")
@@ -59,8 +59,9 @@ class CostModel(_Frozen):
     -----
     ``spend_i = per_unit_i * max(x_i - free_i, 0) * x_j`` (``x_j`` = level of ``scales_with``, else 1;
     ``free_i`` = the axis' ``free_level``: quality is charged above its baseline only), and
-    ``spend_compute = per_pflop * 6 N D / 1e15`` with ``D = tasks * tokens_per_task``
-    (6 N D training FLOPs, Kaplan et al. 2020).
+    ``spend_compute = per_pflop * 6 N D / 1e15 + per_gpu_s * (eval_gpu_s + synth_gpu_s_per_task * tasks)``
+    with ``D = tasks * tokens_per_task`` (6 N D training FLOPs, Kaplan et al. 2020): training, the
+    evaluation of the trained model, and GPU-hosted synthesis, all GPU time in one ``compute`` line.
     """
 
     unit: Unit
@@ -73,6 +74,12 @@ class CostModel(_Frozen):
     """Training tokens one task adds."""
     tasks_axis: str = "task_count"
     """Axis counting tasks (for compute)."""
+    per_gpu_s: float = Field(default=0.0, ge=0)
+    """Cost of one GPU-second in the budget unit (prices the two terms below)."""
+    eval_gpu_s: float = Field(default=0.0, ge=0)
+    """GPU-seconds of evaluating the trained model, once per plan."""
+    synth_gpu_s_per_task: float = Field(default=0.0, ge=0)
+    """GPU-seconds of self-hosted synthesis per task."""
 
     def spend(self, levels: Mapping[str, float], model_params: float) -> dict[str, float]:
         """Spend per axis (and ``compute``) in the budget unit."""
@@ -83,6 +90,10 @@ class CostModel(_Frozen):
         if self.per_pflop > 0 and self.tasks_axis in levels:
             tokens = levels[self.tasks_axis] * self.tokens_per_task
             out[COMPUTE] = self.per_pflop * training_flops(model_params, tokens) / 1e15
+        if self.per_gpu_s > 0 and (self.eval_gpu_s > 0 or self.synth_gpu_s_per_task > 0):
+            tasks = levels[self.tasks_axis] if self.tasks_axis in levels else 0.0
+            gpu = self.per_gpu_s * (self.eval_gpu_s + self.synth_gpu_s_per_task * np.asarray(tasks, dtype=float))
+            out[COMPUTE] = out.get(COMPUTE, 0.0) + gpu
         return out
 
     def total(self, levels: Mapping[str, float], model_params: float) -> float:
@@ -198,9 +209,12 @@ class AllocationPlan(_Frozen):
     spend_spread: dict[str, tuple[float, float]] = Field(default_factory=dict)
     """5th-95th percentile of each axis' spend when re-solved per draw."""
     regret_interval: tuple[float, float] | None = None
-    """90% interval of what the plan leaves on the table, score points: per re-solved draw, the score of the
-    draw's own optimum (continuous, so an upper bound on the best integer plan) minus the draw's score of the
-    plan. Small against the gain: more runs would not move the plan by much."""
+    """5th and 95th percentiles of what the plan leaves on the table, score points: per re-solved draw, the score
+    of the draw's own optimum (continuous, so an upper bound on the best integer plan) minus the draw's score of
+    the plan. The upper end is the regret bound, a 95th percentile (:attr:`regret_bound_percentile`); it sees
+    parameter uncertainty only, not the law's form or extrapolation error."""
+    regret_bound_percentile: int = 95
+    """Which percentile of the re-solved draws' regrets ``regret_interval[1]`` is."""
     expected_regret: float | None = None
     """Mean of those regrets over the re-solved draws (score points)."""
     baseline: Plan
@@ -223,8 +237,19 @@ class AllocationPlan(_Frozen):
     """``plan.predicted_score - pinned.predicted_score`` (score points)."""
     pinned_gain_interval: tuple[float, float] | None = None
     """90% interval of that gain over the draws."""
+    best_observed: Plan | None = None
+    """The stronger baseline (DataDecide's single-scale choice): the best recipe observed at the largest fitted
+    rung within the budget, scored by the plan's law; None when no observed recipe fits the budget."""
+    best_observed_source: str = ""
+    """Where ``best_observed`` came from: the rung and cell, its observed value, the runs averaged."""
+    best_observed_interval: tuple[float, float] | None = None
+    """90% interval of ``best_observed``'s predicted score over the draws."""
+    gain_over_best_observed: float | None = None
+    """``plan.predicted_score - best_observed.predicted_score`` (score points); the plan must beat it."""
+    best_observed_gain_interval: tuple[float, float] | None = None
+    """90% interval of that gain over the draws."""
     decision: Decision
-    """Whether the gain over ``baseline`` is resolved, or the plans tie at this budget."""
+    """Whether the gain over ``baseline`` is resolved and the plan beats ``best_observed``, or no decision."""
     replicate_sd: float | None = None
     """The noise floor of a decision, score points: the seed-to-seed SD of one run from the fit's replicates
     (with >= 10 degrees of freedom), else the fit's residual SD; ``decision.reason`` says which."""
@@ -266,6 +291,8 @@ class AllocationReport(AllocationPlan):
     """True when the fit was on simulated runs."""
     allocation_id: str | None = None
     """Registry id of the stored plan (None when not stored, e.g. over MCP)."""
+    earlier: EarlierInterval | None = None
+    """The interval before the newest `toolscale next` runs at this budget, once a refit includes them."""
 
     @property
     def sign(self) -> float:
@@ -289,14 +316,15 @@ def signed_interval(iv: tuple[float, float] | None, sign: float) -> tuple[float,
     return (min(a, b), max(a, b))
 
 
-ARMS: tuple[str, ...] = ("allocator", "diversity_only", "equal_spend")
-"""The plans ``toolscale verify`` trains: the allocator's, the fair diversity-only one, and an equal split."""
+ARMS: tuple[str, ...] = ("allocator", "diversity_only", "equal_spend", "best_observed")
+"""The plans ``toolscale verify`` trains: the allocator's, the fair diversity-only one, an equal split, and the best
+recipe observed at the largest fitted rung (when one fits the budget)."""
 
 
 class VerificationArm(_Frozen):
     """One plan of a verification: its recipe, what the law predicted, and what training it gave."""
 
-    name: Literal["allocator", "diversity_only", "equal_spend"]
+    name: Literal["allocator", "diversity_only", "equal_spend", "best_observed"]
     """Which plan (see :data:`ARMS`)."""
     label: str
     """How the plan was made, in words."""
@@ -366,11 +394,170 @@ class VerificationReport(_Frozen):
     """Allocator minus diversity-only, mean over seeds of the paired per-seed differences (score points)."""
     realised_gain_ci: tuple[float, float] | None = None
     """90% Student-t interval of the realised gain over seeds (None with fewer than 2 paired seeds)."""
+    seed_sd: float | None = None
+    """SD of one run across seeds at the trained rung, metric units: pooled within the arms' seeds (or the fit's
+    noise floor when no arm has two seeds, see ``seed_sd_source``)."""
+    seed_sd_source: str = ""
+    """Where ``seed_sd`` came from."""
+    comparison_interval: tuple[float, float] | None = None
+    """What ``realised_gain`` is compared with: ``predicted_gain_interval`` widened by the realised gain's own
+    seed noise, variance ``2 s^2 / K`` (K paired seeds), each side added in quadrature at 90%."""
     inside_interval: bool | None = None
-    """Whether ``realised_gain`` lies inside ``predicted_gain_interval`` (None when either is missing)."""
+    """Whether ``realised_gain`` lies inside ``comparison_interval``; None when either is missing, or when the
+    allocator's and the diversity-only plan are one recipe (a gain of exactly 0 proves nothing)."""
+    predicted_gain_best_observed: float | None = None
+    """Allocator minus the best observed recipe, predicted (score points)."""
+    predicted_gain_best_observed_interval: tuple[float, float] | None = None
+    """Its 90% interval over the law's draws."""
+    realised_gain_best_observed: float | None = None
+    """Allocator minus the best observed recipe, realised: mean of the paired per-seed differences."""
+    comparison_interval_best_observed: tuple[float, float] | None = None
+    """``predicted_gain_best_observed_interval`` widened by ``2 s^2 / K`` as above."""
+    inside_interval_best_observed: bool | None = None
+    """Whether ``realised_gain_best_observed`` lies inside its comparison interval (None when not comparable)."""
+    notes: list[str] = Field(default_factory=list)
+    """What the comparison means, in words (e.g. why a check is not counted)."""
     complete: bool
     """True when every run is done."""
     problems: list[str] = Field(default_factory=list)
     """Runs not done, with why."""
     plot: str | None = None
     """Path of the predicted-against-realised plot, when written."""
+
+
+class ProposedRun(_Frozen):
+    """One run ``toolscale next`` proposes, in the order chosen, with what the runs up to it are expected to do."""
+
+    rank: int
+    """Order of choice (1 = first); the first K of a proposal of more runs are the proposal of K."""
+    recipe: dict[str, float]
+    """Level of every data axis, in the axes' units."""
+    model_size: str
+    """Ladder rung."""
+    token_multiplier: float = 1.0
+    """Token multiple of the rung (``grid design``'s cells)."""
+    seed: int
+    """Seed of synthesis and training (a seed whose dataset exists is reused: no data cost)."""
+    model_params: float
+    """Planned parameters N."""
+    train_tokens: float
+    """Planned training tokens D."""
+    train_flops: float
+    """Planned training FLOPs ``6 N D``."""
+    new_dataset: bool
+    """True when the run needs a dataset synthesised (no run of this recipe and seed exists or is proposed earlier)."""
+    data_cost: float
+    """Synthesis cost of that dataset (0 when reused), in the budget unit."""
+    compute_cost: float
+    """Training compute at ``[cost].per_pflop``, in the budget unit."""
+    cost: float
+    """``data_cost + compute_cost``, in the budget unit."""
+    cumulative_cost: float
+    """Cost of this run and those ranked before it."""
+    predicted: float
+    """The law's prediction of the run's metric (point estimate, metric units)."""
+    predicted_sd: float
+    """SD of that prediction over the law's draws (metric units; log units for a loss)."""
+    expected_width_after: float
+    """Expected width of the 90% gain interval after this run and those before it (score points)."""
+    expected_regret_after: float
+    """Expected regret of the plan chosen after them (score points)."""
+    p_resolved_after: float
+    """Share of simulated outcomes after which the gain's 90% interval lies above 0."""
+
+
+class NextRuns(_Frozen):
+    """The answer of ``toolscale next``: the runs that make the allocation at ``budget`` surest per unit of cost.
+
+    ``model_dump(mode="json")`` is the ``next --json`` and MCP ``next_runs`` contract, and the file
+    ``grid design --augment`` reads. Widths and regrets are in score points (a loss negated, as in
+    :class:`AllocationReport`). Expected values are over simulated outcomes of the runs (preposterior):
+    each simulation draws the truth from the law's draws and the runs' results with the fit's noise,
+    and re-weights the draws by the likelihood of those results (importance weights).
+    """
+
+    experiment: str
+    """Experiment whose fit the proposal is for."""
+    benchmark: str
+    """Benchmark."""
+    metric: str
+    """Metric the law predicts."""
+    law: str
+    """Law of the fit."""
+    fit_id: str
+    """Registry id of that fit."""
+    target: Literal["score", "loss"] = "score"
+    """What the metric is (a loss is negated in widths and regrets)."""
+    simulated: bool = False
+    """True when the fit was on simulated runs."""
+    budget: Budget
+    """The allocation budget the decision is about."""
+    model_params: float
+    """Parameters N the allocation plans for."""
+    plan_levels: dict[str, float]
+    """The allocator's plan at ``budget`` now."""
+    baseline_levels: dict[str, float]
+    """The fair diversity-only plan it is compared with."""
+    gain_over_baseline: float
+    """The predicted gain now (score points)."""
+    gain_interval: tuple[float, float] | None = None
+    """Its 90% interval now (``allocate``'s)."""
+    decision: Decision
+    """``allocate``'s decision now."""
+    width_now: float
+    """Width of ``gain_interval`` (score points)."""
+    expected_regret_now: float
+    """Expected regret of the plan now over the draws (score points; see ``criterion``)."""
+    runs: list[ProposedRun]
+    """The proposed runs, in the order chosen."""
+    total_cost: float
+    """Cost of all proposed runs, in the budget unit."""
+    max_cost: float | None = None
+    """The cap on ``total_cost`` asked for (None: none)."""
+    expected_width_after: float
+    """Expected width of the 90% gain interval after all proposed runs (score points)."""
+    expected_regret_after: float
+    """Expected regret after all proposed runs (score points)."""
+    p_resolved_after: float
+    """Share of simulated outcomes after which the gain's 90% interval lies above 0."""
+    criterion: str
+    """How runs were chosen, in words."""
+    candidates: int
+    """Candidate runs considered (recipes x cells)."""
+    draws: int
+    """Law draws the criterion re-weights."""
+    simulations: int
+    """Simulated outcomes per candidate batch."""
+    mean_ess: float
+    """Mean effective sample size of the importance weights after all proposed runs (of ``draws``): a few
+    draws left means the expected figures rest on little."""
+    cost_rule: str
+    """How a run's cost was counted, in words."""
+    notes: list[str] = Field(default_factory=list)
+    """Anything the proposal could not do as asked (fewer runs under ``max_cost``, a subsampled space...)."""
+
+    def rows(self) -> list[dict]:
+        """The proposal rows ``grid.augment.augment_runs`` reads."""
+        return [{"recipe": r.recipe, "model_size": r.model_size, "token_multiplier": r.token_multiplier,
+                 "seed": r.seed} for r in self.runs]
+
+
+class EarlierInterval(_Frozen):
+    """What ``allocate`` said before the runs a ``toolscale next`` proposal added (shown beside the new interval)."""
+
+    group: str
+    """The augmentation group (``grid design --augment``) holding those runs."""
+    fit_id: str
+    """The fit the proposal was made from."""
+    runs: int
+    """Runs of the group."""
+    runs_done: int
+    """Of those, done (and so in a refit)."""
+    gain_over_baseline: float
+    """The gain predicted then (score points)."""
+    gain_interval: tuple[float, float] | None = None
+    """Its 90% interval then."""
+    expected_width_after: float
+    """The width the proposal expected after its runs (score points)."""
+    decision: str
+    """The verdict then (``recommend`` or ``no_decision``)."""

@@ -272,6 +272,25 @@ def noise_floor(fit: FitResult) -> tuple[float | None, str]:
     return fit.residual_sd, f"residual SD ({why})"
 
 
+def _observed(ld: _Loaded, benchmark: str) -> tuple[dict[str, float], str] | None:
+    """The best recipe observed at the largest fitted rung within the budget (:func:`allocator.baseline.best_observed`),
+    valued by the fit's own target (the early-stopped envelope when the fit used it)."""
+    from allocator.baseline import best_observed
+    from fit.targets import target_values
+    from toolscale.errors import UsageError
+
+    values = None
+    if ld.fit.point_target != "final":
+        try:
+            values = target_values(ld.fitted_runs, benchmark=benchmark, metric=ld.fit.metric,
+                                   target=ld.fit.point_target, validation=ld.config.eval.validation or "valid-calls")
+        except UsageError:  # runs without checkpoints: their stored values
+            values = None
+    return best_observed(ld.fitted_runs, ld.config, key=f"{benchmark}/{ld.fit.metric}",
+                         lower_is_better=ld.fit.target == "loss", cost=ld.request.cost,
+                         budget=ld.request.budget.value, model_params=ld.request.model_params, values=values)
+
+
 def plan_allocation(registry: str, *, budget: float, benchmark: str, unit: str | None = None,
                     experiment: str | None = None, model_size: str | None = None,
                     config: ExperimentConfig | None = None, law: str | None = None, draws: int | None = None,
@@ -292,9 +311,13 @@ def plan_allocation(registry: str, *, budget: float, benchmark: str, unit: str |
                                                        target=ld.fit.target, law_name=ld.fit.law)
         noise, label = noise_floor(ld.fit)
         plan = solve(ld.request, ld.surface, baseline_surface=base_surface, replicate_sd=noise,
-                     replicate_log=ld.fit.residual_scale == "log", noise_label=label, redraws=redraws, warm=warm)
+                     replicate_log=ld.fit.residual_scale == "log", noise_label=label, redraws=redraws, warm=warm,
+                     observed=_observed(ld, benchmark))
         if base_surface is None:
             plan = plan.model_copy(update={"baseline_method": base_method})
+        from allocator.next_history import earlier_proposal
+
+        earlier = earlier_proposal(reg, ld.experiment, benchmark, budget, ld.fit_id)  # `toolscale next`'s runs
         allocation_id = None
         if save:
             allocation_id = reg.save_allocation(
@@ -302,7 +325,7 @@ def plan_allocation(registry: str, *, budget: float, benchmark: str, unit: str |
                 fit_id=ld.fit_id, payload=plan.model_dump(mode="json"))
     return AllocationReport(**dict(plan), experiment=ld.experiment, law=ld.fit.law, fit_id=ld.fit_id,
                             metric=ld.fit.metric, target=ld.fit.target, simulated=ld.fit.simulated,
-                            allocation_id=allocation_id)
+                            allocation_id=allocation_id, earlier=earlier)
 
 
 def equal_spend_plan(registry: str, *, budget: float, benchmark: str, unit: str | None = None,

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -24,7 +25,8 @@ from allocator.errors import AllocatorError
 from allocator.models import AllocationPlan, AllocationRequest, AxisBounds, Decision, Optimality, Plan
 
 __all__ = ["Surface", "ScoreFn", "solve", "solve_levels", "round_integers", "make_plan", "check_optimality",
-           "min_cost", "score_at", "decide", "equal_spend_levels", "percentile_interval", "with_effect_error"]
+           "min_cost", "score_at", "decide", "equal_spend_levels", "percentile_interval", "with_effect_error",
+           "versus_observed", "beats_observed"]
 
 ScoreFn = Callable[[Mapping[str, np.ndarray], float], np.ndarray]
 """``score(levels, model_params) -> predicted scores``, vectorised: ``levels`` maps each axis to an
@@ -361,6 +363,39 @@ def decide(gain: float, gain_interval: tuple[float, float] | None, replicate_sd:
     return Decision(verdict="recommend", reason=f"gain {gain:+.4f} over the diversity-only plan{iv}{sd}")
 
 
+def versus_observed(request: AllocationRequest, surface: Surface, levels: Mapping[str, float],
+                    observed: tuple[Mapping[str, float], str] | None) -> dict[str, Any]:
+    """The plan against the best recipe observed at the largest fitted rung, both scored by the plan's law:
+    the :class:`AllocationPlan` fields ``best_observed``, ``best_observed_source``, ``best_observed_interval``,
+    ``gain_over_best_observed`` and ``best_observed_gain_interval`` (empty without such a recipe)."""
+    if observed is None:
+        return {}
+    obs_levels, source = observed
+    full = {a.name: float(obs_levels.get(a.name, a.baseline if a.kind == "quality" else a.lower))
+            for a in request.axes}
+    plan = make_plan(request, full, surface.score)
+    n = request.model_params
+    gain = score_at(surface.score, levels, n) - plan.predicted_score
+    return {"best_observed": plan, "best_observed_source": source, "gain_over_best_observed": gain,
+            "best_observed_interval": percentile_interval([score_at(d, full, n) for d in surface.draws]),
+            "best_observed_gain_interval": percentile_interval(_gains(surface, levels, full, n))}
+
+
+def beats_observed(decision: Decision, fields: Mapping[str, Any]) -> Decision:
+    """``decision``, turned into ``no_decision`` when the plan does not beat the best observed recipe: its gain
+    over it is not positive, or its 90% interval reaches 0 (the law cannot tell them apart)."""
+    if not fields:
+        return decision
+    gain, iv = fields["gain_over_best_observed"], fields["best_observed_gain_interval"]
+    if gain > 0 and (iv is None or iv[0] > 0):
+        return decision
+    ivs = f", 90% interval [{iv[0]:+.4f}, {iv[1]:+.4f}]" if iv else ""
+    why = (f"the plan does not beat {fields['best_observed_source']} (gain {gain:+.4f}{ivs})")
+    if decision.verdict == "no_decision":
+        return decision.model_copy(update={"reason": decision.reason + "; " + why})
+    return Decision(verdict="no_decision", reason="no decision at this budget: " + why)
+
+
 def _gains(surface: Surface, a: Mapping[str, float], b: Mapping[str, float], n: float) -> list[float]:
     return with_effect_error([score_at(d, a, n) - score_at(d, b, n) for d in surface.draws], surface, n)
 
@@ -381,7 +416,8 @@ def with_effect_error(gains: Sequence[float], surface: Surface, n: float, *, see
 def solve(request: AllocationRequest, surface: Surface, *, baseline_surface: Surface | None = None,
           replicate_sd: float | None = None, replicate_log: bool = False,
           noise_label: str = "seed-to-seed SD", redraws: int = 30,
-          warm: Sequence[Mapping[str, float]] = ()) -> AllocationPlan:
+          warm: Sequence[Mapping[str, float]] = (),
+          observed: tuple[Mapping[str, float], str] | None = None) -> AllocationPlan:
     """The recommended plan, the diversity-only baseline, the quality-pinned comparison, their uncertainty.
 
     Parameters
@@ -395,6 +431,8 @@ def solve(request: AllocationRequest, surface: Surface, *, baseline_surface: Sur
         points at the baseline's predicted score (delta method: ``sd_y = y sd_log``).
     redraws : draws re-solved (warm-started from the point solution) for the spread of spend per axis and
         the plan's regret: per draw, its own continuous optimum's score minus its score of the plan.
+    observed : ``(levels, source)`` of the best recipe observed at the largest fitted rung
+        (:func:`allocator.baseline.best_observed`); the plan must beat it, else no decision.
 
     Integer axes are rounded to feasible integers within the budget (:func:`round_integers`);
     the optimality check is of the continuous optimum.
@@ -428,6 +466,7 @@ def solve(request: AllocationRequest, surface: Surface, *, baseline_surface: Sur
             spreads.setdefault(k, []).append(float(v))
         regrets.append(max(0.0, score_at(d, lv, n) - score_at(d, levels, n)))
     extra = _extrapolation(request, levels)
+    vs_obs = versus_observed(request, surface, levels, observed)
     gain = plan.predicted_score - baseline.predicted_score
     gain_iv = percentile_interval(gains)
     if replicate_sd is not None and replicate_log:
@@ -445,7 +484,8 @@ def solve(request: AllocationRequest, surface: Surface, *, baseline_surface: Sur
         p_beats_baseline=float(np.mean([g > 0 for g in gains])) if gains else None,
         pinned=pinned, gain_over_pinned=plan.predicted_score - pinned.predicted_score,
         pinned_gain_interval=percentile_interval(pinned_gains),
-        decision=decide(gain, gain_iv, replicate_sd, _differing_axes(request, levels, base_levels), noise_label),
+        decision=beats_observed(decide(gain, gain_iv, replicate_sd, _differing_axes(request, levels, base_levels),
+                                       noise_label), vs_obs), **vs_obs,
         replicate_sd=replicate_sd, marginal_value=_marginals(request, levels, surface.score),
         optimality=check_optimality(request, continuous, surface.score), extrapolation=bool(extra),
         extrapolation_detail=extra, draws_used=len(surface.draws), law_weights=weights)

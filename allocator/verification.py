@@ -9,8 +9,17 @@ the edge (``toolscale verify``), on the same launch path as grid runs.
 
 Statistics: per arm, the mean over seeds and its 90% Student-t interval
 ``mean +- t_{0.95, K-1} sd / sqrt(K)``; the realised gain is the mean of the paired
-per-seed differences (allocator minus diversity-only: seed ``s`` of both arms shares
-the synthesis and training seed), with the same interval over those differences.
+per-seed differences (allocator minus diversity-only, and allocator minus the best recipe
+observed at the largest fitted rung: seed ``s`` of every arm shares the synthesis and
+training seed), with the same interval over those differences.
+
+The realised gain is noisy itself: with ``s`` the SD of one run across seeds and ``K`` paired
+seeds its variance is ``2 s^2 / K`` (two independent arms). It is compared with the predicted
+gain's interval widened by that noise, each side added in quadrature at the 90% level:
+``lo = g - sqrt((g - lo_g)^2 + (z sqrt(2 s^2 / K))^2)`` and likewise above (:func:`comparison_interval`).
+``s`` is pooled within the arms' seeds, or the fit's noise floor when no arm has two seeds. When the
+allocator's and the diversity-only plan are one recipe, their gain is exactly 0 by construction and
+is not counted as a check (``inside_interval`` None).
 """
 
 from __future__ import annotations
@@ -28,12 +37,14 @@ from allocator.models import (ARMS, AllocationPlan, CostModel, Decision, Plan, V
 from toolscale.config import training_flops
 
 __all__ = ["ARM_LABELS", "TRAINING_KEYS", "group_name", "verification_runs", "realised_levels", "summarise",
-           "t_interval", "arms_of", "training_template"]
+           "t_interval", "arms_of", "training_template", "comparison_interval", "pooled_arm_sd"]
 
 ARM_LABELS = {
     "allocator": "the allocator's plan (the fitted law's optimum at this budget)",
     "diversity_only": "the fair diversity-only plan (a law over the diversity axes alone, quality at baseline)",
     "equal_spend": "an equal split of the budget across the costed axes",
+    "best_observed": "the best recipe observed at the largest fitted rung within budget (DataDecide's single-scale "
+                     "choice)",
 }
 """What each arm is, in words."""
 
@@ -51,19 +62,52 @@ def t_interval(values: Sequence[float], level: float = 0.90) -> tuple[float, flo
 
 
 def arms_of(plan: AllocationPlan, equal: Plan, equal_interval: tuple[float, float] | None,
-            seeds: Sequence[int], sign: float = 1.0) -> list[VerificationArm]:
-    """The three arms (no runs yet): plan, fair baseline and equal spend, with their predictions.
+            seeds: Sequence[int], sign: float = 1.0, names: Sequence[str] = ARMS) -> list[VerificationArm]:
+    """The arms (no runs yet) among ``names``, with their predictions: the plan, the fair baseline, equal spend,
+    and the best recipe observed at the largest fitted rung (left out when the plan has none).
 
     ``sign = -1`` for a loss: the plans' scores are the negated loss, and the arms state their
     predictions in the metric's own unit (a positive loss), as the runs will report it.
     """
     made = {"allocator": (plan.plan, plan.interval), "diversity_only": (plan.baseline, plan.baseline_interval),
-            "equal_spend": (equal, equal_interval)}
+            "equal_spend": (equal, equal_interval),
+            "best_observed": (plan.best_observed, plan.best_observed_interval)}
     return [VerificationArm(name=name, label=ARM_LABELS[name], levels=dict(made[name][0].levels),
                             planned_cost=made[name][0].total_cost,
                             predicted_score=sign * made[name][0].predicted_score,
                             predicted_interval=signed_interval(made[name][1], sign), run_ids=[], seeds=list(seeds))
-            for name in ARMS]
+            for name in ARMS if name in names and made[name][0] is not None]
+
+
+def comparison_interval(gain: float, interval: tuple[float, float] | None, seed_sd: float | None, k: int,
+                        level: float = 0.90) -> tuple[float, float] | None:
+    """The predicted gain's interval widened by the realised gain's own noise, variance ``2 s^2 / K``
+    (module docstring); the interval unchanged without a seed SD, None without an interval."""
+    if interval is None:
+        return None
+    if seed_sd is None or k < 1:
+        return interval
+    from scipy.stats import norm
+
+    noise = float(norm.ppf(0.5 + level / 2)) * math.sqrt(2.0 * seed_sd ** 2 / k)
+    lo, hi = interval
+    return (gain - math.hypot(gain - lo, noise), gain + math.hypot(hi - gain, noise))
+
+
+def pooled_arm_sd(per_seed: Mapping[str, Mapping[int, float]], arms: Sequence[VerificationArm]) -> float | None:
+    """SD of one run across seeds pooled within the arms (each recipe once: arms sharing runs count once)."""
+    groups: dict[str, list[float]] = {}
+    for arm in arms:
+        key = json.dumps(sorted(arm.levels.items()))
+        if key not in groups and arm.name in per_seed:
+            groups[key] = list(per_seed[arm.name].values())
+    ss, df = 0.0, 0
+    for v in groups.values():
+        a = np.asarray(v, dtype=float)
+        if a.size >= 2:
+            ss += float(np.sum((a - a.mean()) ** 2))
+            df += a.size - 1
+    return math.sqrt(ss / df) if df else None
 
 
 def group_name(experiment: str, benchmark: str, budget: float, model_size: str,
@@ -144,18 +188,69 @@ def realised_levels(requested: Mapping[str, float], metadata: Mapping[str, Any])
     return out
 
 
+def _paired(per_seed: Mapping[str, Mapping[int, float]], a: str, b: str, sign: float) -> list[float]:
+    x, y = per_seed.get(a, {}), per_seed.get(b, {})
+    return [sign * (x[s] - y[s]) for s in sorted(set(x) & set(y))]
+
+
+def _check(gain: float | None, predicted: float | None, interval: tuple[float, float] | None, sd: float | None,
+           k: int) -> tuple[tuple[float, float] | None, bool | None]:
+    """``(comparison interval, inside)`` of one realised gain against its prediction."""
+    if predicted is None:
+        return None, None
+    iv = comparison_interval(predicted, interval, sd, k)
+    inside = None if gain is None or iv is None else bool(iv[0] <= gain <= iv[1])
+    return iv, inside
+
+
 def summarise(*, experiment: str, group: str, benchmark: str, metric: str, plan: AllocationPlan,
               arms: Sequence[VerificationArm], runs: Sequence[Any], cost: CostModel, model_size: str,
-              law: str, fit_id: str, simulated: bool,
-              decision: Decision, plot: str | None = None, sign: float = 1.0) -> VerificationReport:
-    """Realised against predicted for every arm, the realised gain with its seed interval, and whether it is inside.
+              law: str, fit_id: str, simulated: bool, decision: Decision, plot: str | None = None,
+              sign: float = 1.0, noise_sd: float | None = None) -> VerificationReport:
+    """Realised against predicted for every arm, the realised gains with their seed intervals, and whether each
+    lies inside its comparison interval (the predicted one widened by ``2 s^2 / K``, module docstring).
 
-    Scores stay in the metric's unit; a gain is always an improvement: ``sign (allocator -
-    diversity_only)`` per seed, with ``sign = -1`` for a loss (the plan's predicted gain is
-    already in that orientation).
+    Scores stay in the metric's unit; a gain is always an improvement: ``sign (allocator - other)`` per seed,
+    with ``sign = -1`` for a loss (the plan's predicted gains are already in that orientation). ``noise_sd``
+    (metric units) is the seed SD used when no arm ran two seeds.
     """
     by_id = {r.run_id: r for r in runs}
-    key = f"{benchmark}/{metric}"
+    filled, problems, per_seed = _fill_arms(arms, by_id, f"{benchmark}/{metric}", cost)
+    sd = pooled_arm_sd(per_seed, filled)
+    source = "pooled within the arms' seeds"
+    if sd is None:
+        sd, source = noise_sd, "the fit's noise floor (no arm ran two seeds)" if noise_sd is not None else ""
+    paired = _paired(per_seed, "allocator", "diversity_only", sign)
+    gain = float(np.mean(paired)) if paired else None
+    notes = []
+    arm = {a.name: a for a in filled}
+    same = "diversity_only" in arm and arm["allocator"].levels == arm["diversity_only"].levels
+    iv, inside = _check(gain, plan.gain_over_baseline, plan.gain_interval, sd, len(paired))
+    if same:
+        inside = None
+        notes.append("the allocator's plan is the diversity-only plan (one recipe, shared runs): their gain is 0 by "
+                     "construction and is not counted as a check")
+    paired_b = _paired(per_seed, "allocator", "best_observed", sign)
+    gain_b = float(np.mean(paired_b)) if paired_b else None
+    iv_b, inside_b = _check(gain_b, plan.gain_over_best_observed, plan.best_observed_gain_interval, sd, len(paired_b))
+    if "best_observed" in arm and arm["best_observed"].levels == arm["allocator"].levels:
+        inside_b = None
+        notes.append("the allocator's plan is the best observed recipe: nothing to compare")
+    return VerificationReport(
+        experiment=experiment, group=group, benchmark=benchmark, metric=metric, budget=plan.budget,
+        model_size=model_size, model_params=plan.model_params, law=law, fit_id=fit_id,
+        simulated=simulated, arms=filled, predicted_gain=plan.gain_over_baseline,
+        predicted_gain_interval=plan.gain_interval, decision=decision, realised_gain=gain,
+        realised_gain_ci=t_interval(paired), seed_sd=sd, seed_sd_source=source, comparison_interval=iv,
+        inside_interval=inside, predicted_gain_best_observed=plan.gain_over_best_observed if "best_observed" in arm
+        else None, predicted_gain_best_observed_interval=plan.best_observed_gain_interval if "best_observed" in arm
+        else None, realised_gain_best_observed=gain_b, comparison_interval_best_observed=iv_b,
+        inside_interval_best_observed=inside_b, notes=notes, complete=not problems, problems=problems, plot=plot)
+
+
+def _fill_arms(arms: Sequence[VerificationArm], by_id: Mapping[str, Any], key: str, cost: CostModel
+               ) -> tuple[list[VerificationArm], list[str], dict[str, dict[int, float]]]:
+    """The arms with their realised scores, the problems (runs not done), and each arm's score per seed."""
     filled, problems = [], []
     per_seed: dict[str, dict[int, float]] = {}
     for arm in arms:
@@ -178,14 +273,4 @@ def summarise(*, experiment: str, group: str, benchmark: str, metric: str, plan:
             "realised_scores": scores, "realised_mean": float(np.mean(done)) if done else None,
             "realised_ci": t_interval(done), "synthesis_cost": float(np.mean(costs)) if costs else None,
             "run_status": status}))
-    a, b = per_seed.get("allocator", {}), per_seed.get("diversity_only", {})
-    paired = [sign * (a[s] - b[s]) for s in sorted(set(a) & set(b))]
-    gain = float(np.mean(paired)) if paired else None
-    iv = plan.gain_interval
-    inside = None if gain is None or iv is None else bool(iv[0] <= gain <= iv[1])
-    return VerificationReport(
-        experiment=experiment, group=group, benchmark=benchmark, metric=metric, budget=plan.budget,
-        model_size=model_size, model_params=plan.model_params, law=law, fit_id=fit_id,
-        simulated=simulated, arms=filled, predicted_gain=plan.gain_over_baseline, predicted_gain_interval=iv,
-        decision=decision, realised_gain=gain, realised_gain_ci=t_interval(paired), inside_interval=inside,
-        complete=not problems, problems=problems, plot=plot)
+    return filled, problems, per_seed

@@ -24,7 +24,8 @@ from grid.results import write_result
 from slurm.jobs import register_job_kind
 from slurm.launcher import launch
 from slurm.models import LaunchManifest
-from slurm.paths import LaunchPaths, atomic_write_json
+from slurm.paths import LaunchPaths
+from toolscale.files import atomic_write_json
 from slurm.sync import sync
 from toolscale.config import load_config
 

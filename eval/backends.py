@@ -29,7 +29,7 @@ from eval.parsing import CLOSE_TAG, OPEN_TAG
 from toolscale.errors import UsageError
 
 __all__ = ["Backend", "BACKENDS", "get_backend", "budgets", "TransformersBackend", "OpenAIBackend", "VLLMBackend",
-           "tool_calls_to_text"]
+           "tool_calls_to_text", "scored_ids", "scored_bytes"]
 
 
 @runtime_checkable
@@ -55,6 +55,7 @@ BACKENDS: dict[str, str] = {
     "transformers": "eval.backends:TransformersBackend",
     "openai": "eval.backends:OpenAIBackend",
     "vllm": "eval.backends:VLLMBackend",
+    "vllm-server": "eval.vllm_server:VLLMServerBackend",
 }
 """Backend name -> ``"module:class"``; each class takes ``(model, **options)``."""
 
@@ -87,6 +88,48 @@ def _clean_messages(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
     except ImportError:  # pragma: no cover - train is part of this checkout
         return [{k: v for k, v in m.items() if v is not None} for m in messages]
     return normalize_messages(messages)
+
+
+# --------------------------------------------------------------------------------------------- scoring
+
+
+def scored_ids(tokenizer: Any, request: ChatRequest) -> tuple[list[int], list[int]]:
+    """(token ids, 0/1 mask of the assistant tokens to score) of one conversation under ``tokenizer``.
+
+    The mask comes from the chat template's ``{% generation %}`` blocks; a template without them scores the
+    last assistant turn as the continuation of its generation prompt. Every backend that scores (in-process,
+    or a vLLM server given these ids) uses this one function, so their scores compare token for token.
+    """
+    messages = _clean_messages(request.messages)
+    enc = tokenizer.apply_chat_template(messages, tools=request.tools, tokenize=True, return_dict=True,
+                                        return_assistant_tokens_mask=True)
+    ids = list(enc["input_ids"])
+    mask = list(enc.get("assistant_masks") or [])
+    if len(mask) == len(ids) and any(mask):
+        return ids, mask
+    last = max(i for i, m in enumerate(messages) if m.get("role") == "assistant")
+    prompt = tokenizer.apply_chat_template(messages[:last], tools=request.tools, tokenize=False,
+                                           add_generation_prompt=True)
+    full = tokenizer.apply_chat_template(messages[:last + 1], tools=request.tools, tokenize=False)
+    if not full.startswith(prompt):
+        raise BackendError("the chat template does not render an assistant turn as a continuation of its "
+                           "generation prompt; cannot score continuations")
+    p = tokenizer(prompt, add_special_tokens=False)["input_ids"]
+    c = tokenizer(full[len(prompt):], add_special_tokens=False)["input_ids"]
+    return p + c, [0] * len(p) + [1] * len(c)
+
+
+def scored_bytes(tokenizer: Any, ids: list[int], mask: list[int]) -> int:
+    """UTF-8 bytes of the scored text: each contiguous masked span decoded as the chat template rendered it
+    (special tokens kept), so the count depends on the text, not on the tokenizer."""
+    total, span = 0, []
+    for t, m in zip([*ids, -1], [*mask, 0]):
+        if m:
+            span.append(t)
+        elif span:
+            total += len(tokenizer.decode(span, skip_special_tokens=False).encode("utf-8"))
+            span = []
+    return total
 
 
 # --------------------------------------------------------------------------------------------- transformers
@@ -218,26 +261,9 @@ class TransformersBackend:
 
     def _scored_ids(self, request: ChatRequest) -> tuple[list[int], list[int]]:
         """(token ids, 0/1 mask of the assistant tokens to score) for one conversation."""
-        messages = _clean_messages(request.messages)
-        enc = self.tokenizer.apply_chat_template(messages, tools=request.tools, tokenize=True, return_dict=True,
-                                                 return_assistant_tokens_mask=True)
-        ids = list(enc["input_ids"])
-        mask = list(enc.get("assistant_masks") or [])
-        if len(mask) == len(ids) and any(mask):
-            return ids, mask
-        # no {% generation %} markers: score the last assistant turn as the continuation of its prompt
-        last = max(i for i, m in enumerate(messages) if m.get("role") == "assistant")
-        prompt = self.tokenizer.apply_chat_template(messages[:last], tools=request.tools, tokenize=False,
-                                                    add_generation_prompt=True)
-        full = self.tokenizer.apply_chat_template(messages[:last + 1], tools=request.tools, tokenize=False)
-        if not full.startswith(prompt):
-            raise BackendError("the chat template does not render an assistant turn as a continuation of its "
-                               "generation prompt; cannot score continuations")
-        p = self.tokenizer(prompt, add_special_tokens=False)["input_ids"]
-        c = self.tokenizer(full[len(prompt):], add_special_tokens=False)["input_ids"]
-        return p + c, [0] * len(p) + [1] * len(c)
+        return scored_ids(self.tokenizer, request)
 
-    def score(self, requests: list[ChatRequest]) -> list[ContinuationScore]:
+    def score(self, requests: list[ChatRequest], *, detail: bool = False) -> list[ContinuationScore]:
         """Sum of log p(token | prefix) over each conversation's assistant tokens, in nats.
 
         Notes
@@ -246,6 +272,7 @@ class TransformersBackend:
         per-token loss of a set of items is ``-sum logprob / sum n_tokens``. Batches are left-padded
         (explicit position ids), so the scored tokens sit at the end of every row and only the last
         ``K`` positions' logits are computed (``logits_to_keep``): a 150k-token vocabulary stays cheap.
+        ``detail`` also returns each scored token's id and log-probability (:mod:`eval.diagnostics`).
         """
         import torch
 
@@ -275,21 +302,20 @@ class TransformersBackend:
             target = ids[:, width - keep + 1:]
             tok_lp = logp.gather(-1, target.unsqueeze(-1)).squeeze(-1) * tmask[:, width - keep + 1:]
             for row, i in enumerate(batch):
-                n = int(tmask[row, width - keep + 1:].sum().item())
-                out[i] = ContinuationScore(logprob=float(tok_lp[row].sum().item()), n_tokens=n, n_bytes=n_bytes[i])
+                m_row = tmask[row, width - keep + 1:]
+                n = int(m_row.sum().item())
+                extra = {}
+                if detail:
+                    where = m_row > 0
+                    extra = {"token_ids": [int(t) for t in target[row][where].tolist()],
+                             "token_logprobs": [float(v) for v in tok_lp[row][where].tolist()]}
+                out[i] = ContinuationScore(logprob=float(tok_lp[row].sum().item()), n_tokens=n, n_bytes=n_bytes[i],
+                                           **extra)
         return [s for s in out if s is not None]
 
     def _scored_bytes(self, ids: list[int], mask: list[int]) -> int:
-        """UTF-8 bytes of the scored text: each contiguous masked span decoded as the chat template rendered it
-        (special tokens kept), so the count depends on the text, not on the tokenizer."""
-        total, span = 0, []
-        for t, m in zip([*ids, -1], [*mask, 0]):
-            if m:
-                span.append(t)
-            elif span:
-                total += len(self.tokenizer.decode(span, skip_special_tokens=False).encode("utf-8"))
-                span = []
-        return total
+        """UTF-8 bytes of the scored text (:func:`scored_bytes`)."""
+        return scored_bytes(self.tokenizer, ids, mask)
 
     def _forward(self, ids: Any, attn: Any, positions: Any, keep: int) -> Any:
         """Logits of the last ``keep`` positions (all of them for models without ``logits_to_keep``)."""

@@ -25,7 +25,8 @@ from typing import Any
 from eval.errors import UnknownBenchmarkError
 from eval.models import BenchmarkInfo
 
-__all__ = ["register_benchmark", "get_benchmark", "list_benchmarks", "load_items", "CALL_METRICS", "ENV_METRICS"]
+__all__ = ["register_benchmark", "get_benchmark", "list_benchmarks", "load_items", "check_validation", "CALL_METRICS",
+           "ENV_METRICS", "CODE_METRICS"]
 
 CALL_METRICS: dict[str, str] = {
     "score": "share of items answered exactly right (AST match; no call on irrelevance items)",
@@ -43,6 +44,13 @@ ENV_METRICS: dict[str, str] = {
     "call_logprob": "mean log-likelihood of the reference trajectory's assistant tokens, nats",
     "loss": "reference trajectory's assistant-token NLL per token, nats/token, lower is better",
     "token_prob": "exp(-loss): geometric-mean probability of a reference assistant token, higher is better",
+}
+
+CODE_METRICS: dict[str, str] = {
+    **CALL_METRICS,
+    "score": "pass rate: share of items whose written module passes the hidden tests (run in the jail)",
+    "field_match": "share of the hidden tests the written module passes",
+    "bpb": BPB_METRIC,
 }
 
 _REGISTRY: dict[str, BenchmarkInfo] = {}
@@ -77,6 +85,33 @@ def load_items(name: str, **kwargs: Any) -> list[Any]:
     return loader(**kwargs)
 
 
+def check_validation(validation: str | None, tests: list[str]) -> None:
+    """Refuse a validation benchmark that shares items with a test benchmark, naming how many.
+
+    The validation items choose checkpoints and learning rates; a shared item would let a test item choose.
+    Items are compared by content, ids aside (:func:`eval.heldout.item_key`). Raises
+    :class:`toolscale.errors.UsageError` (exit 2) on the first test benchmark that shares any.
+    """
+    from eval.heldout import shared_items
+    from toolscale.errors import UsageError
+
+    if validation is None:
+        return
+    info = get_benchmark(validation)
+    if info.kind not in ("calls", "code"):
+        raise UsageError(f"eval.validation {validation!r} is a {info.kind} benchmark; checkpoints are chosen on "
+                         "a call or code benchmark's bits per byte (valid-calls, code-valid)")
+    items = load_items(validation)
+    for name in tests:
+        if get_benchmark(name).kind != info.kind:
+            continue  # items of different kinds are never the same item
+        n = shared_items(items, load_items(name))
+        if n:
+            raise UsageError(f"eval.validation {validation!r} shares {n} of its {len(items)} items with test "
+                             f"benchmark {name!r}; choose checkpoints on items no test benchmark holds "
+                             "(valid-calls)")
+
+
 register_benchmark(BenchmarkInfo(
     name="heldout-calls", version="2", kind="calls", loader="eval.heldout:load_heldout_calls",
     digest="ff581e55abff9019ecee3d819af7a8304346ccf460722adcecb06f4733c402e5",
@@ -98,6 +133,13 @@ register_benchmark(BenchmarkInfo(
                 "trains on, on held-out databases; AST match as heldout-calls; bpb = bits per byte of the "
                 "reference calls",
     metrics={**CALL_METRICS, "bpb": BPB_METRIC}))
+register_benchmark(BenchmarkInfo(
+    name="valid-calls", version="1", kind="calls", loader="eval.heldout:load_valid_calls",
+    digest="3ad6ce2e1c11433dee372cca8ab045f9ebc86a04070208e0753dcabf3ccb5463",
+    description="validation split: call items over the eight training servers on databases disjoint from both "
+                "test benchmarks, no item shared with them; chooses checkpoints and learning rates (never a test "
+                "benchmark); bpb = bits per byte of the reference calls",
+    metrics={**CALL_METRICS, "bpb": BPB_METRIC}))
 register_benchmark(BenchmarkInfo(   # v2: tools named and shaped like the SFT tools, no stub distractors
     name="heldout-env", version="2", kind="env", loader="eval.heldout:load_heldout_env",
     description="multi-turn episodes in executable environments (synth.envs) built from the held-out "
@@ -117,3 +159,23 @@ register_benchmark(BenchmarkInfo(
                 "category accuracies (BFCL's summary), acc_<category> each",
     metrics={**CALL_METRICS, "score": "unweighted mean of the per-category accuracies",
              "acc_<category>": "accuracy within one BFCL category"}))
+register_benchmark(BenchmarkInfo(
+    name="code-indist", version="1", kind="code", loader="eval.code_bench:load_code_indist",
+    digest="360f27784997329a87fd826a0b8da42ffe8414d48e52b805282f4828df3f8bc5",
+    description="code domain, in-distribution: 256 write_file steps of code tasks over the training library APIs, "
+                "in repositories no training run draws; score = pass rate of the written module's hidden tests "
+                "in the jail; bpb = bits per byte of the reference write_file call",
+    metrics=CODE_METRICS))
+register_benchmark(BenchmarkInfo(
+    name="code-heldout-apis", version="1", kind="code", loader="eval.code_bench:load_code_heldout",
+    digest="835e8679bc6fef23a41dac1e1cfbac6fc1c87ab972b8240665f0bc45446d3d71",
+    description="code domain, held-out APIs: 200 write_file steps whose function uses one of the 10 library APIs "
+                "no training dataset draws; pass rate and bpb as code-indist",
+    metrics=CODE_METRICS))
+register_benchmark(BenchmarkInfo(
+    name="code-valid", version="1", kind="code", loader="eval.code_bench:load_code_valid",
+    digest="58bf5ee3f3c272fc951a063049aa6a769de3962bab5b67d815cd3e8a26d31c51",
+    description="code domain, validation split: 128 write_file steps over the training APIs in repositories of "
+                "neither test benchmark; chooses checkpoints and rates, never a test; bpb and pass rate as "
+                "code-indist",
+    metrics=CODE_METRICS))

@@ -19,6 +19,7 @@ bumped when this module changes them).
 from __future__ import annotations
 
 import copy
+import functools
 import hashlib
 import json
 import random
@@ -30,6 +31,7 @@ from eval.errors import BenchmarkDataError
 from eval.models import CallItem, EnvItem
 
 __all__ = ["build_heldout_calls", "load_heldout_calls", "load_heldout_servers", "load_indist_calls",
+           "load_valid_calls", "VALID_DB_SEED_BASE", "item_key", "shared_items",
            "HELDOUT_DB_SEED_BASE", "load_heldout_env", "system_message", "items_digest", "CALLS_PER_DOMAIN",
            "PARALLEL_PER_DOMAIN", "IRRELEVANT_PER_DOMAIN", "ENV_EPISODES", "BENCHMARK_SEED", "load_indist_env",
            "INDIST_ENV_MIX"]
@@ -47,6 +49,9 @@ BENCHMARK_SEED = 20_260_101
 HELDOUT_DB_SEED_BASE = 9_000_000
 """Database seeds of ``indist-calls`` and ``heldout-servers`` start here: training datasets draw seeds
 ``run_seed * 1000 + i`` (``synth.servers.db.db_instances``), so no run with a seed below 9000 sees them."""
+VALID_DB_SEED_BASE = 9_100_000
+"""Database seeds of ``valid-calls`` start here: disjoint from the test benchmarks' (``HELDOUT_DB_SEED_BASE`` +
+0..5) and from every training run's."""
 
 _TEMPLATES = ("Please {intent}.", "Can you {intent}?", "I need to {intent}.", "{Intent}, please.",
               "Could you {intent} for me?")
@@ -215,25 +220,73 @@ def build_heldout_calls(*, calls_per_domain: int = CALLS_PER_DOMAIN, parallel_pe
     return items
 
 
+@functools.cache
+def _heldout_calls() -> tuple[CallItem, ...]:
+    return tuple(build_heldout_calls())
+
+
 def load_heldout_calls() -> list[CallItem]:
-    """The registered ``heldout-calls`` items (loader of :mod:`eval.benchmarks`)."""
-    return build_heldout_calls()
+    """The registered ``heldout-calls`` items (loader of :mod:`eval.benchmarks`); built once per process."""
+    return list(_heldout_calls())
+
+
+@functools.cache
+def _heldout_servers() -> tuple[CallItem, ...]:
+    return tuple(build_heldout_calls(calls_per_domain=84, parallel_per_domain=16, irrelevant_per_domain=16,
+                                     db_seed_base=HELDOUT_DB_SEED_BASE, id_prefix="hs"))
 
 
 def load_heldout_servers() -> list[CallItem]:
     """``heldout-servers``: 200 call items (84 single, 16 two-call per server) and 32 irrelevance items on the
     two held-out servers, on databases no training run draws from (the proxy protocol's held-out benchmark)."""
-    return build_heldout_calls(calls_per_domain=84, parallel_per_domain=16, irrelevant_per_domain=16,
-                               db_seed_base=HELDOUT_DB_SEED_BASE, id_prefix="hs")
+    return list(_heldout_servers())
+
+
+@functools.cache
+def _indist_calls() -> tuple[CallItem, ...]:
+    _, db_module = _import_synth()
+    return tuple(build_heldout_calls(calls_per_domain=26, parallel_per_domain=6, irrelevant_per_domain=2,
+                                     domains=tuple(db_module.TRAIN_DOMAINS), db_seed_base=HELDOUT_DB_SEED_BASE,
+                                     seed=BENCHMARK_SEED + 1, id_prefix="indist"))
 
 
 def load_indist_calls() -> list[CallItem]:
     """``indist-calls``: 256 new call items (26 single, 6 two-call per server) and 16 irrelevance items on the
     eight training servers, on databases no training run draws from (the protocol's in-distribution benchmark)."""
+    return list(_indist_calls())
+
+
+@functools.cache
+def _valid_calls() -> tuple[CallItem, ...]:
     _, db_module = _import_synth()
-    return build_heldout_calls(calls_per_domain=26, parallel_per_domain=6, irrelevant_per_domain=2,
-                               domains=tuple(db_module.TRAIN_DOMAINS), db_seed_base=HELDOUT_DB_SEED_BASE,
-                               seed=BENCHMARK_SEED + 1, id_prefix="indist")
+    drawn = build_heldout_calls(calls_per_domain=12, parallel_per_domain=4, irrelevant_per_domain=0,
+                                domains=tuple(db_module.TRAIN_DOMAINS), db_seed_base=VALID_DB_SEED_BASE,
+                                seed=BENCHMARK_SEED + 2, id_prefix="valid")
+    test = {item_key(it) for it in (*_indist_calls(), *_heldout_servers())}
+    return tuple(it for it in drawn if item_key(it) not in test)
+
+
+def load_valid_calls() -> list[CallItem]:
+    """``valid-calls``: the validation split, call items (12 single, 4 two-call per server, before the filter) on
+    the eight training servers, built like ``indist-calls`` from its own sampling seed on databases disjoint from
+    both test benchmarks (:data:`VALID_DB_SEED_BASE`). A request whose values do not depend on the database can
+    still come out equal to a test item: those are dropped (one is), so no item is shared. It chooses
+    checkpoints and learning rates, so the test items never do; no irrelevance items (they carry no reference
+    call to score)."""
+    return list(_valid_calls())
+
+
+def item_key(item: CallItem | EnvItem) -> str:
+    """An item's content, ids aside (canonical JSON): two benchmarks share an item when their keys are equal."""
+    data = item.model_dump(mode="json")
+    data.pop("id", None)
+    return json.dumps(data, sort_keys=True, ensure_ascii=False)
+
+
+def shared_items(a: Sequence[CallItem | EnvItem], b: Sequence[CallItem | EnvItem]) -> int:
+    """How many items of ``a`` have their content (:func:`item_key`) among ``b``'s."""
+    keys = {item_key(it) for it in b}
+    return sum(item_key(it) in keys for it in a)
 
 
 def load_heldout_env(n: int = ENV_EPISODES, seed: int = BENCHMARK_SEED) -> list[EnvItem]:

@@ -10,8 +10,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-__all__ = ["ToolCall", "ParsedOutput", "ChatRequest", "CallItem", "MatchResult", "ContinuationScore", "BenchmarkInfo",
-           "EnvItem", "Category", "CATEGORIES"]
+__all__ = ["ToolCall", "ParsedOutput", "ChatRequest", "CallItem", "CodeItem", "MatchResult", "ContinuationScore",
+           "BenchmarkInfo", "EnvItem", "Category", "CATEGORIES"]
 
 Category = Literal["simple", "multiple", "parallel", "parallel_multiple", "irrelevance"]
 CATEGORIES: tuple[str, ...] = ("simple", "multiple", "parallel", "parallel_multiple", "irrelevance")
@@ -80,6 +80,22 @@ class CallItem(_Frozen):
     """Where the item comes from (``bfcl``, or the held-out server's domain)."""
 
 
+class CodeItem(CallItem):
+    """One ``write_file`` step of a code episode (``code`` benchmarks): a call item whose answer is right when the
+    module it writes passes the hidden tests of the functions written so far, run in the jail."""
+
+    module: str
+    """Module name the tests import."""
+    path: str
+    """The module's path in the workspace (the ``write_file`` path expected)."""
+    prefix: str = ""
+    """The module's text before this step (what an ``append`` adds to)."""
+    tests: str
+    """Hidden test source of the functions written so far."""
+    dependent: bool = False
+    """Whether the function written depends on another (its spec names that function's output)."""
+
+
 class EnvItem(_Frozen):
     """One multi-turn episode of the ``heldout-env`` benchmark (a serialised ``synth.envs`` sample)."""
 
@@ -111,6 +127,10 @@ class ContinuationScore(_Frozen):
     """Number of continuation tokens scored."""
     n_bytes: int = 0
     """UTF-8 bytes of the scored continuation text as the chat template renders it (0: not counted)."""
+    token_ids: list[int] = Field(default_factory=list)
+    """The scored tokens' ids, in order (only when asked for: ``score(..., detail=True)``)."""
+    token_logprobs: list[float] = Field(default_factory=list)
+    """Their log-probabilities in nats, aligned with ``token_ids`` (only with ``detail``)."""
 
 
 class BenchmarkInfo(_Frozen):
@@ -124,8 +144,9 @@ class BenchmarkInfo(_Frozen):
     """Direction of the headline ``score``."""
     description: str
     """What one point of score means."""
-    kind: Literal["calls", "env"] = "calls"
-    """``calls``: single-step AST-matched items; ``env``: multi-turn episodes in executable environments."""
+    kind: Literal["calls", "env", "code"] = "calls"
+    """``calls``: single-step AST-matched items; ``env``: multi-turn episodes in executable environments;
+    ``code``: single-step ``write_file`` items matched by running hidden tests in the jail."""
     loader: str
     """``"module:function"`` returning the items, imported lazily."""
     aggregate: Literal["mean", "category_mean"] = "mean"

@@ -35,7 +35,7 @@ __all__ = ["evaluate", "evaluate_spec", "select_items", "gold_completion", "refe
 
 GOLD = "gold"
 """The pseudo-model that answers with the reference answers."""
-DEFAULT_MAX_NEW_TOKENS = {"calls": 256, "env": 128}
+DEFAULT_MAX_NEW_TOKENS = {"calls": 256, "env": 128, "code": 256}
 """Most generated tokens per completion (a call item), or per turn (an episode)."""
 BUDGET_FACTOR = 1.5
 """Per-item budget: this many times the reference's tokens ..."""
@@ -208,7 +208,8 @@ class _NoModel:
 def evaluate(model_dir_or_gold: str, benchmark: str, *, limit: int | None = None, seed: int = 0,
              backend: str | Backend = "transformers", endpoint: str | None = None, batch_size: int = 8,
              max_new_tokens: int | None = None, threads: int | None = None, device: str = "cpu",
-             items: Sequence[Any] | None = None, generate_limit: int | None = None) -> list[MetricResult]:
+             items: Sequence[Any] | None = None, generate_limit: int | None = None,
+             score_only: bool = False, diagnostics: Any = None) -> list[MetricResult]:
     """Score a model on one benchmark.
 
     Parameters
@@ -237,6 +238,12 @@ def evaluate(model_dir_or_gold: str, benchmark: str, *, limit: int | None = None
         Call benchmarks: generate and match only this many of the chosen items (stratified, seeded, the
         same ones every run), while every chosen item is scored for ``loss``/``bpb``/``token_prob``;
         None generates all. Generation is most of eval's cost on a CPU.
+    score_only : bool
+        Call benchmarks: generate nothing; only the likelihood metrics (``loss``, ``bpb``, ...) of the chosen
+        items (a validation set choosing among checkpoints needs no more).
+    diagnostics : eval.diagnostics.Diagnostics or None
+        Call benchmarks with a token-scoring backend: add bits per byte by span type, on seen and unseen
+        tools, and the uniform and unigram baselines (:func:`eval.diagnostics.diagnostic_metrics`).
 
     Returns
     -------
@@ -284,6 +291,12 @@ def evaluate(model_dir_or_gold: str, benchmark: str, *, limit: int | None = None
         scores = model.score([reference_trajectory(it) for it in chosen])
         return env_metrics(info, rewards, scores)
 
+    if score_only:
+        if gold:
+            return []
+        scores = model.score([reference_request(it) for it in chosen])
+        return likelihood_metrics(info, [(sc.logprob, sc.n_tokens, sc.n_bytes) for it, sc in zip(chosen, scores, strict=True)
+                                         if it.ground_truth and sc.n_tokens > 0]) if scores is not None else []
     generated = chosen if generate_limit is None else select_items(chosen, min(generate_limit, len(chosen)), seed)
     if gold:
         texts = [gold_completion(it) for it in generated]
@@ -291,15 +304,43 @@ def evaluate(model_dir_or_gold: str, benchmark: str, *, limit: int | None = None
     else:
         limits = [reference_budget(model, [gold_completion(it)], cap) for it in generated]
         texts = model.generate([item_request(it) for it in generated], max_new_tokens=limits)
-        scores = model.score([reference_request(it) for it in chosen])
-    results = [match_item(it, parse_output(t)) for it, t in zip(generated, texts, strict=True)]
+        scores = _score(model, [reference_request(it) for it in chosen], detail=diagnostics is not None)
+    if info.kind == "code":  # the written module's hidden tests, run in the jail (one batch)
+        from eval.code_bench import match_code_items
+
+        results = match_code_items(generated, [parse_output(t) for t in texts])
+    else:
+        results = [match_item(it, parse_output(t)) for it, t in zip(generated, texts, strict=True)]
+    extra = _diagnostics(info, chosen, scores, model, diagnostics)
     if generated is chosen:
-        return call_metrics(info, chosen, results, scores)
+        return call_metrics(info, chosen, results, scores) + extra
     rows = call_metrics(info, generated, results)
     if scores is not None:
         rows += likelihood_metrics(info, [(s.logprob, s.n_tokens, s.n_bytes) for it, s in zip(chosen, scores, strict=True)
                                           if it.ground_truth and s.n_tokens > 0])
-    return rows
+    return rows + extra
+
+
+def _score(model: Any, requests: list[ChatRequest], *, detail: bool) -> Any:
+    """The backend's continuation scores, per token when ``detail`` and the backend can (else plain)."""
+    if detail:
+        try:
+            return model.score(requests, detail=True)
+        except TypeError:  # a backend without per-token scores
+            pass
+    return model.score(requests)
+
+
+def _diagnostics(info: BenchmarkInfo, items: Sequence[Any], scores: Any, model: Any,
+                 diagnostics: Any) -> list[MetricResult]:
+    """:func:`eval.diagnostics.diagnostic_metrics` rows when asked for and the scores carry tokens."""
+    tokenizer = getattr(model, "tokenizer", None)
+    if diagnostics is None or not scores or tokenizer is None or not any(s.token_ids for s in scores):
+        return []
+    from eval.diagnostics import diagnostic_metrics
+
+    return diagnostic_metrics(info, items, scores, lambda ids: tokenizer.decode(ids, skip_special_tokens=False),
+                              diagnostics)
 
 
 def evaluate_spec(model_dir_or_gold: str, spec: Any, *, seed: int = 0, threads: int | None = None) -> list[MetricResult]:

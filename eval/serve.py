@@ -1,6 +1,6 @@
 """An OpenAI-compatible chat-completions server over a saved causal LM on CPU (``toolscale serve-model``).
 
-Routes: ``GET /v1/models``, ``POST /v1/chat/completions``, ``GET /health``. A request's ``messages`` and
+Routes: ``GET /v1/models``, ``POST /v1/chat/completions``, ``POST /v1/completions``, ``GET /health``. A request's ``messages`` and
 ``tools`` go through the model's own chat template (``apply_chat_template(messages, tools=tools,
 add_generation_prompt=True)``); the completion is parsed as vLLM's ``hermes`` tool parser does:
 
@@ -12,6 +12,13 @@ add_generation_prompt=True)``); the completion is parsed as vLLM's ``hermes`` to
 - otherwise ``finish_reason`` is ``length`` when the completion was cut at ``max_tokens``, else ``stop``.
 
 Decoding is greedy at ``temperature`` 0, sampled otherwise (seeded by the request's ``seed`` when given).
+``/v1/completions`` speaks the part of vLLM's protocol that scoring uses: ``prompt`` as token ids (one list,
+or a list of lists: one choice each), ``max_tokens`` (greedy continuation) and vLLM's ``prompt_logprobs`` extension:
+each choice carries ``prompt_logprobs``, ``null`` for the first position and then, per position, a dict from
+token id (a string in JSON) to ``{"logprob", "rank", "decoded_token"}`` holding the prompt's own token and the
+``prompt_logprobs`` most likely ones, exactly as ``vllm serve`` answers. So the vLLM scoring client
+(:mod:`eval.vllm_server`) is tested against a real model here.
+
 One request generates at a time (a lock: CPU generation does not overlap usefully); FastAPI runs the
 handler in its thread pool, so ``/health`` stays responsive. Errors use OpenAI's shape
 ``{"error": {"message", "type", "code"}}``: 404 for another model name, 400 for a prompt longer than the
@@ -33,7 +40,8 @@ from eval.backends import TransformersBackend, _clean_messages
 from eval.errors import BackendError
 from eval.parsing import parse_output
 
-__all__ = ["ChatCompletionRequest", "ModelServer", "build_app", "hermes_tool_calls", "DEFAULT_MAX_TOKENS"]
+__all__ = ["ChatCompletionRequest", "CompletionRequest", "ModelServer", "build_app", "hermes_tool_calls",
+           "DEFAULT_MAX_TOKENS"]
 
 DEFAULT_MAX_TOKENS = 256
 """Completion tokens when a request gives no ``max_tokens``."""
@@ -139,6 +147,23 @@ class ChatCompletionRequest(BaseModel):
         return v
 
 
+class CompletionRequest(BaseModel):
+    """The ``/v1/completions`` fields this server reads (token-id prompts; vLLM's ``prompt_logprobs``)."""
+
+    model_config = ConfigDict(extra="allow")
+
+    model: str
+    """Model name; must be the served one."""
+    prompt: list[int] | list[list[int]] = Field(min_length=1)
+    """Token ids (text prompts are not supported: scoring tokenizes locally, so ids are exact)."""
+    max_tokens: int = Field(default=16, ge=1, le=4096)
+    """Greedy continuation tokens per prompt."""
+    prompt_logprobs: int | None = Field(default=None, ge=0, le=20)
+    """vLLM's extension: log-probabilities of the prompt tokens, plus this many most likely tokens each."""
+    temperature: float | None = Field(default=None, ge=0.0, le=2.0)
+    """Only greedy decoding (0 or None) is served."""
+
+
 def hermes_tool_calls(text: str, call_prefix: str) -> tuple[str | None, list[dict[str, Any]]]:
     """``(content, tool_calls)`` of a completion, parsed like vLLM's hermes parser (module docstring).
 
@@ -233,6 +258,35 @@ class ModelServer:
                           "total_tokens": len(ids) + len(new)}}
 
 
+def _prompt_logprobs(server: ModelServer, ids: list[int], top: int | None, max_tokens: int) -> dict[str, Any]:
+    """One ``/v1/completions`` choice: greedy continuation and vLLM-shaped ``prompt_logprobs`` of ``ids``."""
+    import torch
+
+    backend = server.backend
+    if server.context and len(ids) >= server.context:
+        raise ValueError(f"the prompt has {len(ids)} tokens; this model's context is {server.context}")
+    x = torch.tensor([ids], dtype=torch.long)
+    with server._lock, torch.no_grad():
+        logits = backend.model(input_ids=x).logits[0].float()
+        out = backend.model.generate(input_ids=x, attention_mask=torch.ones_like(x), max_new_tokens=max_tokens,
+                                     do_sample=False, pad_token_id=backend.tokenizer.pad_token_id)
+    new = out[0, len(ids):].tolist()
+    choice: dict[str, Any] = {"text": backend.tokenizer.decode(new, skip_special_tokens=False), "logprobs": None,
+                              "finish_reason": "length"}
+    if top is not None:
+        logp = torch.log_softmax(logits, dim=-1)
+        rows: list[Any] = [None]
+        for t in range(1, len(ids)):
+            lp = logp[t - 1]
+            wanted = [ids[t], *torch.topk(lp, k=top).indices.tolist()] if top else [ids[t]]
+            ranks = (lp.unsqueeze(0) > lp[wanted].unsqueeze(1)).sum(1) + 1
+            rows.append({str(tok): {"logprob": float(lp[tok]), "rank": int(r),
+                                    "decoded_token": backend.tokenizer.decode([tok], skip_special_tokens=False)}
+                         for tok, r in zip(wanted, ranks.tolist())})
+        choice["prompt_logprobs"] = rows
+    return choice
+
+
 def _error(status: int, message: str, kind: str = "invalid_request_error") -> Any:
     from fastapi.responses import JSONResponse
 
@@ -276,5 +330,24 @@ def build_app(server: ModelServer) -> Any:
             return _error(400, str(err))
         except BackendError as err:
             return _error(500, str(err), "internal_error")
+
+    @app.post("/v1/completions")
+    def completions(req: CompletionRequest) -> Any:
+        if req.model != server.model_name:
+            return _error(404, f"the model {req.model!r} does not exist; this server serves {server.model_name!r}",
+                          "NotFoundError")
+        if req.temperature:
+            return _error(400, "only greedy completions (temperature 0) are served on /v1/completions")
+        prompts = req.prompt if isinstance(req.prompt[0], list) else [req.prompt]
+        try:
+            choices = [{"index": i, **_prompt_logprobs(server, list(p), req.prompt_logprobs, req.max_tokens)}
+                       for i, p in enumerate(prompts)]
+        except ValueError as err:
+            return _error(400, str(err))
+        n_in = sum(len(p) for p in prompts)
+        return {"id": "cmpl-" + hashlib.sha256(json.dumps(prompts).encode()).hexdigest()[:12],
+                "object": "text_completion", "created": int(time.time()), "model": server.model_name,
+                "choices": choices, "usage": {"prompt_tokens": n_in, "completion_tokens": req.max_tokens * len(prompts),
+                                              "total_tokens": n_in + req.max_tokens * len(prompts)}}
 
     return app

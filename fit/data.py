@@ -72,9 +72,10 @@ def axis_kinds(config: ExperimentConfig | None, runs: Sequence[Any]) -> dict[str
 
 
 def _group_key(r: Any) -> str:
-    mult = (r.metadata or {}).get("token_multiplier", 1.0)
-    return json.dumps([sorted(r.recipe.items()), r.model_size, mult, r.train_tokens if r.source == "import" else None],
-                      default=str)
+    meta = r.metadata or {}
+    mult = meta.get("token_multiplier", 1.0)
+    return json.dumps([sorted(r.recipe.items()), r.model_size, mult, r.train_tokens if r.source == "import" else None,
+                       meta.get("checkpoint_point")], default=str)
 
 
 def _present(v: Any) -> bool:

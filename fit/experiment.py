@@ -19,6 +19,7 @@ from fit.models import ExperimentFit, FitRequest, FitResult, LawSelection, Point
 from fit.predict import bic_weights
 from fit.rolling import rolling_steps
 from fit.selection import select_law
+from fit.targets import target_runs
 from toolscale.config import ExperimentConfig
 
 __all__ = ["LOSS_CANDIDATES", "fit_experiment", "loss_candidates", "sized_choice", "stored_fraction", "with_extrapolation", "with_forms"]
@@ -53,6 +54,11 @@ def fit_experiment(runs: Sequence[Any], request: FitRequest, *, config: Experime
         name = _auto_law(runs, request, config)
     generic = get_law(name)
     metric = request.metric or ("loss" if generic.target == "loss" else "score")
+    if request.validation == request.benchmark:
+        raise FitInputError(f"--validation {request.validation!r} is the benchmark being fitted; the checkpoint "
+                            "must be chosen on other items")
+    runs, point_target = target_runs(runs, benchmark=request.benchmark, metric=metric, target=request.target,
+                                     validation=request.validation)
     law = law_for_runs(name, runs, config, request.axes)
     loss_auto = request.law == "auto" and generic.target == "loss" and _has_axes(law)
     inter = ("L", request.stage1_metric) if law.stages is not None else None
@@ -93,6 +99,7 @@ def fit_experiment(runs: Sequence[Any], request: FitRequest, *, config: Experime
     if interaction is not None:
         fit = with_forms(fit, [f for name, f in forms.items() if name != fit.law], points, law, seed=request.seed)
         fit = fit.model_copy(update={"interaction": interaction})
+    fit = fit.model_copy(update={"point_target": point_target})
     if selection is not None:
         fit = with_extrapolation(fit, selection, points, law, seed=request.seed)
     kind, k = parse_holdout(request.holdout)

@@ -35,7 +35,7 @@ from fit.laws import Law
 from fit.models import FitResult, HeldoutMetrics, HeldoutPoint, Points
 from fit.predict import predict_points
 
-__all__ = ["parse_holdout", "apply_holdout", "heldout_metrics", "model_sizes", "DEFAULT_HOLDOUT"]
+__all__ = ["parse_holdout", "apply_holdout", "heldout_metrics", "model_sizes", "seed_mean_error", "DEFAULT_HOLDOUT"]
 
 DEFAULT_HOLDOUT = "top-flops:0.25"
 _RULE = re.compile(r"^top-flops:([0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?)$")
@@ -124,6 +124,21 @@ def heldout_metrics(fit: FitResult, law: Law, test: Points, *, train_flops: Sequ
                         hi=float(hi[i]) if has_pi else None,
                         flops=float(test.flops[i]) if test.flops else None) for i in range(test.n)]
     rel = err.mean() / max(float(np.abs(y).mean()), 1e-12)
+    are, groups = seed_mean_error(y, pred, test.groups or [str(i) for i in range(test.n)])
     return HeldoutMetrics(n=test.n, mae=float(err.mean()), relative_mae=float(rel), max_error=float(err.max()),
                           rmse=float(np.sqrt((err ** 2).mean())), interval_coverage=coverage, interval_level=level,
-                          extrapolation_factor=factor, points=pts)
+                          extrapolation_factor=factor, are_seed_means=are, recipes=groups, points=pts)
+
+
+def seed_mean_error(actual: np.ndarray, predicted: np.ndarray, groups: Sequence[str]) -> tuple[float | None, int]:
+    """``(ARE on seed means, recipes)``: runs of a group (a recipe at one size, any seed) averaged, then
+    ``mean_g |mean pred_g - mean actual_g| / |mean actual_g|`` (Choshen et al. 2024's absolute relative error)."""
+    by: dict[str, list[int]] = {}
+    for i, g in enumerate(groups):
+        by.setdefault(g, []).append(i)
+    errs = []
+    for idx in by.values():
+        a, p = float(np.mean(actual[idx])), float(np.mean(predicted[idx]))
+        if abs(a) > 1e-12:
+            errs.append(abs(p - a) / abs(a))
+    return (float(np.mean(errs)) if errs else None), len(by)

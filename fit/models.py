@@ -18,6 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 __all__ = [
     "AxisDecision",
     "DecisionAccuracy",
+    "DecisionPoint",
     "Target",
     "InputKind",
     "LawInput",
@@ -27,6 +28,7 @@ __all__ = [
     "HeldoutMetrics",
     "FitResult",
     "LawCandidate",
+    "CVFold",
     "LawSelection",
     "Truth",
     "HypothesisFit",
@@ -42,6 +44,9 @@ __all__ = [
     "ReportSummary",
     "PointPrediction",
     "Prediction",
+    "DomainFit",
+    "SharedExponent",
+    "JointFit",
 ]
 
 Target = Literal["score", "loss"]
@@ -223,6 +228,11 @@ class HeldoutMetrics(_Frozen):
     """Nominal level of the prediction intervals."""
     extrapolation_factor: float | None = None
     """Largest held-out FLOPs / largest fitted FLOPs (None if FLOPs unknown)."""
+    are_seed_means: float | None = None
+    """Absolute relative error on seed means (Choshen et al. 2024's ARE): each held-out recipe's runs averaged
+    over their seeds, ``mean_g |mean pred_g - mean actual_g| / |mean actual_g|`` over the recipes ``g``."""
+    recipes: int = 0
+    """Held-out recipes (seed-mean groups) behind ``are_seed_means``."""
     points: list[HeldoutPoint] = Field(default_factory=list)
     """Per-run detail."""
 
@@ -239,13 +249,33 @@ class LawCandidate(_Frozen):
     cv_mae: float | None = None
     """MAE on the largest fitted size when fitted on the smaller ones, metric units (None: no CV, or it failed)."""
     cv_relative_mae: float | None = None
-    """``cv_mae`` over the mean observed value there."""
+    """``cv_mae`` over the mean observed value there (the largest CV fold: the choice's criterion)."""
     cv_relative_mae_se: float | None = None
     """Standard error of ``cv_relative_mae`` (SD of the runs' absolute errors over sqrt(n), over the mean)."""
+    cv_fold_relative_mae: list[float | None] = Field(default_factory=list)
+    """Relative MAE on each rolling CV fold (:attr:`LawSelection.folds` order); None where that fit failed."""
+    cv_fold_relative_mae_se: list[float | None] = Field(default_factory=list)
+    """Its standard error on each fold."""
     bic: float
     """BIC of the fit the score came from."""
     converged: bool = True
     """Whether that fit converged."""
+
+
+class CVFold(_Frozen):
+    """One fold of rolling rung cross-validation."""
+
+    fit_sizes: list[float]
+    """Model sizes N fitted."""
+    predicted_size: float
+    """The fitted size predicted."""
+    decades: float
+    """``log10(predicted_size / max(fit_sizes))``: the reach of the fold."""
+    chosen: str | None = None
+    """Nested CV: the form chosen on the folds below this one (None: no fold below it)."""
+    excess: float | None = None
+    """The error one rung up beyond the runs' noise, ``sqrt(max(0, rms^2 - noise^2))`` (residual units), of the
+    form the correction uses on this fold."""
 
 
 class LawSelection(_Frozen):
@@ -276,6 +306,14 @@ class LawSelection(_Frozen):
     effect_sd: float | None = None
     """Relative error of a predicted difference between runs per decade of N, beyond the slope's noise:
     ``sqrt(max(0, (effect_slope - 1)^2 - effect_slope_se^2)) / decades``; None for ``bic``."""
+    folds: list[CVFold] = Field(default_factory=list)
+    """Every rolling CV fold (fit the sizes below one fitted size, predict it), smallest predicted size first."""
+    correction: Literal["nested", "runner_up", "none"] | None = None
+    """How ``extrapolation_sd`` is corrected for having chosen the form on the same folds: ``nested`` (each
+    outer fold's form chosen on the folds below it), ``runner_up`` (the larger of the chosen and the runner-up
+    form's errors, when no fold has one below it), ``none`` (a single candidate); None for ``bic``."""
+    extrapolation_sd_chosen: float | None = None
+    """The chosen form's own pooled CV excess per decade, before the selection correction (biased low)."""
 
 
 class FitResult(_Frozen):
@@ -338,6 +376,10 @@ class FitResult(_Frozen):
     """``top-flops:F``, ``split`` or ``none``."""
     holdout_source: str = ""
     """Where the split came from: ``stored split column``, ``recomputed over done runs`` or ``none``."""
+    point_target: str = "final"
+    """What each run contributed (:mod:`fit.targets`): ``final`` (its last model), ``envelope`` (its checkpoint
+    with the best validation value, scored on the test benchmark) or ``checkpoints`` (every scored checkpoint
+    past the first 10% of training)."""
     experiment: str = ""
     """Experiment name."""
     benchmark: str = ""
@@ -443,16 +485,17 @@ class InteractionResult(_Frozen):
     verdict: Literal["additive", "amplifies", "discounts"] = "additive"
     """``additive`` (no detectable interaction), or the direction: quality ``amplifies`` or ``discounts``
     what diversity buys (``gain_ratio`` above or below 1)."""
-    strength: Literal["strong", "weak"]
-    """``strong`` when the interval of ``gain_ratio`` and the bootstrap LR test agree (or, without them,
-    the BIC gap exceeds 6; a gap above 2 already rejects additivity)."""
+    strength: Literal["strong", "weak", "none"]
+    """With a rejection of additivity (the LR test, ``lr_p <= 0.05``): ``strong`` when the BIC gap also exceeds
+    6, else ``weak``; ``none`` when additivity stands (no evidence either way is not strong evidence)."""
     delta_bic: float
     """BIC(additive) - min(BIC(multiplicative), BIC(interaction)) (> 0 favours a non-additive form)."""
     lr_stat: float
-    """Likelihood-ratio statistic of ``interaction`` vs ``additive`` (kappa = 0)."""
+    """Likelihood-ratio statistic of ``interaction`` vs ``additive`` (kappa = 0), ``n log(RSS_add / RSS_int)``."""
     lr_p: float
-    """Its p-value against the parametric bootstrap of the statistic under the additive fit (the chi-square
-    reference is invalid with parameters at their bounds); chi-square 1 df without bootstrap draws."""
+    """Its p-value against the residual bootstrap of the statistic under the additive fit, every draw refitted
+    as the observed data were (the chi-square reference is invalid with parameters at their bounds);
+    chi-square 1 df without bootstrap draws. The one test that decides the verdict."""
     lr_p_method: str = "chi-square (1 df)"
     """How ``lr_p`` was computed."""
     f_stat: float
@@ -513,6 +556,11 @@ class FitRequest(_Frozen):
     train_stages: list[str] | None = None
     """Fit only the runs trained with exactly these stages (``["sft"]``, ``["sft", "grpo"]``...); None: all.
     SFT and RL laws are fitted separately (research plan)."""
+    target: Literal["auto", "envelope", "final", "checkpoints"] = "auto"
+    """What each run contributes (:mod:`fit.targets`); ``auto``: the envelope for a loss when runs have scored
+    checkpoints, else the final value."""
+    validation: str = "valid-calls"
+    """Benchmark whose value chooses each run's envelope checkpoint (never a test benchmark)."""
 
 
 class ExperimentFit(_Frozen):
@@ -596,7 +644,7 @@ class InteractionSummary(_Frozen):
     """``additive`` (the data cannot tell the forms apart), ``amplifies`` or ``discounts`` (quality scales what
     diversity buys up or down)."""
     strength: str
-    """``strong`` or ``weak``."""
+    """``strong``, ``weak`` (additivity rejected by the LR test; strong with a BIC gap above 6) or ``none``."""
     delta_bic: float
     """BIC(additive) - BIC(best other form)."""
     lr_stat: float
@@ -627,24 +675,48 @@ class AxisDecision(_Frozen):
     accuracy: float | None
     """Share of those pairs ordered right (ties count 1/2); None without such a pair."""
     lo: float | None
-    """Lower bound of the bootstrap interval."""
+    """Lower bound of the Wilson interval."""
     hi: float | None
-    """Upper bound of the bootstrap interval."""
+    """Upper bound of the Wilson interval."""
     pairs: int
     """Recipe pairs that differ on this axis."""
 
 
+class DecisionPoint(_Frozen):
+    """One point of the accuracy-against-compute curve: one fitted rung's order against the held-out one."""
+
+    model_size: str
+    """The fitted rung."""
+    cell: str
+    """Its cell whose order is compared (the rung at its largest tokens per parameter), ``rung x tpp``."""
+    flops: float
+    """Training FLOPs of a run in that cell (the largest there)."""
+    accuracy: float | None
+    """Share of recipe pairs ordered as at the held-out size (ties 1/2)."""
+    lo: float | None
+    """Lower bound of the Wilson interval."""
+    hi: float | None
+    """Upper bound."""
+    pairs: int
+    """Recipe pairs scored."""
+    close_accuracy: float | None = None
+    """The same over the close pairs (within ``close_sds`` seed SDs at this cell)."""
+    close_pairs: int = 0
+    """Close pairs scored."""
+
+
 class DecisionAccuracy(_Frozen):
-    """Small-to-large decision accuracy of one small-scale order, with its bootstrap interval."""
+    """Small-to-large decision accuracy of one small-scale order, with its Wilson interval."""
 
     source: str
     """``observed`` (largest fitted cell) or ``law`` (the fitted law's held-out predictions)."""
     accuracy: float | None
     """Share of recipe pairs whose small-scale order matches the held-out order (ties count 1/2)."""
     lo: float | None
-    """Lower bound of the bootstrap interval over recipes."""
+    """Lower bound of the Wilson score interval of ``accuracy`` over ``pairs`` (pairs share recipes, so they
+    are not independent: the interval is optimistic when recipes repeat across pairs)."""
     hi: float | None
-    """Upper bound of the bootstrap interval."""
+    """Upper bound of that interval."""
     level: float
     """Nominal level of ``[lo, hi]``."""
     pairs: int
@@ -657,8 +729,25 @@ class DecisionAccuracy(_Frozen):
     """What the small-scale value is (the cell, or the law)."""
     per_axis: dict[str, AxisDecision]
     """The same over the pairs that differ on each axis."""
-    n_bootstrap: int
-    """Bootstrap draws."""
+    n_bootstrap: int = 0
+    """Bootstrap draws (0: the intervals are Wilson intervals)."""
+    interval: str = "wilson"
+    """How ``[lo, hi]`` is computed."""
+    seed_sd: float | None = None
+    """SD of one run across seeds at the fitted size (pooled over replicated recipes there), metric units;
+    None when no recipe ran two seeds there."""
+    close_sds: float = 2.0
+    """A pair is close when its observed difference at the fitted size is within this many ``seed_sd``."""
+    close_accuracy: float | None = None
+    """Accuracy over the close pairs (the informative decisions); None without a seed SD or a close pair."""
+    close_lo: float | None = None
+    """Lower Wilson bound of ``close_accuracy``."""
+    close_hi: float | None = None
+    """Upper Wilson bound."""
+    close_pairs: int = 0
+    """Close pairs scored."""
+    curve: list[DecisionPoint] = Field(default_factory=list)
+    """Accuracy against compute: each fitted rung's order against the held-out one (DataDecide), smallest first."""
 
 
 class FitSummary(_Frozen):
@@ -721,12 +810,17 @@ class FitSummary(_Frozen):
     """Hold-out rule."""
     holdout_source: str
     """Where the split came from."""
+    point_target: str = "final"
+    """What each run contributed: ``final``, ``envelope`` or ``checkpoints`` (:mod:`fit.targets`)."""
     heldout_n: int
     """Held-out runs."""
     heldout_mae: float | None
     """Held-out MAE, metric units."""
     heldout_relative_mae: float | None = None
-    """Held-out MAE over the mean held-out value."""
+    """Held-out error on seed means: ``mean |err| / actual`` over the held-out recipes, each averaged over its
+    seeds (:attr:`HeldoutMetrics.are_seed_means`, Choshen et al. 2024's ARE)."""
+    heldout_mae_over_mean: float | None = None
+    """Held-out MAE over the mean held-out value, run by run (the figure reported before seed means)."""
     heldout_max_error: float | None
     """Largest held-out error."""
     interval_coverage: float | None
@@ -775,8 +869,9 @@ class FitSummary(_Frozen):
                    residual_scale=fit.residual_scale, huber_delta=fit.huber_delta, residual_sd=fit.residual_sd,
                    replicate_sd=fit.replicate_sd, lack_of_fit=fit.lack_of_fit, aic=fit.aic, bic=fit.bic,
                    n_bootstrap=len(fit.bootstrap), form_weights=weights, holdout_rule=fit.holdout_rule,
-                   holdout_source=fit.holdout_source, heldout_n=h.n if h else 0, heldout_mae=h.mae if h else None,
-                   heldout_relative_mae=h.relative_mae if h else None,
+                   holdout_source=fit.holdout_source, point_target=fit.point_target, heldout_n=h.n if h else 0, heldout_mae=h.mae if h else None,
+                   heldout_relative_mae=h.are_seed_means if h else None,
+                   heldout_mae_over_mean=h.relative_mae if h else None,
                    heldout_max_error=h.max_error if h else None,
                    interval_coverage=h.interval_coverage if h else None,
                    extrapolation_factor=h.extrapolation_factor if h else None,
@@ -831,6 +926,90 @@ class Prediction(_Frozen):
     """Largest fitted run's training FLOPs."""
     points: list[PointPrediction]
     """One entry per ``--at``."""
+
+
+class DomainFit(_Frozen):
+    """One experiment (domain) of a cross-domain fit: its own fit beside the joint one."""
+
+    experiment: str
+    """Experiment name."""
+    benchmark: str
+    """Benchmark fitted (``benchmark/metric``)."""
+    chosen_law: str
+    """The form the experiment's own ``--law`` choice gave (rung CV for ``auto``)."""
+    n_fit: int
+    """Fitted runs."""
+    n_heldout: int
+    """Held-out runs."""
+    n_params_separate: int
+    """Free parameters of its own fit."""
+    residual_sd_separate: float
+    """Residual SD of its own fit (log units for a loss)."""
+    residual_sd_joint: float
+    """Residual SD of the joint fit on its fitted runs (same units, same degrees-of-freedom rule:
+    the joint fit's parameters are shared between the domains pro rata of their runs)."""
+    heldout_relative_mae_separate: float | None = None
+    """Held-out MAE / mean held-out value, its own fit."""
+    heldout_relative_mae_joint: float | None = None
+    """The same for the joint fit."""
+    extrapolation_factor: float | None = None
+    """Largest held-out FLOPs / largest fitted FLOPs of this experiment."""
+    params_separate: dict[str, float] = Field(default_factory=dict)
+    """Its own fit's parameters."""
+
+
+class SharedExponent(_Frozen):
+    """One exponent shared by the domains: each domain's own estimate and the joint one, with intervals."""
+
+    name: str
+    """Parameter name (``alpha``, ``beta``, ``rho_<axis>``...)."""
+    separate: dict[str, ParamInterval]
+    """Per experiment: its own fit's estimate with the bootstrap interval (estimate only without a bootstrap)."""
+    joint: ParamInterval
+    """The joint fit's estimate and interval."""
+    agree: bool | None = None
+    """Whether the domains' intervals overlap (None without bootstrap intervals)."""
+
+
+class JointFit(_Frozen):
+    """``fit --experiments A,B``: one law form over several domains, shared exponents, per-domain constants."""
+
+    experiments: list[str]
+    """The experiments, in order."""
+    law: str
+    """The form fitted (every domain's own fit and the joint one)."""
+    metric: str
+    """What is fitted, per experiment ``benchmark/metric`` (see ``domains``)."""
+    shared: list[str]
+    """Parameters shared across domains (exponents of N, D and of the axes every domain has)."""
+    domain_params: list[str]
+    """Parameters each domain has its own of (constants, and everything of an axis one domain lacks)."""
+    n_points: int
+    """Fitted runs over all domains."""
+    k_separate: int
+    """Free parameters of the separate fits together."""
+    k_joint: int
+    """Free parameters of the joint fit."""
+    bic_separate: float
+    """BIC of the separate fits together, on all fitted runs (one Gaussian likelihood of the pooled residuals)."""
+    bic_joint: float
+    """BIC of the joint fit, the same way."""
+    delta_bic: float
+    """``bic_joint - bic_separate``: below 0, sharing the exponents fits the runs better per parameter."""
+    lr_stat: float
+    """``n log(RSS_joint / RSS_separate)``: the likelihood-ratio statistic of the shared exponents."""
+    lr_p: float | None = None
+    """Its chi-square p-value with ``k_separate - k_joint`` degrees of freedom (asymptotic)."""
+    domains: list[DomainFit]
+    """Per experiment."""
+    exponents: list[SharedExponent]
+    """The shared exponents."""
+    verdict: str
+    """One line: whether sharing costs fit quality (BIC and held-out error)."""
+    joint_params: dict[str, float] = Field(default_factory=dict)
+    """The joint fit's parameters (``name@experiment`` for a domain's own)."""
+    converged: bool = True
+    """Whether the joint fit converged."""
 
 
 FitResult.model_rebuild()

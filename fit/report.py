@@ -18,8 +18,6 @@ import html
 import io
 import json
 import math
-import os
-import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +25,7 @@ import numpy as np
 
 from fit.laws import law_of
 from fit.models import ExperimentFit
+from toolscale.files import atomic_write_bytes
 
 __all__ = ["report_data", "render_markdown", "render_html", "make_figures", "write_report", "report_stem",
            "axes_figure", "heldout_figure", "residuals_figure", "hypotheses_figure", "FIGURE_MAKERS"]
@@ -76,6 +75,7 @@ def report_data(result: ExperimentFit) -> dict[str, Any]:
             "n": h.n, "mae": h.mae, "max_error": h.max_error, "rmse": h.rmse,
             "interval_coverage": h.interval_coverage, "interval_level": h.interval_level,
             "extrapolation_factor": h.extrapolation_factor, "plan_reference_mae": PLAN_MAE,
+            "are_seed_means": h.are_seed_means, "recipes": h.recipes,
             **_actual_spread(h), "points": [p.model_dump() for p in h.points]},
         "interaction": None,
     }
@@ -158,6 +158,9 @@ def _heldout_lines(d: dict[str, Any]) -> list[str]:
     if h["relative_mae"] is not None:
         lines.append(f"- Held-out values {_f(h['actual_min'])} to {_f(h['actual_max'])}: the MAE is "
                      f"{h['relative_mae']:.0%} of their mean")
+    if h.get("are_seed_means") is not None:
+        lines.append(f"- On seed means ({h.get('recipes')} held-out recipes, each averaged over its seeds): mean "
+                     f"|error| / actual = {h['are_seed_means']:.1%} (Choshen et al. 2024's absolute relative error)")
     if d["target"] == "score" and d["metric"] == "score":  # the reference is in accuracy points
         verdict = "better than" if h["mae"] <= h["plan_reference_mae"] else "worse than"
         lines.append(f"- The research plan's reference (SynthAPI, 16x): MAE {h['plan_reference_mae']} score points; "
@@ -174,9 +177,9 @@ def _interaction_lines(d: dict[str, Any]) -> list[str]:
             "discounts": "quality discounts what diversity buys"}[i["verdict"]]
     lines = [f"- Verdict: **{i['verdict']}** ({says}); supported form **{i['supported']}** ({i['strength']}; "
              f"BIC(additive) - best other = {_f(i['delta_bic'], 3)})",
-             f"- Likelihood-ratio test of the interaction term (kappa = 0): LR {_f(i['lr_stat'], 3)}, "
-             f"p = {_f(i['lr_p'], 3)} ({i['lr_p_method']}); linearised F test: F {_f(i['f_stat'], 3)}, "
-             f"p = {_f(i['f_p'], 3)}",
+             f"- The one pre-declared test, the likelihood ratio of the interaction term (kappa = 0), decides at 5%: "
+             f"LR {_f(i['lr_stat'], 3)}, p = {_f(i['lr_p'], 3)} ({i['lr_p_method']}); reported only: linearised F "
+             f"test F {_f(i['f_stat'], 3)}, p = {_f(i['f_p'], 3)}",
              f"- Effect size: diversity gain at the highest quality / at the lowest = {_f(i['gain_ratio'], 3)}{ci} "
              "(1 = additive)", "",
              "| law | k | RSS | AIC | BIC | held-out MAE |", "|---|---|---|---|---|---|"]
@@ -217,10 +220,16 @@ def _selection_lines(d: dict[str, Any]) -> list[str]:
         rows.append(f"| {c['label']}{mark} | {c['n_params']} | {_f(c['cv_mae'])} | {_f(c['cv_relative_mae'])} | "
                     f"{_f(c['bic'])} |")
     if sel.get("extrapolation_sd") is not None:
-        parts = (f" (CV RMS {_f(sel['cv_rms'])}, the CV fit's noise {_f(sel['cv_noise_sd'])})"
+        parts = (f" (largest fold: CV RMS {_f(sel['cv_rms'])}, the CV fit's noise {_f(sel['cv_noise_sd'])})"
                  if sel.get("cv_rms") is not None and sel.get("cv_noise_sd") is not None else "")
-        rows += ["", f"Its CV error beyond the runs' noise{parts}, {_f(sel['extrapolation_sd'])} per decade of N "
-                     "(residual units), widens the prediction intervals above the largest fitted size."]
+        how = {"nested": "nested CV (each fold's form chosen on the fold below it)",
+               "runner_up": "the larger of the chosen and the runner-up form's errors (one fold: nothing to nest)",
+               "none": "a single candidate (no selection to correct)"}.get(sel.get("correction") or "", "")
+        folds = len(sel.get("folds") or []) or 1
+        rows += ["", f"The CV error beyond the runs' noise{parts}, pooled over {folds} rolling fold(s) and corrected "
+                     f"for the choice by {how or 'nothing'}: {_f(sel['extrapolation_sd'])} per decade of N (residual "
+                     f"units; the chosen form's own, biased low: {_f(sel.get('extrapolation_sd_chosen'))}). It widens "
+                     "the prediction intervals above the largest fitted size."]
     if sel.get("effect_slope") is not None:
         rows += ["", f"The differences between the runs it predicted came out {_f(sel['effect_slope'])} x the "
                      f"predicted ones (SE {_f(sel.get('effect_slope_se'))}); beyond that noise a predicted gain is "
@@ -245,7 +254,8 @@ FIGURES = (("axes", "Each axis' fitted curve over the data"),
 
 
 def render_markdown(d: dict[str, Any], figures: dict[str, str] | None = None) -> str:
-    """The Markdown report; ``figures`` maps figure keys to relative PNG paths."""
+    """The Markdown report; ``figures`` maps figure keys to relative PNG paths; ``d["run_table"]`` (Markdown
+    lines, :func:`fit.run_table.diagnostics_lines`) adds a section on every run's diagnostics."""
     figures = figures or {}
     title = d["title"] + (" [SIMULATED]" if d["simulated"] else "")
     out = [f"# {title}", ""]
@@ -257,6 +267,8 @@ def render_markdown(d: dict[str, Any], figures: dict[str, str] | None = None) ->
     for key, caption in FIGURES:
         if key in figures:
             out += [f"### {caption}", f"![{caption}]({figures[key]})", ""]
+    if d.get("run_table"):
+        out += ["## Every run: baselines, seen and unseen tools, bits by span type", *d["run_table"], ""]
     out += [f"Data hash `{d['data_hash']}`; every number is in the JSON file next to this report."]
     return "\n".join(out) + "\n"
 
@@ -484,43 +496,25 @@ def make_figures(result: ExperimentFit) -> dict[str, bytes]:
     return out
 
 
-def write_report(result: ExperimentFit, out_dir: Path) -> dict[str, Path]:
-    """Write ``<stem>.md`` (+ PNGs in ``<stem>_plots/``), ``<stem>.html`` and ``<stem>.json`` under ``out_dir``."""
+def write_report(result: ExperimentFit, out_dir: Path, run_table: list[str] | None = None) -> dict[str, Path]:
+    """Write ``<stem>.md`` (+ PNGs in ``<stem>_plots/``), ``<stem>.html`` and ``<stem>.json`` under ``out_dir``;
+    ``run_table`` (Markdown lines) is the every-run diagnostics section."""
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     stem = report_stem(result)
     data = report_data(result)
+    if run_table:
+        data["run_table"] = list(run_table)
     pngs = make_figures(result)
     plot_dir = out_dir / f"{stem}_plots"
     plot_dir.mkdir(exist_ok=True)
     rel = {}
     for key, blob in pngs.items():
-        write_atomic(plot_dir / f"{key}.png", blob)
+        atomic_write_bytes(plot_dir / f"{key}.png", blob)
         rel[key] = f"{stem}_plots/{key}.png"
     paths = {"markdown": out_dir / f"{stem}.md", "html": out_dir / f"{stem}.html", "json": out_dir / f"{stem}.json"}
-    write_atomic(paths["markdown"], render_markdown(data, rel).encode("utf-8"))
-    write_atomic(paths["html"], render_html(data, pngs).encode("utf-8"))
-    write_atomic(paths["json"], json.dumps(data, indent=2, sort_keys=True).encode("utf-8"))
+    atomic_write_bytes(paths["markdown"], render_markdown(data, rel).encode("utf-8"))
+    atomic_write_bytes(paths["html"], render_html(data, pngs).encode("utf-8"))
+    atomic_write_bytes(paths["json"], json.dumps(data, indent=2, sort_keys=True).encode("utf-8"))
     return paths
-
-
-def write_atomic(path: Path, data: bytes) -> None:
-    """Write ``data`` to ``path`` whole or not at all (a temp file beside it, then a rename).
-
-    A failed write (disk full, file too large) removes the temp file and raises ``OSError`` whose
-    ``filename`` is ``path``, so the one-line error names the file; no empty or cut file is left.
-    """
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except OSError as err:
-        Path(tmp).unlink(missing_ok=True)
-        raise OSError(err.errno, err.strerror or str(err), str(path)) from None
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
 

@@ -1,49 +1,57 @@
 """Choosing a law form by how well it extrapolates up the ladder, on the fitted runs only.
 
-``--law auto`` for a loss (``loss``, ``bpb``) compares candidate forms by *rung
-cross-validation*: each candidate is fitted on the ``fit`` runs of every model size but the
-largest fitted one, and predicts the ``fit`` runs of that largest fitted size. The form
-with the lowest relative MAE there (MAE over the mean observed value) is chosen. The
-held-out runs are never looked at, so the choice cannot be tuned on them; the criterion is
-the one the held-out check itself applies (a prediction one rung up), at a shorter reach.
-A richer form has to earn its parameters, and a near-tie must not hang on the machine's floating
-point (the fits are nonconvex): by the one-standard-error rule, the form with the fewest
-parameters whose CV error is within one standard error of the lowest one is chosen
-(``cv_relative_mae <= min + SE(min)``, with ``SE`` the standard error of the mean of that
-form's per-run relative absolute errors). Among equally many parameters the earlier listed wins.
-With fewer than three fitted sizes there is nothing to extrapolate to, and the choice falls
-back to the lowest BIC on the whole fitted split.
+``--law auto`` for a loss (``loss``, ``bpb``) compares candidate forms by *rolling rung
+cross-validation*: with fitted model sizes ``N_0 < ... < N_{M-1}``, fold ``j`` (``j = 2 .. M - 1``)
+fits each candidate on the ``fit`` runs of the sizes below ``N_j`` and predicts the ``fit`` runs at
+``N_j`` (larger sizes are left out of that fold). A candidate's CV error is its relative MAE (MAE over
+the mean observed value) on the largest fold (the most sizes fitted, the reach the law is used at;
+a fold fitted on two sizes is mostly noise). The held-out runs are never looked at, so the choice
+cannot be tuned on them; the criterion is the one the held-out check itself applies (a prediction one
+rung up), at a shorter reach. A richer form has to earn its parameters, and a near-tie must not hang
+on the machine's floating point (the fits are nonconvex): by the one-standard-error rule, the form with
+the fewest parameters whose CV error is within one standard error of the lowest one is chosen
+(``cv_relative_mae <= min + SE(min)``, with ``SE`` the standard error of the mean of that form's per-run
+relative absolute errors). Among equally many parameters the earlier listed wins. With fewer than three
+fitted sizes there is nothing to extrapolate to, and the choice falls back to the lowest BIC on the
+whole fitted split.
 
-The chosen form's CV errors also measure how far off a prediction one rung up is, beyond
-the noise of the runs themselves:
-``extrapolation_sd = sqrt(max(0, RMS(r)^2 - s^2)) / log10(N_top / N_below)``, with ``r`` the
-log residuals ``log(y / pred)`` of a loss (raw residuals of a score) at the predicted size
-and ``s`` the CV fit's own residual SD, per decade of model size. A run's noise is already
-in every interval (:func:`fit.predict.predict_points` adds the residual SD), so only the
-excess of the CV error over it is the law's extrapolation error; counting the whole RMS
-would count the noise twice. Prediction intervals add that excess, scaled by how many
-decades a point lies above the largest fitted size, so a law that extrapolated badly one
-rung up says so in its intervals further up.
+The CV errors also measure how far off a prediction one rung up is, beyond the noise of the runs
+themselves. On fold ``j``, ``e_j = sqrt(max(0, RMS(r_j)^2 - s_j^2))`` with ``r_j`` the log residuals
+``log(y / pred)`` of a loss (raw residuals of a score) at ``N_j`` and ``s_j`` the fold fit's own
+residual SD. Pooled over folds, per decade of model size,
+``extrapolation_sd = sqrt(sum_j e_j^2 / sum_j d_j^2)``, ``d_j = log10(N_j / N_{j-1})``. A run's noise
+is already in every interval (:func:`fit.predict.predict_points` adds the residual SD), so only the
+excess is the law's extrapolation error.
+
+The chosen form's own CV error is biased low: it won on those folds (the winner's curse). The
+pooled error is therefore corrected for the selection (Varma and Simon 2006; Cawley and Talbot 2010):
+
+* ``nested``: outer fold ``j`` uses the form chosen, by the same rule, on the fold below it (``j - 1``),
+  and only outer folds with a fold below enter the pool (needs 4+ fitted sizes);
+* ``runner_up``: with a single fold (3 fitted sizes) there is nothing to nest, so each fold's error is
+  the larger of the chosen and the runner-up form's (the runner-up did not win on these folds).
 
 The same CV step measures how well the law gets the *differences* between runs one rung up,
 which is what a gain between two plans is: the slope ``b`` of the observed on the predicted
-differences (:func:`effect_slope`). ``effect_sd = sqrt(max(0, (b - 1)^2 - SE(b)^2)) / decades``
-is the relative error of a predicted difference per decade of model size, beyond what the
-slope's own noise explains; ``allocate`` scales its gain draws by ``1 + effect_sd x decades x z``.
+differences at the largest fold (:func:`effect_slope`). ``effect_sd = sqrt(max(0, (b - 1)^2 -
+SE(b)^2)) / decades`` is the relative error of a predicted difference per decade of model size,
+beyond what the slope's own noise explains; ``allocate`` scales its gain draws by
+``1 + effect_sd x decades x z``.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Mapping
+from dataclasses import dataclass
 
 import numpy as np
 
 from fit.fitting import fit_law
 from fit.laws import Law
-from fit.models import LawCandidate, LawSelection, Points
+from fit.models import CVFold, LawCandidate, LawSelection, Points
 
-__all__ = ["effect_slope", "one_se_choice", "select_law"]
+__all__ = ["effect_slope", "one_se_choice", "select_law", "choose"]
 
 
 def effect_slope(actual: np.ndarray, predicted: np.ndarray) -> tuple[float | None, float | None]:
@@ -98,9 +106,90 @@ def _beyond(error: float, noise: float) -> float:
     return math.sqrt(max(0.0, error ** 2 - noise ** 2))
 
 
+@dataclass(frozen=True)
+class _Score:
+    """One candidate on one fold."""
+
+    mae: float
+    relative_mae: float
+    relative_mae_se: float
+    """Standard error of ``relative_mae`` (:func:`_relative_mae_se`)."""
+    excess: float
+    """CV error beyond the fold fit's noise (residual units)."""
+    rms: float
+    noise: float
+    actual: np.ndarray
+    """Observed values at the predicted size (log values for a loss)."""
+    predicted: np.ndarray
+
+
+def _score_fold(fitted: Points, law: Law, top: float, **fit_kw) -> tuple[_Score | None, float, bool]:
+    """``(score or None, bic, converged)`` of ``law`` fitted below ``top`` and predicting the runs at ``top``."""
+    n = np.asarray(fitted.inputs["N"], dtype=float)
+    fold = fitted.subset(n <= top)
+    fold = fold.model_copy(update={"split": ["heldout" if x == top else "fit" for x in n[n <= top]]})
+    res = fit_law(fold, law, **fit_kw)
+    h = res.heldout  # fit_law scores the predicted size's runs: the CV step is its ordinary held-out check
+    if not (res.converged and h is not None and bool(np.isfinite(h.mae))):
+        return None, res.bic, res.converged
+    y = np.array([p.actual for p in h.points])
+    pred = np.array([p.predicted for p in h.points])
+    se = _relative_mae_se(y, pred)
+    if law.target == "loss":
+        y, pred = np.log(np.maximum(y, 1e-300)), np.log(np.maximum(pred, 1e-300))
+    rms = float(np.sqrt(np.mean((y - pred) ** 2)))
+    score = _Score(mae=float(h.mae), relative_mae=float(h.relative_mae if h.relative_mae is not None else np.nan),
+                   relative_mae_se=se, excess=_beyond(rms, float(res.residual_sd)), rms=rms, noise=float(res.residual_sd), actual=y,
+                   predicted=pred)
+    return score, res.bic, res.converged
+
+
+def choose(fold: Mapping[str, _Score | None], n_params: Mapping[str, int]) -> str | None:
+    """The label :func:`one_se_choice` picks on one fold's scores (``fold`` in candidate order, simplest first);
+    None when no candidate scored there."""
+    scored = [LawCandidate(label=lb, law=lb, n_params=n_params[lb], cv_relative_mae=s.relative_mae,
+                           cv_relative_mae_se=s.relative_mae_se, bic=0.0)
+              for lb, s in fold.items() if s is not None and math.isfinite(s.relative_mae)]
+    return one_se_choice(scored).label if scored else None
+
+
+def _pooled(excess: list[float], decades: list[float]) -> float:
+    """``sqrt(sum e^2 / sum d^2)``: CV excess per decade of N pooled over folds."""
+    return math.sqrt(sum(e * e for e in excess) / sum(d * d for d in decades))
+
+
+def _corrected(labels: list[str], scores: list[dict[str, _Score | None]], decades: list[float], chosen: str,
+               n_params: Mapping[str, int]) -> tuple[str, list[CVFold], float]:
+    """``(correction, folds, pooled sd)``: the selection-corrected extrapolation error (module docstring)."""
+    folds = []
+    if len(labels) == 1:  # nothing was chosen: the form's own errors, every fold
+        excess = [s[chosen].excess for s in scores]  # type: ignore[union-attr]
+        folds = [CVFold(fit_sizes=[], predicted_size=0.0, decades=d, excess=e) for d, e in zip(decades, excess)]
+        return "none", folds, _pooled(excess, decades)
+    if len(scores) >= 2:  # nested: each outer fold's form chosen on the folds below it
+        used_e, used_d = [], []
+        for j in range(len(scores)):
+            inner = choose(scores[j - 1], n_params) if j else None
+            s = scores[j].get(inner) if inner else None
+            if s is not None:
+                used_e.append(s.excess)
+                used_d.append(decades[j])
+            folds.append(CVFold(fit_sizes=[], predicted_size=0.0, decades=decades[j], chosen=inner,
+                                excess=s.excess if s is not None else None))
+        if used_e:
+            return "nested", folds, _pooled(used_e, used_d)
+        folds = []
+    ranked = sorted((lb for lb in labels if all(s.get(lb) for s in scores)),
+                    key=lambda lb: scores[-1][lb].relative_mae)  # type: ignore[union-attr]
+    runner = next((lb for lb in ranked if lb != chosen), None)
+    excess = [max(s[chosen].excess, s[runner].excess) if runner else s[chosen].excess for s in scores]
+    folds = [CVFold(fit_sizes=[], predicted_size=0.0, decades=d, chosen=None, excess=e) for d, e in zip(decades, excess)]
+    return ("runner_up" if runner else "none"), folds, _pooled(excess, decades)
+
+
 def select_law(points: Points, candidates: Mapping[str, Law], *, n_starts: int = 8, max_grid: int = 4096,
                seed: int = 0, huber_delta: float | None = None) -> LawSelection:
-    """Score every candidate by rung cross-validation over the ``fit`` points; pick the best.
+    """Score every candidate by rolling rung cross-validation over the ``fit`` points; pick the best.
 
     Parameters
     ----------
@@ -108,52 +197,60 @@ def select_law(points: Points, candidates: Mapping[str, Law], *, n_starts: int =
     candidates : label -> law (labels are what ``LawSelection.chosen`` names), simplest first.
     n_starts, max_grid, seed, huber_delta : passed to :func:`fit.fitting.fit_law`.
 
-    Returns the :class:`fit.models.LawSelection`; a candidate whose fit fails to converge
-    or predicts a non-finite value is kept in the table with ``cv_relative_mae = None``
-    and cannot be chosen.
+    Returns the :class:`fit.models.LawSelection`; a candidate whose fit fails to converge or predicts
+    a non-finite value on some fold is kept in the table with ``cv_relative_mae = None`` and cannot be
+    chosen. ``extrapolation_sd`` is the selection-corrected pooled CV excess (module docstring).
     """
     if not candidates:
         raise ValueError("select_law needs at least one candidate law")
     fitted = points.subset(points.split_array() == "fit")
-    n = np.asarray(fitted.inputs["N"], dtype=float)
-    sizes = sorted(set(n.tolist()))
-    rows: list[LawCandidate] = []
-    noise: dict[str, float] = {}
-    pairs: dict[str, tuple[np.ndarray, np.ndarray]] = {}
-    if len(sizes) >= 3:
-        top = sizes[-1]
-        train = fitted.model_copy(update={"split": ["heldout" if x == top else "fit" for x in n]})
-        for label, law in candidates.items():
-            res = fit_law(train, law, n_starts=n_starts, max_grid=max_grid, seed=seed, huber_delta=huber_delta)
-            h = res.heldout  # fit_law scores the top size's runs: the CV step is its ordinary held-out check
-            ok = res.converged and h is not None and bool(np.isfinite(h.mae))
-            if ok:
-                y = np.array([p.actual for p in h.points])
-                pred = np.array([p.predicted for p in h.points])
-                noise[label] = float(res.residual_sd)
-                pairs[label] = ((np.log(np.maximum(y, 1e-300)), np.log(np.maximum(pred, 1e-300)))
-                                if law.target == "loss" else (y, pred))
-            se = _relative_mae_se(y, pred) if ok else None
-            rows.append(LawCandidate(label=label, law=law.name, n_params=law.n_params,
-                                     cv_mae=h.mae if ok else None, cv_relative_mae=h.relative_mae if ok else None,
-                                     cv_relative_mae_se=se, bic=res.bic, converged=res.converged))
-        scored = [r for r in rows if r.cv_relative_mae is not None]
-        if scored:
-            best = one_se_choice(scored)
-            actual, predicted = pairs[best.label]  # log values for a loss: residuals log(y / pred)
-            rms = float(np.sqrt(np.mean((actual - predicted) ** 2)))
-            excess = _beyond(rms, noise[best.label])
-            decades = math.log10(top / sizes[-2])
-            slope, se = effect_slope(actual, predicted)
-            effect = _beyond(slope - 1.0, se) / decades if slope is not None and se is not None else None
-            return LawSelection(criterion="rung_cv", predicted_size=top, fit_sizes=sizes[:-1], candidates=rows,
-                                chosen=best.label, extrapolation_sd=excess / decades, cv_rms=rms,
-                                cv_noise_sd=noise[best.label], effect_slope=slope, effect_slope_se=se,
-                                effect_sd=effect)
+    sizes = sorted(set(np.asarray(fitted.inputs["N"], dtype=float).tolist()))
+    fit_kw = dict(n_starts=n_starts, max_grid=max_grid, seed=seed, huber_delta=huber_delta)
+    if len(sizes) < 3:
         rows = []
+        for label, law in candidates.items():
+            res = fit_law(fitted, law, **fit_kw)
+            rows.append(LawCandidate(label=label, law=law.name, n_params=law.n_params, bic=res.bic,
+                                     converged=res.converged))
+        best = min((r for r in rows if r.converged), key=lambda r: r.bic, default=rows[0])
+        return LawSelection(criterion="bic", predicted_size=None, fit_sizes=sizes, candidates=rows, chosen=best.label)
+    tops = sizes[2:]
+    labels = list(candidates)
+    scores: list[dict[str, _Score | None]] = [{} for _ in tops]
+    bics: dict[str, float] = {}
+    conv: dict[str, bool] = {}
+    for j, top in enumerate(tops):
+        for label, law in candidates.items():
+            scores[j][label], bics[label], conv[label] = _score_fold(fitted, law, top, **fit_kw)
+    rows = []
     for label, law in candidates.items():
-        res = fit_law(fitted, law, n_starts=n_starts, max_grid=max_grid, seed=seed, huber_delta=huber_delta)
-        rows.append(LawCandidate(label=label, law=law.name, n_params=law.n_params, bic=res.bic,
-                                 converged=res.converged))
-    best = min((r for r in rows if r.converged), key=lambda r: r.bic, default=rows[0])
-    return LawSelection(criterion="bic", predicted_size=None, fit_sizes=sizes, candidates=rows, chosen=best.label)
+        rel = [s[label].relative_mae if s[label] else None for s in scores]
+        mae = scores[-1][label].mae if scores[-1][label] else None  # type: ignore[union-attr]
+        ok = all(v is not None for v in rel)  # a form that failed on some fold cannot be chosen
+        last = scores[-1][label]
+        rows.append(LawCandidate(label=label, law=law.name, n_params=law.n_params, cv_mae=mae if ok else None,
+                                 cv_relative_mae=rel[-1] if ok else None,
+                                 cv_relative_mae_se=last.relative_mae_se if ok and last else None,
+                                 cv_fold_relative_mae=rel,
+                                 cv_fold_relative_mae_se=[sc[label].relative_mae_se if sc[label] else None
+                                                          for sc in scores],
+                                 bic=bics[label], converged=conv[label]))
+    scored = [r for r in rows if r.cv_relative_mae is not None]
+    chosen = one_se_choice(scored).label if scored else None
+    if chosen is None:  # no candidate extrapolated on every fold: the lowest BIC of the largest fold's fits
+        best = min((r for r in rows if r.converged), key=lambda r: r.bic, default=rows[0])
+        return LawSelection(criterion="rung_cv", predicted_size=tops[-1], fit_sizes=sizes[:-1], candidates=rows,
+                            chosen=best.label)
+    decades = [math.log10(top / sizes[sizes.index(top) - 1]) for top in tops]
+    correction, folds, sd = _corrected(labels, scores, decades, chosen, {lb: law.n_params for lb, law in candidates.items()})
+    folds = [f.model_copy(update={"fit_sizes": sizes[:sizes.index(t)], "predicted_size": t})
+             for f, t in zip(folds, tops)]
+    last = scores[-1][chosen]
+    assert last is not None  # noqa: S101 - a chosen form scored on every fold
+    own = _pooled([s[chosen].excess for s in scores], decades)  # type: ignore[union-attr]
+    slope, se = effect_slope(last.actual, last.predicted)
+    effect = _beyond(slope - 1.0, se) / decades[-1] if slope is not None and se is not None else None
+    return LawSelection(criterion="rung_cv", predicted_size=tops[-1], fit_sizes=sizes[:-1], candidates=rows,
+                        chosen=chosen, extrapolation_sd=sd, cv_rms=last.rms, cv_noise_sd=last.noise,
+                        effect_slope=slope, effect_slope_se=se, effect_sd=effect, folds=folds,
+                        correction=correction, extrapolation_sd_chosen=own)

@@ -214,8 +214,11 @@ def latin_hypercube(k: int, samples: int, seed: int) -> np.ndarray:
 def greedy_d_optimal(coded: np.ndarray, m: int) -> list[int]:
     """Indices of ``m`` rows chosen greedily to maximise ``det(X'X + 1e-6 I)`` of the main-effects model.
 
-    Deterministic (ties go to the lowest index); used to pick the points the top-FLOPs
-    cell is crossed with, so the held-out runs still span the data axes.
+    Deterministic; used to pick the points the top-FLOPs cell is crossed with, so the held-out runs still
+    span the data axes. Ties in the determinant (every row ties while fewer rows than parameters are chosen)
+    go to the row that makes the chosen rows vary on the most axes, then on the earliest-listed axes (list
+    the axes that matter most first), then to the one farthest from them (largest smallest distance in coded
+    units), then to the lowest index: the held-out recipes spread over every axis they can.
     """
     h = np.asarray(coded, dtype=float)
     n = h.shape[0]
@@ -225,13 +228,20 @@ def greedy_d_optimal(coded: np.ndarray, m: int) -> list[int]:
     chosen: list[int] = []
     info = 1e-6 * np.eye(x.shape[1])
     for _ in range(m):
-        best, best_val = -1, -np.inf
+        vals = np.full(n, -np.inf)
         for i in range(n):
-            if i in chosen:
-                continue
-            val = np.linalg.slogdet(info + np.outer(x[i], x[i]))[1]
-            if val > best_val + 1e-12:
-                best, best_val = i, val
+            if i not in chosen:
+                vals[i] = np.linalg.slogdet(info + np.outer(x[i], x[i]))[1]
+        top = vals.max()
+        ties = [i for i in range(n) if vals[i] >= top - 1e-9 * max(1.0, abs(top))]
+        if chosen and len(ties) > 1:
+            def spread(i: int) -> tuple[int, tuple[bool, ...], float]:
+                varied = np.ptp(h[[*chosen, i]], axis=0) > 1e-9
+                return (int(varied.sum()), tuple(bool(v) for v in varied),
+                        min(float(np.linalg.norm(h[i] - h[j])) for j in chosen))
+            best = max(ties, key=lambda i: (spread(i), -i))
+        else:
+            best = ties[0]
         chosen.append(best)
         info = info + np.outer(x[best], x[best])
     return sorted(chosen)

@@ -36,6 +36,7 @@ from grid.errors import DesignError
 from grid.levels import apply_constraints, coded_to_real, level_values, parse_constraint
 from grid.models import Cell, DesignRecorded, DesignSummary, EstimatedCost, RunSpec, run_id_for
 from grid.split import SPLIT_RULE, heldout_mask
+from grid.storage import storage_estimate
 from toolscale.config import ExperimentConfig, ModelSize, training_flops
 
 __all__ = ["Design", "Cell", "DesignReport", "build_design", "design_version", "planned_epochs", "ALGORITHM_VERSION"]
@@ -97,7 +98,8 @@ def design_version(config: ExperimentConfig, learning_rates: dict[str, float] | 
         "experiment": config.experiment.name,
         "seeds": list(config.experiment.seeds),
         "axes": [a.model_dump(mode="json") for a in config.axes],
-        "ladder": [m.model_dump(mode="json") for m in config.ladder],
+        # the per-GPU micro batch changes how a step is computed, not what is trained
+        "ladder": [m.model_dump(mode="json", exclude={"micro_batch_size"}) for m in config.ladder],
         "design": config.design.model_dump(mode="json"),
     }
     if config.train.max_epochs is not None:
@@ -153,10 +155,18 @@ class _CellPlan:
     """Planned parameters N."""
     tokens: float
     """Planned tokens D = steps x batch_size x max_seq_len."""
+    context: float = 0.0
+    """Mean tokens of a training sequence (the attention context the FLOPs count); 0: the rung's max_seq_len."""
 
     @property
     def flops(self) -> float:
-        """Planned training FLOPs ``6 N D``."""
+        """Planned training FLOPs with attention and the unembedding (:meth:`ModelSize.real_flops`): what the
+        split and the extrapolation factor use."""
+        return self.rung.real_flops(self.tokens, self.context or None)
+
+    @property
+    def flops_6nd(self) -> float:
+        """Planned ``6 N D`` (N as ``design.param_count`` counts it), recorded beside."""
         return training_flops(self.params, self.tokens)
 
 
@@ -185,7 +195,10 @@ class _Split:
     rule: str
     """The rule, in words (:data:`grid.split.SPLIT_RULE`)."""
     factor: float | None
-    """Largest held-out FLOPs / largest fitted FLOPs; None when nothing is held out."""
+    """Largest held-out FLOPs / largest fitted FLOPs (attention and unembedding counted); None when nothing is
+    held out."""
+    factor_6nd: float | None = None
+    """The same in ``6 N D``."""
 
 
 def _cells(config: ExperimentConfig) -> list[_CellPlan]:
@@ -211,7 +224,7 @@ def _cells(config: ExperimentConfig) -> list[_CellPlan]:
             for m in tpp:
                 steps = max(1, math.ceil(m * n / (rung.batch_size * seq) - 1e-9))
                 planned.append(_CellPlan(rung=rung, multiplier=float(m), steps=steps, params=n,
-                                         tokens=float(steps * rung.batch_size * seq)))
+                                         tokens=float(steps * rung.batch_size * seq), context=seq))
         return planned
     mults = config.design.token_multipliers
     if not mults:
@@ -250,9 +263,10 @@ def _plan_points(config: ExperimentConfig) -> _Points:
                    info=info)
 
 
-def _point_seeds(config: ExperimentConfig, is_center: list[bool]) -> list[list[int]]:
-    """Seeds of each point: replicate r of a factorial point gets seed index r, center copy c gets c x R + r."""
-    reps = config.design.replicates
+def _point_seeds(config: ExperimentConfig, is_center: list[bool], reps: int | None = None) -> list[list[int]]:
+    """Seeds of each point: replicate r of a factorial point gets seed index r, center copy c gets c x R + r
+    (``R = reps``, default ``design.replicates``)."""
+    reps = reps or config.design.replicates
     out, center_no = [], 0
     for center in is_center:
         if center:
@@ -304,23 +318,43 @@ def _crossing(config: ExperimentConfig, cells: list[_CellPlan], points: _Points
         if len(cells) < 2:
             raise DesignError("the held-out rule needs at least two FLOPs levels (ladder rungs or "
                               "design.token_multipliers); set design.heldout_fraction = 0 to hold out nothing")
-        per_cell = n_points * spec.replicates
-        k = spec.heldout_points or _top_points(f, per_cell * (len(cells) - 1), spec.replicates)
+        reps = _cell_replicates(config, cells)
+        others = sum(n_points * r for i, r in enumerate(reps) if i != top)
+        k = spec.heldout_points or _top_points(f, others, reps[top])
         if spec.heldout_points is not None and k > n_points:
             raise DesignError(f"design.heldout_points = {k} exceeds the {n_points} design points")
         cell_points[top] = greedy_d_optimal(points.coded, min(k, n_points))
     return cells, top, cell_points
 
 
+def _cell_replicates(config: ExperimentConfig, cells: list[_CellPlan]) -> list[int]:
+    """Seeds per point of each cell: ``heldout_replicates`` in the top-FLOPs cell when runs are held out,
+    ``top_fit_replicates`` in every cell of the largest fitted rung, ``replicates`` elsewhere."""
+    spec = config.design
+    top = _top_cell(cells) if spec.heldout_fraction > 0 and len(cells) > 1 else None
+    fitted = [c for i, c in enumerate(cells) if i != top]
+    big = max(fitted, key=lambda c: c.params).rung.name if fitted else None
+    out = []
+    for i, c in enumerate(cells):
+        if i == top:
+            out.append(spec.heldout_replicates or spec.replicates)
+        elif c.rung.name == big and not (top is not None and c.rung.name == cells[top].rung.name):
+            out.append(spec.top_fit_replicates or spec.replicates)
+        else:
+            out.append(spec.replicates)
+    return out
+
+
 def _expand_runs(config: ExperimentConfig, version: str, cells: list[_CellPlan], cell_points: list[list[int]],
                  points: _Points, learning_rates: dict[str, float] | None = None) -> tuple[list[RunSpec], int]:
     """``(runs, duplicates dropped)``: cell x point x seed, each run once (constraints can merge points)."""
     names = [a.name for a in config.axes]
-    point_seeds = _point_seeds(config, points.is_center)
+    reps = _cell_replicates(config, cells)
     runs: list[RunSpec] = []
     seen: set[str] = set()
     duplicates = 0
-    for cell, in_cell in zip(cells, cell_points):
+    for cell, in_cell, rep in zip(cells, cell_points, reps):
+        point_seeds = _point_seeds(config, points.is_center, rep)
         for p in in_cell:
             recipe = points.recipes[p]
             for seed in point_seeds[p]:
@@ -336,7 +370,7 @@ def _expand_runs(config: ExperimentConfig, version: str, cells: list[_CellPlan],
                     metadata={"point": p, "center": points.is_center[p], "max_steps": cell.steps,
                               "design_kind": config.design.kind,
                               "coded": {n: round(float(points.coded[p, i]), 6) for i, n in enumerate(names)},
-                              "params_total": cell.rung.approx_params,
+                              "params_total": cell.rung.approx_params, "flops_6nd": cell.flops_6nd,
                               "params_nonembedding": cell.rung.approx_params_nonembedding,
                               "param_count": config.design.param_count,
                               "learning_rate": float((learning_rates or {}).get(cell.rung.name,
@@ -362,17 +396,20 @@ def _split(config: ExperimentConfig, runs: list[RunSpec], top: _CellPlan) -> tup
         raise DesignError(f"every run is held out by rule {rule} (ties at the top FLOPs); add a smaller rung "
                           f"or token multiplier")
     factor = max(held_flops) / max(fit_flops)
+    factor_6nd = (max(r.metadata["flops_6nd"] for r in runs if r.split == "heldout")
+                  / max(r.metadata["flops_6nd"] for r in runs if r.split == "fit"))
     if factor < spec.min_extrapolation_factor - 1e-9:
         if spec.tokens_per_param is not None:
-            hint = (f"widen rung {top.rung.name!r} (at a fixed tokens-per-parameter multiple FLOPs grow as N^2: "
-                    f"N x {math.sqrt(spec.min_extrapolation_factor / factor):.3g}) or shrink the fitted rungs")
+            hint = (f"widen rung {top.rung.name!r} (at a fixed tokens-per-parameter multiple FLOPs grow about as N^2, "
+                    f"less while attention dominates: N x {math.sqrt(spec.min_extrapolation_factor / factor):.3g} or "
+                    "more) or shrink the fitted rungs")
         else:
             need = math.ceil(top.rung.max_steps * spec.min_extrapolation_factor / factor)
             hint = f"raise rung {top.rung.name!r} max_steps to >= {need} (or add a larger rung / token multiplier)"
         raise DesignError(
             f"held-out runs reach only {factor:.3g}x the largest fitted run's FLOPs, below "
             f"design.min_extrapolation_factor = {spec.min_extrapolation_factor:g}; {hint}")
-    return runs, _Split(rule=rule, factor=factor)
+    return runs, _Split(rule=rule, factor=factor, factor_6nd=factor_6nd)
 
 
 def _cell_rows(cells: list[_CellPlan], runs: list[RunSpec]) -> list[Cell]:
@@ -413,9 +450,11 @@ def build_design(config: ExperimentConfig, learning_rates: dict[str, float] | No
 
     Notes
     -----
-    Planned FLOPs follow Kaplan et al. (2020): ``C = 6 N D`` (:func:`toolscale.config.training_flops`)
-    with ``N`` the rung's parameters and ``D = steps x batch_size x max_seq_len`` (an upper bound on
-    tokens seen). The top-FLOPs cell is crossed with ``K`` points, ``K`` the smallest count for
+    Planned FLOPs count attention and the unembedding (Kaplan et al. 2020, Table 1;
+    :func:`toolscale.config.model_flops`): ``C = 6 D (N + L n_ctx d + V d)`` with ``N`` the rung's non-embedding
+    parameters, ``n_ctx`` the mean training sequence (``design.tokens_per_sequence``, else ``max_seq_len``) and
+    ``D = steps x batch_size x`` that length; ``6 N D`` is recorded beside (``metadata.flops_6nd``,
+    ``extrapolation_factor_6nd``). The split and the extrapolation factor use the full count. The top-FLOPs cell is crossed with ``K`` points, ``K`` the smallest count for
     which it makes up the held-out share ``f`` of the runs:
     ``K = ceil(f / (1 - f) x other_runs / replicates)``.
     """
@@ -428,6 +467,7 @@ def build_design(config: ExperimentConfig, learning_rates: dict[str, float] | No
     cells, top, cell_points = _crossing(config, _cells(config), points)
     runs, duplicates = _expand_runs(config, version, cells, cell_points, points, learning_rates)
     _check_epochs(config, runs)
+    _check_checkpoints(config, runs)
     runs, split = _split(config, runs, cells[top])
     rows = _cell_rows(cells, runs)
     summary = _summary(config, version, points=points, runs=runs, cells=rows, split=split, duplicates=duplicates)
@@ -463,6 +503,17 @@ def _check_epochs(config: ExperimentConfig, runs: list[RunSpec]) -> None:
             f"run {r.run_id} ({r.model_size}, {r.metadata['max_steps']} steps x "
             f"{sizes[r.model_size].batch_size} over task_count {r.recipe['task_count']:g}: {e:.2f} epochs); "
             "raise the task_count axis's min or plan fewer tokens")
+
+
+def _check_checkpoints(config: ExperimentConfig, runs: list[RunSpec]) -> None:
+    """DesignError naming a run with fewer steps than ``[eval] checkpoints`` (before anything trains)."""
+    k = config.eval.checkpoints if config.eval.validation is not None else 0
+    short = [r for r in runs if int(r.metadata["max_steps"]) < k]
+    if short:
+        r = min(short, key=lambda r: int(r.metadata["max_steps"]))
+        raise DesignError(f"{len(short)} run(s) train fewer steps than eval.checkpoints = {k}, the fewest run "
+                          f"{r.run_id} ({r.model_size}, {r.metadata['max_steps']} steps); keep fewer checkpoints "
+                          "or plan more tokens")
 
 
 def _estimated_cost(config: ExperimentConfig, runs: list[RunSpec]) -> EstimatedCost:
@@ -511,6 +562,8 @@ def _summary(config: ExperimentConfig, version: str, *, points: _Points, runs: l
         fit_runs=len(runs) - held, heldout_runs=held, fitted_sizes=sizes, ladder_statement=ladder_statement(sizes),
         heldout_share=round(held / len(runs), 6) if runs else 0.0,
         extrapolation_factor=round(split.factor, 6) if split.factor is not None else None,
+        extrapolation_factor_6nd=round(split.factor_6nd, 6) if split.factor_6nd is not None else None,
         min_extrapolation_factor=config.design.min_extrapolation_factor,
         flops_range=[min(flops), max(flops)] if flops else None, cells=cells, constrained_points=points.constrained,
-        duplicate_runs_dropped=duplicates, estimated_cost=_estimated_cost(config, runs))
+        duplicate_runs_dropped=duplicates, estimated_cost=_estimated_cost(config, runs),
+        storage=storage_estimate(config, runs))

@@ -506,7 +506,7 @@ class ImportStore(RunStore):
             parts.append(f"SELECT s.run_id, {_lit(a)}, CAST(r.{c} AS VARCHAR), CAST(s.{c} AS VARCHAR) FROM _s_runs s "
                          f"JOIN runs r USING (run_id) WHERE r.{c} IS DISTINCT FROM s.{c}")
         parts.append("SELECT s.run_id, s.benchmark || '/' || s.metric, CAST(m.score AS VARCHAR), "
-                     "CAST(s.score AS VARCHAR) FROM _s_metrics s JOIN metrics m USING (run_id, benchmark, metric) "
+                     "CAST(s.score AS VARCHAR) FROM _s_metrics s JOIN (SELECT * FROM metrics WHERE step IS NULL) m USING (run_id, benchmark, metric) "
                      "WHERE m.score IS DISTINCT FROM s.score")
         return " UNION ALL ".join(parts)
 
@@ -529,7 +529,7 @@ class ImportStore(RunStore):
                          "runs.run_id IN (SELECT run_id FROM _conflicts)")
         self.con.execute("UPDATE metrics SET score = s.score, stderr = s.stderr, n_items = s.n_items, "
                          "benchmark_version = s.version FROM _s_metrics s WHERE metrics.run_id = s.run_id AND "
-                         "metrics.benchmark = s.benchmark AND metrics.metric = s.metric AND "
+                         "metrics.benchmark = s.benchmark AND metrics.metric = s.metric AND metrics.step IS NULL AND "
                          "metrics.score IS DISTINCT FROM s.score")
 
     def _insert_new(self, axes: Sequence[str], source: str) -> int:
@@ -554,7 +554,7 @@ class ImportStore(RunStore):
             """INSERT INTO metrics (run_id, benchmark, metric, benchmark_version, score, stderr, n_items,
                 higher_is_better, created_at, schema_version)
             SELECT s.run_id, s.benchmark, s.metric, s.version, s.score, s.stderr, s.n_items, s.higher_is_better, ?, ?
-            FROM _s_metrics s ANTI JOIN metrics m USING (run_id, benchmark, metric)""",
+            FROM _s_metrics s ANTI JOIN (SELECT * FROM metrics WHERE step IS NULL) m USING (run_id, benchmark, metric)""",
             [now(), SCHEMA_VERSION]).fetchall()[0][0]
         return int(n)
 

@@ -21,6 +21,8 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 __all__ = [
+    "AUGMENT_KIND",
+    "AugmentReport",
     "RunStatus",
     "Split",
     "RUN_STATUSES",
@@ -36,6 +38,7 @@ __all__ = [
     "FitRecord",
     "Cell",
     "EstimatedCost",
+    "StorageEstimate",
     "DesignSummary",
     "DesignRecorded",
     "run_id_for",
@@ -80,7 +83,7 @@ class RunSpec(_Frozen):
     train_tokens: float | None = None
     """Planned training tokens D."""
     train_flops: float | None = None
-    """Planned training FLOPs, 6 N D."""
+    """Planned training FLOPs, attention and the unembedding counted (``metadata.flops_6nd``: 6 N D)."""
     token_multiplier: float = 1.0
     """Training-token multiple of the recipe's dataset."""
     seed: int = 0
@@ -127,7 +130,10 @@ class RunRecord(_Frozen):
     metadata: dict[str, Any]
     """Run metadata."""
     metrics: dict[str, float] = Field(default_factory=dict)
-    """``"benchmark/metric" -> score`` for every stored metric."""
+    """``"benchmark/metric" -> score`` for every stored metric of the run itself (its final model)."""
+    checkpoints: dict[int, dict[str, float]] = Field(default_factory=dict)
+    """Scored checkpoints: optimizer step -> ``"benchmark/metric" -> score`` (``train/tokens`` is the tokens seen
+    by that step); empty for runs scored only at the end."""
     created_at: datetime | None = None
     """When the run was planned."""
     finished_at: datetime | None = None
@@ -151,6 +157,9 @@ class MetricResult(_Frozen):
     """Items scored."""
     higher_is_better: bool = True
     """Direction of the metric."""
+    step: int | None = None
+    """The optimizer step of the checkpoint scored (checkpoints as data); None: the run's own value (its final
+    model)."""
 
 
 class TrainStats(_Frozen):
@@ -163,7 +172,10 @@ class TrainStats(_Frozen):
     train_tokens: float
     """Tokens seen in training, D."""
     train_flops: float
-    """6 N D training FLOPs."""
+    """Training FLOPs: ``6 D (N + L n_ctx d + V d)`` for a proxy model built from config (attention and the
+    unembedding counted, :func:`toolscale.config.model_flops`), ``6 N D`` otherwise."""
+    train_flops_6nd: float | None = None
+    """``6 N D`` with N the non-embedding parameters (the published convention), beside the full count."""
     wall_s: float | None = None
     """Training wall time in seconds."""
     final_loss: float | None = None
@@ -294,7 +306,7 @@ class Cell(_Frozen):
     train_tokens: float
     """Planned tokens D = max_steps x batch_size x max_seq_len."""
     train_flops: float
-    """Planned training FLOPs, 6 N D."""
+    """Planned training FLOPs, attention and the unembedding counted."""
     runs: int
     """Runs in this cell."""
     split: str
@@ -312,6 +324,29 @@ class EstimatedCost(_Frozen):
     """Training: ``cost.per_pflop x planned FLOPs / 1e15`` summed over runs."""
     total: float
     """``data + compute``."""
+
+
+class StorageEstimate(_Frozen):
+    """Disk a design's runs need under ``executor.folder`` (GB = 1e9 bytes), before anything runs.
+
+    Per parameter: a saved model takes 2 bytes (bf16, pretrained rungs by default) or 4 (fp32); a training
+    checkpoint 12 (fp32 weights and Adam's two moments). Datasets: ``task_count x cost.tokens_per_task``
+    tokens at about 8 bytes each on disk (JSONL with tool schemas).
+    """
+
+    final_models_gb: float
+    """Every run's final model, kept after the run."""
+    checkpoints_gb: float
+    """Checkpoints on disk at once: one per running run (``max_parallel`` per rung array) when
+    ``train.keep_checkpoints`` is false (they are deleted after success), else one per run."""
+    datasets_gb: float
+    """The distinct synthesised datasets."""
+    total_gb: float
+    """The sum: what ``preflight`` compares with the quota (or the free space)."""
+    per_run_gb: dict[str, float]
+    """Model size -> one run's final model plus its checkpoint while it trains."""
+    keep_checkpoints: bool
+    """Whether checkpoints stay after success (``train.keep_checkpoints``)."""
 
 
 class DesignSummary(_Frozen):
@@ -368,7 +403,10 @@ class DesignSummary(_Frozen):
     heldout_share: float
     """``heldout_runs / runs`` (rounded to 6 digits)."""
     extrapolation_factor: float | None
-    """Largest held-out FLOPs / largest fitted FLOPs (rounded to 6 digits); None with nothing held out."""
+    """Largest held-out FLOPs / largest fitted FLOPs, attention and the unembedding counted (rounded to 6
+    digits); None with nothing held out."""
+    extrapolation_factor_6nd: float | None = None
+    """The same in ``6 N D`` (the published convention, which undercounts small models)."""
     min_extrapolation_factor: float
     """The factor the config requires."""
     flops_range: list[float] | None
@@ -381,6 +419,8 @@ class DesignSummary(_Frozen):
     """Runs dropped because another run had the same id (points that constraints made equal)."""
     estimated_cost: EstimatedCost
     """Data, compute and total cost before anything runs."""
+    storage: StorageEstimate | None = None
+    """Disk the runs need (final models, checkpoints, datasets), see :func:`grid.storage.storage_estimate`."""
 
 
 class TableCheck(_Frozen):
@@ -426,6 +466,31 @@ class DesignRecorded(_Frozen):
     """Runs of the design already in the registry (left as they were)."""
     other_versions: list[str]
     """Other design versions the experiment holds (only with ``new_version``)."""
+
+
+AUGMENT_KIND = "augment"
+"""``kind`` of the design record of a group added by ``grid design --augment`` (and the runs' ``source``)."""
+
+
+class AugmentReport(_Frozen):
+    """``toolscale grid design --augment NEXT.json``: the proposed runs added as a group of their own."""
+
+    experiment: str
+    """Experiment the runs join."""
+    group: str
+    """The group's design version (``next-`` + 12 hex digits of the proposal's rows)."""
+    runs: list[RunSpec]
+    """The group's runs (pending, fitted)."""
+    new_group: bool
+    """False when this group was recorded before."""
+    new_runs: int
+    """Runs inserted as ``pending`` (0 on a dry run or when added before)."""
+    dry_run: bool
+    """True when nothing was written."""
+    total_cost: float
+    """What the proposal said the runs cost, in ``unit``."""
+    unit: str
+    """Budget unit."""
 
 
 class Conflict(_Frozen):

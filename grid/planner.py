@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from grid.design import Design
 from grid.errors import DesignError
-from grid.models import DesignRecorded
+from grid.models import AUGMENT_KIND, DesignRecorded
 from grid.registry import Registry
 from toolscale.config import ExperimentConfig
 
@@ -25,7 +25,8 @@ def record_design(registry: Registry, design: Design, config: ExperimentConfig, 
     has runs of a different design version and ``new_version`` is False.
     """
     name = design.experiment
-    known = {d["design_version"] for d in registry.designs(name)}
+    known = {d["design_version"] for d in registry.designs(name)
+             if d["summary"].get("kind") != AUGMENT_KIND}  # `grid design --augment` groups (grid/augment.py)
     known |= {r.design_version for r in registry.runs(name) if r.source == "design"}
     others = sorted(known - {design.version})
     if others and not new_version:

@@ -11,14 +11,14 @@ from __future__ import annotations
 import hashlib
 import os
 import stat
-import tempfile
 from pathlib import Path
 
 from pydantic import ValidationError
 
 from grid.models import RunResult
+from toolscale.files import atomic_write_text
 
-__all__ = ["RESULT_SUFFIX", "RESULT_MAX_BYTES", "result_path", "atomic_write_text", "write_result", "read_results"]
+__all__ = ["RESULT_SUFFIX", "RESULT_MAX_BYTES", "result_path", "write_result", "read_results"]
 
 RESULT_SUFFIX = ".result.json"
 RESULT_MAX_BYTES = 16 << 20
@@ -28,26 +28,6 @@ RESULT_MAX_BYTES = 16 << 20
 def result_path(folder: str | Path, run_id: str) -> Path:
     """Where the result of ``run_id`` lives under ``folder``."""
     return Path(folder) / f"{run_id}{RESULT_SUFFIX}"
-
-
-def atomic_write_text(path: str | Path, text: str) -> Path:
-    """Write ``text`` to ``path`` through a temp file in the same folder + fsync + rename.
-
-    Readers see the whole file or none; a failed write leaves no temp file behind.
-    """
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    return path
 
 
 def write_result(folder: str | Path, result: RunResult) -> Path:

@@ -145,35 +145,45 @@ class RunStore(Connection):
             design_version=design_version, run_id=list(run_ids) if run_ids is not None else None)
         rows = self.con.execute(f"SELECT {self._RUN_COLS} FROM runs{where} ORDER BY created_at, run_id",
                                 args).fetchall()
-        metrics = self._metrics_by_run([r[0] for r in rows])
+        metrics, checkpoints = self._metrics_by_run([r[0] for r in rows])
         out = []
         for r in rows:
             out.append(RunRecord(
                 run_id=r[0], experiment=r[1], design_version=r[2], recipe=json.loads(r[3]), model_size=r[4],
                 model_params=r[5], train_tokens=r[6], train_flops=r[7], seed=r[8], status=r[9], attempts=r[10],
                 job_id=r[11], split=r[12] or "fit", error=r[13], source=r[14], metadata=json.loads(r[15] or "{}"),
-                created_at=r[16], finished_at=r[17], metrics=metrics.get(r[0], {})))
+                created_at=r[16], finished_at=r[17], metrics=metrics.get(r[0], {}),
+                checkpoints=checkpoints.get(r[0], {})))
         return out
 
-    def _metrics_by_run(self, run_ids: list[str]) -> dict[str, dict[str, float]]:
+    def _metrics_by_run(self, run_ids: list[str]
+                        ) -> tuple[dict[str, dict[str, float]], dict[str, dict[int, dict[str, float]]]]:
+        """``(run values, checkpoint values)`` of ``run_ids``: ``run -> key -> score`` and ``run -> step -> key ->
+        score``."""
         if not run_ids:
-            return {}
-        rows = self.con.execute("SELECT run_id, benchmark, metric, score FROM metrics").fetchall()
+            return {}, {}
+        rows = self.con.execute("SELECT run_id, benchmark, metric, score, step FROM metrics").fetchall()
         wanted = set(run_ids)
         out: dict[str, dict[str, float]] = {}
-        for run_id, bench, metric, score in rows:
-            if run_id in wanted:
+        ckpt: dict[str, dict[int, dict[str, float]]] = {}
+        for run_id, bench, metric, score, step in rows:
+            if run_id not in wanted:
+                continue
+            if step is None:
                 out.setdefault(run_id, {})[f"{bench}/{metric}"] = score
-        return out
+            else:
+                ckpt.setdefault(run_id, {}).setdefault(int(step), {})[f"{bench}/{metric}"] = score
+        return out, ckpt
 
     def metrics(self, experiment: str | None = None) -> list[dict[str, Any]]:
         """Every metric row (joined to its run's experiment)."""
         where, args = self._where(**{"r.experiment": experiment})
         sql = ("SELECT m.run_id, r.experiment, m.benchmark, m.metric, m.benchmark_version, m.score, m.stderr, "
-               "m.n_items, m.higher_is_better FROM metrics m JOIN runs r USING (run_id)" + where)
+               "m.n_items, m.higher_is_better, m.step FROM metrics m JOIN runs r USING (run_id)" + where)
         cols = ["run_id", "experiment", "benchmark", "metric", "version", "score", "stderr", "n_items",
-                "higher_is_better"]
-        return [dict(zip(cols, r)) for r in self.con.execute(sql + " ORDER BY m.run_id, m.benchmark", args).fetchall()]
+                "higher_is_better", "step"]
+        return [dict(zip(cols, r)) for r in self.con.execute(sql + " ORDER BY m.run_id, m.step NULLS FIRST, "
+                                                                   "m.benchmark", args).fetchall()]
 
     def set_status(self, run_ids: Sequence[str], status: str, *, job_id: str | None = None,
                    error: str | None = None, new_attempt: bool = False) -> int:
@@ -301,7 +311,13 @@ class RunStore(Connection):
                 todo.append((result, digest, path))
             last = {r.run_id: (r, d, p) for r, d, p in todo}  # the same run twice in a batch: the last one wins
             conflicts = self._result_conflicts([r for r, _, _ in last.values()])
-            stale = self._on_conflicts(conflicts, on_conflict, last)
+            # a run launched again (submitted or running) is expected to report anew: its earlier
+            # values go to run_history and its fits become stale, whatever on_conflict says
+            live = self._live_runs(sorted({c.run_id for c in conflicts}))
+            relaunched = [c for c in conflicts if c.run_id in live]
+            conflicts = [c for c in conflicts if c.run_id not in live]
+            stale = self._on_conflicts(relaunched, "update", last)
+            stale += self._on_conflicts(conflicts, on_conflict, last)
             if on_conflict == "skip" and conflicts:
                 skipped = {c.run_id for c in conflicts}
                 for r, _, p in last.values():
@@ -316,21 +332,29 @@ class RunStore(Connection):
             if earlier:
                 self._values("INSERT INTO ingested_files VALUES {values}",
                              "(?::VARCHAR, ?::VARCHAR, ?::VARCHAR, ?::TIMESTAMP, ?::INTEGER)", earlier)
-        applied = on_conflict == "update"
+        applied = {c.run_id for c in relaunched} | ({c.run_id for c in conflicts} if on_conflict == "update" else set())
         return IngestReport(ingested=len(todo), duplicate=duplicate, unknown_run=unknown, problems=problems,
-                            conflicts=len(conflicts), updated_runs=len({c.run_id for c in conflicts}) if applied else 0,
-                            stale_fits=stale, conflict_examples=conflicts[:_SHOWN])
+                            conflicts=len(conflicts), updated_runs=len(applied), stale_fits=stale,
+                            conflict_examples=conflicts[:_SHOWN])
+
+    def _live_runs(self, run_ids: Sequence[str]) -> set[str]:
+        """Those of ``run_ids`` that are ``submitted`` or ``running`` (launched again after an earlier result)."""
+        if not run_ids:
+            return set()
+        where, args = self._where(run_id=list(run_ids))
+        return {rid for (rid,) in self.con.execute(
+            f"SELECT run_id FROM runs{where} AND status IN ('submitted', 'running')", args).fetchall()}
 
     def _result_conflicts(self, results: Sequence[RunResult]) -> list[Conflict]:
         """The stored values ``results`` would change: differing scores, and done runs reported failed."""
         ids = [r.run_id for r in results]
-        stored: dict[tuple[str, str, str], float | None] = {}
+        stored: dict[tuple[str, str, str, int | None], float | None] = {}
         status: dict[str, str] = {}
         for i in range(0, len(ids), self._CHUNK):
             where, args = self._where(run_id=ids[i:i + self._CHUNK])
-            for run_id, bench, metric, score in self.con.execute(
-                    f"SELECT run_id, benchmark, metric, score FROM metrics{where}", args).fetchall():
-                stored[(run_id, bench, metric)] = score
+            for run_id, bench, metric, score, step in self.con.execute(
+                    f"SELECT run_id, benchmark, metric, score, step FROM metrics{where}", args).fetchall():
+                stored[(run_id, bench, metric, step)] = score
             status.update(self.con.execute(f"SELECT run_id, status FROM runs{where}", args).fetchall())
         out: list[Conflict] = []
         for r in results:
@@ -338,10 +362,11 @@ class RunStore(Connection):
                 if status.get(r.run_id) == "done":
                     out.append(Conflict(run_id=r.run_id, column="status", old="done", new="failed"))
                 continue
-            for m in {(m.benchmark, m.metric): m for m in r.metrics}.values():
-                key = (r.run_id, m.benchmark, m.metric)
+            for m in {(m.benchmark, m.metric, m.step): m for m in r.metrics}.values():
+                key = (r.run_id, m.benchmark, m.metric, m.step)
                 if key in stored and stored[key] != m.score:
-                    out.append(Conflict(run_id=r.run_id, column=f"{m.benchmark}/{m.metric}",
+                    at = "" if m.step is None else f"@{m.step}"
+                    out.append(Conflict(run_id=r.run_id, column=f"{m.benchmark}/{m.metric}{at}",
                                         old=None if stored[key] is None else str(stored[key]), new=str(m.score)))
         return out
 
@@ -394,8 +419,10 @@ class RunStore(Connection):
             n = t.params if t else None
             flops = t.train_flops if t else None
             if t and (r.extra or {}).get("param_count") == "nonembedding" and t.params_nonembedding:
-                # the design's N: the non-embedding count
-                n, flops = t.params_nonembedding, training_flops(t.params_nonembedding, t.train_tokens)
+                # the design's N: the non-embedding count; FLOPs as the run counted them (attention included
+                # since train_flops_6nd exists beside it)
+                n = t.params_nonembedding
+                flops = t.train_flops if t.train_flops_6nd is not None else training_flops(n, t.train_tokens)
             done.append((r.run_id, finished(r), r.job_id, n, t.train_tokens if t else None, flops,
                          self._json({"dataset_id": r.dataset_id, "train": t.model_dump() if t else None, **r.extra})))
         if done:
@@ -407,14 +434,14 @@ class RunStore(Connection):
                          "metadata = json_merge_patch(coalesce(runs.metadata, '{{}}'), v.patch) "
                          "FROM (VALUES {values}) v(run_id, fin, job_id, n, d, c, patch) WHERE runs.run_id = v.run_id",
                          "(?::VARCHAR, ?::TIMESTAMP, ?::VARCHAR, ?::DOUBLE, ?::DOUBLE, ?::DOUBLE, ?::VARCHAR)", done)
-        metrics: dict[tuple[str, str, str], list[Any]] = {}
+        metrics: dict[tuple[str, str, str, int | None], list[Any]] = {}
         for r, _, _ in todo:
             if r.status == "failed":
                 continue
             for m in r.metrics:  # a metric listed twice: the last one wins, as with one INSERT OR REPLACE each
-                metrics[(r.run_id, m.benchmark, m.metric)] = [
+                metrics[(r.run_id, m.benchmark, m.metric, m.step)] = [
                     r.run_id, m.benchmark, m.metric, m.version, m.score, m.stderr, m.n_items, m.higher_is_better,
-                    stamp, SCHEMA_VERSION]
+                    stamp, SCHEMA_VERSION, m.step]
         if metrics:
             self._upsert_metrics(list(metrics.values()))
         events = [(r.run_id, r.status, (r.error or "")[-500:] if r.status == "failed" else None, stamp, SCHEMA_VERSION)
@@ -426,26 +453,30 @@ class RunStore(Connection):
                      [(d, r.run_id, p, stamp, SCHEMA_VERSION) for r, d, p in todo])
 
     _METRIC_ROW = ("(?::VARCHAR, ?::VARCHAR, ?::VARCHAR, ?::VARCHAR, ?::DOUBLE, ?::DOUBLE, ?::INTEGER, ?::BOOLEAN, "
-                   "?::TIMESTAMP, ?::INTEGER)")
+                   "?::TIMESTAMP, ?::INTEGER, ?::INTEGER)")
+    _METRIC_COLS = ("run_id, benchmark, metric, benchmark_version, score, stderr, n_items, higher_is_better, "
+                    "created_at, schema_version, step")
 
     def _upsert_metrics(self, rows: Sequence[Sequence[Any]]) -> None:
-        """Replace or insert full ``metrics`` rows, unique by (run_id, benchmark, metric) among themselves.
+        """Replace or insert full ``metrics`` rows (:attr:`_METRIC_COLS` order), unique by (run_id, benchmark,
+        metric, step) among themselves.
 
         ``metrics`` has no PRIMARY KEY (schema v4): the stored rows with the same key are deleted first, so the
         key stays unique, as ``INSERT OR REPLACE`` kept it.
         """
-        keys = [tuple(r[:3]) for r in rows]
+        keys = [(*r[:3], r[10]) for r in rows]
         if len(set(keys)) != len(keys):
             raise RegistryError("internal: a metric is listed twice in one write")
-        self._values("DELETE FROM metrics USING (VALUES {values}) v(run_id, benchmark, metric) WHERE "
-                     "metrics.run_id = v.run_id AND metrics.benchmark = v.benchmark AND metrics.metric = v.metric",
-                     "(?::VARCHAR, ?::VARCHAR, ?::VARCHAR)", keys)
-        self._values("INSERT INTO metrics VALUES {values}", self._METRIC_ROW, rows)
+        self._values("DELETE FROM metrics USING (VALUES {values}) v(run_id, benchmark, metric, step) WHERE "
+                     "metrics.run_id = v.run_id AND metrics.benchmark = v.benchmark AND metrics.metric = v.metric "
+                     "AND metrics.step IS NOT DISTINCT FROM v.step",
+                     "(?::VARCHAR, ?::VARCHAR, ?::VARCHAR, ?::INTEGER)", keys)
+        self._values(f"INSERT INTO metrics ({self._METRIC_COLS}) VALUES {{values}}", self._METRIC_ROW, rows)
 
     def _put_metrics(self, run_id: str, metrics: Sequence[MetricResult]) -> None:
-        last = {(m.benchmark, m.metric): m for m in metrics}  # a metric listed twice: the last one wins
+        last = {(m.benchmark, m.metric, m.step): m for m in metrics}  # a metric listed twice: the last one wins
         self._upsert_metrics([[run_id, m.benchmark, m.metric, m.version, m.score, m.stderr, m.n_items,
-                               m.higher_is_better, now(), SCHEMA_VERSION] for m in last.values()])
+                               m.higher_is_better, now(), SCHEMA_VERSION, m.step] for m in last.values()])
 
     def add_metrics(self, run_id: str, metrics: Sequence[MetricResult]) -> None:
         """Upsert metrics of one run."""
@@ -454,7 +485,8 @@ class RunStore(Connection):
 
     # ---- export ----------------------------------------------------------
     def export_rows(self, experiment: str | None = None) -> list[dict[str, Any]]:
-        """One flat row per run: ids, axes (``axis_*``), N, D, FLOPs, status, split, and ``bench/metric`` columns."""
+        """One flat row per run: ids, axes (``axis_*``), N, D, FLOPs, status, split, and ``bench/metric`` columns;
+        then one row per scored checkpoint of the run (its ``step`` and that checkpoint's metrics)."""
         out = []
         for r in self.runs(experiment):
             row: dict[str, Any] = {"run_id": r.run_id, "experiment": r.experiment, "design_version": r.design_version,
@@ -464,4 +496,6 @@ class RunStore(Connection):
             row.update({axis_column(k): v for k, v in r.recipe.items()})
             row.update(r.metrics)
             out.append(row)
+            for step in sorted(r.checkpoints):  # checkpoints as data: one row per scored checkpoint
+                out.append({**{k: v for k, v in row.items() if "/" not in k}, "step": step, **r.checkpoints[step]})
         return out

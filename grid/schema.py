@@ -173,7 +173,14 @@ _V4 = [
     "ALTER TABLE metrics_v4 RENAME TO metrics",
 ]
 
-MIGRATIONS: list[list[str]] = [_V1, _V2, _V3, _V4]
+# v5: checkpoints as data. A metric row may belong to one checkpoint of its run (``step``, the optimizer step it
+# was saved at); NULL is the run's own value (its final model, as before). Unique by (run_id, benchmark, metric,
+# step), kept by the code that writes them.
+_V5 = [
+    "ALTER TABLE metrics ADD COLUMN IF NOT EXISTS step INTEGER",
+]
+
+MIGRATIONS: list[list[str]] = [_V1, _V2, _V3, _V4, _V5]
 """``MIGRATIONS[i]`` takes a database from version ``i`` to ``i + 1``."""
 
 SCHEMA_VERSION: int = len(MIGRATIONS)

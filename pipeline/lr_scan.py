@@ -2,8 +2,9 @@
 
 Every ``(scanned rung, rate)`` pair trains once on the same dataset (the given recipe, built under the
 executor folder's dataset cache) with the experiment's shared tokenizer when the config asks for one,
-``ceil(tpp x N / (batch x tokens_per_sequence))`` steps, ``max_parallel`` at a time in fresh worker
-processes. A run that raises (a NaN loss stops it with :class:`train.sft.DivergedError`) is recorded
+``ceil(tpp x N / (batch x tokens_per_sequence))`` steps, the experiment's weight decay, schedule and kept
+checkpoints, ``max_parallel`` at a time in fresh worker processes. Each kept checkpoint is scored on the
+validation benchmark (``[eval] validation``, ``validation_limit`` items); the run's score is the best. A run that raises (a NaN loss stops it with :class:`train.sft.DivergedError`) is recorded
 as failed with its log tail; the choice is made among the rest. The result is written atomically to
 ``<executor.folder>/lr_scan.json``; a rerun reuses the finished trainings (``train_sft`` resumes).
 """
@@ -59,19 +60,40 @@ def _train_one(cfg_json: dict[str, Any], rung: str, lr: float, data_dir: str, to
     try:
         from train.sft import read_stats, train_sft
 
+        keep = min(cfg.eval.checkpoints, steps) or 1
         stats = train_sft(data_dir, size, out_dir, max_steps=steps, seed=cfg.lr_scan.seed, threads=cfg.train.threads,
-                          tokenizer_dir=tok_dir, learning_rate=lr, label=f"lr-scan {rung} lr={lr:g}")
-        curve = (read_stats(out_dir) or {}).get("loss_curve") or []
-        loss = scan_loss(curve)
+                          tokenizer_dir=tok_dir, learning_rate=lr, label=f"lr-scan {rung} lr={lr:g}",
+                          weight_decay=cfg.train.weight_decay, schedule=cfg.train.schedule,
+                          wsd_decay=cfg.train.wsd_decay, snapshots=keep)
+        saved = read_stats(out_dir) or {}
+        loss = scan_loss(saved.get("loss_curve") or [])
         if not math.isfinite(loss):
             raise ValueError(f"scan loss is {loss}")
-        return {**base, "status": "done", "loss": loss, "wall_s": stats.wall_s}
+        step, bpb = _validation(saved.get("snapshots") or [], cfg)
+        return {**base, "status": "done", "loss": loss, "valid_bpb": bpb, "valid_step": step, "wall_s": stats.wall_s}
     except Exception as err:  # noqa: BLE001 - a failed scan run is a result, not a crash
         from train.sft import DivergedError
 
         tail = str(err) if isinstance(err, DivergedError) else \
             "".join(traceback.format_exception(err)).strip().splitlines()[-3:]
         return {**base, "status": "failed", "error": tail if isinstance(tail, str) else " | ".join(tail)}
+
+
+def _validation(snapshots: list[dict[str, Any]], cfg: Any) -> tuple[int, float]:
+    """``(step, bpb)`` of the kept checkpoint with the lowest validation bits per byte."""
+    from eval.backends import get_backend
+    from eval.runner import evaluate
+
+    if not snapshots:
+        raise ValueError("the scan run kept no checkpoint to score")
+    scored = {}
+    for snap in snapshots:
+        backend = get_backend("transformers", snap["path"], threads=cfg.train.threads)
+        rows = evaluate(snap["path"], cfg.eval.validation, limit=cfg.eval.validation_limit, seed=0, backend=backend,
+                        score_only=True)
+        scored[int(snap["step"])] = next(r.score for r in rows if r.metric == "bpb")
+    step = min(scored, key=lambda s: (scored[s], s))
+    return step, float(scored[step])
 
 
 def run_lr_scan(cfg: Any, recipe_levels: dict[str, float], *, progress: Callable[[str], None] | None = None,
@@ -86,6 +108,9 @@ def run_lr_scan(cfg: Any, recipe_levels: dict[str, float], *, progress: Callable
     spec = cfg.lr_scan
     if spec is None:
         raise ValueError("the config has no [lr_scan] section")
+    if cfg.eval.validation is None:
+        raise ValueError("the learning-rate scan chooses on the validation benchmark; set [eval] validation "
+                         "(valid-calls), never training loss")
     say = progress or (lambda _m: None)
     folder = Path(cfg.executor.folder)
     cache = folder / "datasets"
@@ -93,9 +118,9 @@ def run_lr_scan(cfg: Any, recipe_levels: dict[str, float], *, progress: Callable
     key = dataset_key({"lr_scan": recipe.identity()})
 
     def build(tmp: Path) -> None:
-        from synth.dataset import build_dataset
+        from synth.domains import domain_of
 
-        build_dataset(recipe, tmp)
+        domain_of(cfg).build(recipe, tmp)
 
     data_dir, _ = ensure_dataset(cache, key, build)
     tok_dir = str(ensure_tokenizer(cfg, cache)) if cfg.train.tokenizer == "shared" else None
@@ -114,7 +139,8 @@ def run_lr_scan(cfg: Any, recipe_levels: dict[str, float], *, progress: Callable
             for i, fut in enumerate(futures):
                 results.append(fut.result())
                 r = results[-1]
-                shown = f"loss {r['loss']:.4f}" if r["status"] == "done" else f"FAILED: {r['error']}"
+                shown = (f"validation bpb {r['valid_bpb']:.4f} (step {r['valid_step']}), training loss {r['loss']:.4f}"
+                         if r["status"] == "done" else f"FAILED: {r['error']}")
                 say(f"lr-scan {i + 1}/{len(jobs)}: {r['rung']} lr={r['learning_rate']:g} {shown} "
                     f"({(time.monotonic() - t0) / 60:.1f} min)")
     runs = [ScanRun.model_validate(r) for r in results]
@@ -122,7 +148,8 @@ def run_lr_scan(cfg: Any, recipe_levels: dict[str, float], *, progress: Callable
     widths = {m.name: m.hidden_size for m in cfg.ladder if not m.pretrained}
     k, anchor, rates = carry_rates(best, widths, spec.rule)
     result = ScanResult(experiment=cfg.experiment.name, rule=spec.rule, exponent=k, anchor_rung=anchor,
-                        anchor_width=widths[anchor], anchor_lr=best[anchor], best=best, at_grid_edge=edge,
+                        anchor_width=widths[anchor], anchor_lr=rates[anchor], best=best, at_grid_edge=edge,
+                        validation=cfg.eval.validation,
                         learning_rates=rates, runs=runs)
     path = scan_path(cfg)
     path.parent.mkdir(parents=True, exist_ok=True)

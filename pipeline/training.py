@@ -106,25 +106,30 @@ def _pre_rl_key(cfg: ExperimentConfig, size: ModelSize, run: RunSpec, data_dir: 
     return stage_key("pre-rl-", {
         "data": Path(data_dir).name, "tokenizer": Path(tok).name if tok else None, "steps": steps, "seed": run.seed,
         "size": size.model_dump(mode="json", exclude={"gpus", "cpus", "mem_gb", "timeout_min"}),
-        "options": {k: v for k, v in sft_options.items() if k in ("learning_rate", "max_epochs")},
+        "options": {k: v for k, v in sft_options.items() if k in ("learning_rate", "max_epochs", "weight_decay",
+                                                                   "schedule", "wsd_decay", "save_dtype")},
         "warm": [t.warmstart_n_envs, t.warmstart_steps], "envs": _env_key(cfg, run)})
 
 
 def _rl_stages(cfg: ExperimentConfig, size: ModelSize, run: RunSpec, workdir: Path, model_dir: Path,
-               done: dict[str, TrainStats], learning_rate: float | None, cache: Path | None,
+               done: dict[str, TrainStats], sft_options: dict[str, Any], cache: Path | None,
                pre_key: str | None) -> tuple[Path, int]:
     """The warm start (whenever ``grpo`` is a stage) and GRPO (when its steps are > 0); returns the final model
-    folder and the GRPO steps."""
+    folder and the GRPO steps. Both take the job's wall-clock checkpoints, stop requests and clean-up from
+    ``sft_options``; the warm start also its learning rate."""
     from synth.envs.io import load_envs
     from train.grpo import Sampling, train_grpo, warm_start
 
     t = cfg.train
     grpo_steps = int(round(run.recipe.get("grpo_steps", t.grpo_steps)))
     envs, warm = _grpo_envs(cfg, run, workdir, cache)
+    interrupt = {k: sft_options[k] for k in ("checkpoint_every_s", "should_stop", "keep_checkpoints")
+                 if k in sft_options}
     if warm is not None and t.warmstart_steps:
         done["warmstart"] = warm_start(load_envs(warm), model_dir, size, workdir / "warmstart",
                                        steps=t.warmstart_steps, seed=run.seed, threads=t.threads,
-                                       learning_rate=learning_rate, label=run.run_id)
+                                       learning_rate=sft_options.get("learning_rate"), label=run.run_id,
+                                       **interrupt)
         model_dir = workdir / "warmstart"
         if pre_key is not None:
             from pipeline.reuse import publish
@@ -137,7 +142,9 @@ def _rl_stages(cfg: ExperimentConfig, size: ModelSize, run: RunSpec, workdir: Pa
                                   learning_rate=t.grpo_learning_rate, seed=run.seed, threads=t.threads,
                                   sampling=Sampling(temperature=t.grpo_temperature, top_k=t.grpo_top_k,
                                                     top_p=t.grpo_top_p),
-                                  abf=t.grpo_abf, draw_cap=t.grpo_draw_cap, reward=t.grpo_reward)
+                                  abf=t.grpo_abf, draw_cap=t.grpo_draw_cap, reward=t.grpo_reward,
+                                  vllm_mode=t.grpo_vllm, save_steps=max(1, grpo_steps // 4) if t.save_checkpoints else 0,
+                                  **interrupt)
         model_dir = workdir / "grpo"
     return model_dir, grpo_steps
 
@@ -147,9 +154,10 @@ def train_stages(cfg: ExperimentConfig, size: ModelSize, run: RunSpec, data_dir:
     """Run the configured stages for one run (see the module docstring); each resumes after a requeue.
 
     ``sft_options`` go to :func:`train.sft.train_sft` (the shared ``tokenizer_dir``, a scanned
-    ``learning_rate``, ``max_epochs`` and the run's ``label``). With ``cache`` (the experiment's dataset cache),
-    the environments, the SFT model and the warm start are shared between runs that differ only in a stage
-    level (:mod:`pipeline.reuse`)."""
+    ``learning_rate``, ``max_epochs``, the run's ``label``, and the cluster options of
+    :func:`pipeline.job.train_options`: layout, wall-clock checkpoints, clean-up, saved dtype). With ``cache``
+    (the experiment's dataset cache), the environments, the SFT model and the warm start are shared between runs
+    that differ only in a stage level (:mod:`pipeline.reuse`)."""
     from pipeline.reuse import reuse
 
     from train.sft import train_sft
@@ -183,8 +191,10 @@ def train_stages(cfg: ExperimentConfig, size: ModelSize, run: RunSpec, data_dir:
                             resume=True, init=init, **sft_options)
     grpo_steps = 0
     if "grpo" in stages:
-        model_dir, grpo_steps = _rl_stages(cfg, size, run, workdir, model_dir, done, sft_options.get("learning_rate"),
-                                           cache, pre_key)
+        model_dir, grpo_steps = _rl_stages(cfg, size, run, workdir, model_dir, done, sft_options, cache, pre_key)
+    from train.distributed import release_devices
+
+    release_devices()  # the GPUs go to evaluation next
     return StagesResult(total=_total(done), stages=done, model_dir=model_dir,
                         plan={**mid_plan, "sft_steps": sft_steps, "grpo_steps": grpo_steps,
                               "warmstart_steps": (done["warmstart"].steps or 0) if "warmstart" in done else 0,

@@ -9,9 +9,7 @@ it was). The registry is written by the CLI (:mod:`toolscale.cli.probe`).
 from __future__ import annotations
 
 import json
-import os
 import random
-import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +22,7 @@ from probes.models import ProbeSummary, RepairRecord
 from probes.provenance import ParsedRow, exact_derivable, parse_row, trace_trajectory
 from toolscale.config import ProbeSpec
 from toolscale.errors import UsageError
+from toolscale.files import atomic_write_text
 
 __all__ = ["probe_dataset", "read_dataset", "repair_dir", "DEFAULT_THRESHOLD", "RELIABLE_BALANCED_ACCURACY",
            "SCORES_FILE", "action_rows"]
@@ -70,17 +69,6 @@ def read_dataset(data_dir: str | Path) -> tuple[list[ParsedRow], dict[str, Any]]
         if not isinstance(manifest, dict):
             raise UsageError(f"{mf}: expected a JSON object, got {type(manifest).__name__}; nothing was written")
     return rows, manifest
-
-
-def _atomic_write(path: Path, text: str) -> None:
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 def action_rows(scores: list[ActionScore], provs: list[TrajectoryProvenance]) -> list[dict[str, Any]]:
@@ -182,9 +170,9 @@ def probe_dataset(data_dir: str | Path, *, spec: ProbeSpec | None = None, target
         cost=cost, scores_path=str(d / SCORES_FILE), problems=problems)
     if write:
         lines = "".join(json.dumps(r) + "\n" for r in action_rows(scores, provs))
-        _atomic_write(d / SCORES_FILE, lines)
+        atomic_write_text(d / SCORES_FILE, lines)
         manifest = {**manifest, "probe": summary.model_dump(mode="json")}
-        _atomic_write(d / "manifest.json", json.dumps(manifest, indent=2) + "\n")
+        atomic_write_text(d / "manifest.json", json.dumps(manifest, indent=2) + "\n")
     return summary
 
 
@@ -220,6 +208,6 @@ def repair_dir(data_dir: str | Path, *, rate: float, operation: str = "resynthes
     _, manifest = read_dataset(d)
     manifest = {**manifest, "repair": {"operation": operation, "rate": rate, "n_flagged": len(flagged),
                                        "n_applied": sum(r.applied for r in records), "seed": seed}}
-    _atomic_write(d / "train.jsonl", "".join(json.dumps(r) + "\n" for r in new_rows))
-    _atomic_write(d / "manifest.json", json.dumps(manifest, indent=2) + "\n")
+    atomic_write_text(d / "train.jsonl", "".join(json.dumps(r) + "\n" for r in new_rows))
+    atomic_write_text(d / "manifest.json", json.dumps(manifest, indent=2) + "\n")
     return records

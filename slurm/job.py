@@ -5,9 +5,16 @@ run's last checkpoint (if it was requeued), calls the job kind, and writes exact
 one result file with :func:`grid.results.write_result` (atomic): ``done`` with the
 metrics, or ``failed`` with the tail of the traceback. It never opens the registry.
 
-On a timeout or preemption signal submitit calls :meth:`JobRunner.checkpoint`,
-which resubmits the same runner; the job kind's progress lives on disk
+Signals (:mod:`slurm.preemption`): ``SIGUSR2`` before the time limit and ``SIGTERM`` at preemption
+or ``scontrol requeue`` make training save a checkpoint at its current step; then ``SIGUSR2``
+requeues through submitit (:meth:`JobRunner.checkpoint` resubmits the same runner) and ``SIGTERM``
+exits without a result, for SLURM to requeue. The job kind's progress lives on disk
 (:func:`save_checkpoint` in its working folder), so the requeued job resumes.
+
+A job step of several tasks (one per GPU) runs the runner in every task: each exports torch
+distributed's variables, and only global rank 0 takes the run's lease (:func:`slurm.locks.run_lease`,
+so no two jobs train one run folder), records the attempt's GPU time and writes the result.
+Failures carry a class (:func:`slurm.preemption.classify`) that decides whether ``sync`` retries them.
 """
 
 from __future__ import annotations
@@ -20,9 +27,9 @@ from pathlib import Path
 from typing import Any
 
 from grid.models import MetricResult, RunResult, RunSpec, TrainStats
-from slurm.paths import atomic_write_json
+from toolscale.files import atomic_write_json
 
-__all__ = ["JobRunner", "save_checkpoint", "load_checkpoint", "read_context", "ERROR_TAIL_CHARS",
+__all__ = ["JobRunner", "export_distributed", "save_checkpoint", "load_checkpoint", "read_context", "ERROR_TAIL_CHARS",
            "CHECKPOINT_FILE", "CONTEXT_FILE", "REQUEUE_FILE"]
 
 ERROR_TAIL_CHARS = 4000
@@ -59,6 +66,17 @@ def _job_id() -> str | None:
         return str(env.job_id)
     except Exception:  # not inside a submitit job (direct call)
         return os.environ.get("SLURM_JOB_ID")
+
+
+def export_distributed() -> int:
+    """In a SLURM step of several tasks, export MASTER_ADDR/PORT, RANK, WORLD_SIZE, LOCAL_RANK (submitit's
+    ``TorchDistributedEnvironment``; every task keeps all the node's GPUs visible, the Trainer takes
+    ``cuda:LOCAL_RANK``). Returns this task's global rank (0 for a single task)."""
+    if int(os.environ.get("SLURM_NTASKS", "1") or 1) > 1 and "RANK" not in os.environ:
+        from submitit.helpers import TorchDistributedEnvironment
+
+        TorchDistributedEnvironment().export(set_cuda_visible_devices=False)
+    return int(os.environ.get("RANK", "0") or 0)
 
 
 def _outcome_to_result(run: RunSpec, outcome: Any, job_id: str | None, extra: dict[str, Any]) -> RunResult:
@@ -99,26 +117,63 @@ class JobRunner:
         self.context = context or {}
 
     def __call__(self) -> dict[str, str]:
-        from grid.results import write_result
-        from slurm.jobs import resolve_ref
+        from slurm.gpu_time import attempt_start, record_attempt
+        from slurm.preemption import StopHandlers
 
         run = RunSpec.model_validate(self.run)
         workdir = Path(self.workdir)
         workdir.mkdir(parents=True, exist_ok=True)
+        rank = export_distributed()
         job_id = _job_id()
-        requeues = self._requeues()
-        extra = {"job_kind": self.kind, "requeues": requeues}
+        started = attempt_start()
+        stop = StopHandlers(grace_s=float(self.context.get("signal_grace_s", 240.0)))
+        outcome = "stopped"
         try:
-            atomic_write_json(workdir / CONTEXT_FILE, self.context)
-            fn = resolve_ref(self.kind_ref)
-            outcome = fn(run, workdir, load_checkpoint(workdir))
-            result = _outcome_to_result(run, outcome, job_id, extra)
-        except Exception:  # every failure of the job kind is recorded, never raised to the scheduler
-            tail = traceback.format_exc()[-ERROR_TAIL_CHARS:]
-            result = RunResult(run_id=run.run_id, experiment=run.experiment, status="failed", error=tail,
-                               job_id=job_id, finished_at=datetime.now(UTC), extra=extra)
-        write_result(self.results_dir, result)
+            with stop:
+                result = self._run(run, workdir, job_id, rank, stop)
+            outcome = result.status
+        finally:  # a requeue or SIGTERM exits through here too: the attempt's GPU time is kept
+            if rank == 0:
+                record_attempt(workdir, started=started, outcome=outcome, job_id=job_id)
+        if rank == 0:
+            from grid.results import write_result
+            from slurm.gpu_time import read_attempts
+
+            attempts = read_attempts(workdir)
+            result = result.model_copy(update={"extra": {
+                **result.extra, "gpu_seconds": round(sum(a.get("gpu_s", 0.0) for a in attempts), 3),
+                "attempts_in_job": len(attempts)}})
+            write_result(self.results_dir, result)
         return {"run_id": run.run_id, "status": result.status}
+
+    def _run(self, run: RunSpec, workdir: Path, job_id: str | None, rank: int, stop: Any) -> RunResult:
+        """The job kind under the run's lease (rank 0), its failures classified; a stop finishes the signal."""
+        from contextlib import nullcontext
+
+        from slurm.jobs import resolve_ref
+        from slurm.locks import run_lease
+        from slurm.preemption import classify
+
+        from slurm.gpu_time import read_attempts
+
+        earlier = sum(1 for a in read_attempts(workdir) if job_id and a.get("job") == job_id)
+        extra: dict[str, Any] = {"job_kind": self.kind, "requeues": max(self._requeues(), earlier)}
+        try:
+            if rank == 0:
+                atomic_write_json(workdir / CONTEXT_FILE, self.context)
+            fn = resolve_ref(self.kind_ref)
+            with run_lease(workdir, wait_s=float(self.context.get("lease_wait_s", 600.0))) if rank == 0 \
+                    else nullcontext():
+                outcome = fn(run, workdir, load_checkpoint(workdir))
+            return _outcome_to_result(run, outcome, job_id, extra)
+        except Exception as err:  # every failure of the job kind is recorded, never raised to the scheduler
+            if stop.received is not None:  # it stopped on a signal (after saving): requeue (USR2) or exit (TERM)
+                stop.finish()
+            tail = traceback.format_exc()[-ERROR_TAIL_CHARS:]
+            extra["failure_class"] = "preempted" if type(err).__name__ in ("Stopped", "Interrupted") \
+                else classify(tail)
+        return RunResult(run_id=run.run_id, experiment=run.experiment, status="failed", error=tail,
+                         job_id=job_id, finished_at=datetime.now(UTC), extra=extra)
 
     def _requeues(self) -> int:
         try:

@@ -25,7 +25,7 @@ from typing import Any
 
 from slurm.errors import UnknownJobKindError
 
-__all__ = ["JOB_KINDS", "register_job_kind", "get_job_kind", "job_kind_ref", "resolve_ref"]
+__all__ = ["JOB_KINDS", "PREPARATIONS", "register_job_kind", "get_job_kind", "job_kind_ref", "resolve_ref"]
 
 JobFn = Callable[..., Any]
 
@@ -34,6 +34,10 @@ _PROJECT_PACKAGES = frozenset({"toolscale", "synth", "probes", "grid", "fit", "a
 """Packages every job process can import by name; other callables travel by file path."""
 
 JOB_KINDS: dict[str, JobFn | str] = {"pipeline": "pipeline.job:run_pipeline"}
+
+PREPARATIONS: dict[str, str] = {"pipeline": "pipeline.job:preparation"}
+"""Job kind -> ``"module:attr"`` of its preparation: ``prepare(config, runs, cache) -> [callable, ...]``, CPU
+tasks a SLURM launch runs as one array before the kind's GPU arrays (:mod:`slurm.prepare`)."""
 """Registered job kinds (name -> callable or ``"module:attr"``)."""
 
 

@@ -12,19 +12,10 @@
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
-from grid.results import atomic_write_text
-
-__all__ = ["LaunchPaths", "atomic_write_text", "atomic_write_json"]
-
-
-def atomic_write_json(path: Path, obj: Any) -> None:
-    """:func:`atomic_write_text` of ``obj`` as JSON."""
-    atomic_write_text(path, json.dumps(obj, indent=1, sort_keys=True, default=str))
+__all__ = ["LaunchPaths"]
 
 
 @dataclass(frozen=True)

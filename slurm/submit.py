@@ -30,7 +30,8 @@ from grid.models import RunRecord, RunSpec
 from slurm.errors import LaunchError, SubmitError
 from slurm.jobs import job_kind_ref
 from slurm.models import ExecutorKind, LaunchManifest, LaunchReport
-from slurm.paths import LaunchPaths, atomic_write_json
+from slurm.paths import LaunchPaths
+from toolscale.files import atomic_write_json
 from slurm.process import process_start
 from slurm.resources import executor_parameters
 from toolscale.config import ExperimentConfig
@@ -122,6 +123,9 @@ def submit_runs(reg, config: ExperimentConfig, runs: Sequence[RunRecord], *, exe
                 signal_delay_s: int | None = None) -> LaunchReport:
     """Submit ``runs`` (one array per ladder rung), write the manifest, mark them submitted.
 
+    The manifest is rewritten after *each* accepted array, so a launcher killed between two arrays
+    loses none of them. On SLURM the kind's preparation (the ``pipeline`` kind's missing datasets) runs
+    first as a CPU-only array (:mod:`slurm.prepare`) that the GPU arrays depend on.
     Earlier result files of these runs move to ``attempts/`` first (they were ingested).
     On a refused submission the runs of the refused group stay as they were, the ones
     already accepted are recorded, and :class:`SubmitError` carries sbatch's message.
@@ -140,15 +144,25 @@ def submit_runs(reg, config: ExperimentConfig, runs: Sequence[RunRecord], *, exe
     launch_id = _new_launch_id()
     folder = paths.submitit_folder(launch_id)
     folder.mkdir(parents=True, exist_ok=True)
+    delay = signal_delay_s or config.executor.signal_delay_s
     context = {"config": config.model_dump(mode="json"), "dataset_cache": str(paths.datasets),
                "root": str(paths.root)}
+    dataset_job = None
+    if executor == "slurm" and config.executor.dataset_array:
+        from slurm.prepare import submit_preparation
+
+        dataset_job = submit_preparation(config, [_spec_of(r) for r in runs], paths, folder, job_kind)
     job_ids: dict[str, str] = {}
     submitted_jobs: list[Any] = []
+    started: dict[str, float] = {}
     arrays = 0
     failure: SubmitError | None = None
     t0 = time.perf_counter()
     for step in plan:
         size_name, params = step["model_size"], step["parameters"]
+        if dataset_job:
+            extra = {**params.get("slurm_additional_parameters", {}), "dependency": f"afterany:{dataset_job}"}
+            params = {**params, "slurm_additional_parameters": extra}
         group = [by_id[i] for i in step["runs"]]
         try:
             ex = submitit.AutoExecutor(folder=folder, cluster=executor, slurm_max_num_timeout=MAX_REQUEUES,
@@ -160,7 +174,8 @@ def submit_runs(reg, config: ExperimentConfig, runs: Sequence[RunRecord], *, exe
             break
         for r in group:
             _archive_old_result(paths, r)
-        runners = [_runner(job_kind, ref, r, paths, context) for r in group]
+        rung_context = {**context, "signal_grace_s": grace_s(params.get("slurm_signal_delay_s", delay))}
+        runners = [_runner(job_kind, ref, r, paths, rung_context) for r in group]
         try:
             with interruptible_children(executor == "local"), ex.batch():
                 jobs = [ex.submit(fn) for fn in runners]
@@ -168,24 +183,21 @@ def submit_runs(reg, config: ExperimentConfig, runs: Sequence[RunRecord], *, exe
             failure = _submit_error(err, size_name)
             break
         arrays += 1
+        accepted = {}
         for r, job in zip(group, jobs):
-            job_ids[r.run_id] = str(job.job_id)
+            accepted[r.run_id] = job_ids[r.run_id] = str(job.job_id)
             submitted_jobs.append(job)
             if executor == "local":
                 LOCAL_JOBS[str(job.job_id)] = job
-    submit_s = time.perf_counter() - t0
-    if job_ids:
-        started = {}
-        if executor == "local":  # the controllers were just started: their PIDs cannot have been reused yet
-            for job_id in job_ids.values():
-                t = process_start(int(job_id)) if job_id.isdigit() else None
-                if t is not None:
-                    started[job_id] = t
+                t = process_start(int(job.job_id)) if str(job.job_id).isdigit() else None
+                if t is not None:  # the controller was just started: its PID cannot have been reused yet
+                    started[str(job.job_id)] = t
         manifest = LaunchManifest(launch_id=launch_id, experiment=experiment, executor=executor,
                                   job_kind=job_kind, submitit_folder=str(folder), created_at=datetime.now(UTC),
-                                  jobs=job_ids, started=started)
-        atomic_write_json(paths.manifest(launch_id), manifest.model_dump(mode="json"))
-        reg.mark_submitted(job_ids)
+                                  jobs=job_ids, started=started, dataset_job=dataset_job)
+        atomic_write_json(paths.manifest(launch_id), manifest.model_dump(mode="json"))  # after every array
+        reg.mark_submitted(accepted)
+    submit_s = time.perf_counter() - t0
     if executor == "debug":
         for job in submitted_jobs:  # in-process, one after the other; the runner records failures itself
             job.results()
@@ -193,6 +205,12 @@ def submit_runs(reg, config: ExperimentConfig, runs: Sequence[RunRecord], *, exe
         raise failure
     return LaunchReport(launch_id=launch_id if job_ids else None, experiment=experiment, executor=executor,
                         submitted=list(job_ids), job_ids=job_ids, arrays=arrays, submit_s=submit_s)
+
+
+def grace_s(signal_delay_s: float) -> float:
+    """Seconds a job may take to save after SIGUSR2 before submitit requeues it anyway: the signal delay less
+    the time the requeue itself needs (60 s, or half of a short delay)."""
+    return max(5.0, signal_delay_s - min(60.0, signal_delay_s / 2))
 
 
 def launch_plan(config: ExperimentConfig, runs: Sequence[RunRecord], *, max_parallel: int | None = None,
@@ -209,7 +227,8 @@ def launch_plan(config: ExperimentConfig, runs: Sequence[RunRecord], *, max_para
     return [{"model_size": name, "runs": ids,
              "parameters": executor_parameters(sizes[name], config.executor.slurm, max_parallel=parallel,
                                                job_name=f"ts-{config.experiment.name}-{name}"[:60],
-                                               **({"signal_delay_s": signal_delay_s} if signal_delay_s else {}))}
+                                               signal_delay_s=signal_delay_s or config.executor.signal_delay_s,
+                                               requeue=config.executor.requeue)}
             for name, ids in groups.items()]
 
 

@@ -45,8 +45,11 @@ LOG_TAIL_LINES = 30
 _SLURM_ACTIVE = {"PENDING": "submitted", "REQUEUED": "submitted", "REQUEUE_HOLD": "submitted",
                  "REQUEUE_FED": "submitted", "CONFIGURING": "submitted", "SUSPENDED": "submitted",
                  "RESV_DEL_HOLD": "submitted", "RUNNING": "running", "COMPLETING": "running",
-                 "STAGE_OUT": "running", "SIGNALING": "running", "RESIZING": "running", "PREEMPTED": "running"}
-_SLURM_FAILED = {"FAILED", "TIMEOUT", "OUT_OF_MEMORY", "NODE_FAIL", "BOOT_FAIL", "DEADLINE", "REVOKED"}
+                 "STAGE_OUT": "running", "SIGNALING": "running", "RESIZING": "running"}
+_SLURM_FAILED = {"FAILED", "TIMEOUT", "OUT_OF_MEMORY", "NODE_FAIL", "BOOT_FAIL", "DEADLINE", "REVOKED", "PREEMPTED"}
+"""Final states of a job record. ``PREEMPTED`` is final too: a job SLURM requeues after preemption shows its new
+record (``PENDING``/``REQUEUED``, then ``RUNNING``) in ``sacct``; one it does not requeue is retried (a
+preemption is not the run's fault, see :func:`slurm.preemption.classify`)."""
 
 
 def map_slurm_state(raw: str) -> str:
@@ -244,9 +247,16 @@ def _reconcile(reg: Registry, experiment: str | None, launches: _Launches,
 
 def _retry(reg: Registry, config: ExperimentConfig, experiment: str | None, launches: _Launches,
            paths: LaunchPaths) -> tuple[list[str], list[str]]:
-    """Step 5: ``(resubmitted run ids, problems)``: failed runs below ``executor.max_attempts``, by executor and kind."""
+    """Step 5: ``(resubmitted run ids, problems)``: failed runs below ``executor.max_attempts``, by executor and kind.
+
+    Out-of-memory, config and duplicate-run failures are not retried (:data:`slurm.preemption.NOT_RETRIED`: a
+    retry would fail the same way); the SLURM job a retry replaces is cancelled first, so the two never run
+    at once (the run's lease would make the new one wait for the old one anyway)."""
+    from slurm.preemption import NOT_RETRIED, cancel_replaced, classify
+
     failed = [r for r in reg.runs(experiment, status="failed")
-              if r.attempts < config.executor.max_attempts and launches.of(r) is not None]
+              if r.attempts < config.executor.max_attempts and launches.of(r) is not None
+              and classify(r.error) not in NOT_RETRIED]
     groups: dict[tuple[str, str], list[RunRecord]] = {}
     for r in failed:
         m = launches.of(r)
@@ -254,6 +264,8 @@ def _retry(reg: Registry, config: ExperimentConfig, experiment: str | None, laun
     retried: list[str] = []
     problems: list[str] = []
     for (executor, job_kind), group in groups.items():
+        if executor == "slurm":
+            problems += cancel_replaced([r.job_id for r in group if r.job_id])
         try:
             rep = submit_runs(reg, config, group, executor=executor, paths=paths, job_kind=job_kind)
         except (LaunchError, SubmitError) as err:  # the runs stay failed; the next sync tries again

@@ -39,7 +39,6 @@ import dataclasses
 import hashlib
 import itertools
 import json
-import os
 import random
 import re
 import threading
@@ -62,6 +61,7 @@ from synth.servers.db import make_database
 from synth.taskplan import ChainPools, TaskSet, chain_pools, plan_tasks, server_specs
 from synth.userservers import UserServers
 from synth.trajectories import Accepted, Tally, roll_out, write_task
+from toolscale.files import atomic_write_bytes
 
 __all__ = ["SYNTH_VERSION", "select_tools", "bundled_spec", "document_spec", "synthesize", "build_dataset",
            "dataset_id", "approx_tokens", "SynthResult", "Progress", "open_llm"]
@@ -364,10 +364,9 @@ def _role_stats(roles: Roles, be: RoutingBackend) -> dict[str, dict[str, Any]]:
 
 
 def _write_atomic(path: Path, text: str) -> str:
-    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
+    """Publish ``text`` at ``path`` (:func:`toolscale.files.atomic_write_bytes`); returns its SHA-256."""
     data = text.encode()
-    tmp.write_bytes(data)
-    os.replace(tmp, path)
+    atomic_write_bytes(path, data)
     return hashlib.sha256(data).hexdigest()
 
 

@@ -35,7 +35,7 @@ AXIS_KNOBS: tuple[str, ...] = ("tool_diversity", "task_count", "db_diversity", "
 
 
 _LATER_DEFAULTS: dict[str, Any] = {"transform_rate": 0.0, "servers": [], "arg_values": {}, "max_turns": 32,
-                                   "llm": {}, "min_tools": 3}
+                                   "llm": {}, "min_tools": 3, "tool_spread": "servers"}
 """Recipe knobs added after the first dataset ids, with their defaults (see :meth:`Recipe.identity`)."""
 
 _LLM_OPERATIONAL = frozenset({"api_key_env", "concurrency", "timeout_s", "max_tries", "price_in", "price_out"})
@@ -140,6 +140,10 @@ class Recipe(_Frozen):
     llm: dict[str, LLMRoleSpec] = Field(default_factory=dict)
     """LLM endpoint per role (``[llm.<role>]`` in a recipe, ``[synth.llm.<role>]`` in a config); a role
     left out keeps its offline template."""
+    tool_spread: Literal["servers", "stratified"] = "servers"
+    """How ``tool_diversity`` tools are drawn (:func:`synth.selection.select_tools`): ``servers`` takes whole
+    servers in a seeded order (few tools are few servers), ``stratified`` takes one tool per server in turn
+    (every level with at least one tool per server covers every training server)."""
 
     @field_validator("llm")
     @classmethod

@@ -1,8 +1,15 @@
 """Which servers and tools a recipe draws from, and the synthesis view of each server.
 
-``tool_diversity = T`` takes the first T tools of a seeded order of the training servers: servers in a
-seeded order, each server's tools in graph order from its entry tools (so a subset can still form
-chains). A larger T is a superset of a smaller one for the same seed.
+``tool_diversity = T`` takes T tools of the training servers; each server's tools come in graph order from
+its entry tools (so a subset can still form chains), the servers in a seeded order. ``tool_spread`` says how:
+
+* ``servers`` (the default): whole servers first, the first T tools of the servers in order, so 4 tools are
+  4 tools of one server;
+* ``stratified``: one tool of each server in turn (round robin), so every level with T >= servers covers
+  every training server, and a benchmark spread over the servers has the same servers in reach at every
+  level: the axis measures diversity, not coverage.
+
+A larger T is a superset of a smaller one for the same seed, either way.
 """
 
 from __future__ import annotations
@@ -127,6 +134,25 @@ def document_spec(server: str, docs: list[ToolDoc], values: dict[str, list] | No
     return ServerSpec(server, inferred, sources, intents, kind=kind)
 
 
+def _per_server(order: list[str], sizes: dict[str, int], total: int, spread: str) -> dict[str, int]:
+    """Tools taken from each server (in ``order``): whole servers first, or round robin (``stratified``)."""
+    counts = {n: 0 for n in order}
+    if spread == "stratified":
+        left = total
+        while left > 0:
+            for n in order:
+                if left > 0 and counts[n] < sizes[n]:
+                    counts[n] += 1
+                    left -= 1
+        return counts
+    for n in order:
+        take = min(sizes[n], total - sum(counts.values()))
+        if take <= 0:
+            break
+        counts[n] = take
+    return counts
+
+
 def _imperative(description: str) -> str:
     """The first clause of a tool description as a request (``Switches branches`` -> ``switch branches``)."""
     text = description.strip().split(". ")[0].rstrip(".")
@@ -178,14 +204,14 @@ def select_tools(recipe: Recipe, extra_specs: dict[str, ServerSpec] | None = Non
     order = sorted(s for s in specs if specs[s].kind == "bundled")
     random.Random(f"toolscale-tools:{recipe.seed}").shuffle(order)
     order = sorted(s for s in specs if specs[s].kind != "bundled") + order  # the user's servers first
+    counts = _per_server(order, {n: len(specs[n].docs) for n in order}, recipe.tool_diversity,
+                         getattr(recipe, "tool_spread", "servers"))
     chosen: dict[str, ServerSpec] = {}
-    need = recipe.tool_diversity
     for name in order:
-        if need <= 0:
-            break
+        if not counts.get(name):
+            continue
         spec = specs[name]
-        tools = graph_order(spec)[:need]
-        need -= len(tools)
+        tools = graph_order(spec)[:counts[name]]
         if spec.kind == "bundled":
             chosen[name] = bundled_spec(name, tools)
         else:

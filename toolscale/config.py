@@ -48,9 +48,14 @@ __all__ = [
     "parse_config",
     "format_validation_error",
     "DEFAULT_AXES",
+    "DOMAINS",
+    "DOMAIN_KNOBS",
+    "DOMAIN_BENCHMARKS",
+    "TOOL_ONLY_SYNTH",
     "BUDGET_UNITS",
     "FLOPS_PER_PARAM_TOKEN",
     "training_flops",
+    "model_flops",
 ]
 
 BUDGET_UNITS = ("usd", "gpu_hours")
@@ -74,6 +79,31 @@ def training_flops(params: float, tokens: float) -> float:
     1.2e+16
     """
     return FLOPS_PER_PARAM_TOKEN * params * tokens
+
+
+def model_flops(params_nonembedding: float, tokens: float, *, n_layers: int, width: int, vocab: int,
+                context: float) -> float:
+    """Training FLOPs with attention and the unembedding counted: ``6 D (N + L n_ctx d + V d)``.
+
+    Kaplan et al. (2020), Table 1: a forward pass costs ``2 N + 2 L n_ctx d`` per token (N the non-embedding
+    parameters, the second term the attention logits over a context of ``n_ctx`` tokens), plus ``2 d V`` for
+    the unembedding; training is three forward passes. ``6 N D`` (:func:`training_flops`) drops the two
+    extra terms, which is fine at real widths (``d >> n_ctx``) and far off for CPU proxies, where attention
+    over a 1,000-token context costs more than the weight matrices (``n_ctx`` is the mean training sequence).
+
+    Examples
+    --------
+    >>> model_flops(41652, 1e6, n_layers=2, width=36, vocab=512, context=1024) / training_flops(41652, 1e6)
+    3.2126...
+    """
+    return FLOPS_PER_PARAM_TOKEN * tokens * (params_nonembedding + n_layers * context * width + vocab * width)
+
+
+COPY_MIN_LAYERS = 4
+"""Fewest layers of a proxy that learns to copy a value from its prompt (an induction head needs two layers
+of attention; the probe measurements in benchmarks/README.md found a 2-layer LM does not learn it here)."""
+COPY_MIN_HEAD = 16
+"""Smallest head width of such a proxy."""
 
 
 class _Frozen(BaseModel):
@@ -154,7 +184,10 @@ class ModelSize(_Frozen):
     max_steps: int = Field(default=200, ge=1)
     """Optimizer steps of one SFT run."""
     batch_size: int = Field(default=8, ge=1)
-    """Sequences per optimizer step."""
+    """Sequences per optimizer step (the global batch, over every GPU of the run)."""
+    micro_batch_size: int | None = Field(default=None, ge=1)
+    """Sequences per GPU (process) per forward pass; gradients accumulate over
+    ``batch_size / (gpus x micro_batch_size)`` passes. None: each process's whole share at once."""
     learning_rate: float = Field(default=1e-3, gt=0)
     """Peak learning rate."""
     gpus: int = Field(default=0, ge=0)
@@ -206,6 +239,21 @@ class ModelSize(_Frozen):
             return float(self.params)
         return self.approx_params - 2 * self.vocab_size * self.hidden_size
 
+    @property
+    def copy_warning(self) -> str | None:
+        """Why a proxy rung may not learn to copy a value from its prompt (held-out-database items ask for
+        exactly that), or None: fewer than :data:`COPY_MIN_LAYERS` layers or a head width below
+        :data:`COPY_MIN_HEAD` (the depth rule of the proxy presets: 4 layers at every rung, heads the most
+        with an even head width of at least 16)."""
+        if self.pretrained:
+            return None
+        head = self.hidden_size // self.num_heads
+        if self.num_layers < COPY_MIN_LAYERS or head < COPY_MIN_HEAD:
+            return (f"rung {self.name!r} has {self.num_layers} layer(s) and head width {head}: a proxy needs at least "
+                    f"{COPY_MIN_LAYERS} layers and head width {COPY_MIN_HEAD} to learn to copy argument values from "
+                    "the prompt")
+        return None
+
     def counted_params(self, count: str = "total") -> float:
         """N as ``design.param_count`` counts it: ``total`` or ``nonembedding``."""
         return self.approx_params_nonembedding if count == "nonembedding" else self.approx_params
@@ -219,6 +267,15 @@ class ModelSize(_Frozen):
     def planned_flops(self) -> float:
         """Planned training FLOPs of one run at this rung: ``6 N D`` with N and D as above."""
         return training_flops(self.approx_params, self.planned_tokens)
+
+    def real_flops(self, tokens: float, context: float | None = None) -> float:
+        """Training FLOPs of ``tokens`` with attention and the unembedding counted (:func:`model_flops`), at a
+        mean sequence of ``context`` tokens (default ``max_seq_len``); ``6 N D`` for a pretrained rung, whose
+        architecture the config does not hold."""
+        if self.params is not None or self.pretrained:
+            return training_flops(self.approx_params, tokens)
+        return model_flops(self.approx_params_nonembedding, tokens, n_layers=self.num_layers, width=self.hidden_size,
+                           vocab=self.vocab_size, context=context or self.max_seq_len)
 
 
 class DesignSpec(_Frozen):
@@ -240,6 +297,12 @@ class DesignSpec(_Frozen):
     """Center points added to the design (noise and curvature)."""
     replicates: int = Field(default=1, ge=1)
     """Seeds per design point (replicated seeds give a noise estimate)."""
+    top_fit_replicates: int | None = Field(default=None, ge=1)
+    """Seeds per design point at the largest fitted rung (every cell of it): the seed noise where decisions are
+    made and pure error for the lack-of-fit test; None: ``replicates``."""
+    heldout_replicates: int | None = Field(default=None, ge=1)
+    """Seeds per design point in the held-out cell (seed means are what the law is checked against); None:
+    ``replicates``."""
     foldover: list[str] = Field(default_factory=list)
     """Axes to fold over (break their aliases); empty for no fold-over."""
     token_multipliers: list[float] = Field(default_factory=lambda: [1.0])
@@ -340,6 +403,10 @@ class SynthSpec(_Frozen):
     (``{ repo_path = ["/data/repo"] }``); other arguments get generated values."""
     max_turns: int = Field(default=32, ge=1, le=256)
     """Most assistant turns of an LLM policy per trajectory (ASTRA: 32), in turns."""
+    tool_spread: Literal["servers", "stratified"] = "servers"
+    """How ``tool_diversity`` tools are drawn: ``servers`` (whole servers in a seeded order: a small level covers
+    few servers) or ``stratified`` (one tool per server in turn: the tool axis then measures diversity, not
+    which servers a benchmark's items fall on)."""
     min_tools: int = Field(default=3, ge=1)
     """Servers from the registry (``--with-collected``, ASTRA imports) with fewer usable tools are
     quarantined (ASTRA's pruning rule); servers you name in ``servers`` are never held to it."""
@@ -494,6 +561,10 @@ class TrainSpec(_Frozen):
     GRPO; runs whenever ``grpo`` is a stage, also in arms whose ``grpo_steps`` level is 0. 0: no warm start."""
     warmstart_steps: int = Field(default=100, ge=0)
     """Optimizer steps of the warm start (0: none)."""
+    grpo_vllm: Literal["server", "colocate"] | None = None
+    """GRPO generation on GPUs through TRL's vLLM integration: ``server`` (``trl vllm-serve`` on GPUs of its own)
+    or ``colocate`` (inside the training processes); needs ``vllm`` importable in the training environment.
+    None generates with ``model.generate``."""
     threads: int = Field(default=2, ge=1)
     """torch CPU threads per run."""
     save_checkpoints: bool = True
@@ -539,6 +610,26 @@ class TrainSpec(_Frozen):
     """torch CPU threads per run."""
     save_checkpoints: bool = True
     """Write checkpoints so a preempted run resumes."""
+    parallel: Literal["fsdp", "ddp"] = "fsdp"
+    """Multi-GPU rungs (one process per GPU): ``fsdp`` shards weights, gradients and optimizer state (FSDP full
+    shard, ZeRO-3 like); ``ddp`` replicates them."""
+    activation_checkpointing: bool | None = None
+    """Recompute activations in the backward pass (less memory, about 4/3 the compute); None: on GPUs only."""
+    padding_free: bool | None = None
+    """Concatenate a micro-batch's sequences into one row (``position_ids`` keep attention per sequence) instead
+    of padding them; None: on GPUs only."""
+    chunked_loss: bool | None = None
+    """TRL's chunked LM-head loss: log-probabilities computed in chunks, never the full tokens x vocabulary
+    logits (needed at a 152k vocabulary); None: on GPUs only (on a CPU the plain loss is faster)."""
+    save_dtype: Literal["auto", "float32", "bfloat16"] = "auto"
+    """Dtype of the saved final model: ``auto`` is bf16 for pretrained rungs (half the storage; vLLM serves it
+    as is) and float32 for proxy models."""
+    checkpoint_every_min: float | None = Field(default=20.0, gt=0.0)
+    """Wall-clock minutes between training checkpoints (a preempted run loses at most this much); a stop
+    signal (SIGUSR2 before the time limit, SIGTERM at preemption) also saves one. None: steps only."""
+    keep_checkpoints: bool = False
+    """Keep ``checkpoints/`` after a run succeeds (optimizer state is about 6x the bf16 model); False deletes
+    them once the final model and ``train_stats.json`` are written."""
     tokenizer: Literal["per_run", "shared"] = "per_run"
     """``shared``: one byte-level BPE tokenizer per experiment, trained once on a fixed corpus (the
     recipe at every axis's maximum) and used by every run, so per-token metrics compare; ``per_run``:
@@ -546,6 +637,14 @@ class TrainSpec(_Frozen):
     max_epochs: float | None = Field(default=None, gt=0.0)
     """Most passes over a run's dataset (sequences seen / rows); a run planned above it is refused before
     training, naming the run. None allows any."""
+    weight_decay: float = Field(default=0.1, ge=0.0, le=1.0, allow_inf_nan=False)
+    """AdamW's decoupled weight decay of every run (and of the learning-rate scan's runs)."""
+    schedule: Literal["cosine", "wsd"] = "cosine"
+    """Learning-rate schedule after the linear warm-up (5% of steps): ``cosine`` decay to the run's last step,
+    or ``wsd`` (warmup-stable-decay: the peak rate held, then a linear decay over the last ``wsd_decay`` share
+    of steps, so checkpoints before the decay are of one constant-rate run)."""
+    wsd_decay: float = Field(default=0.2, gt=0.0, le=1.0)
+    """Share of a run's steps in the final decay of the ``wsd`` schedule."""
 
 
 class EvalSpec(_Frozen):
@@ -559,10 +658,42 @@ class EvalSpec(_Frozen):
     """Of those, items that are also generated and matched (accuracy, ``field_match``), the same
     stratified choice for every run; the rest are only scored (``loss``, ``bpb``, ``token_prob``).
     None generates every item."""
-    backend: Literal["transformers", "openai", "vllm"] = "transformers"
-    """Generation backend."""
+    validation: str | None = "valid-calls"
+    """Benchmark that chooses among a run's checkpoints (and the learning-rate scan's rates): fixed items on
+    databases disjoint from every test benchmark (an overlap is refused, naming how many items); None: no
+    checkpoints are scored and each run is scored at its end only."""
+    validation_limit: int | None = Field(default=None, ge=1)
+    """Validation items scored per checkpoint (stratified, the same for every run); None: all."""
+    checkpoints: int = Field(default=6, ge=0)
+    """Checkpoints kept and scored per run, evenly spaced, the last at the final step: each on the validation
+    benchmark, and the best one and the last on the test benchmarks (``checkpoint_tests``); 0: the final model
+    only. A run with fewer steps than checkpoints is refused before it trains."""
+    checkpoint_tests: Literal["chosen", "all"] = "chosen"
+    """Which checkpoints the test benchmarks score: ``chosen`` (the one best on validation, and the last),
+    or ``all`` (every checkpoint: ``fit --target checkpoints`` on a test benchmark needs it; costs K test
+    evaluations per run)."""
+    backend: Literal["transformers", "openai", "vllm", "vllm-server"] = "transformers"
+    """Generation backend: ``transformers`` (in the job; CUDA when there is a device), ``vllm-server`` (each job
+    serves its model with ``vllm serve`` from the ``vllm`` environment and generates and scores through it),
+    ``openai`` (a server you run, at ``endpoint``), ``vllm`` (in-process, where ``import vllm`` works)."""
     endpoint: str | None = None
-    """OpenAI-compatible server URL (vLLM) for the ``openai`` backend."""
+    """OpenAI-compatible server URL for the ``openai`` backend (and ``vllm-server`` without ``vllm``)."""
+    vllm: str | None = None
+    """The separate vLLM environment (a folder with ``bin/vllm``, e.g. ``~/vllm-env``) the ``vllm-server``
+    backend starts ``vllm serve`` from; vLLM pins its own torch, so it cannot share the training venv."""
+    vllm_args: list[str] = Field(default_factory=list)
+    """Extra ``vllm serve`` arguments, e.g. ``["--tensor-parallel-size", "4", "--max-model-len", "8192"]``."""
+    vllm_startup_s: float = Field(default=1200.0, gt=0.0)
+    """Seconds to wait for ``vllm serve`` to answer ``/health``."""
+    concurrency: int = Field(default=32, ge=1)
+    """Requests in flight to the server (``vllm-server``)."""
+
+    @model_validator(mode="after")
+    def _server(self) -> "EvalSpec":
+        if self.backend == "vllm-server" and not (self.vllm or self.endpoint):
+            raise ValueError("eval.backend 'vllm-server' needs eval.vllm (the vLLM environment, e.g. '~/vllm-env') "
+                             "or eval.endpoint (a server already running)")
+        return self
 
 
 class LRScanSpec(_Frozen):
@@ -602,6 +733,8 @@ class SlurmSpec(_Frozen):
     """``--constraint``."""
     additional_parameters: dict[str, str | int | bool] = Field(default_factory=dict)
     """Extra sbatch flags, e.g. ``{mail_type = "FAIL"}``."""
+    cpu_partition: str | None = None
+    """Partition of the CPU-only jobs (the dataset array); default ``partition``."""
 
 
 class ExecutorSpec(_Frozen):
@@ -617,15 +750,51 @@ class ExecutorSpec(_Frozen):
     """Root of submitit folders and result files."""
     slurm: SlurmSpec = Field(default_factory=SlurmSpec)
     """SLURM parameters."""
+    signal_delay_s: int = Field(default=300, ge=10)
+    """Seconds before the time limit that SLURM sends SIGUSR2 (save a checkpoint, then requeue); long enough to
+    write a checkpoint to the shared file system (4B: about 50 GB of weights and optimizer state)."""
+    requeue: bool = True
+    """Submit with ``--requeue``, so SLURM requeues a preempted or failed-node job even where ``JobRequeue=0``."""
+    dataset_array: bool = True
+    """SLURM: build the launch's datasets in a CPU-only job array first (one task per dataset); the GPU arrays
+    depend on it (``afterany``), so GPUs never wait on synthesis."""
+    dataset_cpus: int = Field(default=4, ge=1)
+    """CPUs per task of the dataset array."""
+    dataset_mem_gb: float = Field(default=16.0, gt=0)
+    """Memory per task of the dataset array, in GiB."""
+    dataset_timeout_min: int = Field(default=120, ge=1)
+    """Time limit per task of the dataset array, in minutes."""
+    offline: bool = False
+    """Compute nodes cannot reach the Hugging Face hub: every ``pretrained`` must be a local folder (``preflight``
+    and ``launch`` refuse a hub id) and jobs run with ``HF_HUB_OFFLINE=1``."""
+    storage_quota_gb: float | None = Field(default=None, gt=0)
+    """Space the runs may use under ``folder``, in GB; ``preflight`` refuses a design whose storage estimate
+    exceeds it (or the free space, when None)."""
 
 
 class CostSpec(_Frozen):
     """Training compute as a cost in the budget unit (allocator/)."""
 
     per_pflop: float = Field(default=0.0, ge=0.0)
-    """Cost of 1e15 training FLOPs in the budget unit; 0 ignores compute in allocations."""
+    """Cost of 1e15 training FLOPs in the budget unit; 0 ignores compute in allocations. Measure it on pilot
+    runs with ``toolscale calibrate-cost`` (GPU-hours from ``sacct`` over measured FLOPs)."""
     tokens_per_task: float = Field(default=400.0, gt=0.0)
     """Average training tokens a synthesised task adds (for compute cost)."""
+    gpu_hour_usd: float | None = Field(default=None, gt=0.0)
+    """Price of one GPU-hour in usd: prices the GPU-seconds below (and ``calibrate-cost``'s per_pflop) when
+    ``budget_unit = "usd"``; with ``gpu_hours`` a GPU-hour costs 1."""
+    eval_gpu_s_per_run: float = Field(default=0.0, ge=0.0)
+    """GPU-seconds the evaluation of one trained model takes (vLLM serve and score), in seconds; ``allocate``
+    charges it once per plan (``calibrate-cost`` measures it)."""
+    synth_gpu_s_per_task: float = Field(default=0.0, ge=0.0)
+    """GPU-seconds a self-hosted synthesis LLM (``[synth.llm]`` on your vLLM) spends per task, in seconds; 0 when
+    synthesis uses a paid API (whose price is in the task axis' cost_per_unit) or offline templates."""
+
+    def gpu_hour_cost(self, gpu_hour_usd: float | None = None, unit: str = "usd") -> float | None:
+        """One GPU-hour in the budget unit: 1 for ``gpu_hours``, else ``gpu_hour_usd`` (the argument wins)."""
+        if unit == "gpu_hours":
+            return 1.0
+        return gpu_hour_usd if gpu_hour_usd is not None else self.gpu_hour_usd
 
 
 class ExperimentSpec(_Frozen):
@@ -642,6 +811,10 @@ class ExperimentSpec(_Frozen):
     target_model_size: str | None = None
     """Ladder rung the experiment is for: allocations plan for it, the probe's cost is a share of its
     training FLOPs (None = the largest rung)."""
+    domain: Literal["tools", "code"] = "tools"
+    """Task domain of the data (``synth.domains``): ``tools`` (tool calls over MCP servers) or ``code`` (code
+    agents writing Python modules from specs; ``tool_diversity`` counts library APIs, ``db_diversity``
+    repositories, ``spec_dependency`` is its quality axis). Every later stage is the same."""
 
 
 class ExperimentConfig(_Frozen):
@@ -727,10 +900,30 @@ class ExperimentConfig(_Frozen):
         if midtrain and self.train.midtrain_corpus is None and not self.synth.narratives:
             raise ValueError("stage 'midtrain' has no corpus: set synth.narratives = true (each run's synthesised "
                              "corpus.jsonl) or train.midtrain_corpus = a JSONL file of {\"text\"} documents")
+        gpu_s = self.cost.eval_gpu_s_per_run > 0 or self.cost.synth_gpu_s_per_task > 0
+        if gpu_s and self.experiment.budget_unit == "usd" and self.cost.gpu_hour_usd is None:
+            raise ValueError("cost.eval_gpu_s_per_run / synth_gpu_s_per_task are GPU-seconds: set cost.gpu_hour_usd "
+                             "(the price of a GPU-hour) to charge them in usd")
         bad = [f for f in self.design.foldover if f not in axes]
         if bad:
             raise ValueError(f"design.foldover names unknown axes {bad}; known: {', '.join(axes)}")
+        if self.experiment.domain == "code":
+            _check_code_domain(self)
         return self
+
+    @model_validator(mode="before")
+    @classmethod
+    def _domain_benchmarks(cls, data: Any) -> Any:
+        # a code experiment without [eval].benchmarks (or .validation) scores the code domain's benchmarks
+        if isinstance(data, dict) and isinstance(data.get("experiment"), dict) \
+                and data["experiment"].get("domain") == "code":
+            ev = data.get("eval")
+            if ev is None or isinstance(ev, dict):
+                ev = dict(ev or {})
+                ev.setdefault("benchmarks", list(DOMAIN_BENCHMARKS["code"]))
+                ev.setdefault("validation", DOMAIN_VALIDATION["code"])
+                data = {**data, "eval": ev}
+        return data
 
     def axis(self, name: str) -> AxisSpec:
         """The axis called ``name``; ConfigError listing the known ones otherwise."""
@@ -776,6 +969,57 @@ DEFAULT_AXES: tuple[str, ...] = (
     "coverage_quota",
     "support_depth",
 )
+
+DOMAINS: tuple[str, ...] = ("tools", "code")
+"""Task domains (``[experiment] domain``; ``synth.domains``)."""
+
+DOMAIN_KNOBS: dict[str, tuple[str, ...]] = {
+    "tools": DEFAULT_AXES,
+    "code": ("tool_diversity", "task_count", "db_diversity", "spec_dependency", "repair_rate", "support_depth"),
+}
+"""Recipe knobs each domain takes as data axes (``synth.models.AXIS_KNOBS``, ``synth.code.models.CODE_AXIS_KNOBS``)."""
+
+DOMAIN_BENCHMARKS: dict[str, tuple[str, ...]] = {
+    "tools": ("indist-calls", "heldout-servers"),
+    "code": ("code-indist", "code-heldout-apis"),
+}
+"""Each domain's two fixed benchmarks: in-distribution, then held out (servers, APIs)."""
+
+DOMAIN_VALIDATION: dict[str, str] = {"tools": "valid-calls", "code": "code-valid"}
+"""Each domain's validation benchmark (``[eval] validation``): it chooses checkpoints and learning rates."""
+
+TOOL_ONLY_SYNTH: dict[str, str] = {
+    "servers": "MCP servers for tool synthesis",
+    "arg_values": "argument values for the user's MCP servers",
+    "heldout_servers": "bundled MCP servers held out for evaluation",
+    "min_tools": "the tool-count pruning of collected MCP servers",
+    "transform_rate": "transformed tool-call arguments",
+    "max_chain_len": "the length of tool chains",
+    "max_turns": "turns of an LLM tool-calling policy",
+    "judge_threshold": "the trajectory judge of tool calls",
+    "llm_url": "the LLM judge of tool calls",
+    "llm": "LLM roles of tool synthesis",
+    "narratives": "the mid-training corpus of tool ecosystems",
+    "narrative_min_judge": "the mid-training corpus of tool ecosystems",
+    "narrative_min_coherence": "the mid-training corpus of tool ecosystems",
+}
+"""``[synth]`` settings only the tool domain uses, with what they are for: a code experiment that sets one to other
+than its default is refused, naming it."""
+
+
+def _check_code_domain(cfg: "ExperimentConfig") -> None:
+    """Refuse settings a code experiment cannot use: one line naming the setting."""
+    for name in sorted(n for n in TOOL_ONLY_SYNTH if getattr(cfg.synth, n) !=
+                       SynthSpec.model_fields[n].get_default(call_default_factory=True)):
+        raise ValueError(f"synth.{name} is a tool-domain setting ({TOOL_ONLY_SYNTH[name]}); experiment.domain = "
+                         f"'code' does not use it: remove it")
+    knobs = DOMAIN_KNOBS["code"]
+    for a in cfg.axes:
+        if a.kind != "stage" and a.name not in knobs:
+            raise ValueError(f"axis {a.name!r} is not a knob of the code domain; its knobs: {', '.join(knobs)}")
+    if "grpo" in cfg.train.stages:
+        raise ValueError("train.stages 'grpo' trains on the tool domain's environments; experiment.domain = 'code' "
+                         "has no GRPO stage yet (its RL environments are synth.code.env)")
 
 
 def format_validation_error(err: ValidationError, source: str = "config") -> list[str]:

@@ -8,6 +8,9 @@ Layout of a run folder ``out_dir``::
       train_stats.json                                      accounting of the finished run
       checkpoints/checkpoint-<step>/                        Trainer checkpoints (model, optimizer, RNG,
                                                             trainer_state.json, toolscale_accounting.json)
+      snapshots/step-<step>/                                kept checkpoints (checkpoints as data): the model
+                                                            and tokenizer at that step, snapshot.json (step,
+                                                            tokens seen); the last one is ``out_dir`` itself
 """
 
 from __future__ import annotations
@@ -16,12 +19,15 @@ import re
 import shutil
 from pathlib import Path
 
-__all__ = ["CHECKPOINT_DIR", "STATS_FILE", "RUN_FILE", "checkpoint_dir", "last_checkpoint", "clear_checkpoints"]
+__all__ = ["CHECKPOINT_DIR", "SNAPSHOT_DIR", "STATS_FILE", "RUN_FILE", "checkpoint_dir", "last_checkpoint",
+           "clear_checkpoints", "snapshot_steps", "snapshot_dir"]
 
 CHECKPOINT_DIR = "checkpoints"
 """Sub-folder of ``out_dir`` holding Trainer checkpoints."""
 STATS_FILE = "train_stats.json"
 """Accounting written beside the final model."""
+SNAPSHOT_DIR = "snapshots"
+"""Sub-folder of ``out_dir`` holding the kept checkpoints (``step-<step>``)."""
 RUN_FILE = "run.json"
 """Identity of the run in a folder (dataset id, rung, steps, seed), written before training starts."""
 
@@ -56,3 +62,18 @@ def clear_checkpoints(out_dir: str | Path) -> None:
     root = checkpoint_dir(out_dir)
     if root.is_dir():
         shutil.rmtree(root)
+
+
+def snapshot_steps(max_steps: int, k: int) -> list[int]:
+    """The ``k`` steps whose checkpoints a run keeps: evenly spaced, the last at ``max_steps``,
+    ``round(i max_steps / k)`` for ``i = 1 .. k`` (``[]`` for ``k = 0``). ValueError when ``k > max_steps``."""
+    if k <= 0:
+        return []
+    if k > max_steps:
+        raise ValueError(f"{k} checkpoints exceed the run's {max_steps} steps")
+    return sorted({max(1, round(i * max_steps / k)) for i in range(1, k + 1)})
+
+
+def snapshot_dir(out_dir: str | Path, step: int) -> Path:
+    """``out_dir/snapshots/step-<step>``."""
+    return Path(out_dir) / SNAPSHOT_DIR / f"step-{step}"

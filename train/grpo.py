@@ -32,9 +32,11 @@ from typing import Any
 from grid.models import TrainStats
 from toolscale.config import training_flops
 from toolscale.errors import UsageError
+from toolscale.files import atomic_write_text
 from train.accounting import accounting_callback, loss_curve, read_accounting
 from train.checkpoint import STATS_FILE, checkpoint_dir, clear_checkpoints, last_checkpoint
 from train.errors import TrainError
+from train.interrupt import Interrupted, interrupt_callback
 from train.rollout import REWARDS, MultiTurnRollout, Sampling, skip_callback
 
 __all__ = ["train_grpo", "grpo_config", "grpo_prompts", "golden_rows", "load_env_samples", "MultiTurnRollout",
@@ -95,12 +97,13 @@ def golden_rows(samples: Sequence[Any]) -> list[dict[str, Any]]:
 
 def warm_start(samples: Sequence[Any], model_dir: str | Path, size: Any, out_dir: str | Path, *, steps: int,
                seed: int = 0, threads: int | None = None, learning_rate: float | None = None,
-               label: str | None = None) -> TrainStats:
+               label: str | None = None, **interrupt: Any) -> TrainStats:
     """SFT on the golden episodes of ``samples`` (environments disjoint from the RL ones), from ``model_dir``.
 
     Rows whose golden episode does not earn F1 = 1 are left out. The data lands in ``out_dir/data/train.jsonl``
     and the model in ``out_dir`` (:func:`train.sft.train_sft`, resumable; a proxy rung starts from ``model_dir``
-    with its tokenizer, a pretrained rung loads ``model_dir`` as its checkpoint).
+    with its tokenizer, a pretrained rung loads ``model_dir`` as its checkpoint). ``interrupt``: the
+    ``checkpoint_every_s``, ``should_stop`` and ``keep_checkpoints`` of :func:`train.sft.train_sft`.
     """
     from train.sft import train_sft
 
@@ -119,7 +122,7 @@ def warm_start(samples: Sequence[Any], model_dir: str | Path, size: Any, out_dir
     else:
         init = model_dir
     return train_sft(data, size, out_dir, max_steps=steps, seed=seed, threads=threads, resume=True, save_steps=0,
-                     learning_rate=learning_rate, label=label, init=init)
+                     learning_rate=learning_rate, label=label, init=init, **interrupt)
 
 
 WARM_SEED_OFFSET = 7919
@@ -195,7 +198,8 @@ def train_grpo(envs: str | Path | Sequence[Any], model_dir: str | Path, out_dir:
                threads: int | None = None, resume: bool = True, save_steps: int = 0,
                rollout: str = "multi-turn", on_step: Callable[[int, int, float | None], None] | None = None,
                sampling: Sampling | None = None, abf: bool = True, draw_cap: int = 8, reward: str = "f1",
-               partial_weight: float = 0.5) -> TrainStats:
+               partial_weight: float = 0.5, vllm_mode: str | None = None, checkpoint_every_s: float | None = None,
+               should_stop: Callable[[], str | None] | None = None, keep_checkpoints: bool = True) -> TrainStats:
     """GRPO on executable environments, starting from a trained model folder (usually an SFT run).
 
     Parameters
@@ -221,6 +225,14 @@ def train_grpo(envs: str | Path | Sequence[Any], model_dir: str | Path, out_dir:
         Adaptive Batch Filling and the most groups drawn per step before the step is skipped (multi-turn).
     reward, partial_weight
         ``f1``, or ``f1+partial``: F1 plus ``partial_weight`` x partial credit (logged apart either way).
+    vllm_mode
+        Generate with vLLM through TRL: ``"server"`` (a ``trl vllm-serve`` process on its own GPUs) or
+        ``"colocate"`` (in the training processes); None generates with ``model.generate``. Needs ``vllm``
+        importable in the training environment. With more than one training process, ABF is refused (its
+        draws differ between ranks, and every vLLM call is collective).
+    checkpoint_every_s, should_stop, keep_checkpoints
+        Wall-clock checkpoints, stop requests (save and raise :class:`train.interrupt.Interrupted`) and
+        clean-up after success, as in :func:`train.sft.train_sft`.
 
     Returns
     -------
@@ -237,6 +249,7 @@ def train_grpo(envs: str | Path | Sequence[Any], model_dir: str | Path, out_dir:
 
     _check_args(max_steps=max_steps, num_generations=num_generations, prompts_per_step=prompts_per_step,
                 max_completion_length=max_completion_length, rollout=rollout, draw_cap=draw_cap, reward=reward)
+    _check_vllm(vllm_mode, abf and rollout == "multi-turn")
     if threads is not None:
         torch.set_num_threads(threads)
     samples = load_env_samples(envs)
@@ -255,9 +268,10 @@ def train_grpo(envs: str | Path | Sequence[Any], model_dir: str | Path, out_dir:
     config = grpo_config(checkpoint_dir(out), max_steps=max_steps, learning_rate=learning_rate,
                          num_generations=num_generations, prompts_per_step=prompts_per_step,
                          max_completion_length=max_completion_length, seed=seed, save_steps=save_steps,
-                         sampling=sampling)
+                         sampling=sampling, **({"use_vllm": True, "vllm_mode": vllm_mode} if vllm_mode else {}))
     checkpoint = last_checkpoint(out) if resume else None
     accounting = accounting_callback(read_accounting(checkpoint).get("wall_s", 0.0), on_step=on_step)
+    stopper = interrupt_callback(checkpoint_every_s, should_stop)
     roll = None
     with quiet_progress():
         if rollout == "multi-turn":
@@ -269,11 +283,14 @@ def train_grpo(envs: str | Path | Sequence[Any], model_dir: str | Path, out_dir:
                                     params=float(params), log_path=out / STEPS_FILE,
                                     resume_step=_checkpoint_step(checkpoint))
             trainer = _trainer(model, tokenizer, Dataset.from_list(rows), config, env_reward,
-                               [accounting, skip_callback(roll)], roll)
+                               [accounting, stopper, skip_callback(roll)], roll)
         else:
             trainer = _trainer(model, tokenizer, Dataset.from_list(rows), config, make_reward_fn(samples),
-                               [accounting])
+                               [accounting, stopper])
         trainer.train(resume_from_checkpoint=str(checkpoint) if checkpoint else None)
+        if stopper.stopped_at is not None and trainer.state.global_step < max_steps:
+            raise Interrupted(f"GRPO in {out}: {stopper.reason}; checkpoint saved at step {trainer.state.global_step} "
+                              f"of {max_steps}")
         out.mkdir(parents=True, exist_ok=True)
         trainer.model.save_pretrained(out)
         tokenizer.padding_side = "right"
@@ -298,16 +315,17 @@ def train_grpo(envs: str | Path | Sequence[Any], model_dir: str | Path, out_dir:
                        train_flops=flops["generation"] + flops["optimization"], wall_s=accounting.wall_s,
                        final_loss=final if final is not None and math.isfinite(final) else None,
                        steps=int(state.global_step))
-    payload = {"objective": "grpo", "rollout": rollout, "train": stats.model_dump(mode="json"), "loss_curve": curve,
+    payload = {"objective": "grpo", "rollout": rollout,
+               "generation": f"vllm-{vllm_mode}" if vllm_mode else "transformers", "train": stats.model_dump(mode="json"), "loss_curve": curve,
                "reward_curve": rewards, "steps": steps_log, "flops": flops, "n_envs": len(samples),
                "over_context": roll.over_context if roll else 0, "num_generations": num_generations,
                "prompts_per_step": prompts_per_step, "max_completion_length": max_completion_length,
                "sampling": (sampling or Sampling()).__dict__, "abf": abf, "draw_cap": draw_cap, "reward": reward,
                "skipped_steps": sum(1 for r in steps_log if r["skipped"]),
                "start_model": str(model_dir), "seed": seed, "resumed_from": checkpoint and checkpoint.name}
-    tmp = out / (STATS_FILE + ".tmp")
-    tmp.write_text(json.dumps(payload, indent=1), encoding="utf-8")
-    tmp.replace(out / STATS_FILE)
+    atomic_write_text(out / STATS_FILE, json.dumps(payload, indent=1))
+    if not keep_checkpoints:
+        clear_checkpoints(out)
     return stats
 
 
@@ -327,6 +345,16 @@ def _check_args(*, rollout: str, reward: str, **positive: int) -> None:
                          f"({positive['prompts_per_step']}): fewer draws can never fill a step")
 
 
+def _check_vllm(vllm_mode: str | None, abf: bool) -> None:
+    import os
+
+    if vllm_mode is not None and vllm_mode not in ("server", "colocate"):
+        raise UsageError(f"vllm_mode must be 'server' or 'colocate', got {vllm_mode!r}")
+    if vllm_mode and abf and int(os.environ.get("WORLD_SIZE", "1") or 1) > 1:
+        raise UsageError("Adaptive Batch Filling with vLLM generation on more than one process is not supported "
+                         "(ranks would draw different numbers of groups); set grpo_abf = false")
+
+
 def _checkpoint_step(checkpoint: Path | None) -> int:
     return int(checkpoint.name.rsplit("-", 1)[1]) if checkpoint is not None else 0
 
@@ -340,7 +368,7 @@ def _trainer(model, tokenizer, dataset, config, reward_fn, callbacks, rollout_fu
     with warnings.catch_warnings():  # TRL marks rollout_func experimental; we pin TRL's version
         warnings.filterwarnings("ignore", message=".*rollout_func.*experimental.*")
         trainer = GRPOTrainer(model=model, reward_funcs=[reward_fn], args=config, train_dataset=dataset,
-                              processing_class=tokenizer, callbacks=callbacks, rollout_func=rollout_func)
+                              processing_class=tokenizer, callbacks=list(callbacks), rollout_func=rollout_func)
     for cb in (PrinterCallback, ProgressCallback):
         trainer.remove_callback(cb)
     return trainer

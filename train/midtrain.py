@@ -145,7 +145,8 @@ def train_midtrain(corpus: str | Path, size: ModelSize, out_dir: str | Path, *, 
     texts = read_corpus(corpus)
     out = Path(out_dir)
     identity = {"stage": "midtrain", "corpus_id": corpus_id(texts), "steps": max_steps, "seed": seed,
-                "model_size": size.model_dump(mode="json", exclude={"gpus", "cpus", "mem_gb", "timeout_min"})}
+                "model_size": size.model_dump(mode="json", exclude={"gpus", "cpus", "mem_gb", "timeout_min",
+                                                                      "micro_batch_size"})}
     if resume and (out / RUN_FILE).is_file():
         if json.loads((out / RUN_FILE).read_text(encoding="utf-8")) != identity:
             raise UsageError(f"{str(out)!r} holds a different mid-training run; use another output folder")

@@ -1,9 +1,11 @@
 """Multi-turn GRPO rollouts in executable environments, with ASTRA's Adaptive Batch Filling (ABF).
 
 An **episode** (:meth:`MultiTurnRollout.episode`): the policy generates an assistant turn; its ``<tool_call>``
-blocks run in the environment (:class:`synth.envs.api.Environment`); the observations are appended as ``tool``
-turns exactly as the chat template renders them (pinned interface 3), and the policy continues until it answers
-without a call, the episode's call budget is spent, or a token budget runs out. The budgets:
+blocks run in the environment (:class:`synth.envs.api.Environment`); the observations are appended as tool
+turns **rendered by the policy's own chat template** (:func:`observation_suffix`: ``<|im_start|>tool ...``
+under this package's template, ``<|im_start|>user\n<tool_response>...`` under Qwen3's), and the policy continues
+until it answers without a call, the episode's call budget or ``max_turns`` is spent, or a token budget runs
+out. All episodes of a round of draws advance together: one generation call per turn. The budgets:
 
 * ``max_completion_length`` counts the **policy's** tokens only (``env_mask`` 1); observations do not count
   against it, so a perfect policy is never cut off by the records it is shown;
@@ -16,6 +18,11 @@ groups were drawn; then the step is **skipped** (no weight moves: :func:`skip_ca
 drawn one at a time, so no surplus arises and ASTRA's carry-over buffer is not needed. Environments come from
 :class:`EnvSampler`: one curriculum phase at a time (:mod:`synth.envs.curriculum`), in order, over equal shares
 of the steps. TRL's own prompts only set the batch shape.
+
+**Generation**: ``model.generate`` on the trainer's device (left-padded batch), or, when the GRPO config has
+``use_vllm`` (TRL's ``vllm_mode="server"`` or ``"colocate"``), TRL's vLLM generator, whose weights TRL syncs
+before each rollout (its sampling settings are TRL's, from the same config). Under vLLM every turn is a
+collective call, so every episode batch runs ``max_turns`` turns (idle ones with no prompts).
 
 **Cost.** Every episode drawn, kept or discarded, is counted: generation costs ``2 N`` FLOPs per token processed
 (each turn re-reads its context, then generates), and the optimized batch ``6 N`` per token, prompt and
@@ -33,10 +40,32 @@ from typing import Any
 
 from train.errors import TrainError
 
-__all__ = ["Sampling", "Episode", "EnvSampler", "MultiTurnRollout", "skip_callback", "REWARDS", "golden_texts"]
+__all__ = ["Sampling", "Episode", "EnvSampler", "MultiTurnRollout", "skip_callback", "REWARDS", "golden_texts",
+           "observation_suffix"]
 
 REWARDS = ("f1", "f1+partial")
 """Training rewards: the F1 environment reward, or F1 plus ``partial_weight`` x partial credit."""
+
+
+def observation_suffix(tokenizer: Any, observations: Sequence[str]) -> str:
+    """The text that follows an assistant turn's end-of-turn token when tool results come back, up to and
+    including the next assistant generation prompt, as the tokenizer's chat template renders it.
+
+    Raises ``ValueError`` when the template does not render a conversation as a prefix of its continuation
+    (it could not be trained multi-turn either).
+    """
+    from train.chat import normalize_messages
+
+    call = {"id": "call_0", "type": "function", "function": {"name": "f", "arguments": "{}"}}
+    base = [{"role": "user", "content": "q"}, {"role": "assistant", "content": "", "tool_calls": [call]}]
+    tools = [{"role": "tool", "content": o, "tool_call_id": f"call_{i}", "name": "f"} for i, o in enumerate(observations)]
+    before = tokenizer.apply_chat_template(normalize_messages(base), tokenize=False)
+    after = tokenizer.apply_chat_template(normalize_messages(base + tools), tokenize=False, add_generation_prompt=True)
+    eos = tokenizer.eos_token
+    cut = before.rfind(eos)
+    if cut < 0 or not after.startswith(before[:cut + len(eos)]):
+        raise ValueError("the chat template does not render a tool turn as a continuation of the assistant turn")
+    return after[cut + len(eos):]
 
 
 @dataclass(frozen=True)
@@ -138,6 +167,8 @@ class MultiTurnRollout:
     """JSONL file that gets one row per step as it happens (:meth:`read_log` reads it back)."""
     resume_step: int = 0
     """Steps already done (a resumed run keeps their rows of ``log_path`` and drops later ones)."""
+    max_turns: int = 16
+    """Most policy turns per episode (under vLLM, every batch runs this many: the calls are collective)."""
 
     def __post_init__(self) -> None:
         if self.reward not in REWARDS:
@@ -151,6 +182,8 @@ class MultiTurnRollout:
         self.caches: dict[str, dict[str, str]] = {}
         self.skip_step = False
         self.gen_flops = 0.0
+        self.generate_calls = 0
+        self._vllm: Any = None
         if self.log_path is not None:
             kept = [r for r in self.read_log() if r["step"] <= self.resume_step]
             self.log_path.parent.mkdir(parents=True, exist_ok=True)
@@ -166,12 +199,30 @@ class MultiTurnRollout:
         return self.tokenizer(text, add_special_tokens=False)["input_ids"]
 
     def _observation_ids(self, observations: list[str]) -> list[int]:
-        text = "\n" + "".join(f"<|im_start|>tool\n<tool_response>{o}</tool_response><|im_end|>\n"
-                               for o in observations) + "<|im_start|>assistant\n"
-        return self.tokenizer(text, add_special_tokens=False)["input_ids"]
+        """Token ids of the tool turns carrying ``observations`` and the next generation prompt."""
+        return self.tokenizer(observation_suffix(self.tokenizer, observations), add_special_tokens=False)["input_ids"]
 
     def _generate(self, model, contexts: list[list[int]], budgets: list[int]) -> list[list[int]]:
-        """One sampled turn per context, in one batch (left-padded); each cut at its budget and first EOS."""
+        """One sampled turn per context, in one generation call; each cut at its budget and first EOS."""
+        self.generate_calls += 1
+        if self._vllm is not None:
+            _, outs, _, _ = self._vllm.generate(contexts, None, 1)
+        elif not contexts:
+            return []
+        else:
+            outs = self._hf_generate(model, contexts, max(budgets))
+        tok, news = self.tokenizer, []
+        for new, budget in zip(outs, budgets, strict=False):
+            new = list(new)[:budget]
+            if tok.eos_token_id in new:
+                new = new[:new.index(tok.eos_token_id) + 1]
+            while new and new[-1] == tok.pad_token_id and tok.pad_token_id != tok.eos_token_id:
+                new.pop()
+            news.append(new)
+        return news
+
+    def _hf_generate(self, model, contexts: list[list[int]], max_new: int) -> list[list[int]]:
+        """``model.generate`` over a left-padded batch: the new tokens of each row (padded to ``max_new``)."""
         import torch
 
         tok, s = self.tokenizer, self.sampling
@@ -181,52 +232,49 @@ class MultiTurnRollout:
         for row, c in enumerate(contexts):
             ids[row, width - len(c):] = torch.tensor(c, dtype=torch.long)
             mask[row, width - len(c):] = 1
+        params = getattr(model, "parameters", None)
+        device = next(params()).device if params is not None else "cpu"
         with torch.no_grad():
-            out = model.generate(ids, attention_mask=mask, do_sample=True, temperature=s.temperature, top_k=s.top_k,
-                                 top_p=s.top_p, max_new_tokens=max(budgets), eos_token_id=tok.eos_token_id,
-                                 pad_token_id=tok.pad_token_id)
-        news = []
-        for row, budget in enumerate(budgets):
-            new = out[row, width:].tolist()[:budget]
-            if tok.eos_token_id in new:
-                new = new[:new.index(tok.eos_token_id) + 1]
-            while new and new[-1] == tok.pad_token_id:
-                new.pop()
-            news.append(new)
-        return news
+            out = model.generate(ids.to(device), attention_mask=mask.to(device), do_sample=True,
+                                 temperature=s.temperature, top_k=s.top_k, top_p=s.top_p, max_new_tokens=max_new,
+                                 eos_token_id=tok.eos_token_id, pad_token_id=tok.pad_token_id)
+        return [row.tolist() for row in out[:, width:].cpu()]
 
     def episode(self, model, sample: Any) -> Episode:
         """One episode of ``sample`` under the budgets of the module docstring."""
-        return self.play(model, sample, 1)[0]
+        return self.play(model, [sample], 1)[0][0]
 
     def group(self, model, sample: Any) -> list[Episode]:
         """``G`` episodes of one environment, generated in lockstep (one batch per turn)."""
-        return self.play(model, sample, self.num_generations)
+        return self.play(model, [sample], self.num_generations)[0]
 
-    def play(self, model, sample: Any, n: int) -> list[Episode]:
-        """``n`` independent episodes of ``sample``, one batched generation per turn."""
+    def play(self, model, samples: Sequence[Any], n: int) -> list[list[Episode]]:
+        """``n`` independent episodes of each of ``samples``, all in one batched generation per turn; the
+        episodes grouped by sample, in order."""
         from synth.envs.grpo import Environment
 
-        prompt = self.prompt_ids[sample.env_id]
-        runs = [_Run(Environment(sample, cache=self.caches.setdefault(sample.env_id, {}))) for _ in range(n)]
-        while True:
+        runs = [_Run(Environment(s, cache=self.caches.setdefault(s.env_id, {})), self.prompt_ids[s.env_id])
+                for s in samples for _ in range(n)]
+        for _ in range(self.max_turns):
             active = []
             for r in runs:
-                r.room = min(self.max_completion_length - r.policy, self.max_context - len(prompt) - len(r.completion))
+                r.room = min(self.max_completion_length - r.policy,
+                             self.max_context - len(r.prompt) - len(r.completion))
                 r.open = r.open and r.room > 0
                 active += [r] if r.open else []
-            if not active:
+            if not active and self._vllm is None:
                 break
-            news = self._generate(model, [prompt + r.completion for r in active], [r.room for r in active])
+            news = self._generate(model, [r.prompt + r.completion for r in active], [r.room for r in active])
             for r, new in zip(active, news, strict=True):
-                self._advance(r, prompt, new)
-        return [self._finish(sample, prompt, r) for r in runs]
+                self._advance(r, new)
+        done = [self._finish(s, r) for s, r in zip([s for s in samples for _ in range(n)], runs, strict=True)]
+        return [done[i * n:(i + 1) * n] for i in range(len(samples))]
 
-    def _advance(self, run: "_Run", prompt: list[int], new: list[int]) -> None:
+    def _advance(self, run: "_Run", new: list[int]) -> None:
         """Append one generated turn; run its calls and append their observations, or close the episode."""
         from synth.envs.grpo import extract_tool_calls
 
-        tok, env = self.tokenizer, run.env
+        tok, env, prompt = self.tokenizer, run.env, run.prompt
         run.processed += len(prompt) + len(run.completion) + len(new)
         run.completion += new
         run.mask += [1] * len(new)
@@ -243,14 +291,14 @@ class MultiTurnRollout:
         run.completion += feedback
         run.mask += [0] * len(feedback)
 
-    def _finish(self, sample: Any, prompt: list[int], run: "_Run") -> Episode:
+    def _finish(self, sample: Any, run: "_Run") -> Episode:
         from synth.envs.grpo import partial_credit, phase_of
 
         f1 = run.env.reward()
         partial = partial_credit(run.calls, sample.tool_names(), sample.prompt, sample.targets)
         reward = f1 + self.partial_weight * partial if self.reward == "f1+partial" else f1
         self.gen_flops += 2.0 * self.params * run.processed
-        return Episode(sample.env_id, phase_of(sample), prompt, run.completion, run.mask, f1, partial, reward,
+        return Episode(sample.env_id, phase_of(sample), run.prompt, run.completion, run.mask, f1, partial, reward,
                        run.processed)
 
     def __call__(self, prompts: list[Any], trainer) -> dict[str, Any]:
@@ -262,13 +310,17 @@ class MultiTurnRollout:
         kept: list[list[Episode]] = []
         flat: list[list[Episode]] = []
         draws, self.gen_flops = 0, 0.0
-        try:
+        if getattr(getattr(trainer, "args", None), "use_vllm", False):
+            self._vllm = trainer.vllm_generation
+        try:  # rounds of draws, each round's groups in one batch: at most the missing count, so no surplus
             while len(kept) < want and draws < (self.draw_cap if self.abf else want):
-                group = self.group(model, self.sampler.draw(step))
-                draws += 1
-                (kept if not self.abf or _varies(group) else flat).append(group)
+                n = min(want - len(kept), (self.draw_cap if self.abf else want) - draws)
+                for group in self.play(model, [self.sampler.draw(step) for _ in range(n)], self.num_generations):
+                    (kept if not self.abf or _varies(group) else flat).append(group)
+                draws += n
         finally:
             model.train(was_training)
+            self._vllm = None
         self.skip_step = len(kept) < want
         batch = [e for g in kept + flat[: want - len(kept)] for e in g]
         tokens = sum(len(e.prompt_ids) + len(e.completion_ids) for e in batch)
@@ -306,6 +358,7 @@ class _Run:
     """An episode in progress."""
 
     env: Any
+    prompt: list[int]
     completion: list[int] = field(default_factory=list)
     mask: list[int] = field(default_factory=list)
     calls: list[dict[str, Any]] = field(default_factory=list)

@@ -3,13 +3,18 @@
 :func:`train_sft` trains one model of a ladder rung on one synthesised dataset and writes a
 ``from_pretrained``-loadable folder (model + tokenizer) plus ``train_stats.json``. Proxy rungs
 get a byte-level BPE tokenizer trained on the dataset itself and a model built from config;
-``pretrained`` rungs load their own model, tokenizer and chat template.
+``pretrained`` rungs load their own model and tokenizer, with a chat template that trains
+(:mod:`train.templates`: TRL's stored training variant where the model's own has no
+``{% generation %}`` markers), which is saved with the model.
 
 Settings chosen for tiny CPU models (TRL's defaults are for GPUs; measured on 2 cores):
 float32 (``SFTConfig(use_cpu=True)`` defaults to bf16), no gradient checkpointing (default on),
 the rung's learning rate (TRL's default 2e-5 barely moves a random model), no packing (3.5x
 slower on CPU), and the plain causal-LM loss instead of TRL's tiled fused LM head (1.4-1.6x
-slower on CPU); see ``benchmarks/train_throughput.py``.
+slower on CPU); see ``benchmarks/train_throughput.py``. On GPUs (:mod:`train.distributed`): one
+process per GPU, bf16 mixed precision, FSDP for multi-GPU rungs, a global batch with gradient
+accumulation, activation checkpointing, padding-free batches and TRL's chunked LM-head loss;
+rank 0 alone writes the run's files, and the final model is saved in ``save_dtype``.
 
 Loss is on assistant tokens only: conversations are tokenized here (:func:`train.data.tokenize_rows`,
 with the chat template's ``{% generation %}`` masks) and handed to TRL as ``input_ids`` +
@@ -28,16 +33,19 @@ from pathlib import Path
 from typing import Any
 
 from grid.models import TrainStats
-from toolscale.config import ModelSize, training_flops
+from toolscale.config import ModelSize, TrainSpec, training_flops
 from toolscale.errors import UsageError
 from train.accounting import accounting_callback, loss_curve, read_accounting
 from train.checkpoint import RUN_FILE, STATS_FILE, checkpoint_dir, clear_checkpoints, last_checkpoint
 from train.data import dataset_id, read_rows, render_corpus, tokenize_rows
 from train.tokenizer import tokenizer_id
+from train.distributed import save_final
 from train.errors import TrainError
+from train.interrupt import Interrupted, StopCheck, interrupt_callback
+from train.templates import template_name
 
-__all__ = ["train_sft", "sft_config", "read_stats", "make_trainer", "quiet_progress", "divergence_callback",
-           "planned_epochs", "DivergedError"]
+__all__ = ["train_sft", "sft_config", "schedule_options", "read_stats", "make_trainer", "quiet_progress",
+           "divergence_callback", "snapshot_callback", "planned_epochs", "DivergedError"]
 
 
 class DivergedError(TrainError):
@@ -71,31 +79,83 @@ def divergence_callback(tail: int = 5):
     return DivergenceCallback()
 
 
-_RESOURCE_FIELDS = {"gpus", "cpus", "mem_gb", "timeout_min"}
+def snapshot_callback(out_dir: Path, steps: list[int], tokenizer: Any):
+    """A ``TrainerCallback`` that keeps the model (and tokenizer) at each of ``steps`` but the last under
+    ``out_dir/snapshots/step-<s>`` with ``snapshot.json`` (step, tokens seen); ``seen`` records every step's
+    tokens, the last included (the final model is ``out_dir`` itself). Rank 0 alone writes."""
+    from transformers import TrainerCallback
+
+    from train.checkpoint import snapshot_dir
+    from train.distributed import is_main
+
+    class SnapshotCallback(TrainerCallback):
+        def __init__(self):
+            self.seen: dict[int, float] = {}
+
+        def on_step_end(self, args, state, control, model=None, **kwargs):
+            step = int(state.global_step)
+            if step not in steps:
+                return
+            self.seen[step] = float(state.num_input_tokens_seen)
+            if step == steps[-1] or model is None or not is_main():
+                return
+            folder = snapshot_dir(out_dir, step)
+            model.save_pretrained(folder)
+            tokenizer.save_pretrained(folder)
+            _write_json(folder / "snapshot.json", {"step": step, "tokens": self.seen[step]})
+
+    return SnapshotCallback()
+
+
+_RESOURCE_FIELDS = {"gpus", "cpus", "mem_gb", "timeout_min", "micro_batch_size"}
 """Rung fields that do not change what is trained (a requeued job may get other resources)."""
 
 
+def schedule_options(schedule: str, max_steps: int, wsd_decay: float = 0.2) -> dict[str, Any]:
+    """``SFTConfig`` fields of a learning-rate schedule after the linear warm-up.
+
+    ``cosine``: cosine decay to the last step. ``wsd`` (warmup-stable-decay, Hu et al. 2024 "MiniCPM"): the peak
+    rate held until the last ``ceil(wsd_decay x max_steps)`` steps, then a linear decay to 0 over them.
+    """
+    if schedule == "cosine":
+        return {"lr_scheduler_type": "cosine"}
+    if schedule == "wsd":
+        decay = max(1, math.ceil(wsd_decay * max_steps))
+        return {"lr_scheduler_type": "warmup_stable_decay",
+                "lr_scheduler_kwargs": {"num_decay_steps": decay, "decay_type": "linear"}}
+    raise UsageError(f"unknown schedule {schedule!r}; known: cosine, wsd")
+
+
 def sft_config(size: ModelSize, output_dir: str | Path, *, max_steps: int, seed: int = 0,
-               save_steps: int = 0, logging_steps: int | None = None, **overrides: Any):
+               save_steps: int = 0, logging_steps: int | None = None, weight_decay: float = 0.0,
+               schedule: str = "cosine", wsd_decay: float = 0.2, train: TrainSpec | None = None,
+               **overrides: Any):
     """The ``SFTConfig`` of one run (the one adapter between our settings and TRL's).
 
-    ``save_steps=0`` disables checkpoints. ``overrides`` replace any field (benchmarks use it
-    to compare TRL's defaults).
+    ``save_steps=0`` disables step checkpoints. ``weight_decay`` is AdamW's decoupled decay; ``schedule`` the
+    rate's shape after the warm-up (:func:`schedule_options`). ``train`` sets the parallel layout
+    (:func:`train.distributed.parallel_settings`: global batch, accumulation, sharding, activation
+    checkpointing, padding-free batches) for the processes of this torch-distributed job.
+    ``overrides`` replace any field (benchmarks use it to compare TRL's defaults).
     """
     import torch
     from trl import SFTConfig
 
+    from train.distributed import dist_env, parallel_settings
+
     gpu = torch.cuda.is_available()
     kwargs: dict[str, Any] = dict(
         output_dir=str(output_dir), use_cpu=not gpu, bf16=gpu and torch.cuda.is_bf16_supported(), fp16=False,
-        activation_checkpointing=False, learning_rate=size.learning_rate, lr_scheduler_type="cosine",
-        warmup_steps=max(1, max_steps // 20), weight_decay=0.0, max_grad_norm=1.0,
+        activation_checkpointing=False, learning_rate=size.learning_rate,
+        **schedule_options(schedule, max_steps, wsd_decay),
+        warmup_steps=max(1, max_steps // 20), weight_decay=weight_decay, max_grad_norm=1.0,
         per_device_train_batch_size=size.batch_size, gradient_accumulation_steps=1, max_steps=max_steps,
         max_length=size.max_seq_len, packing=False, assistant_only_loss=False, seed=seed, data_seed=seed,
         logging_steps=logging_steps or max(1, max_steps // 200), logging_first_step=True,
         save_strategy="steps" if save_steps else "no", save_steps=save_steps or 500, save_total_limit=1,
         report_to="none", disable_tqdm=True, include_num_input_tokens_seen="non_padding",
         dataloader_num_workers=0, remove_unused_columns=True, dataset_num_proc=None, logging_nan_inf_filter=False)
+    kwargs.update(parallel_settings(size, train or TrainSpec(), gpu=gpu, world_size=dist_env().world_size))
     kwargs.update(overrides)
     return SFTConfig(**kwargs)
 
@@ -148,28 +208,34 @@ def read_stats(out_dir: str | Path) -> dict[str, Any] | None:
 
 
 def _tokenizer_for(size: ModelSize, out_dir: Path, rows, resume: bool):
+    """The run's tokenizer: a pretrained rung's own, with a training chat template (:mod:`train.templates`)
+    checked to put loss on the rows, else one trained on the dataset (rank 0 trains and saves it)."""
+    from train.distributed import barrier, is_main
+    from train.templates import check_loss_tokens, prepare_tokenizer
     from train.tokenizer import load_tokenizer, train_tokenizer
 
     if size.pretrained:
         tok = load_tokenizer(size.pretrained)
-        if not tok.chat_template or "generation" not in tok.chat_template:
-            raise TrainError(f"the chat template of {size.pretrained!r} has no {{% generation %}} markers; "
-                             "assistant-only loss needs them")
-        if tok.pad_token is None:
-            tok.pad_token = tok.eos_token
+        prepare_tokenizer(tok, source=repr(size.pretrained))
+        check_loss_tokens(tok, rows, max_len=size.max_seq_len, source=repr(size.pretrained))
         return tok
     if resume and (out_dir / "tokenizer.json").is_file() and (out_dir / RUN_FILE).is_file():
         return load_tokenizer(out_dir)
-    tok = train_tokenizer(render_corpus(rows), size.vocab_size)
-    tok.save_pretrained(out_dir)  # before training, so a resumed run uses the very same ids
-    return tok
+    if is_main():
+        tok = train_tokenizer(render_corpus(rows), size.vocab_size)
+        tok.save_pretrained(out_dir)  # before training, so a resumed run uses the very same ids
+    barrier()
+    return tok if is_main() else load_tokenizer(out_dir)
 
 
 def train_sft(data_dir: str | Path, size: ModelSize, out_dir: str | Path, *, max_steps: int | None = None,
               seed: int = 0, threads: int | None = None, resume: bool = True, save_steps: int | None = None,
               on_step: Callable[[int, int, float | None], None] | None = None, tokenizer_dir: str | Path | None = None,
               learning_rate: float | None = None, max_epochs: float | None = None,
-              label: str | None = None, init: str | Path | None = None) -> TrainStats:
+              label: str | None = None, init: str | Path | None = None, weight_decay: float = 0.0,
+              schedule: str = "cosine", wsd_decay: float = 0.2, snapshots: int = 0, train: TrainSpec | None = None,
+              checkpoint_every_s: float | None = None, keep_checkpoints: bool = True,
+              save_dtype: str | None = None, should_stop: StopCheck | None = None) -> TrainStats:
     """Train one model with SFT on a synthesised dataset; write it to ``out_dir``.
 
     Parameters
@@ -208,6 +274,28 @@ def train_sft(data_dir: str | Path, size: ModelSize, out_dir: str | Path, *, max
         (``steps x batch_size / rows``, :func:`planned_epochs`); the message names ``label``.
     label
         The run's name in messages (its run id).
+    weight_decay, schedule, wsd_decay
+        AdamW's decoupled weight decay and the learning-rate schedule (:func:`schedule_options`); part of the
+        run's identity.
+    snapshots
+        Keep the model at this many evenly spaced steps, the last the final one (checkpoints as data,
+        :func:`train.checkpoint.snapshot_steps`): ``train_stats.json`` lists them (``snapshots``: step, tokens
+        seen, folder). More than the run's steps is refused before training, naming ``label``.
+    train
+        ``[train]`` settings of the parallel layout (:func:`train.distributed.parallel_settings`); default
+        :class:`~toolscale.config.TrainSpec`'s. Under torch distributed (``torchrun``, or SLURM tasks after
+        :mod:`slurm.job`) every process calls this function; rank 0 alone writes
+        the run's files.
+    checkpoint_every_s
+        Also checkpoint every this many seconds of wall time (:func:`train.interrupt.interrupt_callback`).
+    should_stop
+        Asked after every optimizer step; a reason (the job got SIGUSR2 or SIGTERM) saves a checkpoint at
+        that step and raises :class:`train.interrupt.Interrupted`.
+    keep_checkpoints
+        False removes ``checkpoints/`` (the resume state) once the run has succeeded (the final model and its
+        ``snapshots`` are what remain).
+    save_dtype
+        Dtype of the saved final model (``"bfloat16"``, ``"float32"``); None keeps the training dtype.
 
     A loss that turns NaN or infinite stops the run with :class:`DivergedError` (step and last losses).
 
@@ -219,6 +307,7 @@ def train_sft(data_dir: str | Path, size: ModelSize, out_dir: str | Path, *, max
     """
     import torch
 
+    from train.distributed import barrier, init_process_group, is_main
     from train.proxy import build_model, count_params, load_model
 
     steps = size.max_steps if max_steps is None else max_steps
@@ -237,6 +326,9 @@ def train_sft(data_dir: str | Path, size: ModelSize, out_dir: str | Path, *, max
             raise UsageError(f"run {name}: {epochs:.2f} epochs ({steps} steps x {size.batch_size} sequences over "
                              f"{len(rows)} rows) exceed train.max_epochs = {max_epochs:g}; synthesise more tasks "
                              "or train fewer steps")
+    if snapshots > steps:
+        raise UsageError(f"run {name}: [eval] checkpoints = {snapshots} exceeds its {steps} training steps; "
+                         "keep fewer checkpoints or train more steps")
     if learning_rate is not None:
         if not (isinstance(learning_rate, float | int) and math.isfinite(learning_rate) and learning_rate > 0):
             raise UsageError(f"learning_rate must be a positive number, got {learning_rate!r}")
@@ -245,8 +337,8 @@ def train_sft(data_dir: str | Path, size: ModelSize, out_dir: str | Path, *, max
         raise UsageError(f"model size {size.name!r} is pretrained and brings its own tokenizer; "
                          "tokenizer_dir is for proxy rungs")
     data_id = dataset_id(data_dir)
-    identity = {"dataset_id": data_id, "steps": steps, "seed": seed,
-                "model_size": size.model_dump(mode="json", exclude=_RESOURCE_FIELDS)}
+    identity = _identity(data_id, steps, seed, size, weight_decay=weight_decay, schedule=schedule,
+                         wsd_decay=wsd_decay, snapshots=snapshots)
     if tokenizer_dir is not None:
         identity["tokenizer_id"] = tokenizer_id(tokenizer_dir)
     if init is not None:
@@ -266,11 +358,14 @@ def train_sft(data_dir: str | Path, size: ModelSize, out_dir: str | Path, *, max
         previous = read_stats(out)
         if previous is not None:
             return TrainStats.model_validate(previous["train"])
-    if not resume:
-        clear_checkpoints(out)
-        (out / STATS_FILE).unlink(missing_ok=True)
-    out.mkdir(parents=True, exist_ok=True)
-    _write_json(run_file, identity)
+    init_process_group()
+    if is_main():
+        if not resume:
+            clear_checkpoints(out)
+            (out / STATS_FILE).unlink(missing_ok=True)
+        out.mkdir(parents=True, exist_ok=True)
+        _write_json(run_file, identity)
+    barrier()
 
     if init is not None:
         from train.tokenizer import load_tokenizer
@@ -279,7 +374,8 @@ def train_sft(data_dir: str | Path, size: ModelSize, out_dir: str | Path, *, max
         from train.tokenizer import load_tokenizer
 
         tokenizer = load_tokenizer(tokenizer_dir)
-        tokenizer.save_pretrained(out)
+        if is_main():
+            tokenizer.save_pretrained(out)
     else:
         tokenizer = _tokenizer_for(size, out, rows, resume)
     data = tokenize_rows(rows, tokenizer, size.max_seq_len, seed=seed)
@@ -298,28 +394,102 @@ def train_sft(data_dir: str | Path, size: ModelSize, out_dir: str | Path, *, max
 
     dataset = Dataset.from_list(data["examples"])
     every = max(10, steps // 4) if save_steps is None else save_steps
-    config = sft_config(size, checkpoint_dir(out), max_steps=steps, seed=seed, save_steps=every)
+    spec = train or TrainSpec()
+    config = sft_config(size, checkpoint_dir(out), max_steps=steps, seed=seed, save_steps=every, train=spec,
+                        weight_decay=weight_decay, schedule=schedule, wsd_decay=wsd_decay)
     checkpoint = last_checkpoint(out) if resume else None
     accounting = accounting_callback(read_accounting(checkpoint).get("wall_s", 0.0), on_step=on_step)
+    stopper = interrupt_callback(checkpoint_every_s, should_stop)
+    chunked = spec.chunked_loss if spec.chunked_loss is not None else torch.cuda.is_available()
+    from train.checkpoint import snapshot_steps
+
+    keep = snapshot_steps(steps, snapshots)
+    snaps = snapshot_callback(out, keep, tokenizer)
     with quiet_progress():
-        trainer = make_trainer(model, tokenizer, dataset, config, callbacks=[accounting, divergence_callback()])
+        trainer = make_trainer(model, tokenizer, dataset, config, plain_loss=not chunked,
+                               callbacks=[accounting, divergence_callback(), stopper, *([snaps] if keep else [])])
         trainer.train(resume_from_checkpoint=str(checkpoint) if checkpoint else None)
-        trainer.model.save_pretrained(out)
-        tokenizer.save_pretrained(out)
+        if stopper.stopped_at is not None and trainer.state.global_step < steps:
+            raise Interrupted(f"run {name}: {stopper.reason}; checkpoint saved at step "
+                              f"{trainer.state.global_step} of {steps}")
+        save_final(trainer, out, save_dtype)
+        if is_main():
+            tokenizer.save_pretrained(out)
 
     state = trainer.state
     curve = loss_curve(state.log_history)
     tokens = float(state.num_input_tokens_seen)
     final_loss = curve[-1]["loss"] if curve else None
     stats = TrainStats(params=float(params), params_nonembedding=float(params_nonemb), train_tokens=tokens,
-                       train_flops=training_flops(params, tokens), wall_s=accounting.wall_s,
+                       train_flops=_flops(size, model, params, params_nonemb, tokens, state.global_step),
+                       train_flops_6nd=training_flops(params_nonemb, tokens), wall_s=accounting.wall_s,
                        final_loss=final_loss if final_loss is None or math.isfinite(final_loss) else None,
                        steps=int(state.global_step))
-    payload = {"objective": "sft", "train": stats.model_dump(mode="json"), "loss_curve": curve,
+    kept = _snapshots(out, keep, snaps.seen, tokens)
+    payload = {"objective": "sft", "train": stats.model_dump(mode="json"), "loss_curve": curve, "snapshots": kept,
                "dataset_id": data_id, "model_size": size.name, "steps": steps, "seed": seed, "resumed_from": checkpoint and checkpoint.name,
-               "data": {k: v for k, v in data.items() if k != "examples"}}
-    _write_json(out / STATS_FILE, payload)
+               "data": {k: v for k, v in data.items() if k != "examples"},
+               "chat_template": template_name(tokenizer.chat_template),
+               "parallel": _layout(trainer, chunked)}
+    if is_main():
+        _write_json(out / STATS_FILE, payload)
+        if not keep_checkpoints:
+            clear_checkpoints(out)
+    barrier()
     return stats
+
+
+def _identity(data_id: str, steps: int, seed: int, size: ModelSize, *, weight_decay: float, schedule: str,
+              wsd_decay: float, snapshots: int) -> dict[str, Any]:
+    """What a run folder holds (``run.json``): a resume refuses a folder with another identity. Options added
+    after the first runs enter only when set, so older runs keep their identity."""
+    identity: dict[str, Any] = {"dataset_id": data_id, "steps": steps, "seed": seed,
+                                "model_size": size.model_dump(mode="json", exclude=_RESOURCE_FIELDS)}
+    if weight_decay or schedule != "cosine":
+        identity["optimiser"] = {"weight_decay": weight_decay, "schedule": schedule,
+                                 **({"wsd_decay": wsd_decay} if schedule == "wsd" else {})}
+    if snapshots:
+        identity["keep_checkpoints"] = snapshots  # the key older runs were written with
+    return identity
+
+
+def _flops(size: ModelSize, model: Any, params: float, params_nonemb: float, tokens: float, steps: int) -> float:
+    """The run's training FLOPs: attention and the unembedding counted for a proxy built from config
+    (:func:`toolscale.config.model_flops`, the context the mean sequence trained), ``6 N D`` for a pretrained one."""
+    from toolscale.config import model_flops
+
+    cfg = getattr(model, "config", None)
+    if size.pretrained or cfg is None or not steps:
+        return training_flops(params, tokens)
+    context = tokens / (steps * size.batch_size)
+    return model_flops(params_nonemb, tokens, n_layers=int(cfg.num_hidden_layers), width=int(cfg.hidden_size),
+                       vocab=int(cfg.vocab_size), context=context)
+
+
+def _snapshots(out: Path, keep: list[int], seen: dict[int, float], final_tokens: float) -> list[dict[str, Any]]:
+    """``[{"step", "tokens", "path"}]`` of the kept checkpoints; a step trained before a resume reads its tokens
+    from its ``snapshot.json``; the last is ``out`` itself."""
+    from train.checkpoint import snapshot_dir
+
+    rows = []
+    for step in keep:
+        folder = out if step == keep[-1] else snapshot_dir(out, step)
+        tokens = final_tokens if step == keep[-1] else seen.get(step)
+        if tokens is None and (folder / "snapshot.json").is_file():
+            tokens = json.loads((folder / "snapshot.json").read_text(encoding="utf-8"))["tokens"]
+        if tokens is not None and (folder / "config.json").is_file():
+            rows.append({"step": step, "tokens": float(tokens), "path": str(folder)})
+    return rows
+def _layout(trainer: Any, chunked: bool) -> dict[str, Any]:
+    """How the run was laid out: processes, micro batch, accumulation, sharding, memory savers."""
+    args = trainer.args
+    return {"world_size": int(args.world_size), "micro_batch_size": int(args.per_device_train_batch_size),
+            "gradient_accumulation_steps": int(args.gradient_accumulation_steps),
+            "fsdp": bool(getattr(trainer, "is_fsdp_enabled", False)),
+            "activation_checkpointing": bool(args.activation_checkpointing
+                                             or (args.fsdp_config or {}).get("activation_checkpointing")),
+            "padding_free": bool(getattr(trainer, "padding_free", False)), "chunked_loss": bool(chunked),
+            "bf16": bool(args.bf16)}
 
 
 def _write_json(path: Path, payload: dict[str, Any]) -> None:

@@ -1,12 +1,15 @@
 #!/usr/bin/env bash
-# The committed CPU proxy-ladder experiment, in one command: learning-rate scan, design, every run
-# (synthesise, probe, train with the shared tokenizer, score both benchmarks), a fit per benchmark in
-# bits per byte with its held-out check and decision accuracy, the report, the allocation, runs.csv.
+# The committed CPU proxy-ladder experiment, in one command: the learning-rate scan (chosen on the validation
+# split), the design, every run (synthesise, probe, train with the shared tokenizer keeping checkpoints,
+# score them on the validation split and the chosen one on both test benchmarks), a fit per benchmark of the
+# early-stopped envelope in bits per byte with its held-out check and decision accuracy, the same fit of the
+# final checkpoints for comparison, the reports, the allocation, its verification (3 seeds), runs.csv with
+# every checkpoint.
 #
 # Usage (from the repository root, after `make install`):
-#   bash docs/results/run_proxy.sh                                   # the proxy ladder (docs/results/proxy.toml)
-#   bash docs/results/run_proxy.sh toolscale/presets/micro.toml docs/results/micro   # the demo-scale ladder
-# Budget: about an hour on 2 idle cores for proxy.toml. Reuses finished scan runs and runs when rerun.
+#   bash docs/results/run_proxy.sh                                      # the proxy ladder (docs/results/proxy.toml)
+#   bash docs/results/run_proxy.sh toolscale/presets/demo.toml /tmp/demo  # the demo-scale ladder
+# Budget: about 75 minutes on 2 idle cores for proxy.toml. Reuses finished scan runs and runs when rerun.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 TS=${TS:-.venv/bin/toolscale}
@@ -15,6 +18,7 @@ OUT=${2:-docs/results}
 EXP=$(grep -m1 '^name = ' "$CFG" | cut -d'"' -f2)
 BENCHES=(indist-calls heldout-servers)
 METRIC=bpb
+BUDGET=${BUDGET:-5000}
 mkdir -p "$OUT"
 t0=$(date +%s)
 stamp() { echo "[$(( ($(date +%s) - t0) / 60 )) min] $*"; }
@@ -25,21 +29,23 @@ stamp "design"; $TS grid design "$CFG" --json > "$OUT/design.json"
 stamp "launch"; $TS launch --config "$CFG" --executor local --wait --resume
 $TS status --config "$CFG" --experiment "$EXP"
 for B in "${BENCHES[@]}"; do
-  stamp "fit $B/$METRIC"
+  stamp "fit $B/$METRIC (early-stopped envelope)"
   $TS fit --config "$CFG" --experiment "$EXP" --benchmark "$B" --metric "$METRIC" --law auto --holdout split \
-      --bootstrap 200 --json > "$OUT/fit-$B.json"
+      --target envelope --bootstrap 100 --json > "$OUT/fit-$B.json"
   $TS report --config "$CFG" --experiment "$EXP" --benchmark "$B" --metric "$METRIC" --law auto --holdout split \
-      --bootstrap 200 --out "$OUT/report-$B" > /dev/null
+      --target envelope --bootstrap 100 --out "$OUT/report-$B" > /dev/null
 done
 B=${BENCHES[0]}
+stamp "fit $B/$METRIC on the final checkpoints (for comparison; not stored as the newest fit)"
+$TS fit --config "$CFG" --experiment "$EXP" --benchmark "$B" --metric "$METRIC" --law auto --holdout split \
+    --target final --bootstrap 100 --no-store --json > "$OUT/fit-$B-final.json"
 stamp "allocate on $B"
-$TS allocate --config "$CFG" --experiment "$EXP" --benchmark "$B" --budget 5000 --json > "$OUT/allocation.json" || \
+$TS allocate --config "$CFG" --experiment "$EXP" --benchmark "$B" --budget "$BUDGET" --json > "$OUT/allocation.json" || \
     echo "allocate failed (see above)"
-if $TS verify --help > /dev/null 2>&1; then
-  stamp "verify the allocation (3 seeds)"
-  $TS verify --config "$CFG" --experiment "$EXP" --benchmark "$B" --budget 5000 --seeds 3 --plot "$OUT/verification.png" \
-      --json > "$OUT/verification.json" || echo "verify failed (see above)"
-fi
+stamp "verify the allocation (3 seeds)"
+$TS verify --config "$CFG" --experiment "$EXP" --benchmark "$B" --budget "$BUDGET" --seeds 3 \
+    --arms allocator,diversity_only,best_observed --plot "$OUT/verification.png" --json > "$OUT/verification.json" || \
+    echo "verify failed (see above)"
 $TS export --config "$CFG" --experiment "$EXP" --out "$OUT/runs.csv"
 {
   echo "config: $CFG"

@@ -58,6 +58,7 @@ from pydantic import ValidationError
 
 from synth.envs.errors import EnvFormatError
 from synth.envs.models import SCHEMA_VERSION, EnvSample
+from toolscale.files import atomic_write_text
 
 __all__ = ["sample_to_row", "parse_row", "iter_rows", "load_envs", "dump_envs"]
 
@@ -119,11 +120,5 @@ def load_envs(path: str | os.PathLike) -> list[EnvSample]:
 
 def dump_envs(samples: Iterable[EnvSample], path: str | os.PathLike) -> Path:
     """Write samples as JSONL atomically (temp file + rename); returns the path."""
-    p = Path(path)
-    p.parent.mkdir(parents=True, exist_ok=True)
-    tmp = p.with_name(p.name + ".tmp")
-    with tmp.open("w", encoding="utf-8") as fh:
-        for s in samples:
-            fh.write(json.dumps(sample_to_row(s), ensure_ascii=False, sort_keys=False) + "\n")
-    os.replace(tmp, p)
-    return p
+    text = "".join(json.dumps(sample_to_row(s), ensure_ascii=False, sort_keys=False) + "\n" for s in samples)
+    return atomic_write_text(path, text)

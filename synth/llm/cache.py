@@ -14,9 +14,10 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import tempfile
 from pathlib import Path
 from typing import Any
+
+from toolscale.files import atomic_write_text
 
 __all__ = ["ResponseCache", "request_key", "default_cache_dir", "CACHE_ENV"]
 
@@ -64,16 +65,7 @@ class ResponseCache:
 
     def put(self, key: str, body: dict[str, Any]) -> None:
         """Store ``body`` under ``key`` atomically (see the module docstring)."""
-        target = self.path(key)
-        target.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=f".{key[:8]}.", suffix=".tmp", dir=target.parent)
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as f:
-                json.dump(body, f, sort_keys=True, ensure_ascii=False)
-            os.replace(tmp, target)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
+        atomic_write_text(self.path(key), json.dumps(body, sort_keys=True, ensure_ascii=False))
 
     def __len__(self) -> int:
         """Entries stored."""

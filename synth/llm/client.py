@@ -328,8 +328,9 @@ class LLMClient:
         self._account(role, reply, sent=True)
         return reply
 
-    async def _post(self, role: str, spec: LLMRoleSpec, body: dict[str, Any], http: Any) -> dict[str, Any]:
-        url = spec.base_url.rstrip("/") + "/chat/completions"
+    async def _post(self, role: str, spec: LLMRoleSpec, body: dict[str, Any], http: Any, *,
+                    path: str = "/chat/completions", check: Any = None) -> dict[str, Any]:
+        url = spec.base_url.rstrip("/") + path
         last = ""
         malformed = False
         for attempt in range(spec.max_tries):
@@ -348,7 +349,10 @@ class LLMClient:
                 if status == 200:
                     try:
                         parsed = json.loads(data)
-                        parse_completion(parsed, role, spec.model, "0" * 12, cached=False)
+                        if check is not None:
+                            check(parsed)
+                        else:
+                            parse_completion(parsed, role, spec.model, "0" * 12, cached=False)
                         return parsed
                     except (ValueError, RecursionError) as err:  # RecursionError: JSON nested too deep
                         why = "nested too deeply" if isinstance(err, RecursionError) else str(err)[:80]
@@ -426,6 +430,39 @@ class LLMClient:
             try:
                 return list(await asyncio.gather(*tasks))
             except BaseException:  # the endpoint is down: stop the rest instead of retrying in the background
+                for t in tasks:
+                    t.cancel()
+                await asyncio.gather(*tasks, return_exceptions=True)
+                raise
+
+        return self._run(run())
+
+    def post_many(self, role: str, path: str, bodies: Sequence[Mapping[str, Any]], *,
+                  check: Any = None) -> list[dict[str, Any]]:
+        """POST each body to ``{base_url}{path}`` of ``role``'s endpoint with the same concurrency limit and
+        retries as chat requests; the JSON replies in order (nothing is cached).
+
+        For the other routes of an OpenAI-compatible server (vLLM's ``/completions`` with ``prompt_logprobs``,
+        chat requests with per-request ``max_tokens``). ``check(reply)`` raises ``ValueError`` for a malformed
+        reply, which is retried like one. Raises like :meth:`chat_many` (an unusable reply's
+        :class:`LLMReplyError` or a down endpoint's :class:`LLMEndpointError`, the rest cancelled).
+        """
+        spec = self.spec(role)
+
+        async def one(body: Mapping[str, Any]) -> dict[str, Any]:
+            lanes = self._lane_queue(role)
+            http = await lanes.get()
+            try:
+                return await self._post(role, spec, dict(body), http, path=path,
+                                        check=check or (lambda data: None))
+            finally:
+                lanes.put_nowait(http)
+
+        async def run() -> list[dict[str, Any]]:
+            tasks = [asyncio.ensure_future(one(b)) for b in bodies]
+            try:
+                return list(await asyncio.gather(*tasks))
+            except BaseException:
                 for t in tasks:
                     t.cancel()
                 await asyncio.gather(*tasks, return_exceptions=True)

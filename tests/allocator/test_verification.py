@@ -163,4 +163,55 @@ def test_a_plan_equal_to_the_diversity_only_plan_shares_its_runs_and_gains_exact
     rep = summarise(experiment="exp", group=group, benchmark="b", metric="token_prob", plan=plan, arms=arms,
                     runs=records, cost=COST, model_size="s", law="additive", fit_id="f", simulated=False,
                     decision=plan.decision)
-    assert rep.realised_gain == 0.0 and rep.inside_interval is True and rep.complete
+    # a gain of exactly 0 between one recipe and itself proves nothing: not counted as a check, and said so
+    assert rep.realised_gain == 0.0 and rep.inside_interval is None and rep.complete
+    assert "not counted as a check" in rep.notes[0]
+
+
+def test_the_comparison_adds_the_realised_gains_seed_variance() -> None:
+    from allocator.verification import comparison_interval
+
+    # predicted gain 0.05 in [0.03, 0.07]; seed SD 0.1 over K = 3 paired seeds: noise half-width 1.645 x 0.0816
+    lo, hi = comparison_interval(0.05, (0.03, 0.07), 0.1, 3)
+    noise = 1.6448536 * (2 * 0.1 ** 2 / 3) ** 0.5
+    assert lo == pytest.approx(0.05 - (0.02 ** 2 + noise ** 2) ** 0.5, rel=1e-6)
+    assert hi == pytest.approx(0.05 + (0.02 ** 2 + noise ** 2) ** 0.5, rel=1e-6)
+    assert comparison_interval(0.05, (0.03, 0.07), None, 3) == (0.03, 0.07)
+    assert comparison_interval(0.05, None, 0.1, 3) is None
+    # asymmetric intervals keep their asymmetry, each side widened in quadrature
+    lo, hi = comparison_interval(0.0, (-0.01, 0.03), 0.0, 3)
+    assert (lo, hi) == pytest.approx((-0.01, 0.03))
+
+
+def test_a_gain_outside_the_noise_free_interval_can_be_inside_once_seed_noise_counts() -> None:
+    plan, (arms, specs), group = _arms()
+    scores = {"allocator": [0.40, 0.20, 0.33], "diversity_only": [0.25, 0.26, 0.24], "equal_spend": [0.2, 0.2, 0.2]}
+    runs = [_record(s, score=scores[s.metadata["arm"]][s.seed]) for s in specs]
+    rep = summarise(experiment="exp", group=group, benchmark="b", metric="token_prob", plan=plan, arms=arms,
+                    runs=runs, cost=COST, model_size="s", law="additive", fit_id="f", simulated=False,
+                    decision=plan.decision)
+    assert rep.realised_gain == pytest.approx(0.06) and rep.seed_sd is not None
+    assert rep.seed_sd_source == "pooled within the arms' seeds"
+    lo, hi = rep.comparison_interval
+    assert lo < 0.03 and hi > 0.07 and rep.inside_interval is True  # the seeds' spread widens the check
+
+
+def test_the_best_observed_recipe_is_an_arm_and_the_plan_is_compared_with_it() -> None:
+    obs = _plan({"tool_diversity": 4.0, "task_count": 800.0}, 0.28)
+    plan = _allocation().model_copy(update={"best_observed": obs, "best_observed_interval": (0.26, 0.30),
+                                            "gain_over_best_observed": 0.02,
+                                            "best_observed_gain_interval": (0.005, 0.035)})
+    arms = arms_of(plan, _plan({"tool_diversity": 5.0, "task_count": 450.0}, 0.27), (0.25, 0.29), seeds=[0, 1],
+                   names=["allocator", "best_observed"])
+    assert [a.name for a in arms] == ["allocator", "best_observed"] and arms[1].levels == obs.levels
+    group = group_name("exp", "b", 1000.0, "s", arms)
+    arms, specs = verification_runs(arms, group=group, model_size="s", model_params=1e6, train_tokens=1e5,
+                                    verifies="exp")
+    scores = {"allocator": [0.30, 0.32], "best_observed": [0.31, 0.33]}
+    runs = [_record(s, score=scores[s.metadata["arm"]][s.seed]) for s in specs]
+    rep = summarise(experiment="exp", group=group, benchmark="b", metric="token_prob", plan=plan, arms=arms,
+                    runs=runs, cost=COST, model_size="s", law="additive", fit_id="f", simulated=False,
+                    decision=plan.decision)
+    assert rep.realised_gain_best_observed == pytest.approx(-0.01) and rep.predicted_gain_best_observed == 0.02
+    assert rep.realised_gain is None  # no diversity-only arm trained
+    assert rep.comparison_interval_best_observed[0] < 0.005 and rep.inside_interval_best_observed is not None

@@ -22,12 +22,13 @@ def test_registry_metadata():
         assert b.version and b.description and b.higher_is_better and "score" in b.metrics
         assert ":" in b.loader
     assert get_benchmark("heldout-env").kind == "env"
-    with pytest.raises(UnknownBenchmarkError, match="known: bfcl, heldout-calls, heldout-env, heldout-servers, "
-                                                    "indist-calls, indist-env; did you mean 'heldout-env'"):
+    with pytest.raises(UnknownBenchmarkError, match="known: bfcl, code-heldout-apis, code-indist, code-valid, heldout-calls, "
+                                                    "heldout-env, heldout-servers, indist-calls, indist-env, valid-calls; "
+                                                    "did you mean 'heldout-env'"):
         get_benchmark("heldout-en")
 
 
-@pytest.mark.parametrize("name", ["heldout-calls", "indist-calls", "heldout-servers",
+@pytest.mark.parametrize("name", ["heldout-calls", "indist-calls", "heldout-servers", "valid-calls",
                                   pytest.param("bfcl", marks=needs_wheel)])
 def test_items_match_the_pinned_digest(name):
     info = get_benchmark(name)
@@ -49,3 +50,15 @@ def test_protocol_benchmarks_have_their_sizes_servers_and_unseen_databases():
     assert [i.ground_truth for i in base] != [i.ground_truth for i in indist]
     for name in ("indist-calls", "heldout-servers"):
         assert "bpb" in get_benchmark(name).metrics
+
+
+def test_the_validation_split_shares_no_item_with_either_test_benchmark():
+    from eval.heldout import VALID_DB_SEED_BASE, shared_items
+    from synth.servers.db import TRAIN_DOMAINS
+
+    valid = load_items("valid-calls")
+    indist, held = load_items("indist-calls"), load_items("heldout-servers")
+    assert shared_items(valid, indist) == 0 and shared_items(valid, held) == 0
+    assert shared_items(indist, indist) == len(indist)  # the check itself finds shared items
+    assert {i.source for i in valid} == set(TRAIN_DOMAINS) and all(i.ground_truth for i in valid)
+    assert len(valid) >= 120 and VALID_DB_SEED_BASE > 9_000_005  # its databases are not the test ones

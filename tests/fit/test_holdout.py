@@ -78,3 +78,18 @@ def test_heldout_metrics_on_a_known_law():
     assert h.interval_coverage is None  # no bootstrap, no intervals
     again = heldout_metrics(fit, law, pts.subset(np.array(split) == "heldout"), train_flops=[fitted_max])
     assert again.mae == pytest.approx(h.mae)
+
+
+def test_heldout_error_on_seed_means_is_choshens_are_over_recipes():
+    import numpy as np
+
+    from fit.holdout import seed_mean_error
+
+    y = np.array([2.0, 2.2, 4.0, 4.4, 4.2])  # recipe a: 2 seeds, recipe b: 3 seeds
+    pred = np.array([2.0, 2.0, 4.4, 4.4, 4.4])
+    are, n = seed_mean_error(y, pred, ["a", "a", "b", "b", "b"])
+    assert n == 2
+    assert are == pytest.approx((abs(2.0 - 2.1) / 2.1 + abs(4.4 - 4.2) / 4.2) / 2)
+    # one run per recipe: the per-run ARE
+    are1, n1 = seed_mean_error(y, pred, ["1", "2", "3", "4", "5"])
+    assert n1 == 5 and are1 == pytest.approx(np.mean(np.abs(pred - y) / y))

@@ -10,41 +10,66 @@ from fit.laws import get_law
 
 @pytest.mark.parametrize("truth", ["additive", "multiplicative"])
 def test_picks_the_true_hypothesis(sim, truths, truth):
+    """Over 10 s: three forms with 19 bootstrap refits each, and 39 LR draws (an exact 5% test)."""
     runs = sim.design_runs(n_points=40, seed=11)
     pts = sim.simulated_points(truth, truths[truth], runs, noise=0.01, seed=5)
-    res, _ = compare_hypotheses(pts, sim.small_inputs(), n_starts=4, max_grid=512, n_bootstrap=12, n_jobs=1)
+    res, _ = compare_hypotheses(pts, sim.small_inputs(), n_starts=4, max_grid=512, n_bootstrap=19, n_jobs=1)
     assert res.supported == truth
     assert set(res.fits) == {"additive", "multiplicative", "interaction"}
     assert res.n_points == 80  # the held-out rung is predicted, not fitted
     assert res.gain_ratio_lo is not None and res.gain_ratio_lo <= res.gain_ratio <= res.gain_ratio_hi
-    assert res.lr_p_method == "parametric bootstrap (12 draws)"
+    assert res.lr_p_method.startswith("residual bootstrap (39 draws")  # at least 39: an exact 5% test
     if truth == "multiplicative":
-        # the observed LR exceeds every one of the 12 draws under the additive fit: p = 1 / 13
-        assert res.lr_p == pytest.approx(1 / 13) and res.f_p < 0.01 and res.gain_ratio > 1.2
+        # the observed LR exceeds every one of the 39 draws under the additive fit: p = 1 / 40
+        assert res.lr_p == pytest.approx(1 / 40) and res.f_p < 0.01 and res.gain_ratio > 1.2
         assert res.verdict == "amplifies" and res.strength == "strong" and res.delta_bic > 6
     else:
         assert res.gain_ratio == pytest.approx(1.0, abs=0.15)
-        assert res.verdict == "additive" and res.lr_p > 0.05
+        assert res.verdict == "additive" and res.lr_p > 0.05 and res.strength == "none"
 
 
 def test_a_discount_rejects_additivity(sim, truths):
-    """Quality that discounts what diversity buys (gain ratio 0.63) is an interaction, not 'additive'."""
+    """Quality that discounts what diversity buys (gain ratio 0.63) is an interaction, not 'additive'.
+
+    Over 10 s: three forms with 19 bootstrap refits each, and 39 LR draws."""
     runs = sim.design_runs(n_points=40, seed=11)
     truth = {**truths["additive"], "kappa": -6.0}
     pts = sim.simulated_points("interaction", truth, runs, noise=0.01, seed=5)
-    res, fits = compare_hypotheses(pts, sim.small_inputs(), n_starts=4, max_grid=512, n_bootstrap=12, n_jobs=1)
+    res, fits = compare_hypotheses(pts, sim.small_inputs(), n_starts=4, max_grid=512, n_bootstrap=19, n_jobs=1)
     assert res.gain_ratio_hi < 1.0 and res.gain_ratio == pytest.approx(0.63, abs=0.12)
     assert res.verdict == "discounts" and res.supported == "interaction"
     assert set(fits) == {"additive", "multiplicative", "interaction"}
     assert fits["interaction"].heldout.mae < fits["additive"].heldout.mae
 
 
-def test_without_bootstrap_the_verdict_follows_bic(sim, truths):
+def test_without_bootstrap_the_lr_test_uses_the_chi_square_reference(sim, truths):
+    from scipy.stats import chi2
+
     runs = sim.design_runs(n_points=40, seed=11)
     pts = sim.simulated_points("multiplicative", truths["multiplicative"], runs, noise=0.01, seed=5)
     res, _ = compare_hypotheses(pts, sim.small_inputs(), n_starts=4, max_grid=512)
-    assert res.lr_p_method.startswith("chi-square") and res.delta_bic > 6
-    assert res.supported == "multiplicative" and res.verdict == "amplifies"
+    assert res.lr_p_method.startswith("chi-square") and res.lr_p == pytest.approx(chi2.sf(res.lr_stat, 1))
+    assert res.supported == "multiplicative" and res.verdict == "amplifies" and res.strength == "strong"
+
+
+def test_the_lr_statistic_is_one_procedure_for_data_and_draws(sim, truths):
+    """The observed statistic is :func:`lr_statistic` of the fitted runs, as every null draw's is."""
+    import math
+
+    from fit.interaction import lr_statistic
+
+    runs = sim.design_runs(n_points=40, seed=11)
+    pts = sim.simulated_points("additive", truths["additive"], runs, noise=0.01, seed=5)
+    res, fits = compare_hypotheses(pts, sim.small_inputs(), n_starts=2, max_grid=128)
+    train = pts.subset(pts.split_array() == "fit")
+    from fit.laws import law_of
+
+    lr, add_opt, _ = lr_statistic(train, law_of(fits["additive"]), law_of(fits["interaction"]),
+                                  starts_add=[fits["additive"].params], starts_int=[fits["interaction"].params])
+    assert res.lr_stat == pytest.approx(lr, rel=1e-6) and math.isfinite(lr) and lr >= 0
+    assert add_opt == pytest.approx(fits["additive"].params, rel=1e-4)  # refitting the optimum keeps it
+    # the nested form never fits worse than the additive one (it also starts from the additive optimum)
+    assert fits["interaction"].converged
 
 
 def test_gain_ratio_of_each_form(sim, truths):

@@ -84,21 +84,60 @@ def test_two_fitted_sizes_fall_back_to_bic():
     assert sel.chosen == min(sel.candidates, key=lambda c: c.bic).label
 
 
-def test_extrapolation_error_is_the_cv_error_beyond_the_noise():
+def test_extrapolation_error_is_the_cv_error_beyond_the_noise_pooled_over_every_fold():
     pts = _points(noise=0.03)
-    decades = np.log10(54000.0 / 18000.0)
     right = select_law(pts, {"chinchilla_unique": get_law("chinchilla_unique", INPUTS)}, n_starts=4, max_grid=1024)
     wrong = select_law(pts, {"chinchilla_ND": get_law("chinchilla")}, n_starts=4, max_grid=1024)
     for sel in (right, wrong):
-        assert sel.cv_rms is not None and sel.cv_noise_sd is not None
-        excess = np.sqrt(max(0.0, sel.cv_rms ** 2 - sel.cv_noise_sd ** 2))
-        assert sel.extrapolation_sd == pytest.approx(excess / decades, rel=1e-9)
+        # four fitted sizes: two folds (fit 2 sizes -> predict the 3rd; fit 3 -> predict the 4th)
+        assert [f.predicted_size for f in sel.folds] == [18000.0, 54000.0]
+        assert sel.folds[0].fit_sizes == [2000.0, 6000.0] and sel.correction == "none"
+        assert sel.folds[1].decades == pytest.approx(np.log10(3.0))
+        e = np.array([f.excess for f in sel.folds])
+        d = np.array([f.decades for f in sel.folds])
+        assert sel.extrapolation_sd == pytest.approx(np.sqrt((e ** 2).sum() / (d ** 2).sum()), rel=1e-9)
+        # the last fold's excess is its RMS beyond its noise
+        assert e[-1] == pytest.approx(np.sqrt(max(0.0, sel.cv_rms ** 2 - sel.cv_noise_sd ** 2)), rel=1e-9)
     # the truth's own form misses one rung up by little more than the noise (and its parameter error)
     assert right.cv_noise_sd == pytest.approx(0.03, rel=0.3)
-    assert right.extrapolation_sd * decades < 0.8 * right.cv_rms
+    assert right.folds[-1].excess < 0.8 * right.cv_rms
     # a form without the data axes misses by far more than the noise, and keeps nearly all of it
-    assert wrong.extrapolation_sd * decades > 0.8 * wrong.cv_rms
+    assert wrong.folds[-1].excess > 0.8 * wrong.cv_rms
     assert wrong.extrapolation_sd > 3 * right.extrapolation_sd
+
+
+def test_nested_cv_scores_each_outer_fold_with_the_form_chosen_below_it():
+    pts = _points(noise=0.03)
+    cands = {"chinchilla_ND": get_law("chinchilla"), "chinchilla_unique": get_law("chinchilla_unique", INPUTS)}
+    sel = select_law(pts, cands, n_starts=4, max_grid=1024)
+    assert sel.correction == "nested" and sel.chosen == "chinchilla_unique"
+    inner, outer = sel.folds
+    assert inner.chosen is None and inner.excess is None  # no fold below the first: not in the pool
+    by = {c.label: c for c in sel.candidates}
+    from fit.models import LawCandidate
+    from fit.selection import one_se_choice
+
+    first = [LawCandidate(label=c.label, law=c.law, n_params=c.n_params, cv_relative_mae=c.cv_fold_relative_mae[0],
+                          cv_relative_mae_se=c.cv_fold_relative_mae_se[0], bic=0.0) for c in sel.candidates]
+    assert outer.chosen == one_se_choice(first).label  # chosen on the inner fold only, by the same rule
+    assert sel.extrapolation_sd == pytest.approx(outer.excess / outer.decades, rel=1e-9)
+    # the choice itself reads the largest fold
+    assert by["chinchilla_unique"].cv_relative_mae == by["chinchilla_unique"].cv_fold_relative_mae[-1]
+
+
+def test_three_fitted_sizes_correct_the_winner_by_the_runner_up():
+    pts = _points(noise=0.03)
+    n = np.array(pts.inputs["N"])
+    three = pts.subset((n < 30000) | (n > 1e5))  # fitted 2000, 6000, 18000: one fold
+    cands = {"chinchilla_ND": get_law("chinchilla"), "chinchilla": get_law("chinchilla", INPUTS),
+             "chinchilla_unique": get_law("chinchilla_unique", INPUTS)}
+    sel = select_law(three, cands, n_starts=4, max_grid=1024)
+    assert len(sel.folds) == 1 and sel.correction == "runner_up"
+    assert sel.extrapolation_sd >= sel.extrapolation_sd_chosen
+    ranked = sorted(sel.candidates, key=lambda c: c.cv_relative_mae)
+    runner = next(c.label for c in ranked if c.label != sel.chosen)
+    alone = select_law(three, {runner: cands[runner]}, n_starts=4, max_grid=1024)
+    assert sel.extrapolation_sd == pytest.approx(max(alone.extrapolation_sd, sel.extrapolation_sd_chosen), rel=1e-6)
 
 
 def test_effect_slope_reads_how_much_larger_the_differences_are_than_predicted():
@@ -116,7 +155,7 @@ def test_effect_slope_reads_how_much_larger_the_differences_are_than_predicted()
 
 def test_rung_cv_reports_the_error_of_differences_beyond_the_slope_noise():
     pts = _points(noise=0.03)
-    decades = np.log10(54000.0 / 18000.0)
+    decades = np.log10(54000.0 / 18000.0)  # the slope is read at the largest fold
     for law in (get_law("chinchilla_unique", INPUTS), get_law("chinchilla")):
         sel = select_law(pts, {"x": law}, n_starts=4, max_grid=1024)
         assert sel.effect_slope is not None and sel.effect_slope_se is not None

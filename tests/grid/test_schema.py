@@ -39,7 +39,7 @@ def test_v4_keeps_a_v3_registry_readable_and_drops_only_the_two_big_keys(tmp_pat
     assert {"runs", "metrics"} <= _primary_keys(con)
     con.close()
     with Registry(db) as reg:
-        assert reg.schema_version() == SCHEMA_VERSION == 4
+        assert reg.schema_version() == SCHEMA_VERSION == 5
         keys = _primary_keys(reg.con)
         run = reg.runs("e")[0]
         null_status = reg.con.execute("SELECT is_nullable FROM information_schema.columns WHERE table_name = 'runs' "
@@ -50,6 +50,26 @@ def test_v4_keeps_a_v3_registry_readable_and_drops_only_the_two_big_keys(tmp_pat
     assert null_status == "NO"
     with Registry(db, read_only=True) as reg:
         assert reg.con.execute("SELECT axis_tool_diversity FROM runs").fetchall() == [(8.0,)]
+
+
+def test_v5_keeps_run_values_and_checkpoints_apart(tmp_path) -> None:
+    """Checkpoints as data: rows with a ``step`` are a checkpoint's, NULL the run's own; each key unique per step."""
+    db = str(tmp_path / "r.duckdb")
+    with Registry(db) as reg:
+        reg.ensure_experiment("e1", axes=["tool_diversity"])
+        reg.add_runs([_spec()], code="c")
+        rid = _spec().run_id
+        reg.add_metrics(rid, [MetricResult(benchmark="b", metric="bpb", score=2.0),
+                              MetricResult(benchmark="b", metric="bpb", score=2.5, step=10),
+                              MetricResult(benchmark="b", metric="bpb", score=2.2, step=20),
+                              MetricResult(benchmark="train", metric="tokens", score=4e4, step=10)])
+        reg.add_metrics(rid, [MetricResult(benchmark="b", metric="bpb", score=2.1, step=20)])  # replaces step 20 only
+        run = reg.runs("e1")[0]
+        rows = reg.export_rows("e1")
+    assert run.metrics == {"b/bpb": 2.0}
+    assert run.checkpoints == {10: {"b/bpb": 2.5, "train/tokens": 4e4}, 20: {"b/bpb": 2.1}}
+    assert [r.get("step") for r in rows] == [None, 10, 20] and rows[1]["b/bpb"] == 2.5 and "b/bpb" not in {
+        k for k in rows[0] if k == "step"}
 
 
 def _spec(run_id: str = "", seed: int = 0) -> RunSpec:
@@ -88,3 +108,29 @@ def test_an_import_with_a_run_twice_is_refused_and_changes_nothing(tmp_path) -> 
     with Registry(db, read_only=True) as reg:
         assert [r.run_id for r in reg.runs()] == ["i-1"]
         assert reg.con.execute("SELECT count(*) FROM metrics").fetchall() == [(1,)]
+
+
+def test_a_result_with_checkpoints_is_compared_step_by_step_on_ingest(tmp_path) -> None:
+    """Ingesting a run's result again with the same checkpoint rows changes nothing; a changed checkpoint value is a
+    conflict naming its step, the others are not."""
+    from datetime import UTC, datetime
+
+    from grid.models import RunResult
+
+    db = str(tmp_path / "r.duckdb")
+    rows = [MetricResult(benchmark="b", metric="bpb", score=2.0), MetricResult(benchmark="b", metric="bpb", score=2.5,
+                                                                               step=10),
+            MetricResult(benchmark="b", metric="bpb", score=2.0, step=20)]
+
+    def result(metrics, tag):
+        return (RunResult(run_id=_spec().run_id, experiment="e1", status="done", metrics=metrics,
+                          finished_at=datetime(2026, 1, 1, tzinfo=UTC)), f"hash-{tag}", f"{tag}.json")
+
+    with Registry(db) as reg:
+        reg.ensure_experiment("e1", axes=["tool_diversity"])
+        reg.add_runs([_spec()], code="c")
+        reg.ingest([result(rows, "a")])
+        assert reg.ingest([result(rows, "b")], on_conflict="refuse").ingested == 1  # the same values: no conflict
+        changed = [rows[0], rows[1].model_copy(update={"score": 2.6}), rows[2]]
+        with pytest.raises(Exception, match=r"1 stored value would change \(run r-\w+ b/bpb@10: 2.5 -> 2.6\)"):
+            reg.ingest([result(changed, "c")], on_conflict="refuse")

@@ -85,7 +85,7 @@ hidden_size = 16
 num_layers = 1
 num_heads = 2
 vocab_size = 512
-max_steps = 3
+max_steps = 4
 batch_size = 2
 
 [[ladder]]
@@ -94,7 +94,7 @@ hidden_size = 32
 num_layers = 1
 num_heads = 2
 vocab_size = 512
-max_steps = 3
+max_steps = 4
 batch_size = 2
 
 [probe]
@@ -107,6 +107,8 @@ threads = 1
 [eval]
 benchmarks = ["heldout-calls"]
 limit = 4
+validation_limit = 4
+checkpoints = 2
 
 [executor]
 kind = "debug"
@@ -138,6 +140,7 @@ def test_missing_stage_module_fails_the_run_not_the_launcher(tmp_path, monkeypat
 @pytest.mark.slow
 @pytest.mark.integration
 def test_pipeline_end_to_end_shares_the_dataset_across_sizes(tmp_path):
+    """Two real runs (synthesis, probe, training, validation at two checkpoints, test at the chosen one)."""
     cfg = _pipe(tmp_path, ("t1", "t2"))
     launch(cfg, cfg.experiment.registry, executor="debug")
     with Registry(cfg.experiment.registry, read_only=True) as reg:
@@ -154,6 +157,24 @@ def test_pipeline_end_to_end_shares_the_dataset_across_sizes(tmp_path):
         assert r.metadata["stage_s"]["train"] > 0 and r.metadata["stage_s"]["eval"] > 0
     datasets = [p for p in (tmp_path / "runs" / "datasets").iterdir() if not p.name.startswith(".")]
     assert len(datasets) == 1
+    # checkpoints as data: steps 2 and 4 kept, both scored on the validation split, the chosen one and the
+    # last on the test benchmark, with the tokens seen by each; the last one's test rows are the run's own
+    for r in (a, b):
+        assert sorted(r.checkpoints) == [2, 4]
+        summary = r.metadata["checkpoints"]
+        chosen = summary["chosen_step"]
+        vals = {s: r.checkpoints[s]["valid-calls/bpb"] for s in (2, 4)}
+        assert chosen == min(vals, key=lambda s: (vals[s], s)) and summary["validation"] == "valid-calls"
+        assert 0 < r.checkpoints[2]["train/tokens"] < r.checkpoints[4]["train/tokens"] == r.train_tokens
+        assert r.checkpoints[4]["heldout-calls/bpb"] == r.metrics["heldout-calls/bpb"]
+        assert "heldout-calls/bpb" in r.checkpoints[chosen]
+        # the chosen checkpoint's diagnostics: span types, seen tools (none: heldout-calls is on held-out
+        # servers), the two baselines
+        diag = r.checkpoints[chosen]
+        assert diag["heldout-calls/seen_share"] == 0.0 and "heldout-calls/bpb_unseen" in diag
+        assert {"heldout-calls/bpb_tool", "heldout-calls/bpb_json", "heldout-calls/bpb_uniform",
+                "heldout-calls/bpb_unigram"} <= set(diag)
+        assert diag["heldout-calls/bpb_unigram"] < diag["heldout-calls/bpb_uniform"]
 
 
 def test_job_recipe_keeps_the_users_servers(tmp_path):
@@ -185,3 +206,31 @@ def test_job_recipe_carries_the_llm_roles(tmp_path):
     cheaper = with_llm.model_copy(update={"synth": with_llm.synth.model_copy(update={"llm": {
         "judge": judge.model_copy(update={"price_in": 0.0, "concurrency": 2})}})})
     assert job_recipe(run, cheaper).identity() == recipe.identity()  # price and concurrency do not change the data
+
+
+@pytest.mark.slow
+@pytest.mark.integration
+def test_a_code_experiment_runs_end_to_end(tmp_path):
+    """``experiment.domain = "code"``: the same job builds a code dataset (tests replayed in the jail), probes it,
+    trains and scores both code benchmarks (bpb and pass rate)."""
+    text = PIPE_CONFIG.format(root=tmp_path).replace('name = "pipe"', 'name = "pipe"\ndomain = "code"')
+    text = text.replace('name = "task_count"', 'name = "spec_dependency"').replace(
+        'unit = "tasks"\nmin = 16\nmax = 32\ninteger = true', 'kind = "quality"\nunit = "fraction"\nmin = 0.0\n'
+        'max = 1.0\nspacing = "linear"').replace('kind = "diversity"\nkind = "quality"', 'kind = "quality"')
+    text = text.replace('benchmarks = ["heldout-calls"]\nlimit = 4', 'limit = 4\ngenerate_limit = 2')
+    path = tmp_path / "code.toml"
+    path.write_text(text)
+    cfg = load_config(path)
+    assert cfg.eval.benchmarks == ["code-indist", "code-heldout-apis"]
+    with Registry(cfg.experiment.registry) as reg:
+        reg.ensure_experiment("pipe", axes=["tool_diversity", "spec_dependency"])
+        reg.add_runs([RunSpec(run_id="c-t1", experiment="pipe", design_version="v",
+                              recipe={"tool_diversity": 6.0, "spec_dependency": 0.5}, model_size="t1")])
+    launch(cfg, cfg.experiment.registry, executor="debug")
+    with Registry(cfg.experiment.registry, read_only=True) as reg:
+        (run,) = reg.runs("pipe")
+    assert run.status == "done", run.error
+    for b in ("code-indist", "code-heldout-apis"):
+        assert run.metrics[f"{b}/bpb"] > 0 and 0.0 <= run.metrics[f"{b}/score"] <= 1.0
+    assert run.metadata["measured"]["golden_pass_rate"] == 1.0
+    assert run.metadata["probe"]["coverage"] is not None

@@ -75,7 +75,7 @@ class Env:
 def _test_kinds():
     """Register the test job kinds for every test (and drop them afterwards)."""
     names = {"succeed": kinds.succeed, "boom": kinds.boom, "flaky": kinds.flaky, "sleeper": kinds.sleeper,
-             "counter": kinds.counter, "crash": kinds.crash}
+             "counter": kinds.counter, "crash": kinds.crash, "sft_tiny": kinds.sft_tiny, "oom": kinds.oom}
     for name, fn in names.items():
         register_job_kind(name, fn)
     yield

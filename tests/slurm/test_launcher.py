@@ -247,7 +247,7 @@ def test_unanswering_scheduler_still_ingests_results(make, rows, monkeypatch):
     with Registry(env.registry) as reg:  # pretend one run is live on SLURM and its result is new
         reg.mark_submitted({env.run_ids[0]: "55_0"})
     manifest = read_manifests(LaunchPaths.of(env.folder))[0]
-    from slurm.paths import atomic_write_json
+    from toolscale.files import atomic_write_json
     atomic_write_json(LaunchPaths.of(env.folder).manifest("fake"), manifest.model_copy(
         update={"launch_id": "fake", "executor": "slurm", "jobs": {env.run_ids[0]: "55_0"}}).model_dump(mode="json"))
     path = LaunchPaths.of(env.folder).result(env.run_ids[0])
@@ -260,6 +260,10 @@ def test_unanswering_scheduler_still_ingests_results(make, rows, monkeypatch):
     rep = sync(env.registry, config=env.config)
     assert rep.ingested == 1 and "cannot read job states" in rep.problems[-1]
     assert rows(env)[env.run_ids[0]].status == "done" and rows(env)[env.run_ids[0]].metrics["toy/score"] == 1.5
+    # the run was launched again, so its new result is applied; the earlier score is kept, not lost
+    with Registry(env.registry, read_only=True) as reg:
+        history = reg.con.execute("SELECT run_id, field, old_value, new_value FROM run_history").fetchall()
+    assert history == [(env.run_ids[0], "toy/score", "1.0", "1.5")]
 
 
 def test_refused_retry_is_reported_and_runs_stay_failed(make, rows, monkeypatch):
@@ -279,7 +283,7 @@ def test_a_job_id_reused_by_another_run_is_not_taken_for_this_runs_job(make, row
     from datetime import UTC, datetime
 
     from slurm.models import JobState, LaunchManifest
-    from slurm.paths import atomic_write_json
+    from toolscale.files import atomic_write_json
 
     env = make(n_runs=2)
     a, b = env.run_ids

@@ -32,14 +32,25 @@ def test_rung_resources_and_pass_through():
     text = _sbatch(p)
     for line in ["--partition=gpu", "--account=acct", "--qos=high", "--constraint=a100", "--cpus-per-task=4",
                  "--mem=16GB", "--gpus-per-node=1", "--time=90", "--array=0-9%3", "--mail-type=FAIL",
-                 "#SBATCH --exclusive", "--signal=USR2@60", "--job-name=ts-e-l"]:
+                 "#SBATCH --exclusive", "--signal=USR2@300", "#SBATCH --requeue", "--job-name=ts-e-l"]:
         assert line in text, f"{line!r} missing from:\n{text}"
 
 
 def test_cpu_rung_has_no_gpu_and_unset_options_are_absent():
-    p = executor_parameters(ModelSize(name="s"), SlurmSpec(), max_parallel=1, job_name="j")
+    p = executor_parameters(ModelSize(name="s"), SlurmSpec(), max_parallel=1, job_name="j", requeue=False)
     assert "gpus_per_node" not in p and "slurm_partition" not in p and "slurm_additional_parameters" not in p
-    assert "--partition" not in _sbatch(p)
+    assert "tasks_per_node" not in p
+    assert "--partition" not in _sbatch(p) and "--requeue" not in _sbatch(p)
+
+
+def test_multi_gpu_rung_runs_one_task_per_gpu():
+    """4 GPUs: 4 tasks (torch distributed, one process per device), the rung's CPUs shared out among them."""
+    size = ModelSize(name="q4", pretrained="/m", params=4_000_000_000, gpus=4, cpus=32, mem_gb=320, timeout_min=720)
+    p = executor_parameters(size, SlurmSpec(), max_parallel=64, job_name="j")
+    assert p["tasks_per_node"] == 4 and p["cpus_per_task"] == 8 and p["gpus_per_node"] == 4
+    assert p["slurm_signal_delay_s"] == 300 and p["slurm_additional_parameters"] == {"requeue": True}
+    one = executor_parameters(size.model_copy(update={"gpus": 1}), SlurmSpec(), max_parallel=1, job_name="j")
+    assert "tasks_per_node" not in one and one["cpus_per_task"] == 32
 
 
 def test_signal_delay_fits_inside_short_time_limits():
@@ -49,6 +60,7 @@ def test_signal_delay_fits_inside_short_time_limits():
 
 
 @pytest.mark.parametrize(("extra", "message"), [({"time": "10"}, "'time' is set by toolscale"),
+                                                 ({"dependency": "afterok:1"}, "'dependency' is set by toolscale"),
                                                  ({"Bad Flag": 1}, "'Bad Flag' is not an sbatch flag name")])
 def test_bad_extra_flags_are_rejected(extra, message):
     with pytest.raises(SubmitError, match=message):

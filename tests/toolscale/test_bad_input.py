@@ -20,6 +20,9 @@ GOOD_CSV = "id,model,tokens,acc,lr\na,1e6,1e9,0.50,3\nb,2e6,2e9,0.55,3\nc,4e6,4e
 MAP = ["--map", "model=model_size", "--map", "tokens=train_tokens", "--map", "acc=score"]
 
 
+CODE = (Path(__file__).resolve().parents[2] / "toolscale" / "presets" / "code.toml").read_text()
+
+
 def _csv(rows: str, header: str = "model,tokens,acc") -> str:
     return header + "\n" + rows + "\n"
 
@@ -41,8 +44,12 @@ FILES = {
     "share.csv": _csv("1e6,1e9,1.5\n2e6,1e9,0.6"),
     "dup.csv": _csv("a,1e6,1e9,0.5\na,2e6,1e9,0.6", header="id,model,tokens,acc"),
     "bad_truth.toml": "law = \n",
+    "code_servers.toml": CODE.replace("[synth]\n", "[synth]\nservers = [\"python -m my_server\"]\n"),
+    "code_axis.toml": CODE.replace('name = "spec_dependency"', 'name = "coverage_quota"'),
+    "code_apis.toml": CODE.replace("max = 40\n", "max = 100\n", 1),
     "good2.csv": GOOD_CSV.replace("0.55", "0.56"),
     "split.csv": _csv("1e6,1e9,0.5,test\n2e6,1e9,0.6,fit", header="model,tokens,acc,part"),
+    "overlap.toml": SMALL.read_text() + '\n[eval]\nbenchmarks = ["indist-calls"]\nvalidation = "indist-calls"\n',
 }
 
 # (id, argv, exit code, text the one stderr line must contain); {reg} is the registry copy, {d} the folder
@@ -121,6 +128,17 @@ CASES = [
                                   "--sweep", "1000:10000:3", "--plot", "{d}/good.csv/sweep.png"], 2, "--plot"),
     ("allocate-unknown-experiment", ["allocate", "--budget", "5000", "--benchmark", "simulated", "--experiment",
                                      "zzz"], 2, "zzz"),
+    # next (issue 37): checked before any work
+    ("next-runs-0", ["next", "--budget", "5000", "--benchmark", "simulated", "--runs", "0"], 2, "--runs"),
+    ("next-max-cost-negative", ["next", "--budget", "5000", "--benchmark", "simulated", "--runs", "3",
+                                "--max-cost", "-1"], 2, "--max-cost"),
+    ("next-no-fit", ["next", "--budget", "5000", "--benchmark", "b", "--experiment", "imp", "--runs", "3"], 2,
+     "run `toolscale fit --experiment imp --benchmark b` first"),
+    ("next-few-draws", ["next", "--budget", "5000", "--benchmark", "simulated", "--runs", "3"], 2,
+     "needs 20; refit with `toolscale fit --experiment sim --benchmark simulated --bootstrap 200`"),
+    ("augment-missing-file", ["grid", "design", str(SMALL), "--augment", "{d}/none.json"], 2, "--augment"),
+    ("augment-not-a-proposal", ["grid", "design", str(SMALL), "--augment", "{d}/good.csv"], 2,
+     "not a `toolscale next --json` proposal"),
     # fit and report
     ("fit-unknown-experiment", ["fit", "--experiment", "zzz", "--benchmark", "simulated"], 2,
      "unknown experiment 'zzz'"),
@@ -133,6 +151,11 @@ CASES = [
     ("fit-unknown-law", ["fit", "--experiment", "sim", "--benchmark", "simulated", "--law", "nosuch"], 2,
      "nosuch"),
     ("fit-no-benchmark", ["fit", "--experiment", "sim"], 2, "--benchmark"),
+    ("fit-envelope-without-checkpoints", ["fit", "--experiment", "sim", "--benchmark", "simulated", "--target",
+                                          "envelope", "--bootstrap", "0"], 2, "run(s) have none: r-"),
+    # a validation split that shares items with a test benchmark, named with the count
+    ("validate-validation-overlaps-a-test", ["validate", "{d}/overlap.toml"], 2,
+     "eval.validation 'indist-calls' shares 272 of its 272 items with test benchmark 'indist-calls'"),
     ("report-out-unwritable", ["report", "--experiment", "sim", "--benchmark", "simulated", "--out",
                                "{d}/good.csv/reports"], 2, "--out"),
     # export and status
@@ -157,6 +180,15 @@ CASES = [
     ("envs-check-zero-cpu", ["envs", "check", "{d}/good.csv", "--cpu-s", "0"], 2, "--cpu-s"),
     ("envs-build-negative-n", ["envs", "build", "--out", "{d}/envs", "--n", "-1"], 2, "--n"),
     ("init-existing-file", ["init", "{d}/good.csv"], 2, "--force"),
+    ("init-code-other-preset", ["init", "{d}/new.toml", "--domain", "code", "--preset", "proxy"], 2, "--domain code"),
+    # the code domain: tool-domain settings, axes it does not have, more APIs than it holds
+    ("code-domain-mcp-servers", ["grid", "design", "{d}/code_servers.toml", "--dry-run"], 2, "synth.servers"),
+    ("code-domain-tool-axis", ["grid", "design", "{d}/code_axis.toml", "--dry-run"], 2, "coverage_quota"),
+    ("code-domain-too-many-apis", ["grid", "design", "{d}/code_apis.toml", "--dry-run"], 2, "68 library APIs"),
+    ("fit-experiments-one", ["fit", "--experiments", "sim", "--benchmark", "simulated"], 2, "two or more"),
+    ("fit-experiments-and-experiment", ["fit", "--experiment", "sim", "--experiments", "sim,imp"], 2, "not both"),
+    ("fit-experiments-unknown", ["fit", "--experiments", "sim,zzz", "--benchmark", "simulated"], 2,
+     "unknown experiment"),
     ("unknown-command", ["fitt"], 2, "invalid choice"),
     ("unknown-option", ["status", "--bogus"], 2, "--bogus"),
 ]
@@ -200,7 +232,7 @@ def _setup(tmp_path: Path, base: Path) -> Path:
 
 def _expand(argv: list[str], reg: Path, d: Path) -> list[str]:
     out = [a.replace("{d}", str(d)).replace("{reg}", str(reg)) for a in argv]
-    if "--registry" not in out and out[0] not in ("init", "fitt", "envs"):
+    if "--registry" not in out and out[0] not in ("init", "fitt", "envs", "validate", "grid"):
         out += ["--registry", str(reg)]
     return out
 

@@ -96,6 +96,8 @@ def test_bad_arguments(envs, start_model, tmp_path):
         train_grpo(envs, start_model, tmp_path, draw_cap=1, prompts_per_step=2)
     with pytest.raises(UsageError, match="reward must be one of f1, f1\\+partial"):
         train_grpo(envs, start_model, tmp_path, reward="shaped")
+    with pytest.raises(UsageError, match="vllm_mode must be 'server' or 'colocate', got 'local'"):
+        train_grpo(envs, start_model, tmp_path, vllm_mode="local")
     with pytest.raises(UsageError, match="does not exist"):
         load_env_samples(tmp_path / "envs.jsonl")
     with pytest.raises(UsageError, match="at least one"):
@@ -147,6 +149,25 @@ def test_multi_turn_smoke_run(envs, start_model, tmp_path):
     assert saved["flops"]["optimization"] == pytest.approx(6 * stats.params * stats.train_tokens)
     assert stats.train_flops == pytest.approx(sum(saved["flops"].values()))
     assert (tmp_path / "grpo_steps.jsonl").read_text().count("\n") == 1
+
+
+def test_grpo_saves_at_a_stop_request_and_resumes(envs, start_model, tmp_path):
+    """A stop request at step 1 of 3 saves checkpoint-1 and raises; the next call resumes from it, keeps the
+    step log of step 1 and clears the checkpoints after success when asked."""
+    from train.interrupt import Interrupted
+
+    torch.set_num_threads(1)
+    seen = {"step": 0}
+    kw = dict(max_steps=3, num_generations=2, prompts_per_step=1, draw_cap=1, max_completion_length=12, seed=1)
+    with pytest.raises(Interrupted, match="checkpoint saved at step 1 of 3"):
+        train_grpo(envs, start_model, tmp_path, on_step=lambda s, n, _loss: seen.update(step=s),
+                   should_stop=lambda: "SIGTERM received" if seen["step"] >= 1 else None, **kw)
+    assert [p.name for p in (tmp_path / "checkpoints").glob("checkpoint-*")] == ["checkpoint-1"]
+    stats = train_grpo(envs, start_model, tmp_path, keep_checkpoints=False, **kw)
+    saved = read_stats(tmp_path)
+    assert stats.steps == 3 and saved["resumed_from"] == "checkpoint-1" and saved["generation"] == "transformers"
+    assert [r["step"] for r in saved["reward_curve"]][-1] == 3 and not (tmp_path / "checkpoints").exists()
+    assert [r["step"] for r in saved["steps"]] == [1, 2, 3]
 
 
 def _scripted_run(envs, start_model, folder, *, with_skip: bool):

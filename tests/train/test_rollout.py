@@ -1,4 +1,6 @@
-"""train/rollout.py: policy-token budgets, the curriculum sampler, Adaptive Batch Filling and its accounting.
+"""train/rollout.py: policy-token budgets, the curriculum sampler, Adaptive Batch Filling and its accounting;
+tool turns rendered by the policy's own template (Qwen3's included), one generation call per turn for all the
+episodes of a round of draws; GRPO saves at a stop request and resumes.
 
 Generation is scripted (tests/train/scripted.py) so that the rewards are known; environments, sandbox, tokenizer
 and chat template are real.
@@ -6,14 +8,16 @@ and chat template are real.
 
 from __future__ import annotations
 
+import copy
 import inspect
 import json
+from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
 
 from tests.train.scripted import FAIL, GOLD, ScriptedPolicy
-from train.rollout import EnvSampler, MultiTurnRollout
+from train.rollout import EnvSampler, MultiTurnRollout, observation_suffix
 
 pytestmark = pytest.mark.integration
 
@@ -98,3 +102,55 @@ def test_prompts_beyond_the_context_are_left_out_and_counted(envs, tok):
                                           max_context=10**6).prompt_ids[s.env_id]) for s in envs)
     roll = MultiTurnRollout(envs, tok, num_generations=2, max_completion_length=64, max_context=lengths[3] + 16)
     assert roll.over_context == sum(n >= lengths[3] for n in lengths) >= 3
+
+
+def test_tool_turns_follow_the_policys_template(tokenizer):
+    assert observation_suffix(tokenizer, ["a", "b"]) == (
+        "\n<|im_start|>tool\n<tool_response>a</tool_response><|im_end|>\n"
+        "<|im_start|>tool\n<tool_response>b</tool_response><|im_end|>\n<|im_start|>assistant\n")
+    import trl.chat_template_utils as ctu
+
+    qwen3 = copy.deepcopy(tokenizer)
+    qwen3.chat_template = (Path(ctu.__file__).parent / "chat_templates" / "qwen3_training.jinja").read_text()
+    assert observation_suffix(qwen3, ["a", "b"]) == (  # Qwen3: tool results come back in a user turn
+        "\n<|im_start|>user\n<tool_response>\na\n</tool_response>\n<tool_response>\nb\n</tool_response><|im_end|>\n"
+        "<|im_start|>assistant\n")
+
+
+class _Counting(ScriptedPolicy):
+    """The scripted policy, counting generation calls and their batch sizes."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.batches: list[int] = []
+
+    def generate(self, input_ids, **kwargs):
+        self.batches.append(len(input_ids))
+        return super().generate(input_ids, **kwargs)
+
+
+def test_a_round_of_draws_advances_together_and_observations_carry_no_loss(envs, tok):
+    """Two groups of 2 (no ABF): 4 episodes in one batch per turn, as many calls as the longest episode's turns."""
+    single = [s for s in envs if s.meta["phase"] == 0][:2]
+    policy = _Counting(single, tok)
+    roll = MultiTurnRollout(single, tok, num_generations=2, max_completion_length=256, max_context=8192, abf=False)
+    out = roll(["p"] * 4, _trainer(policy))
+    from synth.envs.api import Environment
+
+    longest = max(len(Environment(s).golden_calls()) for s in single)
+    assert roll.generate_calls == len(policy.batches) == longest + 1  # one call per turn, not one per episode
+    assert policy.batches[0] == 4
+    assert out["env_reward"] == [1.0] * 4  # the golden plan, run in the real environments, earns full F1
+    for ids, mask in zip(out["completion_ids"], out["env_mask"], strict=True):
+        assert len(ids) == len(mask) and 0 in mask and mask[0] == 1
+        learned = tok.decode([t for t, m in zip(ids, mask, strict=True) if m])
+        unseen = tok.decode([t for t, m in zip(ids, mask, strict=True) if not m])
+        assert "<tool_call>" in learned and "<tool_response>" not in learned
+        assert unseen.count("<tool_response>") >= 1 and unseen.endswith("<|im_start|>assistant\n")
+
+
+def test_max_turns_caps_an_episode(envs, tok):
+    multi = next(s for s in envs if s.meta["phase"] == 1)
+    roll = MultiTurnRollout([multi], tok, num_generations=1, max_completion_length=384, max_context=8192, max_turns=1)
+    episode = roll.episode(ScriptedPolicy([multi], tok), multi)
+    assert tok.decode(episode.completion_ids).count("<tool_call>") == 1 and 0 < episode.f1 < 1.0

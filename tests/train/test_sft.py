@@ -51,7 +51,11 @@ def test_loss_falls_and_accounting(run):
     assert isinstance(stats, TrainStats) and stats.steps == 40
     assert stats.params == SIZE.approx_params and stats.params_nonembedding == SIZE.approx_params_nonembedding
     assert stats.train_tokens == curve[-1]["tokens"] > 0
-    assert stats.train_flops == 6 * stats.params * stats.train_tokens
+    assert stats.train_flops_6nd == 6 * stats.params_nonembedding * stats.train_tokens
+    context = stats.train_tokens / (40 * SIZE.batch_size)  # the mean sequence trained (attention's context)
+    assert stats.train_flops == pytest.approx(6 * stats.train_tokens * (
+        stats.params_nonembedding + SIZE.num_layers * context * SIZE.hidden_size + SIZE.vocab_size * SIZE.hidden_size))
+    assert stats.train_flops > stats.train_flops_6nd  # attention and the unembedding counted (Kaplan Table 1)
     assert stats.final_loss == curve[-1]["loss"] and stats.wall_s > 0
     assert TrainStats.model_validate(saved["train"]) == stats
     assert saved["data"]["n_rows"] == 8
@@ -252,6 +256,29 @@ def test_too_many_epochs_are_refused_before_training_naming_the_run(tiny_data, t
                                          r"train.max_epochs = 4"):
         train_sft(tiny_data, SIZE, tmp_path / "m", max_epochs=4.0, label="r-17")
     assert not (tmp_path / "m").exists()  # nothing was written: refused before training
+
+
+def test_more_checkpoints_than_steps_are_refused_before_training_naming_the_run(tiny_data, tmp_path):
+    with pytest.raises(UsageError, match=r"run r-18: \[eval\] checkpoints = 6 exceeds its 3 training steps"):
+        train_sft(tiny_data, SIZE, tmp_path / "m", max_steps=3, snapshots=6, label="r-18")
+    assert not (tmp_path / "m").exists()
+
+
+def test_kept_checkpoints_are_snapshots_with_their_tokens_and_wsd_and_weight_decay_are_identity(tiny_data, tmp_path):
+    """Three real training steps each (four runs of a tiny model)."""
+    from train.checkpoint import snapshot_steps
+    from train.sft import read_stats
+
+    assert snapshot_steps(6, 3) == [2, 4, 6] and snapshot_steps(5, 2) == [2, 5] and snapshot_steps(4, 0) == []
+    train_sft(tiny_data, SIZE, tmp_path / "m", max_steps=4, save_steps=0, snapshots=2, weight_decay=0.1,
+              schedule="wsd")
+    snaps = read_stats(tmp_path / "m")["snapshots"]
+    assert [s["step"] for s in snaps] == [2, 4] and snaps[-1]["path"] == str(tmp_path / "m")
+    assert 0 < snaps[0]["tokens"] < snaps[1]["tokens"]
+    assert (tmp_path / "m" / "snapshots" / "step-2" / "config.json").is_file()
+    with pytest.raises(UsageError, match="different optimiser"):  # the run's identity includes the optimiser
+        train_sft(tiny_data, SIZE, tmp_path / "m", max_steps=4, save_steps=0, snapshots=2, weight_decay=0.0,
+                  schedule="wsd")
 
 
 def test_shared_tokenizer_and_learning_rate_override(tiny_data, tmp_path):

@@ -23,7 +23,7 @@ from toolscale.errors import ToolscaleError
 __all__ = ["main", "allocate_main", "build_parser", "COMMAND_MODULES"]
 
 COMMAND_MODULES = ("project", "registry", "grid", "synth", "envs", "probe", "train", "lrscan", "eval", "serve", "launch",
-                   "fit", "allocate", "verify", "demo")
+                   "cluster", "fit", "allocate", "next_runs", "verify", "demo")
 """Modules of :mod:`toolscale.cli` contributing subcommands, in ``--help`` order."""
 
 EPILOG = """\
@@ -33,6 +33,7 @@ examples:
   toolscale launch --config my.toml --executor local --wait
   toolscale fit --experiment E --benchmark heldout-calls --json
   allocate --budget 50000 --benchmark heldout-calls --experiment E
+  toolscale next --benchmark heldout-calls --budget 50000 --runs 12   # which runs settle it
   toolscale demo              # the whole pipeline on CPU, in minutes
 
 Run `toolscale COMMAND --help` for each command's options and examples."""

@@ -124,14 +124,15 @@ def positive_int(text: str) -> int:
 
 
 def check_tool_axis(config: ExperimentConfig) -> int | None:
-    """Refuse a ``tool_diversity`` axis above the tools available (bundled training tools plus the
-    config's ``[synth].servers``, started only when needed); returns the count, or None without the axis."""
+    """Refuse a ``tool_diversity`` axis above the tools available to the experiment's domain (tools: bundled
+    training tools plus the config's ``[synth].servers``, started only when needed; code: the training
+    library APIs); returns the count, or None without the axis."""
     axis = next((a for a in config.axes if a.name == "tool_diversity"), None)
     if axis is None:
         return None
-    from synth.capacity import check_tool_levels
+    from synth.domains import domain_of
 
-    return check_tool_levels(axis.max, config.synth.heldout_servers, config.synth.servers)
+    return domain_of(config).tool_capacity(config)
 
 
 def check_grpo_budget(config: ExperimentConfig) -> dict | None:

@@ -37,7 +37,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     add_registry_args(p)
     p.set_defaults(func=_allocate)
 
-    p = sub.add_parser("serve-mcp", help="serve allocate, list_benchmarks and fit_summary as MCP tools over stdio",
+    p = sub.add_parser("serve-mcp", help="serve allocate, next_runs, list_benchmarks and fit_summary as MCP tools over stdio",
                        formatter_class=Formatter,
                        epilog="example:\n  toolscale serve-mcp --registry toolscale.duckdb   "
                               "# then connect any MCP client over stdio")
@@ -148,9 +148,18 @@ def _render(plan) -> None:
         share = (f" ({plan.regret_interval[1] / abs(plan.gain_over_baseline):.0%} of the gain)"
                  if abs(plan.gain_over_baseline) > 0 else "")
         print(f"what the plan may leave on the table, against the law's own draws: mean {plan.expected_regret:.4f}, "
-              f"90% bound {plan.regret_interval[1]:.4f}{share}")
+              f"{plan.regret_bound_percentile}th-percentile bound {plan.regret_interval[1]:.4f}{share} (parameter "
+              "uncertainty only)")
+    if plan.best_observed is not None and plan.gain_over_best_observed is not None:
+        biv = plan.best_observed_gain_interval
+        bivs = f" (90% interval {biv[0]:+.4f} to {biv[1]:+.4f})" if biv else ""
+        print(f"best recipe observed: {plan.metric_value(plan.best_observed.predicted_score):.4f} by the law; plan's "
+              f"gain over it {plan.gain_over_best_observed:+.4f}{bivs}")
+        print(f"  {plan.best_observed_source}")
     if len(plan.law_weights) > 1:
         print("intervals mix law forms: " + ", ".join(f"{k} {v:.0%}" for k, v in plan.law_weights.items()))
+    if plan.earlier is not None:
+        _render_earlier(plan)
     tied = f" (axes that tie: {', '.join(plan.decision.tied_axes)})" if plan.decision.tied_axes else ""
     print(("DECISION: " if plan.decision.verdict == "recommend" else "") + plan.decision.reason + tied)
     open_axes = {k: v for k, v in plan.marginal_value.items() if k not in capped and math.isfinite(v)}
@@ -163,6 +172,19 @@ def _render(plan) -> None:
         print(f"WARNING: extrapolation beyond the fitted range ({detail}); treat the prediction with care")
     if not plan.optimality.ok:
         print(f"note: optimality check not met (relative gap {plan.optimality.max_relative_gap:.3f})")
+
+
+def _render_earlier(plan) -> None:
+    """The interval before the runs `toolscale next` proposed, beside the one after the refit that includes them."""
+    e = plan.earlier
+    old = (f"{e.gain_interval[0]:+.4f} to {e.gain_interval[1]:+.4f} (width {e.gain_interval[1] - e.gain_interval[0]:.4f})"
+           if e.gain_interval else "none")
+    new = (f"{plan.gain_interval[0]:+.4f} to {plan.gain_interval[1]:+.4f} "
+           f"(width {plan.gain_interval[1] - plan.gain_interval[0]:.4f})" if plan.gain_interval else "none")
+    print(f"before the {e.runs} runs of `toolscale next` group {e.group} (fit {e.fit_id}, {e.runs_done} done now): "
+          f"gain {e.gain_over_baseline:+.4f}, 90% interval {old}, {e.decision.replace('_', ' ')}; the proposal "
+          f"expected width {e.expected_width_after:.4f}")
+    print(f"now: gain {plan.gain_over_baseline:+.4f}, 90% interval {new}")
 
 
 def _serve(args: argparse.Namespace) -> int:

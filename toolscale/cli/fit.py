@@ -42,6 +42,12 @@ def _add_fit_args(p: argparse.ArgumentParser, benchmark_required: bool = True) -
     p.add_argument("--stages", metavar="S[,S]",
                    help="fit only runs trained with exactly these stages, e.g. sft or sft,grpo (SFT and RL laws "
                         "are fitted separately); default: every run")
+    p.add_argument("--target", choices=["auto", "envelope", "final", "checkpoints"], default="auto",
+                   help="what each run contributes: envelope (the checkpoint best on the validation benchmark, "
+                        "scored on this one), final (the last model), checkpoints (every scored checkpoint past "
+                        "the first 10%% of training); auto: envelope for a loss when runs have checkpoints")
+    p.add_argument("--validation", default="valid-calls", metavar="B",
+                   help="benchmark that chooses each run's envelope checkpoint (default valid-calls)")
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -50,8 +56,15 @@ def register(sub: argparse._SubParsersAction) -> None:
         formatter_class=Formatter,
         epilog="examples:\n  toolscale fit --experiment E --benchmark heldout-calls --json\n"
                "  toolscale fit --experiment chinchilla --benchmark pile --law chinchilla --metric loss "
-               "--holdout none\n  toolscale fit --list-laws")
+               "--holdout none\n  toolscale fit --list-laws\n"
+               "  toolscale fit --experiments tools-exp,code-exp --benchmark indist-calls,code-indist --metric bpb "
+               "--holdout split   # one law, shared exponents")
     p.add_argument("--experiment", help="experiment name")
+    p.add_argument("--experiments", metavar="A,B",
+                   help="a cross-domain fit: one law form over these experiments with shared exponents and "
+                        "per-experiment constants, against each experiment's own fit (BIC, held-out error); "
+                        "--benchmark then takes one name, or one per experiment (BENCH or BENCH/METRIC), default "
+                        "each config's first benchmark; not stored")
     _add_fit_args(p, benchmark_required=False)  # --list-laws needs none; checked in _fit
     p.add_argument("--list-laws", action="store_true", help="list the registered laws and exit")
     p.add_argument("--no-store", action="store_true", help="do not store the fit in the registry")
@@ -164,7 +177,8 @@ def _request(args: argparse.Namespace, experiment: str):
                       holdout=args.holdout, n_bootstrap=args.bootstrap, huber_delta=args.huber_delta,
                       n_starts=args.starts, method=args.method, seed=args.seed, n_jobs=args.jobs,
                       interaction_test=not args.no_interaction, floor=args.floor, stage1_metric=args.stage1_metric,
-                      train_stages=_stages(args.stages) if args.stages else None)
+                      train_stages=_stages(args.stages) if args.stages else None,
+                      target=getattr(args, "target", "auto"), validation=getattr(args, "validation", "valid-calls"))
 
 
 def _stages(text: str) -> list[str]:
@@ -225,10 +239,28 @@ def with_decisions(summary: Any, fit: Any, args: argparse.Namespace) -> Any:
     """``summary`` with the small-to-large decision accuracies of ``fit`` (:mod:`fit.decision`)."""
     from fit.decision import LOSS_METRICS, decisions_for_fit
 
+    from fit.targets import target_values
+
     _, runs, _, _ = _load(args, fit.experiment)
-    observed, law = decisions_for_fit(runs, fit, higher_is_better=fit.metric not in LOSS_METRICS,
-                                      seed=getattr(args, "seed", 0) or 0)
+    values = None
+    if fit.point_target != "final":
+        values = target_values(runs, benchmark=fit.benchmark, metric=fit.metric, target=fit.point_target,
+                               validation=getattr(args, "validation", "valid-calls"))
+    observed, law = decisions_for_fit(runs, fit, higher_is_better=fit.metric not in LOSS_METRICS, values=values)
     return summary.model_copy(update={"decision_accuracy": observed, "decision_accuracy_law": law})
+
+
+def _decision_line(d: Any) -> str:
+    """One line: accuracy over all pairs and over the close ones, each with its Wilson interval."""
+    ci = f"{d.level:.0%} CI {d.lo:.0%}-{d.hi:.0%}" if d.lo is not None else "no CI"
+    close = "no seed SD at the fitted size: close pairs not defined (run 2+ seeds there)"
+    if d.seed_sd is not None:
+        close = (f"close pairs (within {d.close_sds:g} seed SDs = {d.close_sds * d.seed_sd:.3g}): none"
+                 if not d.close_pairs else
+                 f"close pairs (within {d.close_sds:g} seed SDs = {d.close_sds * d.seed_sd:.3g}): "
+                 f"{d.close_accuracy:.0%} of {d.close_pairs} ({d.level:.0%} CI {d.close_lo:.0%}-{d.close_hi:.0%})")
+    return (f"decision accuracy ({d.source}: {d.small_scale}): {d.accuracy:.0%} of {d.pairs} recipe pairs ({ci}); "
+            + close)
 
 
 def fit_summary(result: Any, fit_id: str | None = None):
@@ -250,6 +282,12 @@ def _fit(args: argparse.Namespace) -> int:
         else:
             print_table(rows, title="laws")
         return 0
+    if args.experiments:
+        if args.experiment:
+            raise UsageError("use --experiment (one fit) or --experiments (a cross-domain fit), not both")
+        from toolscale.cli.fit_joint import fit_joint_command
+
+        return fit_joint_command(args, _load)
     if not args.experiment or not args.benchmark:
         raise UsageError("toolscale fit needs --experiment NAME and --benchmark NAME (or --list-laws)")
     result = _run(args, args.experiment)
@@ -271,7 +309,8 @@ def _fit(args: argparse.Namespace) -> int:
         emit_json(summary.model_dump(mode="json"))
         return 0
     tag = " [SIMULATED DATA]" if f.simulated else ""
-    print(f"{f.law} on {f.n_points} runs of {f.experiment} / {f.benchmark}/{f.metric}{tag}; "
+    what = {"envelope": " (early-stopped envelope)", "checkpoints": " (checkpoints)"}.get(f.point_target, "")
+    print(f"{f.law} on {f.n_points} runs{what} of {f.experiment} / {f.benchmark}/{f.metric}{tag}; "
           f"converged={f.converged}; stored as {fit_id or '(not stored)'}")
     if f.n_skipped:
         print(f"skipped {f.n_skipped} done runs without {f.benchmark}/{f.metric}")
@@ -287,9 +326,12 @@ def _fit(args: argparse.Namespace) -> int:
               f"90% interval coverage {cov}, extrapolation {ext}")
     for d in (summary.decision_accuracy, summary.decision_accuracy_law):
         if d is not None and d.accuracy is not None:
-            ci = f"{d.level:.0%} CI {d.lo:.0%}-{d.hi:.0%}" if d.lo is not None else "no CI"
-            print(f"decision accuracy ({d.source}: {d.small_scale}): {d.accuracy:.0%} of {d.pairs} recipe pairs "
-                  f"({ci})")
+            print(_decision_line(d))
+    dec = summary.decision_accuracy
+    if dec is not None and dec.curve:
+        print_table([{"rung": p.model_size, "cell": p.cell, "FLOPs": f"{p.flops:.3g}", "accuracy": p.accuracy,
+                      "90% lo": p.lo, "90% hi": p.hi, "pairs": p.pairs, "close accuracy": p.close_accuracy,
+                      "close pairs": p.close_pairs} for p in dec.curve], title="decision accuracy against compute")
     if f.rolling:
         print_table([{"fitted sizes": ", ".join(f"{n:.3g}" for n in s.fit_sizes), "predicted": f"{s.predicted_size:.3g}",
                       "runs": s.n, "MAE": s.mae, "relative MAE": s.relative_mae, "max error": s.max_error,
@@ -413,7 +455,7 @@ def _compare_axes(args: argparse.Namespace) -> int:
 
 def _write_comparison(cmp: Any, args: argparse.Namespace, stem: str) -> int:
     from fit.compare import comparison_markdown
-    from grid.results import atomic_write_text
+    from toolscale.files import atomic_write_text
 
     out = Path(args.out)
     try:
@@ -440,7 +482,7 @@ def _report(args: argparse.Namespace) -> int:
         return _compare_axes(args)
     writable_dir(args.out)
     result = _run(args, args.experiment)
-    paths = write_report(result, Path(args.out))
+    paths = write_report(result, Path(args.out), run_table=_run_table(args, result.fit))
     if args.json:
         from fit.models import ReportSummary
 
@@ -449,6 +491,19 @@ def _report(args: argparse.Namespace) -> int:
     else:
         print(f"wrote {paths['markdown']}, {paths['html']} and {paths['json']}")
     return 0
+
+
+def _run_table(args: argparse.Namespace, fit: Any) -> list[str]:
+    """The report's every-run diagnostics section (:func:`fit.run_table.diagnostics_lines`), or none."""
+    from fit.run_table import diagnostics_lines
+    from fit.targets import target_values
+
+    _, runs, _, _ = _load(args, fit.experiment)
+    values = None
+    if fit.point_target != "final":
+        values = target_values(runs, benchmark=fit.benchmark, metric=fit.metric, target=fit.point_target,
+                               validation=getattr(args, "validation", "valid-calls"))
+    return diagnostics_lines(runs, fit.benchmark, fit.metric, values)
 
 
 def _effect(args: argparse.Namespace) -> int:

@@ -19,6 +19,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                        epilog="examples:\n  toolscale launch --config my.toml --executor slurm\n"
                               "  toolscale launch --config my.toml --executor local --max-parallel 2 --wait\n"
                               "  toolscale launch --config my.toml --resume      # rerun failed/cancelled runs\n"
+                              "  toolscale launch --config my.toml --pilot 3     # 3 pending runs per rung first\n"
                               "  toolscale launch --config my.toml --dry-run --json")
     add_registry_args(p, config_required=True)
     p.add_argument("--executor", choices=["slurm", "local", "debug"],
@@ -26,6 +27,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--max-parallel", type=positive_int, metavar="N",
                    help="runs at once (array parallelism; default: executor.max_parallel)")
     p.add_argument("--resume", action="store_true", help="also resubmit failed and cancelled runs (never done ones)")
+    p.add_argument("--pilot", type=positive_int, metavar="N",
+                   help="submit only N pending runs per ladder rung (pilots: check throughput and cost first)")
     p.add_argument("--wait", action="store_true", help="sync until every run finished, with a progress bar")
     p.add_argument("--dry-run", action="store_true",
                    help="show what would be submitted per model size (runs, resources) and submit nothing")
@@ -115,12 +118,31 @@ def _sync_line(rep) -> str:
             f"{len(rep.retried)} retried; now: " + ", ".join(f"{k} {v}" for k, v in c.items() if v))
 
 
+def _pilots(cfg, reg, n: int) -> list[str]:
+    """``n`` pending runs per rung: the design's center points first (the middle of every axis), then by run id."""
+    from grid.registry import Registry
+
+    with Registry(reg, read_only=True) as r:
+        r.experiment(cfg.experiment.name)
+        pending = r.runs(cfg.experiment.name, status="pending")
+    picked: list[str] = []
+    for size in cfg.ladder:
+        rows = sorted((x for x in pending if x.model_size == size.name),
+                      key=lambda x: (not (x.metadata or {}).get("center"), x.run_id))
+        picked += [x.run_id for x in rows[:n]]
+    if not picked:
+        raise UsageError(f"no pending runs of {cfg.experiment.name!r} to pilot; run `toolscale grid design` first")
+    return picked
+
+
 def _launch(args: argparse.Namespace) -> int:
     from slurm.launcher import launch
 
     cfg = config_of(args)
     reg = registry_path(args, cfg)
     kw = dict(executor=args.executor, max_parallel=args.max_parallel, folder=args.folder, job_kind=args.job_kind)
+    if args.pilot:
+        kw["run_ids"] = _pilots(cfg, reg, args.pilot)
     if args.dry_run:
         from slurm.launcher import preview
 
@@ -134,6 +156,13 @@ def _launch(args: argparse.Namespace) -> int:
                           "partition": g["parameters"].get("slurm_partition", "")} for g in plan],
                         title=f"would submit (executor {args.executor or cfg.executor.kind})")
         return 0
+    if cfg.eval.checkpoints and cfg.eval.validation is not None:
+        from eval.benchmarks import check_validation
+
+        check_validation(cfg.eval.validation, list(cfg.eval.benchmarks))  # before anything trains
+    from pipeline.preflight import launch_checks
+
+    launch_checks(cfg)  # local models on offline clusters, templates that train, storage within the quota
     report = launch(cfg, reg, resume=args.resume, **kw)
     out: dict = {"launch": report.model_dump(mode="json")}
     if not args.json:

@@ -16,9 +16,10 @@ examples:
   toolscale lr-scan docs/results/proxy.toml            # train the scan, print the rates per rung
   toolscale lr-scan docs/results/proxy.toml --json     # the stored result (lr_scan.json) as JSON
 
-The config's [lr_scan] names the rungs (two widths), the rates and the tokens per parameter.
-Each scanned rung trains at every rate on the design's center point; a diverging run (NaN loss)
-is failed with its log tail and the best rate is chosen among the rest. The rule in [lr_scan].rule
+The config's [lr_scan] names the rungs (three widths), the rates and the tokens per parameter.
+Each scanned rung trains at every rate on the design's center point and keeps [eval] checkpoints; each
+is scored on the validation benchmark ([eval] validation), never on training loss; a diverging run
+(NaN loss) is failed with its log tail and the best rate is chosen among the rest. The rule in [lr_scan].rule
 carries the best rates to every rung; `grid design` then records each run's rate.
 A rerun reuses finished scan trainings."""
 
@@ -58,8 +59,10 @@ def _scan(args: argparse.Namespace) -> int:
         emit_json(result)
         return 0
     print_table([{"rung": r.rung, "width": r.width, "lr": r.learning_rate, "steps": r.steps, "status": r.status,
-                  "loss": r.loss if r.loss is not None else "", "error": (r.error or "")[:80]} for r in result.runs],
-                title="scan runs")
+                  f"{result.validation} bpb": r.valid_bpb if r.valid_bpb is not None else "",
+                  "at step": r.valid_step if r.valid_step is not None else "",
+                  "training loss": r.loss if r.loss is not None else "", "error": (r.error or "")[:80]}
+                 for r in result.runs], title="scan runs (chosen by validation bits per byte)")
     print(f"rule {result.rule}: lr(h) = {result.anchor_lr:.3g} x (h / {result.anchor_width})^-{result.exponent:.3f}")
     print_table([{"rung": k, "learning_rate": v} for k, v in result.learning_rates.items()], title="rates per rung")
     if result.at_grid_edge:

@@ -213,7 +213,8 @@ def _import(args: argparse.Namespace, spec: Any) -> int:
     import json
 
     from probes.annotation import human_agreement, read_labels
-    from probes.pipeline import SCORES_FILE, _atomic_write, probe_dataset, read_dataset
+    from probes.pipeline import SCORES_FILE, probe_dataset, read_dataset
+    from toolscale.files import atomic_write_text
 
     d = Path(args.dir)
     _, manifest = read_dataset(d)
@@ -224,7 +225,7 @@ def _import(args: argparse.Namespace, spec: Any) -> int:
     scores = _scores(args, spec)
     labels = read_labels(args.import_annotation, {f"{s['trajectory']}:{s['call_id']}" for s in scores})
     rep = human_agreement(labels, scores, file=str(args.import_annotation), seed=spec.seed)
-    _atomic_write(d / "manifest.json", json.dumps({**manifest, "probe_human": rep.model_dump(mode="json")},
+    atomic_write_text(d / "manifest.json", json.dumps({**manifest, "probe_human": rep.model_dump(mode="json")},
                                                   indent=2) + "\n")
     if args.json:
         emit_json(rep.model_dump(mode="json"))

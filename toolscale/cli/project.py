@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import shutil
 import sys
 from importlib import resources
 from pathlib import Path
@@ -16,8 +15,13 @@ from toolscale.errors import ConfigError, UsageError
 __all__ = ["register", "example_config_text"]
 
 
-def example_config_text(preset: str = "default") -> str:
-    """The commented example config shipped with the package (``default``, ``micro``, ``demo`` or ``proxy``)."""
+def example_config_text(preset: str = "default", domain: str = "tools") -> str:
+    """The commented example config shipped with the package (``default``, ``micro``, ``demo`` or ``proxy``);
+    ``domain="code"``: the code domain's (``code.toml``, the demo preset's protocol)."""
+    if domain == "code":
+        if preset not in ("default", "demo"):
+            raise UsageError(f"--domain code has one preset, the demo-scale protocol; drop --preset {preset}")
+        preset = "code"
     try:
         return resources.files("toolscale.presets").joinpath(f"{preset}.toml").read_text(encoding="utf-8")
     except FileNotFoundError:
@@ -27,10 +31,14 @@ def example_config_text(preset: str = "default") -> str:
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("init", help="write a commented example config (five data axes + support depth)",
                        formatter_class=Formatter,
-                       epilog="example:\n  toolscale init experiment.toml\n  toolscale init micro.toml --preset micro")
+                       epilog="example:\n  toolscale init experiment.toml\n  toolscale init micro.toml --preset micro\n"
+                              "  toolscale init code.toml --domain code   # code agents, spec_dependency axis")
     p.add_argument("path", nargs="?", default="toolscale.toml", help="where to write (default: toolscale.toml)")
     p.add_argument("--preset", default="default", choices=["default", "micro", "demo", "proxy"],
                    help="which example (proxy: the proxy-ladder protocol of docs/results/; demo: the same at demo scale)")
+    p.add_argument("--domain", default="tools", choices=["tools", "code"],
+                   help="task domain: tools (tool calls over MCP servers) or code (code agents writing modules from "
+                        "specs; the demo-scale protocol with library APIs, tasks and spec_dependency as axes)")
     p.add_argument("--force", action="store_true", help="overwrite an existing file")
     p.set_defaults(func=_init)
 
@@ -96,7 +104,7 @@ def _init(args: argparse.Namespace) -> int:
     path = Path(args.path)
     if path.exists() and not args.force:
         raise UsageError(f"{path} exists; pass --force to overwrite it")
-    path.write_text(example_config_text(args.preset), encoding="utf-8")
+    path.write_text(example_config_text(args.preset, args.domain), encoding="utf-8")
     print(f"wrote {path}; next: toolscale validate {path}")
     return 0
 
@@ -112,6 +120,12 @@ def _validate(args: argparse.Namespace) -> int:
         return 2
     check_tool_axis(cfg)
     check_grpo_budget(cfg)
+    from eval.benchmarks import check_validation
+
+    check_validation(cfg.eval.validation, list(cfg.eval.benchmarks))
+    for m in cfg.ladder:
+        if m.copy_warning:
+            print(f"warning: {m.copy_warning}", file=sys.stderr)
     if args.json:
         emit_json(cfg)
     else:
@@ -161,14 +175,14 @@ def _export(args: argparse.Namespace) -> int:
     if args.out:  # whole or not at all: a full disk names the file and leaves no empty or cut one
         import io
 
-        from fit.report import write_atomic
+        from toolscale.files import atomic_write_bytes
 
         buf = io.BytesIO()
         if args.format == "parquet":
             frame.to_parquet(buf, index=False)
         else:
             frame.to_csv(buf, index=False)
-        write_atomic(Path(args.out), buf.getvalue())
+        atomic_write_bytes(Path(args.out), buf.getvalue())
     else:
         frame.to_csv(sys.stdout, index=False)
     if args.out:

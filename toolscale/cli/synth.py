@@ -39,8 +39,13 @@ def register(sub: argparse._SubParsersAction) -> None:
                               "      --server 'python -m mcp_server_git --repository /data/repo' --set "
                               "'arg_values={repo_path=[\"/data/repo\"]}'\n"
                               "  toolscale synth --recipe llm.toml --out data/p2 --llm-cache /shared/llm-cache --json"
-                              "   # [llm.<role>]: docs/llm.md")
+                              "   # [llm.<role>]: docs/llm.md\n"
+                              "  toolscale synth --example-recipe --domain code > code.toml && "
+                              "toolscale synth --recipe code.toml --out data/code0")
     p.add_argument("--example-recipe", action="store_true", help="print a documented recipe and exit")
+    p.add_argument("--domain", choices=["tools", "code"], default="tools",
+                   help="which domain's example --example-recipe prints (a recipe file names its own domain: "
+                        "domain = \"code\" builds code tasks)")
     p.add_argument("--recipe", metavar="RECIPE.toml", help="the recipe (knobs) to build")
     p.add_argument("--out", metavar="DIR", help="output folder for train.jsonl and manifest.json")
     p.add_argument("--set", action="append", default=[], metavar="KNOB=VALUE",
@@ -113,10 +118,20 @@ def _synth(args: argparse.Namespace) -> int:
     from synth.recipe_io import EXAMPLE_RECIPE, load_recipe, parse_recipe
 
     if args.example_recipe:
-        sys.stdout.write(EXAMPLE_RECIPE)
+        from toolscale.cli.synth_code import EXAMPLE_CODE_RECIPE
+
+        sys.stdout.write(EXAMPLE_CODE_RECIPE if args.domain == "code" else EXAMPLE_RECIPE)
         return 0
     if not args.recipe or not args.out:
         raise UsageError("synth needs --recipe RECIPE.toml and --out DIR (or --example-recipe)")
+    from synth.errors import RecipeError
+    from toolscale.cli.synth_code import is_code_recipe, synth_code
+    from toolscale.config import read_toml
+
+    data = read_toml(args.recipe, kind="recipe", error=RecipeError,
+                     hint="; write one with `toolscale synth --example-recipe`")
+    if is_code_recipe(data):
+        return synth_code(args, data, _parse_set(args.set))
     recipe = load_recipe(args.recipe)
     if args.set or args.seed is not None:
         data = recipe.model_dump()

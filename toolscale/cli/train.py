@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from importlib import resources
 
@@ -70,6 +71,7 @@ def _train(args: argparse.Namespace) -> int:
         knobs = dict(num_generations=args.num_generations or t.grpo_generations,
                      prompts_per_step=t.grpo_prompts_per_step, max_completion_length=t.grpo_max_completion_length,
                      learning_rate=t.grpo_learning_rate, abf=t.grpo_abf, draw_cap=t.grpo_draw_cap, reward=t.grpo_reward,
+                     vllm_mode=t.grpo_vllm,
                      sampling=Sampling(temperature=t.grpo_temperature, top_k=t.grpo_top_k, top_p=t.grpo_top_p))
         run = lambda **kw: train_grpo(args.envs, args.init, args.out, max_steps=total,  # noqa: E731
                                       **knobs, **kwargs, **kw)
@@ -80,7 +82,8 @@ def _train(args: argparse.Namespace) -> int:
             raise UsageError("toolscale train needs --data DIR and --model-size NAME (or --objective grpo)")
         size = cfg.model_size(args.model_size)
         label, total = size.name, args.max_steps or size.max_steps
-        run = lambda **kw: train_sft(args.data, size, args.out, max_steps=args.max_steps, **kwargs, **kw)  # noqa: E731
+        run = lambda **kw: train_sft(args.data, size, args.out, max_steps=args.max_steps, train=cfg.train,  # noqa: E731
+                                     **kwargs, **kw)
     if sys.stderr.isatty() and not args.json:
         from rich.progress import Progress
 
@@ -94,6 +97,8 @@ def _train(args: argparse.Namespace) -> int:
             stats = run(on_step=on_step)
     else:
         stats = run()
+    if os.environ.get("RANK", "0") != "0":  # torch distributed: one process reports
+        return 0
     if args.json:
         emit_json({"model_dir": args.out, "objective": args.objective, "model_size": label,
                    **stats.model_dump(mode="json")})

@@ -35,6 +35,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--budget", type=positive_float, required=True, help="total budget, in the experiment's unit")
     p.add_argument("--benchmark", required=True, help="benchmark with a stored fit (it is also what runs are scored on)")
     p.add_argument("--seeds", type=positive_int, default=3, help="seeds per plan (default 3)")
+    p.add_argument("--arms", default="allocator,diversity_only,equal_spend,best_observed", metavar="A[,A]",
+                   help="plans to train (default all four; the allocator's is always trained): allocator, "
+                        "diversity_only, equal_spend, best_observed (the best recipe observed at the largest "
+                        "fitted rung)")
     p.add_argument("--model-size", help="ladder rung to train (default: the config's target size)")
     p.add_argument("--experiment", help="experiment whose fit makes the plans (default: the only one with a fit)")
     p.add_argument("--executor", choices=["slurm", "local", "debug"], help="where runs go (default: the config's)")
@@ -58,6 +62,17 @@ def _rung(cfg, model_size: str | None) -> str:
     return model_size
 
 
+def _arm_names(text: str) -> list[str]:
+    """``--arms``: known arm names (the allocator's always in), else a UsageError naming the bad one."""
+    from allocator.models import ARMS
+
+    names = [t.strip() for t in text.split(",") if t.strip()]
+    bad = [n for n in names if n not in ARMS]
+    if bad:
+        raise UsageError(f"--arms: unknown arm {bad[0]!r}; arms: {', '.join(ARMS)}")
+    return ["allocator", *[n for n in names if n != "allocator"]]
+
+
 def _plans(reg_path: str, cfg, args, rung: str):
     """Allocate (stored), the equal-spend plan, and the three arms with their runs (nothing written but the plan)."""
     from allocator.service import equal_spend_plan, plan_allocation
@@ -74,7 +89,7 @@ def _plans(reg_path: str, cfg, args, rung: str):
     with Registry(reg_path, read_only=True) as reg:
         template = training_template(reg.runs(plan.experiment), rung)
     n, d, training = (size.approx_params, size.planned_tokens, {}) if template is None else template
-    arms = arms_of(plan, equal, equal_iv, seeds=list(range(args.seeds)), sign=plan.sign)
+    arms = arms_of(plan, equal, equal_iv, seeds=list(range(args.seeds)), sign=plan.sign, names=_arm_names(args.arms))
     group = group_name(plan.experiment, args.benchmark, args.budget, rung, arms, training)
     arms, specs = verification_runs(arms, group=group, model_size=rung, model_params=n, train_tokens=d,
                                     verifies=plan.experiment, training=training)
@@ -115,6 +130,19 @@ def _train(reg_path: str, gcfg, args) -> None:
     _wait(reg_path, gcfg, wait_args, top_up=top_up)
 
 
+def _as_target(runs, benchmark: str, metric: str):
+    """Done runs as the fit reads them by default: the early-stopped envelope when they scored checkpoints
+    (:mod:`fit.targets`), else their final value; runs not done pass through."""
+    from fit.targets import target_runs
+
+    done = [r for r in runs if r.status == "done" and r.checkpoints]
+    if not done:
+        return runs
+    view, _ = target_runs(done, benchmark=benchmark, metric=metric, target="auto")
+    by = {r.run_id: r for r in view}
+    return [by.get(r.run_id, r) for r in runs]
+
+
 def run_verification(args: argparse.Namespace):
     """The whole verification (plan, store, train, report); returns the :class:`VerificationReport`."""
     from allocator.cost import cost_model_from_config
@@ -136,10 +164,11 @@ def run_verification(args: argparse.Namespace):
     _train(reg_path, gcfg, args)
     with Registry(reg_path, read_only=True) as reg:
         runs = reg.runs(group)
+    runs = _as_target(runs, args.benchmark, plan.metric)
     report = summarise(experiment=plan.experiment, group=group, benchmark=args.benchmark, metric=plan.metric,
                        plan=plan, arms=arms, runs=runs, cost=cost_model_from_config(cfg), model_size=rung,
                        law=plan.law, fit_id=plan.fit_id, simulated=plan.simulated, decision=plan.decision,
-                       sign=plan.sign)
+                       sign=plan.sign, noise_sd=abs(plan.replicate_sd) if plan.replicate_sd is not None else None)
     if args.plot:
         report = report.model_copy(update={"plot": str(verification_plot(report, args.plot))})
     return report
@@ -147,6 +176,16 @@ def run_verification(args: argparse.Namespace):
 
 def _iv(iv) -> str:
     return f"{iv[0]:.4f}-{iv[1]:.4f}" if iv else ""
+
+
+def _gain_line(other: str, gain, ci, predicted, piv: str, comp, inside) -> str:
+    if gain is None:
+        return f"realised gain over {other}: not available (runs not done); predicted {predicted:+.3g}{piv}"
+    cis = f" (90% CI {ci[0]:+.3g} to {ci[1]:+.3g})" if ci else ""
+    comps = f"; compared with [{comp[0]:+.3g}, {comp[1]:+.3g}]" if comp else ""
+    where = {True: "inside", False: "OUTSIDE", None: "not counted as a check against"}[inside]
+    return (f"realised gain over {other}: {gain:+.3g}{cis}; predicted {predicted:+.3g}{piv}{comps}: {where} the "
+            "interval")
 
 
 def _verify(args: argparse.Namespace) -> int:
@@ -164,14 +203,19 @@ def _verify(args: argparse.Namespace) -> int:
                       + (" (SIMULATED fit)" if report.simulated else ""))
     piv = f" [{report.predicted_gain_interval[0]:+.3g}, {report.predicted_gain_interval[1]:+.3g}]" \
         if report.predicted_gain_interval else ""
-    if report.realised_gain is None:
-        print(f"realised gain: not available (runs not done); predicted gain {report.predicted_gain:+.3g}{piv}")
-    else:
-        ci = f" (90% CI {report.realised_gain_ci[0]:+.3g} to {report.realised_gain_ci[1]:+.3g})" \
-            if report.realised_gain_ci else " (one seed: no CI)"
-        where = {True: "inside", False: "OUTSIDE", None: "not comparable with"}[report.inside_interval]
-        print(f"realised gain over diversity-only: {report.realised_gain:+.3g}{ci}; predicted "
-              f"{report.predicted_gain:+.3g}{piv}: {where} the predicted interval")
+    print(_gain_line("diversity-only", report.realised_gain, report.realised_gain_ci, report.predicted_gain, piv,
+                     report.comparison_interval, report.inside_interval))
+    if report.predicted_gain_best_observed is not None:
+        biv = report.predicted_gain_best_observed_interval
+        bivs = f" [{biv[0]:+.3g}, {biv[1]:+.3g}]" if biv else ""
+        print(_gain_line("the best observed recipe", report.realised_gain_best_observed, None,
+                         report.predicted_gain_best_observed, bivs, report.comparison_interval_best_observed,
+                         report.inside_interval_best_observed))
+    if report.seed_sd is not None:
+        print(f"seed SD of one run: {report.seed_sd:.3g} ({report.seed_sd_source}); the comparison intervals add the "
+              f"realised gain's own noise, 2 s^2 / K")
+    for note in report.notes:
+        print(f"note: {note}")
     print(f"allocate said: {report.decision.reason}")
     print(f"group {report.group} in the registry; plot: {report.plot}")
     for p in report.problems:

@@ -1,0 +1,251 @@
+"""``toolscale next``'s edge: registry + config -> the law's draws over candidate runs -> :class:`NextRuns`.
+
+:func:`propose_next_runs` is what the CLI and the MCP ``next_runs`` tool call; the choice itself is
+:func:`allocator.preposterior.select_runs`.
+
+Cost of a run: synthesising its dataset (the allocator's cost model at the recipe's levels, quality
+charged above its baseline) unless a dataset of that recipe and seed exists or is proposed earlier,
+plus training compute ``[cost].per_pflop x 6 N D / 1e15`` of the run's planned N and D.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from allocator.errors import AllocatorError, AllocatorUsageError
+from allocator.models import COMPUTE, AllocationReport, NextRuns, ProposedRun
+from allocator.preposterior import CostBook, Ensemble, Selection, select_runs
+from allocator.solver import Surface, solve_levels
+from grid.augment import CandidateCell, candidate_cells, candidate_recipes, recipe_key
+from grid.registry import Registry
+
+__all__ = ["propose_next_runs", "check_fit_current", "MIN_DRAWS"]
+
+MIN_DRAWS = 20
+"""Law draws the criterion needs (a fit with fewer bootstrap draws is refused)."""
+
+
+def _fit_command(experiment: str, benchmark: str) -> str:
+    return f"toolscale fit --experiment {experiment} --benchmark {benchmark}"
+
+
+def check_fit_current(reg: Registry, experiment: str | None, benchmark: str) -> str:
+    """The experiment to plan from, refusing one without a fit, whose newest fit is stale, or that has fewer than
+    :data:`MIN_DRAWS` bootstrap draws (naming the command to run).
+
+    Stale: marked so by the registry (its data changed), or older than a run that finished after it
+    (runs added since, e.g. by ``grid design --augment``, are not in it).
+    """
+    from allocator.service import resolve_experiment
+
+    if experiment is not None and not reg.fits(experiment, benchmark):
+        known = {e.name for e in reg.experiments()}
+        if experiment not in known:
+            raise AllocatorUsageError(f"unknown experiment {experiment!r}; experiments: {', '.join(sorted(known))}")
+        raise AllocatorUsageError(f"experiment {experiment!r} has no fit for {benchmark!r}; run "
+                                  f"`{_fit_command(experiment, benchmark)}` first")
+    exp = resolve_experiment(reg, benchmark, experiment)
+    row = reg.fits(exp, benchmark)[0]
+    if row.stale_reason:
+        raise AllocatorError(f"the newest fit {row.fit_id} of {exp}/{benchmark} is stale ({row.stale_reason}); "
+                             f"run `{_fit_command(exp, benchmark)}` first")
+    newer = [r for r in reg.runs(exp, status="done") if r.finished_at is not None and row.created_at is not None
+             and r.finished_at > row.created_at]
+    if newer:
+        raise AllocatorError(f"the newest fit {row.fit_id} of {exp}/{benchmark} is stale: {len(newer)} run(s) "
+                             f"finished after it; run `{_fit_command(exp, benchmark)}` first")
+    draws = len(row.payload.get("bootstrap") or [])
+    if draws < MIN_DRAWS:
+        raise AllocatorError(f"the fit {row.fit_id} has {draws} draws; `toolscale next` re-weights the law's "
+                             f"bootstrap draws and needs {MIN_DRAWS}; refit with `{_fit_command(exp, benchmark)} "
+                             f"--bootstrap 200`")
+    return exp
+
+
+@dataclass(frozen=True)
+class _Space:
+    """The candidate runs: recipe x cell pairs, with their inputs and costs."""
+
+    recipes: list[dict[str, float]]
+    cells: list[CandidateCell]
+    recipe_of: np.ndarray
+    cell_of: np.ndarray
+    data_cost: np.ndarray
+    compute_cost: np.ndarray
+    subsampled: bool
+
+    @property
+    def size(self) -> int:
+        """Candidates C."""
+        return int(self.recipe_of.size)
+
+    def inputs(self, idx: np.ndarray | None = None) -> dict[str, np.ndarray]:
+        """Law inputs of the candidates (every axis, N and D), arrays of shape (C,) or (len(idx),)."""
+        idx = np.arange(self.size) if idx is None else np.asarray(idx)
+        r, k = self.recipe_of[idx], self.cell_of[idx]
+        out = {a: np.array([self.recipes[i][a] for i in r], dtype=float) for a in self.recipes[0]}
+        out["N"] = np.array([self.cells[i].model_params for i in k], dtype=float)
+        out["D"] = np.array([self.cells[i].train_tokens for i in k], dtype=float)
+        return out
+
+
+def _space(config: Any, cost: Any, extra: Sequence[dict[str, float]]) -> _Space:
+    recipes, subsampled = candidate_recipes(config, extra)
+    cells = candidate_cells(config)
+    data = np.array([sum(v for k, v in cost.spend(r, 1.0).items() if k != COMPUTE) for r in recipes], dtype=float)
+    compute = np.array([config.cost.per_pflop * c.train_flops / 1e15 for c in cells], dtype=float)
+    recipe_of = np.repeat(np.arange(len(recipes)), len(cells))
+    cell_of = np.tile(np.arange(len(cells)), len(recipes))
+    return _Space(recipes=recipes, cells=cells, recipe_of=recipe_of, cell_of=cell_of, data_cost=data,
+                  compute_cost=compute[cell_of], subsampled=subsampled)
+
+
+def _book(space: _Space, runs: Sequence[Any]) -> CostBook:
+    """The cost book over the experiment's runs (any state): their datasets exist, their cells are taken."""
+    rix = {recipe_key(r): i for i, r in enumerate(space.recipes)}
+    kix = {(c.model_size, round(c.token_multiplier, 9)): i for i, c in enumerate(space.cells)}
+    datasets: dict[int, set[int]] = {}
+    used: set[tuple[int, int, int]] = set()
+    for r in runs:
+        i = rix.get(recipe_key(r.recipe))
+        if i is None:
+            continue
+        datasets.setdefault(i, set()).add(int(r.seed))
+        mult = float((r.metadata or {}).get("token_multiplier", 1.0))
+        k = kix.get((r.model_size, round(mult, 9)))
+        if k is not None:
+            used.add((i, k, int(r.seed)))
+    next_seed = max((int(r.seed) for r in runs), default=-1) + 1
+    return CostBook(space.recipe_of, space.cell_of, space.data_cost, space.compute_cost,
+                    {i: sorted(s) for i, s in datasets.items()}, used, next_seed)
+
+
+def _on_scale(score: np.ndarray, sign: float, scale: str) -> np.ndarray:
+    """Scores (a loss negated) -> the fit's residual scale (log of the metric for ``log`` residuals)."""
+    metric = sign * score
+    return np.log(np.maximum(metric, 1e-300)) if scale == "log" else metric
+
+
+def _ensemble(surface: Surface, fit: Any, space: _Space, plans: list[dict[str, float]], n_target: float
+              ) -> tuple[Ensemble, np.ndarray]:
+    """The draws over the plans and the candidates; also the point prediction of each candidate (metric units)."""
+    sign = -1.0 if fit.target == "loss" else 1.0
+    x = space.inputs()
+    pl = {k: np.array([p[k] for p in plans], dtype=float) for k in plans[0]}
+    scores = np.stack([np.asarray(d(pl, n_target), dtype=float) for d in surface.draws])
+    preds = np.stack([_on_scale(np.asarray(d(x, n_target), dtype=float), sign, fit.residual_scale)
+                      for d in surface.draws])
+    point = sign * np.asarray(surface.score(x, n_target), dtype=float)
+    dec = np.zeros(space.size)
+    if fit.max_fitted_n:
+        dec = np.maximum(0.0, np.log10(x["N"] / fit.max_fitted_n))
+    noise = fit.residual_sd ** 2 + ((fit.extrapolation_sd or 0.0) * dec) ** 2
+    z = np.random.default_rng(0).standard_normal(scores.shape[0])  # allocate's effect-error normals
+    ens = Ensemble(gains=scores[:, 0] - scores[:, 1], scores=scores, preds=preds,
+                   noise_var=np.maximum(noise, 1e-12), cand_n=x["N"], target_n=n_target,
+                   effect_sd=surface.effect_sd, max_fitted_n=surface.max_fitted_n, z=z)
+    return ens, point
+
+
+def _rivals(request: Any, surface: Surface, plan: dict[str, float], redraws: int) -> list[dict[str, float]]:
+    """Optima of the first ``redraws`` draws (warm-started from the plan): the plans a refit could choose."""
+    return [solve_levels(request, d, warm=[plan], starts=0) for d in list(surface.draws)[:redraws]]
+
+
+def propose_next_runs(registry: str, *, budget: float, benchmark: str, runs: int, experiment: str | None = None,
+                      max_cost: float | None = None, unit: str | None = None, model_size: str | None = None,
+                      config: Any = None, sims: int = 128, redraws: int = 30, seed: int = 0,
+                      progress: Callable[[str], None] | None = None) -> NextRuns:
+    """Propose ``runs`` new runs that make the allocation at ``budget`` surest per unit of cost (module docstring).
+
+    Raises :class:`AllocatorUsageError` (exit 2, nothing stored) for ``runs < 1``, a ``max_cost`` that is not
+    a positive number, or no candidate within it; :class:`AllocatorError` for a missing or stale fit (naming
+    ``toolscale fit``), a budget below the cheapest plan, or a fit with fewer than :data:`MIN_DRAWS` draws.
+    ``progress`` gets a line per stage and per run chosen.
+    """
+    from allocator.service import _load, plan_allocation
+
+    if not isinstance(runs, int) or runs < 1:
+        raise AllocatorUsageError(f"--runs must be a positive integer, got {runs}")
+    if max_cost is not None and not (math.isfinite(max_cost) and max_cost > 0):
+        raise AllocatorUsageError(f"--max-cost must be a positive number, got {max_cost:g}")
+    say = progress or (lambda _msg: None)
+    with Registry(registry, read_only=True) as reg:
+        exp = check_fit_current(reg, experiment, benchmark)
+    report = plan_allocation(registry, budget=budget, benchmark=benchmark, unit=unit, experiment=exp,
+                             model_size=model_size, config=config, save=False, redraws=0)
+    with Registry(registry, read_only=True) as reg:
+        ld = _load(reg, budget=budget, benchmark=benchmark, unit=unit, experiment=exp, model_size=model_size,
+                   config=config, law=None, draws=None, mix_forms=True)
+        all_runs = reg.runs(exp)
+    plans = [report.plan.levels, report.baseline.levels]
+    say(f"the allocation at {budget:g} now: gain {report.gain_over_baseline:+.4f}; re-solving "
+        f"{min(redraws, len(ld.surface.draws))} draws for the plans a refit could choose")
+    plans += _rivals(ld.request, ld.surface, report.plan.levels, redraws)
+    extra = [dict(r.recipe) for r in all_runs] + plans[:2]
+    space = _space(ld.config, ld.request.cost, extra)
+    if space.size == 0:
+        raise AllocatorUsageError("no candidate run: the design's constraints leave no recipe of the axes' levels")
+    ens, point = _ensemble(ld.surface, ld.fit, space, plans, ld.request.model_params)
+    book = _book(space, all_runs)
+    say(f"{space.size} candidate runs x {ens.n_draws} draws; choosing {runs}")
+    try:
+        sel = select_runs(ens, book, runs, max_cost=max_cost, sims=sims, seed=seed,
+                          progress=lambda i: say(f"run {i} of {runs} chosen"))
+    except ValueError as err:
+        raise AllocatorUsageError(f"--max-cost {max_cost:g}: {err}; raise it or drop it") from None
+    return _report(report, sel, space, ens, point, runs=runs, max_cost=max_cost, sims=sims,
+                   compute_free=ld.config.cost.per_pflop <= 0)
+
+
+def _proposed(sel: Selection, space: _Space, ens: Ensemble, point: np.ndarray) -> list[ProposedRun]:
+    out, total = [], 0.0
+    sd = ens.preds.std(axis=0)
+    for i, s in enumerate(sel.steps):
+        c = s.index
+        cell = space.cells[int(space.cell_of[c])]
+        total += s.data_cost + s.compute_cost
+        out.append(ProposedRun(
+            rank=i + 1, recipe=dict(space.recipes[int(space.recipe_of[c])]), model_size=cell.model_size,
+            token_multiplier=cell.token_multiplier, seed=s.seed, model_params=cell.model_params,
+            train_tokens=cell.train_tokens, train_flops=cell.train_flops, new_dataset=s.new_dataset,
+            data_cost=s.data_cost, compute_cost=s.compute_cost, cost=s.data_cost + s.compute_cost,
+            cumulative_cost=total, predicted=float(point[c]), predicted_sd=float(sd[c]),
+            expected_width_after=s.width, expected_regret_after=s.regret, p_resolved_after=s.p_resolved))
+    return out
+
+
+CRITERION = ("preposterior, greedy: each run the one that most lowers E[90% gain-interval width]/now + "
+             "E[regret]/now per unit of cost, the expectation over simulated results re-weighting the law's "
+             "draws by their likelihood (importance weights; allocator/preposterior.py)")
+
+
+def _report(report: AllocationReport, sel: Selection, space: _Space, ens: Ensemble, point: np.ndarray, *,
+            runs: int, max_cost: float | None, sims: int, compute_free: bool) -> NextRuns:
+    proposed = _proposed(sel, space, ens, point)
+    last = sel.steps[-1]
+    notes = list(sel.notes)
+    if space.subsampled:
+        notes.append(f"the design levels' full factorial is larger than the candidates considered: a seeded subset "
+                     f"of {len(space.recipes)} recipes (plus the experiment's own and the plans)")
+    rule = ("a new dataset's synthesis cost (the allocator's cost model) plus training compute at "
+            "[cost].per_pflop x 6 N D")
+    if compute_free:
+        rule += ("; [cost].per_pflop is 0, so training is free here and a run that reuses an existing dataset "
+                 "costs nothing")
+    iv = report.gain_interval
+    return NextRuns(
+        experiment=report.experiment, benchmark=report.benchmark, metric=report.metric, law=report.law,
+        fit_id=report.fit_id, target=report.target, simulated=report.simulated, budget=report.budget,
+        model_params=report.model_params, plan_levels=report.plan.levels, baseline_levels=report.baseline.levels,
+        gain_over_baseline=report.gain_over_baseline, gain_interval=iv, decision=report.decision,
+        width_now=float(iv[1] - iv[0]) if iv else sel.width_now, expected_regret_now=sel.regret_now,
+        runs=proposed, total_cost=proposed[-1].cumulative_cost, max_cost=max_cost,
+        expected_width_after=last.width, expected_regret_after=last.regret, p_resolved_after=last.p_resolved,
+        criterion=CRITERION, candidates=space.size, draws=ens.n_draws, simulations=sims, mean_ess=last.ess,
+        cost_rule=rule, notes=notes)

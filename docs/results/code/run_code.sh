@@ -1,0 +1,64 @@
+#!/usr/bin/env bash
+# The code-domain replication (issue 33), in one command, on the proxy-ladder protocol at demo scale:
+# learning-rate scan, design, every run (synthesise code tasks and replay their tests in the jail, probe, train
+# with the shared tokenizer, score both code benchmarks), a fit per benchmark in bits per byte with its held-out
+# check, the score-law fit that runs the interaction test, the report, the golden replay, then the tool domain's
+# committed runs imported beside them and the cross-domain fits (shared exponents).
+#
+# Usage (from the repository root, after `make install`):
+#   bash docs/results/code/run_code.sh [TOOL_RESULTS_DIR]     # default docs/results/micro (the tool domain's runs)
+# Budget: about 45-60 min on 2 idle cores (more on a busy machine). Reuses finished runs when rerun.
+set -euo pipefail
+cd "$(dirname "$0")/../../.."
+TS=${TS:-.venv/bin/toolscale}
+PY=${PY:-.venv/bin/python}
+CFG=docs/results/code/code.toml
+OUT=docs/results/code
+TOOLS=${1:-docs/results/micro}
+EXP=$(grep -m1 '^name = ' "$CFG" | cut -d'"' -f2)
+REG=runs/code/toolscale.duckdb
+mkdir -p "$OUT" runs/code
+t0=$(date +%s)
+stamp() { echo "[$(( ($(date +%s) - t0) / 60 )) min] $*"; }
+FIT=(--config "$CFG" --experiment "$EXP" --holdout split --bootstrap 200)
+
+stamp "validate"; $TS validate "$CFG"
+stamp "learning-rate scan"; $TS lr-scan "$CFG" --json > "$OUT/lr_scan.json"
+stamp "design"; $TS grid design "$CFG" --json > "$OUT/design.json"
+stamp "launch"; $TS launch --config "$CFG" --executor local --wait --resume
+$TS status --config "$CFG" --experiment "$EXP"
+for B in code-indist code-heldout-apis; do
+  stamp "fit $B/bpb"
+  $TS fit "${FIT[@]}" --benchmark "$B" --metric bpb --law auto --json > "$OUT/fit-$B.json"
+  $TS report "${FIT[@]}" --benchmark "$B" --metric bpb --law auto --out "$OUT/report-$B" > /dev/null
+done
+stamp "fit code-indist/token_prob (score laws: the additive vs multiplicative test of spec_dependency)"
+$TS fit "${FIT[@]}" --benchmark code-indist --metric token_prob --law auto --json > "$OUT/fit-code-indist-token_prob.json"
+$TS export --config "$CFG" --experiment "$EXP" --out "$OUT/runs.csv"
+stamp "golden replay of every dataset"
+$PY benchmarks/code_golden.py runs/code/datasets --out "$OUT/golden_replay.txt" || echo "golden replay: not 100% (see above)"
+stamp "the tool domain's runs beside them ($TOOLS/runs.csv)"
+for B in indist-calls heldout-servers; do
+  $TS import-runs "$TOOLS/runs.csv" --registry "$REG" --experiment "tools-$B" --benchmark "$B" \
+      --map "$B/bpb=loss" --map axis_tool_diversity=tool_diversity --map axis_task_count=task_count \
+      --map axis_repair_rate=repair_rate --map split=split --map run_id=run_id --map model_params=model_params \
+      --map train_tokens=train_tokens --map seed=seed > /dev/null 2>&1 || echo "(tools-$B already imported)"
+done
+stamp "cross-domain fits: shared exponents, per-domain constants"
+$TS fit --registry "$REG" --experiments tools-indist-calls,"$EXP" --benchmark indist-calls/loss,code-indist/bpb \
+    --holdout split --bootstrap 200 --json > "$OUT/joint-indist.json"
+$TS fit --registry "$REG" --experiments tools-heldout-servers,"$EXP" \
+    --benchmark heldout-servers/loss,code-heldout-apis/bpb --holdout split --bootstrap 200 --json > "$OUT/joint-heldout.json"
+stamp "analysis"
+$PY docs/results/code/analyse.py --tools "$TOOLS" --registry "$REG" --experiment "$EXP" > "$OUT/analysis.md"
+{
+  echo "config: $CFG"
+  echo "tool domain results compared: $TOOLS"
+  echo "code_version: $(git rev-parse HEAD)"
+  echo "date: $(date -u +%Y-%m-%dT%H:%M:%SZ)"
+  echo "wall_minutes: $(( ($(date +%s) - t0) / 60 ))"
+  echo "load_average_at_end: $(cut -d' ' -f1-3 /proc/loadavg)"
+  echo "machine: $(nproc) cores, $(free -g | awk '/Mem:/ {print $2}') GiB, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs)"
+  echo "python: $($PY --version 2>&1); torch $($PY -c 'import torch; print(torch.__version__)' 2>/dev/null)"
+} > "$OUT/environment.txt"
+stamp "done: $OUT"

@@ -1,0 +1,108 @@
+"""The preposterior criterion on toy ensembles whose answers are known: what a run tells, what it costs."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from allocator.preposterior import CostBook, Ensemble, effect_gains, select_runs, weighted_measures
+
+
+def _book(n: int, data: list[float] | None = None, compute: list[float] | None = None) -> CostBook:
+    """One recipe per candidate, one cell, no dataset yet."""
+    return CostBook(np.arange(n), np.zeros(n, dtype=int), np.array(data or [1.0] * n),
+                    np.array(compute or [0.0] * n), {}, set(), 0)
+
+
+def _toy(b: int = 400, seed: int = 0, noise: float = 0.01) -> Ensemble:
+    """A gain g ~ N(0.05, 0.02^2) over draws; candidate 0 measures g itself, 1 measures g/4, 2 measures an
+    unrelated quantity; plans: the plan (score g) and a rival (score 0), so a draw with g < 0 regrets the plan."""
+    rng = np.random.default_rng(seed)
+    g = rng.normal(0.05, 0.02, b)
+    other = rng.normal(0.5, 0.02, b)
+    preds = np.column_stack([0.5 + g, 0.5 + g / 4, other])
+    scores = np.column_stack([g, np.zeros(b)])
+    return Ensemble(gains=g, scores=scores, preds=preds, noise_var=np.full(3, noise ** 2),
+                    cand_n=np.full(3, 1e6), target_n=1e6)
+
+
+def test_uniform_weights_give_the_percentile_width_and_the_mean_regret() -> None:
+    ens = _toy()
+    m = weighted_measures(np.zeros((1, 1, ens.n_draws)), ens.gains[None], ens.scores, ens.scores.max(axis=1))
+    lo, hi = np.percentile(ens.gains, [5, 95])
+    assert m["width"][0] == pytest.approx(hi - lo, rel=0.03)
+    # the plan (mean g > 0) is kept; regret = mean over draws of max(0, -g)
+    assert m["regret"][0] == pytest.approx(np.mean(np.maximum(-ens.gains, 0.0)), rel=1e-9)
+    assert m["ess"][0] == pytest.approx(ens.n_draws)
+
+
+def test_the_informative_run_is_chosen_and_its_expected_width_matches_the_gaussian_posterior() -> None:
+    ens = _toy(b=2000)
+    sel = select_runs(ens, _book(3), 1, sims=200)
+    assert sel.steps[0].index == 0  # measures the gain itself
+    # linear-Gaussian: posterior SD of g after one result of noise 0.01 on 0.5 + g, g's SD 0.02
+    sd = math.sqrt(1 / (1 / 0.02 ** 2 + 1 / 0.01 ** 2))
+    assert sel.steps[0].width == pytest.approx(2 * 1.645 * sd, rel=0.12)
+    assert sel.steps[0].width < 0.5 * sel.width_now
+    assert sel.steps[0].regret < sel.regret_now
+
+
+def test_a_run_that_tells_nothing_about_the_gain_leaves_the_width() -> None:
+    ens = _toy(b=2000)
+    only_other = Ensemble(gains=ens.gains, scores=ens.scores, preds=ens.preds[:, 2:], noise_var=ens.noise_var[2:],
+                          cand_n=ens.cand_n[2:], target_n=ens.target_n)
+    sel = select_runs(only_other, _book(1), 1, sims=200)
+    assert sel.steps[0].width == pytest.approx(sel.width_now, rel=0.1)
+
+
+def test_cost_decides_between_equally_informative_runs() -> None:
+    ens = _toy()
+    twin = Ensemble(gains=ens.gains, scores=ens.scores, preds=ens.preds[:, [0, 0]], noise_var=ens.noise_var[:2],
+                    cand_n=ens.cand_n[:2], target_n=ens.target_n)
+    assert select_runs(twin, _book(2, data=[10.0, 1.0]), 1).steps[0].index == 1
+    assert select_runs(twin, _book(2, data=[1.0, 10.0]), 1).steps[0].index == 0
+
+
+def test_greedy_prefix_and_replicates_get_new_seeds() -> None:
+    ens = _toy()
+    five = select_runs(ens, _book(3), 5)
+    three = select_runs(ens, _book(3), 3)
+    assert [s.index for s in three.steps] == [s.index for s in five.steps[:3]]
+    widths = [s.width for s in five.steps]
+    assert widths[-1] < widths[0] < five.width_now
+    seen = [(s.index, s.seed) for s in five.steps]
+    assert len(set(seen)) == len(seen)  # the same candidate twice is a replicate with another seed
+
+
+def test_max_cost_caps_the_batch_and_refuses_when_nothing_fits() -> None:
+    ens = _toy()
+    sel = select_runs(ens, _book(3, data=[3.0, 3.0, 3.0]), 5, max_cost=7.0)
+    assert len(sel.steps) == 2 and sum(s.data_cost for s in sel.steps) <= 7.0
+    assert "stopped after 2 of 5 runs" in sel.notes[0]
+    with pytest.raises(ValueError, match="no candidate run costs at most 2"):
+        select_runs(ens, _book(3, data=[3.0, 3.0, 3.0]), 1, max_cost=2.0)
+
+
+def test_cost_book_reuses_a_dataset_across_cells() -> None:
+    # recipe 0 at cells 0 and 1, recipe 1 at cell 0; recipe 1 has data for seed 4 (a run at cell 1)
+    book = CostBook(np.array([0, 0, 1]), np.array([0, 1, 0]), np.array([100.0, 50.0]), np.array([1.0, 2.0, 1.0]),
+                    {1: [4]}, {(1, 1, 4)}, 5)
+    assert book.costs().tolist() == [101.0, 102.0, 1.0]
+    assert book.take(2) == (4, False, 0.0, 1.0)  # reuses seed 4's dataset at a new cell
+    assert book.take(0) == (5, True, 100.0, 1.0)  # a new dataset (new seed)...
+    assert book.costs().tolist() == [101.0, 2.0, 51.0]  # ...which recipe 0's other cell now reuses
+    assert book.take(1) == (5, False, 0.0, 2.0)
+
+
+def test_a_run_at_the_plans_size_removes_the_effect_error() -> None:
+    rng = np.random.default_rng(1)
+    g = rng.normal(0.05, 0.005, 300)
+    ens = Ensemble(gains=g, scores=np.column_stack([g, np.zeros(300)]), preds=rng.normal(0.5, 0.01, (300, 2)),
+                   noise_var=np.full(2, 1e-4), cand_n=np.array([1e6, 1e8]), target_n=1e8, effect_sd=0.5,
+                   max_fitted_n=1e6, z=rng.standard_normal(300))
+    now, at_target = effect_gains(ens, np.array([0.0, 1e8]))
+    assert np.allclose(at_target, g) and np.std(now) > 2 * np.std(g)
+    sel = select_runs(ens, _book(2), 1, sims=100)
+    assert sel.steps[0].index == 1 and sel.steps[0].width < 0.5 * sel.width_now
