@@ -46,8 +46,8 @@ def extract_tool_calls(completion: Any) -> list[dict[str, Any]]:
     """Tool calls of one completion, in order, as ``{"name", "arguments"}`` (arguments dict or raw string).
 
     Accepts a string (``<tool_call>`` blocks), or a list of chat messages (assistant ``tool_calls`` entries and
-    ``<tool_call>`` blocks in assistant content). Unparseable blocks become calls named ``""`` so that they still
-    count as (wasted) calls.
+    ``<tool_call>`` blocks in assistant content). Unparseable blocks, and calls whose name is not a string, become
+    calls named ``""`` so that they still count as (wasted) calls.
     """
     calls: list[dict[str, Any]] = []
     if isinstance(completion, str):
@@ -59,7 +59,8 @@ def extract_tool_calls(completion: Any) -> list[dict[str, Any]]:
             continue
         for tc in msg.get("tool_calls") or []:
             fn = tc.get("function", tc) if isinstance(tc, Mapping) else {}
-            calls.append({"name": fn.get("name") or "", "arguments": fn.get("arguments", {})})
+            name = fn.get("name") or ""
+            calls.append({"name": name if isinstance(name, str) else "", "arguments": fn.get("arguments", {})})
         content = msg.get("content")
         if isinstance(content, str):
             calls += _from_text(content)
@@ -78,7 +79,7 @@ def _from_text(text: str) -> list[dict[str, Any]]:
         except json.JSONDecodeError:
             out.append({"name": "", "arguments": block})
             continue
-        if isinstance(obj, Mapping):
+        if isinstance(obj, Mapping) and isinstance(obj.get("name") or "", str):
             out.append({"name": obj.get("name") or "", "arguments": obj.get("arguments", {})})
         else:
             out.append({"name": "", "arguments": block})

@@ -193,6 +193,8 @@ def partial_credit(calls: Sequence[Any], offered: Sequence[str], prompt: str, ta
     1.0
     >>> partial_credit([{"name": "", "arguments": "{oops"}], ["get_order"], "order OR-1", [T])
     0.0
+    >>> partial_credit([{"name": {"get_order": 1}, "arguments": {}}], ["get_order"], "order OR-1", [T])
+    0.0
     """
     keys = {(t.tool, frozenset(t.arguments)) for t in targets}
     best = 0.0
@@ -203,7 +205,7 @@ def partial_credit(calls: Sequence[Any], offered: Sequence[str], prompt: str, ta
                 args = json.loads(args)
             except json.JSONDecodeError:
                 args = None
-        parsed = bool(name) and isinstance(args, dict)
+        parsed = isinstance(name, str) and bool(name) and isinstance(args, dict)  # a policy may write any JSON
         if not parsed:
             continue
         score = 1 + (name in offered) + ((name, frozenset(args)) in keys)

@@ -64,6 +64,7 @@ def test_partial_credit_scores_the_best_call_on_four_checks():
         return partial_credit(list(calls), offered, prompt, t)
 
     assert pc() == 0.0 and pc({"name": "", "arguments": "{oops"}) == 0.0
+    assert pc({"name": {"get_order": 1}, "arguments": {"order_id": "OR-42"}}) == 0.0   # a name that is no string
     assert pc({"name": "get_ordr", "arguments": {"x": 1}}) == 0.25                       # parses only
     assert pc({"name": "get_product", "arguments": {"x": 1}}) == 0.5                     # + offered name
     assert pc({"name": "get_order", "arguments": {"order_id": "OR-7"}}) == 0.75          # + the target's keys
