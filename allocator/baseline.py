@@ -49,9 +49,9 @@ def diversity_only_law(runs: Sequence[Any], config: ExperimentConfig, *, benchma
     such law can be fitted (no diversity axis, too few runs); the caller then falls back to
     the quality-pinned comparison.
     """
-    from fit.data import law_for_runs, points_from_runs
-    from fit.errors import FitError
-    from fit.fitting import fit_law
+    from fit import law_for_runs, points_from_runs
+    from fit import FitError
+    from fit import fit_law
 
     key_name = f"{benchmark}/{metric}"
     runs = [r for r in runs if r.metrics.get(key_name) is not None]

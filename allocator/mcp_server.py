@@ -37,7 +37,7 @@ def build_server(registry: str, config: ExperimentConfig | None = None):
     from mcp.server.mcpserver import MCPServer
 
     from allocator.service import benchmarks_with_fits, fit_summary_of, load_fit, plan_allocation, resolve_experiment
-    from grid.registry import Registry
+    from grid import Registry
 
     server = MCPServer("toolscale-allocator", instructions="Ask how to spend a synthetic-data budget: "
                        "new tools, new tasks, new databases, or better supervision.")

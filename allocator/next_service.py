@@ -21,8 +21,8 @@ from allocator.errors import AllocatorError, AllocatorUsageError
 from allocator.models import COMPUTE, AllocationReport, NextRuns, ProposedRun
 from allocator.preposterior import CostBook, Ensemble, Selection, select_runs
 from allocator.solver import Surface, solve_levels
-from grid.augment import CandidateCell, candidate_cells, candidate_recipes, recipe_key
-from grid.registry import Registry
+from grid import CandidateCell, candidate_cells, candidate_recipes, recipe_key
+from grid import Registry
 
 __all__ = ["propose_next_runs", "check_fit_current", "MIN_DRAWS"]
 

@@ -13,12 +13,12 @@ from typing import Any
 
 import numpy as np
 
-from allocator.cost import cost_model_from_config
+from grid import cost_model_from_config
 from allocator.errors import AllocatorError, AllocatorUsageError
 from allocator.models import UNITS, AllocationReport, AllocationRequest, AxisBounds, Budget, Plan
 from allocator.solver import Surface, solve
 from fit.models import FitResult, FitSummary
-from grid.registry import Registry
+from grid import Registry
 from toolscale.config import ExperimentConfig, parse_config, training_flops
 
 __all__ = ["MAX_EXTRAPOLATION", "resolve_experiment", "load_fit", "make_surface", "build_request",
@@ -98,7 +98,7 @@ def _score_fn(law: Any, params: dict[str, float], *, tokens: float, sign: float)
 
 def form_weights(fits: Sequence[FitResult]) -> dict[str, float]:
     """BIC weights of law forms fitted to the same points (:func:`fit.predict.bic_weights`)."""
-    from fit.predict import bic_weights
+    from fit import bic_weights
 
     return bic_weights({f.law: f.bic for f in fits})
 
@@ -117,8 +117,8 @@ def make_surface(fit: FitResult, *, tokens: float, others: Sequence[FitResult] =
     The fit's ``effect_sd`` (rung CV) widens the gain intervals of plans above the fitted sizes
     (:func:`allocator.solver.with_effect_error`).
     """
-    from fit.laws import law_of
-    from fit.predict import components
+    from fit import law_of
+    from fit import components
 
     sign = -1.0 if fit.target == "loss" else 1.0
     law = law_of(fit)
@@ -145,7 +145,7 @@ def make_surface(fit: FitResult, *, tokens: float, others: Sequence[FitResult] =
 
 def fit_summary_of(fit: FitResult, fit_id: str | None = None) -> FitSummary:
     """The :class:`fit.models.FitSummary` of a stored fit (what the MCP ``fit_summary`` tool returns)."""
-    from fit.laws import law_of
+    from fit import law_of
 
     return FitSummary.of(fit, fit_id, formula=law_of(fit).formula)
 
@@ -276,7 +276,7 @@ def _observed(ld: _Loaded, benchmark: str) -> tuple[dict[str, float], str] | Non
     """The best recipe observed at the largest fitted rung within the budget (:func:`allocator.baseline.best_observed`),
     valued by the fit's own target (the early-stopped envelope when the fit used it)."""
     from allocator.baseline import best_observed
-    from fit.targets import target_values
+    from fit import target_values
     from toolscale.errors import UsageError
 
     values = None

@@ -14,7 +14,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from allocate_truths import _truths  # noqa: E402
-from allocator.cost import cost_model_from_config  # noqa: E402
+from grid.cost import cost_model_from_config  # noqa: E402
 from allocator.next_service import _book, _space  # noqa: E402
 from allocator.service import _rung_n_d, config_for, load_fit  # noqa: E402
 from fit.laws import Law, get_law, known_laws, law_of, register_law  # noqa: E402

@@ -26,7 +26,7 @@ import time
 from importlib import resources
 from pathlib import Path
 
-from probes.pipeline import probe_dataset
+from probes.measure import probe_dataset
 from toolscale.cli.probe import target_flops_from_config
 from toolscale.config import ProbeSpec, load_config
 

@@ -15,3 +15,29 @@ Modules, from data to numbers:
 
 Nothing here imports torch until a transformers backend is built.
 """
+
+_EXPORTS: dict[str, str] = {
+    'evaluate': 'eval.runner',
+    'evaluate_spec': 'eval.runner',
+    'get_benchmark': 'eval.benchmarks',
+    'list_benchmarks': 'eval.benchmarks',
+    'load_items': 'eval.benchmarks',
+}
+"""Public names and the modules that define them: other packages import these (or ``eval.models``)."""
+
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str):
+    """Load a public name from its module on first use (PEP 562), so that importing the package stays cheap."""
+    if name in _EXPORTS:
+        import importlib
+
+        value = getattr(importlib.import_module(_EXPORTS[name]), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

@@ -84,7 +84,7 @@ def budgets(max_new_tokens: int | Sequence[int], n: int) -> list[int]:
 def _clean_messages(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Messages for a chat template: ``None`` fields dropped, tool-call arguments as one-line JSON strings."""
     try:
-        from train.chat import normalize_messages
+        from train import normalize_messages
     except ImportError:  # pragma: no cover - train is part of this checkout
         return [{k: v for k, v in m.items() if v is not None} for m in messages]
     return normalize_messages(messages)
@@ -184,7 +184,7 @@ class TransformersBackend:
             raise BackendError(f"model folder {path!r} does not exist; expected a folder written by "
                                "save_pretrained (or 'gold')")
         try:
-            from train.tokenizer import load_tokenizer
+            from train import load_tokenizer
 
             return load_tokenizer(path)
         except ImportError:  # pragma: no cover

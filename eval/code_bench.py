@@ -20,7 +20,7 @@ __all__ = ["load_code_indist", "load_code_heldout", "load_code_valid", "match_co
 
 def _load(which: str) -> list[CodeItem]:
     try:
-        from synth.code.bench import code_items
+        from synth import code_items
     except ImportError as err:  # pragma: no cover - synth is part of this checkout
         raise BenchmarkDataError(f"code benchmarks need synth.code: {err}") from None
     return [CodeItem(id=d["id"], category=d["category"], messages=d["messages"],
@@ -60,7 +60,7 @@ def written_module(item: CodeItem, parsed: ParsedOutput) -> tuple[str | None, st
 
 def match_code_items(items: Sequence[CodeItem], parsed: Sequence[ParsedOutput]) -> list[MatchResult]:
     """One verdict per item: valid when the written module passes every test, ``field_match`` the share passed."""
-    from synth.code.runner import Suite, run_suites
+    from synth import Suite, run_suites
 
     modules = [written_module(it, p) for it, p in zip(items, parsed, strict=True)]
     suites = {i: Suite(it.module, m, it.tests) for i, (it, (m, _)) in enumerate(zip(items, modules)) if m is not None}

@@ -29,7 +29,7 @@ def run_episodes(items: Sequence[EnvItem], policy: Policy, limits: Sequence[int]
     A turn's well-formed calls run in order (``Environment.step_many``, cut at the episode's call
     budget); a turn without a call, or with a malformed attempt, ends the episode.
     """
-    from synth.envs.api import Environment
+    from synth import Environment
     from synth.envs.models import EnvSample
 
     envs = [Environment(EnvSample.model_validate(it.sample)) for it in items]
@@ -62,7 +62,7 @@ def run_episodes(items: Sequence[EnvItem], policy: Policy, limits: Sequence[int]
 
 def golden_calls(item: EnvItem) -> list[dict[str, Any]]:
     """The episode's golden calls ``{name, arguments}`` in a dependency order (what a perfect policy calls)."""
-    from synth.envs.api import Environment
+    from synth import Environment
     from synth.envs.models import EnvSample
 
     return Environment(EnvSample.model_validate(item.sample)).golden_calls()
@@ -91,7 +91,7 @@ def _key(tools: Any, prompt: Any) -> str:
 
 def reference_trajectory(item: EnvItem) -> ChatRequest:
     """Prompt, the golden calls with their observations, and the main answer: the conversation to score."""
-    from synth.envs.api import Environment
+    from synth import Environment
     from synth.envs.models import EnvSample
 
     env = Environment(EnvSample.model_validate(item.sample))

@@ -71,7 +71,7 @@ def system_message(domain: str) -> dict[str, str]:
     """The system turn synthesised training conversations open with (``synth.rollout.system_prompt``),
     so evaluation prompts have the training data's shape."""
     try:
-        from synth.rollout import system_prompt
+        from synth import system_prompt
 
         text = system_prompt(domain)
     except ImportError:  # pragma: no cover - synth is part of this checkout
@@ -292,8 +292,8 @@ def shared_items(a: Sequence[CallItem | EnvItem], b: Sequence[CallItem | EnvItem
 def load_heldout_env(n: int = ENV_EPISODES, seed: int = BENCHMARK_SEED) -> list[EnvItem]:
     """``heldout-env`` episodes: ``synth.envs.build.build_envs`` on the held-out domains."""
     try:
-        from synth.envs.build import build_envs
-        from synth.servers.db import HELDOUT_DOMAINS
+        from synth import build_envs
+        from synth import HELDOUT_DOMAINS
     except ImportError as err:
         raise BenchmarkDataError(f"heldout-env needs synth.envs (executable environments): {err}") from None
     samples = build_envs(n, seed, domains=HELDOUT_DOMAINS)
@@ -311,7 +311,7 @@ def load_indist_env(n: int = ENV_EPISODES, seed: int = BENCHMARK_SEED + 1) -> li
     (seed ``BENCHMARK_SEED + 1``), a fixed mix of single-hop, multi-hop and parallel-with-distractors shapes
     (:data:`INDIST_ENV_MIX`), for an RL stage's in-distribution gain; ``n`` split over the shapes in order."""
     try:
-        from synth.envs.build import build_envs
+        from synth import build_envs
     except ImportError as err:
         raise BenchmarkDataError(f"indist-env needs synth.envs (executable environments): {err}") from None
     items: list[EnvItem] = []

@@ -181,9 +181,9 @@ class VLLMServerBackend:
 
     def __init__(self, model: str, *, endpoint: str | None = None, tokenizer_dir: str | None = None,
                  concurrency: int = 32, timeout_s: float = 600.0, max_tries: int = 4, **_: Any) -> None:
-        from synth.llm.client import LLMClient
+        from synth import LLMClient
         from toolscale.config import LLMRoleSpec
-        from train.tokenizer import load_tokenizer
+        from train import load_tokenizer
 
         if not endpoint:
             raise UsageError("the vllm-server backend needs an endpoint URL (a running `vllm serve`)")
@@ -238,7 +238,7 @@ class VLLMServerBackend:
         return out
 
     def _post(self, path: str, bodies: list[dict[str, Any]], check: Any) -> list[dict[str, Any]]:
-        from synth.errors import LLMEndpointError, LLMReplyError
+        from synth import LLMEndpointError, LLMReplyError
 
         if not bodies:
             return []

@@ -13,3 +13,33 @@ Pure core, I/O at the edges:
 
 See ``fit/README.md`` for the allocator-facing API. ``import fit`` imports nothing heavy.
 """
+
+_EXPORTS: dict[str, str] = {
+    'FitError': 'fit.errors',
+    'bic_weights': 'fit.predict',
+    'components': 'fit.predict',
+    'fit_law': 'fit.fitting',
+    'get_law': 'fit.laws',
+    'law_for_runs': 'fit.data',
+    'law_of': 'fit.laws',
+    'points_from_runs': 'fit.data',
+    'target_values': 'fit.targets',
+}
+"""Public names and the modules that define them: other packages import these (or ``fit.models``)."""
+
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str):
+    """Load a public name from its module on first use (PEP 562), so that importing the package stays cheap."""
+    if name in _EXPORTS:
+        import importlib
+
+        value = getattr(importlib.import_module(_EXPORTS[name]), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

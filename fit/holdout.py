@@ -67,7 +67,7 @@ def apply_holdout(points: Points, rule: str, stored_fraction: float | None = 0.2
 
     ``stored_fraction`` is the fraction the stored split column was made with (None if unknown).
     """
-    from grid.split import heldout_mask
+    from grid import heldout_mask
 
     kind, frac = parse_holdout(rule)
     n = points.n

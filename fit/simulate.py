@@ -121,7 +121,7 @@ def simulate_experiment(registry: Any, config: Any, experiment: str, *, truth_pa
     experiment flagged ``simulated``, with the config (so fits know the axis kinds).
     Returns a summary dict (runs, held-out runs, truth).
     """
-    from grid.design import build_design
+    from grid import build_design
     from grid.models import MetricResult, run_id_for
 
     if not experiment or not experiment.replace("-", "").replace("_", "").replace(".", "").isalnum():

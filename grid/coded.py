@@ -168,7 +168,7 @@ def multilevel(levels: Sequence[int], reduction: int) -> np.ndarray:
 
     Level ``i`` of an ``L``-level axis is coded ``-1 + 2 i / (L - 1)``.
     """
-    from pyDOE3 import fullfact, gsd
+    from pyDOE3 import fullfact
 
     lv = [int(v) for v in levels]
     if reduction == 1:

@@ -517,13 +517,18 @@ def _check_checkpoints(config: ExperimentConfig, runs: list[RunSpec]) -> None:
 
 
 def _estimated_cost(config: ExperimentConfig, runs: list[RunSpec]) -> EstimatedCost:
-    """Data cost per distinct (recipe, seed) dataset plus compute cost per run, rounded to cents."""
-    names = [a.name for a in config.axes]
+    """Data cost per distinct (recipe, seed) dataset (the one cost model, :func:`grid.cost.cost_model_from_config`:
+    ``cost_scales_with`` and quality baselines as ``allocate`` charges them) plus compute per run (its planned
+    FLOPs at ``cost.per_pflop``), rounded to cents."""
+    from grid.cost import cost_model_from_config
+    from grid.models import COMPUTE
+
+    model = cost_model_from_config(config)
     datasets = {(json.dumps(r.recipe, sort_keys=True), r.seed) for r in runs}
     data_cost = 0.0
     for recipe_json, _ in datasets:
-        recipe = json.loads(recipe_json)
-        data_cost += sum(config.axis(n).cost_per_unit * recipe[n] for n in names)
+        spend = model.spend(json.loads(recipe_json), model_params=0.0)
+        data_cost += float(sum(v for k, v in spend.items() if k != COMPUTE))
     compute_cost = sum(config.cost.per_pflop * (r.train_flops or 0.0) / 1e15 for r in runs)
     return EstimatedCost(unit=config.experiment.budget_unit, data=round(data_cost, 2),
                          compute=round(compute_cost, 2), total=round(data_cost + compute_cost, 2))

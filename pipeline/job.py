@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any
 
 from grid.models import RunSpec
 from slurm.job import read_context, save_checkpoint
+from toolscale.config import config_hash
 
 if TYPE_CHECKING:
     from synth.models import Recipe
@@ -155,7 +156,7 @@ def prepare_dataset(run: RunSpec, cfg: ExperimentConfig, cache: str | Path) -> t
     key = dataset_key(recipe.identity())
 
     def build(folder: Path) -> None:
-        from probes.pipeline import probe_dataset
+        from probes.measure import probe_dataset
 
         domain_of(cfg).build(recipe, folder)
         target = cfg.target_size  # the probe budget is a share of the run the data is for
@@ -313,6 +314,7 @@ def run_pipeline(run: RunSpec, workdir: Path, checkpoint: dict[str, Any] | None)
     save_checkpoint(workdir, state)
     return {"metrics": metrics, "train": stats, "dataset_id": manifest.get("dataset_id", key),
             "extra": {"dataset_key": key, "dataset_built_here": built, "dataset_dir": str(data_dir),
+                      "config_hash": config_hash(ctx["config"]),
                       "param_count": cfg.design.param_count, "params_total": stats.params,
                       "learning_rate": float(lr) if lr is not None else size.learning_rate,
                       "tokenizer": "shared" if tok_dir is not None else "per_run",

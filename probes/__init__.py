@@ -2,7 +2,7 @@
 
 - :mod:`probes.provenance`: symbolic provenance of every argument (exact, structured, normalised
   and schema matches) -> derivable / non-derivable actions with their supporting observations;
-- :mod:`probes.graph`: the observation -> action dependency graph (networkx);
+- :mod:`probes.dependency_graph`: the observation -> action dependency graph (networkx);
 - :mod:`probes.coverage`: compositional coverage (structures x support depth), one score per dataset;
 - :mod:`probes.kinds`: probe kinds behind one interface (``[probe].kind``): :mod:`probes.copyprobe` (``copy``,
   training-free, the default), :mod:`probes.lmprobe` (``lm``), :mod:`probes.hfprobe` (``hf:MODEL_DIR``);
@@ -12,8 +12,31 @@
 - :mod:`probes.calibration`: threshold (balanced accuracy) on a calibration split; figures with CIs on another;
 - :mod:`probes.cost`: probe FLOPs against the target run (budget 5 %);
 - :mod:`probes.repair`: registered repair operations (resynthesize, downweight);
-- :mod:`probes.pipeline`: ``probe_dataset(DIR, spec=..., target_train_flops=...)`` (pinned interface 7)
+- :mod:`probes.measure`: ``probe_dataset(DIR, spec=..., target_train_flops=...)`` (pinned interface 7)
   and ``repair_dir``; ``toolscale probe DIR`` is the CLI.
 
 Importing the package does not import torch.
 """
+
+_EXPORTS: dict[str, str] = {
+    'probe_dataset': 'probes.measure',
+    'repair_dir': 'probes.measure',
+}
+"""Public names and the modules that define them: other packages import these (or ``probes.models``)."""
+
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str):
+    """Load a public name from its module on first use (PEP 562), so that importing the package stays cheap."""
+    if name in _EXPORTS:
+        import importlib
+
+        value = getattr(importlib.import_module(_EXPORTS[name]), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

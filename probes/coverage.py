@@ -1,6 +1,6 @@
 """Compositional coverage: which dependency structures, at which support depths, a dataset shows.
 
-Structures are read off each trajectory's action graph (:func:`probes.graph.action_graph`,
+Structures are read off each trajectory's action graph (:func:`probes.dependency_graph.action_graph`,
 edge ``b -> a`` when an output of ``b`` supports ``a``), with support depth ``depth(a)`` in
 tool hops (1 = supported by the user query only):
 
@@ -21,7 +21,7 @@ from collections.abc import Sequence
 
 import networkx as nx
 
-from probes.graph import action_graph
+from probes.dependency_graph import action_graph
 from probes.models import STRUCTURES, CoverageReport, TrajectoryProvenance
 from toolscale.errors import UsageError
 

@@ -216,8 +216,8 @@ def train_probe(texts: Sequence[str], encoded_fn: Callable[["PreTrainedTokenizer
     import torch
 
     from toolscale.config import ModelSize
-    from train.proxy import PAD_TOKEN_ID, build_model, count_params
-    from train.tokenizer import train_tokenizer
+    from train import PAD_TOKEN_ID, build_model, count_params
+    from train import train_tokenizer
 
     tokenizer = train_tokenizer(texts, spec.vocab_size)
     tokenizer.add_tokens([MASK_TOKEN], special_tokens=True)

@@ -4,7 +4,7 @@ Every pipeline run records its dataset's probe summary under ``metadata.probe`` 
 :func:`with_measured_axis` turns it into an axis value: each run's ``recipe["measured_groundedness"]`` is
 the share of its dataset's actions the calibrated probe judged grounded, and the experiment config gains
 a ``quality`` axis of that name over the runs' range. It is offered only when every run's probe is
-reliable (``probe_reliable``: balanced accuracy >= ``probes.pipeline.RELIABLE_BALANCED_ACCURACY`` on the
+reliable (``probe_reliable``: balanced accuracy >= ``probes.measure.RELIABLE_BALANCED_ACCURACY`` on the
 held-out split); otherwise the requested knobs (``repair_rate``...) stay the quality axes. A dataset whose
 held-out split holds one class only (every action grounded, as at ``repair_rate = 1``) has no balanced
 accuracy; it counts as reliable when its agreement is at least ``SINGLE_CLASS_AGREEMENT`` and at least one

@@ -29,7 +29,7 @@ def train_shared(data_dirs: Sequence[str | Path], spec: ProbeSpec, out_dir: str 
                  progress: Callable[[str, int, int], None] | None = None) -> SharedProbe:
     """Train and save the experiment's cross-fitted probes; returns (and writes) the record."""
     from probes.masking import MASK_TOKEN, encode, render_pieces, train_probe
-    from probes.pipeline import read_dataset
+    from probes.measure import read_dataset
 
     dirs = sorted(str(Path(d)) for d in data_dirs)
     if len(dirs) < 2:
@@ -79,7 +79,7 @@ def probe_with_shared(data_dir: str | Path, shared: SharedProbe, spec: ProbeSpec
     ``probe_cost_share`` is this dataset's scoring FLOPs over the experiment's total training FLOPs; the
     one-off training share is ``shared.train_flops / experiment_train_flops``.
     """
-    from probes.pipeline import probe_dataset
+    from probes.measure import probe_dataset
 
     key = str(Path(data_dir))
     if key not in shared.models:

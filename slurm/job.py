@@ -136,7 +136,7 @@ class JobRunner:
             if rank == 0:
                 record_attempt(workdir, started=started, outcome=outcome, job_id=job_id)
         if rank == 0:
-            from grid.results import write_result
+            from grid import write_result
             from slurm.gpu_time import read_attempts
 
             attempts = read_attempts(workdir)

@@ -40,7 +40,7 @@ def launch(config: ExperimentConfig, registry_path: str | Path, *, executor: Exe
     pending for ``launch --wait`` (or a later ``launch``) to start. :func:`preview` shows
     what this would submit without submitting.
     """
-    from grid.registry import Registry
+    from grid import Registry
     from slurm.sync import sync
 
     kind: ExecutorKind = executor or config.executor.kind
@@ -70,7 +70,7 @@ def preview(config: ExperimentConfig, registry_path: str | Path, *, max_parallel
             resume: bool = False, job_kind: str = "pipeline", run_ids: Sequence[str] | None = None,
             signal_delay_s: int | None = None) -> list[dict[str, Any]]:
     """:func:`launch_plan` of the runs :func:`launch` would submit (read-only; nothing is synced or submitted)."""
-    from grid.registry import Registry
+    from grid import Registry
 
     job_kind_ref(job_kind)
     with Registry(registry_path, read_only=True) as reg:
@@ -152,7 +152,7 @@ def cancel(config: ExperimentConfig | None, registry_path: str | Path, *, experi
     With ``pending``, runs not started yet are recorded as cancelled too, so a plain ``launch``
     (or a ``launch --wait`` still topping up) starts nothing more; ``launch --resume`` restarts them.
     """
-    from grid.registry import Registry
+    from grid import Registry
 
     paths = LaunchPaths.of(folder or (config.executor.folder if config else "./runs"))
     executor_of: dict[str, str] = {}

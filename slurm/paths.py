@@ -57,6 +57,6 @@ class LaunchPaths:
         return self.root / "work" / run_id
 
     def result(self, run_id: str) -> Path:
-        from grid.results import result_path
+        from grid import result_path
 
         return result_path(self.results, run_id)

@@ -35,7 +35,7 @@ from slurm.submit import ACTIVE, LOCAL_JOBS, read_manifests, submit_runs
 from toolscale.config import ExperimentConfig
 
 if TYPE_CHECKING:  # pragma: no cover
-    from grid.registry import Registry
+    from grid import Registry
 
 __all__ = ["sync", "wait", "slurm_states", "local_state", "map_slurm_state", "log_tail", "LOG_TAIL_LINES"]
 
@@ -211,7 +211,7 @@ def _live_states(reg: Registry, experiment: str | None, launches: _Launches,
 
 def _ingest_results(reg: Registry, paths: LaunchPaths, experiment: str | None) -> tuple[IngestReport, list[str]]:
     """Step 3: ``(ingest report, unreadable files)`` of the result files under the root."""
-    from grid.results import read_results
+    from grid import read_results
 
     results, problems = read_results(paths.results) if paths.results.exists() else ([], [])
     if experiment is not None:
@@ -296,7 +296,7 @@ def sync(registry_path: str | Path, *, config: ExperimentConfig | None = None, e
     folder : executor root folder (default: the config's ``executor.folder``, else ``./runs``).
     retry : resubmit failed runs whose attempts are below ``executor.max_attempts``.
     """
-    from grid.registry import Registry
+    from grid import Registry
 
     experiment = experiment or (config.experiment.name if config else None)
     paths = LaunchPaths.of(folder or (config.executor.folder if config else "./runs"))

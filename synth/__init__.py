@@ -2,7 +2,7 @@
 
 Pipeline (one grid point): bundled MCP servers (:mod:`synth.servers`: seeded databases, pure tool logic,
 thin stdio wrappers) and collected tool documents (:mod:`synth.collect`) -> tool transition graphs
-(:mod:`synth.graph`) -> random-walk chains with argument-flow verification and signature dedup
+(:mod:`synth.tool_graph`) -> random-walk chains with argument-flow verification and signature dedup
 (:mod:`synth.plans`) -> tasks with seeded augmentation (:mod:`synth.tasks`) -> scripted rollouts with
 injected errors and recovery (:mod:`synth.rollout`, backends in :mod:`synth.backends` and
 :mod:`synth.live`) -> the fail-closed seven-dimension judge (:mod:`synth.judge`) -> ``train.jsonl`` and
@@ -10,3 +10,48 @@ injected errors and recovery (:mod:`synth.rollout`, backends in :mod:`synth.back
 
 Importing ``synth`` is cheap: no torch, no MCP SDK until a live server is used.
 """
+
+_EXPORTS: dict[str, str] = {
+    'CURRICULUM': 'synth.envs.curriculum',
+    'Environment': 'synth.envs.api',
+    'FLAT': 'synth.envs.curriculum',
+    'HELDOUT_DOMAINS': 'synth.servers.db',
+    'LLMClient': 'synth.llm.client',
+    'LLMEndpointError': 'synth.errors',
+    'LLMReplyError': 'synth.errors',
+    'SYSTEM_PROMPT': 'synth.envs.rl_reward',
+    'Suite': 'synth.code.runner',
+    'build_curriculum': 'synth.envs.curriculum',
+    'build_dataset': 'synth.dataset',
+    'build_envs': 'synth.envs.build',
+    'code_items': 'synth.code.bench',
+    'dump_envs': 'synth.envs.io',
+    'extract_tool_calls': 'synth.envs.rl_reward',
+    'grpo_rows': 'synth.envs.rl_reward',
+    'load_envs': 'synth.envs.io',
+    'make_reward_fn': 'synth.envs.rl_reward',
+    'partial_credit': 'synth.envs.reward',
+    'phase_of': 'synth.envs.curriculum',
+    'phases_of': 'synth.envs.curriculum',
+    'run_suites': 'synth.code.runner',
+    'sft_system_prompt': 'synth.envs.rl_reward',
+    'system_prompt': 'synth.rollout',
+}
+"""Public names and the modules that define them: other packages import these (or ``synth.models``)."""
+
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str):
+    """Load a public name from its module on first use (PEP 562), so that importing the package stays cheap."""
+    if name in _EXPORTS:
+        import importlib
+
+        value = getattr(importlib.import_module(_EXPORTS[name]), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

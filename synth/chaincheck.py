@@ -143,7 +143,7 @@ class LLMChainCheck:
 
     def __call__(self, plan: Any, spec: Any) -> str | None:
         """None if the chain passes, else ``chain:incoherent`` or ``chain:gate_error``."""
-        from synth.chat import parse_score, sample_reason
+        from synth.chat_client import parse_score, sample_reason
 
         key = json.dumps([(c.tool, sorted((p, a[0], a[1] if a[0] == "ref" else "") for p, a in c.args.items()))
                           for c in plan.ordered()])

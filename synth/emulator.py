@@ -21,7 +21,7 @@ import threading
 from typing import Any
 
 from synth.backends import checked_doc
-from synth.chat import ChatClient, parse_object, sample_reason
+from synth.chat_client import ChatClient, parse_object, sample_reason
 from synth.errors import SampleRejected
 from synth.models import ToolDoc
 

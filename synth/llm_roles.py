@@ -21,7 +21,7 @@ from collections.abc import Iterable
 from functools import partial
 
 from synth.chaincheck import LLMChainCheck
-from synth.chat import ChatClient
+from synth.chat_client import ChatClient
 from synth.emulator import LLMEmulator
 from synth.policy import MAX_TURNS, LLMPolicy
 from synth.roles import Roles

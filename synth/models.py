@@ -12,11 +12,11 @@ import difflib
 import math
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from synth.errors import RecipeError
 from synth.llm.models import LLMUsage
-from toolscale.config import LLMRoleSpec, UserServer, check_llm_roles
+from toolscale.config import LLMRoleSpec, SynthSpec
 
 __all__ = ["ToolDoc", "Recipe", "AXIS_KNOBS", "STRUCTURES", "JUDGE_DIMENSIONS", "Message", "TrajectoryMeta",
            "TrajectoryRow", "RejectedRow", "JudgeVerdict", "Quarantined", "CollectedServer", "CollectReport",
@@ -75,10 +75,11 @@ class ToolDoc(_Frozen):
         return list(self.parameters.get("required", []))
 
 
-class Recipe(_Frozen):
+class Recipe(SynthSpec):
     """The knobs of one grid point (pinned interface 6): what the dataset should look like.
 
-    Axis knobs (:data:`AXIS_KNOBS`) come from the grid; the rest are settings from the config's ``[synth]``.
+    The grid's axis knobs (:data:`AXIS_KNOBS`) and a seed, on top of the config's ``[synth]`` settings
+    (:class:`toolscale.config.SynthSpec`, inherited: one declaration of each setting).
     """
 
     tool_diversity: int = Field(default=16, ge=1)
@@ -95,60 +96,10 @@ class Recipe(_Frozen):
     """Maximum distance in assistant turns between a supporting observation and the action, in hops."""
     seed: int = 0
     """Seed of every random choice (same recipe and seed: byte-identical dataset)."""
-    error_rate: float = Field(default=0.2, ge=0.0, le=1.0)
-    """Probability that a tool call gets an injected error (timeout, unreachable, invalid argument)."""
-    defect_rate: float = Field(default=0.3, ge=0.0, le=1.0)
-    """Probability that a task gets a non-derivable action (skipped lookup or memorised constant) before repair."""
-    transform_rate: float = Field(default=0.0, ge=0.0, le=1.0)
-    """Share of arguments whose value the visible history shows only transformed (converted units or currency,
-    a reformatted date, changed case or separators, arithmetic on shown numbers, an id through its register;
-    :mod:`synth.transforms`), a fraction. Such actions stay derivable; exact-match provenance misses them."""
-    max_chain_len: int = Field(default=4, ge=1, le=8)
-    """Most tool calls in a task's plan (retries not counted), in calls."""
-    backend: Literal["emulator", "live"] = "emulator"
-    """Run bundled tools in-process (``emulator``) or over stdio MCP (``live``, one session per server)."""
-    judge_threshold: float = Field(default=0.7, ge=0.0, le=1.0)
-    """Minimum mean judge score for a trajectory to be kept."""
     domains: tuple[str, ...] | None = None
     """Restrict to these bundled training domains; None uses all non-held-out ones."""
     include_heldout: bool = False
     """Allow held-out domains (only for evaluation sets; never for training data)."""
-    heldout_servers: tuple[str, ...] = ()
-    """Bundled domains reserved for evaluation (the config's ``[synth].heldout_servers``); empty uses
-    ``synth.servers.db.HELDOUT_DOMAINS``."""
-    narratives: bool = False
-    """Also write the mid-training corpus (seed 001): ``narratives.jsonl`` and ``corpus.jsonl``."""
-    narrative_min_judge: float = Field(default=0.7, ge=0.0, le=1.0)
-    """Corpus judge gate: minimum mean seven-dimension score of a document's trajectory (seed 001: 0.7)."""
-    narrative_min_coherence: int = Field(default=4, ge=1, le=5)
-    """Corpus coherence gate: minimum coherence score of a document, 1-5 (seed 001: 4)."""
-    llm_url: str | None = None
-    """Legacy LLM judge endpoint (model ``judge``, no key); prefer ``llm.judge``. Never needed."""
-    servers: tuple[str | UserServer, ...] = ()
-    """The user's stdio MCP servers as command lines (``"python -m mcp_server_git --repository ."``) or
-    tables (``command``, ``scratch = "copy:PATH"``, ``emulate_writes``): their tools come first for
-    ``tool_diversity`` and their read-only calls run live, one session per server per synthesis (the
-    config's ``[synth].servers``); write tools run only on a scratch copy or under the emulator
-    (:mod:`synth.userservers`)."""
-    min_tools: int = Field(default=3, ge=1)
-    """Registry servers with fewer usable tools are quarantined (not the user's named servers)."""
-    arg_values: dict[str, list[str | int | float | bool]] = Field(default_factory=dict)
-    """Values a task may state for an argument of a user or document-only server, by argument name
-    (``{repo_path = ["/data/repo"]}``); other arguments get generated values."""
-    max_turns: int = Field(default=32, ge=1, le=256)
-    """Most assistant turns of the LLM policy per trajectory (ASTRA: 32), in turns."""
-    llm: dict[str, LLMRoleSpec] = Field(default_factory=dict)
-    """LLM endpoint per role (``[llm.<role>]`` in a recipe, ``[synth.llm.<role>]`` in a config); a role
-    left out keeps its offline template."""
-    tool_spread: Literal["servers", "stratified"] = "servers"
-    """How ``tool_diversity`` tools are drawn (:func:`synth.selection.select_tools`): ``servers`` takes whole
-    servers in a seeded order (few tools are few servers), ``stratified`` takes one tool per server in turn
-    (every level with at least one tool per server covers every training server)."""
-
-    @field_validator("llm")
-    @classmethod
-    def _known_roles(cls, roles: dict) -> dict:
-        return check_llm_roles(roles)
 
     def llm_roles(self) -> dict[str, LLMRoleSpec]:
         """The configured LLM roles, the legacy ``llm_url`` as the ``judge`` role when that is not set."""

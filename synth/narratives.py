@@ -334,7 +334,7 @@ _COHERENCE_PROMPT = (
 class LLMCoherence:
     """Coherence 1-5 from the LLM judge role: one rubric prompt per document; None when it fails (fail closed).
 
-    ``client`` is any :class:`synth.chat.ChatClient` (the synthesis's :class:`~synth.llm.client.LLMClient`).
+    ``client`` is any :class:`synth.chat_client.ChatClient` (the synthesis's :class:`~synth.llm.client.LLMClient`).
     """
 
     name = "llm"
@@ -345,7 +345,7 @@ class LLMCoherence:
         """Documents the judge could not score (each one dropped)."""
 
     def __call__(self, doc: Document, source: NarrativeSource | None, spec: ServerSpec | None) -> int | None:
-        from synth.chat import parse_score, transcript
+        from synth.chat_client import parse_score, transcript
 
         if source is not None:
             src = transcript(source.trace.messages)

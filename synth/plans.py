@@ -33,7 +33,7 @@ from typing import Any, Callable
 import networkx as nx
 
 from synth.chaincheck import chain_problem, entity, side_entities
-from synth.graph import entry_tools, random_walk, tool_graph
+from synth.tool_graph import entry_tools, random_walk, tool_graph
 from synth.models import ToolDoc
 from synth.observe import effect
 

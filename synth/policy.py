@@ -34,7 +34,7 @@ import random
 from typing import Any
 
 from synth.backends import Backend, argument_problem
-from synth.chat import ChatClient, ReplyLike, sample_reason, wire_messages
+from synth.chat_client import ChatClient, ReplyLike, sample_reason, wire_messages
 from synth.errors import SampleRejected, ToolCallError
 from synth.plans import Plan, ServerSpec
 from synth.rollout import ERROR_KINDS, ERROR_WEIGHTS, CallRecord, Trace, emulated, message, system_prompt

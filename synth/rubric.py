@@ -5,7 +5,7 @@ rubric (:data:`RUBRICS`) sent with the conversation's transcript. A reply's scor
 ``(s - 1) / 4`` in [0, 1]; the trajectory's mean over the seven is compared with the threshold by
 :func:`synth.judge.judge_trajectory`.
 
-Parsing (:func:`synth.chat.parse_score`): the strict form ``{"score": N}``; a lenient *fallback*
+Parsing (:func:`synth.chat_client.parse_score`): the strict form ``{"score": N}``; a lenient *fallback*
 (``score: N``, or one lone digit) is accepted and counted. A reply with no score, or a failed
 request, raises :class:`~synth.errors.JudgeError`, and the sample is rejected (never passed).
 :meth:`RubricJudge.stats` reports the fallback rate (per dimension reply) and the failure rate (per
@@ -17,7 +17,7 @@ from __future__ import annotations
 import threading
 from typing import Any
 
-from synth.chat import ChatClient, parse_score, transcript
+from synth.chat_client import ChatClient, parse_score, transcript
 from synth.errors import JudgeError
 from synth.models import JUDGE_DIMENSIONS
 

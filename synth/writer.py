@@ -1,6 +1,6 @@
 """The LLM task writer: user queries from the tool docs and the planned chain, augmented, then gated.
 
-ASTRA's task synthesis (seed 000, Q3), on any :class:`~synth.chat.ChatClient`:
+ASTRA's task synthesis (seed 000, Q3), on any :class:`~synth.chat_client.ChatClient`:
 
 1. **Write.** The model gets the documents of the plan's tools, the planned calls with the values the
    user states (a memorised-constant defect keeps its value out) and the template draft, and writes the
@@ -26,7 +26,7 @@ import threading
 from collections import Counter
 from typing import Any
 
-from synth.chat import ChatClient, parse_score, sample_reason
+from synth.chat_client import ChatClient, parse_score, sample_reason
 from synth.errors import SampleRejected
 from synth.plans import Plan, ServerSpec
 from synth.roles import rule_gate

@@ -13,3 +13,32 @@ Modules
 
 Heavy libraries (torch, transformers, trl, datasets) are imported inside functions.
 """
+
+_EXPORTS: dict[str, str] = {
+    'PAD_TOKEN_ID': 'train.proxy',
+    'build_model': 'train.proxy',
+    'count_params': 'train.proxy',
+    'load_tokenizer': 'train.tokenizer',
+    'normalize_messages': 'train.chat',
+    'train_grpo': 'train.grpo',
+    'train_sft': 'train.sft',
+    'train_tokenizer': 'train.tokenizer',
+}
+"""Public names and the modules that define them: other packages import these (or ``train.models``)."""
+
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str):
+    """Load a public name from its module on first use (PEP 562), so that importing the package stays cheap."""
+    if name in _EXPORTS:
+        import importlib
+
+        value = getattr(importlib.import_module(_EXPORTS[name]), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

@@ -156,8 +156,11 @@ def save_final(trainer: Any, out_dir: str | Path, dtype: str | None) -> None:
         target = getattr(torch, dtype) if dtype else None
         if target is not None:
             state = {k: v.to(target) if v.is_floating_point() else v for k, v in state.items()}
-            model.config.dtype = dtype
         model.save_pretrained(out_dir, state_dict=state)
+        if target is not None:  # save_pretrained records the in-memory parameters' dtype: write the saved one
+            before, model.config.dtype = model.config.dtype, dtype
+            model.config.save_pretrained(out_dir)
+            model.config.dtype = before
     acc.wait_for_everyone()
 
 

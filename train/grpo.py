@@ -9,7 +9,7 @@ The reward is the F1 environment reward of pinned interface 11 (``2 hit / (targe
     Batch Filling (groups whose rewards all agree are dropped and replaced; a step that cannot be filled within
     the draw cap is skipped). The reward is the episode's F1 (optionally plus partial credit, logged apart).
 ``single-turn``
-    Plain GRPO generation; :func:`synth.envs.grpo.make_reward_fn` replays each completion's
+    Plain GRPO generation; :func:`synth.envs.rl_reward.make_reward_fn` replays each completion's
     ``<tool_call>`` blocks in a fresh environment. The policy never sees an observation, and a policy
     SFT-trained on multi-turn data ends its turn after the first call, so this mode mostly rewards
     the first call; kept as the simpler baseline.
@@ -51,7 +51,7 @@ STEPS_FILE = "grpo_steps.jsonl"
 def load_env_samples(envs: str | Path | Sequence[Any]) -> list[Any]:
     """Environment samples from an ``envs.jsonl`` path (``synth.envs.io.load_envs``) or a list of them."""
     if isinstance(envs, str | Path):
-        from synth.envs.io import load_envs
+        from synth import load_envs
 
         path = Path(envs)
         if not path.exists():
@@ -72,8 +72,8 @@ def golden_rows(samples: Sequence[Any]) -> list[dict[str, Any]]:
     real observation per golden call (dependency order), then the main answer (or ``Done.``). The golden calls
     run in one sandbox process; ``meta.env_reward`` is the F1 the episode earned (1.0 for a sound sample).
     """
-    from synth.envs.api import Environment
-    from synth.envs.grpo import sft_system_prompt
+    from synth import Environment
+    from synth import sft_system_prompt
 
     def msg(role, content, tool_calls=None, tool_call_id=None, name=None):
         return {"role": role, "content": content, "tool_calls": tool_calls, "tool_call_id": tool_call_id,
@@ -132,7 +132,7 @@ the RL environments'), with other draws (``env_id`` prefix ``warm-``), and never
 
 def rl_envs(n: int, seed: int, *, curriculum: bool = True, validate: bool = True) -> list[Any]:
     """The RL environments of a run: ``n`` over the curriculum's phases (or one mixed phase), training domains."""
-    from synth.envs.grpo import CURRICULUM, FLAT, build_curriculum
+    from synth import CURRICULUM, FLAT, build_curriculum
 
     return build_curriculum(n, seed, phases=CURRICULUM if curriculum else FLAT, validate=validate)
 
@@ -140,7 +140,7 @@ def rl_envs(n: int, seed: int, *, curriculum: bool = True, validate: bool = True
 def warm_envs(n: int, seed: int, rl: Sequence[Any]) -> list[Any]:
     """``n`` warm-start environments over the curriculum's phases, disjoint from ``rl`` (see
     :data:`WARM_SEED_OFFSET`); not replayed here: :func:`warm_start` keeps the golden episodes that earn 1."""
-    from synth.envs.grpo import build_curriculum
+    from synth import build_curriculum
 
     return build_curriculum(n, seed + WARM_SEED_OFFSET, validate=False, id_prefix="warm-",
                             exclude_prompts={s.prompt for s in rl})
@@ -149,7 +149,7 @@ def warm_envs(n: int, seed: int, rl: Sequence[Any]) -> list[Any]:
 def grpo_prompts(samples: Sequence[Any], tokenizer) -> list[dict[str, Any]]:
     """GRPO dataset rows: a text ``prompt`` (system prompt + tools + user query, ready for the assistant)
     and the ``env_id`` column the reward function reads."""
-    from synth.envs.grpo import grpo_rows
+    from synth import grpo_rows
 
     from train.chat import normalize_messages
 
@@ -242,7 +242,7 @@ def train_grpo(envs: str | Path | Sequence[Any], model_dir: str | Path, out_dir:
     """
     import torch
 
-    from synth.envs.grpo import make_reward_fn
+    from synth import make_reward_fn
     from train.proxy import count_params, load_model
     from train.sft import quiet_progress
     from train.tokenizer import load_tokenizer

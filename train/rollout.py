@@ -104,7 +104,7 @@ class EnvSampler:
     shuffled without replacement within a phase (a new shuffle when it runs out); seeded."""
 
     def __init__(self, samples: Sequence[Any], max_steps: int, seed: int = 0) -> None:
-        from synth.envs.grpo import phases_of
+        from synth import phases_of
 
         self.phases = phases_of(samples)
         if not self.phases:
@@ -190,7 +190,7 @@ class MultiTurnRollout:
             self.log_path.write_text("".join(json.dumps(r) + "\n" for r in kept), encoding="utf-8")
 
     def _prompt_ids(self, sample: Any) -> list[int]:
-        from synth.envs.grpo import grpo_rows
+        from synth import grpo_rows
         from train.chat import normalize_messages
 
         row = grpo_rows([sample])[0]
@@ -251,7 +251,7 @@ class MultiTurnRollout:
     def play(self, model, samples: Sequence[Any], n: int) -> list[list[Episode]]:
         """``n`` independent episodes of each of ``samples``, all in one batched generation per turn; the
         episodes grouped by sample, in order."""
-        from synth.envs.grpo import Environment
+        from synth import Environment
 
         runs = [_Run(Environment(s, cache=self.caches.setdefault(s.env_id, {})), self.prompt_ids[s.env_id])
                 for s in samples for _ in range(n)]
@@ -272,7 +272,7 @@ class MultiTurnRollout:
 
     def _advance(self, run: "_Run", new: list[int]) -> None:
         """Append one generated turn; run its calls and append their observations, or close the episode."""
-        from synth.envs.grpo import extract_tool_calls
+        from synth import extract_tool_calls
 
         tok, env, prompt = self.tokenizer, run.env, run.prompt
         run.processed += len(prompt) + len(run.completion) + len(new)
@@ -292,7 +292,7 @@ class MultiTurnRollout:
         run.mask += [0] * len(feedback)
 
     def _finish(self, sample: Any, run: "_Run") -> Episode:
-        from synth.envs.grpo import partial_credit, phase_of
+        from synth import partial_credit, phase_of
 
         f1 = run.env.reward()
         partial = partial_credit(run.calls, sample.tool_names(), sample.prompt, sample.targets)
@@ -374,7 +374,7 @@ class _Run:
 def golden_texts(sample: Any) -> tuple[str, str]:
     """``(policy, context)`` of the sample's golden episode: what the policy writes, and the whole rendered
     conversation (prompt, calls, observations, answer). Observations are replayed in the sandbox."""
-    from synth.envs.grpo import Environment, grpo_rows
+    from synth import Environment, grpo_rows
     from train.chat import normalize_messages, render
 
     env = Environment(sample)

@@ -177,7 +177,7 @@ def partial_credit(calls: Sequence[Any], offered: Sequence[str], prompt: str, ta
     Parameters
     ----------
     calls : sequence of ``{"name", "arguments"}``
-        What the policy emitted, unparsable attempts included (``synth.envs.grpo.extract_tool_calls`` names
+        What the policy emitted, unparsable attempts included (``synth.envs.rl_reward.extract_tool_calls`` names
         them ``""``).
     offered : tool names the environment offered
     prompt : the user query

@@ -3,7 +3,7 @@
 :func:`check_file` reads an ``envs.jsonl`` exactly as a consumer would (:func:`synth.envs.io.iter_rows`, no
 repair, no merge) and :func:`check_sample` rejects a row unless all of these hold:
 
-- the row parses and its QA graph passes the structural checks (:func:`synth.envs.graph.structural_problems`);
+- the row parses and its QA graph passes the structural checks (:func:`synth.envs.qa_graph.structural_problems`);
 - **(a) tool names unique**: no two schemas and no two sources share a name, and schemas and sources pair up
   one to one (the public ASTRA release had two ``payment_processor`` schemas; a name-indexed merge silently
   kept one);
@@ -31,7 +31,7 @@ from typing import Any
 
 import networkx as nx
 
-from synth.envs.graph import structural_problems, to_digraph, value_available
+from synth.envs.qa_graph import structural_problems, to_digraph, value_available
 from synth.envs.io import iter_rows
 from synth.envs.models import CheckResult, EnvSample, SandboxLimits
 from synth.envs.reward import answer_in_output, canonical_answer

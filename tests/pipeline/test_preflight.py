@@ -154,3 +154,23 @@ def test_a_node_job_trains_and_evaluates_one_step(tmp_path, capsys):
     ev = checks[("eval step", "node")]
     assert ev["status"] == "ok" and "bpb" in ev["detail"]
     assert checks[("lock files", "login")]["status"] == "ok" and checks[("storage", "login")]["status"] == "ok"
+
+
+def test_a_missing_vllm_environment_and_a_bad_batch_layout_are_refused_naming_them(tmp_path, capsys):
+    """Login checks only (no node job): eval.vllm without a bin/vllm, and a micro batch that does not divide
+    the global batch, each named in its own line; exit 2."""
+    cfg = tmp_path / "pf.toml"
+    text = CONFIG.format(root=tmp_path, rung=PROXY + "\nmicro_batch_size = 3", executor="")
+    cfg.write_text(text.replace('checkpoints = 0', f'checkpoints = 0\nbackend = "vllm-server"\n'
+                                                   f'vllm = "{tmp_path}/no-such-env"'))
+    assert main(["preflight", "--config", str(cfg), "--login-only", "--json"]) == 2
+    captured = capsys.readouterr()
+    checks = {c["name"]: c for c in json.loads(captured.out)["checks"]}
+    assert checks["vllm"]["status"] == "fail" and f"{tmp_path}/no-such-env" in checks["vllm"]["detail"]
+    layout = checks["batch layout"]
+    assert layout["status"] == "fail" and layout["rung"] == "t"
+    assert layout["detail"].startswith("micro_batch_size 3 must divide the per-process share 4")
+    assert checks["storage"]["status"] == "ok"
+    assert main(["preflight", "--config", str(cfg), "--login-only"]) == 2
+    errors = [ln for ln in capsys.readouterr().err.splitlines() if ln.startswith("toolscale: error: preflight")]
+    assert len(errors) == 2 and errors[0].startswith("toolscale: error: preflight batch layout (t): ")

@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from probes.hfprobe import model_dir
-from probes.pipeline import SCORES_FILE, probe_dataset
+from probes.measure import SCORES_FILE, probe_dataset
 from probes.toydata import make_dataset, write_dataset
 from toolscale.config import ModelSize, ProbeSpec
 from toolscale.errors import UsageError

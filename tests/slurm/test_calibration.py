@@ -8,7 +8,7 @@ from datetime import UTC, datetime
 
 import pytest
 
-from allocator.cost import cost_model_from_config
+from grid.cost import cost_model_from_config
 from grid.models import RunResult, TrainStats
 from grid.results import write_result
 from slurm.gpu_time import parse_sacct_gpu

@@ -86,3 +86,43 @@ def test_dry_run_submits_nothing(make, capsys, rows):
     assert not (env.folder / "launches").exists()
     assert main(["launch", "--config", str(env.config_path), "--dry-run"]) == 0
     assert "would submit" in capsys.readouterr().out
+
+
+def _center(env, run_id):
+    """Mark ``run_id`` a center point, as ``grid design`` does in its metadata."""
+    with Registry(env.registry) as reg:
+        reg.con.execute("UPDATE runs SET metadata = ? WHERE run_id = ?", [json.dumps({"center": True}), run_id])
+
+
+def test_pilot_submits_n_runs_per_rung_center_points_first(make, capsys, rows):
+    """``launch --pilot 2``: two pending runs per rung, a center point before the others; the dry run previews
+    the same runs; a second pilot takes the next ones; the rest stay pending."""
+    env = make(n_runs=4, sizes=("s", "m"))
+    _center(env, "sl-test-m-3")
+    cfg = str(env.config_path)
+    assert main(["launch", "--config", cfg, "--pilot", "2", "--dry-run", "--json"]) == 0
+    plan = json.loads(capsys.readouterr().out)["plan"]
+    assert {g["model_size"]: sorted(g["runs"]) for g in plan} == {"s": ["sl-test-s-0", "sl-test-s-1"],
+                                                                  "m": ["sl-test-m-0", "sl-test-m-3"]}
+    assert {r.status for r in rows(env).values()} == {"pending"}
+    assert main(["launch", "--config", cfg, "--executor", "debug", "--job-kind", "succeed", "--pilot", "2",
+                 "--json"]) == 0
+    first = json.loads(capsys.readouterr().out)["launch"]["submitted"]
+    assert sorted(first) == ["sl-test-m-0", "sl-test-m-3", "sl-test-s-0", "sl-test-s-1"]
+    assert main(["launch", "--config", cfg, "--executor", "debug", "--job-kind", "succeed", "--pilot", "1",
+                 "--json"]) == 0
+    assert sorted(json.loads(capsys.readouterr().out)["launch"]["submitted"]) == ["sl-test-m-1", "sl-test-s-2"]
+    status = {k: r.status for k, r in rows(env).items()}
+    assert sorted(k for k, s in status.items() if s == "pending") == ["sl-test-m-2", "sl-test-s-3"]
+
+
+def test_pilot_with_nothing_pending_is_one_line_exit_2(make, capsys):
+    env = make(n_runs=1)
+    cfg = str(env.config_path)
+    assert main(["launch", "--config", cfg, "--executor", "debug", "--job-kind", "succeed"]) == 0
+    capsys.readouterr()
+    assert main(["launch", "--config", cfg, "--pilot", "3"]) == 2
+    err = capsys.readouterr().err
+    assert "no pending runs of 'sl-test' to pilot" in err and err.count("\n") == 1
+    assert main(["launch", "--config", cfg, "--pilot", "0"]) == 2
+    assert "must be a positive integer, got 0" in capsys.readouterr().err

@@ -352,3 +352,36 @@ def test_cancel_names_a_controller_that_will_not_stop():
     finally:
         proc.kill()
         proc.wait()
+
+
+@pytest.mark.integration
+def test_launcher_killed_between_two_arrays_loses_neither(make, rows, monkeypatch):
+    """Two rungs, two arrays: the launcher dies as it prepares the second. The first array is in the manifest
+    and the registry, its jobs finish and are ingested; the second rung's runs stay pending for the next launch."""
+    import slurm.submit as submit
+    from slurm.submit import LOCAL_JOBS
+
+    env = make(n_runs=2, sizes=("s", "m"), executor="local")
+    real = submit._archive_old_result
+
+    def dies_on_the_second_rung(paths, run):
+        if run.model_size == "m":
+            raise KeyboardInterrupt("launcher killed between arrays")
+        return real(paths, run)
+
+    monkeypatch.setattr(submit, "_archive_old_result", dies_on_the_second_rung)
+    with pytest.raises(KeyboardInterrupt):
+        launch(env.config, env.registry, job_kind="succeed")
+    monkeypatch.undo()
+    (manifest,) = read_manifests(LaunchPaths.of(env.folder), env.config.experiment.name)
+    first = [r for r in env.run_ids if "-s-" in r]
+    assert sorted(manifest.jobs) == sorted(first)
+    assert {k: r.status for k, r in rows(env).items() if k in first} == {k: "submitted" for k in first}
+    LOCAL_JOBS.clear()  # a new process: job states come from the manifest and the process table
+    wait(env.registry, config=env.config, poll_s=0.3, timeout_s=60)
+    got = rows(env)
+    assert all(got[k].status == "done" and got[k].attempts == 1 for k in first)
+    assert {got[k].status for k in env.run_ids if k not in first} == {"pending"}
+    again = launch(env.config, env.registry, job_kind="succeed")
+    assert sorted(again.submitted) == sorted(k for k in env.run_ids if k not in first)
+    assert wait(env.registry, config=env.config, poll_s=0.3, timeout_s=60).counts["done"] == 4

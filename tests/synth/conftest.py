@@ -9,7 +9,7 @@ import pytest
 
 @dataclass(frozen=True)
 class Call:
-    """A reply's tool call (the shape of synth.chat.ToolCallLike)."""
+    """A reply's tool call (the shape of synth.chat_client.ToolCallLike)."""
 
     id: str
     name: str
@@ -18,7 +18,7 @@ class Call:
 
 @dataclass(frozen=True)
 class Reply:
-    """A chat reply (the shape of synth.chat.ReplyLike)."""
+    """A chat reply (the shape of synth.chat_client.ReplyLike)."""
 
     content: str = ""
     tool_calls: list[Call] = field(default_factory=list)

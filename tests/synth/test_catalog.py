@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from synth.errors import ToolCallError
-from synth.graph import tool_graph
+from synth.tool_graph import tool_graph
 from synth.models import ToolDoc
 from synth.servers.catalog import SERVERS, call_tool, tool_docs
 from synth.servers.db import DOMAINS, make_database

@@ -181,3 +181,19 @@ def test_verify_trains_the_three_plans_and_a_rerun_trains_nothing(setup, capsys,
     assert again["group"] == out["group"] and again["realised_gain"] == out["realised_gain"]
     with Registry(cfg.experiment.registry, read_only=True) as reg:
         assert {r.run_id: r.attempts for r in reg.runs(out["group"])} == attempts  # nothing retrained
+
+
+def test_verification_runs_are_read_at_their_envelope_on_the_experiments_validation_split():
+    """A code experiment's runs scored checkpoints on code-valid: verify reads each at the checkpoint best there."""
+    from grid.models import RunRecord
+    from toolscale.cli.verify import _as_target
+
+    ckpts = {10: {"code-valid/bpb": 3.0, "code-indist/bpb": 3.1}, 20: {"code-valid/bpb": 2.0, "code-indist/bpb": 2.4},
+             50: {"code-valid/bpb": 2.5, "code-indist/bpb": 2.2}}
+    run = RunRecord(run_id="r1", experiment="v", design_version="d", recipe={}, model_size="m", model_params=1e4,
+                    train_tokens=1e5, train_flops=6e9, seed=0, status="done", attempts=1, job_id=None, split="fit",
+                    error=None, source="design", metadata={}, metrics={"code-indist/bpb": 2.2}, checkpoints=ckpts)
+    (seen,) = _as_target([run], "code-indist", "bpb", "code-valid")
+    assert seen.metrics["code-indist/bpb"] == 2.4 and seen.metadata["target_step"] == 20
+    with pytest.raises(Exception, match="needs checkpoints scored on valid-calls"):
+        _as_target([run], "code-indist", "bpb", None)

@@ -42,8 +42,10 @@ def test_the_code_preset_keeps_the_demo_protocol():
     code = tomllib.loads((PRESETS / "code.toml").read_text())
     for section in ("ladder", "lr_scan", "design", "probe", "train", "executor", "cost"):
         assert code.get(section) == demo.get(section), section
-    assert {k: v for k, v in code["eval"].items() if k != "benchmarks"} == \
-        {k: v for k, v in demo["eval"].items() if k != "benchmarks"}
+    own = ("benchmarks", "validation")  # the domain's test benchmarks and its validation split
+    assert {k: v for k, v in code["eval"].items() if k not in own} == \
+        {k: v for k, v in demo["eval"].items() if k not in own}
+    assert code["eval"]["validation"] == "code-valid" and demo["eval"]["validation"] == "valid-calls"
     assert [(a["kind"], a["min"], a["max"], a["levels"], a["spacing"]) for a in code["axes"]] == \
         [(a["kind"], a["min"], a["max"], a["levels"], a["spacing"]) for a in demo["axes"]]
     assert {k: v for k, v in code["experiment"].items() if k not in ("name", "domain")} == \
@@ -124,3 +126,28 @@ def test_synth_cli_builds_a_code_recipe_and_refuses_tool_options(tmp_path, capsy
     assert main(["synth", "--recipe", str(recipe), "--out", str(tmp_path / "e"), "--server", "python -m x"]) == 2
     assert "--server is a tool-domain option" in capsys.readouterr().err
     assert not (tmp_path / "e").exists()
+
+
+def test_the_committed_code_experiment_keeps_the_proxy_protocol(capsys):
+    """docs/results/code/code.toml is proxy.toml (the tool domain's committed experiment) but for the domain's own
+    parts, and it designs: the same runs and the same >= 16x held-out rung (issue 33's protocol rule)."""
+    root = PRESETS.parents[1]
+    code_path, proxy_path = root / "docs" / "results" / "code" / "code.toml", root / "docs" / "results" / "proxy.toml"
+    code, proxy = tomllib.loads(code_path.read_text()), tomllib.loads(proxy_path.read_text())
+    for section in ("ladder", "lr_scan", "design", "probe", "train", "cost"):
+        assert code.get(section) == proxy.get(section), section
+    own = ("benchmarks", "validation")
+    assert {k: v for k, v in code["eval"].items() if k not in own} == \
+        {k: v for k, v in proxy["eval"].items() if k not in own}
+    assert {k: v for k, v in code["executor"].items() if k != "folder"} == \
+        {k: v for k, v in proxy["executor"].items() if k != "folder"}
+    assert [(a["kind"], a["min"], a["max"], a["levels"], a["spacing"]) for a in code["axes"]] == \
+        [(a["kind"], a["min"], a["max"], a["levels"], a["spacing"]) for a in proxy["axes"]]
+    assert code["experiment"]["domain"] == "code" and code["axes"][-1]["name"] == "spec_dependency"
+    assert {k: v for k, v in code["experiment"].items() if k not in ("name", "domain", "registry")} == \
+        {k: v for k, v in proxy["experiment"].items() if k not in ("name", "registry")}
+    capsys.readouterr()
+    assert main(["grid", "design", str(code_path), "--dry-run", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["runs"] == 45 and out["heldout_runs"] == 9 and out["extrapolation_factor"] >= 16.0
+    assert out["resolution_roman"] == "IV"

@@ -276,3 +276,48 @@ def test_validate_refuses_golden_grpo_episodes_over_the_budget(tmp_path, capsys)
     assert "golden GRPO episodes (prompt, calls and observations) exceed max_seq_len = 128" in err
     path.write_text(base.replace("max_steps = ", "max_seq_len = 4096\nmax_steps = "))
     assert main(["validate", str(path)]) == 0
+
+
+@pytest.mark.parametrize("preset", ["default", "micro", "demo", "proxy", "code"])
+def test_every_recipe_a_design_can_ask_for_builds_from_what_validate_accepts(preset, tmp_path) -> None:
+    """One declaration of each [synth] setting (issue 34): a job builds its recipe from the validated config at
+    every axis's extremes, so a config that validate accepts is never refused inside a job."""
+    from importlib import resources
+
+    from pipeline.job import recipe_for
+    from synth.models import Recipe
+    from toolscale.config import SynthSpec
+
+    assert issubclass(Recipe, SynthSpec) and set(SynthSpec.model_fields) <= set(Recipe.model_fields)
+    path = tmp_path / "c.toml"
+    path.write_text(resources.files("toolscale.presets").joinpath(f"{preset}.toml").read_text())
+    cfg = load_config(path)
+    for end in ("min", "max"):
+        recipe = recipe_for(cfg, {a.name: getattr(a, end) for a in cfg.axes}, seed=1)
+        assert recipe.seed == 1
+    synth = {k: v for k, v in cfg.synth.model_dump().items()}
+    if cfg.experiment.domain == "tools":
+        assert Recipe.from_axes({}, **synth).max_chain_len == cfg.synth.max_chain_len
+
+
+def test_a_synth_setting_a_recipe_refuses_is_refused_by_validate() -> None:
+    data = _base()
+    data["synth"] = {"max_chain_len": 10}  # a Recipe holds at most 8 calls per plan
+    with pytest.raises(ConfigError, match="max_chain_len"):
+        parse_config(data)
+
+
+def test_config_hash_and_differences_name_what_changes_runs() -> None:
+    from toolscale.config import config_differences, config_hash
+
+    cfg = parse_config(_base())
+    stored = cfg.model_dump(mode="json")
+    other = _base()
+    other.setdefault("executor", {}).update(kind="debug", max_parallel=7)  # where runs execute, not what they are
+    assert config_differences(stored, parse_config(other)) == []
+    assert config_hash(parse_config(other)) == config_hash(cfg) == config_hash(stored)
+    changed = _base()
+    changed.setdefault("synth", {})["error_rate"] = 0.43
+    changed.setdefault("train", {})["weight_decay"] = 0.07
+    assert config_differences(stored, parse_config(changed)) == ["synth.error_rate", "train.weight_decay"]
+    assert config_hash(parse_config(changed)) != config_hash(cfg)

@@ -33,7 +33,7 @@ def envs():
 @pytest.fixture(scope="module")
 def start_model(envs, tmp_path_factory):
     """A proxy policy saved as a folder: tokenizer trained on the rendered prompts and golden plans."""
-    from synth.envs.grpo import grpo_rows
+    from synth.envs.rl_reward import grpo_rows
 
     from train.chat import render
     from train.proxy import build_model
@@ -55,7 +55,7 @@ def start_model(envs, tmp_path_factory):
 
 def test_reward_wiring_scores_golden_plans_one(envs, start_model):
     """The rows train_grpo feeds TRL, through synth's reward function: golden plans 1.0, partial less."""
-    from synth.envs.grpo import make_reward_fn
+    from synth.envs.rl_reward import make_reward_fn
 
     from train.tokenizer import load_tokenizer
 
@@ -120,7 +120,7 @@ def test_observations_match_the_chat_template(envs, start_model):
     calls = env.golden_calls()[:2]
     observations = env.step_many(calls)
     turn = "\n".join(f"<tool_call>{json.dumps(c, ensure_ascii=False)}</tool_call>" for c in calls) + "<|im_end|>"
-    from synth.envs.grpo import grpo_rows
+    from synth.envs.rl_reward import grpo_rows
 
     prompt = grpo_rows(envs[:1])[0]
     assistant = {"role": "assistant", "content": "", "tool_calls": [

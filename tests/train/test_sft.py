@@ -294,3 +294,25 @@ def test_shared_tokenizer_and_learning_rate_override(tiny_data, tmp_path):
     assert run["tokenizer_id"] == tokenizer_id(shared) and run["model_size"]["learning_rate"] == 0.02
     with pytest.raises(UsageError, match="learning_rate must be a positive number, got -1"):
         train_sft(tiny_data, SIZE, tmp_path / "m2", max_steps=2, learning_rate=-1)
+
+
+def test_the_final_model_is_saved_in_the_requested_dtype(run, tiny_data, tmp_path):
+    """save_dtype="bfloat16" (the cluster's default for pretrained rungs): every floating tensor on disk is
+    bf16 and equals the same seeded run's fp32 weights rounded to bf16; config.json records the dtype."""
+    from safetensors import safe_open
+
+    out, _ = run
+    size = ModelSize(name="p", pretrained=str(out), max_steps=2, batch_size=4, learning_rate=1e-3, max_seq_len=512)
+    train_sft(tiny_data, size, tmp_path / "fp32", seed=3, save_steps=0)
+    train_sft(tiny_data, size, tmp_path / "bf16", seed=3, save_steps=0, save_dtype="bfloat16")
+
+    def tensors(folder):
+        with safe_open(str(folder / "model.safetensors"), framework="pt") as f:
+            return {k: f.get_tensor(k) for k in f.keys()}
+
+    full, half = tensors(tmp_path / "fp32"), tensors(tmp_path / "bf16")
+    assert full.keys() == half.keys() and {v.dtype for v in full.values()} == {torch.float32}
+    assert {v.dtype for v in half.values()} == {torch.bfloat16}
+    assert all(torch.equal(half[k], full[k].to(torch.bfloat16)) for k in full)
+    assert json.loads((tmp_path / "bf16" / "config.json").read_text())["dtype"] == "bfloat16"
+    assert load_model(tmp_path / "bf16") is not None

@@ -46,8 +46,9 @@ def _add_fit_args(p: argparse.ArgumentParser, benchmark_required: bool = True) -
                    help="what each run contributes: envelope (the checkpoint best on the validation benchmark, "
                         "scored on this one), final (the last model), checkpoints (every scored checkpoint past "
                         "the first 10%% of training); auto: envelope for a loss when runs have checkpoints")
-    p.add_argument("--validation", default="valid-calls", metavar="B",
-                   help="benchmark that chooses each run's envelope checkpoint (default valid-calls)")
+    p.add_argument("--validation", metavar="B",
+                   help="benchmark that chooses each run's envelope checkpoint (default: the experiment's "
+                        "[eval] validation, valid-calls or code-valid)")
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -178,7 +179,8 @@ def _request(args: argparse.Namespace, experiment: str):
                       n_starts=args.starts, method=args.method, seed=args.seed, n_jobs=args.jobs,
                       interaction_test=not args.no_interaction, floor=args.floor, stage1_metric=args.stage1_metric,
                       train_stages=_stages(args.stages) if args.stages else None,
-                      target=getattr(args, "target", "auto"), validation=getattr(args, "validation", "valid-calls"))
+                      target=getattr(args, "target", "auto"),
+                      validation=getattr(args, "validation", None) or "valid-calls")
 
 
 def _stages(text: str) -> list[str]:
@@ -211,6 +213,14 @@ def _load(args: argparse.Namespace, experiment: str | None) -> tuple[str, list, 
     return experiment, runs, config, info.simulated
 
 
+def _validation(args: argparse.Namespace, config: ExperimentConfig | None) -> str:
+    """``--validation``, else the experiment's ``[eval] validation`` (a code experiment's is ``code-valid``), else
+    ``valid-calls``."""
+    if getattr(args, "validation", None):
+        return args.validation
+    return (config.eval.validation if config is not None else None) or "valid-calls"
+
+
 def _run(args: argparse.Namespace, experiment: str | None):
     from contextlib import nullcontext
 
@@ -219,7 +229,7 @@ def _run(args: argparse.Namespace, experiment: str | None):
     if args.stages:
         _stages(args.stages)  # a bad value fails before the registry is opened
     experiment, runs, config, simulated = _load(args, experiment)
-    request = _request(args, experiment)
+    request = _request(args, experiment).model_copy(update={"validation": _validation(args, config)})
     if request.axes and "measured_groundedness" in request.axes:
         from fit.data import axis_kinds
         from probes.measured import with_measured_axis
@@ -241,11 +251,11 @@ def with_decisions(summary: Any, fit: Any, args: argparse.Namespace) -> Any:
 
     from fit.targets import target_values
 
-    _, runs, _, _ = _load(args, fit.experiment)
+    _, runs, config, _ = _load(args, fit.experiment)
     values = None
     if fit.point_target != "final":
         values = target_values(runs, benchmark=fit.benchmark, metric=fit.metric, target=fit.point_target,
-                               validation=getattr(args, "validation", "valid-calls"))
+                               validation=_validation(args, config))
     observed, law = decisions_for_fit(runs, fit, higher_is_better=fit.metric not in LOSS_METRICS, values=values)
     return summary.model_copy(update={"decision_accuracy": observed, "decision_accuracy_law": law})
 
@@ -498,11 +508,11 @@ def _run_table(args: argparse.Namespace, fit: Any) -> list[str]:
     from fit.run_table import diagnostics_lines
     from fit.targets import target_values
 
-    _, runs, _, _ = _load(args, fit.experiment)
+    _, runs, config, _ = _load(args, fit.experiment)
     values = None
     if fit.point_target != "final":
         values = target_values(runs, benchmark=fit.benchmark, metric=fit.metric, target=fit.point_target,
-                               validation=getattr(args, "validation", "valid-calls"))
+                               validation=_validation(args, config))
     return diagnostics_lines(runs, fit.benchmark, fit.metric, values)
 
 

@@ -135,18 +135,40 @@ def _pilots(cfg, reg, n: int) -> list[str]:
     return picked
 
 
+def _check_stored_config(cfg, reg: str, path: str) -> None:
+    """One config per experiment: refuse a ``--config`` whose run settings differ from the copy ``grid design``
+    stored (fit and allocate read that copy), naming the keys; executor and resource settings may differ."""
+    from grid.registry import Registry
+    from toolscale.config import config_differences
+    from toolscale.errors import ToolscaleError
+
+    try:
+        with Registry(reg, read_only=True) as r:
+            stored = r.experiment(cfg.experiment.name).config
+    except ToolscaleError:
+        return  # no registry or no such experiment yet: launch says so itself
+    keys = config_differences(stored, cfg) if stored else []
+    if keys:
+        shown = ", ".join(keys[:6]) + (f" and {len(keys) - 6} more" if len(keys) > 6 else "")
+        raise UsageError(f"{path} differs from the config stored for experiment {cfg.experiment.name!r} by "
+                         f"`grid design` in {shown}; launch with the config it was designed with, or design a new "
+                         "experiment")
+
+
 def _launch(args: argparse.Namespace) -> int:
     from slurm.launcher import launch
 
     cfg = config_of(args)
     reg = registry_path(args, cfg)
+    _check_stored_config(cfg, reg, args.config)
     kw = dict(executor=args.executor, max_parallel=args.max_parallel, folder=args.folder, job_kind=args.job_kind)
     if args.pilot:
         kw["run_ids"] = _pilots(cfg, reg, args.pilot)
     if args.dry_run:
         from slurm.launcher import preview
 
-        plan = preview(cfg, reg, resume=args.resume, max_parallel=args.max_parallel, job_kind=args.job_kind)
+        plan = preview(cfg, reg, resume=args.resume, max_parallel=args.max_parallel, job_kind=args.job_kind,
+                       run_ids=kw.get("run_ids"))
         if args.json:
             emit_json({"executor": args.executor or cfg.executor.kind, "plan": plan})
         else:

@@ -101,7 +101,7 @@ def target_flops_from_config(config: Any, model_size: str | None) -> float | Non
 
 
 def _probe(args: argparse.Namespace) -> int:
-    from probes.pipeline import probe_dataset
+    from probes.measure import probe_dataset
     from toolscale.config import ProbeSpec
 
     config = config_of(args)
@@ -171,7 +171,7 @@ def _ci(iv: Any) -> str:
 def _target(args: argparse.Namespace, config: Any) -> tuple[float, str]:
     """Target FLOPs and what they are: --target-flops, the config's rung, the manifest's, else the default
     preset's target rung (so the cost share is always a number)."""
-    from probes.pipeline import read_dataset
+    from probes.measure import read_dataset
 
     if args.target_flops:
         return args.target_flops, "--target-flops"
@@ -193,7 +193,7 @@ def _target(args: argparse.Namespace, config: Any) -> tuple[float, str]:
 def _scores(args: argparse.Namespace, spec: Any) -> list[dict[str, Any]]:
     import json
 
-    from probes.pipeline import SCORES_FILE
+    from probes.measure import SCORES_FILE
 
     f = Path(args.dir) / SCORES_FILE
     return [json.loads(line) for line in f.read_text(encoding="utf-8").splitlines() if line.strip()]
@@ -201,7 +201,7 @@ def _scores(args: argparse.Namespace, spec: Any) -> list[dict[str, Any]]:
 
 def _export(args: argparse.Namespace, spec: Any) -> tuple[Path, Path]:
     from probes.annotation import annotation_sample, write_annotation
-    from probes.pipeline import read_dataset
+    from probes.measure import read_dataset
 
     rows, _ = read_dataset(args.dir)
     return write_annotation(annotation_sample(rows, _scores(args, spec), args.n, seed=spec.seed),
@@ -213,7 +213,7 @@ def _import(args: argparse.Namespace, spec: Any) -> int:
     import json
 
     from probes.annotation import human_agreement, read_labels
-    from probes.pipeline import SCORES_FILE, probe_dataset, read_dataset
+    from probes.measure import SCORES_FILE, probe_dataset, read_dataset
     from toolscale.files import atomic_write_text
 
     d = Path(args.dir)
@@ -244,7 +244,7 @@ def _save(args: argparse.Namespace, config: Any, summary: Any) -> None:
     import json
 
     from grid.registry import Registry
-    from probes.pipeline import SCORES_FILE, read_dataset
+    from probes.measure import SCORES_FILE, read_dataset
 
     d = Path(args.dir)
     _, manifest = read_dataset(d)

@@ -130,22 +130,24 @@ def _train(reg_path: str, gcfg, args) -> None:
     _wait(reg_path, gcfg, wait_args, top_up=top_up)
 
 
-def _as_target(runs, benchmark: str, metric: str):
-    """Done runs as the fit reads them by default: the early-stopped envelope when they scored checkpoints
-    (:mod:`fit.targets`), else their final value; runs not done pass through."""
+def _as_target(runs, benchmark: str, metric: str, validation: str | None = None):
+    """Done runs as the fit reads them by default: the early-stopped envelope (chosen on ``validation``, the
+    experiment's ``[eval] validation``) when they scored checkpoints (:mod:`fit.targets`), else their final
+    value; runs not done pass through."""
     from fit.targets import target_runs
 
     done = [r for r in runs if r.status == "done" and r.checkpoints]
     if not done:
         return runs
-    view, _ = target_runs(done, benchmark=benchmark, metric=metric, target="auto")
+    view, _ = target_runs(done, benchmark=benchmark, metric=metric, target="auto",
+                          validation=validation or "valid-calls")
     by = {r.run_id: r for r in view}
     return [by.get(r.run_id, r) for r in runs]
 
 
 def run_verification(args: argparse.Namespace):
     """The whole verification (plan, store, train, report); returns the :class:`VerificationReport`."""
-    from allocator.cost import cost_model_from_config
+    from grid.cost import cost_model_from_config
     from allocator.plots import verification_plot
     from allocator.verification import summarise
     from grid.registry import Registry
@@ -164,7 +166,7 @@ def run_verification(args: argparse.Namespace):
     _train(reg_path, gcfg, args)
     with Registry(reg_path, read_only=True) as reg:
         runs = reg.runs(group)
-    runs = _as_target(runs, args.benchmark, plan.metric)
+    runs = _as_target(runs, args.benchmark, plan.metric, cfg.eval.validation)
     report = summarise(experiment=plan.experiment, group=group, benchmark=args.benchmark, metric=plan.metric,
                        plan=plan, arms=arms, runs=runs, cost=cost_model_from_config(cfg), model_size=rung,
                        law=plan.law, fit_id=plan.fit_id, simulated=plan.simulated, decision=plan.decision,

@@ -1,8 +1,8 @@
 """The code-domain replication's tables (issue 33): the code law beside the tool law, spec_dependency's effect,
 the exponents across domains, the cross-domain fit. Reads the fit files ``run_code.sh`` wrote and the registry.
 
-    python docs/results/code/analyse.py --tools docs/results/micro --registry runs/code/toolscale.duckdb \\
-        --experiment code-demo > docs/results/code/analysis.md
+    python docs/results/code/analyse.py --tools docs/results --registry runs/code/toolscale.duckdb \\
+        --experiment code-proxy > docs/results/code/analysis.md
 
 Writes ``docs/results/code/comparison.json`` (every number of the tables) and prints Markdown.
 """
@@ -47,8 +47,8 @@ def law_row(fit: dict[str, Any]) -> dict[str, Any]:
 
 
 def spec_effect(registry: str, experiment: str, benchmark: str) -> dict[str, Any] | None:
-    """Predicted bpb change from spec_dependency 0 to 1 at the held-out rung (20 tokens per parameter, the centre
-    recipe), over the stored fit's bootstrap draws: estimate and 95% interval."""
+    """Predicted bpb change from spec_dependency 0 to 1 at the held-out rung (the held-out runs' median N and D, the
+    centre recipe), over the stored fit's bootstrap draws: estimate and 95% interval."""
     from fit.laws import law_of
     from fit.models import FitResult
     from grid.registry import Registry
@@ -85,9 +85,9 @@ def spec_effect(registry: str, experiment: str, benchmark: str) -> dict[str, Any
 
 def main() -> int:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--tools", default="docs/results/micro", help="folder of the tool domain's fit files")
+    ap.add_argument("--tools", default="docs/results", help="folder of the tool domain's fit files")
     ap.add_argument("--registry", default="runs/code/toolscale.duckdb")
-    ap.add_argument("--experiment", default="code-demo")
+    ap.add_argument("--experiment", default="code-proxy")
     args = ap.parse_args()
     tools_dir = Path(args.tools)
     report: dict[str, Any] = {"tools_results": str(tools_dir), "pairs": []}

@@ -1,26 +1,30 @@
 #!/usr/bin/env bash
-# The code-domain replication (issue 33), in one command, on the proxy-ladder protocol at demo scale:
-# learning-rate scan, design, every run (synthesise code tasks and replay their tests in the jail, probe, train
-# with the shared tokenizer, score both code benchmarks), a fit per benchmark in bits per byte with its held-out
-# check, the score-law fit that runs the interaction test, the report, the golden replay, then the tool domain's
-# committed runs imported beside them and the cross-domain fits (shared exponents).
+# The code-domain replication (issue 33), in one command, on the proxy-ladder protocol of docs/results/proxy.toml
+# (code.toml here is that config with the code domain's axes, synthesis and benchmarks): the learning-rate scan
+# (chosen on code-valid), the design, every run (synthesise code tasks and replay their tests in the jail,
+# probe, train with the shared tokenizer keeping checkpoints, score them on code-valid and the chosen one on
+# both code benchmarks), a fit per benchmark of the early-stopped envelope in bits per byte with its held-out
+# check, the score-law fit that runs the interaction test, the reports, the golden replay, then the tool
+# domain's committed runs imported beside them and the cross-domain fits (shared exponents).
 #
 # Usage (from the repository root, after `make install`):
-#   bash docs/results/code/run_code.sh [TOOL_RESULTS_DIR]     # default docs/results/micro (the tool domain's runs)
-# Budget: about 45-60 min on 2 idle cores (more on a busy machine). Reuses finished runs when rerun.
+#   bash docs/results/code/run_code.sh [TOOL_RESULTS_DIR]   # default docs/results (the tool domain's proxy runs)
+# TOOL_RESULTS_DIR must hold the tool domain's fit-indist-calls.json, fit-heldout-servers.json and runs.csv
+# from docs/results/run_proxy.sh on the same protocol. Budget: not measured; the tool domain's proxy.toml takes
+# about 75 minutes on 2 idle cores, and code tasks add a jailed test replay per task. Reuses finished runs.
 set -euo pipefail
 cd "$(dirname "$0")/../../.."
 TS=${TS:-.venv/bin/toolscale}
 PY=${PY:-.venv/bin/python}
 CFG=docs/results/code/code.toml
 OUT=docs/results/code
-TOOLS=${1:-docs/results/micro}
+TOOLS=${1:-docs/results}
 EXP=$(grep -m1 '^name = ' "$CFG" | cut -d'"' -f2)
 REG=runs/code/toolscale.duckdb
 mkdir -p "$OUT" runs/code
 t0=$(date +%s)
 stamp() { echo "[$(( ($(date +%s) - t0) / 60 )) min] $*"; }
-FIT=(--config "$CFG" --experiment "$EXP" --holdout split --bootstrap 200)
+FIT=(--config "$CFG" --experiment "$EXP" --holdout split --bootstrap 100)
 
 stamp "validate"; $TS validate "$CFG"
 stamp "learning-rate scan"; $TS lr-scan "$CFG" --json > "$OUT/lr_scan.json"
@@ -29,20 +33,23 @@ stamp "launch"; $TS launch --config "$CFG" --executor local --wait --resume
 $TS status --config "$CFG" --experiment "$EXP"
 for B in code-indist code-heldout-apis; do
   stamp "fit $B/bpb"
-  $TS fit "${FIT[@]}" --benchmark "$B" --metric bpb --law auto --json > "$OUT/fit-$B.json"
-  $TS report "${FIT[@]}" --benchmark "$B" --metric bpb --law auto --out "$OUT/report-$B" > /dev/null
+  $TS fit "${FIT[@]}" --benchmark "$B" --metric bpb --law auto --target envelope --json > "$OUT/fit-$B.json"
+  $TS report "${FIT[@]}" --benchmark "$B" --metric bpb --law auto --target envelope --out "$OUT/report-$B" > /dev/null
 done
 stamp "fit code-indist/token_prob (score laws: the additive vs multiplicative test of spec_dependency)"
 $TS fit "${FIT[@]}" --benchmark code-indist --metric token_prob --law auto --json > "$OUT/fit-code-indist-token_prob.json"
 $TS export --config "$CFG" --experiment "$EXP" --out "$OUT/runs.csv"
 stamp "golden replay of every dataset"
 $PY benchmarks/code_golden.py runs/code/datasets --out "$OUT/golden_replay.txt" || echo "golden replay: not 100% (see above)"
-stamp "the tool domain's runs beside them ($TOOLS/runs.csv)"
+stamp "the tool domain's runs beside them ($TOOLS/runs.csv, one row per run: checkpoint rows left out)"
+$PY -c "import pandas as pd, sys; d = pd.read_csv(sys.argv[1]); \
+(d[d['step'].isna()] if 'step' in d else d).to_csv(sys.argv[2], index=False)" "$TOOLS/runs.csv" runs/code/tool_runs.csv
 for B in indist-calls heldout-servers; do
-  $TS import-runs "$TOOLS/runs.csv" --registry "$REG" --experiment "tools-$B" --benchmark "$B" \
+  $TS import-runs runs/code/tool_runs.csv --registry "$REG" --experiment "tools-$B" --benchmark "$B" \
       --map "$B/bpb=loss" --map axis_tool_diversity=tool_diversity --map axis_task_count=task_count \
-      --map axis_repair_rate=repair_rate --map split=split --map run_id=run_id --map model_params=model_params \
-      --map train_tokens=train_tokens --map seed=seed > /dev/null 2>&1 || echo "(tools-$B already imported)"
+      --map axis_db_diversity=db_diversity --map axis_repair_rate=repair_rate --map split=split \
+      --map run_id=run_id --map model_params=model_params --map train_tokens=train_tokens --map seed=seed \
+      > /dev/null 2>&1 || echo "(tools-$B already imported)"
 done
 stamp "cross-domain fits: shared exponents, per-domain constants"
 $TS fit --registry "$REG" --experiments tools-indist-calls,"$EXP" --benchmark indist-calls/loss,code-indist/bpb \

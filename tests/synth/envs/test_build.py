@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from synth.envs.build import build_envs
-from synth.envs.graph import structural_problems
+from synth.envs.qa_graph import structural_problems
 from toolscale.errors import UsageError
 
 

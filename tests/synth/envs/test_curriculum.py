@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from synth.envs.curriculum import CURRICULUM, build_curriculum, phase_of, phases_of
-from synth.envs.graph import structural_problems, to_digraph, tool_hops
+from synth.envs.qa_graph import structural_problems, to_digraph, tool_hops
 from toolscale.errors import UsageError
 
 

@@ -7,7 +7,7 @@ import random
 import pytest
 
 from synth.envs.generate import fk_paths, profile_database, sample_plan
-from synth.envs.graph import to_digraph, tool_hops
+from synth.envs.qa_graph import to_digraph, tool_hops
 from synth.envs.reward import canonical_answer
 from synth.servers.db import make_database
 
@@ -78,7 +78,7 @@ def test_no_hop_returns_its_own_input_and_names_are_the_sft_names(domain):
             ((key, value),) = node.arguments.items()
             assert node.answer != canonical_answer(value), (seed, node.question)
             assert tool.name == aligned_spec(domain, tool.table, key).name
-            assert node.question.startswith("What is the ") and f" of the " in node.question
+            assert node.question.startswith("What is the ") and " of the " in node.question
             if tool.name in gets:   # the question asks a field under the name the tool returns it by
                 asked = node.question.removeprefix("What is the ").split(" of the ")[0]
                 assert asked in tool.fields()

@@ -1,10 +1,10 @@
-"""synth/envs/graph.py: the four structural checks as code."""
+"""synth/envs/qa_graph.py: the four structural checks as code."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from synth.envs.graph import structural_problems, to_digraph, tool_hops
+from synth.envs.qa_graph import structural_problems, to_digraph, tool_hops
 from synth.envs.io import load_envs
 
 FIX = Path(__file__).parent / "fixtures"

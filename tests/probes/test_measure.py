@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from probes import pipeline
-from probes.pipeline import SCORES_FILE, probe_dataset
+from probes import measure
+from probes.measure import SCORES_FILE, probe_dataset
 from probes.toydata import make_dataset, write_dataset
 from toolscale.config import ProbeSpec
 from toolscale.errors import UsageError
@@ -38,7 +38,7 @@ def test_probe_dataset_writes_summary_and_scores(tmp_path):
     assert s.agreement == s.calibration.agreement
     assert s.provenance_agreement == 1.0 and s.symbolic_groundedness < 1.0
     assert 0.0 <= s.measured_groundedness <= 1.0 and 0.0 < s.coverage <= 1.0
-    assert s.probe_reliable is ((s.calibration.balanced_accuracy or 0) >= pipeline.RELIABLE_BALANCED_ACCURACY)
+    assert s.probe_reliable is ((s.calibration.balanced_accuracy or 0) >= measure.RELIABLE_BALANCED_ACCURACY)
     assert s.cost.train_flops == pytest.approx(6 * s.cost.params * s.cost.train_tokens)
     assert s.probe_cost_share == pytest.approx(s.cost.total_flops / 1e13)
     manifest = json.loads((d / "manifest.json").read_text())
@@ -99,11 +99,11 @@ def test_bad_input_loses_nothing(tmp_path):
         probe_dataset(d2, spec=SPEC)
     assert (d / "manifest.json").read_text() == before and not (d / SCORES_FILE).exists()
     assert (d2 / "manifest.json").read_text() == "[1, 2"
-    assert pipeline.DEFAULT_THRESHOLD == 0.5
+    assert measure.DEFAULT_THRESHOLD == 0.5
 
 
 def test_repair_dir_resynthesizes_a_share_of_flagged(tmp_path):
-    from probes.pipeline import repair_dir
+    from probes.measure import repair_dir
     from probes.provenance import trace_dataset
 
     d = _toy(tmp_path, n=20)

@@ -6,7 +6,7 @@ import tomllib
 
 import pytest
 
-from allocator.cost import cost_model_from_config
+from grid.cost import cost_model_from_config
 from toolscale.cli.project import example_config_text
 from toolscale.config import parse_config
 

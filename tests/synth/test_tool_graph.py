@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import random
 
-from synth.graph import match_score, random_walk, tool_graph
+from synth.tool_graph import match_score, random_walk, tool_graph
 from synth.models import ToolDoc
 
 

@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from probes.graph import action_graph, dependency_graph
+from probes.dependency_graph import action_graph, dependency_graph
 from probes.provenance import parse_row, trace_trajectory
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from synth.chat import parse_object, parse_score, transcript, wire_messages
+from synth.chat_client import parse_object, parse_score, transcript, wire_messages
 
 
 @pytest.mark.parametrize("text,want", [

@@ -1,4 +1,4 @@
-"""synth/envs/grpo.py: the TRL-signature reward function and the environment_factory adapter."""
+"""synth/envs/rl_reward.py: the TRL-signature reward function and the environment_factory adapter."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import pytest
 
 from synth.envs.api import Environment
 from synth.envs.errors import EnvError
-from synth.envs.grpo import TRLToolEnv, extract_tool_calls, grpo_rows, make_reward_fn
+from synth.envs.rl_reward import TRLToolEnv, extract_tool_calls, grpo_rows, make_reward_fn
 from synth.envs.io import load_envs
 
 pytestmark = pytest.mark.integration

@@ -1,8 +1,9 @@
-"""The cost model the experiment config declares (the pure model lives in :mod:`allocator.models`)."""
+"""The cost model the experiment config declares (the pure model, :class:`grid.models.CostModel`): the one
+owner of what a recipe costs, for ``grid design``'s estimate and ``allocate``'s budget alike."""
 
 from __future__ import annotations
 
-from allocator.models import AxisCost, CostModel
+from grid.models import AxisCost, CostModel
 from toolscale.config import ExperimentConfig
 
 __all__ = ["cost_model_from_config"]
