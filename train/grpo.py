@@ -295,7 +295,23 @@ def train_grpo(envs: str | Path | Sequence[Any], model_dir: str | Path, out_dir:
         trainer.model.save_pretrained(out)
         tokenizer.padding_side = "right"
         tokenizer.save_pretrained(out)
-    state = trainer.state
+    stats, payload = _accounting(trainer.state, roll, params, params_nonemb, accounting.wall_s)
+    payload.update({"objective": "grpo", "rollout": rollout,
+                    "generation": f"vllm-{vllm_mode}" if vllm_mode else "transformers", "n_envs": len(samples),
+                    "over_context": roll.over_context if roll else 0, "num_generations": num_generations,
+                    "prompts_per_step": prompts_per_step, "max_completion_length": max_completion_length,
+                    "sampling": (sampling or Sampling()).__dict__, "abf": abf, "draw_cap": draw_cap, "reward": reward,
+                    "start_model": str(model_dir), "seed": seed, "resumed_from": checkpoint and checkpoint.name})
+    atomic_write_text(out / STATS_FILE, json.dumps(payload, indent=1))
+    if not keep_checkpoints:
+        clear_checkpoints(out)
+    return stats
+
+
+def _accounting(state: Any, roll: MultiTurnRollout | None, params: float, params_nonemb: float,
+                wall_s: float) -> tuple[TrainStats, dict[str, Any]]:
+    """The run's :class:`TrainStats` and the curves of ``train_stats.json``: every rollout's FLOPs from the step
+    log (multi-turn), or ``2 N`` + ``6 N`` per token TRL processed (single-turn)."""
     curve = loss_curve(state.log_history)
     rewards = [{"step": int(e["step"]), "reward": float(e["reward"])} for e in state.log_history
                if "reward" in e and "step" in e]
@@ -312,21 +328,11 @@ def train_grpo(envs: str | Path | Sequence[Any], model_dir: str | Path, out_dir:
         flops = {"generation": 2.0 * params * tokens, "optimization": training_flops(params, tokens)}
     final = curve[-1]["loss"] if curve else None
     stats = TrainStats(params=float(params), params_nonembedding=float(params_nonemb), train_tokens=tokens,
-                       train_flops=flops["generation"] + flops["optimization"], wall_s=accounting.wall_s,
+                       train_flops=flops["generation"] + flops["optimization"], wall_s=wall_s,
                        final_loss=final if final is not None and math.isfinite(final) else None,
                        steps=int(state.global_step))
-    payload = {"objective": "grpo", "rollout": rollout,
-               "generation": f"vllm-{vllm_mode}" if vllm_mode else "transformers", "train": stats.model_dump(mode="json"), "loss_curve": curve,
-               "reward_curve": rewards, "steps": steps_log, "flops": flops, "n_envs": len(samples),
-               "over_context": roll.over_context if roll else 0, "num_generations": num_generations,
-               "prompts_per_step": prompts_per_step, "max_completion_length": max_completion_length,
-               "sampling": (sampling or Sampling()).__dict__, "abf": abf, "draw_cap": draw_cap, "reward": reward,
-               "skipped_steps": sum(1 for r in steps_log if r["skipped"]),
-               "start_model": str(model_dir), "seed": seed, "resumed_from": checkpoint and checkpoint.name}
-    atomic_write_text(out / STATS_FILE, json.dumps(payload, indent=1))
-    if not keep_checkpoints:
-        clear_checkpoints(out)
-    return stats
+    return stats, {"train": stats.model_dump(mode="json"), "loss_curve": curve, "reward_curve": rewards,
+                   "steps": steps_log, "flops": flops, "skipped_steps": sum(1 for r in steps_log if r["skipped"])}
 
 
 def _check_args(*, rollout: str, reward: str, **positive: int) -> None:
