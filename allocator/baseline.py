@@ -25,20 +25,21 @@ import numpy as np
 
 from allocator.solver import Surface
 from toolscale.config import ExperimentConfig
+from grid.models import RunRecord
 
 __all__ = ["diversity_only_law", "baseline_quality_runs", "best_observed"]
 
 _CACHE: dict[tuple, tuple[Surface | None, str]] = {}
 
 
-def baseline_quality_runs(runs: Sequence[Any], config: ExperimentConfig) -> list[Any]:
+def baseline_quality_runs(runs: Sequence[RunRecord], config: ExperimentConfig) -> list[Any]:
     """Runs whose every quality axis sits at its baseline level (within 1e-9 relative)."""
     base = {a.name: a.baseline_level for a in config.axes if a.kind == "quality"}
     return [r for r in runs if all(abs(float(r.recipe.get(k, np.nan)) - v) <= 1e-9 * max(1.0, abs(v))
                                    for k, v in base.items())]
 
 
-def diversity_only_law(runs: Sequence[Any], config: ExperimentConfig, *, benchmark: str, metric: str,
+def diversity_only_law(runs: Sequence[RunRecord], config: ExperimentConfig, *, benchmark: str, metric: str,
                        tokens: float, target: str = "score", law_name: str = "chinchilla") -> tuple[Surface | None, str]:
     """``(surface, method)``: the diversity-only law as a score surface, and how it was fitted.
 
@@ -100,7 +101,7 @@ def diversity_only_law(runs: Sequence[Any], config: ExperimentConfig, *, benchma
     return out
 
 
-def best_observed(runs: Sequence[Any], config: ExperimentConfig, *, key: str, lower_is_better: bool,
+def best_observed(runs: Sequence[RunRecord], config: ExperimentConfig, *, key: str, lower_is_better: bool,
                   cost: Any, budget: float, model_params: float,
                   values: dict[str, float] | None = None) -> tuple[dict[str, float], str] | None:
     """``(levels, source)``: the best recipe observed at the largest fitted rung whose cost fits ``budget``.

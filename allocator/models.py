@@ -1,5 +1,5 @@
 """Contracts of the allocator: budgets, requests, plans. Imports only pydantic, numpy, the standard library and
-the grid's contracts (the one cost model, :class:`grid.models.CostModel`, shared with ``grid design``)."""
+the grid's cost model (:class:`grid.cost.CostModel`, shared with ``grid design``)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from grid.models import COMPUTE, AxisCost, CostModel
+from grid import COMPUTE, AxisCost, CostModel
 
 __all__ = ["Unit", "UNITS", "Budget", "AxisCost", "CostModel", "COMPUTE", "AxisBounds", "AllocationRequest", "Plan",
            "Optimality", "Decision", "AllocationPlan", "AllocationReport", "ARMS", "VerificationArm", "VerificationReport",
@@ -137,7 +137,9 @@ class AllocationPlan(_Frozen):
     plan: Plan
     """The recommended plan."""
     interval: tuple[float, float] | None = None
-    """90% interval of the plan's predicted score over the draws (bootstrap, and law forms where mixed)."""
+    """90% predictive interval of the plan's score: the draws (bootstrap, and law forms where mixed), each with
+    a noise draw of its form's residual SD and, above the fitted sizes, the rung-CV extrapolation error
+    (:func:`allocator.solver.predictive`, as ``predict``'s intervals)."""
     spend_spread: dict[str, tuple[float, float]] = Field(default_factory=dict)
     """5th-95th percentile of each axis' spend when re-solved per draw."""
     regret_interval: tuple[float, float] | None = None
@@ -156,7 +158,7 @@ class AllocationPlan(_Frozen):
     baseline_own_prediction: float | None = None
     """What the diversity-only law itself predicts for its plan (what its user would expect), score points."""
     baseline_interval: tuple[float, float] | None = None
-    """90% interval of the baseline's predicted score."""
+    """90% predictive interval of the baseline's score (as :attr:`interval`)."""
     gain_over_baseline: float
     """``plan.predicted_score - baseline.predicted_score`` (score points)."""
     gain_interval: tuple[float, float] | None = None
@@ -175,7 +177,7 @@ class AllocationPlan(_Frozen):
     best_observed_source: str = ""
     """Where ``best_observed`` came from: the rung and cell, its observed value, the runs averaged."""
     best_observed_interval: tuple[float, float] | None = None
-    """90% interval of ``best_observed``'s predicted score over the draws."""
+    """90% predictive interval of ``best_observed``'s score (as :attr:`interval`)."""
     gain_over_best_observed: float | None = None
     """``plan.predicted_score - best_observed.predicted_score`` (score points); the plan must beat it."""
     best_observed_gain_interval: tuple[float, float] | None = None

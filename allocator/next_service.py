@@ -23,6 +23,7 @@ from allocator.preposterior import CostBook, Ensemble, Selection, select_runs
 from allocator.solver import Surface, solve_levels
 from grid import CandidateCell, candidate_cells, candidate_recipes, recipe_key
 from grid import Registry
+from grid.models import RunRecord
 
 __all__ = ["propose_next_runs", "check_fit_current", "MIN_DRAWS"]
 
@@ -105,7 +106,7 @@ def _space(config: Any, cost: Any, extra: Sequence[dict[str, float]]) -> _Space:
                   compute_cost=compute[cell_of], subsampled=subsampled)
 
 
-def _book(space: _Space, runs: Sequence[Any]) -> CostBook:
+def _book(space: _Space, runs: Sequence[RunRecord]) -> CostBook:
     """The cost book over the experiment's runs (any state): their datasets exist, their cells are taken."""
     rix = {recipe_key(r): i for i, r in enumerate(space.recipes)}
     kix = {(c.model_size, round(c.token_multiplier, 9)): i for i, c in enumerate(space.cells)}

@@ -115,7 +115,8 @@ def make_surface(fit: FitResult, *, tokens: float, others: Sequence[FitResult] =
     bootstrap draws (``B`` = the chosen fit's draw count; its point estimate, repeated, when
     it has none), so the intervals include law-form uncertainty as well as parameter uncertainty.
     The fit's ``effect_sd`` (rung CV) widens the gain intervals of plans above the fitted sizes
-    (:func:`allocator.solver.with_effect_error`).
+    (:func:`allocator.solver.with_effect_error`); each form's residual SD and the fit's extrapolation error
+    make the score intervals predictive, the same as ``predict``'s (:func:`allocator.solver.predictive`).
     """
     from fit import law_of
     from fit import components
@@ -129,18 +130,21 @@ def make_surface(fit: FitResult, *, tokens: float, others: Sequence[FitResult] =
         forms = [fit] + [o for o in others if o.law != fit.law]
         weights = form_weights(forms)
         comps = [(f, law if f is fit else law_of(f), weights[f.law]) for f in forms]
-    effect = {"effect_sd": fit.effect_sd or 0.0, "max_fitted_n": fit.max_fitted_n}
+    effect = {"effect_sd": fit.effect_sd or 0.0, "max_fitted_n": fit.max_fitted_n,
+              "extrapolation_sd": fit.extrapolation_sd or 0.0, "log_residuals": fit.residual_scale == "log"}
     if len(comps) <= 1 or not fit.bootstrap:
         return Surface(score=score, draws=[_score_fn(law, d, tokens=tokens, sign=sign) for d in fit.bootstrap],
-                       labels=[fit.law] * len(fit.bootstrap), **effect)
+                       labels=[fit.law] * len(fit.bootstrap), noise_sd=[fit.residual_sd] * len(fit.bootstrap),
+                       **effect)
     total = len(fit.bootstrap)
-    draws, labels = [], []
+    draws, labels, noise = [], [], []
     for f, flaw, w in comps:
         pool = f.draws()  # bootstrap draws, or the point estimate of a form fitted without them
         for i in range(int(round(w * total))):
             draws.append(_score_fn(flaw, pool[i % len(pool)], tokens=tokens, sign=sign))
             labels.append(f.law)
-    return Surface(score=score, draws=draws, labels=labels, **effect)
+            noise.append(f.residual_sd)
+    return Surface(score=score, draws=draws, labels=labels, noise_sd=noise, **effect)
 
 
 def fit_summary_of(fit: FitResult, fit_id: str | None = None) -> FitSummary:

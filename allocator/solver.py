@@ -25,7 +25,7 @@ from allocator.errors import AllocatorError
 from allocator.models import AllocationPlan, AllocationRequest, AxisBounds, Decision, Optimality, Plan
 
 __all__ = ["Surface", "ScoreFn", "solve", "solve_levels", "round_integers", "make_plan", "check_optimality",
-           "min_cost", "score_at", "decide", "equal_spend_levels", "percentile_interval", "with_effect_error",
+           "min_cost", "score_at", "decide", "equal_spend_levels", "percentile_interval", "with_effect_error", "predictive",
            "versus_observed", "beats_observed"]
 
 ScoreFn = Callable[[Mapping[str, np.ndarray], float], np.ndarray]
@@ -41,6 +41,10 @@ class Surface:
     law was chosen, for a baseline surface. ``effect_sd`` is the relative error of a predicted
     gain per decade of model size above ``max_fitted_n`` (the fit's rung CV,
     :attr:`fit.models.FitResult.effect_sd`; 0: gain intervals carry the draws only).
+    ``noise_sd[i]`` is the residual SD of ``draws[i]``'s form and ``extrapolation_sd`` the fit's rung-CV error
+    per decade above ``max_fitted_n`` (residual units, log units when ``log_residuals``): the score
+    intervals are predictive like :func:`fit.predict.predict_points` (:func:`predictive`); empty / 0: the
+    draws' spread only.
     """
 
     score: ScoreFn
@@ -49,6 +53,9 @@ class Surface:
     own: str = ""
     effect_sd: float = 0.0
     max_fitted_n: float | None = None
+    noise_sd: Sequence[float] = field(default_factory=tuple)
+    extrapolation_sd: float = 0.0
+    log_residuals: bool = False
 
 
 def _to_level(b: AxisBounds, u: np.ndarray) -> np.ndarray:
@@ -377,7 +384,8 @@ def versus_observed(request: AllocationRequest, surface: Surface, levels: Mappin
     n = request.model_params
     gain = score_at(surface.score, levels, n) - plan.predicted_score
     return {"best_observed": plan, "best_observed_source": source, "gain_over_best_observed": gain,
-            "best_observed_interval": percentile_interval([score_at(d, full, n) for d in surface.draws]),
+            "best_observed_interval": percentile_interval(predictive([score_at(d, full, n) for d in surface.draws],
+                                                                     surface, n)),
             "best_observed_gain_interval": percentile_interval(_gains(surface, levels, full, n))}
 
 
@@ -411,6 +419,23 @@ def with_effect_error(gains: Sequence[float], surface: Surface, n: float, *, see
     decades = max(0.0, math.log10(n / surface.max_fitted_n))
     z = np.random.default_rng(seed).standard_normal(len(gains))
     return [float(g) for g in np.asarray(gains, dtype=float) * (1.0 + surface.effect_sd * decades * z)]
+
+
+def predictive(scores: Sequence[float], surface: Surface, n: float, *, seed: int = 1) -> list[float]:
+    """Score draws made predictive, as :func:`fit.predict.predict_points` makes them: draw ``i`` plus a noise
+    draw of SD ``noise_sd[i]`` and, above the fitted sizes, an extrapolation draw of SD ``extrapolation_sd x
+    decades`` (``decades = max(0, log10(n / max_fitted_n))``); multiplicative (``x exp(e)``) for log residuals.
+    Fixed seed: the same plan gets the same interval."""
+    if not scores or not (len(surface.noise_sd) or surface.extrapolation_sd):
+        return list(scores)
+    v = np.asarray(scores, dtype=float)
+    rng = np.random.default_rng(seed)
+    sd = np.resize(np.asarray(surface.noise_sd, dtype=float), v.shape) if len(surface.noise_sd) else np.zeros_like(v)
+    eps = rng.standard_normal(v.shape) * sd
+    if surface.extrapolation_sd and surface.max_fitted_n:
+        decades = max(0.0, math.log10(n / surface.max_fitted_n))
+        eps = eps + rng.standard_normal(v.shape) * surface.extrapolation_sd * decades
+    return [float(x) for x in (v * np.exp(eps) if surface.log_residuals else v + eps)]
 
 
 def solve(request: AllocationRequest, surface: Surface, *, baseline_surface: Surface | None = None,
@@ -476,11 +501,12 @@ def solve(request: AllocationRequest, surface: Surface, *, baseline_surface: Sur
                else {})
     return AllocationPlan(
         budget=request.budget, benchmark=request.benchmark, model_params=n, plan=plan,
-        interval=percentile_interval(plan_draws),
+        interval=percentile_interval(predictive(plan_draws, surface, n)),
         spend_spread={k: percentile_interval(v) for k, v in spreads.items()},
         regret_interval=percentile_interval(regrets), expected_regret=float(np.mean(regrets)) if regrets else None,
         baseline=baseline, baseline_method=method, baseline_own_prediction=own_pred,
-        baseline_interval=percentile_interval(base_draws), gain_over_baseline=gain, gain_interval=gain_iv,
+        baseline_interval=percentile_interval(predictive(base_draws, surface, n)), gain_over_baseline=gain,
+        gain_interval=gain_iv,
         p_beats_baseline=float(np.mean([g > 0 for g in gains])) if gains else None,
         pinned=pinned, gain_over_pinned=plan.predicted_score - pinned.predicted_score,
         pinned_gain_interval=percentile_interval(pinned_gains),

@@ -35,6 +35,7 @@ import numpy as np
 from allocator.models import (ARMS, AllocationPlan, CostModel, Decision, Plan, VerificationArm,
                               VerificationReport, signed_interval)
 from toolscale.config import training_flops
+from grid.models import RunRecord
 
 __all__ = ["ARM_LABELS", "TRAINING_KEYS", "group_name", "verification_runs", "realised_levels", "summarise",
            "t_interval", "arms_of", "training_template", "comparison_interval", "pooled_arm_sd"]
@@ -125,7 +126,7 @@ TRAINING_KEYS = ("max_steps", "learning_rate", "tokens_per_param", "token_multip
 """Run metadata that decides how a run trains (steps, peak learning rate, tokens per parameter)."""
 
 
-def training_template(runs: Sequence[Any], model_size: str) -> tuple[float, float, dict[str, Any]] | None:
+def training_template(runs: Sequence[RunRecord], model_size: str) -> tuple[float, float, dict[str, Any]] | None:
     """``(model_params, train_tokens, training metadata)`` of the experiment's largest-D run at ``model_size``.
 
     A verification run must train as the experiment trained that rung: the same steps (the design's
@@ -204,7 +205,7 @@ def _check(gain: float | None, predicted: float | None, interval: tuple[float, f
 
 
 def summarise(*, experiment: str, group: str, benchmark: str, metric: str, plan: AllocationPlan,
-              arms: Sequence[VerificationArm], runs: Sequence[Any], cost: CostModel, model_size: str,
+              arms: Sequence[VerificationArm], runs: Sequence[RunRecord], cost: CostModel, model_size: str,
               law: str, fit_id: str, simulated: bool, decision: Decision, plot: str | None = None,
               sign: float = 1.0, noise_sd: float | None = None) -> VerificationReport:
     """Realised against predicted for every arm, the realised gains with their seed intervals, and whether each

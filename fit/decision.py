@@ -32,6 +32,7 @@ from typing import Any
 import numpy as np
 
 from fit.models import AxisDecision, DecisionAccuracy, DecisionPoint
+from grid.models import RunRecord
 
 __all__ = ["AxisDecision", "DecisionAccuracy", "DecisionPoint", "decision_accuracy", "decisions_for_fit",
            "pairwise_accuracy", "recipe_key", "small_scale_values", "pooled_seed_sd", "wilson", "compute_curve",
@@ -99,7 +100,7 @@ def pooled_seed_sd(values: Mapping[str, Sequence[float]]) -> float | None:
     return math.sqrt(ss / df) if df else None
 
 
-def _cells(runs: Sequence[Any], key: str, values: Mapping[str, float] | None
+def _cells(runs: Sequence[RunRecord], key: str, values: Mapping[str, float] | None
            ) -> tuple[dict[str, list[float]], dict[tuple[str, float], dict[str, list[float]]], dict[tuple[str, float], float]]:
     """``(held-out values by recipe, fitted cell -> recipe -> values, cell -> its largest FLOPs)``.
 
@@ -124,7 +125,7 @@ def _cells(runs: Sequence[Any], key: str, values: Mapping[str, float] | None
     return held, cells, flops
 
 
-def small_scale_values(runs: Sequence[Any], key: str, values: Mapping[str, float] | None = None
+def small_scale_values(runs: Sequence[RunRecord], key: str, values: Mapping[str, float] | None = None
                        ) -> tuple[dict[str, float], dict[str, float], str, float | None]:
     """``(held-out value by recipe, small-scale value by recipe, cell label, seed SD there)`` from registry runs.
 
@@ -187,7 +188,7 @@ def decision_accuracy(large: Mapping[str, float], small: Mapping[str, float], *,
                             close_hi=c_hi, close_pairs=c_pairs)
 
 
-def compute_curve(runs: Sequence[Any], key: str, values: Mapping[str, float] | None = None, *,
+def compute_curve(runs: Sequence[RunRecord], key: str, values: Mapping[str, float] | None = None, *,
                   level: float = 0.90, close_sds: float = CLOSE_SDS) -> list[DecisionPoint]:
     """Accuracy against compute: each fitted rung's largest-FLOPs cell ordered against the held-out means."""
     held, cells, flops = _cells(runs, key, values)
@@ -209,7 +210,7 @@ def compute_curve(runs: Sequence[Any], key: str, values: Mapping[str, float] | N
     return out
 
 
-def decisions_for_fit(runs: Sequence[Any], fit: Any, *, higher_is_better: bool, values: Mapping[str, float] | None = None,
+def decisions_for_fit(runs: Sequence[RunRecord], fit: Any, *, higher_is_better: bool, values: Mapping[str, float] | None = None,
                       level: float = 0.90, **_: Any) -> tuple[DecisionAccuracy | None, DecisionAccuracy | None]:
     """``(observed, law)`` decision accuracies of a stored fit over its experiment's done runs.
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from typing import Any
+from grid.models import RunRecord
 
 __all__ = ["diagnostics_lines", "DIAGNOSTIC_METRICS"]
 
@@ -33,7 +34,7 @@ def _diag(run: Any, benchmark: str) -> tuple[int | None, dict[str, float]]:
     return step, {m: values[f"{benchmark}/{m}"] for m in DIAGNOSTIC_METRICS if f"{benchmark}/{m}" in values}
 
 
-def diagnostics_lines(runs: Sequence[Any], benchmark: str, metric: str, target: Mapping[str, float] | None = None
+def diagnostics_lines(runs: Sequence[RunRecord], benchmark: str, metric: str, target: Mapping[str, float] | None = None
                       ) -> list[str]:
     """Markdown lines: a count of runs worse than each baseline and a table of every done run (see the module
     docstring). ``target`` maps run ids to the fitted value (e.g. the envelope); default the stored metric.

@@ -42,7 +42,7 @@ CHECKPOINT_BURN_IN = 0.10
 _LOSSES = ("loss", "bpb")
 
 
-def resolve_target(target: str, runs: Sequence[Any], metric: str) -> str:
+def resolve_target(target: str, runs: Sequence[RunRecord], metric: str) -> str:
     """``auto`` -> ``envelope`` for a loss when any run has checkpoints, else ``final``; others unchanged."""
     if target not in TARGETS:
         raise FitInputError(f"--target must be one of {', '.join(TARGETS)}, got {target!r}")
@@ -79,7 +79,7 @@ def _at(run: Any, step: int, key: str, suffix: str = "") -> Any:
                                   "train_tokens": d, "train_flops": c, "metadata": meta})
 
 
-def _envelope(runs: Sequence[Any], key: str, metric: str, validation: str) -> list[Any]:
+def _envelope(runs: Sequence[RunRecord], key: str, metric: str, validation: str) -> list[Any]:
     missing, out = [], []
     for r in runs:
         step = envelope_step(r, metric, validation)
@@ -94,7 +94,7 @@ def _envelope(runs: Sequence[Any], key: str, metric: str, validation: str) -> li
     return out
 
 
-def target_runs(runs: Sequence[Any], *, benchmark: str, metric: str, target: str = "auto",
+def target_runs(runs: Sequence[RunRecord], *, benchmark: str, metric: str, target: str = "auto",
                 validation: str = VALIDATION) -> tuple[list[Any], str]:
     """``(runs as the target, the target resolved)``: see the module docstring. Runs without the metric at all
     (neither as a run value nor at a checkpoint) are passed through for the caller to count as skipped."""
@@ -118,7 +118,7 @@ def target_runs(runs: Sequence[Any], *, benchmark: str, metric: str, target: str
     return out, chosen
 
 
-def target_values(runs: Sequence[Any], *, benchmark: str, metric: str, target: str = "auto",
+def target_values(runs: Sequence[RunRecord], *, benchmark: str, metric: str, target: str = "auto",
                   validation: str = VALIDATION) -> dict[str, float]:
     """``run_id -> value`` of the target (one per run: ``checkpoints`` reads as ``envelope`` here)."""
     key = f"{benchmark}/{metric}"

@@ -520,8 +520,7 @@ def _estimated_cost(config: ExperimentConfig, runs: list[RunSpec]) -> EstimatedC
     """Data cost per distinct (recipe, seed) dataset (the one cost model, :func:`grid.cost.cost_model_from_config`:
     ``cost_scales_with`` and quality baselines as ``allocate`` charges them) plus compute per run (its planned
     FLOPs at ``cost.per_pflop``), rounded to cents."""
-    from grid.cost import cost_model_from_config
-    from grid.models import COMPUTE
+    from grid.cost import COMPUTE, cost_model_from_config
 
     model = cost_model_from_config(config)
     datasets = {(json.dumps(r.recipe, sort_keys=True), r.seed) for r in runs}

@@ -102,13 +102,21 @@ def _lit(text: str) -> str:
 
 
 def _refuse_duplicate_header(p: Path) -> None:
-    """:class:`TableImportError` when a CSV header names a column twice (DuckDB would rename the second one
-    ``NAME_1`` and a ``--map NAME=...`` would silently read the first)."""
+    """:class:`TableImportError` when a CSV header or a Parquet schema names a column twice (DuckDB would rename
+    the second one ``NAME_1`` and a ``--map NAME=...`` would silently read the first)."""
     import csv
 
-    with open(p, encoding="utf-8", errors="replace", newline="") as fh:
-        first = fh.readline(1 << 20)
-    header = next(csv.reader([first]), [])
+    if p.suffix.lower() in (".parquet", ".pq"):
+        import pyarrow.parquet as pq
+
+        try:
+            header = list(pq.read_schema(p).names)
+        except Exception:  # noqa: BLE001 - an unreadable file is named by the reader below
+            return
+    else:
+        with open(p, encoding="utf-8", errors="replace", newline="") as fh:
+            first = fh.readline(1 << 20)
+        header = next(csv.reader([first]), [])
     seen: dict[str, int] = {}
     for i, name in enumerate(header, 1):
         key = name.strip()
@@ -138,8 +146,7 @@ def stage_table(path: str | Path, mapping: dict[str, str], *, experiment: str, b
         raise TableImportError(f"{p}: expected a .csv or .parquet file, got {suffix or 'no extension'}")
     if suffix == ".csv" and p.stat().st_size == 0:
         raise TableImportError(f"{p}: the file is empty")
-    if suffix == ".csv":
-        _refuse_duplicate_header(p)
+    _refuse_duplicate_header(p)
     t0 = time.perf_counter()
     m = duckdb.connect(":memory:", config={"memory_limit": memory_limit, "preserve_insertion_order": True})
     m.execute("SET enable_progress_bar = false")

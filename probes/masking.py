@@ -418,10 +418,6 @@ def score_dataset(lm: ProbeLM, encoded: Sequence[Encoded], provs: Sequence[Traje
     probe's :data:`probes.copyprobe.NOTHING_TO_SCORE`. ``progress(done, total)`` is called after each
     batch (sequences).
     """
-    import torch
-
-    from probes.copyprobe import NOTHING_TO_SCORE
-
     strategy = get_mask_strategy(mask)
     errors: dict[tuple[int, str], str] = {}
     counts: dict[tuple[int, str], tuple[int, int]] = {}
@@ -430,6 +426,17 @@ def score_dataset(lm: ProbeLM, encoded: Sequence[Encoded], provs: Sequence[Traje
         variants.extend(_plan(enc, prov, max_seq_len, lm.mask_id, errors, counts, strategy))
     runnable = [v for v in variants if v.ids]
     runnable.sort(key=lambda v: len(v.ids))
+    token_logps, tokens = _forward(lm, runnable, batch_size, errors, progress)
+
+    return _action_scores(encoded, provs, variants, token_logps, errors, counts), tokens
+
+
+def _forward(lm: ProbeLM, runnable: Sequence[_Variant], batch_size: int, errors: dict[tuple[int, str], str],
+             progress: Callable[[int, int], None] | None) -> tuple[dict[tuple[int, str, str], Any], int]:
+    """Per-token log-probabilities of every variant (batches of ``batch_size`` padded sequences) and the tokens
+    processed; a batch whose forward pass fails records its actions in ``errors`` and scores nothing."""
+    import torch
+
     token_logps: dict[tuple[int, str, str], Any] = {}
     tokens = 0
     model = lm.model
@@ -455,6 +462,16 @@ def score_dataset(lm: ProbeLM, encoded: Sequence[Encoded], provs: Sequence[Traje
                 token_logps[v.key] = logp[r].clone()
             if progress is not None:
                 progress(min(b0 + batch_size, len(runnable)), len(runnable))
+
+    return token_logps, tokens
+
+
+def _action_scores(encoded: Sequence[Encoded], provs: Sequence[TrajectoryProvenance], variants: Sequence[_Variant],
+                   token_logps: dict[tuple[int, str, str], Any], errors: dict[tuple[int, str], str],
+                   counts: dict[tuple[int, str], tuple[int, int]]) -> list[ActionScore]:
+    """Each action's score from its masked and full passes: the weakest argument's difference in log-probability
+    (:func:`argument_score`), or the error that kept it from being scored."""
+    from probes.copyprobe import NOTHING_TO_SCORE
 
     by_key = {v.key: v for v in variants}
     enc_of = {prov.index: enc for enc, prov in zip(encoded, provs, strict=True)}
@@ -503,4 +520,4 @@ def score_dataset(lm: ProbeLM, encoded: Sequence[Encoded], provs: Sequence[Traje
             out.append(ActionScore(n_tokens=sum(len(p) for p in leaves.values()), logp_full=best[2],
                                    logp_masked=best[3], mask_tokens=m, groundedness=best[0],
                                    weakest_argument=best[1], **base))
-    return out, tokens
+    return out

@@ -34,7 +34,7 @@ def _reliable(probe: Mapping[str, Any], any_two_class: bool) -> bool:
     return single and any_two_class and float(probe["agreement"]) >= SINGLE_CLASS_AGREEMENT
 
 
-def with_measured_axis(runs: Sequence[Any], axes: Mapping[str, Mapping[str, Any]]
+def with_measured_axis(runs: Sequence[RunRecord], axes: Mapping[str, Mapping[str, Any]]
                        ) -> tuple[list[Any], dict[str, Any]]:
     """``(runs with recipe[MEASURED_AXIS], {"axes": [...]} with the axis added)``; UsageError when unavailable.
 

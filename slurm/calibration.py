@@ -20,11 +20,12 @@ from typing import Any
 
 from slurm.gpu_time import sacct_gpu_seconds
 from slurm.models import CostCalibration, RungCalibration
+from grid.models import RunRecord
 
 __all__ = ["calibrate", "gpu_seconds"]
 
 
-def gpu_seconds(runs: Sequence[Any], *, use_sacct: bool = True) -> tuple[dict[str, float], str]:
+def gpu_seconds(runs: Sequence[RunRecord], *, use_sacct: bool = True) -> tuple[dict[str, float], str]:
     """``(run id -> GPU-seconds over every attempt, source)``: ``sacct`` when it knows every job, else the
     ``gpu_seconds`` each job recorded in its result."""
     ids = {r.run_id: r.job_id for r in runs if r.job_id}
@@ -34,7 +35,7 @@ def gpu_seconds(runs: Sequence[Any], *, use_sacct: bool = True) -> tuple[dict[st
     return {r.run_id: float((r.metadata or {}).get("gpu_seconds") or 0.0) for r in runs}, "jobs"
 
 
-def calibrate(experiment: str, runs: Sequence[Any], gpu_s: Mapping[str, float], gpus: Mapping[str, int], *,
+def calibrate(experiment: str, runs: Sequence[RunRecord], gpu_s: Mapping[str, float], gpus: Mapping[str, int], *,
               unit: str, gpu_hour_cost: float | None, source: str) -> CostCalibration:
     """Per-rung and overall calibration of done ``runs`` (registry rows with ``train_flops``, ``metadata``)."""
     by_rung: dict[str, list[Any]] = defaultdict(list)

@@ -20,7 +20,7 @@ __all__ = ["bundled_tool_count", "available_tools", "check_tool_levels"]
 
 def bundled_tool_count(heldout_servers: Sequence[Any] = ()) -> int:
     """Tools of the bundled training domains (held-out ones excluded)."""
-    recipe = Recipe(heldout_servers=tuple(heldout_servers))
+    recipe = Recipe(heldout_servers=list(heldout_servers))
     return sum(len(bundled_spec(d).docs) for d in training_domains(recipe))
 
 

@@ -21,6 +21,7 @@ from __future__ import annotations
 import json
 import random
 from dataclasses import dataclass, field
+from collections.abc import Sequence
 from typing import Any
 
 from synth.errors import ToolCallError
@@ -117,26 +118,7 @@ def execute(plan: Plan, backend: Any, rng: random.Random, error_rate: float, sys
     shown = _transformed_fields(plan)
     t_rng = random.Random(f"{plan.seed}:transform") if shown else None
     for turn in sorted({c.turn for c in plan.calls}):
-        ready: list[tuple[Call, dict]] = []
-        for c in (c for c in ordered if c.turn == turn):
-            args, blocked = {}, False
-            for p, a in c.args.items():
-                v = a[1] if a[0] == "q" else _extract(outputs.get(a[1]), a[2])
-                if v is None:
-                    blocked = True
-                    break
-                args[p] = [v] if p in c.listed and not isinstance(v, list) else v
-            if blocked:
-                trace.abandoned.append(c.tool)
-                trace.why[c.tool] = "blocked"
-                continue
-            if c.hidden:
-                try:
-                    outputs[c.idx] = backend.call(plan.server, plan.instance, c.tool, args)
-                except ToolCallError:
-                    pass
-                continue
-            ready.append((c, args))
+        ready = _ready_calls(plan, [c for c in ordered if c.turn == turn], outputs, backend, trace)
         if not ready:
             continue
         pending = [(c, args, None) for c, args in ready]
@@ -186,6 +168,33 @@ def execute(plan: Plan, backend: Any, rng: random.Random, error_rate: float, sys
             attempt += 1
     trace.messages.append(message("assistant", _final_answer(plan, trace, phrases or {}, rng)))
     return trace
+
+
+def _ready_calls(plan: Plan, calls: Sequence[Call], outputs: dict[int, dict], backend: Any,
+                 trace: Trace) -> list[tuple[Call, dict]]:
+    """The calls of one turn whose arguments resolve (from the query or earlier outputs), with those arguments;
+    a blocked call is abandoned, and a hidden call runs at once without a message (its output feeds later calls)."""
+    ready: list[tuple[Call, dict]] = []
+    for c in calls:
+        args, blocked = {}, False
+        for p, a in c.args.items():
+            v = a[1] if a[0] == "q" else _extract(outputs.get(a[1]), a[2])
+            if v is None:
+                blocked = True
+                break
+            args[p] = [v] if p in c.listed and not isinstance(v, list) else v
+        if blocked:
+            trace.abandoned.append(c.tool)
+            trace.why[c.tool] = "blocked"
+            continue
+        if c.hidden:
+            try:
+                outputs[c.idx] = backend.call(plan.server, plan.instance, c.tool, args)
+            except ToolCallError:
+                pass
+            continue
+        ready.append((c, args))
+    return ready
 
 
 def _transformed_fields(plan: Plan) -> dict[tuple[int, str], str]:

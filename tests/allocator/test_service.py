@@ -89,6 +89,24 @@ def test_plan_from_registry_respects_budget_and_truth(registry) -> None:
         assert reg.allocations("exp")[0]["payload"]["budget"]["value"] == 5000.0
 
 
+def test_score_intervals_are_predictive_like_predicts(registry) -> None:
+    """The plan's and the baseline's score intervals carry the runs' noise (and the extrapolation error) as
+    ``predict``'s do (issue 29, item 8), not the bootstrap spread only; the gain interval is of expected
+    scores and keeps the draws' spread (verify adds the realised gain's seed variance)."""
+    from fit.predict import predict_at
+
+    plan = plan_allocation(registry, budget=5000.0, benchmark="bench")
+    fit = _fit_result(_config())
+    point = predict_at(fit, [{**plan.plan.levels, "N": plan.model_params}]).points[0]
+    assert point.predicted == pytest.approx(plan.plan.predicted_score)
+    width, expected = plan.interval[1] - plan.interval[0], point.hi - point.lo
+    assert width == pytest.approx(expected, rel=0.15)  # 40 draws against predict's 4,000 simulations
+    draws_only = fit.model_copy(update={"residual_sd": 0.0})
+    narrow = predict_at(draws_only, [{**plan.plan.levels, "N": plan.model_params}]).points[0]
+    assert width > 1.15 * (narrow.hi - narrow.lo)  # wider than the bootstrap spread alone (about 0.75x predict's)
+    assert plan.baseline_interval[1] - plan.baseline_interval[0] > 0.8 * expected
+
+
 def test_allocate_cli_json_contract_and_toolscale_alias(registry, capsys) -> None:
     assert allocate_main(["--budget", "5000", "--benchmark", "bench", "--registry", registry, "--json",
                           "--draws", "8"]) == 0

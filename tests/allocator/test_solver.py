@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import itertools
-
 import numpy as np
 import pytest
 
@@ -281,3 +279,29 @@ def test_plan_matches_golden(golden) -> None:
     path = Path(__file__).with_name("golden") / "plan_multiplicative_5000.json"
     want = json.loads(golden.check_in(path, json.dumps(got, indent=2, sort_keys=True) + "\n"))
     assert golden.diff(got, want, rel=1e-4, abs_tol=1e-6) == [], f"plan differs from {path}; if intended: {golden.command}"
+
+
+def test_score_intervals_are_predictive_and_gains_keep_the_draws_spread() -> None:
+    """Noise of each draw's form and, above the fitted sizes, the extrapolation error widen the plan's and the
+    baseline's score intervals (as predict's); the gain interval and the point plan do not move."""
+    from dataclasses import replace
+
+    from allocator.solver import predictive
+
+    draws = [lambda lv, n, s=s: multiplicative(lv, n) * s for s in np.linspace(0.99, 1.01, 41)]
+    plain = Surface(score=multiplicative, draws=draws)
+    base = solve(_request(5000), plain, redraws=2)
+    noisy = solve(_request(5000), replace(plain, noise_sd=[0.05] * 41), redraws=2)
+    assert noisy.plan == base.plan and noisy.gain_interval == base.gain_interval
+    w0, w1 = (p.interval[1] - p.interval[0] for p in (base, noisy))
+    assert w1 > 2 * w0 and noisy.interval[0] < base.interval[0] and noisy.interval[1] > base.interval[1]
+    assert noisy.baseline_interval[1] - noisy.baseline_interval[0] > 2 * (base.baseline_interval[1]
+                                                                         - base.baseline_interval[0])
+    # the extrapolation error only above the fitted sizes; multiplicative on log residuals; deterministic
+    far = replace(plain, extrapolation_sd=0.1, max_fitted_n=1e4)
+    assert predictive([1.0, 2.0], replace(far, max_fitted_n=1e7), 1e6) == [1.0, 2.0]
+    spread = np.std(predictive([1.0] * 2000, far, 1e6))
+    assert spread == pytest.approx(0.2, rel=0.1)  # 0.1 per decade, two decades
+    logged = predictive([-2.0] * 2000, replace(plain, noise_sd=[0.1], log_residuals=True), 1e6)
+    assert all(v < 0 for v in logged) and np.std(np.log(-np.asarray(logged))) == pytest.approx(0.1, rel=0.1)
+    assert predictive([1.0, 2.0], far, 1e6) == predictive([1.0, 2.0], far, 1e6)

@@ -147,6 +147,6 @@ def test_auto_law_choice_is_in_the_report_when_made():
 
     text = "\n".join(_selection_lines(d))
     assert "| chinchilla_unique **(chosen)** | 12 | 0.14 | 0.081 |" in text and "predicting the fitted runs at N = 4.2e+04" in text
-    assert "(CV RMS 0.16, the CV fit's noise 0.05), 0.2 per decade of N" in text
+    assert "(largest fold: CV RMS 0.16, the CV fit's noise 0.05)" in text and ": 0.2 per decade of N" in text
     assert "came out 1.8 x the predicted ones (SE 0.1)" in text and "off by 1.5 of itself per decade" in text
     assert _selection_lines({"selection": None}) == [] and _selection_lines({}) == []

@@ -185,7 +185,7 @@ def test_job_recipe_keeps_the_users_servers(tmp_path):
                                          "arg_values": {"repo_path": ["/data/repo"]}})
     run = RunSpec(run_id="p", experiment="pipe", design_version="v", recipe={"tool_diversity": 6.0}, model_size="t1")
     recipe = job_recipe(run, cfg.model_copy(update={"synth": synth}))
-    assert recipe.servers == ("python -m mcp_server_git --repository /data/repo",)
+    assert recipe.servers == ["python -m mcp_server_git --repository /data/repo"]
     assert recipe.arg_values == {"repo_path": ["/data/repo"]} and recipe.tool_diversity == 6
     plain = job_recipe(run, cfg)
     assert dataset_key(plain.identity()) != dataset_key(recipe.identity())

@@ -89,3 +89,30 @@ def test_collect_stdio_quarantines_and_stores(tmp_path):
         store_report(rep, reg)
         assert len(reg.tool_docs("fake-tools")) == 4
         assert len(reg.quarantine()) == len(rep.quarantined)
+
+
+def test_an_mcp_tools_output_schema_and_annotations_reach_its_tool_doc():
+    """The user's server's ``outputSchema`` gives the tool's output fields (array items read like a result's
+    fields), so the tool graph gets edges; ``readOnlyHint``/``destructiveHint`` give its effect."""
+    import mcp.types as T
+
+    from synth.collect import output_schema_fields, raw_tool
+    from synth.observe import effect
+
+    schema = {"type": "object", "properties": {
+        "branches": {"type": "array", "items": {"type": "object", "properties": {"branch_name": {}, "sha": {}}}},
+        "current": {"type": "string"}}}
+    assert output_schema_fields(schema) == ["branch_name", "sha", "current"]
+    assert output_schema_fields({"type": "object"}) == [] and output_schema_fields(None) == []
+    args = {"type": "object", "properties": {"repo_path": {"type": "string"}}, "required": ["repo_path"]}
+    tools = [T.Tool(name="git_branch", description="List branches", inputSchema=args, outputSchema=schema,
+                    annotations=T.ToolAnnotations(readOnlyHint=True)),
+             T.Tool(name="git_tidy", description="Tidy the repository", inputSchema=args,
+                    annotations=T.ToolAnnotations(readOnlyHint=False, destructiveHint=True)),
+             T.Tool(name="git_note", description="Add a note", inputSchema=args)]
+    kept, quarantined = screen_server("git", "stdio", [raw_tool(t) for t in tools], min_tools=1)
+    assert quarantined == [] and kept is not None
+    docs = {d.name: d for d in kept.tools}
+    assert docs["git_branch"].output_fields == ["branch_name", "sha", "current"]
+    assert [effect(docs[n]) for n in ("git_branch", "git_tidy", "git_note")] == ["read", "destructive", "write"]
+    assert docs["git_note"].read_only is None and docs["git_note"].output_fields == []

@@ -238,3 +238,29 @@ def test_a_rule_coherence_check_fails_real_template_documents_and_gates_are_coun
     assert sum(v for k, v in c.rejected.items() if k.endswith(":incoherent")) == c.gates["coherence"]["failed"]
     assert c.gates["coherence"]["failed"] > 0  # the rule gate can fail a template document
     assert c.documents.get("failure", 0) <= 0.2 * sum(c.documents.values())
+
+
+def test_near_duplicates_differ_only_in_ids_and_numbers_and_the_failure_cap_keeps_the_share():
+    """Content dedup (issue 31, item 7): masked 5-gram shingles make a retelling with other ids and amounts a
+    near-duplicate of a kept document of its kind, while another story is kept; the failure cap drops the
+    latest write-ups until they are at most the share."""
+    from synth.narratives import FAILURE_SHARE, _cap_failures, _near_duplicate, shingles
+
+    a = ("The agent looked up order ORD-1042 for the customer, found it shipped with DHL on 2024-03-02, "
+         "and told the customer the total of 42.50 dollars before closing the ticket.")
+    b = a.replace("ORD-1042", "ORD-7731").replace("2024-03-02", "2025-11-19").replace("42.50", "17.05")
+    c = ("The agent searched flights from Oslo to Rome, booked the cheapest fare, and sent the itinerary "
+         "to the traveller with the seat numbers and the baggage allowance.")
+    assert shingles(a) == shingles(b) and len(shingles(a) & shingles(c)) == 0
+    seen: dict = {}
+    doc = lambda kind, text: Document(kind, "shop", "s", text)  # noqa: E731
+    assert not _near_duplicate(doc("trajectory", a), seen)
+    assert _near_duplicate(doc("trajectory", b), seen)  # the same story with other ids
+    assert not _near_duplicate(doc("trajectory", c), seen)
+    assert not _near_duplicate(doc("failure", b), seen)  # compared within its kind only
+    kept = [doc("trajectory", f"t{i}") for i in range(8)] + [doc("failure", f"f{i}") for i in range(5)]
+    rejected, counts = Counter(), Counter()
+    out = _cap_failures(kept, FAILURE_SHARE, rejected, counts)
+    failures = [d for d in out if d.kind == "failure"]
+    assert [d.text for d in failures] == ["f0", "f1"]  # 2 / 10 = 20%: the latest write-ups go
+    assert rejected == {"failure:failure_cap": 3} and counts == {"passed": 10, "failed": 3}

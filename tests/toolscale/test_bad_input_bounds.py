@@ -91,10 +91,20 @@ def test_a_bad_lock_timeout_is_exit_2(reg, capsys, monkeypatch, value):
     assert "TOOLSCALE_LOCK_TIMEOUT" in _line(capsys) and _digest(reg) == before
 
 
-def test_a_duplicate_header_is_refused(reg, tmp_path, capsys):
-    (tmp_path / "dup.csv").write_text("id,model,tokens,acc,acc\na,1e6,1e9,0.5,0.9\nb,2e6,2e9,0.6,0.1\n")
+@pytest.mark.parametrize("suffix", [".csv", ".parquet"])
+def test_a_duplicate_header_is_refused(reg, tmp_path, capsys, suffix):
+    path = tmp_path / f"dup{suffix}"
+    if suffix == ".csv":
+        path.write_text("id,model,tokens,acc,acc\na,1e6,1e9,0.5,0.9\nb,2e6,2e9,0.6,0.1\n")
+    else:  # a Parquet schema can name a column twice too; DuckDB reads the second as acc_1
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        pq.write_table(pa.Table.from_arrays([pa.array(v) for v in (["a", "b"], [1e6, 2e6], [1e9, 2e9], [0.5, 0.6],
+                                                                   [0.9, 0.1])],
+                                            names=["id", "model", "tokens", "acc", "acc"]), path)
     before = _digest(reg)
-    assert main(["import-runs", str(tmp_path / "dup.csv"), "--experiment", "e", "--benchmark", "b", *MAP,
+    assert main(["import-runs", str(path), "--experiment", "e", "--benchmark", "b", *MAP,
                  "--registry", str(reg)]) == 2
     line = _line(capsys)
     assert "column 'acc' is in the header twice (columns 4 and 5)" in line and _digest(reg) == before

@@ -30,7 +30,8 @@ def test_train_json(tmp_path, capsys):
     assert code == 0, captured.err
     report = json.loads(captured.out)  # nothing but the JSON on stdout
     assert report["model_size"] == "tiny-s" and report["steps"] == 3
-    assert report["train_flops"] == 6 * report["params"] * report["train_tokens"]
+    assert report["train_flops_6nd"] == 6 * report["params_nonembedding"] * report["train_tokens"]
+    assert report["train_flops"] > report["train_flops_6nd"]  # attention and the unembedding counted
     assert (out / "config.json").is_file() and (out / "tokenizer.json").is_file()
 
 

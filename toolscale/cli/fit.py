@@ -400,6 +400,8 @@ def _predict(args: argparse.Namespace) -> int:
             laws = sorted({r.law for r in reg.fits(args.experiment, args.benchmark)})
             raise UsageError(f"no fit{f' of law {args.law!r}' if args.law else ''} for {args.experiment}/"
                              f"{args.benchmark}; laws fitted: {', '.join(laws) or 'none (run toolscale fit)'}")
+        stored = next((e.config for e in reg.experiments() if e.name == args.experiment), None) or {}
+    fractions = [a["name"] for a in stored.get("axes", []) if a.get("unit") == "fraction"]  # shares lie in [0, 1]
     if rows[0].stale_reason:
         raise UsageError(f"the newest fit {rows[0].fit_id} of {args.experiment}/{args.benchmark} is stale: "
                          f"{rows[0].stale_reason}; refit with toolscale fit")
@@ -411,7 +413,8 @@ def _predict(args: argparse.Namespace) -> int:
             shown = {"N": "model_size", "D": "train_tokens"}.get(absent[0], absent[0])
             raise UsageError(f"--at #{i + 1} ({args.at[i]}) lacks input {shown!r}; law {fit.law!r} needs "
                              f"{', '.join({'N': 'model_size', 'D': 'train_tokens'}.get(a, a) for a in need)}")
-    pred = predict_at(fit, points, level=args.level, max_fitted_flops=fit.max_fitted_flops, fit_id=rows[0].fit_id)
+    pred = predict_at(fit, points, level=args.level, max_fitted_flops=fit.max_fitted_flops, fit_id=rows[0].fit_id,
+                      fractions=fractions)
     if args.json:
         emit_json(pred.model_dump(mode="json"))
         return 0

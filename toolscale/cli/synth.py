@@ -145,7 +145,7 @@ def _synth(args: argparse.Namespace) -> int:
     config = config_of(args)
     servers = list(dict.fromkeys([*recipe.servers, *args.server, *(config.synth.servers if config else [])]))
     if tuple(servers) != recipe.servers:
-        recipe = recipe.model_copy(update={"servers": tuple(servers)})
+        recipe = recipe.model_copy(update={"servers": list(servers)})
     use_registry = bool(getattr(args, "registry", None) or config)
     extra: list[ToolDoc] = []
     if args.with_collected:
