@@ -159,10 +159,16 @@ register_benchmark(BenchmarkInfo(
                 "test benchmarks, no item shared with them; chooses checkpoints and learning rates (never a test "
                 "benchmark); bpb = bits per byte of the reference calls",
     metrics={**CALL_METRICS, "bpb": BPB_METRIC}))
-register_benchmark(BenchmarkInfo(
-    name="heldout-env", version="1", kind="env", loader="eval.heldout:load_heldout_env",
+register_benchmark(BenchmarkInfo(   # v2: tools named and shaped like the SFT tools, no stub distractors
+    name="heldout-env", version="2", kind="env", loader="eval.heldout:load_heldout_env",
     description="multi-turn episodes in executable environments (synth.envs) built from the held-out "
                 "servers; score = pass rate (F1 reward 1), f1 = mean F1 reward",
+    metrics=ENV_METRICS))
+register_benchmark(BenchmarkInfo(
+    name="indist-env", version="1", kind="env", loader="eval.heldout:load_indist_env",
+    description="multi-turn episodes in executable environments on the training servers over databases no "
+                "run draws: single-hop, multi-hop, parallel with distractors in equal shares; score = pass "
+                "rate, f1 = mean F1 reward",
     metrics=ENV_METRICS))
 register_benchmark(BenchmarkInfo(
     name="bfcl", version="v4-2026.3.23", kind="calls", loader="eval.bfcl:load_bfcl", aggregate="category_mean",

@@ -9,7 +9,8 @@ a two-part request (``parallel``), or no call at all when the request belongs to
 domain whose tools are not offered (``irrelevance``). Matching is BFCL's AST match.
 
 ``heldout-env`` (:func:`load_heldout_env`): multi-turn episodes in ``synth.envs`` executable
-environments built from the held-out domains.
+environments built from the held-out domains. ``indist-env`` (:func:`load_indist_env`): the same on the training
+domains, over databases no training run draws.
 
 Both are deterministic: the same code version gives the same items (the benchmark version is
 bumped when this module changes them).
@@ -32,7 +33,8 @@ from eval.models import CallItem, EnvItem
 __all__ = ["build_heldout_calls", "load_heldout_calls", "load_heldout_servers", "load_indist_calls",
            "load_valid_calls", "VALID_DB_SEED_BASE", "item_key", "shared_items",
            "HELDOUT_DB_SEED_BASE", "load_heldout_env", "system_message", "items_digest", "CALLS_PER_DOMAIN",
-           "PARALLEL_PER_DOMAIN", "IRRELEVANT_PER_DOMAIN", "ENV_EPISODES", "BENCHMARK_SEED"]
+           "PARALLEL_PER_DOMAIN", "IRRELEVANT_PER_DOMAIN", "ENV_EPISODES", "BENCHMARK_SEED", "load_indist_env",
+           "INDIST_ENV_MIX"]
 
 CALLS_PER_DOMAIN = 48
 """Single-call items per held-out domain (category ``multiple``)."""
@@ -296,6 +298,31 @@ def load_heldout_env(n: int = ENV_EPISODES, seed: int = BENCHMARK_SEED) -> list[
         raise BenchmarkDataError(f"heldout-env needs synth.envs (executable environments): {err}") from None
     samples = build_envs(n, seed, domains=HELDOUT_DOMAINS)
     return [EnvItem(id=s.env_id, sample=s.model_dump(mode="json", by_alias=True)) for s in samples]
+
+
+INDIST_ENV_MIX = (("single-hop", 1, {"high": 0, "medium": 0, "low": 0}),
+                  ("multi-hop", 3, {"high": 0, "medium": 0, "low": 0}),
+                  ("parallel-multi-hop", 3, {"high": 1, "medium": 2, "low": 2}))
+"""``indist-env``'s shapes: ``(structure, hop budget H, distractors per tier)``, equal shares in this order."""
+
+
+def load_indist_env(n: int = ENV_EPISODES, seed: int = BENCHMARK_SEED + 1) -> list[EnvItem]:
+    """``indist-env`` episodes: environments on the training domains over databases no training run draws
+    (seed ``BENCHMARK_SEED + 1``), a fixed mix of single-hop, multi-hop and parallel-with-distractors shapes
+    (:data:`INDIST_ENV_MIX`), for an RL stage's in-distribution gain; ``n`` split over the shapes in order."""
+    try:
+        from synth import build_envs
+    except ImportError as err:
+        raise BenchmarkDataError(f"indist-env needs synth.envs (executable environments): {err}") from None
+    items: list[EnvItem] = []
+    seen: set[str] = set()
+    for k, (structure, hops, tiers) in enumerate(INDIST_ENV_MIX):
+        count = n // len(INDIST_ENV_MIX) + (1 if k < n % len(INDIST_ENV_MIX) else 0)
+        samples = build_envs(count, seed, distractors=tiers, hop_budget=hops, structures=[structure],
+                             id_prefix=f"indist-{k}-", exclude_prompts=seen)
+        seen |= {s.prompt for s in samples}
+        items += [EnvItem(id=s.env_id, sample=s.model_dump(mode="json", by_alias=True)) for s in samples]
+    return items
 
 
 def items_digest(items: Sequence[CallItem | EnvItem]) -> str:

@@ -3,8 +3,8 @@
 For an axis with levels ``x_0 < x_1 < ...`` (a stage axis: ``x_0 = 0``, the stage off), each pair is two done
 runs that differ only in that axis, one at ``x_0`` and one at ``x_k``: same model size, same seed, same level
 of every other axis. The effect of ``x_k`` at a size is the mean paired difference
-``metric(x_k) - metric(x_0)`` with a Student-t 95% interval over the pairs (and the number of pairs). This
-answers "did mid-training help at this scale?" without trusting a fitted law.
+``metric(x_k) - metric(x_0)`` with a Student-t interval over the pairs (95% unless asked otherwise) and the
+number of pairs. This answers "did mid-training help at this scale?" without trusting a fitted law.
 """
 
 from __future__ import annotations
@@ -47,9 +47,11 @@ class ArmEffect(BaseModel):
     effect: float
     """Mean paired difference ``high - low``, metric units."""
     lo: float | None
-    """Lower bound of its 95% t interval (None with one pair)."""
+    """Lower bound of its t interval at ``level`` (None with one pair)."""
     hi: float | None
     """Upper bound."""
+    level: float = 0.95
+    """Confidence level of ``lo`` and ``hi``."""
 
 
 class EffectReport(BaseModel):
@@ -67,19 +69,22 @@ class EffectReport(BaseModel):
     """One per model size and cell of the other axes."""
 
 
-def _t975(df: int) -> float:
+def _t_quantile(df: int, level: float) -> float:
     from scipy.stats import t
 
-    return float(t.ppf(0.975, df))
+    return float(t.ppf(0.5 + level / 2, df))
 
 
-def paired_effects(runs: Sequence[Any], axis: str, metric: str) -> list[ArmEffect]:
+def paired_effects(runs: Sequence[Any], axis: str, metric: str, level: float = 0.95) -> list[ArmEffect]:
     """Effects of each level of ``axis`` against its lowest (at least two levels among ``runs``) on ``metric``
     (``benchmark/metric`` key of ``run.metrics``), per model size and cell of the other axes; see the module
     docstring.
 
-    ``runs`` are done :class:`grid.models.RunRecord` rows (``recipe``, ``model_size``, ``seed``, ``metrics``).
+    ``runs`` are done :class:`grid.models.RunRecord` rows (``recipe``, ``model_size``, ``seed``, ``metrics``);
+    ``level`` is the confidence level of the intervals, in (0, 1).
     """
+    if not 0.0 < level < 1.0:
+        raise FitInputError(f"level must be in (0, 1), got {level!r}")
     levels = sorted({float(r.recipe[axis]) for r in runs if axis in r.recipe})
     if len(levels) < 2:
         raise FitInputError(f"axis {axis!r} needs at least two levels among the runs, found {levels}")
@@ -101,11 +106,12 @@ def paired_effects(runs: Sequence[Any], axis: str, metric: str) -> list[ArmEffec
         lo = hi = None
         if len(d) > 1:
             sd = math.sqrt(sum((x - mean) ** 2 for x in d) / (len(d) - 1))
-            half = _t975(len(d) - 1) * sd / math.sqrt(len(d))
+            half = _t_quantile(len(d) - 1, level) * sd / math.sqrt(len(d))
             lo, hi = mean - half, mean + half
         out.append(ArmEffect(model_size=size, others=dict(others), axis=axis, low=low, high=high, metric=metric,
                              n_pairs=len(d), mean_low=sum(by_level[low][s] for s in seeds) / len(seeds),
-                             mean_high=sum(by_level[high][s] for s in seeds) / len(seeds), effect=mean, lo=lo, hi=hi))
+                             mean_high=sum(by_level[high][s] for s in seeds) / len(seeds), effect=mean, lo=lo, hi=hi,
+                             level=level))
     if not out:
         raise FitInputError(f"no seed-paired runs differ only in {axis!r} with {metric!r} measured")
     return out

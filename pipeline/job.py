@@ -314,7 +314,8 @@ def run_pipeline(run: RunSpec, workdir: Path, checkpoint: dict[str, Any] | None)
         tok_dir = ensure_tokenizer(cfg, ctx["dataset_cache"])
     check_stop("training")
     keep = checkpoints_kept(cfg)
-    trained = train_stages(cfg, size, run, data_dir, Path(workdir), steps=steps, tokenizer_dir=tok_dir,
+    trained = train_stages(cfg, size, run, data_dir, Path(workdir), steps=steps, cache=Path(ctx["dataset_cache"]),
+                           tokenizer_dir=tok_dir,
                            learning_rate=float(lr) if lr is not None else None, max_epochs=cfg.train.max_epochs,
                            label=run.run_id, snapshots=keep, cache_dir=train_cache_dir(ctx["dataset_cache"]),
                            **train_options(cfg, size))

@@ -5,14 +5,20 @@
     starts from it. Steps split the run's planned tokens at equal total FLOPs (:mod:`train.stages`).
 ``sft``
     :func:`train.sft.train_sft` into ``workdir/model``.
+``warmstart``
+    whenever ``grpo`` is a stage (also in arms whose ``grpo_steps`` level is 0, so the SFT-only arm differs
+    from the GRPO arm by GRPO alone): :func:`train.grpo.warm_start`, SFT from the SFT model on the golden
+    episodes of ``[train].warmstart_n_envs`` environments disjoint from the RL ones, into ``workdir/warmstart``.
 ``grpo``
-    :func:`train.grpo.train_grpo` from the SFT model on the compiled RL environments (F1 reward, tiered
-    distractors), into ``workdir/grpo``; environments come from ``[train].grpo_envs`` or are built per run.
-    Its steps are the ``grpo_steps`` axis' level when the design has one (0: the SFT-only arm), else
-    ``[train].grpo_steps``.
+    :func:`train.grpo.train_grpo` from the warm-started model on the RL environments (F1 reward; a curriculum
+    of single-hop, multi-hop, then parallel-with-distractors phases; Adaptive Batch Filling), into
+    ``workdir/grpo``; environments come from ``[train].grpo_envs`` or are built per run. Its steps are the
+    ``grpo_steps`` axis' level when the design has one (0: the SFT-only arm), else ``[train].grpo_steps``.
 
 Every stage's accounting is kept (``StagesResult.stages``); the run's N is the SFT model's, and its D,
-FLOPs and wall time are the sums over stages, so all stages count in the run's FLOPs and in cost.
+FLOPs and wall time are the sums over stages, so all stages count in the run's FLOPs and in cost (GRPO's
+FLOPs include generation and every rollout, kept or discarded). The warm start is recorded as a stage of its
+own (``warmstart``) but is no stage of the law: ``fit --stages`` sees an arm as ``sft`` or ``sft,grpo``.
 """
 
 from __future__ import annotations
@@ -56,25 +62,104 @@ def _total(stages: dict[str, TrainStats]) -> TrainStats:
                       stage_flops={k: s.train_flops for k, s in stages.items()})
 
 
-def _grpo_envs(cfg: ExperimentConfig, run: RunSpec, workdir: Path) -> Path:
-    if cfg.train.grpo_envs is not None:
-        return Path(cfg.train.grpo_envs)
-    from synth.envs.build import build_envs
-    from synth.envs.io import dump_envs
+def _env_key(cfg: ExperimentConfig, run: RunSpec) -> str:
+    from pipeline.reuse import file_digest, stage_key
 
-    path = workdir / "envs.jsonl"
-    if not path.is_file():  # training domains only: held-out servers stay unseen
-        dump_envs(build_envs(cfg.train.grpo_n_envs, seed=run.seed), path)
-    return path
+    t = cfg.train
+    return stage_key("envs-", {"seed": run.seed, "n": t.grpo_n_envs, "curriculum": t.grpo_curriculum,
+                               "warm": t.warmstart_n_envs, "given": file_digest(t.grpo_envs) if t.grpo_envs else None})
+
+
+def _grpo_envs(cfg: ExperimentConfig, run: RunSpec, workdir: Path, cache: Path | None) -> tuple[Path, Path | None]:
+    """The RL environments (``[train].grpo_envs`` or built per run on the training domains, held-out servers
+    unseen) and the warm-start ones (disjoint from them), as ``envs.jsonl`` files; built once per workdir, or
+    reused from a run with the same settings and seed (:mod:`pipeline.reuse`)."""
+    from synth.envs.io import dump_envs, load_envs
+    from train.grpo import rl_envs, warm_envs
+
+    from pipeline.reuse import publish, reuse
+
+    t = cfg.train
+    names = ([] if t.grpo_envs else ["envs.jsonl"]) + (["warm_envs.jsonl"] if t.warmstart_n_envs else [])
+    key = _env_key(cfg, run)
+    reuse(cache, key, names, workdir)
+    path = Path(t.grpo_envs) if t.grpo_envs is not None else workdir / "envs.jsonl"
+    if not path.is_file():
+        dump_envs(rl_envs(t.grpo_n_envs, run.seed, curriculum=t.grpo_curriculum), path)
+    warm = workdir / "warm_envs.jsonl" if t.warmstart_n_envs else None
+    if warm is not None and not warm.is_file():
+        dump_envs(warm_envs(t.warmstart_n_envs, run.seed, load_envs(path)), warm)
+    publish(cache, key, names, workdir)
+    return path, warm
+
+
+def _pre_rl_key(cfg: ExperimentConfig, size: ModelSize, run: RunSpec, data_dir: Path, steps: int,
+                sft_options: dict[str, Any]) -> str | None:
+    """What the SFT model and the warm start depend on (None when they are not shared: mid-training, no warm
+    start, no grpo stage)."""
+    from pipeline.reuse import stage_key
+
+    t = cfg.train
+    if "grpo" not in t.stages or "midtrain" in t.stages or not t.warmstart_steps:
+        return None
+    tok = sft_options.get("tokenizer_dir")
+    return stage_key("pre-rl-", {
+        "data": Path(data_dir).name, "tokenizer": Path(tok).name if tok else None, "steps": steps, "seed": run.seed,
+        "size": size.model_dump(mode="json", exclude={"gpus", "cpus", "mem_gb", "timeout_min"}),
+        "options": {k: v for k, v in sft_options.items() if k in ("learning_rate", "max_epochs", "weight_decay",
+                                                                   "schedule", "wsd_decay", "save_dtype")},
+        "warm": [t.warmstart_n_envs, t.warmstart_steps], "envs": _env_key(cfg, run)})
+
+
+def _rl_stages(cfg: ExperimentConfig, size: ModelSize, run: RunSpec, workdir: Path, model_dir: Path,
+               done: dict[str, TrainStats], sft_options: dict[str, Any], cache: Path | None,
+               pre_key: str | None) -> tuple[Path, int]:
+    """The warm start (whenever ``grpo`` is a stage) and GRPO (when its steps are > 0); returns the final model
+    folder and the GRPO steps. Both take the job's wall-clock checkpoints, stop requests and clean-up from
+    ``sft_options``; the warm start also its learning rate."""
+    from synth.envs.io import load_envs
+    from train.grpo import Sampling, train_grpo, warm_start
+
+    t = cfg.train
+    grpo_steps = int(round(run.recipe.get("grpo_steps", t.grpo_steps)))
+    envs, warm = _grpo_envs(cfg, run, workdir, cache)
+    interrupt = {k: sft_options[k] for k in ("checkpoint_every_s", "should_stop", "keep_checkpoints")
+                 if k in sft_options}
+    if warm is not None and t.warmstart_steps:
+        done["warmstart"] = warm_start(load_envs(warm), model_dir, size, workdir / "warmstart",
+                                       steps=t.warmstart_steps, seed=run.seed, threads=t.threads,
+                                       learning_rate=sft_options.get("learning_rate"), label=run.run_id,
+                                       **interrupt)
+        model_dir = workdir / "warmstart"
+        if pre_key is not None:
+            from pipeline.reuse import publish
+
+            publish(cache, pre_key, ["model", "warmstart"], workdir)
+    if grpo_steps > 0:
+        done["grpo"] = train_grpo(envs, model_dir, workdir / "grpo", max_steps=grpo_steps,
+                                  num_generations=t.grpo_generations, prompts_per_step=t.grpo_prompts_per_step,
+                                  max_completion_length=t.grpo_max_completion_length,
+                                  learning_rate=t.grpo_learning_rate, seed=run.seed, threads=t.threads,
+                                  sampling=Sampling(temperature=t.grpo_temperature, top_k=t.grpo_top_k,
+                                                    top_p=t.grpo_top_p),
+                                  abf=t.grpo_abf, draw_cap=t.grpo_draw_cap, reward=t.grpo_reward,
+                                  vllm_mode=t.grpo_vllm, save_steps=max(1, grpo_steps // 4) if t.save_checkpoints else 0,
+                                  report_to=t.report_to, run_name=run.run_id, **interrupt)
+        model_dir = workdir / "grpo"
+    return model_dir, grpo_steps
 
 
 def train_stages(cfg: ExperimentConfig, size: ModelSize, run: RunSpec, data_dir: Path, workdir: Path, *,
-                 steps: int, **sft_options: Any) -> StagesResult:
+                 steps: int, cache: Path | None = None, **sft_options: Any) -> StagesResult:
     """Run the configured stages for one run (see the module docstring); each resumes after a requeue.
 
     ``sft_options`` go to :func:`train.sft.train_sft` (the shared ``tokenizer_dir``, a scanned
     ``learning_rate``, ``max_epochs``, the run's ``label``, and the cluster options of
-    :func:`pipeline.job.train_options`: layout, wall-clock checkpoints, clean-up, saved dtype)."""
+    :func:`pipeline.job.train_options`: layout, wall-clock checkpoints, clean-up, saved dtype). With ``cache``
+    (the experiment's dataset cache), the environments, the SFT model and the warm start are shared between runs
+    that differ only in a stage level (:mod:`pipeline.reuse`)."""
+    from pipeline.reuse import reuse
+
     from train.sft import train_sft
     from train.stages import plan_stages
 
@@ -102,24 +187,17 @@ def train_stages(cfg: ExperimentConfig, size: ModelSize, run: RunSpec, data_dir:
     model_dir = workdir / "model"
     if cfg.train.report_to != "none":
         sft_options = {"label": run.run_id, **sft_options, "report_to": cfg.train.report_to}
+    pre_key = _pre_rl_key(cfg, size, run, data_dir, sft_steps, sft_options)
+    reused = pre_key is not None and reuse(cache, pre_key, ["model", "warmstart"], workdir)
     done["sft"] = train_sft(data_dir, size, model_dir, max_steps=sft_steps, seed=run.seed, threads=cfg.train.threads,
                             resume=True, init=init, **sft_options)
-    grpo_steps = int(round(run.recipe.get("grpo_steps", cfg.train.grpo_steps))) if "grpo" in stages else 0
-    if grpo_steps > 0:
-        from train.grpo import train_grpo
-
-        envs = _grpo_envs(cfg, run, workdir)
-        every = sft_options.get("checkpoint_every_s")
-        done["grpo"] = train_grpo(envs, model_dir, workdir / "grpo", max_steps=grpo_steps,
-                                  num_generations=cfg.train.grpo_generations, seed=run.seed,
-                                  threads=cfg.train.threads, vllm_mode=cfg.train.grpo_vllm,
-                                  save_steps=max(1, grpo_steps // 4) if cfg.train.save_checkpoints else 0,
-                                  checkpoint_every_s=every, should_stop=sft_options.get("should_stop"),
-                                  keep_checkpoints=sft_options.get("keep_checkpoints", True),
-                                  report_to=cfg.train.report_to, run_name=run.run_id)
-        model_dir = workdir / "grpo"
+    grpo_steps = 0
+    if "grpo" in stages:
+        model_dir, grpo_steps = _rl_stages(cfg, size, run, workdir, model_dir, done, sft_options, cache, pre_key)
     from train.distributed import release_devices
 
     release_devices()  # the GPUs go to evaluation next
     return StagesResult(total=_total(done), stages=done, model_dir=model_dir,
-                        plan={**mid_plan, "sft_steps": sft_steps, "grpo_steps": grpo_steps})
+                        plan={**mid_plan, "sft_steps": sft_steps, "grpo_steps": grpo_steps,
+                              "warmstart_steps": (done["warmstart"].steps or 0) if "warmstart" in done else 0,
+                              "reused": float(reused)})

@@ -12,21 +12,29 @@ Importing ``synth`` is cheap: no torch, no MCP SDK until a live server is used.
 """
 
 _EXPORTS: dict[str, str] = {
+    'CURRICULUM': 'synth.envs.curriculum',
     'Environment': 'synth.envs.api',
+    'FLAT': 'synth.envs.curriculum',
     'HELDOUT_DOMAINS': 'synth.servers.db',
     'LLMClient': 'synth.llm.client',
     'LLMEndpointError': 'synth.errors',
     'LLMReplyError': 'synth.errors',
     'SYSTEM_PROMPT': 'synth.envs.rl_reward',
     'Suite': 'synth.code.runner',
+    'build_curriculum': 'synth.envs.curriculum',
     'build_dataset': 'synth.dataset',
     'build_envs': 'synth.envs.build',
     'code_items': 'synth.code.bench',
+    'dump_envs': 'synth.envs.io',
     'extract_tool_calls': 'synth.envs.rl_reward',
     'grpo_rows': 'synth.envs.rl_reward',
     'load_envs': 'synth.envs.io',
     'make_reward_fn': 'synth.envs.rl_reward',
+    'partial_credit': 'synth.envs.reward',
+    'phase_of': 'synth.envs.curriculum',
+    'phases_of': 'synth.envs.curriculum',
     'run_suites': 'synth.code.runner',
+    'sft_system_prompt': 'synth.envs.rl_reward',
     'system_prompt': 'synth.rollout',
 }
 """Public names and the modules that define them: other packages import these (or ``synth.models``)."""

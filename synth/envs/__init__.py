@@ -14,7 +14,8 @@ Modules
 ``distractors`` irrelevant tools in three similarity tiers (local TF-IDF similarity)
 ``build``       :func:`build_envs`: generate, compile, merge, add distractors, validate
 ``api``         :class:`Environment`: ``reset`` / ``step`` / ``reward`` for multi-turn episodes
-``grpo``        a TRL GRPO reward function over these environments
+``curriculum``  single-hop, multi-hop, then parallel-with-distractors phases for GRPO
+``grpo``        a TRL GRPO reward function over these environments; what the trainer imports
 
 Nothing here imports torch; submodules are imported on use (``from synth.envs.build import build_envs``).
 """

@@ -59,12 +59,17 @@ class Environment:
         Limits of each tool run.
     max_turns : int, optional
         Most tool calls per episode (default: the sample's ``max_turns``, 32).
+    cache : dict, optional
+        Observations shared across episodes of this sample (call key -> observation). Validated tools are
+        deterministic, so many episodes of one sample (a GRPO group) run each distinct call once.
     """
 
-    def __init__(self, sample: EnvSample, *, limits: SandboxLimits | None = None, max_turns: int | None = None):
+    def __init__(self, sample: EnvSample, *, limits: SandboxLimits | None = None, max_turns: int | None = None,
+                 cache: dict[str, str] | None = None):
         self.sample = sample
         self.limits = limits or SandboxLimits()
         self.max_turns = int(max_turns or sample.max_turns)
+        self._shared = cache
         self._sources = {}
         for s in sample.tool_sources:
             self._sources.setdefault(s.name, s.source)
@@ -109,6 +114,8 @@ class Environment:
             raise EpisodeError(f"the episode allows {self.max_turns} tool calls; {len(self.calls)} made, "
                                f"{len(tool_calls)} more requested")
         parsed = [normalize_call(c) for c in tool_calls]
+        if self._shared:  # what other episodes of this sample already observed
+            self._cache.update(self._shared)
         pending: dict[str, dict[str, Any]] = {}
         for name, args, problem in parsed:
             if problem or name not in self._names:
@@ -142,6 +149,8 @@ class Environment:
             return
         for k, outcome in zip(keys, run.calls, strict=True):
             self._cache[k] = outcome.output if outcome.ok else json.dumps({"error": outcome.output})
+            if self._shared is not None:  # a sandbox failure (a limit) is never shared: it may be transient
+                self._shared[k] = self._cache[k]
 
     def finish(self, answer: str | None = None) -> None:
         """End the episode (optionally recording the final answer)."""

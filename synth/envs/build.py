@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 import random
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from typing import Any
 
 from synth.envs.compile import merge_tools
@@ -68,11 +68,15 @@ def assemble(plan, *, env_id: str, domain: str, seed: int, hop_budget: int, db_i
 def build_envs_report(n: int, seed: int = 0, domains: Sequence[str] | None = None,
                       distractors: DistractorSpec | dict[str, int] | None = DistractorSpec(), *,
                       hop_budget: int = 3, validate: bool = True, limits: SandboxLimits | None = None,
-                      progress: Callable[[int], None] | None = None,
+                      progress: Callable[[int], None] | None = None, structures: Sequence[Structure] | None = None,
+                      id_prefix: str = "", exclude_prompts: Collection[str] = (),
                       ) -> tuple[list[EnvSample], list[CheckResult]]:
     """Like :func:`build_envs`, also returning the check results of the rejected draws.
 
-    ``progress(k)`` is called with the number of accepted samples after each acceptance.
+    ``progress(k)`` is called with the number of accepted samples after each acceptance. ``structures``
+    restricts the shapes drawn (default: multi-hop or parallel, single-hop where a database offers neither);
+    ``id_prefix`` starts every ``env_id`` (and seeds a separate draw stream); a draw whose prompt is in
+    ``exclude_prompts`` or repeats an accepted one is skipped (no two samples ask the same question).
     """
     from synth.servers.db import DOMAINS, N_VARIANTS, TRAIN_DOMAINS, db_id, make_database
 
@@ -95,26 +99,30 @@ def build_envs_report(n: int, seed: int = 0, domains: Sequence[str] | None = Non
             profiles[key] = profile_database(dbs[key])
         return dbs[key]
 
+    shapes = _shapes(structures, hop_budget)
+    seen = set(exclude_prompts)
     accepted: list[EnvSample] = []
     rejected: list[CheckResult] = []
     draw = 0
     while len(accepted) < n and draw < 3 * n + 10:
         i = draw
         draw += 1
-        rng = random.Random(f"toolscale-envs:{seed}:{i}")
+        rng = random.Random(f"toolscale-envs:{seed}:{id_prefix}{i}")
         domain = domains[i % len(domains)]
         variant = rng.randrange(N_VARIANTS)
         data = db(domain, variant)
-        structure = _STRUCTURES[rng.randrange(len(_STRUCTURES))] if hop_budget >= 2 else "single-hop"
+        structure = shapes[rng.randrange(len(shapes))] if hop_budget >= 2 or structures else "single-hop"
+        fallback = [s for s in shapes if s != structure] + (["single-hop"] if structures is None else [])
         plan = None
-        for shape in (structure, *[s for s in _STRUCTURES if s != structure], "single-hop"):
+        for shape in (structure, *fallback):
             plan = sample_plan(data, domain, rng, hop_budget=hop_budget, structure=shape,
                                profile=profiles[(domain, variant % N_VARIANTS)])
             if plan is not None:
                 break
-        if plan is None:
+        if plan is None or plan.prompt in seen:
             continue
-        env_id = f"{domain}-s{seed}-{i:05d}"
+        seen.add(plan.prompt)
+        env_id = f"{id_prefix}{domain}-s{seed}-{i:05d}"
         items, short = [], {}
         if any(spec.counts().values()):
             order = [nid for nid in (n.id for n in plan.nodes) if nid in plan.tools]
@@ -138,9 +146,23 @@ def build_envs_report(n: int, seed: int = 0, domains: Sequence[str] | None = Non
     return accepted, rejected
 
 
+def _shapes(structures: Sequence[Structure] | None, hop_budget: int) -> list[Structure]:
+    if structures is None:
+        return list(_STRUCTURES)
+    bad = [s for s in structures if s not in ("single-hop", *_STRUCTURES)]
+    if bad or not structures:
+        raise UsageError(f"structures must be some of single-hop, multi-hop, parallel-multi-hop; got "
+                         f"{list(structures)!r}")
+    if hop_budget < 2 and any(s != "single-hop" for s in structures):
+        raise UsageError(f"structures {list(structures)} need hop_budget >= 2, got {hop_budget}")
+    return list(dict.fromkeys(structures))
+
+
 def build_envs(n: int, seed: int = 0, domains: Sequence[str] | None = None,
                distractors: DistractorSpec | dict[str, int] | None = DistractorSpec(), *,
-               hop_budget: int = 3, validate: bool = True, limits: SandboxLimits | None = None) -> list[EnvSample]:
+               hop_budget: int = 3, validate: bool = True, limits: SandboxLimits | None = None,
+               structures: Sequence[Structure] | None = None, id_prefix: str = "",
+               exclude_prompts: Collection[str] = ()) -> list[EnvSample]:
     """Build ``n`` validated executable environments (pinned interface 11).
 
     Parameters
@@ -159,6 +181,9 @@ def build_envs(n: int, seed: int = 0, domains: Sequence[str] | None = None,
         H, most tool hops on any path of a graph (default 3).
     validate : bool
         Replay every golden call of the serialised row in the sandbox and drop rejected samples (default True).
+    structures, id_prefix, exclude_prompts
+        As in :func:`build_envs_report`.
     """
     return build_envs_report(n, seed, domains, distractors, hop_budget=hop_budget, validate=validate,
-                             limits=limits)[0]
+                             limits=limits, structures=structures, id_prefix=id_prefix,
+                             exclude_prompts=exclude_prompts)[0]

@@ -10,8 +10,11 @@ on the gold tools plus the candidate pool of the environment:
     s(a, b) = \\frac{v_a \\cdot v_b}{\\lVert v_a \\rVert \\lVert v_b \\rVert}
 
 A candidate's similarity is its max over the gold tools; tiers follow ASTRA (seed 000, Q4): high > 0.85,
-medium 0.4-0.85, low < 0.4. Candidates are lookup tools over every table of every bundled database (real
-rows), the bundled servers' documented tools, and a few generic utilities; all have deterministic sources.
+medium 0.4-0.85, low < 0.4. Candidates are real tools, all with deterministic sources: lookups over every table
+of every bundled database (real rows, named as the SFT data names them: a shop environment may offer travel's
+``get_flight``), near-duplicate lookups over another instance of the gold tables (``get_archived_order``), and a
+few generic utilities. No candidate is a stub that answers nothing: an SFT-trained policy that reaches for a tool
+name it knows gets a real record back, never "no matching record" under an SFT name.
 When a tier has fewer candidates than asked, fewer are used and the shortfall is reported.
 """
 
@@ -21,12 +24,12 @@ import math
 import random
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
 
-from synth.envs.compile import LookupTool, lookup_tool
+from synth.envs.compile import LookupTool, lookup_tool, singular
 from synth.envs.models import ToolSource
 
 __all__ = ["Candidate", "tool_text", "similarity_matrix", "tier_of", "candidate_pool", "pick_distractors",
@@ -94,14 +97,6 @@ def tier_of(similarity: float) -> str:
     return "low"
 
 
-_STUB = '''import json
-
-
-def {name}(**kwargs):
-    """{doc}"""
-    return {{"error": "no matching record", "tool": {name!r}, "arguments": json.loads(json.dumps(kwargs, sort_keys=True, default=str))}}
-'''
-
 _UTILITIES: list[tuple[str, str, dict[str, tuple[str, str]], str]] = [
     ("count_words", "Count the words in a piece of text.", {"text": ("string", "the text")},
      "def count_words(text):\n    return {'words': len(str(text).split())}\n"),
@@ -130,8 +125,7 @@ def _schema(name: str, description: str, params: dict[str, tuple[str, str]]) -> 
 
 
 def candidate_pool(databases: dict[str, dict[str, list[dict[str, Any]]]], *, gold: Sequence[LookupTool] = (),
-                   archives: dict[str, dict[str, list[dict[str, Any]]]] | None = None,
-                   include_catalog: bool = True) -> list[Candidate]:
+                   archives: dict[str, dict[str, list[dict[str, Any]]]] | None = None) -> list[Candidate]:
     """Distractor candidates, gold signatures and names excluded.
 
     Parameters
@@ -141,10 +135,9 @@ def candidate_pool(databases: dict[str, dict[str, list[dict[str, Any]]]], *, gol
     gold : the environment's gold tools
     archives : domain -> database, optional
         Another instance of the gold tools' databases: each gold tool gets a near-duplicate
-        ``get_archived_<entity>_by_<key>`` over those rows (the confusable, high-similarity kind: the archive
-        does not hold the rows the question is about).
-    include_catalog : bool
-        Add the bundled servers' documented tools as stubs answering "no matching record".
+        ``get_archived_<entity>`` (by another key: ``get_archived_<entity>_by_<key>``) over those rows, with the
+        gold tool's output fields (the confusable, high-similarity kind: the archive does not hold the rows the
+        question is about).
     """
     from synth.envs.generate import profile_database
 
@@ -162,11 +155,12 @@ def candidate_pool(databases: dict[str, dict[str, list[dict[str, Any]]]], *, gol
     for g in gold:
         arch = (archives or {}).get(g.domain, {}).get(g.table)
         if arch:
-            entity = g.name.removeprefix("get_").split("_by_")[0]
-            name = f"get_archived_{entity}_by_{g.key}"
-            tool = LookupTool(name=name, domain=f"{g.domain}-archive", table=g.table, key=g.key, rows=tuple(arch),
-                              description=f"Look up one archived {entity} by its {g.key} and return the archived "
-                                          f"{entity} record (fields: {', '.join(g.fields())}).")
+            entity = singular(g.table)
+            name = f"get_archived_{entity}" if g.key == f"{entity}_id" else f"get_archived_{entity}_by_{g.key}"
+            shown = [f for f in g.fields() if f != g.field_of(g.key)]
+            tool = replace(g, name=name, domain=f"{g.domain}-archive", rows=tuple(arch), key_description="",
+                           description=f"Get one archived {entity}'s details ({', '.join(shown)}) by {g.key} "
+                                       f"(the archive of past records).")
             add(tool.schema(), tool.source(), f"archive:{g.domain}.{g.table}")
     for domain, db in databases.items():
         prof = profile_database(db)
@@ -176,23 +170,8 @@ def candidate_pool(databases: dict[str, dict[str, list[dict[str, Any]]]], *, gol
                 if tool.signature in gold_sigs:
                     continue
                 if tool.name in taken:
-                    tool = LookupTool(name=f"{domain}_{tool.name}", domain=domain, table=table, key=key,
-                                      rows=tool.rows)
+                    tool = replace(tool, name=f"{domain}_{tool.name}")
                 add(tool.schema(), tool.source(), f"lookup:{domain}.{table}")
-    if include_catalog:
-        try:
-            from synth.servers.catalog import SERVERS, tool_docs
-        except ImportError:  # the catalog is optional for this module
-            SERVERS, tool_docs = {}, None
-        for domain in SERVERS:
-            for doc in tool_docs(domain):
-                schema = doc.to_openai()
-                name = schema["function"]["name"]
-                if name in taken:
-                    name = f"{domain}_{name}"
-                    schema = {"type": "function", "function": {**schema["function"], "name": name}}
-                doc_text = str(schema["function"].get("description", "")).replace('"""', "'")
-                add(schema, ToolSource(name=name, source=_STUB.format(name=name, doc=doc_text)), f"catalog:{domain}")
     for name, desc, params, src in _UTILITIES:
         add(_schema(name, desc, params), ToolSource(name=name, source=src), "utility")
     return out

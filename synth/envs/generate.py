@@ -139,9 +139,10 @@ def fk_paths(profile: DbProfile, start: str, max_len: int) -> list[list[ForeignK
     return out
 
 
-def _attrs(rows: list[dict[str, Any]], row: dict[str, Any], skip: set[str]) -> list[str]:
-    return [c for c, v in row.items() if c not in skip and v is not None and not isinstance(v, dict | list)
-            and c != "updated_at" and not _is_id(c)]
+def _attrs(tool: LookupTool, row: dict[str, Any]) -> list[str]:
+    """Columns of ``row`` a final question may ask: returned by ``tool``, scalar, not an id or the key."""
+    return [c for c in tool.columns() if c != tool.key and row.get(c) is not None
+            and not isinstance(row[c], dict | list) and c != "updated_at" and not _is_id(c)]
 
 
 def _find(rows: list[dict[str, Any]], col: str, value: Any) -> dict[str, Any] | None:
@@ -183,29 +184,31 @@ def _chain(db, domain: str, profile: DbProfile, rng: random.Random, path: list[F
     for i, fk in enumerate(hops):
         nid = f"{prefix}{i + 1}"
         tool = lookup_tool(domain, table, key, db[table])
-        if fk is not None:
+        if fk is not None:  # a hop asks a column the tool returns, never its own input
             ask = fk.column
             answer = row.get(ask)
-            if answer is None:
+            if answer is None or ask == key or ask not in tool.columns() or \
+                    canonical_answer(answer) == canonical_answer(value):
                 return None
         else:
-            choices = _attrs(db[table], row, {key})
+            choices = _attrs(tool, row)
             if not choices:
                 return None
             ask = rng.choice(choices)
             answer = row[ask]
-        question = f"What is the {ask} of the {singular(table)} whose {key} is {canonical_answer(value)}?"
+        shown = tool.field_of(ask)
+        question = f"What is the {shown} of the {singular(table)} whose {key} is {canonical_answer(value)}?"
         nodes.append(QANode(id=nid, question=question, answer=canonical_answer(answer), tool=tool.name,
                             arguments={key: value}, depends_on=[prev] if prev else [],
                             mode="serial" if prev else "parallel"))
         tools[nid] = tool
         prev = nid
         if fk is None:
-            return _Chain(nodes, tools, desc, ask, answer, tables)
+            return _Chain(nodes, tools, desc, shown, answer, tables)
         nxt = _find(db[fk.ref.table], fk.ref.column, answer)
         if nxt is None:
             return None
-        desc = f"the {singular(fk.ref.table)} referenced by the {fk.column} of {desc}"
+        desc = f"the {singular(fk.ref.table)} referenced by the {shown} of {desc}"
         table, key, value, row = fk.ref.table, fk.ref.column, nxt[fk.ref.column], nxt
         tables.append(table)
     return None
@@ -277,15 +280,16 @@ def sample_plan(db: dict[str, list[dict[str, Any]]], domain: str, rng: random.Ra
 def _single(db, domain, profile, rng, start) -> _Chain | None:
     row = rng.choice(db[start])
     key = rng.choice(profile.keys[start])
-    choices = _attrs(db[start], row, {key})
+    tool = lookup_tool(domain, start, key, db[start])
+    choices = _attrs(tool, row)
     if not choices:
         return None
     ask = rng.choice(choices)
-    tool = lookup_tool(domain, start, key, db[start])
-    q = f"What is the {ask} of the {singular(start)} whose {key} is {canonical_answer(row[key])}?"
+    shown = tool.field_of(ask)
+    q = f"What is the {shown} of the {singular(start)} whose {key} is {canonical_answer(row[key])}?"
     node = QANode(id="a1", question=q, answer=canonical_answer(row[ask]), tool=tool.name,
                   arguments={key: row[key]}, depends_on=[], mode="parallel")
-    return _Chain([node], {"a1": tool}, "", ask, row[ask], [start])
+    return _Chain([node], {"a1": tool}, "", shown, row[ask], [start])
 
 
 def _number(v: Any) -> bool:

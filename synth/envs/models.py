@@ -13,7 +13,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 __all__ = ["SCHEMA_VERSION", "QANode", "ToolSource", "Distractor", "Target", "EnvSample", "SandboxLimits",
-           "CallOutcome", "SandboxRun", "CheckResult", "DistractorSpec", "Tier", "Structure"]
+           "CallOutcome", "SandboxRun", "CheckResult", "DistractorSpec", "Tier", "Structure", "Phase"]
 
 SCHEMA_VERSION = "toolscale-env/1"
 """Value of the ``schema`` field of every artifact row this code writes."""
@@ -241,3 +241,18 @@ class DistractorSpec(BaseModel):
     def counts(self) -> dict[str, int]:
         """``{tier: count}``."""
         return {"high": self.high, "medium": self.medium, "low": self.low}
+
+
+class Phase(BaseModel):
+    """One phase of an environment curriculum (:mod:`synth.envs.curriculum`)."""
+
+    model_config = _FROZEN
+
+    name: str
+    """Phase name (``single-hop``, ``multi-hop``, ``parallel``)."""
+    structures: list[Structure] | None = None
+    """Shapes drawn in this phase (None: the generator's default mix)."""
+    hop_budget: int = Field(default=3, ge=1)
+    """H, most tool hops on any path."""
+    distractors: DistractorSpec = Field(default_factory=DistractorSpec)
+    """Irrelevant tools per similarity tier."""

@@ -28,7 +28,7 @@ from typing import Any
 
 from toolscale.errors import UsageError
 
-__all__ = ["f1_reward", "canonical_answer", "answer_in_output", "match_targets"]
+__all__ = ["f1_reward", "canonical_answer", "answer_in_output", "match_targets", "partial_credit"]
 
 
 def f1_reward(hit: int, targets: int, calls: int) -> float:
@@ -169,3 +169,47 @@ def _same_args(a: Any, b: Any) -> bool:
     if not isinstance(a, dict) or not isinstance(b, dict) or set(a) != set(b):
         return False
     return all(canonical_answer(a[k]).casefold() == canonical_answer(b[k]).casefold() for k in a)
+
+
+def partial_credit(calls: Sequence[Any], offered: Sequence[str], prompt: str, targets: Sequence[Any]) -> float:
+    """Partial credit of an episode's calls, in [0, 1]: the best call's share of four checks.
+
+    Parameters
+    ----------
+    calls : sequence of ``{"name", "arguments"}``
+        What the policy emitted, unparsable attempts included (``synth.envs.rl_reward.extract_tool_calls`` names
+        them ``""``).
+    offered : tool names the environment offered
+    prompt : the user query
+    targets : the sample's targets (``tool``, ``arguments``)
+
+    The four checks of one call: it **parses** (a name and a JSON-object arguments); its name is **offered**;
+    its argument keys are **the right keys** (those of a target of the same tool); and an argument value is
+    **copied from the prompt** (a value of 3 or more characters that occurs in the query). 0 without calls.
+    This is a shaping signal, logged apart from the F1 reward the law fits; F1 alone is the default objective.
+
+    >>> class T: tool, arguments = "get_order", {"order_id": "OR-1"}
+    >>> partial_credit([{"name": "get_order", "arguments": {"order_id": "OR-1"}}], ["get_order"], "order OR-1", [T])
+    1.0
+    >>> partial_credit([{"name": "", "arguments": "{oops"}], ["get_order"], "order OR-1", [T])
+    0.0
+    >>> partial_credit([{"name": {"get_order": 1}, "arguments": {}}], ["get_order"], "order OR-1", [T])
+    0.0
+    """
+    keys = {(t.tool, frozenset(t.arguments)) for t in targets}
+    best = 0.0
+    for call in calls:
+        name, args = call.get("name") or "", call.get("arguments")
+        if isinstance(args, str):
+            try:
+                args = json.loads(args)
+            except json.JSONDecodeError:
+                args = None
+        parsed = isinstance(name, str) and bool(name) and isinstance(args, dict)  # a policy may write any JSON
+        if not parsed:
+            continue
+        score = 1 + (name in offered) + ((name, frozenset(args)) in keys)
+        values = [canonical_answer(v) for v in args.values() if not isinstance(v, dict | list)]
+        score += any(len(v) >= 3 and v.casefold() in prompt.casefold() for v in values)
+        best = max(best, score / 4)
+    return best

@@ -14,6 +14,9 @@ the replay gives the same observations a multi-turn rollout saw.
 :class:`TRLToolEnv` is the alternative for TRL's experimental ``environment_factory`` (multi-turn rollouts with
 tool execution during generation): one generic ``call_tool(name, arguments)`` tool dispatching to the
 sample's tools, and ``get_reward()``.
+
+The trainer (``train.grpo``, ``train.rollout``) reaches this branch only through this module: it re-exports
+:class:`Environment`, the curriculum (:mod:`synth.envs.curriculum`) and :func:`partial_credit`.
 """
 
 from __future__ import annotations
@@ -24,10 +27,14 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from synth.envs.api import Environment
+from synth.envs.curriculum import CURRICULUM, FLAT, build_curriculum, phase_of, phases_of
 from synth.envs.errors import EnvError
 from synth.envs.models import EnvSample, SandboxLimits
+from synth.envs.reward import partial_credit
 
-__all__ = ["extract_tool_calls", "make_reward_fn", "grpo_rows", "TRLToolEnv", "SYSTEM_PROMPT"]
+__all__ = ["extract_tool_calls", "make_reward_fn", "grpo_rows", "sft_system_prompt", "TRLToolEnv", "SYSTEM_PROMPT",
+           "Environment", "build_curriculum", "phase_of", "phases_of", "partial_credit", "CURRICULUM", "FLAT"]
+# Environment, the curriculum and partial credit are re-exported: this module is what the trainer (train/) uses
 
 SYSTEM_PROMPT = ("You are a tool-using assistant. Call tools with <tool_call>{\"name\": ..., \"arguments\": "
                  "{...}}</tool_call>; use each tool output before the next call; finish with a plain answer.")
@@ -39,8 +46,8 @@ def extract_tool_calls(completion: Any) -> list[dict[str, Any]]:
     """Tool calls of one completion, in order, as ``{"name", "arguments"}`` (arguments dict or raw string).
 
     Accepts a string (``<tool_call>`` blocks), or a list of chat messages (assistant ``tool_calls`` entries and
-    ``<tool_call>`` blocks in assistant content). Unparseable blocks become calls named ``""`` so that they still
-    count as (wasted) calls.
+    ``<tool_call>`` blocks in assistant content). Unparseable blocks, and calls whose name is not a string, become
+    calls named ``""`` so that they still count as (wasted) calls.
     """
     calls: list[dict[str, Any]] = []
     if isinstance(completion, str):
@@ -52,7 +59,8 @@ def extract_tool_calls(completion: Any) -> list[dict[str, Any]]:
             continue
         for tc in msg.get("tool_calls") or []:
             fn = tc.get("function", tc) if isinstance(tc, Mapping) else {}
-            calls.append({"name": fn.get("name") or "", "arguments": fn.get("arguments", {})})
+            name = fn.get("name") or ""
+            calls.append({"name": name if isinstance(name, str) else "", "arguments": fn.get("arguments", {})})
         content = msg.get("content")
         if isinstance(content, str):
             calls += _from_text(content)
@@ -71,7 +79,7 @@ def _from_text(text: str) -> list[dict[str, Any]]:
         except json.JSONDecodeError:
             out.append({"name": "", "arguments": block})
             continue
-        if isinstance(obj, Mapping):
+        if isinstance(obj, Mapping) and isinstance(obj.get("name") or "", str):
             out.append({"name": obj.get("name") or "", "arguments": obj.get("arguments", {})})
         else:
             out.append({"name": "", "arguments": block})
@@ -117,10 +125,23 @@ def make_reward_fn(samples: Sequence[EnvSample], *, column: str = "env_id",
     return envs_f1_reward
 
 
-def grpo_rows(samples: Sequence[EnvSample], *, system_prompt: str = SYSTEM_PROMPT) -> list[dict[str, Any]]:
-    """Dataset rows for GRPO: conversational ``prompt``, ``env_id`` and the tool schemas as a JSON string."""
-    return [{"prompt": [{"role": "system", "content": system_prompt}, {"role": "user", "content": s.prompt}],
+def grpo_rows(samples: Sequence[EnvSample], *, system_prompt: str | None = None) -> list[dict[str, Any]]:
+    """Dataset rows for GRPO: conversational ``prompt``, ``env_id`` and the tool schemas as a JSON string.
+
+    The system turn is ``system_prompt``, or by default the one synthesised SFT conversations and the ``env``
+    benchmarks open with (``synth.rollout.system_prompt`` of the sample's domain), so RL prompts have the shape
+    the policy was trained and is evaluated on.
+    """
+    return [{"prompt": [{"role": "system", "content": system_prompt or sft_system_prompt(s)},
+                        {"role": "user", "content": s.prompt}],
              "env_id": s.env_id, "tools": json.dumps(s.tools, ensure_ascii=False)} for s in samples]
+
+
+def sft_system_prompt(sample: EnvSample) -> str:
+    """The system prompt of SFT data and evaluation for the sample's domain (``bundled`` without one)."""
+    from synth.rollout import system_prompt
+
+    return system_prompt(sample.domain or "bundled")
 
 
 class TRLToolEnv:

@@ -23,8 +23,8 @@ def test_registry_metadata():
         assert ":" in b.loader
     assert get_benchmark("heldout-env").kind == "env"
     with pytest.raises(UnknownBenchmarkError, match="known: bfcl, code-heldout-apis, code-indist, code-valid, heldout-calls, "
-                                                    "heldout-env, heldout-servers, indist-calls, valid-calls; did you mean "
-                                                    "'heldout-env'"):
+                                                    "heldout-env, heldout-servers, indist-calls, indist-env, valid-calls; "
+                                                    "did you mean 'heldout-env'"):
         get_benchmark("heldout-en")
 
 

@@ -78,3 +78,20 @@ def test_gold_scores_one_and_wrong_tool_scores_zero(items):
              for it in items if it.category == "multiple"]
     assert not any(r.valid for r in wrong)
     assert all(0 < r.field_match < 1 for r in wrong)
+
+
+@pytest.mark.integration
+def test_indist_env_mixes_the_shapes_on_training_servers_over_unseen_databases():
+    """indist-env: the training servers, databases no run draws, single-hop, multi-hop and parallel in order;
+    the gold policy scores 1 on each episode."""
+    from eval.heldout import BENCHMARK_SEED, load_indist_env
+    from eval.runner import evaluate
+    from synth.servers.db import TRAIN_DOMAINS
+
+    items = load_indist_env(n=3)
+    shapes = [it.sample["structure"] for it in items]
+    assert shapes == ["single-hop", "multi-hop", "parallel-multi-hop"]
+    assert all(it.sample["domain"] in TRAIN_DOMAINS and it.sample["seed"] == BENCHMARK_SEED + 1 for it in items)
+    assert not items[0].sample["distractors"] and items[2].sample["distractors"]
+    rows = {m.metric: m.score for m in evaluate("gold", "indist-env", items=items)}
+    assert rows["f1"] == 1.0 and rows["score"] == 1.0

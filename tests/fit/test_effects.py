@@ -28,7 +28,12 @@ def test_paired_differences_and_their_interval():
     half = stats.t.ppf(0.975, 2) * stats.tstd(d) / 3 ** 0.5
     assert (s.lo, s.hi) == pytest.approx((0.02 - half, 0.02 + half))
     assert by["l"].n_pairs == 1 and by["l"].effect == pytest.approx(-0.05) and by["l"].lo is None
-    assert s.others == {"grpo_steps": 0.0}
+    assert s.others == {"grpo_steps": 0.0} and s.level == 0.95
+    s90 = next(e for e in paired_effects(runs, "midtrain_tokens", "b/score", level=0.9) if e.model_size == "s")
+    half90 = stats.t.ppf(0.95, 2) * stats.tstd(d) / 3 ** 0.5
+    assert (s90.lo, s90.hi) == pytest.approx((0.02 - half90, 0.02 + half90)) and half90 < half and s90.level == 0.9
+    with pytest.raises(FitInputError, match="level must be in"):
+        paired_effects(runs, "midtrain_tokens", "b/score", level=1.0)
 
 
 def test_cells_of_other_axes_are_kept_apart_and_bad_axes_refused():

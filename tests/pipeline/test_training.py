@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -111,9 +112,24 @@ def test_grpo_steps_axis_zero_is_the_sft_only_arm(tmp_path):
     stages are real TRL runs."""
     axis = ('\n[[axes]]\nname = "grpo_steps"\nkind = "stage"\nunit = "steps"\nmin = 0\nmax = 1\n'
             'spacing = "linear"\ninteger = true\n')
-    runs = _launch(tmp_path, 'stages = ["sft", "grpo"]\ngrpo_n_envs = 2\ngrpo_generations = 2',
+    train = ('stages = ["sft", "grpo"]\ngrpo_n_envs = 3\ngrpo_generations = 2\ngrpo_prompts_per_step = 1\n'
+             'grpo_draw_cap = 1\ngrpo_max_completion_length = 24\nwarmstart_n_envs = 3\nwarmstart_steps = 2')
+    runs = _launch(tmp_path, train,
                    {"sft": {"task_count": 24.0, "grpo_steps": 0.0}, "rl": {"task_count": 24.0, "grpo_steps": 1.0}},
                    axis)
-    assert set(runs["sft"].metadata["stages"]) == {"sft"}
-    assert set(runs["rl"].metadata["stages"]) == {"sft", "grpo"} and runs["rl"].metadata["stage_plan"]["grpo_steps"] == 1
-    assert runs["sft"].metadata["dataset_key"] == runs["rl"].metadata["dataset_key"]  # a stage axis is not a knob
+    sft, rl = runs["sft"].metadata, runs["rl"].metadata
+    # both arms are warm-started on environment episodes; only the RL arm runs GRPO; the law sees sft / sft,grpo
+    assert set(sft["stages"]) == {"sft", "warmstart"} and set(rl["stages"]) == {"sft", "warmstart", "grpo"}
+    assert rl["stage_plan"]["grpo_steps"] == 1 and sft["stage_plan"]["warmstart_steps"] == 2
+    assert sft["stages"]["warmstart"] == rl["stages"]["warmstart"] | {"wall_s": sft["stages"]["warmstart"]["wall_s"]}
+    assert runs["rl"].train_flops == pytest.approx(sum(v["train_flops"] for v in rl["stages"].values()))
+    assert sft["dataset_key"] == rl["dataset_key"]  # a stage axis is not a knob
+    # the arm that ran second reused the first one's SFT model, warm start and environments
+    assert sorted([sft["stage_plan"]["reused"], rl["stage_plan"]["reused"]]) == [0.0, 1.0]
+    from fit.data import train_stages_of
+
+    assert train_stages_of(runs["sft"]) == ["sft"] and train_stages_of(runs["rl"]) == ["sft", "grpo"]
+    workdir = next((tmp_path / "runs").rglob("warm_envs.jsonl")).parent
+    rl_prompts = {json.loads(line)["prompt"] for line in (workdir / "envs.jsonl").read_text().splitlines()}
+    warm_prompts = {json.loads(line)["prompt"] for line in (workdir / "warm_envs.jsonl").read_text().splitlines()}
+    assert rl_prompts and warm_prompts and not rl_prompts & warm_prompts

@@ -80,11 +80,20 @@ def test_grpo_from_an_sft_run(tmp_path, capsys):
     assert main(["train", "--data", str(TINY_DATA), "--model-size", "tiny-s", "--out", str(sft),
                  "--max-steps", "1", "--threads", "1"]) == 0
     envs = tmp_path / "envs.jsonl"
-    dump_envs(build_envs(1, seed=0), envs)
+    dump_envs(build_envs(1, seed=0, distractors=None), envs)   # its prompt fits tiny-s's 1024 positions
     capsys.readouterr()
+    from importlib import resources
+
+    cfg = tmp_path / "c.toml"   # the config's grpo_* settings reach train_grpo
+    cfg.write_text(resources.files("toolscale.presets").joinpath("micro.toml").read_text().replace(
+        "[train]\n", "[train]\ngrpo_prompts_per_step = 1\ngrpo_draw_cap = 1\ngrpo_max_completion_length = 16\n", 1))
     code = main(["train", "--objective", "grpo", "--envs", str(envs), "--init", str(sft), "--out",
-                 str(tmp_path / "rl"), "--max-steps", "1", "--num-generations", "2", "--threads", "1", "--json"])
+                 str(tmp_path / "rl"), "--max-steps", "1", "--num-generations", "2", "--threads", "1", "--json",
+                 "--config", str(cfg)])
     captured = capsys.readouterr()
     assert code == 0, captured.err
     report = json.loads(captured.out)
     assert report["objective"] == "grpo" and report["steps"] == 1
+    stats = json.loads((tmp_path / "rl" / "train_stats.json").read_text())
+    assert (stats["num_generations"], stats["prompts_per_step"], stats["draw_cap"]) == (2, 1, 1)
+    assert stats["max_completion_length"] == 16 and stats["steps"][0]["episodes"] == 2

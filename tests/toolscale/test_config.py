@@ -174,6 +174,14 @@ MIDTRAIN_AXIS = {"name": "midtrain_tokens", "kind": "stage", "unit": "tokens", "
         ({"stages": ["midtrain", "sft"]}, {"narratives": True}, {**MIDTRAIN_AXIS, "name": "rl_steps"},
          "which only midtrain_tokens, grpo_steps can have"),
         ({"objective": "ppo"}, {}, None, "objective must be 'sft' or 'grpo'"),
+        ({"stages": ["sft", "grpo"], "grpo_draw_cap": 0}, {}, None, "train.grpo_draw_cap"),
+        ({"stages": ["sft", "grpo"], "grpo_generations": 1}, {}, None, "train.grpo_generations"),
+        ({"stages": ["sft", "grpo"], "grpo_draw_cap": 2, "grpo_prompts_per_step": 3}, {}, None,
+         "train.grpo_draw_cap = 2 is below train.grpo_prompts_per_step = 3"),
+        ({"stages": ["sft", "grpo"], "grpo_n_envs": 2}, {}, None, "the curriculum's 3 phases need 3 or more"),
+        ({"stages": ["sft", "grpo"], "warmstart_n_envs": 0}, {}, None, "set both to 0 (no warm start)"),
+        ({"stages": ["sft", "grpo"], "grpo_reward": "shaped"}, {}, None, "train.grpo_reward"),
+        ({"stages": ["sft", "grpo"], "grpo_top_p": 0}, {}, None, "train.grpo_top_p"),
     ],
 )
 def test_stage_config_errors(train, synth, axis, needle) -> None:
@@ -248,6 +256,26 @@ def test_shared_tokenizer_needs_one_vocabulary() -> None:
     data["lr_scan"] = {"rungs": ["nope"], "learning_rates": [0.01, 0.02]}
     with pytest.raises(ConfigError, match=r"lr_scan.rungs names unknown rungs \['nope'\]"):
         parse_config(data)
+
+
+def test_validate_refuses_golden_grpo_episodes_over_the_budget(tmp_path, capsys) -> None:
+    """``validate`` builds the config's RL environments and refuses a policy budget or a context their golden
+    episodes exceed, naming how many; the same config with room passes."""
+    text = example_config_text("default")
+    if "[train]" in text:
+        pytest.skip("the preset has its own [train] table")
+    base = text + '\n[train]\nstages = ["sft", "grpo"]\ngrpo_n_envs = 3\n'
+    path = tmp_path / "rl.toml"
+    path.write_text(base + "grpo_max_completion_length = 16\n")
+    assert main(["validate", str(path)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and "of 3 golden GRPO episodes exceed train.grpo_max_completion_length = 16" in err
+    path.write_text(base.replace("max_steps = ", "max_seq_len = 128\nmax_steps = ", 1))
+    assert main(["validate", str(path)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "golden GRPO episodes (prompt, calls and observations) exceed max_seq_len = 128" in err
+    path.write_text(base.replace("max_steps = ", "max_seq_len = 4096\nmax_steps = "))
+    assert main(["validate", str(path)]) == 0
 
 
 @pytest.mark.parametrize("preset", ["default", "micro", "demo", "proxy", "code"])

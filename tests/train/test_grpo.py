@@ -42,9 +42,14 @@ def start_model(envs, tmp_path_factory):
     texts = [render(r["prompt"], r["tools"], add_generation_prompt=True) + _golden_text(s)
              for r, s in zip(grpo_rows(envs), envs, strict=True)]
     tokenizer = train_tokenizer(texts * 4, SIZE.vocab_size)
-    folder = tmp_path_factory.mktemp("policy")
+    root = tmp_path_factory.mktemp("policy")
+    folder = root / "model"
     build_model(SIZE, seed=0).save_pretrained(folder)
     tokenizer.save_pretrained(folder)
+    from train.grpo import golden_rows
+
+    (root / "golden").mkdir()
+    (root / "golden" / "train.jsonl").write_text("".join(json.dumps(r) + "\n" for r in golden_rows(envs)))
     return folder
 
 
@@ -71,8 +76,10 @@ def test_single_turn_smoke_run(envs, start_model, tmp_path):
                        rollout="single-turn")
     assert isinstance(stats, TrainStats) and stats.steps == 2
     assert stats.params == SIZE.approx_params and stats.train_tokens > 0
-    assert stats.train_flops == 6 * stats.params * stats.train_tokens
-    saved = read_stats(tmp_path)
+    saved = read_stats(tmp_path)   # TRL generated: 2 N per token of generation, 6 N per token optimized
+    assert saved["flops"] == {"generation": 2 * stats.params * stats.train_tokens,
+                              "optimization": 6 * stats.params * stats.train_tokens}
+    assert stats.train_flops == 8 * stats.params * stats.train_tokens
     assert saved["objective"] == "grpo" and [r["step"] for r in saved["reward_curve"]] == [1, 2]
     assert all(0.0 <= r["reward"] <= 1.0 for r in saved["reward_curve"])
     assert (tmp_path / "model.safetensors").is_file() and (tmp_path / "tokenizer.json").is_file()
@@ -83,6 +90,14 @@ def test_bad_arguments(envs, start_model, tmp_path):
         train_grpo(envs, start_model, tmp_path, rollout="bogus")
     with pytest.raises(UsageError, match="num_generations must be >= 2"):
         train_grpo(envs, start_model, tmp_path, num_generations=1)
+    with pytest.raises(UsageError, match="draw_cap must be a positive integer, got 0"):
+        train_grpo(envs, start_model, tmp_path, draw_cap=0)
+    with pytest.raises(UsageError, match=r"draw_cap \(1\) must be >= prompts_per_step \(2\)"):
+        train_grpo(envs, start_model, tmp_path, draw_cap=1, prompts_per_step=2)
+    with pytest.raises(UsageError, match="reward must be one of f1, f1\\+partial"):
+        train_grpo(envs, start_model, tmp_path, reward="shaped")
+    with pytest.raises(UsageError, match="vllm_mode must be 'server' or 'colocate', got 'local'"):
+        train_grpo(envs, start_model, tmp_path, vllm_mode="local")
     with pytest.raises(UsageError, match="does not exist"):
         load_env_samples(tmp_path / "envs.jsonl")
     with pytest.raises(UsageError, match="at least one"):
@@ -99,7 +114,8 @@ def test_observations_match_the_chat_template(envs, start_model):
 
     tok = load_tokenizer(start_model)
     rows = grpo_prompts(envs, tok)
-    rollout = MultiTurnRollout(envs, rows, tok, max_completion_length=64)
+    rollout = MultiTurnRollout(envs, tok, num_generations=2, max_completion_length=64, max_context=4096)
+    assert rollout.prompt_ids[envs[0].env_id] == tok(rows[0]["prompt"], add_special_tokens=False)["input_ids"]
     env = Environment(envs[0])
     calls = env.golden_calls()[:2]
     observations = env.step_many(calls)
@@ -119,11 +135,103 @@ def test_observations_match_the_chat_template(envs, start_model):
 
 
 def test_multi_turn_smoke_run(envs, start_model, tmp_path):
+    """One step of the real pipeline: every rollout drawn (kept or not) is in the FLOPs, generation included."""
     torch.set_num_threads(1)
-    stats = train_grpo(envs, start_model, tmp_path, max_steps=1, num_generations=2, max_completion_length=16,
-                       rollout="multi-turn")
+    stats = train_grpo(envs, start_model, tmp_path, max_steps=1, num_generations=2, prompts_per_step=1,
+                       draw_cap=2, max_completion_length=16, rollout="multi-turn")
     saved = read_stats(tmp_path)
     assert stats.steps == 1 and saved["rollout"] == "multi-turn" and len(saved["reward_curve"]) == 1
+    (row,) = saved["steps"]
+    assert row["step"] == 1 and 1 <= row["draws"] <= 2 and row["episodes"] == 2 * row["draws"]
+    assert saved["skipped_steps"] == int(row["skipped"])
+    assert saved["flops"]["generation"] == pytest.approx(2 * stats.params * row["gen_tokens"])
+    assert row["gen_tokens"] > 0
+    assert saved["flops"]["optimization"] == pytest.approx(6 * stats.params * stats.train_tokens)
+    assert stats.train_flops == pytest.approx(sum(saved["flops"].values()))
+    assert (tmp_path / "grpo_steps.jsonl").read_text().count("\n") == 1
+
+
+def test_grpo_saves_at_a_stop_request_and_resumes(envs, start_model, tmp_path):
+    """A stop request at step 1 of 3 saves checkpoint-1 and raises; the next call resumes from it, keeps the
+    step log of step 1 and clears the checkpoints after success when asked."""
+    from train.interrupt import Interrupted
+
+    torch.set_num_threads(1)
+    seen = {"step": 0}
+    kw = dict(max_steps=3, num_generations=2, prompts_per_step=1, draw_cap=1, max_completion_length=12, seed=1)
+    with pytest.raises(Interrupted, match="checkpoint saved at step 1 of 3"):
+        train_grpo(envs, start_model, tmp_path, on_step=lambda s, n, _loss: seen.update(step=s),
+                   should_stop=lambda: "SIGTERM received" if seen["step"] >= 1 else None, **kw)
+    assert [p.name for p in (tmp_path / "checkpoints").glob("checkpoint-*")] == ["checkpoint-1"]
+    stats = train_grpo(envs, start_model, tmp_path, keep_checkpoints=False, **kw)
+    saved = read_stats(tmp_path)
+    assert stats.steps == 3 and saved["resumed_from"] == "checkpoint-1" and saved["generation"] == "transformers"
+    assert [r["step"] for r in saved["reward_curve"]][-1] == 3 and not (tmp_path / "checkpoints").exists()
+    assert [r["step"] for r in saved["steps"]] == [1, 2, 3]
+
+
+def _scripted_run(envs, start_model, folder, *, with_skip: bool):
+    """Three real TRL steps whose rollouts are scripted: steps 1 and 3 hold a group with a win and a loss,
+    step 2 only losses. Returns the lm_head weights before training and after each step, and the step log."""
+    from datasets import Dataset
+    from transformers import TrainerCallback
+
+    from tests.train.scripted import FAIL, GOLD, ScriptedPolicy
+    from train.grpo import _trainer, env_reward, grpo_config
+    from train.proxy import load_model
+    from train.rollout import MultiTurnRollout, skip_callback
+    from train.tokenizer import load_tokenizer
+
+    tok = load_tokenizer(start_model)
+    tok.padding_side = "left"
+    model = load_model(start_model)
+    policy = ScriptedPolicy(envs, tok, lambda s, k: FAIL if policy.step == 1 else (GOLD if k % 2 else FAIL))
+    model.generate = policy.generate
+    roll = MultiTurnRollout(envs, tok, num_generations=2, max_completion_length=64, max_context=4096, abf=True,
+                            draw_cap=2, max_steps=3, log_path=folder / "steps.jsonl")
+    snaps = []
+
+    class Watch(TrainerCallback):
+        def on_step_begin(self, args, state, control, **kwargs):
+            policy.step = state.global_step
+
+        def on_step_end(self, args, state, control, model=None, **kwargs):
+            snaps.append(model.lm_head.weight.detach().clone())
+
+    config = grpo_config(folder / "ck", max_steps=3, learning_rate=1e-2, num_generations=2, prompts_per_step=1,
+                         max_completion_length=64)
+    callbacks = [Watch()] + ([skip_callback(roll)] if with_skip else [])
+    trainer = _trainer(model, tok, Dataset.from_list(grpo_prompts(envs, tok)), config, env_reward, callbacks, roll)
+    before = model.lm_head.weight.detach().clone()
+    trainer.train()
+    return before, snaps, roll.read_log()
+
+
+def test_a_skipped_step_moves_no_weight(envs, start_model, tmp_path):
+    """ABF's skipped step is a true no-op: with zero gradients alone Adam's momentum would still move the
+    weights after an update (the run without the skip callback shows it); with it, nothing moves."""
+    before, snaps, log = _scripted_run(envs, start_model, tmp_path / "skip", with_skip=True)
+    assert [r["skipped"] for r in log] == [False, True, False] and [r["draws"] for r in log][1] == 2
+    assert not torch.equal(before, snaps[0]) and torch.equal(snaps[0], snaps[1]) and not torch.equal(snaps[1], snaps[2])
+    _, moved, _ = _scripted_run(envs, start_model, tmp_path / "noskip", with_skip=False)
+    assert not torch.equal(moved[0], moved[1])
+
+
+def test_warm_start_trains_on_the_golden_episodes_that_earn_one(envs, start_model, tmp_path):
+    from train.grpo import warm_start
+    from train.sft import train_sft
+
+    sft = tmp_path / "sft"
+    train_sft(start_model.parent / "golden", SIZE.model_copy(update={"max_steps": 2, "batch_size": 1}), sft,
+              save_steps=0)
+    stats = warm_start(envs, sft, SIZE.model_copy(update={"batch_size": 1}), tmp_path / "warm", steps=2)
+    rows = [json.loads(line) for line in (tmp_path / "warm" / "data" / "train.jsonl").read_text().splitlines()]
+    assert len(rows) == len(envs) and all(json.loads(r["meta"])["env_reward"] == 1.0 for r in rows)
+    assert rows[0]["messages"][0]["content"].startswith("You are a careful assistant with access to the")
+    assert stats.steps == 2 and (tmp_path / "warm" / "model.safetensors").is_file()
+    assert json.loads((tmp_path / "warm" / "run.json").read_text())["init"]["steps"] == 2   # started from the SFT run
+    with pytest.raises(UsageError, match="warm-start steps must be a positive integer"):
+        warm_start(envs, sft, SIZE, tmp_path / "w2", steps=0)
 
 
 @pytest.mark.slow

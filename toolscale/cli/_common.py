@@ -10,10 +10,11 @@ from pathlib import Path
 from typing import Any
 
 from toolscale.config import ExperimentConfig, load_config
+from toolscale.errors import UsageError
 
 __all__ = ["add_registry_args", "registry_path", "config_of", "emit_json", "print_table", "Formatter",
-           "positive_float", "positive_int", "nonneg_int", "check_tool_axis", "open_fraction", "writable_file",
-           "writable_dir"]
+           "positive_float", "positive_int", "nonneg_int", "check_tool_axis", "check_grpo_budget", "open_fraction",
+           "writable_file", "writable_dir"]
 
 Formatter = argparse.RawDescriptionHelpFormatter
 DEFAULT_REGISTRY = "./toolscale.duckdb"
@@ -132,6 +133,33 @@ def check_tool_axis(config: ExperimentConfig) -> int | None:
     from synth.domains import domain_of
 
     return domain_of(config).tool_capacity(config)
+
+
+def check_grpo_budget(config: ExperimentConfig) -> dict | None:
+    """Refuse (UsageError) a config whose golden GRPO episodes exceed the policy budget or a rung's context
+    (``train.budget``: a byte bound and estimate, before any tokenizer exists); None without the grpo stage."""
+    t = config.train
+    if "grpo" not in t.stages:
+        return None
+    from train.budget import budget_report
+    from train.grpo import load_env_samples, rl_envs
+
+    seed = config.experiment.seeds[0] if config.experiment.seeds else 0
+    samples = load_env_samples(t.grpo_envs) if t.grpo_envs else rl_envs(t.grpo_n_envs, seed,
+                                                                          curriculum=t.grpo_curriculum, validate=False)
+    shortest = min((s for s in config.ladder if not s.pretrained), key=lambda s: s.max_seq_len, default=None)
+    report = budget_report(samples, max_completion_length=t.grpo_max_completion_length,
+                           max_context=shortest.max_seq_len if shortest else 10**9)
+    if report["over_policy"]:
+        raise UsageError(f"{report['over_policy']} of {report['n']} golden GRPO episodes exceed "
+                         f"train.grpo_max_completion_length = {t.grpo_max_completion_length} (the longest needs up to "
+                         f"{report['max_policy']} tokens); raise it")
+    if report["over_context"] and shortest is not None:
+        raise UsageError(f"{report['over_context']} of {report['n']} golden GRPO episodes (prompt, calls and "
+                         f"observations) exceed max_seq_len = {shortest.max_seq_len} of rung {shortest.name!r} (the "
+                         f"longest is about {report['max_context']} tokens); raise max_seq_len or use fewer "
+                         "distractors")
+    return report
 
 
 def open_fraction(text: str) -> float:

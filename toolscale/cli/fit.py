@@ -7,8 +7,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from toolscale.cli._common import (Formatter, add_registry_args, config_of, emit_json, print_table, registry_path,
-                                   writable_dir)
+from toolscale.cli._common import (Formatter, add_registry_args, config_of, emit_json, open_fraction, print_table,
+                                   registry_path, writable_dir)
 from toolscale.config import ExperimentConfig, parse_config
 from toolscale.errors import UsageError
 
@@ -133,15 +133,19 @@ def register(sub: argparse._SubParsersAction) -> None:
 
     p = sub.add_parser(
         "effect", help="the seed-paired effect of each level of an axis against its lowest (e.g. a stage on/off) "
-                       "per model size, with 95%% CIs",
+                       "per model size, with t confidence intervals (95%% unless --level)",
         formatter_class=Formatter,
-        epilog="example:\n  toolscale effect --experiment midtrain-cpu --axis midtrain_tokens "
-               "--benchmark heldout-calls --metric token_prob --json")
+        epilog="examples:\n  toolscale effect --experiment midtrain-cpu --axis midtrain_tokens "
+               "--benchmark heldout-calls --metric token_prob --json\n"
+               "  toolscale effect --experiment rl-cpu --axis grpo_steps --benchmark heldout-env --metric f1 "
+               "--level 0.9")
     p.add_argument("--experiment", help="experiment name (default: the only one in the registry)")
     add_registry_args(p)
     p.add_argument("--axis", required=True, help="an axis with at least two levels among the done runs")
     p.add_argument("--benchmark", required=True, help="benchmark")
     p.add_argument("--metric", default="score", help="metric of the benchmark (default score)")
+    p.add_argument("--level", type=open_fraction, default=0.95, help="confidence level of the intervals "
+                                                                      "(default 0.95)")
     p.add_argument("--json", action="store_true", help="one object per size and cell")
     p.set_defaults(func=_effect)
 
@@ -495,7 +499,7 @@ def _effect(args: argparse.Namespace) -> int:
 
     experiment, runs, _, _ = _load(args, args.experiment)
     metric = f"{args.benchmark}/{args.metric}"
-    effects = paired_effects(runs, args.axis, metric)
+    effects = paired_effects(runs, args.axis, metric, level=args.level)
     if args.json:
         emit_json(EffectReport(experiment=experiment, axis=args.axis, metric=metric, effects=effects)
                   .model_dump(mode="json"))
@@ -503,7 +507,7 @@ def _effect(args: argparse.Namespace) -> int:
     rows = [{"model": e.model_size, **{k: f"{v:g}" for k, v in e.others.items()}, "pairs": e.n_pairs,
              "levels": f"{e.low:g} -> {e.high:g}", "mean at low": f"{e.mean_low:.4g}",
              "mean at high": f"{e.mean_high:.4g}", "effect": f"{e.effect:+.4g}",
-             "95% CI": "—" if e.lo is None else f"[{e.lo:+.4g}, {e.hi:+.4g}]"} for e in effects]
+             f"{args.level:.0%} CI": "—" if e.lo is None else f"[{e.lo:+.4g}, {e.hi:+.4g}]"} for e in effects]
     print_table(rows, title=f"{experiment}: {args.axis} on {args.benchmark}/{args.metric}, paired by seed")
     return 0
 

@@ -7,8 +7,8 @@ import sys
 from importlib import resources
 from pathlib import Path
 
-from toolscale.cli._common import (Formatter, add_registry_args, check_tool_axis, emit_json, open_fraction, print_table,
-                                   registry_path, writable_file)
+from toolscale.cli._common import (Formatter, add_registry_args, check_grpo_budget, check_tool_axis, emit_json,
+                                   open_fraction, print_table, registry_path, writable_file)
 from toolscale.config import load_config
 from toolscale.errors import ConfigError, UsageError
 
@@ -155,6 +155,7 @@ def _validate(args: argparse.Namespace) -> int:
         print(f"toolscale: error: {args.config} is not valid ({n} problem{'s' if n > 1 else ''})", file=sys.stderr)
         return 2
     check_tool_axis(cfg)
+    check_grpo_budget(cfg)
     from eval.benchmarks import check_validation
 
     check_validation(cfg.eval.validation, list(cfg.eval.benchmarks))

@@ -39,7 +39,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="sft (default) or grpo: RL in executable environments, from a trained model")
     p.add_argument("--envs", metavar="FILE", help="envs.jsonl from `toolscale envs build` (grpo)")
     p.add_argument("--init", metavar="MODEL_DIR", help="model folder GRPO starts from, e.g. an SFT run (grpo)")
-    p.add_argument("--num-generations", type=positive_int, default=4, help="GRPO group size (default 4)")
+    p.add_argument("--num-generations", type=positive_int, help="GRPO group size (default: the config's "
+                                                                 "train.grpo_generations; its other grpo_* "
+                                                                 "settings apply too)")
     p.add_argument("--json", action="store_true", help="print the training accounting as JSON")
     p.set_defaults(func=_train)
 
@@ -62,9 +64,17 @@ def _train(args: argparse.Namespace) -> int:
 
         if not args.envs or not args.init:
             raise UsageError("--objective grpo needs --envs FILE and --init MODEL_DIR")
+        from train.grpo import Sampling
+
+        t = cfg.train
         label, total = "grpo", args.max_steps or 20
+        knobs = dict(num_generations=args.num_generations or t.grpo_generations,
+                     prompts_per_step=t.grpo_prompts_per_step, max_completion_length=t.grpo_max_completion_length,
+                     learning_rate=t.grpo_learning_rate, abf=t.grpo_abf, draw_cap=t.grpo_draw_cap, reward=t.grpo_reward,
+                     vllm_mode=t.grpo_vllm,
+                     sampling=Sampling(temperature=t.grpo_temperature, top_k=t.grpo_top_k, top_p=t.grpo_top_p))
         run = lambda **kw: train_grpo(args.envs, args.init, args.out, max_steps=total,  # noqa: E731
-                                      num_generations=args.num_generations, **kwargs, **kw)
+                                      **knobs, **kwargs, **kw)
     else:
         from train.sft import train_sft
 

@@ -217,8 +217,34 @@ class TrainSpec(_Frozen):
     """Environments built for the grpo stage when ``grpo_envs`` is not given (training domains, run seed)."""
     grpo_steps: int = Field(default=10, ge=1)
     """GRPO optimizer steps."""
-    grpo_generations: int = Field(default=4, ge=2)
-    """Completions per prompt (the GRPO group)."""
+    grpo_generations: int = Field(default=8, ge=2)
+    """Completions per environment (the GRPO group, G >= 2)."""
+    grpo_prompts_per_step: int = Field(default=2, ge=1)
+    """Groups per GRPO step (P)."""
+    grpo_max_completion_length: int = Field(default=384, ge=16)
+    """Policy tokens per episode; observations do not count against it (only against the context)."""
+    grpo_learning_rate: float = Field(default=1e-4, gt=0)
+    """GRPO learning rate (constant)."""
+    grpo_temperature: float = Field(default=1.0, gt=0)
+    """Sampling temperature of the rollouts."""
+    grpo_top_k: int = Field(default=0, ge=0)
+    """Sample among the k most likely tokens (0: off)."""
+    grpo_top_p: float = Field(default=1.0, gt=0, le=1)
+    """Nucleus sampling mass (1: off)."""
+    grpo_abf: bool = True
+    """ASTRA's Adaptive Batch Filling: keep only groups whose rewards differ, draw until the step is full."""
+    grpo_draw_cap: int = Field(default=8, ge=1)
+    """Most groups drawn per step under ABF; a step still not full is skipped (and logged)."""
+    grpo_reward: Literal["f1", "f1+partial"] = "f1"
+    """Training reward: the F1 environment reward, or F1 plus partial credit (logged apart; laws fit F1)."""
+    grpo_curriculum: bool = True
+    """Build the RL environments as a curriculum (single-hop, multi-hop, parallel with distractors) and draw
+    them phase by phase; False: one mixed phase."""
+    warmstart_n_envs: int = Field(default=96, ge=0)
+    """Environments (disjoint from the RL ones) whose golden episodes the SFT warm start trains on before
+    GRPO; runs whenever ``grpo`` is a stage, also in arms whose ``grpo_steps`` level is 0. 0: no warm start."""
+    warmstart_steps: int = Field(default=100, ge=0)
+    """Optimizer steps of the warm start (0: none)."""
     grpo_vllm: Literal["server", "colocate"] | None = None
     """GRPO generation on GPUs through TRL's vLLM integration: ``server`` (``trl vllm-serve`` on GPUs of its own)
     or ``colocate`` (inside the training processes); needs ``vllm`` importable in the training environment.
@@ -252,7 +278,19 @@ class TrainSpec(_Frozen):
         if "grpo" in self.stages and self.grpo_envs is None and self.grpo_n_envs == 0:
             raise ValueError("stage 'grpo' needs environments: set train.grpo_envs (an envs.jsonl) or "
                              "train.grpo_n_envs > 0")
+        self._check_rl()
         return self
+
+    def _check_rl(self) -> None:
+        if "grpo" in self.stages and self.grpo_envs is None and self.grpo_curriculum and self.grpo_n_envs < 3:
+            raise ValueError(f"train.grpo_n_envs = {self.grpo_n_envs}: the curriculum's 3 phases need 3 or more "
+                             "environments (or set train.grpo_curriculum = false)")
+        if self.grpo_abf and self.grpo_draw_cap < self.grpo_prompts_per_step:
+            raise ValueError(f"train.grpo_draw_cap = {self.grpo_draw_cap} is below train.grpo_prompts_per_step = "
+                             f"{self.grpo_prompts_per_step}: no step could ever be filled")
+        if (self.warmstart_n_envs == 0) != (self.warmstart_steps == 0):
+            raise ValueError(f"train.warmstart_n_envs = {self.warmstart_n_envs} and train.warmstart_steps = "
+                             f"{self.warmstart_steps}: set both to 0 (no warm start) or both above 0")
 
     @property
     def objective(self) -> str:

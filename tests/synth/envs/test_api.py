@@ -95,3 +95,20 @@ def test_a_looping_call_does_not_poison_the_rest_of_a_batch():
     obs = env.step_many([{"name": "spin", "arguments": {"n": 1}}] + env.golden_calls())
     assert "limit exceeded" in obs[0]          # CPU time, or wall clock on a very busy machine
     assert env.hits() == 4 and env.reward() == pytest.approx(2 * 4 / (4 + 5))
+
+
+def test_a_shared_cache_runs_each_distinct_call_once_across_episodes(built, monkeypatch):
+    """Episodes of one sample (a GRPO group) share observations: the second episode starts no sandbox."""
+    import synth.envs.api as api
+
+    runs = []
+    real = api.run_calls
+    monkeypatch.setattr(api, "run_calls", lambda *a, **k: runs.append(1) or real(*a, **k))
+    sample = built[0][0]
+    cache: dict[str, str] = {}
+    first, second = Environment(sample, cache=cache), Environment(sample, cache=cache)
+    first.step_many(first.golden_calls())
+    assert len(runs) == 1 and len(cache) == len(first.golden_calls())
+    second.step_many(second.golden_calls())
+    assert len(runs) == 1 and second.reward() == first.reward() == pytest.approx(1.0)
+    assert second.turns == len(second.golden_calls())           # cached calls still count as calls

@@ -36,3 +36,17 @@ def test_bad_arguments():
         build_envs(1, distractors={"extreme": 2})
     with pytest.raises(UsageError, match="n must be"):
         build_envs(-1)
+
+
+def test_structures_prefix_and_no_repeated_prompt():
+    samples = build_envs(4, seed=5, distractors=None, hop_budget=1, validate=False, structures=["single-hop"],
+                         id_prefix="x-")
+    assert {s.structure for s in samples} == {"single-hop"} and all(s.env_id.startswith("x-") for s in samples)
+    assert len({s.prompt for s in samples}) == 4
+    more = build_envs(4, seed=5, distractors=None, hop_budget=1, validate=False, structures=["single-hop"],
+                      id_prefix="x-", exclude_prompts={samples[0].prompt})
+    assert samples[0].prompt not in {s.prompt for s in more}
+    with pytest.raises(UsageError, match="need hop_budget >= 2"):
+        build_envs(1, hop_budget=1, structures=["multi-hop"])
+    with pytest.raises(UsageError, match="structures must be some of"):
+        build_envs(1, structures=["zigzag"])

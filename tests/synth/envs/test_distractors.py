@@ -29,7 +29,7 @@ def test_pick_respects_tiers_counts_and_unique_names():
     gold = [lookup_tool("shop", "orders", "order_id", dbs["shop"]["orders"])]
     pool = candidate_pool(dbs, gold=gold, archives={"shop": make_database("shop", 0, 1)})
     names = [c.name for c in pool]
-    assert len(names) == len(set(names)) and "get_order_by_order_id" not in names
+    assert len(names) == len(set(names)) and "get_order" not in names and "get_archived_order" in names
     picked, short = pick_distractors([gold[0].schema()], pool, {"high": 1, "medium": 2, "low": 3},
                                      random.Random(0))
     tiers = [t for _, t, _ in picked]
@@ -38,3 +38,20 @@ def test_pick_respects_tiers_counts_and_unique_names():
     assert tiers.count("low") == 3
     for _, tier, sim in picked:
         assert tier == tier_of(sim)
+
+
+def test_no_distractor_is_a_stub_under_an_sft_name():
+    """Every candidate is a real tool: lookups (real rows, some under other domains' SFT names), archives and
+    utilities; none answers "no matching record" whatever it is asked."""
+    from synth.servers.catalog import SERVERS
+    from synth.servers.db import DOMAINS
+
+    dbs = {d: make_database(d, 0, 0) for d in DOMAINS}
+    gold = [lookup_tool("travel", "flights", "flight_id", dbs["travel"]["flights"])]
+    pool = candidate_pool(dbs, gold=gold, archives={"travel": make_database("travel", 0, 1)})
+    sft_names = {t.name for s in SERVERS.values() for t in s.tools}
+    assert all("no matching record" not in c.source.source for c in pool)
+    assert {c.origin.split(":")[0] for c in pool} == {"archive", "lookup", "utility"}
+    shared = [c for c in pool if c.name in sft_names]
+    assert shared and all(c.origin.startswith("lookup:") for c in shared)      # e.g. shop's get_order
+    assert "get_flight" not in {c.name for c in pool}                          # the gold tool's own name

@@ -56,3 +56,29 @@ def test_no_multi_hop_without_foreign_keys():
     assert sample_plan(db, "x", random.Random(0), structure="multi-hop", attempts=5) is None
     single = sample_plan(db, "x", random.Random(0), structure="single-hop")
     assert single is not None and len(single.nodes) == 1
+
+
+@pytest.mark.parametrize("domain", ["travel", "banking", "shop", "calendar", "hr", "library"])
+def test_no_hop_returns_its_own_input_and_names_are_the_sft_names(domain):
+    """A hop asks a field its tool returns other than the key it was called with, so every golden call is
+    needed: the answer never equals the argument. Lookups the catalogue documents carry its names."""
+    from synth.envs.compile import aligned_spec
+    from synth.servers.catalog import SERVERS
+
+    db = make_database(domain, 4, 2)
+    gets = {t.name for t in SERVERS[domain].tools if t.kind == "get"}
+    for seed in range(12):
+        plan = sample_plan(db, domain, random.Random(seed), hop_budget=3)
+        if plan is None:
+            continue
+        for node in plan.nodes:
+            if node.tool is None:
+                continue
+            tool = plan.tools[node.id]
+            ((key, value),) = node.arguments.items()
+            assert node.answer != canonical_answer(value), (seed, node.question)
+            assert tool.name == aligned_spec(domain, tool.table, key).name
+            assert node.question.startswith("What is the ") and " of the " in node.question
+            if tool.name in gets:   # the question asks a field under the name the tool returns it by
+                asked = node.question.removeprefix("What is the ").split(" of the ")[0]
+                assert asked in tool.fields()

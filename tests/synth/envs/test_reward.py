@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from synth.envs.models import Target
-from synth.envs.reward import answer_in_output, canonical_answer, f1_reward, match_targets
+from synth.envs.reward import answer_in_output, canonical_answer, f1_reward, match_targets, partial_credit
 from toolscale.errors import UsageError
 
 
@@ -54,3 +54,19 @@ def test_match_targets_counts_each_target_once():
     assert match_targets(targets, calls) == [0, None, 1, None]
     hits = sum(h is not None for h in match_targets(targets, calls))
     assert f1_reward(hits, len(targets), len(calls)) == pytest.approx(2 * 2 / (2 + 4))
+
+
+def test_partial_credit_scores_the_best_call_on_four_checks():
+    t = [Target(node="q1", tool="get_order", arguments={"order_id": "OR-42"}, answer="3")]
+    offered, prompt = ["get_order", "get_product"], "What is the quantity of the order whose order_id is OR-42?"
+
+    def pc(*calls):
+        return partial_credit(list(calls), offered, prompt, t)
+
+    assert pc() == 0.0 and pc({"name": "", "arguments": "{oops"}) == 0.0
+    assert pc({"name": {"get_order": 1}, "arguments": {"order_id": "OR-42"}}) == 0.0   # a name that is no string
+    assert pc({"name": "get_ordr", "arguments": {"x": 1}}) == 0.25                       # parses only
+    assert pc({"name": "get_product", "arguments": {"x": 1}}) == 0.5                     # + offered name
+    assert pc({"name": "get_order", "arguments": {"order_id": "OR-7"}}) == 0.75          # + the target's keys
+    assert pc({"name": "get_order", "arguments": '{"order_id": "or-42"}'}) == 1.0        # + copied from the prompt
+    assert pc({"name": "get_ordr", "arguments": {}}, {"name": "get_order", "arguments": {"order_id": "OR-7"}}) == 0.75

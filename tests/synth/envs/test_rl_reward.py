@@ -49,6 +49,11 @@ def test_reward_fn_needs_the_env_id_column():
 def test_extract_tool_calls_counts_garbage_blocks():
     calls = extract_tool_calls('<tool_call>{"name": "a", "arguments": {"x": 1}}</tool_call> <tool_call>{oops</tool_call>')
     assert calls == [{"name": "a", "arguments": {"x": 1}}, {"name": "", "arguments": "{oops"}]
+    # a policy may write any JSON: a name that is no string is a wasted call, in text and in tool_calls
+    odd = '<tool_call>{"name": {"a": 1}, "arguments": {}}</tool_call>'
+    assert extract_tool_calls(odd) == [{"name": "", "arguments": '{"name": {"a": 1}, "arguments": {}}'}]
+    msg = {"role": "assistant", "content": "", "tool_calls": [{"function": {"name": ["a"], "arguments": {}}}]}
+    assert extract_tool_calls([msg]) == [{"name": "", "arguments": {}}]
 
 
 def test_rows_and_environment_factory_adapter():
