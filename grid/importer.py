@@ -205,25 +205,7 @@ def rows_to_runs(rows: Sequence[dict[str, Any]], mapping: dict[str, str], *, exp
         line = i + 2
         recipe = {a: _number(row, mapping[a], line, a) for a in axes}
         size_raw = row[mapping["model_size"]] if "model_size" in mapping else None
-        params = _number(row, mapping["model_params"], line, "model_params") if "model_params" in mapping else None
-        if params is None and size_raw is not None:
-            try:
-                params = parse_count(size_raw)
-            except ValueError as err:
-                if "suffix" in str(err):
-                    raise TableImportError(f"row {line}: column {mapping['model_size']!r} (model_size) {err}") from None
-                params = None
-            if params is not None and not (math.isfinite(params) and params > 0):
-                raise TableImportError(f"row {line}: column {mapping['model_size']!r} (model_size) as a parameter "
-                                       f"count must be finite and > 0, got {size_raw!r}")
-        tokens = _number(row, mapping["train_tokens"], line, "train_tokens") if "train_tokens" in mapping else None
-        c = _number(row, mapping["train_flops"], line, "train_flops") if "train_flops" in mapping else None
-        if c is None and params and tokens:
-            c = training_flops(params, tokens)
-            if not math.isfinite(c):
-                raise TableImportError(f"row {line}: train_flops = 6 N D overflows (N = {params:g}, D = {tokens:g})")
-        if tokens is None and params and c:
-            tokens = c / (FLOPS_PER_PARAM_TOKEN * params)
+        params, tokens, c = _size_tokens_flops(row, mapping, line, size_raw)
         seed = int(_number(row, mapping["seed"], line, "seed")) if "seed" in mapping else 0
         bench = str(row[mapping["benchmark"]]) if "benchmark" in mapping else benchmark
         ms = []
@@ -267,3 +249,29 @@ def rows_to_runs(rows: Sequence[dict[str, Any]], mapping: dict[str, str], *, exp
     if len(set(ids)) != len(ids):
         raise TableImportError("two rows have the same run_id; map a unique column to run_id")
     return axes, runs, metrics
+
+
+def _size_tokens_flops(row: dict[str, Any], mapping: dict[str, str], line: int, size_raw: Any
+                       ) -> tuple[float | None, float | None, float | None]:
+    """``(N, D, C)`` of one row: N from ``model_params`` or a size label with a suffix (``1.4B``), C = 6 N D when
+    not given, D from C when only C is; each finite and positive, else TableImportError naming the row."""
+    params = _number(row, mapping["model_params"], line, "model_params") if "model_params" in mapping else None
+    if params is None and size_raw is not None:
+        try:
+            params = parse_count(size_raw)
+        except ValueError as err:
+            if "suffix" in str(err):
+                raise TableImportError(f"row {line}: column {mapping['model_size']!r} (model_size) {err}") from None
+            params = None
+        if params is not None and not (math.isfinite(params) and params > 0):
+            raise TableImportError(f"row {line}: column {mapping['model_size']!r} (model_size) as a parameter "
+                                   f"count must be finite and > 0, got {size_raw!r}")
+    tokens = _number(row, mapping["train_tokens"], line, "train_tokens") if "train_tokens" in mapping else None
+    c = _number(row, mapping["train_flops"], line, "train_flops") if "train_flops" in mapping else None
+    if c is None and params and tokens:
+        c = training_flops(params, tokens)
+        if not math.isfinite(c):
+            raise TableImportError(f"row {line}: train_flops = 6 N D overflows (N = {params:g}, D = {tokens:g})")
+    if tokens is None and params and c:
+        tokens = c / (FLOPS_PER_PARAM_TOKEN * params)
+    return params, tokens, c

@@ -38,7 +38,7 @@ from grid.models import TrainStats
 from toolscale.config import ModelSize, TrainSpec, training_flops
 from toolscale.errors import UsageError
 from train.accounting import accounting_callback, loss_curve, read_accounting
-from train.checkpoint import RUN_FILE, STATS_FILE, checkpoint_dir, clear_checkpoints, last_checkpoint
+from train.checkpoint import RUN_FILE, STATS_FILE, checkpoint_dir, clear_checkpoints, last_checkpoint, snapshot_steps
 from train.data import count_rows, dataset_id, read_rows, render_corpus
 from train.tokenized import cached_tokenize
 from train.tokenizer import tokenizer_id
@@ -321,8 +321,141 @@ def train_sft(data_dir: str | Path, size: ModelSize, out_dir: str | Path, *, max
     """
     import torch
 
+    from train.distributed import barrier, is_main
+
+    steps = _steps(size, max_steps, threads)
+    out = Path(out_dir)
+    rows = _lazy_rows(data_dir)  # read (and validated) only when needed: a cache hit does not
+    name = label or str(out)
+    size = _checked_size(size, data_dir, steps, name, max_epochs=max_epochs, snapshots=snapshots,
+                         learning_rate=learning_rate, tokenizer_dir=tokenizer_dir)
+    data_id = dataset_id(data_dir)
+    identity = _full_identity(data_id, steps, seed, size, weight_decay=weight_decay, schedule=schedule,
+                              wsd_decay=wsd_decay, snapshots=snapshots, tokenizer_dir=tokenizer_dir, init=init)
+    finished = _finished(out, identity) if resume and (out / RUN_FILE).is_file() else None
+    if finished is not None:
+        return finished
+    # bad data is refused before anything is written: with a given tokenizer the rows are tokenised (or read
+    # back from the cache, already validated) first; a tokenizer of its own trains on the validated rows
+    tokenizer = data = None
+    if init is not None or tokenizer_dir is not None:
+        from train.tokenizer import load_tokenizer
+
+        tokenizer = load_tokenizer(init if init is not None else tokenizer_dir)
+        data = _tokenized(rows, tokenizer, size, seed, data_id, cache_dir, data_dir)
+    else:
+        rows()
+    _prepare_folder(out, identity, resume=resume, tokenizer=tokenizer if init is None else None)
+    if tokenizer is None or data is None:
+        tokenizer = _tokenizer_for(size, out, rows(), resume)
+        data = _tokenized(rows, tokenizer, size, seed, data_id, cache_dir, data_dir)
+    model = _model_for(size, init, tokenizer, seed)
+    dataset = data.dataset()
+    every = max(10, steps // 4) if save_steps is None else save_steps
+    spec = train or TrainSpec()
+    config = sft_config(size, checkpoint_dir(out), max_steps=steps, seed=seed, save_steps=every, train=spec,
+                        weight_decay=weight_decay, schedule=schedule, wsd_decay=wsd_decay,
+                        dataset_kwargs={"skip_prepare_dataset": True}, **_reporting(report_to, label))
+    checkpoint = last_checkpoint(out) if resume else None
+    accounting = accounting_callback(read_accounting(checkpoint).get("wall_s", 0.0), on_step=on_step)
+    stopper = interrupt_callback(checkpoint_every_s, should_stop)
+    chunked = spec.chunked_loss if spec.chunked_loss is not None else torch.cuda.is_available()
+    keep = snapshot_steps(steps, snapshots)
+    snaps = snapshot_callback(out, keep, tokenizer)
+    with quiet_progress():
+        trainer = make_trainer(model, tokenizer, dataset, config, plain_loss=not chunked,
+                               callbacks=[accounting, divergence_callback(), stopper, *([snaps] if keep else [])])
+        trainer.train(resume_from_checkpoint=str(checkpoint) if checkpoint else None)
+        if stopper.stopped_at is not None and trainer.state.global_step < steps:
+            raise Interrupted(f"run {name}: {stopper.reason}; checkpoint saved at step "
+                              f"{trainer.state.global_step} of {steps}")
+        save_final(trainer, out, save_dtype)
+        if is_main():
+            tokenizer.save_pretrained(out)
+
+    curve = loss_curve(trainer.state.log_history)
+    stats = _train_stats(size, model, trainer.state, curve, accounting.wall_s)
+    tokens = stats.train_tokens
+    payload = {"objective": "sft", "train": stats.model_dump(mode="json"), "loss_curve": curve,
+               "snapshots": _snapshots(out, keep, snaps.seen, tokens), "dataset_id": data_id, "model_size": size.name,
+               "steps": steps, "seed": seed, "resumed_from": checkpoint and checkpoint.name, "data": dict(data.counts),
+               "chat_template": template_name(tokenizer.chat_template), "parallel": _layout(trainer, chunked)}
+    if is_main():
+        _write_json(out / STATS_FILE, payload)
+        if not keep_checkpoints:
+            clear_checkpoints(out)
+    barrier()
+    return stats
+
+
+def _model_for(size: ModelSize, init: str | Path | None, tokenizer: Any, seed: int) -> Any:
+    """The model to train: a pretrained rung's or ``init``'s weights, else a new proxy built from config."""
+    from train.proxy import build_model, load_model
+
+    if size.pretrained or init is not None:
+        with quiet_progress():
+            return load_model(size.pretrained or init)
+    model = build_model(size, seed=seed)
+    if len(tokenizer) > model.config.vocab_size:
+        raise TrainError(f"tokenizer has {len(tokenizer)} tokens, model vocabulary {model.config.vocab_size}")
+    return model
+
+
+def _prepare_folder(out: Path, identity: dict[str, Any], *, resume: bool, tokenizer: Any) -> None:
+    """Rank 0 clears a run that starts over, writes ``run.json`` (and the given tokenizer); every rank waits."""
     from train.distributed import barrier, init_process_group, is_main
-    from train.proxy import build_model, count_params, load_model
+
+    init_process_group()
+    if is_main():
+        if not resume:
+            clear_checkpoints(out)
+            (out / STATS_FILE).unlink(missing_ok=True)
+        out.mkdir(parents=True, exist_ok=True)
+        _write_json(out / RUN_FILE, identity)
+        if tokenizer is not None:
+            tokenizer.save_pretrained(out)
+    barrier()
+
+
+def _train_stats(size: ModelSize, model: Any, state: Any, curve: list[dict[str, Any]], wall_s: float) -> TrainStats:
+    """N (with and without embeddings), D (non-padding tokens seen), FLOPs with attention and ``6 N D``, wall
+    seconds, the last finite loss and the steps of a finished trainer ``state``."""
+    from train.proxy import count_params
+
+    params, params_nonemb = count_params(model)
+    tokens = float(state.num_input_tokens_seen)
+    final_loss = curve[-1]["loss"] if curve else None
+    return TrainStats(params=float(params), params_nonembedding=float(params_nonemb), train_tokens=tokens,
+                      train_flops=_flops(size, model, params, params_nonemb, tokens, state.global_step),
+                      train_flops_6nd=training_flops(params_nonemb, tokens), wall_s=wall_s,
+                      final_loss=final_loss if final_loss is None or math.isfinite(final_loss) else None,
+                      steps=int(state.global_step))
+
+
+def _lazy_rows(data_dir: str | Path) -> Callable[[], list[dict[str, Any]]]:
+    """A function returning the dataset's validated rows, read on its first call only."""
+    loaded: list[list[dict[str, Any]]] = []
+
+    def rows() -> list[dict[str, Any]]:
+        if not loaded:
+            loaded.append(read_rows(data_dir))
+        return loaded[0]
+
+    return rows
+
+
+def _tokenized(rows: Callable[[], list[dict[str, Any]]], tokenizer: Any, size: ModelSize, seed: int, data_id: str,
+               cache_dir: str | Path | None, data_dir: str | Path) -> Any:
+    """The run's :class:`train.tokenized.TokenizedArrays` (cached); TrainError when no row keeps a loss token."""
+    data, _ = cached_tokenize(rows, tokenizer, size.max_seq_len, seed=seed, dataset_id=data_id, folder=cache_dir)
+    if not data.n_examples:
+        raise TrainError(f"no row of {data_dir} keeps an assistant token within max_seq_len={size.max_seq_len}")
+    return data
+
+
+def _steps(size: ModelSize, max_steps: int | None, threads: int | None) -> int:
+    """The run's optimizer steps (``size.max_steps`` by default), after setting torch's CPU threads."""
+    import torch
 
     steps = size.max_steps if max_steps is None else max_steps
     if not isinstance(steps, int) or steps < 1:
@@ -331,15 +464,13 @@ def train_sft(data_dir: str | Path, size: ModelSize, out_dir: str | Path, *, max
         if threads < 1:
             raise UsageError(f"threads must be >= 1, got {threads}")
         torch.set_num_threads(threads)
-    out = Path(out_dir)
-    loaded: list[list[dict[str, Any]]] = []
+    return steps
 
-    def rows() -> list[dict[str, Any]]:  # read (and validated) only when needed: a cache hit does not
-        if not loaded:
-            loaded.append(read_rows(data_dir))
-        return loaded[0]
 
-    name = label or str(out)
+def _checked_size(size: ModelSize, data_dir: str | Path, steps: int, name: str, *, max_epochs: float | None,
+                  snapshots: int, learning_rate: float | None, tokenizer_dir: str | Path | None) -> ModelSize:
+    """``size`` with the run's learning rate, after the checks that refuse a run before it trains (epochs over the
+    data, more snapshots than steps, a bad rate, a tokenizer for a pretrained rung), each naming the run."""
     if max_epochs is not None:
         n_rows = count_rows(data_dir)
         epochs = planned_epochs(steps, size.batch_size, n_rows)
@@ -357,7 +488,13 @@ def train_sft(data_dir: str | Path, size: ModelSize, out_dir: str | Path, *, max
     if tokenizer_dir is not None and size.pretrained:
         raise UsageError(f"model size {size.name!r} is pretrained and brings its own tokenizer; "
                          "tokenizer_dir is for proxy rungs")
-    data_id = dataset_id(data_dir)
+    return size
+
+
+def _full_identity(data_id: str, steps: int, seed: int, size: ModelSize, *, weight_decay: float, schedule: str,
+                   wsd_decay: float, snapshots: int, tokenizer_dir: str | Path | None,
+                   init: str | Path | None) -> dict[str, Any]:
+    """The run's identity (:func:`_identity`) with the shared tokenizer's hash and the initial model's identity."""
     identity = _identity(data_id, steps, seed, size, weight_decay=weight_decay, schedule=schedule,
                          wsd_decay=wsd_decay, snapshots=snapshots)
     if tokenizer_dir is not None:
@@ -369,102 +506,22 @@ def train_sft(data_dir: str | Path, size: ModelSize, out_dir: str | Path, *, max
         if not init_run.is_file():
             raise TrainError(f"init folder {str(init)!r} holds no finished toolscale run ({RUN_FILE} missing)")
         identity["init"] = json.loads(init_run.read_text(encoding="utf-8"))
+    return identity
+
+
+def _finished(out: Path, identity: dict[str, Any]) -> TrainStats | None:
+    """The stored accounting of an identical finished run in ``out``, None if it has not finished; a folder
+    holding a different run is a UsageError naming what differs."""
     run_file = out / RUN_FILE
-    if resume and run_file.is_file():
-        before = json.loads(run_file.read_text(encoding="utf-8"))
-        if before != identity:
-            changed = sorted(k for k in identity if before.get(k) != identity[k])
-            raise UsageError(f"{str(out)!r} holds a run with a different {', '.join(changed)}; pass resume=False "
-                             "(--no-resume) to replace it, or use another output folder")
-        previous = read_stats(out)
-        if previous is not None:
-            return TrainStats.model_validate(previous["train"])
-    # bad data is refused before anything is written: with a given tokenizer the rows are tokenised (or read
-    # back from the cache, already validated) first; a tokenizer of its own trains on the validated rows
-    tokenizer = data = None
-    if init is not None or tokenizer_dir is not None:
-        from train.tokenizer import load_tokenizer
-
-        tokenizer = load_tokenizer(init if init is not None else tokenizer_dir)
-        data = _tokenized(rows, tokenizer, size, seed, data_id, cache_dir, data_dir)
-    else:
-        rows()
-    init_process_group()
-    if is_main():
-        if not resume:
-            clear_checkpoints(out)
-            (out / STATS_FILE).unlink(missing_ok=True)
-        out.mkdir(parents=True, exist_ok=True)
-        _write_json(run_file, identity)
-        if init is None and tokenizer is not None:
-            tokenizer.save_pretrained(out)
-    barrier()
-    if tokenizer is None or data is None:
-        tokenizer = _tokenizer_for(size, out, rows(), resume)
-        data = _tokenized(rows, tokenizer, size, seed, data_id, cache_dir, data_dir)
-    if size.pretrained or init is not None:
-        with quiet_progress():
-            model = load_model(size.pretrained or init)
-    else:
-        model = build_model(size, seed=seed)
-        if len(tokenizer) > model.config.vocab_size:
-            raise TrainError(f"tokenizer has {len(tokenizer)} tokens, model vocabulary {model.config.vocab_size}")
-    params, params_nonemb = count_params(model)
-    dataset = data.dataset()
-    every = max(10, steps // 4) if save_steps is None else save_steps
-    spec = train or TrainSpec()
-    config = sft_config(size, checkpoint_dir(out), max_steps=steps, seed=seed, save_steps=every, train=spec,
-                        weight_decay=weight_decay, schedule=schedule, wsd_decay=wsd_decay,
-                        dataset_kwargs={"skip_prepare_dataset": True}, **_reporting(report_to, label))
-    checkpoint = last_checkpoint(out) if resume else None
-    accounting = accounting_callback(read_accounting(checkpoint).get("wall_s", 0.0), on_step=on_step)
-    stopper = interrupt_callback(checkpoint_every_s, should_stop)
-    chunked = spec.chunked_loss if spec.chunked_loss is not None else torch.cuda.is_available()
-    from train.checkpoint import snapshot_steps
-
-    keep = snapshot_steps(steps, snapshots)
-    snaps = snapshot_callback(out, keep, tokenizer)
-    with quiet_progress():
-        trainer = make_trainer(model, tokenizer, dataset, config, plain_loss=not chunked,
-                               callbacks=[accounting, divergence_callback(), stopper, *([snaps] if keep else [])])
-        trainer.train(resume_from_checkpoint=str(checkpoint) if checkpoint else None)
-        if stopper.stopped_at is not None and trainer.state.global_step < steps:
-            raise Interrupted(f"run {name}: {stopper.reason}; checkpoint saved at step "
-                              f"{trainer.state.global_step} of {steps}")
-        save_final(trainer, out, save_dtype)
-        if is_main():
-            tokenizer.save_pretrained(out)
-
-    state = trainer.state
-    curve = loss_curve(state.log_history)
-    tokens = float(state.num_input_tokens_seen)
-    final_loss = curve[-1]["loss"] if curve else None
-    stats = TrainStats(params=float(params), params_nonembedding=float(params_nonemb), train_tokens=tokens,
-                       train_flops=_flops(size, model, params, params_nonemb, tokens, state.global_step),
-                       train_flops_6nd=training_flops(params_nonemb, tokens), wall_s=accounting.wall_s,
-                       final_loss=final_loss if final_loss is None or math.isfinite(final_loss) else None,
-                       steps=int(state.global_step))
-    kept = _snapshots(out, keep, snaps.seen, tokens)
-    payload = {"objective": "sft", "train": stats.model_dump(mode="json"), "loss_curve": curve, "snapshots": kept,
-               "dataset_id": data_id, "model_size": size.name, "steps": steps, "seed": seed, "resumed_from": checkpoint and checkpoint.name,
-               "data": dict(data.counts),
-               "chat_template": template_name(tokenizer.chat_template),
-               "parallel": _layout(trainer, chunked)}
-    if is_main():
-        _write_json(out / STATS_FILE, payload)
-        if not keep_checkpoints:
-            clear_checkpoints(out)
-    barrier()
-    return stats
-
-
-def _tokenized(rows: Callable[[], list[dict[str, Any]]], tokenizer: Any, size: ModelSize, seed: int, data_id: str,
-               cache_dir: str | Path | None, data_dir: str | Path) -> Any:
-    """The run's :class:`train.tokenized.TokenizedArrays` (cached); TrainError when no row keeps a loss token."""
-    data, _ = cached_tokenize(rows, tokenizer, size.max_seq_len, seed=seed, dataset_id=data_id, folder=cache_dir)
-    if not data.n_examples:
-        raise TrainError(f"no row of {data_dir} keeps an assistant token within max_seq_len={size.max_seq_len}")
-    return data
+    before = json.loads(run_file.read_text(encoding="utf-8"))
+    if before != identity:
+        changed = sorted(k for k in identity if before.get(k) != identity[k])
+        raise UsageError(f"{str(out)!r} holds a run with a different {', '.join(changed)}; pass resume=False "
+                         "(--no-resume) to replace it, or use another output folder")
+    previous = read_stats(out)
+    if previous is not None:
+        return TrainStats.model_validate(previous["train"])
+    return None
 
 
 def _identity(data_id: str, steps: int, seed: int, size: ModelSize, *, weight_decay: float, schedule: str,

@@ -61,6 +61,11 @@ def _add_fit_args(p: argparse.ArgumentParser, benchmark_required: bool = True) -
 
 
 def register(sub: argparse._SubParsersAction) -> None:
+    for add in (_register_fit, _register_predict, _register_report, _register_effect, _register_simulate):
+        add(sub)
+
+
+def _register_fit(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "fit", help="fit a joint scaling law to an experiment's runs and store it for the allocator",
         formatter_class=Formatter,
@@ -83,6 +88,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--json", action="store_true", help="parameters with intervals and held-out metrics as JSON")
     p.set_defaults(func=_fit)
 
+
+def _register_predict(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "predict", help="predict a benchmark at new model sizes, token counts and data recipes from a stored fit",
         formatter_class=Formatter,
@@ -103,6 +110,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--json", action="store_true", help="the Prediction model as JSON")
     p.set_defaults(func=_predict)
 
+
+def _register_report(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "report", help="write a Markdown + HTML report (plots) and a JSON file of every number for one benchmark",
         formatter_class=Formatter,
@@ -131,6 +140,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--json", action="store_true", help="print the report's JSON summary on stdout")
     p.set_defaults(func=_report)
 
+
+def _register_effect(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "effect", help="the seed-paired effect of each level of an axis against its lowest (e.g. a stage on/off) "
                        "per model size, with t confidence intervals (95%% unless --level)",
@@ -149,6 +160,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--json", action="store_true", help="one object per size and cell")
     p.set_defaults(func=_effect)
 
+
+def _register_simulate(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "simulate", help="fill an experiment with results drawn from a known law over the config's real design",
         formatter_class=Formatter,
