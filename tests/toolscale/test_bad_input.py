@@ -183,13 +183,13 @@ CASES = [
     # predict's inputs checked against their domains (sizes and diversity positive, a fraction in [0, 1])
     ("predict-zero-model-size", ["predict", "--experiment", "sim", "--benchmark", "simulated", "--at",
                                  "model_size=0,tool_diversity=8,task_count=128,repair_rate=0.5"], 2,
-     "--at #1: model_size must be positive, got 0"),
+     "model_size must be > 0 (a size), got 0"),
     ("predict-negative-diversity", ["predict", "--experiment", "sim", "--benchmark", "simulated", "--at",
                                     "model_size=1e6,tool_diversity=-5,task_count=128,repair_rate=0.5"], 2,
-     "--at #1: tool_diversity must be positive, got -5"),
+     "tool_diversity must be > 0 (a diversity), got -5"),
     ("predict-fraction-above-one", ["predict", "--experiment", "sim", "--benchmark", "simulated", "--at",
                                     "model_size=1e6,tool_diversity=8,task_count=128,repair_rate=2"], 2,
-     "--at #1: repair_rate is a fraction and must be in [0, 1], got 2"),
+     "repair_rate is a fraction and must be in [0, 1], got 2"),
     # a validation split that shares items with a test benchmark, named with the count
     ("validate-validation-overlaps-a-test", ["validate", "{d}/overlap.toml"], 2,
      "eval.validation 'indist-calls' shares 272 of its 272 items with test benchmark 'indist-calls'"),
