@@ -17,13 +17,13 @@ from grid import cost_model_from_config
 from allocator.errors import AllocatorError, AllocatorUsageError
 from allocator.models import UNITS, AllocationReport, AllocationRequest, AxisBounds, Budget, Plan
 from allocator.solver import Surface, solve
-from fit.models import FitResult, FitSummary
+from fit.models import FitResult
 from grid import Registry
 from toolscale.config import ExperimentConfig, parse_config, training_flops
 
 __all__ = ["MAX_EXTRAPOLATION", "resolve_experiment", "load_fit", "make_surface", "build_request",
            "plan_allocation", "benchmarks_with_fits", "config_for", "form_weights", "other_forms",
-           "equal_spend_plan", "fit_summary_of", "Target", "plan_target", "predict_from_fit"]
+           "equal_spend_plan", "Target", "plan_target", "predict_from_fit"]
 
 MAX_EXTRAPOLATION = 1.25
 """Default of ``[allocate] max_extrapolation``: no arm puts an axis above this multiple of its largest tested
@@ -167,13 +167,6 @@ def predict_from_fit(fit: FitResult, points: Sequence[dict[str, float]], *, fit_
     for i, p in enumerate(points):
         check_point(fit, p, units=units, label=f"#{i + 1}")
     return predict_at(fit, points, level=level, max_fitted_flops=fit.max_fitted_flops, fit_id=fit_id)
-
-
-def fit_summary_of(fit: FitResult, fit_id: str | None = None) -> FitSummary:
-    """The :class:`fit.models.FitSummary` of a stored fit (what the MCP ``fit_summary`` tool returns)."""
-    from fit import law_of
-
-    return FitSummary.of(fit, fit_id, formula=law_of(fit).formula)
 
 
 def other_forms(reg: Registry, experiment: str, benchmark: str, fit: FitResult) -> list[FitResult]:

@@ -212,7 +212,7 @@ def _render_earlier(plan) -> None:
 
 
 def _serve(args: argparse.Namespace) -> int:
-    from allocator.mcp_server import build_server
+    from toolscale.cli.mcp_server import build_server
 
     build_server(registry_path(args), config=config_of(args)).run("stdio")
     return 0

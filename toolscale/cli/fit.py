@@ -252,11 +252,10 @@ def _load(args: argparse.Namespace, experiment: str | None) -> tuple[str, list, 
 
 
 def _validation(args: argparse.Namespace, config: ExperimentConfig | None) -> str:
-    """``--validation``, else the experiment's ``[eval] validation`` (a code experiment's is ``code-valid``), else
-    ``valid-calls``."""
-    if getattr(args, "validation", None):
-        return args.validation
-    return (config.eval.validation if config is not None else None) or "valid-calls"
+    """``--validation``, else the experiment's split (:func:`pipeline.fit.validation_of`)."""
+    from pipeline.fit import validation_of
+
+    return validation_of(config, getattr(args, "validation", None))
 
 
 def _run(args: argparse.Namespace, experiment: str | None):
@@ -284,26 +283,19 @@ def _run(args: argparse.Namespace, experiment: str | None):
 
 
 def with_decisions(summary: Any, fit: Any, args: argparse.Namespace) -> Any:
-    """``summary`` with the small-to-large decision accuracies of ``fit`` (:mod:`fit.decision`)."""
-    from fit.decision import LOSS_METRICS, decisions_for_fit
-
-    from fit.targets import target_values
+    """``summary`` with the small-to-large decision accuracies of ``fit`` (:func:`pipeline.fit.with_decisions`,
+    what the MCP ``fit_summary`` tool returns too)."""
+    from pipeline.fit import with_decisions as add_decisions
 
     _, runs, config, _ = _load(args, fit.experiment)
-    values = None
-    if fit.point_target != "final":
-        values = target_values(runs, benchmark=fit.benchmark, metric=fit.metric, target=fit.point_target,
-                               validation=_validation(args, config))
-    observed, law = decisions_for_fit(runs, fit, higher_is_better=fit.metric not in LOSS_METRICS, values=values)
-    return summary.model_copy(update={"decision_accuracy": observed, "decision_accuracy_law": law})
+    return add_decisions(summary, fit, runs, config, validation=getattr(args, "validation", None))
 
 
 def fit_summary(result: Any, fit_id: str | None = None):
     """The ``fit --json`` object: :class:`fit.models.FitSummary` of the result's fit (its verdict included)."""
-    from fit.laws import law_of
-    from fit.models import FitSummary
+    from pipeline.fit import summary_of
 
-    return FitSummary.of(result.fit, fit_id, formula=law_of(result.fit).formula)
+    return summary_of(result.fit, fit_id)
 
 
 def _fit(args: argparse.Namespace) -> int:

@@ -124,7 +124,7 @@ def _next_tools(server: Any, registry: str, cfg: Callable[[str | None], Experime
 
 def _fit_tools(server: Any, registry: str) -> None:
     """``list_benchmarks``, ``list_experiments``, ``list_fits`` and ``fit_summary``."""
-    from allocator.service import benchmarks_with_fits, fit_summary_of, load_fit, resolve_experiment
+    from allocator.service import benchmarks_with_fits
     from grid import Registry
 
     @server.tool()
@@ -164,8 +164,8 @@ def _fit_tools(server: Any, registry: str) -> None:
     @_user_errors
     def fit_summary(benchmark: str, experiment: str | None = None, fit_id: str | None = None) -> dict[str, Any]:
         """A fit (the newest for `benchmark`, or `fit_id`): law, formula, parameters with intervals, held-out
-        error and predictions, warnings, the interaction verdict (the same object as `toolscale fit --json`)."""
-        with Registry(registry, read_only=True) as reg:
-            exp = resolve_experiment(reg, benchmark, experiment)
-            fid, fit = load_fit(reg, exp, benchmark, fit_id=fit_id)
-        return fit_summary_of(fit, fid).model_dump(mode="json")
+        error and predictions, warnings, the interaction verdict and the decision accuracies (the same object as
+        `toolscale fit --json`, built by the same function)."""
+        from pipeline.fit import stored_summary
+
+        return stored_summary(registry, benchmark, experiment=experiment, fit_id=fit_id).model_dump(mode="json")

@@ -1,0 +1,62 @@
+"""fit's registry edge: a stored fit as ``fit --json`` reports it, for the CLI and the MCP server alike.
+
+:func:`with_decisions` adds the small-to-large decision accuracies of a fit over its experiment's runs (read at
+the fit's own point target, on the experiment's validation split); :func:`stored_summary` is the whole
+:class:`fit.models.FitSummary` of a stored fit, so the MCP ``fit_summary`` tool returns what ``fit --json`` prints.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from fit.models import FitResult, FitSummary
+from grid.models import RunRecord
+from toolscale.config import ExperimentConfig
+
+__all__ = ["summary_of", "with_decisions", "stored_summary", "validation_of"]
+
+
+def validation_of(config: ExperimentConfig | None, override: str | None = None) -> str:
+    """``override``, else the experiment's ``[eval] validation`` (a code experiment's is ``code-valid``), else
+    ``valid-calls``."""
+    if override:
+        return override
+    return (config.eval.validation if config is not None else None) or "valid-calls"
+
+
+def summary_of(fit: FitResult, fit_id: str | None = None) -> FitSummary:
+    """The :class:`FitSummary` of a fit (its formula and verdict included), without decision accuracies."""
+    from fit import law_of
+
+    return FitSummary.of(fit, fit_id, formula=law_of(fit).formula)
+
+
+def with_decisions(summary: FitSummary, fit: FitResult, runs: Sequence[RunRecord], config: ExperimentConfig | None,
+                   *, validation: str | None = None) -> FitSummary:
+    """``summary`` with the small-to-large decision accuracies of ``fit`` over ``runs`` (:mod:`fit.decision`)."""
+    from fit.decision import LOSS_METRICS, decisions_for_fit
+    from fit.targets import target_values
+
+    values = None
+    if fit.point_target != "final":
+        values = target_values(runs, benchmark=fit.benchmark, metric=fit.metric, target=fit.point_target,
+                               validation=validation_of(config, validation))
+    observed, law = decisions_for_fit(runs, fit, higher_is_better=fit.metric not in LOSS_METRICS, values=values)
+    return summary.model_copy(update={"decision_accuracy": observed, "decision_accuracy_law": law})
+
+
+def stored_summary(registry: str, benchmark: str, *, experiment: str | None = None,
+                   fit_id: str | None = None) -> FitSummary:
+    """The ``fit --json`` object of a stored fit (the newest for ``benchmark``, or ``fit_id``) with its decision
+    accuracies over the experiment's done runs."""
+    from allocator.service import load_fit, resolve_experiment
+    from grid import Registry
+    from toolscale.config import parse_config
+
+    with Registry(registry, read_only=True) as reg:
+        exp = resolve_experiment(reg, benchmark, experiment)
+        fid, fit = load_fit(reg, exp, benchmark, fit_id=fit_id)
+        info = reg.experiment(fit.experiment)
+        runs = reg.runs(fit.experiment, status="done")
+    config = parse_config(info.config, source=f"registry config of {fit.experiment}") if info.config else None
+    return with_decisions(summary_of(fit, fid), fit, runs, config)
