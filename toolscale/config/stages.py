@@ -296,10 +296,7 @@ class TrainSpec(_Frozen):
     def objective(self) -> str:
         """The last stage's objective (``sft`` or ``grpo``): SFT and RL laws are fitted separately."""
         return "grpo" if "grpo" in self.stages else "sft"
-    threads: int = Field(default=2, ge=1)
-    """torch CPU threads per run."""
-    save_checkpoints: bool = True
-    """Write checkpoints so a preempted run resumes."""
+
     parallel: Literal["fsdp", "ddp"] = "fsdp"
     """Multi-GPU rungs (one process per GPU): ``fsdp`` shards weights, gradients and optimizer state (FSDP full
     shard, ZeRO-3 like); ``ddp`` replicates them."""
