@@ -14,6 +14,8 @@ Modules
 Heavy libraries (torch, transformers, trl, datasets) are imported inside functions.
 """
 
+from toolscale.exports import lazy_exports
+
 _EXPORTS: dict[str, str] = {
     'PAD_TOKEN_ID': 'train.proxy',
     'build_model': 'train.proxy',
@@ -29,17 +31,4 @@ _EXPORTS: dict[str, str] = {
 
 __all__ = sorted(_EXPORTS)
 
-
-def __getattr__(name: str):
-    """Load a public name from its module on first use (PEP 562), so that importing the package stays cheap."""
-    if name in _EXPORTS:
-        import importlib
-
-        value = getattr(importlib.import_module(_EXPORTS[name]), name)
-        globals()[name] = value
-        return value
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(__all__))
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
