@@ -1,15 +1,19 @@
-"""Contracts of the allocator: budgets, requests, plans. Imports only pydantic, numpy, the standard library and
-the grid's cost model (:class:`grid.cost.CostModel`, shared with ``grid design``)."""
+"""Contracts of the allocator: queries, budgets, requests, plans. Imports only pydantic, numpy, the standard library,
+the grid's cost model (:class:`grid.cost.CostModel`, shared with ``grid design``) and the experiment config."""
 
 from __future__ import annotations
 
-from typing import Literal
+import math
+from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from allocator.errors import AllocatorUsageError
 from grid import COMPUTE, AxisCost, CostModel
+from toolscale.config import ExperimentConfig
 
-__all__ = ["Unit", "UNITS", "Budget", "AxisCost", "CostModel", "COMPUTE", "AxisBounds", "AllocationRequest", "Plan",
+__all__ = ["Unit", "UNITS", "Budget", "AxisCost", "CostModel", "COMPUTE", "AxisBounds", "AllocationRequest",
+           "AllocationQuery", "Plan",
            "Optimality", "Decision", "AllocationPlan", "AllocationReport", "ARMS", "VerificationArm", "VerificationReport",
            "signed_interval", "ProposedRun", "NextRuns", "EarlierInterval"]
 
@@ -77,6 +81,75 @@ class AllocationRequest(_Frozen):
     """Multi-start count of the optimiser."""
     seed: int = 0
     """Seed of the random starts."""
+
+
+class AllocationQuery(_Frozen):
+    """One ``allocate`` question, built once at the boundary (CLI, MCP tools, ``verify``, ``next``) by :meth:`of` and
+    handed whole to :func:`pipeline.allocate.plan_allocation`; ``None`` means the default (see each field)."""
+
+    registry: str
+    """Path of the DuckDB registry holding the fit, the runs and (unless ``config`` is given) the config."""
+    benchmark: str
+    """Target benchmark (one with a stored fit)."""
+    unit: Unit | None = None
+    """Budget unit, ``usd`` or ``gpu_hours``; None: the experiment's (costs are never converted)."""
+    budget: float
+    """Total budget, in ``unit``: a finite number > 0."""
+    experiment: str | None = None
+    """Experiment whose fit to plan from; None: the only one with a fit for ``benchmark``."""
+    model_size: str | None = None
+    """Model planned for: a ladder rung or a parameter count N (``1.4e9``, ``1.4B``); None: the target rung."""
+    tokens: str | float | None = None
+    """Training tokens D planned for (``3e11``, ``300B``); None: the rung's (:func:`allocator.service.plan_target`)."""
+    tokens_per_param: float | None = None
+    """D as tokens per parameter (D = R x N); not with ``tokens``."""
+    law: str | None = None
+    """Plan from the newest fit of this law (no other forms mixed in); None: the newest fit."""
+    fit_id: str | None = None
+    """Plan from this stored fit."""
+    draws: int | None = Field(default=None, ge=0)
+    """Bootstrap draws of the fit to use (its first ``draws``); None: all stored."""
+    redraws: int = Field(default=30, ge=0)
+    """Draws re-solved for each axis's spend range and the plan's regret (0: none, as a sweep does)."""
+    mix_forms: bool = True
+    """Mix the other law forms fitted to the same points into the intervals, by weight."""
+    extrapolate: float | None = None
+    """How far past its largest tested level an axis may go, a factor >= 1; None: ``[allocate] max_extrapolation``."""
+    config: ExperimentConfig | None = None
+    """The experiment config (axes, cost model, ladder); None: the one stored with the experiment."""
+
+    @field_validator("unit", mode="before")
+    @classmethod
+    def _unit(cls, v: Any) -> Any:
+        if v is not None and v not in UNITS:
+            raise ValueError(f"--unit must be one of {', '.join(UNITS)}, got {v!r}")
+        return v
+
+    @field_validator("budget", mode="before")
+    @classmethod
+    def _budget(cls, v: Any) -> Any:
+        if not (isinstance(v, int | float) and math.isfinite(v) and v > 0):
+            raise ValueError(f"--budget must be a positive number, got {v}")
+        return v
+
+    @field_validator("extrapolate", mode="before")
+    @classmethod
+    def _extrapolate(cls, v: Any) -> Any:
+        if v is not None and not (isinstance(v, int | float) and math.isfinite(v) and v >= 1.0):
+            raise ValueError(f"--extrapolate must be a factor >= 1 (how far past the tested range), got {v}")
+        return v
+
+    @classmethod
+    def of(cls, **fields: Any) -> AllocationQuery:
+        """The query, else :class:`AllocatorUsageError` (exit 2) naming the first bad field and its value, one line."""
+        try:
+            return cls(**fields)
+        except ValidationError as err:
+            e = err.errors()[0]
+            msg = e["msg"].removeprefix("Value error, ")
+            if e["type"] != "value_error":
+                msg = f"{'.'.join(str(p) for p in e['loc'])}: {msg} (got {e.get('input')!r})"
+            raise AllocatorUsageError(msg) from None
 
 
 class Plan(_Frozen):

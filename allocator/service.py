@@ -1,7 +1,10 @@
-"""The allocator's edge: registry + config -> request and surface -> plan, and back to the registry.
+"""The allocator's pure planning steps: a fit and a config -> the solver's request and surface.
 
-``plan_allocation`` is what the CLI and the MCP server call; everything it does past
-loading is :func:`allocator.solver.solve`.
+:func:`build_request` bounds every axis and prices it (:data:`MAX_EXTRAPOLATION`), :func:`plan_target` picks the
+model size N and tokens D a plan is for, :func:`make_surface` turns the fitted law and its draws into the score
+callables the solver maximises (other law forms mixed in by :func:`form_weights`), :func:`noise_floor` is the SD
+below which a gain is noise, and :func:`predict_from_fit` is ``predict``'s check-then-predict. Nothing here opens
+the registry: that is :mod:`pipeline.allocate`, which calls these and :func:`allocator.solver.solve`.
 """
 
 from __future__ import annotations
@@ -13,86 +16,19 @@ from typing import Any
 
 import numpy as np
 
-from grid import cost_model_from_config
-from allocator.errors import AllocatorError, AllocatorUsageError
-from allocator.models import UNITS, AllocationReport, AllocationRequest, AxisBounds, Budget, Plan
-from allocator.solver import Surface, solve
+from allocator.errors import AllocatorUsageError
+from allocator.models import AllocationRequest, AxisBounds, Budget
+from allocator.solver import Surface
 from fit.models import FitResult
-from grid import Registry
-from toolscale.config import ExperimentConfig, parse_config, training_flops
+from grid import cost_model_from_config
+from toolscale.config import ExperimentConfig, training_flops
 
-__all__ = ["MAX_EXTRAPOLATION", "resolve_experiment", "load_fit", "make_surface", "build_request",
-           "plan_allocation", "benchmarks_with_fits", "config_for", "form_weights", "other_forms",
-           "equal_spend_plan", "Target", "plan_target", "predict_from_fit"]
+__all__ = ["MAX_EXTRAPOLATION", "make_surface", "build_request", "form_weights", "Target", "plan_target",
+           "predict_from_fit", "noise_floor", "MIN_REPLICATE_DOF"]
 
 MAX_EXTRAPOLATION = 1.25
 """Default of ``[allocate] max_extrapolation``: no arm puts an axis above this multiple of its largest tested
 level unless ``allocate --extrapolate`` allows more."""
-
-
-def benchmarks_with_fits(reg: Registry, experiment: str | None = None) -> dict[str, list[str]]:
-    """``{benchmark: [experiments with a fit]}``."""
-    out: dict[str, list[str]] = {}
-    for f in reg.fits(experiment):
-        exps = out.setdefault(f.benchmark, [])
-        if f.experiment not in exps:
-            exps.append(f.experiment)
-    return out
-
-
-def resolve_experiment(reg: Registry, benchmark: str, experiment: str | None) -> str:
-    """The experiment to plan from: the one given, or the only one with a fit for ``benchmark``."""
-    fitted = benchmarks_with_fits(reg)
-    if benchmark not in fitted:
-        known = ", ".join(sorted(fitted)) or "none (run `toolscale fit` first)"
-        raise AllocatorUsageError(f"no fit for benchmark {benchmark!r}; benchmarks with fits: {known}")
-    if experiment is not None:
-        if experiment not in fitted[benchmark]:
-            raise AllocatorUsageError(f"experiment {experiment!r} has no fit for {benchmark!r}; experiments "
-                                      f"with one: {', '.join(fitted[benchmark])}")
-        return experiment
-    if len(fitted[benchmark]) > 1:
-        raise AllocatorUsageError(f"several experiments have fits for {benchmark!r} "
-                                  f"({', '.join(fitted[benchmark])}); pass --experiment")
-    return fitted[benchmark][0]
-
-
-def load_fit(reg: Registry, experiment: str, benchmark: str, law: str | None = None,
-             fit_id: str | None = None) -> tuple[str, FitResult]:
-    """The stored fit ``fit_id``, else the newest (of ``law``): ``(fit_id, FitResult)``; refuses stale fits and
-    fits that did not converge."""
-    if fit_id is not None:
-        row = reg.fit(fit_id)
-        if row.experiment != experiment or row.benchmark != benchmark:
-            raise AllocatorUsageError(f"fit {fit_id} is of {row.experiment}/{row.benchmark}, not of "
-                                      f"{experiment}/{benchmark}")
-        rows = [row]
-    else:
-        rows = [f for f in reg.fits(experiment, benchmark) if law is None or f.law == law]
-    if not rows:
-        raise AllocatorUsageError(f"no fit of law {law!r} for {experiment}/{benchmark}; laws fitted: "
-                                  f"{', '.join(sorted({f.law for f in reg.fits(experiment, benchmark)}))}")
-    row = rows[0]
-    if row.stale_reason:
-        raise AllocatorError(f"the newest {row.law} fit {row.fit_id} for {experiment}/{benchmark} is stale: "
-                             f"{row.stale_reason}; refit (toolscale fit --experiment {experiment} --benchmark "
-                             f"{benchmark}) before allocating")
-    fit = FitResult.model_validate(row.payload)
-    if not fit.converged:
-        raise AllocatorError(f"the newest {fit.law} fit for {experiment}/{benchmark} did not converge "
-                             f"({fit.message or 'no message'}); refit before allocating")
-    return row.fit_id, fit
-
-
-def config_for(reg: Registry, experiment: str, config: ExperimentConfig | None) -> ExperimentConfig:
-    """The config given, else the one stored with the experiment by `grid design` / `simulate`."""
-    if config is not None:
-        return config
-    stored = reg.experiment(experiment).config
-    if not stored:
-        raise AllocatorUsageError(f"experiment {experiment!r} has no stored config (imported runs?); "
-                                  "pass --config CONFIG for its axes and cost model")
-    return parse_config(stored, source=f"registry config of {experiment}")
 
 
 def _score_fn(law: Any, params: dict[str, float], *, tokens: float, sign: float):
@@ -169,18 +105,6 @@ def predict_from_fit(fit: FitResult, points: Sequence[dict[str, float]], *, fit_
     return predict_at(fit, points, level=level, max_fitted_flops=fit.max_fitted_flops, fit_id=fit_id)
 
 
-def other_forms(reg: Registry, experiment: str, benchmark: str, fit: FitResult) -> list[FitResult]:
-    """The newest converged fit of every other law form on the same points (same data hash and metric)."""
-    seen, out = {fit.law}, []
-    for row in reg.fits(experiment, benchmark):
-        if (row.law in seen or row.stale_reason or not row.converged or row.data_hash != fit.data_hash
-                or row.metric != fit.metric):
-            continue
-        seen.add(row.law)
-        out.append(FitResult.model_validate(row.payload))
-    return out
-
-
 def build_request(config: ExperimentConfig, *, budget: Budget, benchmark: str, model_params: float,
                   fitted_ranges: dict[str, tuple[float, float]] | None = None, starts: int = 12,
                   max_extrapolation: float | None = None) -> AllocationRequest:
@@ -210,16 +134,6 @@ def build_request(config: ExperimentConfig, *, budget: Budget, benchmark: str, m
                                  baseline=min(max(a.baseline_level, lo), hi), integer=a.integer, cap=cap))
     return AllocationRequest(budget=budget, benchmark=benchmark, model_params=model_params, axes=bounds,
                              cost=cost_model_from_config(config), starts=starts)
-
-
-def _fitted_ranges(reg: Registry, experiment: str) -> dict[str, tuple[float, float]]:
-    runs = reg.runs(experiment, status="done", split="fit")
-    ranges: dict[str, tuple[float, float]] = {}
-    for r in runs:
-        for k, v in r.recipe.items():
-            lo, hi = ranges.get(k, (math.inf, -math.inf))
-            ranges[k] = (min(lo, v), max(hi, v))
-    return {k: v for k, v in ranges.items() if v[1] > v[0]}
 
 
 @dataclass(frozen=True)
@@ -297,57 +211,6 @@ def plan_target(config: ExperimentConfig, model_size: str | None, *, tokens: str
     return target
 
 
-@dataclass(frozen=True)
-class _Loaded:
-    """What an allocation reads from the registry: the fit, the config, the request and the surfaces."""
-
-    experiment: str
-    fit_id: str
-    fit: FitResult
-    config: ExperimentConfig
-    request: AllocationRequest
-    surface: Surface
-    target: Target
-    fitted_runs: list[Any]
-    max_extrapolation: float
-
-    @property
-    def tokens(self) -> float:
-        return self.target.d
-
-
-def _load(reg: Registry, *, budget: float, benchmark: str, unit: str | None, experiment: str | None,
-          model_size: str | None, config: ExperimentConfig | None, law: str | None, draws: int | None,
-          mix_forms: bool, tokens: str | float | None = None, tokens_per_param: float | None = None,
-          fit_id: str | None = None, extrapolate: float | None = None) -> _Loaded:
-    if unit is not None and unit not in UNITS:
-        raise AllocatorUsageError(f"--unit must be one of {', '.join(UNITS)}, got {unit!r}")
-    if not (isinstance(budget, int | float) and math.isfinite(budget) and budget > 0):
-        raise AllocatorUsageError(f"--budget must be a positive number, got {budget}")
-    if extrapolate is not None and not (math.isfinite(extrapolate) and extrapolate >= 1.0):
-        raise AllocatorUsageError(f"--extrapolate must be a factor >= 1 (how far past the tested range), got "
-                                  f"{extrapolate}")
-    exp = resolve_experiment(reg, benchmark, experiment)
-    fit_id, fit = load_fit(reg, exp, benchmark, law, fit_id)
-    cfg = config_for(reg, exp, config)
-    ranges = _fitted_ranges(reg, exp)
-    others = other_forms(reg, exp, benchmark, fit) if mix_forms and law is None else []
-    target = plan_target(cfg, model_size, tokens=tokens, tokens_per_param=tokens_per_param,
-                         imported=reg.experiment_kind(exp) == "imported")
-    if not math.isfinite(target.d):
-        raise AllocatorUsageError("give the training tokens the plan is for: --tokens D or --tokens-per-param R")
-    b = Budget(value=budget, unit=unit or cfg.experiment.budget_unit)
-    factor = cfg.allocate.max_extrapolation if extrapolate is None else extrapolate
-    request = build_request(cfg, budget=b, benchmark=benchmark, model_params=target.n, fitted_ranges=ranges,
-                            max_extrapolation=extrapolate)
-    if draws is not None:
-        fit = fit.model_copy(update={"bootstrap": fit.bootstrap[:draws]})
-        others = [o.model_copy(update={"bootstrap": o.bootstrap[:draws]}) for o in others]
-    return _Loaded(experiment=exp, fit_id=fit_id, fit=fit, config=cfg, request=request,
-                   surface=make_surface(fit, tokens=target.d, others=others, axis_sd=fit.axis_extrapolation_sd),
-                   target=target, fitted_runs=reg.runs(exp, status="done", split="fit"), max_extrapolation=factor)
-
-
 MIN_REPLICATE_DOF = 10
 """Degrees of freedom a replicate SD needs before it is the noise floor of a decision (below: the residual SD)."""
 
@@ -364,79 +227,3 @@ def noise_floor(fit: FitResult) -> tuple[float | None, str]:
         return fit.replicate_sd, "seed-to-seed SD"
     why = f"{dof} replicate degrees of freedom" if fit.replicate_sd is not None else "no replicated seeds"
     return fit.residual_sd, f"residual SD ({why})"
-
-
-def _observed(ld: _Loaded, benchmark: str) -> tuple[dict[str, float], str] | None:
-    """The best recipe observed at the largest fitted rung within the budget (:func:`allocator.baseline.best_observed`),
-    valued by the fit's own target (the early-stopped envelope when the fit used it)."""
-    from allocator.baseline import best_observed
-    from fit import target_values
-    from toolscale.errors import UsageError
-
-    values = None
-    if ld.fit.point_target != "final":
-        try:
-            values = target_values(ld.fitted_runs, benchmark=benchmark, metric=ld.fit.metric,
-                                   target=ld.fit.point_target, validation=ld.config.eval.validation or "valid-calls")
-        except UsageError:  # runs without checkpoints: their stored values
-            values = None
-    return best_observed(ld.fitted_runs, ld.config, key=f"{benchmark}/{ld.fit.metric}",
-                         lower_is_better=ld.fit.target == "loss", cost=ld.request.cost,
-                         budget=ld.request.budget.value, model_params=ld.request.model_params, values=values)
-
-
-def plan_allocation(registry: str, *, budget: float, benchmark: str, unit: str | None = None,
-                    experiment: str | None = None, model_size: str | None = None,
-                    config: ExperimentConfig | None = None, law: str | None = None, draws: int | None = None,
-                    redraws: int = 30, save: bool = True, warm: Sequence[dict] = (),
-                    mix_forms: bool = True, tokens: str | float | None = None, tokens_per_param: float | None = None,
-                    fit_id: str | None = None, extrapolate: float | None = None) -> AllocationReport:
-    """Load the fit, solve, store the plan; the :class:`AllocationReport` (plan, experiment, fit id, law, metric).
-
-    The baseline is the fair diversity-only plan (:mod:`allocator.baseline`); with
-    ``mix_forms`` the intervals mix in the other law forms stored for the same points.
-    """
-    from allocator.baseline import diversity_only_law
-
-    with Registry(registry, read_only=not save) as reg:
-        ld = _load(reg, budget=budget, benchmark=benchmark, unit=unit, experiment=experiment, model_size=model_size,
-                   config=config, law=law, draws=draws, mix_forms=mix_forms, tokens=tokens,
-                   tokens_per_param=tokens_per_param, fit_id=fit_id, extrapolate=extrapolate)
-        base_surface, base_method = diversity_only_law(ld.fitted_runs, ld.config, benchmark=benchmark,
-                                                       metric=ld.fit.metric, tokens=ld.tokens,
-                                                       target=ld.fit.target, law_name=ld.fit.law)
-        noise, label = noise_floor(ld.fit)
-        plan = solve(ld.request, ld.surface, baseline_surface=base_surface, replicate_sd=noise,
-                     replicate_log=ld.fit.residual_scale == "log", noise_label=label, redraws=redraws, warm=warm,
-                     observed=_observed(ld, benchmark))
-        if base_surface is None:
-            plan = plan.model_copy(update={"baseline_method": base_method})
-        from allocator.next_history import earlier_proposal
-
-        earlier = earlier_proposal(reg, ld.experiment, benchmark, budget, ld.fit_id)  # `toolscale next`'s runs
-        allocation_id = None
-        if save:
-            allocation_id = reg.save_allocation(
-                experiment=ld.experiment, benchmark=benchmark, budget=budget, unit=ld.request.budget.unit,
-                fit_id=ld.fit_id, payload=plan.model_dump(mode="json"))
-    return AllocationReport(**{**dict(plan), "max_extrapolation": ld.max_extrapolation}, experiment=ld.experiment,
-                            law=ld.fit.law, fit_id=ld.fit_id, metric=ld.fit.metric, target=ld.fit.target,
-                            simulated=ld.fit.simulated, allocation_id=allocation_id, tokens=ld.target.d,
-                            model_source=ld.target.n_source, tokens_source=ld.target.d_source, earlier=earlier)
-
-
-def equal_spend_plan(registry: str, *, budget: float, benchmark: str, unit: str | None = None,
-                     experiment: str | None = None, model_size: str | None = None,
-                     config: ExperimentConfig | None = None, **target: Any) -> tuple[Plan, tuple[float, float] | None]:
-    """The equal-spend plan at ``budget`` (:func:`allocator.solver.equal_spend_levels`), scored by the
-    same law as :func:`plan_allocation`, with its 90% interval over the draws."""
-    from allocator.solver import equal_spend_levels, make_plan, percentile_interval, predictive_scores, score_at
-
-    with Registry(registry, read_only=True) as reg:
-        ld = _load(reg, budget=budget, benchmark=benchmark, unit=unit, experiment=experiment, model_size=model_size,
-                   config=config, law=None, draws=None, mix_forms=True, **target)
-    levels = equal_spend_levels(ld.request)
-    plan = make_plan(ld.request, levels, ld.surface.score)
-    draws = [score_at(d, levels, ld.request.model_params) for d in ld.surface.draws]
-    rng = np.random.default_rng(ld.request.seed + 1)
-    return plan, percentile_interval(predictive_scores(ld.surface, ld.request, levels, draws, rng))

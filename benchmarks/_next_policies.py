@@ -1,6 +1,6 @@
 """Truths and the comparison policies of ``benchmarks/next_runs.py`` (random at equal cost, D-optimal, more seeds).
 
-Every policy draws from the candidate space ``toolscale next`` uses (:func:`allocator.next_service._space`) and
+Every policy draws from the candidate space ``toolscale next`` uses (:func:`allocator.proposal.candidate_space`) and
 prices its runs with the same cost book (dataset reuse, compute at ``[cost].per_pflop``).
 """
 
@@ -15,11 +15,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from allocate_truths import _truths  # noqa: E402
 from grid.cost import cost_model_from_config  # noqa: E402
-from allocator.next_service import _book, _space  # noqa: E402
-from allocator.service import _rung_n_d, config_for, load_fit  # noqa: E402
+from allocator.proposal import candidate_space, cost_book  # noqa: E402
+from allocator.service import plan_target  # noqa: E402
 from fit.laws import Law, get_law, known_laws, law_of, register_law  # noqa: E402
 from fit.models import LawInput  # noqa: E402
 from grid.registry import Registry  # noqa: E402
+from pipeline.allocate import config_for, load_fit  # noqa: E402
 
 __all__ = ["truths", "truth_score", "random_rows", "d_optimal_rows", "seeds_rows", "candidate_context", "target_tokens"]
 
@@ -97,8 +98,8 @@ def candidate_context(path: str, plans: list[dict[str, float]]):
     with Registry(path, read_only=True) as reg:
         cfg = config_for(reg, "sim", None)
         runs = reg.runs("sim")
-    space = _space(cfg, cost_model_from_config(cfg), [dict(r.recipe) for r in runs] + plans)
-    return cfg, space, _book(space, runs), runs
+    space = candidate_space(cfg, cost_model_from_config(cfg), [dict(r.recipe) for r in runs] + plans)
+    return cfg, space, cost_book(space, runs), runs
 
 
 def _rows(space, book, picks) -> tuple[list[dict], list[float]]:
@@ -135,8 +136,8 @@ def random_rows(path: str, k: int, target: float, *, seed: int, plans: list[dict
     rng = np.random.default_rng(seed)
     best = None
     for _ in range(tries):
-        picks = _random_batch(space, _book(space, runs), k, target, rng)
-        rows, costs = _rows(space, _book(space, runs), picks)
+        picks = _random_batch(space, cost_book(space, runs), k, target, rng)
+        rows, costs = _rows(space, cost_book(space, runs), picks)
         gap = abs(costs[-1] - target) / max(target, 1e-9)
         if best is None or gap < best[0]:
             best = (gap, rows, costs[-1])
@@ -204,4 +205,4 @@ def seeds_rows(path: str, k: int, *, seed: int, plans: list[dict[str, float]]) -
 
 def target_tokens(cfg) -> float:
     """D the allocator plans with at the target rung."""
-    return _rung_n_d(cfg, cfg.target_size)[1]
+    return plan_target(cfg, None).d

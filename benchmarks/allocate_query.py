@@ -16,7 +16,8 @@ from pathlib import Path
 import numpy as np
 
 from _timing import median_time  # this folder is on sys.path when run as a script
-from allocator.service import plan_allocation
+from allocator.models import AllocationQuery
+from pipeline.allocate import plan_allocation
 from fit.laws import get_law
 from fit.models import FitResult
 from fit.simulate import builtin_truth, law_inputs_for_config
@@ -58,11 +59,11 @@ def main(argv: list[str]) -> int:
     with tempfile.TemporaryDirectory() as tmp:
         path = _registry(Path(tmp), 1000)
         # the first query also fits the diversity-only baseline law (cached for later queries in the process)
-        first = median_time(lambda: plan_allocation(path, budget=20000.0, benchmark="bench", draws=0, save=False), 1)
-        point = median_time(lambda: plan_allocation(path, budget=20000.0, benchmark="bench", draws=0, save=False),
-                             repeats)
-        full = median_time(lambda: plan_allocation(path, budget=20000.0, benchmark="bench", draws=1000,
-                                                    save=False), repeats)
+        point_query = AllocationQuery.of(registry=path, budget=20000.0, benchmark="bench", draws=0)
+        full_query = point_query.model_copy(update={"draws": 1000})
+        first = median_time(lambda: plan_allocation(point_query, save=False), 1)
+        point = median_time(lambda: plan_allocation(point_query, save=False), repeats)
+        full = median_time(lambda: plan_allocation(full_query, save=False), repeats)
     records = [
         {"benchmark": "allocate", "figure": "first query of a process (fits the diversity-only baseline law)",
          "value": first, "unit": "s", "target": "< 1 s"},

@@ -44,8 +44,9 @@ from pathlib import Path
 
 import numpy as np
 
-from allocator.service import build_request, plan_allocation
-from allocator.solver import Surface, round_integers, score_at, solve_levels
+from allocator.models import AllocationQuery
+from allocator.service import build_request
+from allocator.solver import round_integers, score_at, solve_levels
 from fit.data import law_for_runs, points_from_runs
 from fit.fitting import fit_law
 from fit.laws import get_law
@@ -53,6 +54,7 @@ from fit.simulate import builtin_truth, law_inputs_for_config, simulate_results
 from grid.design import build_design
 from grid.models import MetricResult
 from grid.registry import Registry
+from pipeline.allocate import plan_allocation
 from toolscale.cli.project import example_config_text
 from toolscale.config import parse_config
 
@@ -141,7 +143,8 @@ def _experiment(cfg, truth_law, truth_params, seed: int, budgets, n_boot: int, f
     out = []
     for budget in budgets:
         t0 = time.perf_counter()
-        rep = plan_allocation(path, budget=budget, benchmark=BENCH, save=False, redraws=REDRAWS)
+        rep = plan_allocation(AllocationQuery.of(registry=path, budget=budget, benchmark=BENCH, redraws=REDRAWS),
+                              save=False)
         from allocator.models import Budget
 
         req = build_request(cfg, budget=Budget(value=budget, unit=cfg.experiment.budget_unit), benchmark=BENCH,

@@ -57,9 +57,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _next_policies import (d_optimal_rows, random_rows, seeds_rows, target_tokens, truth_score,  # noqa: E402
                             truths)
-from allocator.models import Budget  # noqa: E402
-from allocator.next_service import propose_next_runs  # noqa: E402
-from allocator.service import build_request, plan_allocation  # noqa: E402
+from allocator.models import AllocationQuery, Budget  # noqa: E402
+from allocator.service import build_request  # noqa: E402
 from allocator.solver import round_integers, score_at, solve_levels  # noqa: E402
 from fit.experiment import fit_experiment  # noqa: E402
 from fit.laws import get_law  # noqa: E402
@@ -69,6 +68,8 @@ from grid.augment import augment_runs  # noqa: E402
 from grid.design import build_design  # noqa: E402
 from grid.models import MetricResult  # noqa: E402
 from grid.registry import Registry  # noqa: E402
+from pipeline.allocate import plan_allocation  # noqa: E402
+from pipeline.next_runs import propose_next_runs  # noqa: E402
 from toolscale.cli.project import example_config_text  # noqa: E402
 from toolscale.config import parse_config  # noqa: E402
 
@@ -115,7 +116,7 @@ def store_runs(path: str, cfg, specs, tlaw, params, noise_seed: int) -> None:
 
 def evaluate(path: str, cfg, tlaw, params) -> dict:
     """`allocate` at the budget, judged against the truth: width, true gain inside, regret against the oracle."""
-    rep = plan_allocation(path, budget=BUDGET, benchmark=BENCH, save=False, redraws=30)
+    rep = plan_allocation(AllocationQuery.of(registry=path, budget=BUDGET, benchmark=BENCH, redraws=30), save=False)
     with Registry(path, read_only=True) as reg:
         ranges: dict[str, tuple[float, float]] = {}
         for r in reg.runs("sim", status="done", split="fit"):
@@ -166,7 +167,8 @@ def experiment(name: str, seed: int, folder: Path, *, n_boot: int, inter_boot: i
     fit_and_store(base, cfg, n_boot, inter_boot, seed)
     before = {**evaluate(base, cfg, tlaw, params), "fit_s": time.perf_counter() - t0}
     t0 = time.perf_counter()
-    nxt = propose_next_runs(base, budget=BUDGET, benchmark=BENCH, runs=max(ks), experiment="sim")
+    nxt = propose_next_runs(AllocationQuery.of(registry=base, budget=BUDGET, benchmark=BENCH, experiment="sim"),
+                            runs=max(ks))
     next_s = time.perf_counter() - t0
     plans = [nxt.plan_levels, nxt.baseline_levels]
     ctx = {"next": nxt, "path": base, "seed": seed, "plans": plans, "dopt": d_optimal_rows(base, max(ks), plans),
@@ -215,7 +217,8 @@ def time_default(n_boot: int) -> dict:
         store_runs(path, cfg, list(build_design(cfg).runs), get_law("multiplicative", inputs), truth.params, 0)
         fit_and_store(path, cfg, n_boot, 50, 0)
         t0, c0 = time.perf_counter(), time.process_time()
-        nxt = propose_next_runs(path, budget=BUDGET, benchmark=BENCH, runs=12, experiment="sim")
+        nxt = propose_next_runs(AllocationQuery.of(registry=path, budget=BUDGET, benchmark=BENCH, experiment="sim"),
+                                runs=12)
         wall, cpu = time.perf_counter() - t0, time.process_time() - c0
     return {"seconds": wall, "cpu_seconds": cpu, "load_average": os.getloadavg()[0], "draws": nxt.draws,
             "candidates": nxt.candidates, "runs": len(nxt.runs)}

@@ -49,7 +49,7 @@ def stored_summary(registry: str, benchmark: str, *, experiment: str | None = No
                    fit_id: str | None = None) -> FitSummary:
     """The ``fit --json`` object of a stored fit (the newest for ``benchmark``, or ``fit_id``) with its decision
     accuracies over the experiment's done runs."""
-    from allocator.service import load_fit, resolve_experiment
+    from pipeline.allocate import load_fit, resolve_experiment
     from grid import Registry
     from toolscale.config import parse_config
 

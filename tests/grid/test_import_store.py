@@ -93,7 +93,7 @@ def test_reimport_identical_is_a_no_op_and_changed_values_are_refused_then_updat
 
 def test_stale_fits_are_refused_by_allocate(tmp_path) -> None:
     from allocator.errors import AllocatorError
-    from allocator.service import load_fit
+    from pipeline.allocate import load_fit
 
     db = str(tmp_path / "r.duckdb")
     _store(db, _file(tmp_path))

@@ -84,16 +84,24 @@ def _sweep_budgets(text: str) -> list[float]:
     return [float(x) for x in np.geomspace(lo_f, hi_f, n)]
 
 
+def _query(args: argparse.Namespace, cfg, budget: float, **extra):
+    """The :class:`AllocationQuery` of the command line at ``budget`` (AllocatorUsageError, exit 2, if invalid)."""
+    from allocator.models import AllocationQuery
+
+    return AllocationQuery.of(registry=registry_path(args, cfg), budget=budget, benchmark=args.benchmark,
+                              unit=args.unit, experiment=args.experiment, model_size=args.model_size, config=cfg,
+                              law=args.law, draws=args.draws, tokens=args.tokens,
+                              tokens_per_param=args.tokens_per_param, fit_id=args.fit_id,
+                              extrapolate=args.extrapolate, **extra)
+
+
 def _allocate(args: argparse.Namespace) -> int:
-    from allocator.service import plan_allocation
+    from pipeline.allocate import plan_allocation
 
     cfg = config_of(args)
-    kwargs = dict(benchmark=args.benchmark, unit=args.unit, experiment=args.experiment,
-                  model_size=args.model_size, config=cfg, law=args.law, draws=args.draws, tokens=args.tokens,
-                  tokens_per_param=args.tokens_per_param, fit_id=args.fit_id, extrapolate=args.extrapolate)
     if args.sweep:
-        return _sweep(args, kwargs)
-    report = plan_allocation(registry_path(args, cfg), budget=args.budget, **kwargs)
+        return _sweep(args, cfg)
+    report = plan_allocation(_query(args, cfg, args.budget))
     if args.json:
         emit_json(report.model_dump(mode="json"))
     else:
@@ -101,16 +109,15 @@ def _allocate(args: argparse.Namespace) -> int:
     return 0
 
 
-def _sweep(args: argparse.Namespace, kwargs: dict) -> int:
+def _sweep(args: argparse.Namespace, cfg) -> int:
     from allocator.plots import sweep_plot
-    from allocator.service import plan_allocation
+    from pipeline.allocate import plan_allocation
 
     budgets = _sweep_budgets(args.sweep)
     writable_file(args.plot, "--plot")
     plans, warm = [], []
     for budget in budgets:
-        report = plan_allocation(registry_path(args, kwargs["config"]), budget=budget, warm=warm, redraws=0,
-                                 **kwargs)
+        report = plan_allocation(_query(args, cfg, budget, redraws=0), warm=warm)
         warm = [report.plan.levels]
         plans.append(report)
     sweep_plot(plans, args.plot, metric=plans[0].metric)

@@ -89,13 +89,15 @@ def report_allocations(args: argparse.Namespace, fit_id: str | None, fit: Any,
                 "baseline": sign * p["baseline"]["predicted_score"], "unspent": p.get("unspent", 0.0)}
 
     if args.sweep:
-        from allocator.service import plan_allocation
+        from allocator.models import AllocationQuery
+        from pipeline.allocate import plan_allocation
         from toolscale.cli.allocate import _sweep_budgets
 
         out, unit = [], "usd"
         for budget in _sweep_budgets(args.sweep):
-            rep = plan_allocation(registry_path(args, config), budget=budget, benchmark=fit.benchmark,
-                                  experiment=fit.experiment, config=config, fit_id=fit_id, save=False, redraws=0)
+            query = AllocationQuery.of(registry=registry_path(args, config), budget=budget, benchmark=fit.benchmark,
+                                       experiment=fit.experiment, config=config, fit_id=fit_id, redraws=0)
+            rep = plan_allocation(query, save=False)
             out.append(row(rep.model_dump(mode="json"), budget))
             unit = rep.budget.unit
         return out, unit

@@ -2,6 +2,9 @@
 
 Tools: ``allocate``, ``next_runs``, ``predict``, ``list_benchmarks``, ``list_experiments``, ``list_fits`` and
 ``fit_summary``. Each opens the registry read-only for the call (allocations asked over MCP are not stored).
+``allocate`` and ``next_runs`` build the same :class:`allocator.models.AllocationQuery` as the CLI and call the
+same functions (:mod:`pipeline.allocate`, :mod:`pipeline.next_runs`), so they answer what ``allocate --json`` and
+``next --json`` print.
 The planning tools take an optional ``config`` path (an experiment config, TOML) for experiments of imported
 runs, whose registry row holds no config; the server's own ``--config`` is the default. The server reports the
 package version.
@@ -16,7 +19,11 @@ from typing import Any
 from toolscale.config import ExperimentConfig
 from toolscale.errors import ToolscaleError
 
-__all__ = ["build_server"]
+__all__ = ["build_server", "MCP_REDRAWS"]
+
+MCP_REDRAWS = 10
+"""Draws the ``allocate`` tool re-solves for the spend ranges and the regret (``allocate`` re-solves 30; an
+agent's question is answered sooner). With a fit of at most this many draws the two answers are the same."""
 
 
 def _user_errors(fn: Callable) -> Callable:
@@ -69,8 +76,9 @@ def build_server(registry: str, config: ExperimentConfig | None = None):
 
 def _plan_tools(server: Any, registry: str, cfg: Callable[[str | None], ExperimentConfig | None]) -> None:
     """``allocate`` and ``predict``."""
-    from allocator.service import load_fit, plan_allocation, resolve_experiment
+    from allocator.models import AllocationQuery
     from grid import Registry
+    from pipeline.allocate import load_fit, plan_allocation, resolve_experiment
 
     @server.tool()
     @_user_errors
@@ -80,10 +88,10 @@ def _plan_tools(server: Any, registry: str, cfg: Callable[[str | None], Experime
         """Best spend of `budget` per data axis for `benchmark`, with the predicted score, its predictive
         interval, the model size and tokens planned for, unspent budget and caps, and the comparison with a
         diversity-only allocation. `config`: an experiment config path (needed for imported runs)."""
-        report = plan_allocation(registry, budget=budget, benchmark=benchmark, experiment=experiment,
-                                 model_size=model_size, tokens=tokens, unit=unit, config=cfg(config), save=False,
-                                 redraws=10, fit_id=fit_id, extrapolate=extrapolate)
-        return report.model_dump(mode="json")
+        query = AllocationQuery.of(registry=registry, budget=budget, benchmark=benchmark, experiment=experiment,
+                                   model_size=model_size, tokens=tokens, unit=unit, config=cfg(config),
+                                   redraws=MCP_REDRAWS, fit_id=fit_id, extrapolate=extrapolate)
+        return plan_allocation(query, save=False).model_dump(mode="json")
 
     @server.tool()
     @_user_errors
@@ -115,17 +123,18 @@ def _next_tools(server: Any, registry: str, cfg: Callable[[str | None], Experime
         """The `runs` new runs (recipe x model size x tokens) that make the allocation at `budget` surest per
         unit of training cost, with their cost and the expected gain-interval width and regret after them
         (the same object as `toolscale next --json`)."""
-        from allocator.next_service import propose_next_runs
+        from allocator.models import AllocationQuery
+        from pipeline.next_runs import propose_next_runs
 
-        return propose_next_runs(registry, budget=budget, benchmark=benchmark, runs=runs, experiment=experiment,
-                                 max_cost=max_cost, model_size=model_size, unit=unit,
-                                 config=cfg(config)).model_dump(mode="json")
+        query = AllocationQuery.of(registry=registry, budget=budget, benchmark=benchmark, unit=unit,
+                                   experiment=experiment, model_size=model_size, config=cfg(config))
+        return propose_next_runs(query, runs=runs, max_cost=max_cost).model_dump(mode="json")
 
 
 def _fit_tools(server: Any, registry: str) -> None:
     """``list_benchmarks``, ``list_experiments``, ``list_fits`` and ``fit_summary``."""
-    from allocator.service import benchmarks_with_fits
     from grid import Registry
+    from pipeline.allocate import benchmarks_with_fits
 
     @server.tool()
     @_user_errors

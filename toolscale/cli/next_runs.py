@@ -51,13 +51,14 @@ def _progress(message: str) -> None:
 
 
 def _next(args: argparse.Namespace) -> int:
-    from allocator.next_service import propose_next_runs
+    from allocator.models import AllocationQuery
+    from pipeline.next_runs import propose_next_runs
 
     cfg = config_of(args)
     out = writable_file(args.out, "--out") if args.out else None
-    proposal = propose_next_runs(registry_path(args, cfg), budget=args.budget, benchmark=args.benchmark,
-                                 runs=args.runs, experiment=args.experiment, max_cost=args.max_cost, unit=args.unit,
-                                 model_size=args.model_size, config=cfg, progress=_progress)
+    query = AllocationQuery.of(registry=registry_path(args, cfg), budget=args.budget, benchmark=args.benchmark,
+                               unit=args.unit, experiment=args.experiment, model_size=args.model_size, config=cfg)
+    proposal = propose_next_runs(query, runs=args.runs, max_cost=args.max_cost, progress=_progress)
     data = proposal.model_dump(mode="json")
     if out is not None:
         import json

@@ -75,16 +75,17 @@ def _arm_names(text: str) -> list[str]:
 
 def _plans(reg_path: str, cfg, args, rung: str):
     """Allocate (stored), the equal-spend plan, and the three arms with their runs (nothing written but the plan)."""
-    from allocator.service import equal_spend_plan, plan_allocation
+    from allocator.models import AllocationQuery
     from allocator.verification import arms_of, group_name, training_template, verification_runs
     from grid.registry import Registry
+    from pipeline.allocate import equal_spend_plan, plan_allocation
 
-    common = dict(budget=args.budget, benchmark=args.benchmark, experiment=args.experiment, model_size=rung,
-                  config=cfg)
-    equal, equal_iv = equal_spend_plan(reg_path, **common)  # read-only: fails before anything is stored
+    query = AllocationQuery.of(registry=reg_path, budget=args.budget, benchmark=args.benchmark,
+                               experiment=args.experiment, model_size=rung, config=cfg)
+    equal, equal_iv = equal_spend_plan(query)  # read-only: fails before anything is stored
     # not stored as an allocation of the experiment: the group's design record holds it (the experiment's
     # newest allocation stays the one its user asked for)
-    plan = plan_allocation(reg_path, save=False, **common)
+    plan = plan_allocation(query, save=False)
     size = cfg.model_size(rung)
     with Registry(reg_path, read_only=True) as reg:
         template = training_template(reg.runs(plan.experiment), rung)
@@ -155,7 +156,7 @@ def run_verification(args: argparse.Namespace):
     cfg = config_of(args)
     reg_path = registry_path(args, cfg)
     if cfg is None:
-        from allocator.service import config_for, resolve_experiment
+        from pipeline.allocate import config_for, resolve_experiment
 
         with Registry(reg_path, read_only=True) as reg:
             cfg = config_for(reg, resolve_experiment(reg, args.benchmark, args.experiment), None)

@@ -1,7 +1,6 @@
-"""``toolscale next``'s edge: registry + config -> the law's draws over candidate runs -> :class:`NextRuns`.
-
-:func:`propose_next_runs` is what the CLI and the MCP ``next_runs`` tool call; the choice itself is
-:func:`allocator.preposterior.select_runs`.
+"""The pure steps of ``toolscale next``: the candidate runs, their cost book, the law's draws over them, the plans
+a refit could choose, and the :class:`NextRuns` answer. The registry edge that reads the fit and the runs and
+calls these is :mod:`pipeline.next_runs`; the choice itself is :func:`allocator.preposterior.select_runs`.
 
 Cost of a run: synthesising its dataset (the allocator's cost model at the recipe's levels, quality
 charged above its baseline) unless a dataset of that recipe and seed exists or is proposed earlier,
@@ -10,66 +9,23 @@ plus training compute ``[cost].per_pflop x 6 N D / 1e15`` of the run's planned N
 
 from __future__ import annotations
 
-import math
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from allocator.errors import AllocatorError, AllocatorUsageError
 from allocator.models import COMPUTE, AllocationReport, NextRuns, ProposedRun
-from allocator.preposterior import CostBook, Ensemble, Selection, select_runs
+from allocator.preposterior import CostBook, Ensemble, Selection
 from allocator.solver import Surface, solve_levels
 from grid import CandidateCell, candidate_cells, candidate_recipes, recipe_key
-from grid import Registry
 from grid.models import RunRecord
 
-__all__ = ["propose_next_runs", "check_fit_current", "MIN_DRAWS"]
-
-MIN_DRAWS = 20
-"""Law draws the criterion needs (a fit with fewer bootstrap draws is refused)."""
-
-
-def _fit_command(experiment: str, benchmark: str) -> str:
-    return f"toolscale fit --experiment {experiment} --benchmark {benchmark}"
-
-
-def check_fit_current(reg: Registry, experiment: str | None, benchmark: str) -> str:
-    """The experiment to plan from, refusing one without a fit, whose newest fit is stale, or that has fewer than
-    :data:`MIN_DRAWS` bootstrap draws (naming the command to run).
-
-    Stale: marked so by the registry (its data changed), or older than a run that finished after it
-    (runs added since, e.g. by ``grid design --augment``, are not in it).
-    """
-    from allocator.service import resolve_experiment
-
-    if experiment is not None and not reg.fits(experiment, benchmark):
-        known = {e.name for e in reg.experiments()}
-        if experiment not in known:
-            raise AllocatorUsageError(f"unknown experiment {experiment!r}; experiments: {', '.join(sorted(known))}")
-        raise AllocatorUsageError(f"experiment {experiment!r} has no fit for {benchmark!r}; run "
-                                  f"`{_fit_command(experiment, benchmark)}` first")
-    exp = resolve_experiment(reg, benchmark, experiment)
-    row = reg.fits(exp, benchmark)[0]
-    if row.stale_reason:
-        raise AllocatorError(f"the newest fit {row.fit_id} of {exp}/{benchmark} is stale ({row.stale_reason}); "
-                             f"run `{_fit_command(exp, benchmark)}` first")
-    newer = [r for r in reg.runs(exp, status="done") if r.finished_at is not None and row.created_at is not None
-             and r.finished_at > row.created_at]
-    if newer:
-        raise AllocatorError(f"the newest fit {row.fit_id} of {exp}/{benchmark} is stale: {len(newer)} run(s) "
-                             f"finished after it; run `{_fit_command(exp, benchmark)}` first")
-    draws = len(row.payload.get("bootstrap") or [])
-    if draws < MIN_DRAWS:
-        raise AllocatorError(f"the fit {row.fit_id} has {draws} draws; `toolscale next` re-weights the law's "
-                             f"bootstrap draws and needs {MIN_DRAWS}; refit with `{_fit_command(exp, benchmark)} "
-                             f"--bootstrap 200`")
-    return exp
+__all__ = ["Space", "candidate_space", "cost_book", "ensemble_of", "rival_plans", "next_runs_report", "CRITERION"]
 
 
 @dataclass(frozen=True)
-class _Space:
+class Space:
     """The candidate runs: recipe x cell pairs, with their inputs and costs."""
 
     recipes: list[dict[str, float]]
@@ -95,18 +51,20 @@ class _Space:
         return out
 
 
-def _space(config: Any, cost: Any, extra: Sequence[dict[str, float]]) -> _Space:
+def candidate_space(config: Any, cost: Any, extra: Sequence[dict[str, float]]) -> Space:
+    """Every candidate recipe (:func:`grid.augment.candidate_recipes`, ``extra`` included) x every ladder cell, with
+    its dataset's synthesis cost under ``cost`` and its training compute at ``[cost].per_pflop`` (budget unit)."""
     recipes, subsampled = candidate_recipes(config, extra)
     cells = candidate_cells(config)
     data = np.array([sum(v for k, v in cost.spend(r, 1.0).items() if k != COMPUTE) for r in recipes], dtype=float)
     compute = np.array([config.cost.per_pflop * c.train_flops / 1e15 for c in cells], dtype=float)
     recipe_of = np.repeat(np.arange(len(recipes)), len(cells))
     cell_of = np.tile(np.arange(len(cells)), len(recipes))
-    return _Space(recipes=recipes, cells=cells, recipe_of=recipe_of, cell_of=cell_of, data_cost=data,
-                  compute_cost=compute[cell_of], subsampled=subsampled)
+    return Space(recipes=recipes, cells=cells, recipe_of=recipe_of, cell_of=cell_of, data_cost=data,
+                 compute_cost=compute[cell_of], subsampled=subsampled)
 
 
-def _book(space: _Space, runs: Sequence[RunRecord]) -> CostBook:
+def cost_book(space: Space, runs: Sequence[RunRecord]) -> CostBook:
     """The cost book over the experiment's runs (any state): their datasets exist, their cells are taken."""
     rix = {recipe_key(r): i for i, r in enumerate(space.recipes)}
     kix = {(c.model_size, round(c.token_multiplier, 9)): i for i, c in enumerate(space.cells)}
@@ -132,8 +90,8 @@ def _on_scale(score: np.ndarray, sign: float, scale: str) -> np.ndarray:
     return np.log(np.maximum(metric, 1e-300)) if scale == "log" else metric
 
 
-def _ensemble(surface: Surface, fit: Any, space: _Space, plans: list[dict[str, float]], n_target: float
-              ) -> tuple[Ensemble, np.ndarray]:
+def ensemble_of(surface: Surface, fit: Any, space: Space, plans: list[dict[str, float]], n_target: float
+                ) -> tuple[Ensemble, np.ndarray]:
     """The draws over the plans and the candidates; also the point prediction of each candidate (metric units)."""
     sign = -1.0 if fit.target == "loss" else 1.0
     x = space.inputs()
@@ -153,58 +111,12 @@ def _ensemble(surface: Surface, fit: Any, space: _Space, plans: list[dict[str, f
     return ens, point
 
 
-def _rivals(request: Any, surface: Surface, plan: dict[str, float], redraws: int) -> list[dict[str, float]]:
+def rival_plans(request: Any, surface: Surface, plan: dict[str, float], redraws: int) -> list[dict[str, float]]:
     """Optima of the first ``redraws`` draws (warm-started from the plan): the plans a refit could choose."""
     return [solve_levels(request, d, warm=[plan], starts=0) for d in list(surface.draws)[:redraws]]
 
 
-def propose_next_runs(registry: str, *, budget: float, benchmark: str, runs: int, experiment: str | None = None,
-                      max_cost: float | None = None, unit: str | None = None, model_size: str | None = None,
-                      config: Any = None, sims: int = 128, redraws: int = 30, seed: int = 0,
-                      progress: Callable[[str], None] | None = None) -> NextRuns:
-    """Propose ``runs`` new runs that make the allocation at ``budget`` surest per unit of cost (module docstring).
-
-    Raises :class:`AllocatorUsageError` (exit 2, nothing stored) for ``runs < 1``, a ``max_cost`` that is not
-    a positive number, or no candidate within it; :class:`AllocatorError` for a missing or stale fit (naming
-    ``toolscale fit``), a budget below the cheapest plan, or a fit with fewer than :data:`MIN_DRAWS` draws.
-    ``progress`` gets a line per stage and per run chosen.
-    """
-    from allocator.service import _load, plan_allocation
-
-    if not isinstance(runs, int) or runs < 1:
-        raise AllocatorUsageError(f"--runs must be a positive integer, got {runs}")
-    if max_cost is not None and not (math.isfinite(max_cost) and max_cost > 0):
-        raise AllocatorUsageError(f"--max-cost must be a positive number, got {max_cost:g}")
-    say = progress or (lambda _msg: None)
-    with Registry(registry, read_only=True) as reg:
-        exp = check_fit_current(reg, experiment, benchmark)
-    report = plan_allocation(registry, budget=budget, benchmark=benchmark, unit=unit, experiment=exp,
-                             model_size=model_size, config=config, save=False, redraws=0)
-    with Registry(registry, read_only=True) as reg:
-        ld = _load(reg, budget=budget, benchmark=benchmark, unit=unit, experiment=exp, model_size=model_size,
-                   config=config, law=None, draws=None, mix_forms=True)
-        all_runs = reg.runs(exp)
-    plans = [report.plan.levels, report.baseline.levels]
-    say(f"the allocation at {budget:g} now: gain {report.gain_over_baseline:+.4f}; re-solving "
-        f"{min(redraws, len(ld.surface.draws))} draws for the plans a refit could choose")
-    plans += _rivals(ld.request, ld.surface, report.plan.levels, redraws)
-    extra = [dict(r.recipe) for r in all_runs] + plans[:2]
-    space = _space(ld.config, ld.request.cost, extra)
-    if space.size == 0:
-        raise AllocatorUsageError("no candidate run: the design's constraints leave no recipe of the axes' levels")
-    ens, point = _ensemble(ld.surface, ld.fit, space, plans, ld.request.model_params)
-    book = _book(space, all_runs)
-    say(f"{space.size} candidate runs x {ens.n_draws} draws; choosing {runs}")
-    try:
-        sel = select_runs(ens, book, runs, max_cost=max_cost, sims=sims, seed=seed,
-                          progress=lambda i: say(f"run {i} of {runs} chosen"))
-    except ValueError as err:
-        raise AllocatorUsageError(f"--max-cost {max_cost:g}: {err}; raise it or drop it") from None
-    return _report(report, sel, space, ens, point, runs=runs, max_cost=max_cost, sims=sims,
-                   compute_free=ld.config.cost.per_pflop <= 0)
-
-
-def _proposed(sel: Selection, space: _Space, ens: Ensemble, point: np.ndarray) -> list[ProposedRun]:
+def _proposed(sel: Selection, space: Space, ens: Ensemble, point: np.ndarray) -> list[ProposedRun]:
     out, total = [], 0.0
     sd = ens.preds.std(axis=0)
     for i, s in enumerate(sel.steps):
@@ -226,8 +138,10 @@ CRITERION = ("preposterior, greedy: each run the one that most lowers E[90% gain
              "draws by their likelihood (importance weights; allocator/preposterior.py)")
 
 
-def _report(report: AllocationReport, sel: Selection, space: _Space, ens: Ensemble, point: np.ndarray, *,
-            runs: int, max_cost: float | None, sims: int, compute_free: bool) -> NextRuns:
+def next_runs_report(report: AllocationReport, sel: Selection, space: Space, ens: Ensemble, point: np.ndarray, *,
+                     runs: int, max_cost: float | None, sims: int, compute_free: bool) -> NextRuns:
+    """The :class:`NextRuns` answer: the allocation now (``report``), the runs ``sel`` chose, and what they are
+    expected to do."""
     proposed = _proposed(sel, space, ens, point)
     last = sel.steps[-1]
     notes = list(sel.notes)

@@ -1,7 +1,7 @@
-"""`toolscale next` end to end on a stored fit: the proposal, its costs, bad input, `grid design --augment`,
+"""`toolscale next`'s registry edge (pipeline/next_runs.py) end to end on a stored fit: the proposal, its costs, bad input, `grid design --augment`,
 `allocate` showing the interval before the proposal's runs, and the MCP ``next_runs`` tool over stdio.
 
-The fit is the micro preset's multiplicative truth with 40 jittered parameter draws (as in test_service.py),
+The fit is the micro preset's multiplicative truth with 40 jittered parameter draws (as in test_allocate.py),
 so a proposal takes seconds; each propose call here is about 5-15 s on 2 shared cores.
 """
 
@@ -19,15 +19,15 @@ import numpy as np
 import pytest
 
 from allocator.errors import AllocatorError, AllocatorUsageError
-from allocator.models import NextRuns
-from allocator.next_service import propose_next_runs
-from allocator.service import plan_allocation
+from allocator.models import AllocationQuery, NextRuns
 from fit.laws import get_law
 from fit.models import FitResult
 from fit.simulate import builtin_truth, law_inputs_for_config, simulate_results
 from grid.design import build_design
 from grid.models import MetricResult
 from grid.registry import Registry
+from pipeline.allocate import plan_allocation
+from pipeline.next_runs import propose_next_runs
 from toolscale.cli import main
 from toolscale.cli.project import example_config_text
 from toolscale.config import parse_config
@@ -41,6 +41,10 @@ def _config_text() -> str:
 
 def _config():
     return parse_config(tomllib.loads(_config_text()))
+
+
+def _query(registry: str, budget: float = 5000.0, **fields) -> AllocationQuery:
+    return AllocationQuery.of(registry=registry, budget=budget, benchmark="bench", **fields)
 
 
 def _fit(cfg) -> FitResult:
@@ -73,7 +77,7 @@ def _template(tmp_path_factory) -> tuple[str, NextRuns]:
                         [[MetricResult(benchmark="bench", metric="score", score=v)] for v in scores], source="design")
         reg.ensure_experiment("exp", config=cfg.model_dump(mode="json"))
     _save_fit(path)
-    return path, propose_next_runs(path, budget=5000.0, benchmark="bench", runs=4, **FAST)
+    return path, propose_next_runs(_query(path), runs=4, **FAST)
 
 
 @pytest.fixture
@@ -116,27 +120,26 @@ def test_proposal_runs_are_new_priced_and_expected_to_narrow_the_interval(regist
 
 
 def test_fewer_runs_are_the_first_of_more_and_max_cost_caps_them(registry, proposal) -> None:
-    two = propose_next_runs(registry, budget=5000.0, benchmark="bench", runs=2, **FAST)
+    two = propose_next_runs(_query(registry), runs=2, **FAST)
     assert two.rows() == proposal.rows()[:2]
     cap = max(r.cost for r in proposal.runs) * 1.01
     assert cap > 0
-    capped = propose_next_runs(registry, budget=5000.0, benchmark="bench", runs=4, max_cost=cap, **FAST)
+    capped = propose_next_runs(_query(registry), runs=4, max_cost=cap, **FAST)
     assert capped.total_cost <= cap and capped.runs
     priced = _config().model_copy(update={"cost": _config().cost.model_copy(update={"per_pflop": 1e3})})
     with pytest.raises(AllocatorUsageError, match=r"no candidate run costs at most 0\.01 \(the cheapest costs"):
-        propose_next_runs(registry, budget=5000.0, benchmark="bench", runs=2, max_cost=0.01, config=priced, **FAST)
+        propose_next_runs(_query(registry, config=priced), runs=2, max_cost=0.01, **FAST)
 
 
-@pytest.mark.parametrize(("kwargs", "error", "needle"), [
-    ({"runs": 0}, AllocatorUsageError, "--runs must be a positive integer, got 0"),
-    ({"runs": 2, "max_cost": -5.0}, AllocatorUsageError, "--max-cost must be a positive number, got -5"),
-    ({"runs": 2, "budget": 10.0}, AllocatorError, "below the cheapest feasible plan"),
-    ({"runs": 2, "experiment": "exp2"}, AllocatorUsageError, "unknown experiment 'exp2'"),
+@pytest.mark.parametrize(("fields", "kwargs", "error", "needle"), [
+    ({}, {"runs": 0}, AllocatorUsageError, "--runs must be a positive integer, got 0"),
+    ({}, {"runs": 2, "max_cost": -5.0}, AllocatorUsageError, "--max-cost must be a positive number, got -5"),
+    ({"budget": 10.0}, {"runs": 2}, AllocatorError, "below the cheapest feasible plan"),
+    ({"experiment": "exp2"}, {"runs": 2}, AllocatorUsageError, "unknown experiment 'exp2'"),
 ])
-def test_bad_input_is_refused(registry, kwargs, error, needle) -> None:
-    args = {"budget": 5000.0, "benchmark": "bench", **kwargs}
+def test_bad_input_is_refused(registry, fields, kwargs, error, needle) -> None:
     with pytest.raises(error, match=needle.replace("(", r"\(")):
-        propose_next_runs(registry, **args, **FAST)
+        propose_next_runs(_query(registry, **fields), **kwargs, **FAST)
 
 
 def test_an_experiment_without_a_fit_or_with_a_stale_one_names_the_command(registry) -> None:
@@ -145,13 +148,13 @@ def test_an_experiment_without_a_fit_or_with_a_stale_one_names_the_command(regis
         reg.ensure_experiment("bare", config=cfg.model_dump(mode="json"))
     with pytest.raises(AllocatorUsageError, match="experiment 'bare' has no fit for 'bench'; run `toolscale fit "
                                                   "--experiment bare --benchmark bench` first"):
-        propose_next_runs(registry, budget=5000.0, benchmark="bench", runs=2, experiment="bare")
+        propose_next_runs(_query(registry, experiment="bare"), runs=2)
     with Registry(registry) as reg:
         rid = reg.runs("exp")[0].run_id
         reg.set_status([rid], "done")  # finishes after the fit
     with pytest.raises(AllocatorError, match=r"stale: 1 run\(s\) finished after it; run `toolscale fit "
                                              r"--experiment exp --benchmark bench` first"):
-        propose_next_runs(registry, budget=5000.0, benchmark="bench", runs=2)
+        propose_next_runs(_query(registry), runs=2)
 
 
 @pytest.mark.parametrize(("argv", "needle"), [
@@ -198,13 +201,13 @@ def test_cli_table_json_out_then_augment_launchable_and_allocate_shows_the_old_i
             reg.add_metrics(r.run_id, [MetricResult(benchmark="bench", metric="score", score=0.4)])
         reg.set_status([r.run_id for r in group], "done")
     with pytest.raises(AllocatorError, match="stale"):  # their results are not in the fit yet
-        propose_next_runs(registry, budget=5000.0, benchmark="bench", runs=1, **FAST)
-    assert plan_allocation(registry, budget=5000.0, benchmark="bench", save=False, redraws=0).earlier is None
+        propose_next_runs(_query(registry), runs=1, **FAST)
+    assert plan_allocation(_query(registry, redraws=0), save=False).earlier is None
     _save_fit(registry)  # the refit
-    report = plan_allocation(registry, budget=5000.0, benchmark="bench", save=False, redraws=0)
+    report = plan_allocation(_query(registry, redraws=0), save=False)
     assert report.earlier is not None and report.earlier.group == added["group"] and report.earlier.runs_done == 3
     assert report.earlier.gain_interval == proposal.gain_interval
-    assert plan_allocation(registry, budget=6000.0, benchmark="bench", save=False, redraws=0).earlier is None
+    assert plan_allocation(_query(registry, 6000.0, redraws=0), save=False).earlier is None
     assert main(["allocate", "--budget", "5000", "--benchmark", "bench", "--registry", registry]) == 0
     text = capsys.readouterr().out
     assert f"before the 3 runs of `toolscale next` group {added['group']}" in text and "\nnow: gain" in text
