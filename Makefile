@@ -4,6 +4,10 @@ VENV    := .venv
 VPY     := $(VENV)/bin/python
 STAMP   := $(VENV)/.installed
 PYTEST_ARGS ?=
+# Three pytest workers on two cores: the SLURM tests mostly wait on the scheduler, so a third worker keeps both
+# cores busy (worksteal evens out the long tests). PYTEST_WORKERS=0 runs in one process.
+PYTEST_WORKERS ?= 3
+XDIST := $(if $(filter 0,$(PYTEST_WORKERS)),,-n $(PYTEST_WORKERS) --dist worksteal)
 
 .PHONY: install demo test test-all golden clean
 
@@ -35,7 +39,7 @@ define pytest_with_cluster
 	    [ $$was_up = 1 ] || slurm/dev-cluster.sh down; exit 1; }; \
 	  eval "$$(slurm/dev-cluster.sh env)"; \
 	fi; \
-	$(VPY) -m pytest -m "$(1)" $(PYTEST_ARGS); rc=$$?; \
+	$(VPY) -m pytest -m "$(1)" $(XDIST) $(PYTEST_ARGS); rc=$$?; \
 	[ $$was_up = 1 ] || slurm/dev-cluster.sh down; \
 	exit $$rc
 endef
