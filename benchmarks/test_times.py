@@ -53,15 +53,16 @@ def has_docstring(node_id: str) -> bool:
     return False
 
 
-def table(rows: list[tuple[float, str, str]], summary: str, over: float, scope: str = "") -> str:
+def table(rows: list[tuple[float, str, str]], summary: str, over: float, scope: str = "",
+          load: tuple[float, float, float] | None = None) -> str:
     per_module: Counter[str] = Counter()
     for seconds, _, node in rows:
         per_module[node.split("::")[0]] += seconds
     total = sum(per_module.values())
-    load = os.getloadavg()
     head = f"pytest --durations=0 on {scope}" if scope else "pytest -m 'not slow and not gpu' --durations=0"
     lines = [f"{head}: {summary}",
-             f"sum of test phases {total:.0f} s; load average at the end {load[0]:.1f} / {load[1]:.1f} / {load[2]:.1f}",
+             f"sum of test phases {total:.0f} s; " + (f"load average at the end {load[0]:.1f} / {load[1]:.1f} / {load[2]:.1f}"
+                                                       if load else "load not recorded (read from a log)"),
              "", f"{'seconds':>8} {'share':>6}  module"]
     lines += [f"{t:8.1f} {100 * t / total:5.1f}%  {mod}" for mod, t in per_module.most_common()]
     slow = sorted(((s, p, n) for s, p, n in rows if s > over), reverse=True)
@@ -92,7 +93,7 @@ def main(argv: list[str] | None = None) -> int:
     if not rows:
         print("no --durations lines found", file=sys.stderr)
         return 2
-    out = table(rows, summary, args.over, args.scope)
+    out = table(rows, summary, args.over, args.scope, os.getloadavg() if args.run else None)
     if args.out:
         Path(args.out).write_text(out, encoding="utf-8")
     else:

@@ -127,6 +127,8 @@ def test_bad_submit_parameters_clear_error_runs_stay_pending(make, rows, slurm, 
 
 
 def test_time_limit_checkpoint_requeue_resume_finish(make, rows, monkeypatch):
+    """A job past its one-minute SLURM time limit saves, is requeued and finishes. About 70 s: SLURM's smallest
+    time limit is a minute, and the job must outlive it at least once."""
     # 60 s limit: USR2 comes 10-40 s after each start (see slurm.resources), 45 s of work needs >= 2 starts
     monkeypatch.setenv("TOOLSCALE_TEST_STEPS", "90")
     monkeypatch.setenv("TOOLSCALE_TEST_STEP_S", "0.5")

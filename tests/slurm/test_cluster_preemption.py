@@ -75,6 +75,8 @@ def _preempt_and_finish(env, rows, monkeypatch, signal_cmd) -> tuple[object, lis
 
 
 def test_scontrol_requeue_mid_training_resumes_from_the_signal_time_checkpoint(make, rows, monkeypatch):
+    """``scontrol requeue`` mid-training: the job saves at the signal and the same job resumes there. About 45 s:
+    real training steps, a real requeue, and SLURM's own delay before it starts the job again."""
     env = make(n_runs=1, executor="slurm", timeout_min=10)
     r, starts, info = _preempt_and_finish(env, rows, monkeypatch, ["scontrol", "requeue"])
     assert len(starts) == 2 and starts[0] == f"fresh job {info['job']}"

@@ -201,7 +201,8 @@ def _summary(out: Path, parts: dict, steps: _Steps, total: float) -> None:
               f"extrapolation factor {_num(fit.get('extrapolation_factor'), '.1f')}x")
         factor = fit.get("extrapolation_factor")
         if name == "real" and factor is not None and factor < FULL_FACTOR:
-            print(f"  note: the demo holds out its rung at {factor:.1f}x the largest fitted run's FLOPs, below the "
+            print(f"  note: the demo holds out its rung at {factor:.1f}x the largest fitted run's FLOPs (6ND, as the runs "
+                  f"record them; `grid design` also prints the factor with attention counted), below the "
                   f"full protocol's {FULL_FACTOR:g}x (a demo-sized rung); docs/results/ runs the full protocol")
         rel, dec = fit.get("heldout_relative_mae"), fit.get("decision_accuracy") or {}
         if rel is not None or dec.get("accuracy") is not None:

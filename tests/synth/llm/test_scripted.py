@@ -79,6 +79,8 @@ def _recipe(url: str, **llm) -> Recipe:
 
 @pytest.mark.integration
 def test_each_fault_ends_as_a_retry_or_a_counted_rejection(tmp_path):
+    """Every scripted fault (timeouts, bad JSON, 5xx...) ends as a retry or a counted rejection. About 10 s: the
+    timeout faults wait out the client's real (shortened) timeouts."""
     script = FaultScript()
     with ScriptedEndpoint(script) as ep:
         m = build_dataset(_recipe(ep.url), tmp_path / "d", llm_cache=tmp_path / "cache")
