@@ -100,7 +100,7 @@ class AllocationQuery(_Frozen):
     model_size: str | None = None
     """Model planned for: a ladder rung or a parameter count N (``1.4e9``, ``1.4B``); None: the target rung."""
     tokens: str | float | None = None
-    """Training tokens D planned for (``3e11``, ``300B``); None: the rung's (:func:`allocator.service.plan_target`)."""
+    """Training tokens D planned for (``3e11``, ``300B``); None: the rung's (:func:`allocator.planning.plan_target`)."""
     tokens_per_param: float | None = None
     """D as tokens per parameter (D = R x N); not with ``tokens``."""
     law: str | None = None

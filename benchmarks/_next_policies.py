@@ -16,7 +16,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from allocate_truths import _truths  # noqa: E402
 from grid.cost import cost_model_from_config  # noqa: E402
 from allocator.proposal import candidate_space, cost_book  # noqa: E402
-from allocator.service import plan_target  # noqa: E402
+from allocator.planning import plan_target  # noqa: E402
 from fit.laws import Law, get_law, known_laws, law_of, register_law  # noqa: E402
 from fit.models import LawInput  # noqa: E402
 from grid.registry import Registry  # noqa: E402

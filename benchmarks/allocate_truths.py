@@ -45,7 +45,7 @@ from pathlib import Path
 import numpy as np
 
 from allocator.models import AllocationQuery
-from allocator.service import build_request
+from allocator.planning import build_request
 from allocator.solver import round_integers, score_at, solve_levels
 from fit.data import law_for_runs, points_from_runs
 from fit.fitting import fit_law

@@ -58,7 +58,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _next_policies import (d_optimal_rows, random_rows, seeds_rows, target_tokens, truth_score,  # noqa: E402
                             truths)
 from allocator.models import AllocationQuery, Budget  # noqa: E402
-from allocator.service import build_request  # noqa: E402
+from allocator.planning import build_request  # noqa: E402
 from allocator.solver import round_integers, score_at, solve_levels  # noqa: E402
 from fit.experiment import fit_experiment  # noqa: E402
 from fit.laws import get_law  # noqa: E402

@@ -3,7 +3,7 @@
 
 :func:`plan_allocation` is what ``allocate``, ``verify``, ``fit report --sweep``, ``next`` and the MCP ``allocate``
 tool call, with the query each builds at its boundary; everything past reading is pure
-(:mod:`allocator.service` builds the request and the surface, :func:`allocator.solver.solve` plans). The helpers
+(:mod:`allocator.planning` builds the request and the surface, :func:`allocator.solver.solve` plans). The helpers
 that read the registry (:func:`resolve_experiment`, :func:`load_fit`, :func:`config_for`, :func:`other_forms`,
 :func:`benchmarks_with_fits`) live here too: ``fit``'s edge (:mod:`pipeline.fit`) and the MCP tools use them.
 """
@@ -19,7 +19,7 @@ import numpy as np
 
 from allocator.errors import AllocatorError, AllocatorUsageError
 from allocator.models import AllocationQuery, AllocationReport, AllocationRequest, Budget, Plan
-from allocator.service import Target, build_request, make_surface, noise_floor, plan_target
+from allocator.planning import Target, build_request, make_surface, noise_floor, plan_target
 from allocator.solver import Surface, solve
 from fit.models import FitResult
 from grid import Registry

@@ -246,7 +246,7 @@ def test_baseline_is_a_diversity_only_law_and_quality_pinned_is_kept(registry) -
 
 
 def test_other_law_forms_are_mixed_by_bic_weight(registry) -> None:
-    from allocator.service import form_weights
+    from allocator.planning import form_weights
 
     cfg = _config()
     fit = _fit_result(cfg)

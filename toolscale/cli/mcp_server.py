@@ -100,7 +100,7 @@ def _plan_tools(server: Any, registry: str, cfg: Callable[[str | None], Experime
         """Predict `benchmark` at points `at` (each a dict such as {"model_size": 1.3e10, "train_tokens": 5e12,
         "tool_diversity": 64}) from the newest fit (or `fit_id`), with intervals and how far each input lies
         outside the fitted range (the same object as `toolscale predict --json`)."""
-        from allocator.service import predict_from_fit
+        from allocator.planning import predict_from_fit
 
         aliases = {"model_size": "N", "model_params": "N", "params": "N", "train_tokens": "D", "tokens": "D"}
         points = [{aliases.get(k, k): float(v) for k, v in p.items()} for p in at]

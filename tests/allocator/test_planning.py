@@ -1,4 +1,4 @@
-"""The allocator's pure planning steps (allocator/service.py): the noise floor of a decision and the N and D a plan
+"""The allocator's pure planning steps (allocator/planning.py): the noise floor of a decision and the N and D a plan
 is for. The registry edge that calls them is tested in tests/pipeline/test_allocate.py."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import tomllib
 import pytest
 
 from allocator.errors import AllocatorUsageError
-from allocator.service import noise_floor, plan_target
+from allocator.planning import noise_floor, plan_target
 from fit.models import FitResult, LackOfFit
 from toolscale.cli.project import example_config_text
 from toolscale.config import parse_config
