@@ -32,6 +32,8 @@ __all__ = [
     "MetricResult",
     "TrainStats",
     "RunResult",
+    "ProbeSummary",
+    "RunOutcome",
     "IngestReport",
     "ExperimentRecord",
     "DatasetRecord",
@@ -213,6 +215,54 @@ class RunResult(_Frozen):
     """When the job finished (UTC)."""
     extra: dict[str, Any] = Field(default_factory=dict)
     """Anything else the job measured (loss curve, probe summary)."""
+
+
+class ProbeSummary(_Frozen):
+    """The probe figures a pipeline run keeps of its dataset (``metadata.probe``), taken from the manifest's
+    ``probe`` section (:class:`probes.models.ProbeSummary`, which holds more); every field None when absent."""
+
+    model_config = ConfigDict(strict=True)
+
+    measured_groundedness: float | None = None
+    """Share of the scored actions the calibrated probe judges grounded, in [0, 1]."""
+    symbolic_groundedness: float | None = None
+    """Share of actions derivable by symbolic provenance, in [0, 1]."""
+    coverage: float | None = None
+    """Compositional coverage score, in [0, 1]."""
+    agreement: float | None = None
+    """Probe agreement with synth's injected labels on the evaluation split, in [0, 1]."""
+    probe_reliable: bool | None = None
+    """True when the calibrated probe beats a constant verdict on its evaluation split."""
+    kind: str | None = None
+    """Probe kind (``copy``, ``lm``, ``hf:MODEL_DIR``)."""
+    balanced_accuracy: float | None = None
+    """Balanced accuracy of the calibrated probe on its evaluation split, in [0, 1]."""
+    probe_flops: float | None = None
+    """FLOPs the probe spent (``cost.total_flops``)."""
+    probe_cost_share: float | None = None
+    """``probe_flops`` / the run's training FLOPs."""
+
+
+class RunOutcome(_Frozen):
+    """What the ``pipeline`` job kind returns (:mod:`slurm.jobs`); :mod:`slurm.job` turns it into a
+    :class:`RunResult`."""
+
+    metrics: list[MetricResult] = Field(default_factory=list)
+    """Benchmark scores (empty on ranks other than 0)."""
+    train: TrainStats | None = None
+    """Training accounting."""
+    dataset_id: str | None = None
+    """Content hash of the dataset trained on."""
+    probe: ProbeSummary | None = None
+    """The dataset's probe figures, stored as ``extra["probe"]``."""
+    extra: dict[str, Any] = Field(default_factory=dict)
+    """Anything else the job measured (a ``"probe"`` key here is replaced by ``probe`` when that is set)."""
+
+    def result_extra(self) -> dict[str, Any]:
+        """``RunResult.extra``: ``extra``, with ``probe`` as JSON under ``"probe"`` when it is set."""
+        if self.probe is None:
+            return dict(self.extra)
+        return {**self.extra, "probe": self.probe.model_dump(mode="json")}
 
 
 class IngestReport(_Frozen):

@@ -32,7 +32,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from grid.models import RunSpec
+from grid.models import ProbeSummary, RunOutcome, RunSpec
 from slurm.job import read_context, save_checkpoint
 from toolscale.config import config_hash
 
@@ -139,17 +139,18 @@ def train_cache_dir(cache: str | Path) -> Path:
     return Path(cache) / "train-cache"
 
 
-def _probe_extra(manifest: dict[str, Any], train_flops: float | None) -> dict[str, Any]:
+def _probe_summary(manifest: dict[str, Any], train_flops: float | None) -> ProbeSummary:
+    """The run's :class:`grid.models.ProbeSummary` from its dataset's manifest (``probe`` section)."""
     probe = manifest.get("probe") or {}
     cost = probe.get("cost") or {}
     flops = cost.get("total_flops")
-    return {"measured_groundedness": probe.get("measured_groundedness"),
-            "symbolic_groundedness": probe.get("symbolic_groundedness"),
-            "coverage": probe.get("coverage"), "agreement": probe.get("agreement"),
-            "probe_reliable": probe.get("probe_reliable"), "kind": probe.get("kind"),
-            "balanced_accuracy": (probe.get("calibration") or {}).get("balanced_accuracy"),
-            "probe_flops": flops,
-            "probe_cost_share": (flops / train_flops) if flops is not None and train_flops else None}
+    return ProbeSummary(measured_groundedness=probe.get("measured_groundedness"),
+                        symbolic_groundedness=probe.get("symbolic_groundedness"),
+                        coverage=probe.get("coverage"), agreement=probe.get("agreement"),
+                        probe_reliable=probe.get("probe_reliable"), kind=probe.get("kind"),
+                        balanced_accuracy=(probe.get("calibration") or {}).get("balanced_accuracy"),
+                        probe_flops=flops,
+                        probe_cost_share=(flops / train_flops) if flops is not None and train_flops else None)
 
 
 def job_recipe(run: RunSpec, cfg: ExperimentConfig) -> Recipe:
@@ -284,8 +285,8 @@ def _evaluate(cfg: Any, model_dir: Path, keep: int, data_dir: Path | None, workd
     return evaluate_checkpoints(snapshots, cfg.eval, score=score)
 
 
-def run_pipeline(run: RunSpec, workdir: Path, checkpoint: dict[str, Any] | None) -> dict[str, Any]:
-    """Build (or reuse) the run's dataset, train, evaluate; returns the result fields (see :mod:`slurm.jobs`)."""
+def run_pipeline(run: RunSpec, workdir: Path, checkpoint: dict[str, Any] | None) -> RunOutcome:
+    """Build (or reuse) the run's dataset, train, evaluate; returns the run's outcome (see :mod:`slurm.jobs`)."""
     from slurm.preemption import check_stop
     from toolscale.config import ExperimentConfig
 
@@ -325,24 +326,25 @@ def run_pipeline(run: RunSpec, workdir: Path, checkpoint: dict[str, Any] | None)
     save_checkpoint(workdir, state)
 
     if int(os.environ.get("RANK", "0") or 0) != 0:  # one process per GPU: rank 0 alone evaluates and reports
-        return {"metrics": [], "train": stats, "dataset_id": key}
+        return RunOutcome(metrics=[], train=stats, dataset_id=key)
     # with the experiment's shared tokenizer every run encodes the same items the same way: one token cache for all
     cache = eval_cache_dir(ctx["dataset_cache"]) if tok_dir is not None else None
     metrics, ckpt_summary = _evaluate(cfg, model_dir, keep, data_dir, Path(workdir), run.run_id, check_stop, cache)
     stage_s["eval"] = time.monotonic() - t0 - stage_s["dataset"] - stage_s["train"]
     state.update(stage="evaluated")
     save_checkpoint(workdir, state)
-    return {"metrics": metrics, "train": stats, "dataset_id": manifest.get("dataset_id", key),
-            "extra": {"dataset_key": key, "dataset_built_here": built, "dataset_dir": str(data_dir),
-                      "config_hash": config_hash(ctx["config"]),
-                      "param_count": cfg.design.param_count, "params_total": stats.params,
-                      "learning_rate": float(lr) if lr is not None else size.learning_rate,
-                      "tokenizer": "shared" if tok_dir is not None else "per_run",
-                      "probe": _probe_extra(manifest, stats.train_flops),
-                      "measured": manifest.get("measured", {}),
-                      "counts": manifest.get("counts", {}),
-                      "llm": manifest.get("llm", {}),
-                      "stage_s": {k: round(v, 2) for k, v in stage_s.items()},
-                      **({"checkpoints": ckpt_summary} if ckpt_summary else {}),
-                      "stages": {k: v.model_dump(mode="json") for k, v in trained.stages.items()},
-                      "stage_plan": trained.plan}}
+    return RunOutcome(
+        metrics=metrics, train=stats, dataset_id=manifest.get("dataset_id", key),
+        probe=_probe_summary(manifest, stats.train_flops),
+        extra={"dataset_key": key, "dataset_built_here": built, "dataset_dir": str(data_dir),
+               "config_hash": config_hash(ctx["config"]),
+               "param_count": cfg.design.param_count, "params_total": stats.params,
+               "learning_rate": float(lr) if lr is not None else size.learning_rate,
+               "tokenizer": "shared" if tok_dir is not None else "per_run",
+               "measured": manifest.get("measured", {}),
+               "counts": manifest.get("counts", {}),
+               "llm": manifest.get("llm", {}),
+               "stage_s": {k: round(v, 2) for k, v in stage_s.items()},
+               **({"checkpoints": ckpt_summary} if ckpt_summary else {}),
+               "stages": {k: v.model_dump(mode="json") for k, v in trained.stages.items()},
+               "stage_plan": trained.plan})

@@ -1,6 +1,7 @@
 """Measured groundedness as a quality axis of the law (``toolscale fit --axes measured_groundedness,...``).
 
-Every pipeline run records its dataset's probe summary under ``metadata.probe`` (``pipeline/job.py``).
+Every pipeline run records its dataset's probe summary under ``metadata.probe`` (``pipeline/job.py``), read
+back as a :class:`grid.models.ProbeSummary` (a probe that does not validate counts as no reliable probe).
 :func:`with_measured_axis` turns it into an axis value: each run's ``recipe["measured_groundedness"]`` is
 the share of its dataset's actions the calibrated probe judged grounded, and the experiment config gains
 a ``quality`` axis of that name over the runs' range. It is offered only when every run's probe is
@@ -17,6 +18,9 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from pydantic import ValidationError
+
+from grid.models import ProbeSummary, RunRecord
 from toolscale.errors import UsageError
 
 __all__ = ["MEASURED_AXIS", "with_measured_axis"]
@@ -27,15 +31,25 @@ SINGLE_CLASS_AGREEMENT = 0.85
 """Agreement a single-class dataset's probe needs (the issue's agreement target)."""
 
 
-def _reliable(probe: Mapping[str, Any], any_two_class: bool) -> bool:
-    if probe.get("probe_reliable") is True:
+def _probe(run: RunRecord) -> ProbeSummary | None:
+    """The run's ``metadata.probe`` as a :class:`grid.models.ProbeSummary`; None when absent or invalid."""
+    try:
+        return ProbeSummary.model_validate((run.metadata or {}).get("probe") or {})
+    except ValidationError:
+        return None
+
+
+def _reliable(probe: ProbeSummary | None, any_two_class: bool) -> bool:
+    if probe is None:
+        return False
+    if probe.probe_reliable is True:
         return True
-    single = probe.get("balanced_accuracy") is None and isinstance(probe.get("agreement"), int | float)
-    return single and any_two_class and float(probe["agreement"]) >= SINGLE_CLASS_AGREEMENT
+    single = probe.balanced_accuracy is None and probe.agreement is not None
+    return single and any_two_class and probe.agreement >= SINGLE_CLASS_AGREEMENT
 
 
 def with_measured_axis(runs: Sequence[RunRecord], axes: Mapping[str, Mapping[str, Any]]
-                       ) -> tuple[list[Any], dict[str, Any]]:
+                       ) -> tuple[list[RunRecord], dict[str, Any]]:
     """``(runs with recipe[MEASURED_AXIS], {"axes": [...]} with the axis added)``; UsageError when unavailable.
 
     ``runs`` are :class:`grid.models.RunRecord` objects (anything with ``run_id``, ``recipe``, ``metadata``
@@ -43,11 +57,11 @@ def with_measured_axis(runs: Sequence[RunRecord], axes: Mapping[str, Mapping[str
     (:func:`fit.data.axis_kinds`).
     """
     out, bad = [], []
-    probes = [(r.metadata or {}).get("probe") or {} for r in runs]
-    any_two_class = any(p.get("probe_reliable") is True for p in probes)
+    probes = [_probe(r) for r in runs]
+    any_two_class = any(p is not None and p.probe_reliable is True for p in probes)
     for r, probe in zip(runs, probes):
-        g = probe.get(MEASURED_AXIS)
-        if not _reliable(probe, any_two_class) or not isinstance(g, int | float) or not math.isfinite(g):
+        g = None if probe is None else probe.measured_groundedness
+        if not _reliable(probe, any_two_class) or g is None or not math.isfinite(g):
             bad.append(r.run_id)
             continue
         out.append(r.model_copy(update={"recipe": {**r.recipe, MEASURED_AXIS: float(g)}}))

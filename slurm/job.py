@@ -26,7 +26,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from grid.models import MetricResult, RunResult, RunSpec, TrainStats
+from grid.models import MetricResult, RunOutcome, RunResult, RunSpec, TrainStats
 from toolscale.files import atomic_write_json
 
 __all__ = ["JobRunner", "export_distributed", "save_checkpoint", "load_checkpoint", "read_context", "ERROR_TAIL_CHARS",
@@ -79,10 +79,16 @@ def export_distributed() -> int:
     return int(os.environ.get("RANK", "0") or 0)
 
 
-def _outcome_to_result(run: RunSpec, outcome: Any, job_id: str | None, extra: dict[str, Any]) -> RunResult:
+def _outcome_to_result(run: RunSpec, outcome: RunOutcome | RunResult | dict[str, Any] | None, job_id: str | None,
+                       extra: dict[str, Any]) -> RunResult:
+    """The ``done`` result of a job kind's return value (:mod:`slurm.jobs`), the runner's ``extra`` added."""
     if isinstance(outcome, RunResult):
         return outcome.model_copy(update={"job_id": outcome.job_id or job_id,
                                           "extra": {**outcome.extra, **extra}})
+    if isinstance(outcome, RunOutcome):
+        return RunResult(run_id=run.run_id, experiment=run.experiment, status="done", metrics=outcome.metrics,
+                         train=outcome.train, dataset_id=outcome.dataset_id, job_id=job_id,
+                         finished_at=datetime.now(UTC), extra={**outcome.result_extra(), **extra})
     outcome = dict(outcome or {})
     metrics = [m if isinstance(m, MetricResult) else MetricResult.model_validate(m)
                for m in outcome.get("metrics", [])]

@@ -1,8 +1,9 @@
 """The registry of job kinds: what a job runs for its run spec.
 
-A job kind is ``fn(run: RunSpec, workdir: Path, checkpoint: dict | None) -> RunOutcome``
-where the outcome is a :class:`grid.models.RunResult`, or a dict with any of
-``metrics`` (list of MetricResult or dicts), ``train`` (TrainStats or dict),
+A job kind is ``fn(run: RunSpec, workdir: Path, checkpoint: dict | None) -> outcome``
+where the outcome is a :class:`grid.models.RunOutcome` (what the ``pipeline`` kind returns: its
+``probe`` is stored as ``extra["probe"]``), a :class:`grid.models.RunResult`, or, for user kinds, a
+dict with any of ``metrics`` (list of MetricResult or dicts), ``train`` (TrainStats or dict),
 ``dataset_id`` and ``extra``. Raising marks the run failed (the traceback tail is stored).
 ``checkpoint`` is the last state the job saved with :func:`slurm.job.save_checkpoint`
 before it was preempted or timed out (None on a fresh start).

@@ -235,3 +235,68 @@ def test_a_code_experiment_runs_end_to_end(tmp_path):
         assert run.metrics[f"{b}/bpb"] > 0 and 0.0 <= run.metrics[f"{b}/score"] <= 1.0
     assert run.metadata["measured"]["golden_pass_rate"] == 1.0
     assert run.metadata["probe"]["coverage"] is not None
+
+
+def _legacy_probe_extra(manifest, train_flops):
+    """What ``run_pipeline`` stored under ``extra["probe"]`` before it returned a RunOutcome (the reference)."""
+    probe = manifest.get("probe") or {}
+    cost = probe.get("cost") or {}
+    flops = cost.get("total_flops")
+    return {"measured_groundedness": probe.get("measured_groundedness"),
+            "symbolic_groundedness": probe.get("symbolic_groundedness"),
+            "coverage": probe.get("coverage"), "agreement": probe.get("agreement"),
+            "probe_reliable": probe.get("probe_reliable"), "kind": probe.get("kind"),
+            "balanced_accuracy": (probe.get("calibration") or {}).get("balanced_accuracy"),
+            "probe_flops": flops,
+            "probe_cost_share": (flops / train_flops) if flops is not None and train_flops else None}
+
+
+MANIFESTS = [
+    {"dataset_id": "d-1", "probe": {"measured_groundedness": 0.625, "symbolic_groundedness": 0.7, "coverage": 0.4,
+                                    "agreement": 0.9, "probe_reliable": True, "kind": "lm", "n_actions": 12,
+                                    "calibration": {"balanced_accuracy": 0.85, "threshold": 0.5},
+                                    "cost": {"total_flops": 3.0e9, "share": 0.01}}},
+    {"dataset_id": "d-2", "probe": {"measured_groundedness": None, "symbolic_groundedness": None, "coverage": 0.0,
+                                    "agreement": None, "probe_reliable": None, "kind": "copy", "calibration": None,
+                                    "cost": {"total_flops": 0.0}}},
+    {"dataset_id": "d-3"},
+]
+
+
+@pytest.mark.parametrize("manifest", MANIFESTS)
+def test_run_outcome_gives_the_result_extra_the_dict_outcome_gave(tmp_path, manifest):
+    """A RunOutcome stores the same result (and the same registry metadata JSON) as the dict it replaced."""
+    import json
+
+    from grid.models import MetricResult, RunOutcome, TrainStats
+    from grid.results import read_results, write_result
+    from pipeline.job import _probe_summary
+    from slurm.job import _outcome_to_result
+
+    run = RunSpec(run_id="r-1", experiment="e", design_version="v", recipe={"tool_diversity": 4.0}, model_size="t1")
+    stats = TrainStats(params=1e6, train_tokens=1e7, train_flops=6e13)
+    metrics = [MetricResult(benchmark="heldout-calls", score=0.5, n_items=4)]
+    rest = {"dataset_key": "ds-x", "tokenizer": "shared", "stage_s": {"dataset": 1.0}}
+    legacy = {"metrics": metrics, "train": stats, "dataset_id": manifest.get("dataset_id"),
+              "extra": {**rest, "probe": _legacy_probe_extra(manifest, stats.train_flops)}}
+    typed = RunOutcome(metrics=metrics, train=stats, dataset_id=manifest.get("dataset_id"),
+                       probe=_probe_summary(manifest, stats.train_flops), extra=rest)
+    runner_extra = {"job_kind": "pipeline", "requeues": 0}
+    old = _outcome_to_result(run, legacy, "j-1", runner_extra)
+    new = _outcome_to_result(run, typed, "j-1", runner_extra)
+    assert new.model_copy(update={"finished_at": old.finished_at}) == old
+    assert json.dumps(new.extra, sort_keys=True) == json.dumps(old.extra, sort_keys=True)  # the registry's JSON
+    write_result(tmp_path, new)
+    back = read_results(tmp_path)[0][0][0]
+    assert back.extra == old.model_validate_json(old.model_dump_json()).extra
+
+
+def test_the_other_ranks_outcome_stores_what_the_dict_did():
+    from grid.models import RunOutcome, TrainStats
+    from slurm.job import _outcome_to_result
+
+    run = RunSpec(run_id="r-1", experiment="e", design_version="v", recipe={}, model_size="t1")
+    stats = TrainStats(params=1.0, train_tokens=2.0, train_flops=12.0)
+    old = _outcome_to_result(run, {"metrics": [], "train": stats, "dataset_id": "ds-1"}, None, {"requeues": 0})
+    new = _outcome_to_result(run, RunOutcome(metrics=[], train=stats, dataset_id="ds-1"), None, {"requeues": 0})
+    assert new.model_copy(update={"finished_at": old.finished_at}) == old

@@ -47,3 +47,23 @@ def test_single_class_datasets_count_when_another_run_calibrated_on_both_classes
     low = {**one, "agreement": 0.7}
     with pytest.raises(UsageError, match="1 of 2 runs"):
         with_measured_axis([run("a", two), run("c", low)], {})
+
+
+def test_the_stored_pipeline_probe_parses_with_every_key():
+    probe = {MEASURED_AXIS: 0.7, "symbolic_groundedness": 0.8, "coverage": 0.5, "agreement": 0.9,
+             "probe_reliable": True, "kind": "copy", "balanced_accuracy": 0.9, "probe_flops": 0.0,
+             "probe_cost_share": 0.0}
+    run = _run(0, 0.7).model_copy(update={"metadata": {"probe": probe}})
+    out, _ = with_measured_axis([run], {})
+    assert out[0].recipe[MEASURED_AXIS] == 0.7
+
+
+@pytest.mark.parametrize("probe", [{MEASURED_AXIS: 0.7, "probe_reliable": "yes"},
+                                   {MEASURED_AXIS: "0.7", "probe_reliable": True},
+                                   {MEASURED_AXIS: 0.7, "probe_reliable": True, "unknown": 1},
+                                   {MEASURED_AXIS: float("nan"), "probe_reliable": True}])
+def test_a_probe_that_does_not_validate_counts_as_no_reliable_probe(probe):
+    good = _run(0, 0.6)
+    bad = _run(1, 0.7).model_copy(update={"metadata": {"probe": probe}})
+    with pytest.raises(UsageError, match="1 of 2 runs have none, e.g. r1"):
+        with_measured_axis([good, bad], {})
