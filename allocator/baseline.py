@@ -32,7 +32,7 @@ __all__ = ["diversity_only_law", "baseline_quality_runs", "best_observed"]
 _CACHE: dict[tuple, tuple[Surface | None, str]] = {}
 
 
-def baseline_quality_runs(runs: Sequence[RunRecord], config: ExperimentConfig) -> list[Any]:
+def baseline_quality_runs(runs: Sequence[RunRecord], config: ExperimentConfig) -> list[RunRecord]:
     """Runs whose every quality axis sits at its baseline level (within 1e-9 relative)."""
     base = {a.name: a.baseline_level for a in config.axes if a.kind == "quality"}
     return [r for r in runs if all(abs(float(r.recipe.get(k, np.nan)) - v) <= 1e-9 * max(1.0, abs(v))

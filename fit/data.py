@@ -19,6 +19,7 @@ import numpy as np
 from fit.errors import FitInputError
 from fit.laws import Law, get_law
 from fit.models import LawInput, Points
+from grid.models import RunRecord
 from toolscale.config import STAGES, ExperimentConfig
 
 __all__ = ["points_from_runs", "law_for_runs", "axis_kinds", "available_metrics", "runs_with_stages",
@@ -39,12 +40,12 @@ EFFECTIVE_LAWS = frozenset({"chinchilla", "chinchilla_qterm", "chinchilla_unique
 """Laws whose data axes act on effective data ``D_eff`` (they read N, D, U and every axis)."""
 
 
-def available_metrics(runs: Sequence[Any]) -> list[str]:
+def available_metrics(runs: Sequence[RunRecord]) -> list[str]:
     """Every ``benchmark/metric`` key present on the runs, sorted."""
     return sorted({k for r in runs for k in r.metrics})
 
 
-def axis_kinds(config: ExperimentConfig | None, runs: Sequence[Any]) -> dict[str, dict[str, Any]]:
+def axis_kinds(config: ExperimentConfig | None, runs: Sequence[RunRecord]) -> dict[str, dict[str, Any]]:
     """``axis -> {"kind", "min", "max"}`` from the experiment config, else inferred from the runs.
 
     Without a config (imported runs) an axis is ``quality`` if it is one of
@@ -83,7 +84,7 @@ def _present(v: Any) -> bool:
     return v is not None and not (isinstance(v, float) and math.isnan(v))
 
 
-def _checkpoints(runs: Sequence[Any]) -> tuple[list[float], list[bool], list[str]]:
+def _checkpoints(runs: Sequence[RunRecord]) -> tuple[list[float], list[bool], list[str]]:
     """``(steps, final, checkpoint_of)`` of runs that are checkpoints (metadata ``step``); empty lists when
     none is."""
     meta = [r.metadata or {} for r in runs]
@@ -99,7 +100,7 @@ def _checkpoints(runs: Sequence[Any]) -> tuple[list[float], list[bool], list[str
     return [s if math.isfinite(s) else -1.0 for s in steps], final, owners
 
 
-def _weights(runs: Sequence[Any], key: str) -> list[float]:
+def _weights(runs: Sequence[RunRecord], key: str) -> list[float]:
     """Standard errors of ``key`` when the runs carry them (``import-runs --weight``); FitInputError when only
     some do."""
     errs = [(getattr(r, "stderrs", None) or {}).get(key) for r in runs]
@@ -112,7 +113,7 @@ def _weights(runs: Sequence[Any], key: str) -> list[float]:
     return [float(e) for e in errs]
 
 
-def points_from_runs(runs: Sequence[Any], *, benchmark: str, metric: str = "score", inputs: Sequence[str] = (),
+def points_from_runs(runs: Sequence[RunRecord], *, benchmark: str, metric: str = "score", inputs: Sequence[str] = (),
                      experiment: str = "", simulated: bool | None = None,
                      intermediate: tuple[str, str] | None = None) -> Points:
     """Points of the runs that have ``benchmark/metric`` (and every named input).
@@ -172,7 +173,7 @@ def points_from_runs(runs: Sequence[Any], *, benchmark: str, metric: str = "scor
                   benchmark=benchmark, metric=metric, simulated=bool(simulated))
 
 
-def law_for_runs(name: str, runs: Sequence[Any], config: ExperimentConfig | None = None,
+def law_for_runs(name: str, runs: Sequence[RunRecord], config: ExperimentConfig | None = None,
                  axes: Sequence[str] | None = None, repetition: bool = True) -> Law:
     """The law ``name`` specialised to the experiment: its axes, kinds and normalisation.
 
@@ -229,7 +230,7 @@ def train_stages_of(run: Any) -> list[str]:
     return [s for s in STAGES if s in done] if isinstance(done, dict) else ["sft"]
 
 
-def runs_with_stages(runs: Sequence[Any], stages: Sequence[str]) -> list[Any]:
+def runs_with_stages(runs: Sequence[RunRecord], stages: Sequence[str]) -> list[RunRecord]:
     """The runs trained with exactly ``stages`` (order as they run)."""
     want = list(stages)
     return [r for r in runs if train_stages_of(r) == want]

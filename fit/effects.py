@@ -12,11 +12,11 @@ from __future__ import annotations
 import math
 from collections import defaultdict
 from collections.abc import Sequence
-from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
 from fit.errors import FitInputError
+from grid.models import RunRecord
 
 __all__ = ["ArmEffect", "EffectReport", "paired_effects"]
 
@@ -75,7 +75,7 @@ def _t_quantile(df: int, level: float) -> float:
     return float(t.ppf(0.5 + level / 2, df))
 
 
-def paired_effects(runs: Sequence[Any], axis: str, metric: str, level: float = 0.95) -> list[ArmEffect]:
+def paired_effects(runs: Sequence[RunRecord], axis: str, metric: str, level: float = 0.95) -> list[ArmEffect]:
     """Effects of each level of ``axis`` against its lowest (at least two levels among ``runs``) on ``metric``
     (``benchmark/metric`` key of ``run.metrics``), per model size and cell of the other axes; see the module
     docstring.

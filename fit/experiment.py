@@ -21,6 +21,7 @@ from fit.predict import bic_weights
 from fit.rolling import rolling_steps
 from fit.selection import select_law
 from fit.targets import target_runs
+from grid.models import RunRecord
 from toolscale.config import ExperimentConfig
 
 __all__ = ["LOSS_CANDIDATES", "fit_experiment", "loss_candidates", "sized_choice", "stored_fraction", "with_extrapolation", "with_forms"]
@@ -31,7 +32,7 @@ def stored_fraction(config: ExperimentConfig | None) -> float:
     return config.design.heldout_fraction if config is not None else 0.25
 
 
-def fit_experiment(runs: Sequence[Any], request: FitRequest, *, config: ExperimentConfig | None = None,
+def fit_experiment(runs: Sequence[RunRecord], request: FitRequest, *, config: ExperimentConfig | None = None,
                    simulated: bool | None = None) -> ExperimentFit:
     """Fit ``request.law`` (or the automatic choice) to the done runs of one experiment.
 
@@ -233,7 +234,7 @@ form on N and D alone, and the four effective-data forms with the experiment's a
 one lets repetitions of little unique data make a larger model's loss rise)."""
 
 
-def loss_candidates(runs: Sequence[Any], config: ExperimentConfig | None,
+def loss_candidates(runs: Sequence[RunRecord], config: ExperimentConfig | None,
                     axes: Sequence[str] | None = None) -> dict[str, Law]:
     """The :data:`LOSS_CANDIDATES` specialised to the experiment (a form that cannot take its axes is left out)."""
     out: dict[str, Law] = {"chinchilla_ND": get_law("chinchilla")}
@@ -245,7 +246,7 @@ def loss_candidates(runs: Sequence[Any], config: ExperimentConfig | None,
     return out
 
 
-def _auto_law(runs: Sequence[Any], request: FitRequest, config: ExperimentConfig | None) -> str:
+def _auto_law(runs: Sequence[RunRecord], request: FitRequest, config: ExperimentConfig | None) -> str:
     if request.metric in ("loss", "bpb"):  # nats per token, bits per byte: lower is better
         return "chinchilla"
     from fit.data import axis_kinds

@@ -22,13 +22,16 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from fit.errors import FitInputError
 from fit.laws import Law, get_law
 from fit.models import LawInput, Truth
+
+if TYPE_CHECKING:
+    from grid.models import RunRecord, RunSpec
 
 __all__ = ["builtin_truth", "load_truth", "simulate_results", "simulate_experiment", "law_inputs_for_config",
            "DEFAULT_NOISE_SD"]
@@ -80,7 +83,7 @@ def load_truth(path: str | Path) -> Truth:
                             "optional noise_sd and benchmark") from None
 
 
-def simulate_results(runs: Sequence[Any], truth: Truth, law: Law, *, seed: int = 0,
+def simulate_results(runs: Sequence[RunSpec | RunRecord], truth: Truth, law: Law, *, seed: int = 0,
                      noise_sd: float | None = None) -> list[float]:
     """One simulated value per planned run: ``law(truth.params, X) + N(0, sd)``, scores clipped to [0, 1].
 

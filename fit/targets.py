@@ -80,7 +80,7 @@ def _at(run: Any, step: int, key: str, suffix: str = "") -> Any:
                                   "train_tokens": d, "train_flops": c, "metadata": meta})
 
 
-def _envelope(runs: Sequence[RunRecord], key: str, metric: str, validation: str) -> list[Any]:
+def _envelope(runs: Sequence[RunRecord], key: str, metric: str, validation: str) -> list[RunRecord]:
     missing, out = [], []
     for r in runs:
         step = envelope_step(r, metric, validation)
@@ -96,7 +96,7 @@ def _envelope(runs: Sequence[RunRecord], key: str, metric: str, validation: str)
 
 
 def target_runs(runs: Sequence[RunRecord], *, benchmark: str, metric: str, target: str = "auto",
-                validation: str = VALIDATION) -> tuple[list[Any], str]:
+                validation: str = VALIDATION) -> tuple[list[RunRecord], str]:
     """``(runs as the target, the target resolved)``: see the module docstring. Runs without the metric at all
     (neither as a run value nor at a checkpoint) are passed through for the caller to count as skipped."""
     key = f"{benchmark}/{metric}"

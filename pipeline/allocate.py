@@ -13,7 +13,6 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 
@@ -23,6 +22,7 @@ from allocator.planning import Target, build_request, make_surface, noise_floor,
 from allocator.solver import Surface, solve
 from fit.models import FitResult
 from grid import Registry
+from grid.models import RunRecord
 from toolscale.config import ExperimentConfig, parse_config
 
 __all__ = ["plan_allocation", "equal_spend_plan", "AllocationInputs", "load_inputs", "resolve_experiment",
@@ -128,7 +128,7 @@ class AllocationInputs:
     request: AllocationRequest
     surface: Surface
     target: Target
-    fitted_runs: list[Any]
+    fitted_runs: list[RunRecord]
     max_extrapolation: float
 
     @property
