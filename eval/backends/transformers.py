@@ -1,141 +1,23 @@
-"""Generation backends behind one small interface, registered by name and imported lazily.
+"""The ``transformers`` backend: a causal LM in-process (CPU by default), greedy generation and scoring.
 
-A backend turns :class:`~eval.models.ChatRequest` objects into completion *text* in the pinned
-tool-call format (interface 3), which :func:`eval.parsing.parse_output` then reads; backends that
-can also score a given continuation (transformers) feed the likelihood metrics.
-
-* ``transformers`` (default): ``generate`` on the CPU (or the model's device), greedy, batched
-  with left padding; ``score`` sums the log-probabilities of the assistant tokens of a
-  conversation (the chat template's ``{% generation %}`` mask, else the last assistant turn).
-* ``openai``: any OpenAI-compatible ``/chat/completions`` endpoint (how a vLLM server is used on GPU
-  machines), via the standard library's ``urllib``; structured ``tool_calls`` in the response are
-  written back in the pinned text format.
-* ``vllm``: vLLM in-process, only where ``import vllm`` works (never beside our pinned torch here).
+Torch and transformers are imported when a backend is built, not with this module.
 """
 
 from __future__ import annotations
 
-import importlib
-import json
-import urllib.error
-import urllib.request
-from pathlib import Path
 from collections.abc import Sequence
-from typing import Any, Protocol, runtime_checkable
+from pathlib import Path
+from typing import Any
 
+from eval.backends.base import _clean_messages, budgets
+from eval.backends.scoring import scored_bytes, scored_ids
 from eval.errors import BackendError
 from eval.models import ChatRequest, ContinuationScore
-from eval.parsing import CLOSE_TAG, OPEN_TAG
-from toolscale.errors import UsageError
 
-__all__ = ["Backend", "BACKENDS", "get_backend", "budgets", "TransformersBackend", "OpenAIBackend", "VLLMBackend",
-           "tool_calls_to_text", "scored_ids", "scored_bytes", "SCORE_BATCH_SIZE"]
+__all__ = ["TransformersBackend", "SCORE_BATCH_SIZE"]
 
 SCORE_BATCH_SIZE = 1
 """Rows per scoring forward pass on a CPU (``benchmarks/eval_scoring.py``)."""
-
-
-@runtime_checkable
-class Backend(Protocol):
-    """What the runner needs from a model."""
-
-    name: str
-
-    def generate(self, requests: list[ChatRequest], *, max_new_tokens: int | Sequence[int]) -> list[str]:
-        """One greedy completion (text, special tokens removed) per request, in order.
-
-        ``max_new_tokens`` is one cap for all requests or one per request; a completion never
-        depends on which other requests share its batch.
-        """
-        ...  # pragma: no cover
-
-    def score(self, requests: list[ChatRequest]) -> list[ContinuationScore] | None:
-        """Log-likelihood of each conversation's assistant turns, or None when unsupported."""
-        ...  # pragma: no cover
-
-
-BACKENDS: dict[str, str] = {
-    "transformers": "eval.backends:TransformersBackend",
-    "openai": "eval.backends:OpenAIBackend",
-    "vllm": "eval.backends:VLLMBackend",
-    "vllm-server": "eval.vllm_server:VLLMServerBackend",
-}
-"""Backend name -> ``"module:class"``; each class takes ``(model, **options)``."""
-
-
-def get_backend(name: str, model: str, **options: Any) -> Backend:
-    """Instantiate backend ``name`` for ``model`` (a folder, a hub id on a cluster, or a served model name)."""
-    if name not in BACKENDS:
-        raise UsageError(f"unknown backend {name!r}; known: {', '.join(BACKENDS)}")
-    module, attr = BACKENDS[name].split(":")
-    return getattr(importlib.import_module(module), attr)(model, **options)
-
-
-def budgets(max_new_tokens: int | Sequence[int], n: int) -> list[int]:
-    """One token budget per request from a single cap or a per-request list (checked)."""
-    if isinstance(max_new_tokens, int):
-        out = [max_new_tokens] * n
-    else:
-        out = [int(b) for b in max_new_tokens]
-        if len(out) != n:
-            raise UsageError(f"max_new_tokens has {len(out)} budgets for {n} requests")
-    if any(b < 1 for b in out):
-        raise UsageError(f"max_new_tokens must be >= 1, got {min(out)}")
-    return out
-
-
-def _clean_messages(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Messages for a chat template: ``None`` fields dropped, tool-call arguments as one-line JSON strings."""
-    try:
-        from train import normalize_messages
-    except ImportError:  # pragma: no cover - train is part of this checkout
-        return [{k: v for k, v in m.items() if v is not None} for m in messages]
-    return normalize_messages(messages)
-
-
-# --------------------------------------------------------------------------------------------- scoring
-
-
-def scored_ids(tokenizer: Any, request: ChatRequest) -> tuple[list[int], list[int]]:
-    """(token ids, 0/1 mask of the assistant tokens to score) of one conversation under ``tokenizer``.
-
-    The mask comes from the chat template's ``{% generation %}`` blocks; a template without them scores the
-    last assistant turn as the continuation of its generation prompt. Every backend that scores (in-process,
-    or a vLLM server given these ids) uses this one function, so their scores compare token for token.
-    """
-    messages = _clean_messages(request.messages)
-    enc = tokenizer.apply_chat_template(messages, tools=request.tools, tokenize=True, return_dict=True,
-                                        return_assistant_tokens_mask=True)
-    ids = list(enc["input_ids"])
-    mask = list(enc.get("assistant_masks") or [])
-    if len(mask) == len(ids) and any(mask):
-        return ids, mask
-    last = max(i for i, m in enumerate(messages) if m.get("role") == "assistant")
-    prompt = tokenizer.apply_chat_template(messages[:last], tools=request.tools, tokenize=False,
-                                           add_generation_prompt=True)
-    full = tokenizer.apply_chat_template(messages[:last + 1], tools=request.tools, tokenize=False)
-    if not full.startswith(prompt):
-        raise BackendError("the chat template does not render an assistant turn as a continuation of its "
-                           "generation prompt; cannot score continuations")
-    p = tokenizer(prompt, add_special_tokens=False)["input_ids"]
-    c = tokenizer(full[len(prompt):], add_special_tokens=False)["input_ids"]
-    return p + c, [0] * len(p) + [1] * len(c)
-
-
-def scored_bytes(tokenizer: Any, ids: list[int], mask: list[int]) -> int:
-    """UTF-8 bytes of the scored text: each contiguous masked span decoded as the chat template rendered it
-    (special tokens kept), so the count depends on the text, not on the tokenizer."""
-    total, span = 0, []
-    for t, m in zip([*ids, -1], [*mask, 0]):
-        if m:
-            span.append(t)
-        elif span:
-            total += len(tokenizer.decode(span, skip_special_tokens=False).encode("utf-8"))
-            span = []
-    return total
-
-
-# --------------------------------------------------------------------------------------------- transformers
 
 
 class TransformersBackend:
@@ -388,127 +270,3 @@ def _spans(mask: Sequence[int]) -> list[list[int]]:
         elif m:
             spans.append([i, i + 1])
     return spans
-
-
-# --------------------------------------------------------------------------------------------- openai
-
-
-def tool_calls_to_text(content: str | None, tool_calls: list[dict[str, Any]] | None) -> str:
-    """An OpenAI response message as text in the pinned format (content, then one block per call).
-
-    Arguments that are not valid JSON are kept as a JSON string, which the parser flags as malformed.
-    """
-    parts = [content or ""]
-    for call in tool_calls or []:
-        fn = call.get("function") or {}
-        args: Any = fn.get("arguments", {})
-        if isinstance(args, str):
-            try:
-                args = json.loads(args) if args.strip() else {}
-            except ValueError:
-                pass  # stays a string: malformed
-        parts.append(OPEN_TAG + json.dumps({"name": fn.get("name"), "arguments": args}, ensure_ascii=False)
-                     + CLOSE_TAG)
-    return "".join(parts)
-
-
-class OpenAIBackend:
-    """An OpenAI-compatible chat-completions endpoint (e.g. ``vllm serve MODEL``), greedy, one request each.
-
-    Parameters
-    ----------
-    model : str
-        Served model name; ``""`` or ``"auto"`` asks ``GET {endpoint}/models`` for the first one.
-    endpoint : str
-        Base URL, e.g. ``http://localhost:8000/v1``.
-    api_key : str or None
-        Sent as a bearer token when given.
-    timeout_s : float
-        Per-request timeout in seconds.
-    """
-
-    name = "openai"
-
-    def __init__(self, model: str, *, endpoint: str | None = None, api_key: str | None = None,
-                 timeout_s: float = 120.0, **_: Any) -> None:
-        if not endpoint:
-            raise UsageError("the openai backend needs an endpoint URL, e.g. http://localhost:8000/v1; got none")
-        if not endpoint.startswith(("http://", "https://")):
-            raise UsageError(f"endpoint must be an http(s) URL, got {endpoint!r}")
-        self.endpoint = endpoint.rstrip("/")
-        self.api_key = api_key
-        self.timeout_s = timeout_s
-        self.model = model if model and model != "auto" else self._first_model()
-
-    def _call(self, path: str, payload: dict[str, Any] | None = None) -> dict[str, Any]:
-        url = f"{self.endpoint}/{path}"
-        data = json.dumps(payload).encode() if payload is not None else None
-        req = urllib.request.Request(url, data=data, method="POST" if data else "GET",
-                                     headers={"Content-Type": "application/json",
-                                              **({"Authorization": f"Bearer {self.api_key}"} if self.api_key else {})})
-        try:
-            with urllib.request.urlopen(req, timeout=self.timeout_s) as resp:  # noqa: S310 - user-given URL
-                return json.loads(resp.read().decode("utf-8"))
-        except urllib.error.HTTPError as err:
-            body = err.read().decode("utf-8", "replace")[:200].replace("\n", " ")
-            raise BackendError(f"{url} answered HTTP {err.code}: {body}") from None
-        except (urllib.error.URLError, OSError, ValueError) as err:
-            raise BackendError(f"cannot reach {url}: {err}") from None
-
-    def _first_model(self) -> str:
-        data = self._call("models").get("data") or []
-        if not data:
-            raise BackendError(f"{self.endpoint}/models lists no model; pass the served model name")
-        return str(data[0]["id"])
-
-    def generate(self, requests: list[ChatRequest], *, max_new_tokens: int | Sequence[int] = 128) -> list[str]:
-        """One chat completion per request (temperature 0)."""
-        out = []
-        for r, limit in zip(requests, budgets(max_new_tokens, len(requests)), strict=True):
-            payload: dict[str, Any] = {"model": self.model, "messages": _clean_messages(r.messages),
-                                       "temperature": 0.0, "max_tokens": limit}
-            if r.tools:
-                payload["tools"] = r.tools
-            resp = self._call("chat/completions", payload)
-            try:
-                msg = resp["choices"][0]["message"]
-            except (KeyError, IndexError, TypeError):
-                raise BackendError(f"unexpected response from {self.endpoint}: {str(resp)[:200]}") from None
-            out.append(tool_calls_to_text(msg.get("content"), msg.get("tool_calls")))
-        return out
-
-    def score(self, requests: list[ChatRequest]) -> None:
-        """Not supported over chat completions: the likelihood metrics are left out."""
-        return None
-
-
-# --------------------------------------------------------------------------------------------- vllm
-
-
-class VLLMBackend:
-    """vLLM in-process (GPU machines only; vLLM cannot be installed beside our pinned torch)."""
-
-    name = "vllm"
-
-    def __init__(self, model: str, **options: Any) -> None:
-        try:
-            vllm = importlib.import_module("vllm")
-        except ImportError:
-            raise BackendError("the vllm backend needs the vllm package, which is not importable here; "
-                               "serve the model with `vllm serve` and use --backend openai") from None
-        self._vllm = vllm
-        self.llm = vllm.LLM(model=model, **{k: v for k, v in options.items() if k in ("dtype", "max_model_len")})
-
-    def generate(self, requests: list[ChatRequest], *, max_new_tokens: int | Sequence[int] = 128) -> list[str]:
-        """Greedy completions through the model's own chat template."""
-        out = []
-        for r, limit in zip(requests, budgets(max_new_tokens, len(requests)), strict=True):
-            # tools differ per request, and LLM.chat takes one tools list per call
-            params = self._vllm.SamplingParams(temperature=0.0, max_tokens=limit)
-            res = self.llm.chat([_clean_messages(r.messages)], params, tools=r.tools, use_tqdm=False)
-            out.append(res[0].outputs[0].text)
-        return out
-
-    def score(self, requests: list[ChatRequest]) -> None:
-        """Not implemented for vLLM: the likelihood metrics are left out."""
-        return None
