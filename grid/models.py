@@ -32,7 +32,7 @@ __all__ = [
     "MetricResult",
     "TrainStats",
     "RunResult",
-    "ProbeSummary",
+    "RunProbe",
     "RunOutcome",
     "IngestReport",
     "ExperimentRecord",
@@ -217,7 +217,7 @@ class RunResult(_Frozen):
     """Anything else the job measured (loss curve, probe summary)."""
 
 
-class ProbeSummary(_Frozen):
+class RunProbe(_Frozen):
     """The probe figures a pipeline run keeps of its dataset (``metadata.probe``), taken from the manifest's
     ``probe`` section (:class:`probes.models.ProbeSummary`, which holds more); every field None when absent."""
 
@@ -253,7 +253,7 @@ class RunOutcome(_Frozen):
     """Training accounting."""
     dataset_id: str | None = None
     """Content hash of the dataset trained on."""
-    probe: ProbeSummary | None = None
+    probe: RunProbe | None = None
     """The dataset's probe figures, stored as ``extra["probe"]``."""
     extra: dict[str, Any] = Field(default_factory=dict)
     """Anything else the job measured (a ``"probe"`` key here is replaced by ``probe`` when that is set)."""

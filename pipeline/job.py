@@ -32,7 +32,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from grid.models import ProbeSummary, RunOutcome, RunSpec
+from grid.models import RunProbe, RunOutcome, RunSpec
 from slurm.job import read_context, save_checkpoint
 from toolscale.config import config_hash
 
@@ -139,12 +139,12 @@ def train_cache_dir(cache: str | Path) -> Path:
     return Path(cache) / "train-cache"
 
 
-def _probe_summary(manifest: dict[str, Any], train_flops: float | None) -> ProbeSummary:
-    """The run's :class:`grid.models.ProbeSummary` from its dataset's manifest (``probe`` section)."""
+def _probe_summary(manifest: dict[str, Any], train_flops: float | None) -> RunProbe:
+    """The run's :class:`grid.models.RunProbe` from its dataset's manifest (``probe`` section)."""
     probe = manifest.get("probe") or {}
     cost = probe.get("cost") or {}
     flops = cost.get("total_flops")
-    return ProbeSummary(measured_groundedness=probe.get("measured_groundedness"),
+    return RunProbe(measured_groundedness=probe.get("measured_groundedness"),
                         symbolic_groundedness=probe.get("symbolic_groundedness"),
                         coverage=probe.get("coverage"), agreement=probe.get("agreement"),
                         probe_reliable=probe.get("probe_reliable"), kind=probe.get("kind"),

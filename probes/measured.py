@@ -1,7 +1,7 @@
 """Measured groundedness as a quality axis of the law (``toolscale fit --axes measured_groundedness,...``).
 
 Every pipeline run records its dataset's probe summary under ``metadata.probe`` (``pipeline/job.py``), read
-back as a :class:`grid.models.ProbeSummary` (a probe that does not validate counts as no reliable probe).
+back as a :class:`grid.models.RunProbe` (a probe that does not validate counts as no reliable probe).
 :func:`with_measured_axis` turns it into an axis value: each run's ``recipe["measured_groundedness"]`` is
 the share of its dataset's actions the calibrated probe judged grounded, and the experiment config gains
 a ``quality`` axis of that name over the runs' range. It is offered only when every run's probe is
@@ -20,7 +20,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from grid.models import ProbeSummary, RunRecord
+from grid.models import RunProbe, RunRecord
 from toolscale.errors import UsageError
 
 __all__ = ["MEASURED_AXIS", "with_measured_axis"]
@@ -31,15 +31,15 @@ SINGLE_CLASS_AGREEMENT = 0.85
 """Agreement a single-class dataset's probe needs (the issue's agreement target)."""
 
 
-def _probe(run: RunRecord) -> ProbeSummary | None:
-    """The run's ``metadata.probe`` as a :class:`grid.models.ProbeSummary`; None when absent or invalid."""
+def _probe(run: RunRecord) -> RunProbe | None:
+    """The run's ``metadata.probe`` as a :class:`grid.models.RunProbe`; None when absent or invalid."""
     try:
-        return ProbeSummary.model_validate((run.metadata or {}).get("probe") or {})
+        return RunProbe.model_validate((run.metadata or {}).get("probe") or {})
     except ValidationError:
         return None
 
 
-def _reliable(probe: ProbeSummary | None, any_two_class: bool) -> bool:
+def _reliable(probe: RunProbe | None, any_two_class: bool) -> bool:
     if probe is None:
         return False
     if probe.probe_reliable is True:
