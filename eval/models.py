@@ -1,4 +1,5 @@
-"""Contracts of the eval package: tool calls, benchmark items, match results, benchmark metadata.
+"""Contracts of the eval package: tool calls, benchmark items, match results, benchmark metadata, and the
+``[eval]`` settings (composed into :mod:`toolscale.config`).
 
 Only pydantic and the standard library are imported here, so every other package can read
 these types without pulling in torch.
@@ -8,10 +9,10 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 __all__ = ["ToolCall", "ParsedOutput", "ChatRequest", "CallItem", "CodeItem", "MatchResult", "ContinuationScore",
-           "BenchmarkInfo", "EnvItem", "Category", "CATEGORIES"]
+           "BenchmarkInfo", "EnvItem", "Category", "CATEGORIES", "EvalSpec"]
 
 Category = Literal["simple", "multiple", "parallel", "parallel_multiple", "irrelevance"]
 CATEGORIES: tuple[str, ...] = ("simple", "multiple", "parallel", "parallel_multiple", "irrelevance")
@@ -155,3 +156,59 @@ class BenchmarkInfo(_Frozen):
     """Metric name -> what it measures (headline ``score`` included)."""
     digest: str | None = None
     """SHA-256 of the items this version stands for (:func:`eval.heldout.items_digest`); None: not pinned."""
+
+
+class _Settings(BaseModel):
+    """Base of the config sections declared here: frozen, no unknown keys, field docstrings as descriptions
+    (the same settings as ``toolscale.config``'s base, which this module cannot import: the config imports it)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", use_attribute_docstrings=True)
+
+
+class EvalSpec(_Settings):
+    """Benchmarks scored after training (eval/)."""
+
+    benchmarks: list[str] = Field(default_factory=lambda: ["heldout-calls"])
+    """Benchmark names from eval's registry; the first is the default for fit and allocate."""
+    limit: int | None = Field(default=None, ge=1)
+    """Items per benchmark (None = all)."""
+    generate_limit: int | None = Field(default=None, ge=1)
+    """Of those, items that are also generated and matched (accuracy, ``field_match``), the same
+    stratified choice for every run; the rest are only scored (``loss``, ``bpb``, ``token_prob``).
+    None generates every item."""
+    validation: str | None = "valid-calls"
+    """Benchmark that chooses among a run's checkpoints (and the learning-rate scan's rates): fixed items on
+    databases disjoint from every test benchmark (an overlap is refused, naming how many items); None: no
+    checkpoints are scored and each run is scored at its end only."""
+    validation_limit: int | None = Field(default=None, ge=1)
+    """Validation items scored per checkpoint (stratified, the same for every run); None: all."""
+    checkpoints: int = Field(default=6, ge=0)
+    """Checkpoints kept and scored per run, evenly spaced, the last at the final step: each on the validation
+    benchmark, and the best one and the last on the test benchmarks (``checkpoint_tests``); 0: the final model
+    only. A run with fewer steps than checkpoints is refused before it trains."""
+    checkpoint_tests: Literal["chosen", "all"] = "chosen"
+    """Which checkpoints the test benchmarks score: ``chosen`` (the one best on validation, and the last),
+    or ``all`` (every checkpoint: ``fit --target checkpoints`` on a test benchmark needs it; costs K test
+    evaluations per run)."""
+    backend: Literal["transformers", "openai", "vllm", "vllm-server"] = "transformers"
+    """Generation backend: ``transformers`` (in the job; CUDA when there is a device), ``vllm-server`` (each job
+    serves its model with ``vllm serve`` from the ``vllm`` environment and generates and scores through it),
+    ``openai`` (a server you run, at ``endpoint``), ``vllm`` (in-process, where ``import vllm`` works)."""
+    endpoint: str | None = None
+    """OpenAI-compatible server URL for the ``openai`` backend (and ``vllm-server`` without ``vllm``)."""
+    vllm: str | None = None
+    """The separate vLLM environment (a folder with ``bin/vllm``, e.g. ``~/vllm-env``) the ``vllm-server``
+    backend starts ``vllm serve`` from; vLLM pins its own torch, so it cannot share the training venv."""
+    vllm_args: list[str] = Field(default_factory=list)
+    """Extra ``vllm serve`` arguments, e.g. ``["--tensor-parallel-size", "4", "--max-model-len", "8192"]``."""
+    vllm_startup_s: float = Field(default=1200.0, gt=0.0)
+    """Seconds to wait for ``vllm serve`` to answer ``/health``."""
+    concurrency: int = Field(default=32, ge=1)
+    """Requests in flight to the server (``vllm-server``)."""
+
+    @model_validator(mode="after")
+    def _server(self) -> "EvalSpec":
+        if self.backend == "vllm-server" and not (self.vllm or self.endpoint):
+            raise ValueError("eval.backend 'vllm-server' needs eval.vllm (the vLLM environment, e.g. '~/vllm-env') "
+                             "or eval.endpoint (a server already running)")
+        return self

@@ -1,4 +1,5 @@
-"""Contracts of the probes package: provenance labels, probe scores, calibration, coverage, cost.
+"""Contracts of the probes package: provenance labels, probe scores, calibration, coverage, cost, and the
+``[probe]`` settings (composed into :mod:`toolscale.config`).
 
 Imports only pydantic and the standard library. Every model is frozen with
 ``extra="forbid"``; field docstrings give units.
@@ -8,7 +9,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 __all__ = [
     "SharedProbeReport",
@@ -29,6 +30,8 @@ __all__ = [
     "RepairRecord",
     "ProbeSummary",
     "STRUCTURES",
+    "PROBE_KINDS",
+    "ProbeSpec",
 ]
 
 MatchKind = Literal["exact", "normalised", "structured", "schema", "none"]
@@ -385,3 +388,66 @@ class SharedProbeReport(_Frozen):
     """The experiment's total training FLOPs the shares are taken against."""
     train_share: float = Field(ge=0)
     """``shared.train_flops / experiment_train_flops``: the one-off training cost, as a share."""
+
+
+PROBE_KINDS: tuple[str, ...] = ("copy", "lm", "hf:MODEL_DIR")
+"""Groundedness probe kinds (``[probe].kind``): the training-free copy scorer, the learned LM probe, or any
+saved causal LM (``hf:`` followed by its folder)."""
+
+
+class ProbeSpec(_Frozen):
+    """The groundedness probe (probes/)."""
+
+    kind: str = "copy"
+    """Probe kind, one of :data:`PROBE_KINDS`: ``copy`` (training-free, the CPU default), ``lm`` (a tiny LM
+    trained on the data, cross-fitted) or ``hf:MODEL_DIR`` (a saved causal LM scored as is)."""
+    @field_validator("kind")
+    @classmethod
+    def _known_kind(cls, v: str) -> str:
+        if v in ("copy", "lm") or (v.startswith("hf:") and len(v) > 3):
+            return v
+        raise ValueError(f"unknown probe kind {v!r}; known kinds: {', '.join(PROBE_KINDS)}")
+
+    model: str = "probe"
+    """Ladder-style name of the probe model (built from the fields below)."""
+    hidden_size: int = Field(default=64, ge=8)
+    """Probe model width."""
+    num_layers: int = Field(default=2, ge=1)
+    """Probe model depth."""
+    train_steps: int = Field(default=400, ge=1)
+    """Probe training steps per fold (a tiny probe needs a few hundred to learn to copy identifiers)."""
+    sample_size: int = Field(default=256, ge=1)
+    """Trajectories each probe trains on (more costs no FLOPs: steps x batch x window fix them)."""
+    max_cost_share: float = Field(default=0.05, gt=0.0, le=1.0)
+    """Budget for probe FLOPs as a share of the target training run's FLOPs."""
+    num_heads: int = Field(default=4, ge=1)
+    """Probe attention heads."""
+    vocab_size: int = Field(default=512, ge=263)
+    """Probe tokenizer vocabulary (byte-level BPE trained on the sample), in tokens."""
+    max_seq_len: int = Field(default=512, ge=64)
+    """Longest probe window in tokens; longer histories keep their last ``max_seq_len`` tokens."""
+    batch_size: int = Field(default=8, ge=1)
+    """Sequences per probe training step and per scoring batch."""
+    learning_rate: float = Field(default=1e-2, gt=0)
+    """Probe peak learning rate (AdamW, linear warm-up then cosine decay)."""
+    calibration_fraction: float = Field(default=0.5, gt=0.0, lt=1.0)
+    """Share of trajectories in the calibration split; the rest measure agreement."""
+    coverage_depth: int = Field(default=3, ge=1)
+    """Largest support depth k counted by compositional coverage (hops)."""
+    coverage_quota: int = Field(default=1, ge=1)
+    """Trajectories a (structure, depth) cell needs to count as covered."""
+    seed: int = 0
+    """Seed of the probe's sample, initialisation and calibration split."""
+    mask: str = "all"
+    """Masking strategy registered in ``probes.masking`` for ``lm`` and ``hf:`` probes; none reads
+    provenance labels (``all``: every earlier observation; ``latest``: the latest one)."""
+    folds: int = Field(default=2, ge=2)
+    """Cross-fitting folds of the ``lm`` probe: each fold is scored by a probe trained on the others."""
+    copy_curriculum: float = Field(default=0.3, ge=0.0, le=1.0)
+    """``lm`` probe: share of the first training steps in which half of the rows are copy exercises (a
+    random earlier span of the trajectory repeated at its end), so the tiny model learns to copy early."""
+    mask_drop: float = Field(default=0.15, ge=0.0, lt=1.0)
+    """``lm`` probe: probability that an observation's content is replaced by the learned mask token in a
+    training sequence (teaches the mask)."""
+    enforce_budget: bool = True
+    """Score only a random subset of trajectories when scoring all would exceed ``max_cost_share``."""

@@ -1,4 +1,5 @@
-"""Contracts of the synthesis package: tool documents, recipes, trajectory rows, judge verdicts, manifests.
+"""Contracts of the synthesis package: the ``[synth]`` settings (composed into :mod:`toolscale.config`), tool
+documents, recipes, trajectory rows, judge verdicts, manifests.
 
 Only pydantic and the standard library are imported here (plus the package's error classes, which are
 plain exceptions), so the models can be used anywhere without pulling in the MCP SDK or networkx.
@@ -12,15 +13,14 @@ import difflib
 import math
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from synth.errors import RecipeError
 from synth.llm.models import LLMUsage
-from toolscale.config import LLMRoleSpec, SynthSpec
 
 __all__ = ["ToolDoc", "Recipe", "AXIS_KNOBS", "STRUCTURES", "JUDGE_DIMENSIONS", "Message", "TrajectoryMeta",
            "TrajectoryRow", "RejectedRow", "JudgeVerdict", "Quarantined", "CollectedServer", "CollectReport",
-           "CorpusReport", "Manifest"]
+           "CorpusReport", "Manifest", "LLM_ROLES", "LLMRoleSpec", "UserServer", "SynthSpec", "check_llm_roles"]
 
 STRUCTURES: tuple[str, ...] = ("chain", "fan-in", "fan-out", "parallel")
 """Dependency structures a task can have (the coverage quota applies to each)."""
@@ -44,6 +44,126 @@ _LLM_OPERATIONAL = frozenset({"api_key_env", "concurrency", "timeout_s", "max_tr
 
 class _Frozen(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class _Settings(BaseModel):
+    """Base of the config sections declared here: frozen, no unknown keys, field docstrings as descriptions
+    (the same settings as ``toolscale.config``'s base, which this module cannot import: the config imports it)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", use_attribute_docstrings=True)
+
+
+LLM_ROLES: tuple[str, ...] = ("task_writer", "policy", "emulator", "judge")
+"""The LLM roles of synthesis; a role left out of ``[synth.llm]`` keeps its offline template."""
+
+
+class LLMRoleSpec(_Settings):
+    """One LLM role's endpoint (``[synth.llm.<role>]`` in a config, ``[llm.<role>]`` in a recipe).
+
+    Any server that speaks OpenAI chat completions works (vLLM, SGLang, TGI, a hosted API,
+    ``toolscale serve-model``). The API key is read from the environment variable named by
+    ``api_key_env``, never from the file.
+    """
+
+    base_url: str = Field(pattern=r"^https?://[^\s/]+")
+    """Endpoint root including the API prefix, e.g. ``http://127.0.0.1:8000/v1``."""
+    model: str = Field(min_length=1)
+    """Model name sent in each request (``/models`` must list it when the endpoint has that route)."""
+    api_key_env: str | None = Field(default=None, pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")
+    """Environment variable holding the API key (sent as ``Authorization: Bearer``); None sends none."""
+    temperature: float = Field(default=0.0, ge=0.0, le=2.0, strict=True, allow_inf_nan=False)
+    """Sampling temperature (0 = greedy)."""
+    max_tokens: int = Field(default=1024, ge=1, strict=True)
+    """Most completion tokens per request, in tokens."""
+    concurrency: int = Field(default=8, ge=1, strict=True)
+    """Requests in flight at once for this role, in requests."""
+    timeout_s: float = Field(default=60.0, gt=0.0, strict=True, allow_inf_nan=False)
+    """Seconds one request may take before it is retried (then fails), in seconds."""
+    max_tries: int = Field(default=4, ge=1, le=20, strict=True)
+    """Attempts per request on 429, 5xx, timeouts and malformed replies (bounded), in attempts."""
+    price_in: float = Field(default=0.0, ge=0.0, strict=True, allow_inf_nan=False)
+    """Price of input (prompt) tokens, in dollars per 1M tokens."""
+    price_out: float = Field(default=0.0, ge=0.0, strict=True, allow_inf_nan=False)
+    """Price of output (completion) tokens, in dollars per 1M tokens."""
+
+
+def check_llm_roles(roles: dict) -> dict:
+    """Reject unknown role names with the valid ones (used by the config and the recipe)."""
+    import difflib
+
+    for name in roles:
+        if name not in LLM_ROLES:
+            close = difflib.get_close_matches(str(name), LLM_ROLES, n=1)
+            hint = f" (did you mean {close[0]!r}?)" if close else ""
+            raise ValueError(f"unknown LLM role {name!r}{hint}; expected one of {', '.join(LLM_ROLES)}")
+    return roles
+
+
+class UserServer(_Settings):
+    """One of your stdio MCP servers as a table (``[[synth.servers]]``); a plain string is ``command`` alone."""
+
+    command: str = Field(min_length=1)
+    """The command line (``"python -m mcp_server_git --repository /data/repo"``)."""
+    scratch: str | None = Field(default=None, pattern=r"^copy:.+")
+    """``"copy:PATH"``: copy PATH for each job and start the server on the copy (PATH, which must appear in
+    ``command``, is never touched; results name PATH, not the copy). Write tools run only with it, or
+    under ``emulate_writes``."""
+    emulate_writes: bool = False
+    """Play the server's write tools (not read-only by their MCP annotations or name) with the emulator
+    instead of running them; without this or ``scratch`` they are left out, with a warning."""
+
+
+class SynthSpec(_Settings):
+    """Synthesis settings (``[synth]``): declared once, here; ``synth.models.Recipe`` is these settings plus the
+    grid's axis knobs and a seed (it subclasses this model), so ``validate`` and a job accept the same values."""
+
+    servers: list[str | UserServer] = Field(default_factory=list)
+    """Your stdio MCP servers as command lines (``"python -m mcp_server_git --repository /data/repo"``):
+    collected and executed live in ``synth`` and in every pipeline job (one session per server per job);
+    their tools join the bundled ones for ``tool_diversity``."""
+    arg_values: dict[str, list[str | int | float | bool]] = Field(default_factory=dict)
+    """Values tasks may state for an argument of your servers' tools, by argument name
+    (``{ repo_path = ["/data/repo"] }``); other arguments get generated values."""
+    max_turns: int = Field(default=32, ge=1, le=256)
+    """Most assistant turns of an LLM policy per trajectory (ASTRA: 32), in turns."""
+    tool_spread: Literal["servers", "stratified"] = "servers"
+    """How ``tool_diversity`` tools are drawn: ``servers`` (whole servers in a seeded order: a small level covers
+    few servers) or ``stratified`` (one tool per server in turn: the tool axis then measures diversity, not
+    which servers a benchmark's items fall on)."""
+    min_tools: int = Field(default=3, ge=1)
+    """Servers from the registry (``--with-collected``, ASTRA imports) with fewer usable tools are
+    quarantined (ASTRA's pruning rule); servers you name in ``servers`` are never held to it."""
+    heldout_servers: list[str] = Field(default_factory=list)
+    """Bundled server names reserved for evaluation; empty uses the package default."""
+    error_rate: float = Field(default=0.2, ge=0.0, le=1.0)
+    """Probability that a tool call gets an injected error (timeout, unreachable, invalid argument)."""
+    defect_rate: float = Field(default=0.3, ge=0.0, le=1.0)
+    """Share of actions synthesised non-derivable before repair (makes quality a real axis)."""
+    transform_rate: float = Field(default=0.0, ge=0.0, le=1.0)
+    """Share of arguments the visible history shows only transformed (``synth.transforms``); such actions
+    stay derivable, exact-match provenance misses them."""
+    max_chain_len: int = Field(default=4, ge=1, le=8)
+    """Most tool calls in a task's plan (retries not counted), in calls."""
+    backend: Literal["live", "emulator"] = "emulator"
+    """Roll out against live stdio servers or the stateful emulator."""
+    judge_threshold: float = Field(default=0.7, ge=0.0, le=1.0)
+    """Minimum mean judge score a trajectory needs to be kept."""
+    llm_url: str | None = None
+    """Legacy LLM judge endpoint (model name ``judge``, no key); prefer ``[synth.llm.judge]``."""
+    narratives: bool = False
+    """Also write the mid-training corpus (``corpus.jsonl``, seed 001) with every dataset."""
+    narrative_min_judge: float = Field(default=0.7, ge=0.0, le=1.0)
+    """Corpus judge gate: minimum mean judge score of a document's trajectory."""
+    narrative_min_coherence: int = Field(default=4, ge=1, le=5)
+    """Corpus coherence gate, 1-5."""
+    llm: dict[str, LLMRoleSpec] = Field(default_factory=dict)
+    """LLM endpoints per role (``[synth.llm.task_writer]``, ``policy``, ``emulator``, ``judge``); a role
+    left out keeps its offline template."""
+
+    @field_validator("llm")
+    @classmethod
+    def _known_roles(cls, roles: dict) -> dict:
+        return check_llm_roles(roles)
 
 
 class ToolDoc(_Frozen):
@@ -79,7 +199,7 @@ class Recipe(SynthSpec):
     """The knobs of one grid point (pinned interface 6): what the dataset should look like.
 
     The grid's axis knobs (:data:`AXIS_KNOBS`) and a seed, on top of the config's ``[synth]`` settings
-    (:class:`toolscale.config.SynthSpec`, inherited: one declaration of each setting).
+    (:class:`SynthSpec`, inherited: one declaration of each setting).
     """
 
     tool_diversity: int = Field(default=16, ge=1)

@@ -4,7 +4,8 @@ Modules
 -------
 ``chat``        the chat template (pinned interface 3): tools, ``<tool_call>`` blocks, tool turns, generation markers
 ``tokenizer``   byte-level BPE trained locally (:func:`train_tokenizer`) and a loader that avoids the Qwen2 trap
-``models``      proxy models built from config with exactly ``ModelSize.approx_params`` parameters; ``load_model``
+``models``      the contracts: the ``[train]`` and ``[lr_scan]`` settings (``TrainSpec``, ``LRScanSpec``), ``STAGES``
+``proxy``       proxy models built from config with exactly ``ModelSize.approx_params`` parameters; ``load_model``
 ``data``        trajectory JSONL (pinned interface 1) -> validated rows -> token ids and assistant masks
 ``sft``         :func:`train_sft` (pinned interface 4) with TRL's ``SFTTrainer``
 ``grpo``        :func:`train_grpo` with TRL's ``GRPOTrainer`` on synth's executable environments (F1 reward)

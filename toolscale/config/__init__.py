@@ -1,15 +1,18 @@
 """The experiment config: one frozen pydantic model, loaded from TOML.
 
 Every stage reads its section from here and nothing else; the config is validated
-once (``load_config``) and then trusted. Sections:
+once (``load_config``) and then trusted. This package declares the experiment, the axes and
+the ladder; each stage's section is declared in that stage's ``models.py`` and composed here
+(:mod:`toolscale.config.stages` re-exports them). Sections:
 
 - ``[experiment]``: name, registry path, seeds, budget unit, target model size.
 - ``[[axes]]``: the data axes of the scaling law (diversity or quality knobs).
 - ``[[ladder]]``: the model-size ladder (built from config, or ``pretrained``).
 - ``[design]``: the experimental design over axes x ladder (grid/).
-- ``[synth]``: MCP servers and synthesis settings (synth/).
-- ``[probe]``: the groundedness probe (probes/).
-- ``[train]`` / ``[eval]``: training and benchmark settings (train/, eval/).
+- ``[synth]``: MCP servers and synthesis settings (``synth.models.SynthSpec``).
+- ``[probe]``: the groundedness probe (``probes.models.ProbeSpec``).
+- ``[train]`` / ``[lr_scan]`` / ``[eval]``: training, learning-rate scan and benchmark settings
+  (``train.models.TrainSpec``, ``train.models.LRScanSpec``, ``eval.models.EvalSpec``).
 - ``[executor]``: local, debug or slurm, with SLURM pass-through (slurm/).
 - ``[cost]``: training-compute cost in the budget unit (allocator/).
 """
