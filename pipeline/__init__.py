@@ -8,7 +8,8 @@
 - :mod:`pipeline.allocate`: allocate's registry edge (one :class:`allocator.models.AllocationQuery` -> the stored
   fit -> the solver -> :class:`allocator.models.AllocationReport`), for ``allocate``, ``verify`` and the MCP tools;
 - :mod:`pipeline.next_runs`: ``toolscale next``'s registry edge (the runs that settle an allocation);
-- :mod:`pipeline.fit`: fit's registry edge (a stored fit as ``fit --json`` reports it).
+- :mod:`pipeline.fit`: fit's registry edge (runs read, fitted as one :class:`fit.models.FitRequest` asks, stored;
+  a stored fit as ``fit --json`` reports it).
 
 The stage packages (synth, probes, train, eval) and the science packages (grid, fit, allocator)
 never import this floor; :mod:`slurm` only names the job kind by reference. The CLI and the MCP
@@ -29,6 +30,9 @@ _EXPORTS: dict[str, str] = {
     "equal_spend_plan": "pipeline.allocate",
     "propose_next_runs": "pipeline.next_runs",
     "stored_summary": "pipeline.fit",
+    "load_runs": "pipeline.fit",
+    "fit_loaded": "pipeline.fit",
+    "store_fit": "pipeline.fit",
 }
 """Public names and the modules that define them."""
 

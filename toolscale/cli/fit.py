@@ -235,20 +235,12 @@ def _stages(text: str) -> list[str]:
 
 
 def _load(args: argparse.Namespace, experiment: str | None) -> tuple[str, list, ExperimentConfig | None, bool]:
-    """``(experiment, done runs, its config parsed from the registry or None, simulated)``."""
-    from grid.registry import Registry
+    """``(experiment, done runs, its config parsed from the registry or None, simulated)``
+    (:func:`pipeline.fit.load_runs`)."""
+    from pipeline.fit import load_runs
 
-    with Registry(registry_path(args, config_of(args)), read_only=True) as reg:
-        if experiment is None:
-            names = [e.name for e in reg.experiments()]
-            if len(names) != 1:
-                raise UsageError(f"name the experiment with --experiment; the registry holds "
-                                 f"{', '.join(names) if names else 'none'}")
-            experiment = names[0]
-        info = reg.experiment(experiment)
-        runs = reg.runs(experiment, status="done")
-    config = parse_config(info.config, source=f"registry config of {experiment}") if info.config else None
-    return experiment, runs, config, info.simulated
+    loaded = load_runs(registry_path(args, config_of(args)), experiment)
+    return loaded.experiment, loaded.runs, loaded.config, loaded.simulated
 
 
 def _validation(args: argparse.Namespace, config: ExperimentConfig | None) -> str:
@@ -259,27 +251,19 @@ def _validation(args: argparse.Namespace, config: ExperimentConfig | None) -> st
 
 
 def _run(args: argparse.Namespace, experiment: str | None):
-    from contextlib import nullcontext
-
-    from fit.experiment import fit_experiment
+    from pipeline.fit import LoadedRuns, fit_loaded
 
     if args.stages:
         _stages(args.stages)  # a bad value fails before the registry is opened
-    experiment, runs, config, simulated = _load(args, experiment)
-    request = _request(args, experiment).model_copy(update={"validation": _validation(args, config)})
-    if request.axes and "measured_groundedness" in request.axes:
-        from fit.data import axis_kinds
-        from probes.measured import with_measured_axis
-
-        runs, _ = with_measured_axis(runs, axis_kinds(config, runs))  # fit.data.axis_kinds adds the axis
-    status = nullcontext()
+    loaded = LoadedRuns(*_load(args, experiment))
+    request = _request(args, loaded.experiment).model_copy(update={"validation": _validation(args, loaded.config)})
+    status = None
     if sys.stderr.isatty():
         from rich.console import Console
 
         status = Console(stderr=True).status(
-            f"fitting {len(runs)} runs of {experiment} ({request.n_bootstrap} bootstrap refits)...")
-    with status:
-        return fit_experiment(runs, request, config=config, simulated=simulated or None)
+            f"fitting {len(loaded.runs)} runs of {loaded.experiment} ({request.n_bootstrap} bootstrap refits)...")
+    return fit_loaded(loaded, request, status)
 
 
 def with_decisions(summary: Any, fit: Any, args: argparse.Namespace) -> Any:
@@ -324,12 +308,9 @@ def _fit(args: argparse.Namespace) -> int:
                        f"{', '.join(f.at_bounds) or 'none'} (try --starts 32, another --law, or --keep-unconverged)")
     fit_id = None
     if not args.no_store:
-        from grid.registry import Registry
+        from pipeline.fit import store_fit
 
-        with Registry(registry_path(args, config_of(args))) as reg:
-            fit_id = reg.save_fit(experiment=f.experiment, benchmark=f.benchmark, metric=f.metric, law=f.law,
-                                  converged=f.converged, n_points=f.n_points, data_hash=f.data_hash,
-                                  payload=f.model_dump(mode="json"))
+        fit_id = store_fit(registry_path(args, config_of(args)), f)
     summary = fit_summary(result, fit_id)
     summary = with_decisions(summary, result.fit, args)
     if args.json:
