@@ -498,3 +498,12 @@ def test_the_envelope_is_chosen_on_the_experiments_own_validation_split(tmp_path
     assert actual["r30"] == pytest.approx(1.8 + 400 * 6e8 ** -0.34 + 2000 * (10 * 6e8 * 2 / 4) ** -0.36)
     assert main([*argv, "--validation", "valid-calls"]) == 2
     assert "needs checkpoints scored on valid-calls" in capsys.readouterr().err
+    # `report` renders the stored fit on the same split (it used to rebuild the points on valid-calls and refuse)
+    stored = [a for a in argv if a != "--no-store"]
+    assert main(stored) == 0
+    capsys.readouterr()
+    out_dir = tmp_path / "report"
+    assert main(["report", "--registry", db, "--experiment", "c", "--benchmark", "code-indist", "--metric", "bpb",
+                 "--law", "chinchilla", "--out", str(out_dir)]) == 0, capsys.readouterr().err
+    rep = json.loads(next(out_dir.glob("*.json")).read_text())
+    assert rep["benchmark"] == "code-indist" and rep["n_points"] == 9

@@ -37,8 +37,13 @@ def stored_result(args: argparse.Namespace) -> tuple[Any, str]:
         fit_id, fit = stored_fit(reg, fit_id=args.fit_id, experiment=experiment, benchmark=args.benchmark,
                                  law=None if args.law == "auto" else args.law, allow_stale=True)
         runs = reg.runs(fit.experiment, status="done")
+        info = reg.experiment(fit.experiment)
+    from pipeline.fit import validation_of
+    from toolscale.config import parse_config
+
+    config = parse_config(info.config, source=f"registry config of {fit.experiment}") if info.config else None
     runs, _ = target_runs(runs, benchmark=fit.benchmark, metric=fit.metric, target=fit.point_target,
-                          validation=getattr(args, "validation", None) or "valid-calls")
+                          validation=validation_of(config, getattr(args, "validation", None)))
     law = law_of(fit)
     inter = ("L", str(fit.options.get("stage1_metric", "loss"))) if law.stages is not None else None
     names = law.stages[0].axes if law.stages is not None else law.axes
@@ -122,7 +127,8 @@ def run_table(args: argparse.Namespace, fit: Any, load: Loader) -> list[str]:
     _, runs, config, _ = load(args, fit.experiment)
     values = None
     if fit.point_target != "final":  # --validation, else the experiment's [eval] validation, else valid-calls
-        validation = getattr(args, "validation", None) or (config.eval.validation if config is not None else None)
+        from pipeline.fit import validation_of
+
         values = target_values(runs, benchmark=fit.benchmark, metric=fit.metric, target=fit.point_target,
-                               validation=validation or "valid-calls")
+                               validation=validation_of(config, getattr(args, "validation", None)))
     return diagnostics_lines(runs, fit.benchmark, fit.metric, values)
