@@ -486,9 +486,12 @@ def test_the_envelope_is_chosen_on_the_experiments_own_validation_split(tmp_path
                                       train=TrainStats(params=n, train_tokens=d, train_flops=6 * n * d),
                                       finished_at=datetime(2026, 1, 1, tzinfo=UTC)), f"h{i}{j}", f"{i}{j}.json"))
     with Registry(db) as reg:
-        reg.ensure_experiment("c", config=cfg.model_dump(mode="json"))
-        reg.add_runs(specs, code="c")
-        reg.ingest(results)
+        for name in ("c", "c2"):  # c2: the same runs again, for the cross-experiment fit below
+            reg.ensure_experiment(name, config=cfg.model_dump(mode="json"))
+            reg.add_runs([sp.model_copy(update={"run_id": f"{name}-{sp.run_id}", "experiment": name}) for sp in specs]
+                         if name == "c2" else specs, code=name)
+        reg.ingest(results + [(r.model_copy(update={"run_id": f"c2-{r.run_id}", "experiment": "c2"}), f"2{h}", f"2{f}")
+                              for r, h, f in results])
     argv = ["fit", "--registry", db, "--experiment", "c", "--benchmark", "code-indist", "--metric", "bpb", "--law",
             "chinchilla", "--axes", "none", "--holdout", "split", "--bootstrap", "0", "--no-store", "--json"]
     assert main(argv) == 0
@@ -507,3 +510,10 @@ def test_the_envelope_is_chosen_on_the_experiments_own_validation_split(tmp_path
                  "--law", "chinchilla", "--out", str(out_dir)]) == 0, capsys.readouterr().err
     rep = json.loads(next(out_dir.glob("*.json")).read_text())
     assert rep["benchmark"] == "code-indist" and rep["n_points"] == 9
+    capsys.readouterr()
+    # the cross-experiment fit takes each experiment's envelope on its own split too
+    assert main(["fit", "--registry", db, "--experiments", "c,c2", "--benchmark", "code-indist/bpb", "--law",
+                 "chinchilla", "--axes", "none", "--holdout", "split", "--bootstrap", "0", "--json"]) == 0, \
+        capsys.readouterr().err
+    joint = json.loads(capsys.readouterr().out)
+    assert [d["n_fit"] for d in joint["domains"]] == [9, 9]

@@ -34,11 +34,13 @@ def benchmarks_of(args: argparse.Namespace, names: list[str], configs: list[Any]
 
 
 def fit_joint_command(args: argparse.Namespace, load: Callable[..., Any]) -> int:
-    """Fit every experiment with one form (``--law``, or the first experiment's ``auto`` choice), then jointly."""
+    """Fit every experiment with one form (``--law``, or the first experiment's ``auto`` choice), then jointly. Each
+    experiment's checkpoints are chosen on its own validation split (``--validation``, else its ``[eval] validation``)."""
     from fit.data import law_for_runs
     from fit.experiment import fit_experiment
     from fit.joint import DomainRuns, fit_joint
     from fit.models import FitRequest
+    from pipeline.fit import validation_of
 
     names = [x.strip() for x in args.experiments.split(",") if x.strip()]
     if len(names) < 2 or len(set(names)) < len(names):
@@ -47,14 +49,16 @@ def fit_joint_command(args: argparse.Namespace, load: Callable[..., Any]) -> int
         raise UsageError(f"--bootstrap must be >= 0, got {args.bootstrap}")
     loaded = [load(args, n) for n in names]
     pairs = benchmarks_of(args, names, [c for _, _, c, _ in loaded])
-    axes = None if not args.axes else [a.strip() for a in args.axes.split(",") if a.strip()]
+    axes = None if not args.axes else [] if args.axes == "none" else [a.strip() for a in args.axes.split(",")
+                                                                       if a.strip()]  # as a single fit reads it
     form = None if args.law == "auto" else args.law
     domains = []
     for (name, runs, config, _), (bench, metric) in zip(loaded, pairs):
         def request(law: str) -> FitRequest:
             return FitRequest(experiment=name, benchmark=bench, metric=metric, law=law, axes=axes,
                               holdout=args.holdout, n_bootstrap=args.bootstrap, n_starts=args.starts,
-                              method=args.method, seed=args.seed, n_jobs=args.jobs, interaction_test=False)
+                              method=args.method, seed=args.seed, n_jobs=args.jobs, interaction_test=False,
+                              validation=validation_of(config, getattr(args, "validation", None)))
 
         own = fit_experiment(runs, request(form or "auto"), config=config)
         chosen = own.fit.law
