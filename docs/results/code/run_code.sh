@@ -41,6 +41,7 @@ $TS fit "${FIT[@]}" --benchmark code-indist --metric token_prob --law auto --jso
 $TS export --config "$CFG" --experiment "$EXP" --out "$OUT/runs.csv"
 stamp "golden replay of every dataset"
 $PY benchmarks/code_golden.py runs/code/datasets --out "$OUT/golden_replay.txt" || echo "golden replay: not 100% (see above)"
+# one experiment per benchmark, so the run ids are the importer's (a registry's run ids are unique)
 stamp "the tool domain's runs beside them ($TOOLS/runs.csv, one row per run: checkpoint rows left out)"
 $PY -c "import pandas as pd, sys; d = pd.read_csv(sys.argv[1]); \
 (d[d['step'].isna()] if 'step' in d else d).to_csv(sys.argv[2], index=False)" "$TOOLS/runs.csv" runs/code/tool_runs.csv
@@ -48,8 +49,8 @@ for B in indist-calls heldout-servers; do
   $TS import-runs runs/code/tool_runs.csv --registry "$REG" --experiment "tools-$B" --benchmark "$B" \
       --map "$B/bpb=loss" --map axis_tool_diversity=tool_diversity --map axis_task_count=task_count \
       --map axis_db_diversity=db_diversity --map axis_repair_rate=repair_rate --map split=split \
-      --map run_id=run_id --map model_params=model_params --map train_tokens=train_tokens --map seed=seed \
-      > /dev/null 2>&1 || echo "(tools-$B already imported)"
+      --map model_params=model_params --map train_tokens=train_tokens --map seed=seed \
+      > /dev/null || echo "(tools-$B not imported: see above; a rerun finds it imported)"
 done
 stamp "cross-domain fits: shared exponents, per-domain constants"
 $TS fit --registry "$REG" --experiments tools-indist-calls,"$EXP" --benchmark indist-calls/loss,code-indist/bpb \
