@@ -36,14 +36,11 @@ def stored_result(args: argparse.Namespace) -> tuple[Any, str]:
                 experiment = names[0]
         fit_id, fit = stored_fit(reg, fit_id=args.fit_id, experiment=experiment, benchmark=args.benchmark,
                                  law=None if args.law == "auto" else args.law, allow_stale=True)
-        runs = reg.runs(fit.experiment, status="done")
-        info = reg.experiment(fit.experiment)
-    from pipeline.fit import validation_of
-    from toolscale.config import parse_config
+    from pipeline.fit import load_runs, validation_of
 
-    config = parse_config(info.config, source=f"registry config of {fit.experiment}") if info.config else None
-    runs, _ = target_runs(runs, benchmark=fit.benchmark, metric=fit.metric, target=fit.point_target,
-                          validation=validation_of(config, getattr(args, "validation", None)))
+    loaded = load_runs(registry_path(args, config_of(args)), fit.experiment)
+    runs, _ = target_runs(loaded.runs, benchmark=fit.benchmark, metric=fit.metric, target=fit.point_target,
+                          validation=validation_of(loaded.config, getattr(args, "validation", None)))
     law = law_of(fit)
     inter = ("L", str(fit.options.get("stage1_metric", "loss"))) if law.stages is not None else None
     names = law.stages[0].axes if law.stages is not None else law.axes
