@@ -496,7 +496,7 @@ class ProposedRun(_Frozen):
     predicted_sd: float
     """SD of that prediction over the law's draws (metric units; log units for a loss)."""
     expected_width_after: float
-    """Expected width of the 90% gain interval after this run and those before it (score points)."""
+    """Expected width of the 90% gain interval after this run and those before it (``width_now`` scale)."""
     expected_regret_after: float
     """Expected regret of the plan chosen after them (score points)."""
     p_resolved_after: float
@@ -552,7 +552,8 @@ class NextRuns(_Frozen):
     max_cost: float | None = None
     """The cap on ``total_cost`` asked for (None: none)."""
     expected_width_after: float
-    """Expected width of the 90% gain interval after all proposed runs (score points)."""
+    """Width of the 90% gain interval expected after all proposed runs: ``width_now`` x the linear-Gaussian
+    shrink of the law's draws (score points)."""
     expected_regret_after: float
     """Expected regret after all proposed runs (score points)."""
     p_resolved_after: float
@@ -566,8 +567,7 @@ class NextRuns(_Frozen):
     simulations: int
     """Simulated outcomes per candidate batch."""
     mean_ess: float
-    """Mean effective sample size of the importance weights after all proposed runs (of ``draws``): a few
-    draws left means the expected figures rest on little."""
+    """Mean effective sample size of the untempered importance weights after all proposed runs (of ``draws``)."""
     cost_rule: str
     """How a run's cost was counted, in words."""
     notes: list[str] = Field(default_factory=list)

@@ -116,7 +116,8 @@ def rival_plans(request: Any, surface: Surface, plan: dict[str, float], redraws:
     return [solve_levels(request, d, warm=[plan], starts=0) for d in list(surface.draws)[:redraws]]
 
 
-def _proposed(sel: Selection, space: Space, ens: Ensemble, point: np.ndarray) -> list[ProposedRun]:
+def _proposed(sel: Selection, space: Space, ens: Ensemble, point: np.ndarray, scale: float) -> list[ProposedRun]:
+    """The chosen runs as rows; expected widths are the criterion's shrink applied to ``allocate``'s (``scale``)."""
     out, total = [], 0.0
     sd = ens.preds.std(axis=0)
     for i, s in enumerate(sel.steps):
@@ -129,20 +130,25 @@ def _proposed(sel: Selection, space: Space, ens: Ensemble, point: np.ndarray) ->
             train_tokens=cell.train_tokens, train_flops=cell.train_flops, new_dataset=s.new_dataset,
             data_cost=s.data_cost, compute_cost=s.compute_cost, cost=s.data_cost + s.compute_cost,
             cumulative_cost=total, predicted=float(point[c]), predicted_sd=float(sd[c]),
-            expected_width_after=s.width, expected_regret_after=s.regret, p_resolved_after=s.p_resolved))
+            expected_width_after=s.width * scale, expected_regret_after=s.regret, p_resolved_after=s.p_resolved))
     return out
 
 
-CRITERION = ("preposterior, greedy: each run the one that most lowers E[90% gain-interval width]/now + "
-             "E[regret]/now per unit of cost, the expectation over simulated results re-weighting the law's "
-             "draws by their likelihood (importance weights; allocator/preposterior.py)")
+CRITERION = ("preposterior, greedy: each run the one that most lowers the 90% gain-interval width/now + "
+             "E[regret]/now per unit of cost; the width is the law draws' linear-Gaussian (ensemble Kalman) "
+             "posterior width, the regret an expectation over simulated results re-weighting the draws by "
+             "their likelihood, tempered to keep at least min(30, draws/4) effective draws "
+             "(allocator/preposterior.py)")
 
 
 def next_runs_report(report: AllocationReport, sel: Selection, space: Space, ens: Ensemble, point: np.ndarray, *,
                      runs: int, max_cost: float | None, sims: int, compute_free: bool) -> NextRuns:
     """The :class:`NextRuns` answer: the allocation now (``report``), the runs ``sel`` chose, and what they are
     expected to do."""
-    proposed = _proposed(sel, space, ens, point)
+    iv = report.gain_interval
+    width_now = float(iv[1] - iv[0]) if iv else sel.width_now
+    scale = width_now / sel.width_now if sel.width_now > 0 else 1.0
+    proposed = _proposed(sel, space, ens, point, scale)
     last = sel.steps[-1]
     notes = list(sel.notes)
     if space.subsampled:
@@ -153,14 +159,13 @@ def next_runs_report(report: AllocationReport, sel: Selection, space: Space, ens
     if compute_free:
         rule += ("; [cost].per_pflop is 0, so training is free here and a run that reuses an existing dataset "
                  "costs nothing")
-    iv = report.gain_interval
     return NextRuns(
         experiment=report.experiment, benchmark=report.benchmark, metric=report.metric, law=report.law,
         fit_id=report.fit_id, target=report.target, simulated=report.simulated, budget=report.budget,
         model_params=report.model_params, plan_levels=report.plan.levels, baseline_levels=report.baseline.levels,
         gain_over_baseline=report.gain_over_baseline, gain_interval=iv, decision=report.decision,
-        width_now=float(iv[1] - iv[0]) if iv else sel.width_now, expected_regret_now=sel.regret_now,
+        width_now=width_now, expected_regret_now=sel.regret_now,
         runs=proposed, total_cost=proposed[-1].cumulative_cost, max_cost=max_cost,
-        expected_width_after=last.width, expected_regret_after=last.regret, p_resolved_after=last.p_resolved,
+        expected_width_after=last.width * scale, expected_regret_after=last.regret, p_resolved_after=last.p_resolved,
         criterion=CRITERION, candidates=space.size, draws=ens.n_draws, simulations=sims, mean_ess=last.ess,
         cost_rule=rule, notes=notes)

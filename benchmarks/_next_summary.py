@@ -96,7 +96,7 @@ def records(rows: list[dict], timing: dict | None = None) -> list[dict]:
         if k != k_main:
             out.append(_ratio_record(rows, "next", k, "width", "gain-interval width", "<= 0.67 (at K = 12)"))
             out.append(_ratio_record(rows, "next", k, "regret", "true regret", "<= 0.67 (at K = 12)"))
-    for policy in ("d_optimal", "seeds"):
+    for policy in [p for p in ("d_optimal", "seeds") if _by(rows, policy=p, k=k_main)]:
         out.append(_ratio_record(rows, policy, k_main, "width", "gain-interval width", "none (comparison)"))
         out.append(_ratio_record(rows, policy, k_main, "regret", "true regret", "none (comparison)"))
     return out + _calibration(rows) + _policy_records(rows)

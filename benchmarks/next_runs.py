@@ -171,8 +171,9 @@ def experiment(name: str, seed: int, folder: Path, *, n_boot: int, inter_boot: i
                             runs=max(ks))
     next_s = time.perf_counter() - t0
     plans = [nxt.plan_levels, nxt.baseline_levels]
-    ctx = {"next": nxt, "path": base, "seed": seed, "plans": plans, "dopt": d_optimal_rows(base, max(ks), plans),
-           "seeds": seeds_rows(base, max(ks), seed=seed, plans=plans)}
+    ctx = {"next": nxt, "path": base, "seed": seed, "plans": plans,
+           "dopt": d_optimal_rows(base, max(ks), plans) if "d_optimal" in policies else None,
+           "seeds": seeds_rows(base, max(ks), seed=seed, plans=plans) if "seeds" in policies else None}
     rows = []
     for k in ks:
         for p_i, policy in enumerate(policies):
@@ -224,14 +225,14 @@ def time_default(n_boot: int) -> dict:
             "candidates": nxt.candidates, "runs": len(nxt.runs)}
 
 
-def run(names, seeds, *, n_boot: int, inter_boot: int, refit_boot: int, ks=KS, detail: str | None = None
-        ) -> list[dict]:
+def run(names, seeds, *, n_boot: int, inter_boot: int, refit_boot: int, ks=KS, policies=POLICIES,
+        detail: str | None = None) -> list[dict]:
     rows = []
     for name in names:
         for seed in seeds:
             with tempfile.TemporaryDirectory() as tmp:
                 rows += experiment(name, seed, Path(tmp), n_boot=n_boot, inter_boot=inter_boot,
-                                   refit_boot=refit_boot, ks=ks, detail=detail)
+                                   refit_boot=refit_boot, ks=ks, policies=policies, detail=detail)
     return rows
 
 
@@ -248,6 +249,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--refit-bootstrap", type=int, default=40, help="draws of each refit (default 40)")
     p.add_argument("--interaction-bootstrap", type=int, default=15, help="draws of the interaction test (default 15)")
     p.add_argument("--k", type=int, action="append", help="K values (default 6, 12, 24)")
+    p.add_argument("--policy", action="append", choices=POLICIES,
+                   help="only these policies (repeatable; default all four; the targets need next and random)")
     p.add_argument("--no-timing", action="store_true", help="skip the default-design timing")
     p.add_argument("--timing-only", action="store_true", help="only the default-design timing")
     p.add_argument("--detail", help="append every evaluation to this JSON-lines file")
@@ -275,7 +278,8 @@ def main(argv: list[str] | None = None) -> int:
                 with open(args.detail, "a", encoding="utf-8") as f:
                     f.write(json.dumps({"timing": timing}) + "\n")
         rows = [] if args.timing_only else run(names, seeds, n_boot=nb, inter_boot=args.interaction_bootstrap,
-                                               refit_boot=rb, ks=ks, detail=args.detail)
+                                               refit_boot=rb, ks=ks, detail=args.detail,
+                                               policies=tuple(args.policy or POLICIES))
     recs = records(rows, timing)
     if args.json:
         print(json.dumps(recs))

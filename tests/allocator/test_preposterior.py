@@ -106,3 +106,34 @@ def test_a_run_at_the_plans_size_removes_the_effect_error() -> None:
     assert np.allclose(at_target, g) and np.std(now) > 2 * np.std(g)
     sel = select_runs(ens, _book(2), 1, sims=100)
     assert sel.steps[0].index == 1 and sel.steps[0].width < 0.5 * sel.width_now
+
+
+def test_tempering_keeps_the_effective_draws_and_leaves_out_what_was_left_out() -> None:
+    rng = np.random.default_rng(3)
+    logw = rng.normal(0.0, 30.0, (2, 5, 200))  # nearly all weight on one draw
+    logw[0, 0, 7] = -np.inf
+    from allocator.preposterior import _ess, tempered
+
+    t = tempered(logw, 30.0)
+    ess = _ess(t)
+    assert np.all(ess >= 30.0 * 0.98) and np.all(ess <= 30.0 * 1.05)  # the largest tau that keeps 30
+    assert t[0, 0, 7] == -np.inf
+    flat = np.zeros((1, 1, 50))
+    assert np.array_equal(tempered(flat, 30.0), flat)  # already above the floor: untouched
+    # the order of the draws' weights is kept
+    assert np.array_equal(np.argsort(t[1, 2]), np.argsort(logw[1, 2]))
+
+
+def test_many_uninformative_runs_do_not_look_sure() -> None:
+    """Runs that pin down a quantity unrelated to the gain collapse the raw weights onto a few draws; the width
+    must stay the gain's own, not the spread of those few draws."""
+    rng = np.random.default_rng(5)
+    b = 200
+    g = rng.normal(0.05, 0.02, b)
+    other = rng.normal(0.5, 0.05, (b, 6))  # six sharp measurements of unrelated quantities
+    ens = Ensemble(gains=g, scores=np.column_stack([g, np.zeros(b)]), preds=other, noise_var=np.full(6, 1e-6),
+                   cand_n=np.full(6, 1e6), target_n=1e6)
+    sel = select_runs(ens, _book(6), 6, sims=64)
+    assert sel.steps[-1].ess < 5  # the raw weights did collapse
+    assert sel.steps[-1].width == pytest.approx(sel.width_now, rel=0.05)
+    assert sel.width_now == pytest.approx(2 * 1.645 * np.std(g, ddof=1), rel=1e-9)
