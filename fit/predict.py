@@ -26,7 +26,7 @@ from fit.laws import Law, law_of
 from fit.models import FitResult, PointPrediction, Prediction
 from toolscale.config import training_flops
 
-__all__ = ["bic_weights", "components", "predict_points", "predict_at", "required_inputs", "check_domain",
+__all__ = ["bic_weights", "components", "predict_points", "predict_at", "required_inputs",
            "check_point", "beyond_fitted", "FRACTION_AXES"]
 
 FRACTION_AXES = frozenset({"repair_rate", "coverage_quota"})
@@ -58,30 +58,6 @@ def required_inputs(fit: FitResult, law: Law | None = None) -> tuple[str, ...]:
     """Input names a prediction needs (for a two-step law, stage 1's)."""
     law = law or law_of(fit)
     return law.stages[0].axes if law.stages is not None else law.axes
-
-
-_POSITIVE_KINDS = ("size", "tokens", "unique_tokens", "flops", "diversity")
-"""Input kinds that enter as a ratio ``x / ref`` (their logarithm in most laws): only positive values exist."""
-_SHOWN = {"N": "model_size", "D": "train_tokens"}
-
-
-def check_domain(fit: FitResult, points: Sequence[Mapping[str, float]], fractions: Sequence[str] = ()) -> None:
-    """Refuse a point outside its inputs' domains, naming the point, the input and the value.
-
-    Sizes, token counts, FLOPs and diversity levels must be positive (a law takes their logarithm: 0 gives
-    ``-inf``, a negative value ``nan``); an axis named in ``fractions`` (unit ``fraction`` in the experiment's
-    config) must lie in [0, 1]. Raises :class:`fit.errors.FitInputError` (exit 2).
-    """
-    law = law_of(fit)
-    inputs = law.stages[0].inputs if law.stages is not None else law.inputs
-    kinds = {i.name: i.kind for i in inputs}
-    for i, p in enumerate(points):
-        for name, value in p.items():
-            shown = _SHOWN.get(name, name)
-            if kinds.get(name) in _POSITIVE_KINDS and not value > 0:
-                raise FitInputError(f"--at #{i + 1}: {shown} must be positive, got {value:g}")
-            if name in fractions and not 0.0 <= value <= 1.0:
-                raise FitInputError(f"--at #{i + 1}: {shown} is a fraction and must be in [0, 1], got {value:g}")
 
 
 def predict_points(fit: FitResult, X: Mapping[str, Any], *, level: float = 0.90, seed: int = 0,
@@ -133,6 +109,10 @@ def _with_extrapolation(fit: FitResult, X: Mapping[str, Any], sims: np.ndarray,
     return np.maximum(sims, 1e-300) * np.exp(eps) if fit.residual_scale == "log" else sims + eps
 
 
+_POSITIVE_KINDS = ("size", "tokens", "unique_tokens", "flops", "diversity")
+"""Input kinds that enter as a ratio ``x / ref`` (their logarithm in most laws): only positive values exist."""
+
+
 def check_point(fit: FitResult, point: Mapping[str, float], *, units: Mapping[str, str] | None = None,
                 label: str = "") -> None:
     """FitInputError naming the input when ``point`` has an input the law does not read, or a value outside its
@@ -157,7 +137,7 @@ def check_point(fit: FitResult, point: Mapping[str, float], *, units: Mapping[st
                                 f"{', '.join(names)}")
         unit = (units or {}).get(name) or ("fraction" if name in FRACTION_AXES else "")
         kind = kinds.get(name, "")
-        if kind in ("size", "tokens", "unique_tokens", "flops", "diversity") and not value > 0:
+        if kind in _POSITIVE_KINDS and not value > 0:
             raise FitInputError(f"{where}{shown.get(name, name)} must be > 0 (a {kind.replace('_', ' ')}), got {value:g}")
         if unit == "fraction" and not 0.0 <= value <= 1.0:
             raise FitInputError(f"{where}{name} is a fraction and must be in [0, 1], got {value:g}")
@@ -182,12 +162,12 @@ def beyond_fitted(fit: FitResult, point: Mapping[str, float]) -> dict[str, float
 
 def predict_at(fit: FitResult, points: Sequence[Mapping[str, float]], *, level: float = 0.90,
                max_fitted_flops: float | None = None, fit_id: str | None = None, seed: int = 0,
-               fractions: Sequence[str] = ()) -> Prediction:
+               units: Mapping[str, str] | None = None) -> Prediction:
     """A :class:`Prediction` of each point (inputs by name), with its interval and how far beyond the fitted range.
 
     ``max_fitted_flops``: the largest fitted run's training FLOPs; a point whose ``6 N D`` exceeds
-    it is ``beyond_range`` by the factor ``extrapolation_factor``. Points outside their inputs' domains are
-    refused (:func:`check_domain`; ``fractions``: axes whose unit is a fraction).
+    it is ``beyond_range`` by the factor ``extrapolation_factor``. Unknown inputs and points outside their inputs'
+    domains are refused (:func:`check_point`; ``units``: axis -> unit from the experiment's config).
     """
     if not points:
         raise FitInputError("predict needs at least one point (--at model_size=...,train_tokens=...)")
@@ -199,7 +179,8 @@ def predict_at(fit: FitResult, points: Sequence[Mapping[str, float]], *, level: 
         if absent:
             raise FitInputError(f"--at #{i + 1} lacks input {absent[0]!r}; law {fit.law!r} needs "
                                 f"{', '.join(need)}")
-    check_domain(fit, points, fractions)
+    for i, p in enumerate(points):
+        check_point(fit, p, units=units, label=f"#{i + 1}")
     pred, lo, hi = predict_points(fit, {k: X[k] for k in need}, level=level, seed=seed)
     out = []
     for i, p in enumerate(points):

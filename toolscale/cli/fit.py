@@ -372,7 +372,7 @@ def _predict(args: argparse.Namespace) -> int:
             raise UsageError(f"--at #{i + 1} ({args.at[i]}) lacks input {shown!r}; law {fit.law!r} needs "
                              f"{', '.join({'N': 'model_size', 'D': 'train_tokens'}.get(a, a) for a in need)}")
     pred = predict_at(fit, points, level=args.level, max_fitted_flops=fit.max_fitted_flops, fit_id=fit_id,
-                      fractions=[n for n, u in units.items() if u == "fraction"])
+                      units=units)
     if args.json:
         emit_json(pred.model_dump(mode="json"))
         return 0
