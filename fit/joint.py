@@ -35,6 +35,7 @@ import numpy as np
 
 from fit.errors import FitInputError
 from fit.fitting import fit_law
+from fit.holdout import seed_mean_error
 from fit.laws import Law
 from fit.models import DomainFit, FitResult, JointFit, LawInput, ParamInterval, Points, SharedExponent
 from fit.optimize import residuals
@@ -144,11 +145,13 @@ def joint_law(domains: Sequence[DomainRuns], shared: Sequence[str]) -> Law:
 
 
 def _rel_mae(law: Law, params: Mapping[str, float], pts: Points) -> float | None:
+    """Held-out error as a single fit states it (``heldout_relative_mae``): the absolute relative error on seed
+    means (:func:`fit.holdout.seed_mean_error`), per run when the runs carry no recipe groups."""
     if pts.n == 0:
         return None
-    y = pts.y_array()
     pred = law.predict(params, pts.X())
-    return float(np.mean(np.abs(pred - y)) / np.mean(np.abs(y)))
+    are, _ = seed_mean_error(pts.y_array(), pred, pts.groups or [str(i) for i in range(pts.n)])
+    return are
 
 
 def _rss(law: Law, params: Mapping[str, float], pts: Points) -> float:

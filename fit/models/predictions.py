@@ -77,7 +77,7 @@ class DomainFit(_Frozen):
     """Residual SD of the joint fit on its fitted runs (same units, same degrees-of-freedom rule:
     the joint fit's parameters are shared between the domains pro rata of their runs)."""
     heldout_relative_mae_separate: float | None = None
-    """Held-out MAE / mean held-out value, its own fit."""
+    """Held-out error of its own fit: absolute relative error on seed means, as ``FitResult.heldout_relative_mae``."""
     heldout_relative_mae_joint: float | None = None
     """The same for the joint fit."""
     extrapolation_factor: float | None = None

@@ -126,3 +126,35 @@ def test_fit_experiments_on_the_command_line(tmp_path, capsys):
     assert out["experiments"] == ["tools", "code"] and out["law"] == "chinchilla_unique"
     assert {d["experiment"]: d["n_heldout"] for d in out["domains"]} == {"tools": 4, "code": 4}
     assert "beta" in out["shared"] and out["delta_bic"] < 0
+
+
+def test_a_first_experiment_fitted_on_n_and_d_alone_sets_that_form_for_every_experiment(tmp_path, capsys):
+    """``--law auto`` on a first experiment without data axes chooses Chinchilla on N and D alone: the other
+    experiments are fitted with that form too, not with ``chinchilla``'s effective-data variant over their axes."""
+    import json
+
+    from toolscale.cli import main
+
+    reg = str(tmp_path / "r.duckdb")
+    for name, seed, axes in (("nd", 0, False), ("code", 1, True)):
+        pts = _points("spec_dependency", TRUE, seed, name)
+        head = "run_id,model,tokens,loss,split" + (",tool_diversity,task_count,spec_dependency" if axes else "")
+        lines = [head]
+        for i in range(pts.n):
+            row = [pts.run_ids[i], pts.inputs["N"][i], pts.inputs["D"][i], pts.y[i], pts.split[i]]
+            if axes:
+                row += [pts.inputs["tool_diversity"][i], pts.inputs["task_count"][i], pts.inputs["spec_dependency"][i]]
+            lines.append(",".join(str(v) for v in row))
+        (tmp_path / f"{name}.csv").write_text("\n".join(lines) + "\n")
+        maps = ["tool_diversity=tool_diversity", "task_count=task_count", "spec_dependency=spec_dependency"] if axes else []
+        args = ["import-runs", str(tmp_path / f"{name}.csv"), "--registry", reg, "--experiment", name, "--benchmark",
+                "b", "--map", "run_id=run_id", "--map", "model=model_size", "--map", "tokens=train_tokens", "--map",
+                "loss=loss", "--map", "split=split"]
+        assert main(args + [x for m in maps for x in ("--map", m)]) == 0
+    capsys.readouterr()
+    assert main(["fit", "--registry", reg, "--experiments", "nd,code", "--benchmark", "b/loss", "--holdout", "split",
+                 "--bootstrap", "0", "--starts", "2", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["law"] == "chinchilla" and sorted(out["shared"]) == ["alpha", "beta"]
+    assert {d["experiment"]: d["n_params_separate"] for d in out["domains"]} == {"nd": 5, "code": 5}
+    assert not any(p.startswith(("gamma_", "c_")) for p in out["domain_params"])

@@ -4,8 +4,8 @@
 # (chosen on code-valid), the design, every run (synthesise code tasks and replay their tests in the jail,
 # probe, train with the shared tokenizer keeping checkpoints, score them on code-valid and the chosen one on
 # both code benchmarks), a fit per benchmark of the early-stopped envelope in bits per byte with its held-out
-# check, the score-law fit that runs the interaction test, the reports, the golden replay, then the tool
-# domain's committed runs imported beside them and the cross-domain fits (shared exponents).
+# check, the score-law fit that runs the interaction test, the reports, the golden replay, then the cross-domain
+# fits (joint.sh: both domains' exported runs at their envelope, shared exponents).
 #
 # Usage (from the repository root, after `make install`):
 #   bash docs/results/code/run_code.sh [TOOL_RESULTS_DIR]   # default docs/results (the tool domain's proxy runs)
@@ -41,22 +41,8 @@ $TS fit "${FIT[@]}" --benchmark code-indist --metric token_prob --law auto --jso
 $TS export --config "$CFG" --experiment "$EXP" --out "$OUT/runs.csv"
 stamp "golden replay of every dataset"
 $PY benchmarks/code_golden.py runs/code/datasets --out "$OUT/golden_replay.txt" || echo "golden replay: not 100% (see above)"
-# one experiment per benchmark, so the run ids are the importer's (a registry's run ids are unique)
-stamp "the tool domain's runs beside them ($TOOLS/runs.csv, one row per run: checkpoint rows left out)"
-$PY -c "import pandas as pd, sys; d = pd.read_csv(sys.argv[1]); \
-(d[d['step'].isna()] if 'step' in d else d).to_csv(sys.argv[2], index=False)" "$TOOLS/runs.csv" runs/code/tool_runs.csv
-for B in indist-calls heldout-servers; do
-  $TS import-runs runs/code/tool_runs.csv --registry "$REG" --experiment "tools-$B" --benchmark "$B" \
-      --map "$B/bpb=loss" --map axis_tool_diversity=tool_diversity --map axis_task_count=task_count \
-      --map axis_db_diversity=db_diversity --map axis_repair_rate=repair_rate --map split=split \
-      --map model_params=model_params --map train_tokens=train_tokens --map seed=seed \
-      > /dev/null || echo "(tools-$B not imported: see above; a rerun finds it imported)"
-done
-stamp "cross-domain fits: shared exponents, per-domain constants"
-$TS fit --registry "$REG" --experiments tools-indist-calls,"$EXP" --benchmark indist-calls/loss,code-indist/bpb \
-    --holdout split --bootstrap 200 --json > "$OUT/joint-indist.json"
-$TS fit --registry "$REG" --experiments tools-heldout-servers,"$EXP" \
-    --benchmark heldout-servers/loss,code-heldout-apis/bpb --holdout split --bootstrap 200 --json > "$OUT/joint-heldout.json"
+stamp "cross-domain fits: both domains' runs at their envelope, shared exponents, per-domain constants"
+CODE_RUNS="$OUT/runs.csv" bash docs/results/code/joint.sh "$OUT" "$TOOLS"
 stamp "analysis"
 $PY docs/results/code/analyse.py --tools "$TOOLS" --registry "$REG" --experiment "$EXP" > "$OUT/analysis.md"
 {
