@@ -321,7 +321,7 @@ def _screen_scores(st: _State, ens: Ensemble, rival_w: np.ndarray) -> np.ndarray
     var_f = (st.fa * st.fa).sum(axis=0) / (b - 1)
     cov = st.ya.T @ st.fa / (b - 1)
     var_y = np.maximum((st.ya * st.ya).sum(axis=0) / (b - 1), 1e-300)
-    rho2 = cov * cov / var_y[:, None] / (var_f + ens.noise_var)[None, :]
+    rho2 = cov * cov / var_y[:, None] / np.maximum(var_f + ens.noise_var, 1e-300)[None, :]
     return rho2[0] + (rival_w[:, None] * rho2[1:]).sum(axis=0) if rho2.shape[0] > 1 else rho2[0]
 
 
@@ -354,14 +354,15 @@ def _posterior_var(st: _State, ens: Ensemble, cands: np.ndarray) -> np.ndarray:
     b = st.fa.shape[0]
     f = st.fa[:, cands]
     cov = st.ga @ f / (b - 1)
-    return float(st.ga @ st.ga) / (b - 1) - cov * cov / ((f * f).sum(axis=0) / (b - 1) + ens.noise_var[cands])
+    denom = np.maximum((f * f).sum(axis=0) / (b - 1) + ens.noise_var[cands], 1e-300)
+    return float(st.ga @ st.ga) / (b - 1) - cov * cov / denom
 
 
 def _increments(ens: Ensemble, y: np.ndarray, cands: np.ndarray) -> np.ndarray:
     """(L, M, B) log-likelihood increments of each draw for results ``y`` (M, L) at candidates ``cands``."""
     f = ens.preds[:, cands]  # (B, L)
     d = y.T[:, :, None] - f.T[:, None, :]
-    return -0.5 * d * d / ens.noise_var[cands][:, None, None]
+    return -0.5 * d * d / np.maximum(ens.noise_var[cands], 1e-300)[:, None, None]
 
 
 def _outcomes(ens: Ensemble, truth: np.ndarray, cands: np.ndarray, picks: dict[int, int], noise: np.ndarray,

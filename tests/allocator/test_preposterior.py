@@ -137,3 +137,13 @@ def test_many_uninformative_runs_do_not_look_sure() -> None:
     assert sel.steps[-1].ess < 5  # the raw weights did collapse
     assert sel.steps[-1].width == pytest.approx(sel.width_now, rel=0.05)
     assert sel.width_now == pytest.approx(2 * 1.645 * np.std(g, ddof=1), rel=1e-9)
+
+
+def test_a_noiseless_candidate_that_all_draws_predict_alike_is_harmless() -> None:
+    """Zero noise and zero spread over the draws: the run tells nothing, and nothing divides by zero."""
+    ens = _toy(b=300)
+    flat = Ensemble(gains=ens.gains, scores=ens.scores, preds=np.column_stack([ens.preds[:, 0], np.full(300, 0.5)]),
+                    noise_var=np.array([1e-4, 0.0]), cand_n=ens.cand_n[:2], target_n=ens.target_n)
+    sel = select_runs(flat, _book(2), 2, sims=50)
+    assert all(np.isfinite([s.width, s.regret]).all() for s in sel.steps)
+    assert sel.steps[0].index == 0
