@@ -92,8 +92,9 @@ def _render(p, out) -> None:
           f"{p.expected_width_after:.4f} ({ratio:.2f}x now), expected regret {p.expected_regret_after:.4f}; "
           f"P(the gain's 90% interval lies above 0) = {p.p_resolved_after:.2f}")
     print(f"criterion: {p.criterion}; {p.candidates} candidates, {p.draws} draws, {p.simulations} simulated "
-          f"outcomes; mean effective sample size after the runs {p.mean_ess:.1f} of {p.draws} draws"
-          + (" (few: the expected figures rest on few draws)" if p.mean_ess < 10 else ""))
+          f"outcomes; mean effective sample size after the runs {p.mean_ess:.1f} of {p.draws} draws before tempering"
+          + (" (few: these runs would pin the law down beyond its draws' spread, and the refit's interval is "
+             "likely wider than expected)" if p.mean_ess < 10 else ""))
     print(f"cost of a run: {p.cost_rule}")
     for note in p.notes:
         print(f"note: {note}")
