@@ -1,13 +1,13 @@
-"""How wrong the law is past an axis's tested maximum: a leave-the-top-level-out check per diversity axis.
+"""How wrong the law is past an axis's tested maximum: a leave-the-top-doubling-out check per diversity axis.
 
 The law is refitted on the fitted runs at or below half an axis's largest tested level and predicts the runs
 above it (the top doubling), each ``d_i = log2(x_i / m)`` doublings past the refit's tested maximum ``m``. The
 excess of that error over the runs' noise, ``sqrt(max(0, mean(r^2) - s^2)) / sqrt(mean(d^2))`` (``r`` the
 residuals on the fit's residual scale, ``s`` the refit's residual SD), is the error per doubling past a tested
 maximum. Holding out the whole top doubling keeps the step at least one doubling: a design with two close top
-levels (a Latin hypercube's 970 and 1,024) would otherwise divide the noise by a step of 0.08 doublings. ``allocate`` adds
-``sd x log2(level / tested max)`` to the prediction error of any arm that goes past an axis's tested maximum,
-so an interval that extrapolates says so in its width. This is the rung cross-validation of
+levels (a Latin hypercube's 970 and 1,024) would otherwise divide the noise by a step of 0.08 doublings.
+``allocate`` adds ``sd x log2(level / tested max)`` to the prediction error of any arm that goes past an axis's
+tested maximum, so an interval that extrapolates says so in its width. This is the rung cross-validation of
 :mod:`fit.selection` applied along a data axis instead of model size; :func:`fit.experiment.fit_experiment`
 stores it as :attr:`fit.models.FitResult.axis_extrapolation_sd`.
 """

@@ -146,7 +146,8 @@ def test_a_first_experiment_fitted_on_n_and_d_alone_sets_that_form_for_every_exp
                 row += [pts.inputs["tool_diversity"][i], pts.inputs["task_count"][i], pts.inputs["spec_dependency"][i]]
             lines.append(",".join(str(v) for v in row))
         (tmp_path / f"{name}.csv").write_text("\n".join(lines) + "\n")
-        maps = ["tool_diversity=tool_diversity", "task_count=task_count", "spec_dependency=spec_dependency"] if axes else []
+        maps = (["tool_diversity=tool_diversity", "task_count=task_count", "spec_dependency=spec_dependency"]
+                if axes else [])
         args = ["import-runs", str(tmp_path / f"{name}.csv"), "--registry", reg, "--experiment", name, "--benchmark",
                 "b", "--map", "run_id=run_id", "--map", "model=model_size", "--map", "tokens=train_tokens", "--map",
                 "loss=loss", "--map", "split=split"]
