@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import importlib.util
+import os
+import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -141,3 +143,26 @@ def launch_killed_before_registry_update(env: Env, monkeypatch) -> None:
 def killed_launch(monkeypatch):
     """``killed_launch(env)``: :func:`launch_killed_before_registry_update` with this test's monkeypatch."""
     return lambda env: launch_killed_before_registry_update(env, monkeypatch)
+
+
+@pytest.fixture(scope="module")
+def dev_cluster():
+    """The dev cluster's SLURM_CONF exported, or a skip saying how to start it (the tests marked ``slurm`` that
+    submit real jobs use it)."""
+    state = Path(os.environ.get("TOOLSCALE_SLURM_DIR", "/tmp/toolscale-slurm"))
+    conf = os.environ.get("SLURM_CONF") or str(state / "etc" / "slurm.conf")
+    if not Path(conf).exists():
+        pytest.skip("no dev SLURM cluster: run `slurm/dev-cluster.sh up` (make test does)")
+    old = os.environ.get("SLURM_CONF")
+    os.environ["SLURM_CONF"] = conf
+    try:
+        ok = subprocess.run(["scontrol", "ping"], capture_output=True, timeout=20).returncode == 0
+    except (OSError, subprocess.SubprocessError):
+        ok = False
+    if not ok:
+        pytest.skip("dev SLURM cluster does not answer: run `slurm/dev-cluster.sh up` (make test does)")
+    yield conf
+    if old is None:
+        os.environ.pop("SLURM_CONF", None)
+    else:
+        os.environ["SLURM_CONF"] = old

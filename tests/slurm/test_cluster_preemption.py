@@ -7,7 +7,6 @@ Skipped when no dev cluster answers (``slurm/dev-cluster.sh up``; ``make test`` 
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import time
 from pathlib import Path
@@ -18,30 +17,7 @@ from slurm.launcher import launch
 from slurm.paths import LaunchPaths
 from slurm.sync import slurm_states, wait
 
-pytestmark = [pytest.mark.slurm, pytest.mark.timeout(400)]
-
-STATE_DIR = Path(os.environ.get("TOOLSCALE_SLURM_DIR", "/tmp/toolscale-slurm"))
-
-
-@pytest.fixture(scope="module", autouse=True)
-def cluster():
-    """The dev cluster's SLURM_CONF exported, or a skip saying how to start it."""
-    conf = os.environ.get("SLURM_CONF") or str(STATE_DIR / "etc" / "slurm.conf")
-    if not Path(conf).exists():
-        pytest.skip("no dev SLURM cluster: run `slurm/dev-cluster.sh up` (make test does)")
-    old = os.environ.get("SLURM_CONF")
-    os.environ["SLURM_CONF"] = conf
-    try:
-        ok = subprocess.run(["scontrol", "ping"], capture_output=True, timeout=20).returncode == 0
-    except (OSError, subprocess.SubprocessError):
-        ok = False
-    if not ok:
-        pytest.skip("dev SLURM cluster does not answer: run `slurm/dev-cluster.sh up` (make test does)")
-    yield conf
-    if old is None:
-        os.environ.pop("SLURM_CONF", None)
-    else:
-        os.environ["SLURM_CONF"] = old
+pytestmark = [pytest.mark.slurm, pytest.mark.timeout(400), pytest.mark.usefixtures("dev_cluster")]
 
 
 def _wait_step(workdir: Path, at_least: int, timeout_s: float = 180) -> int:
