@@ -115,12 +115,9 @@ def stored_summary(registry: str, benchmark: str, *, experiment: str | None = No
     accuracies over the experiment's done runs."""
     from pipeline.allocate import load_fit, resolve_experiment
     from grid import Registry
-    from toolscale.config import parse_config
 
     with Registry(registry, read_only=True) as reg:
         exp = resolve_experiment(reg, benchmark, experiment)
         fid, fit = load_fit(reg, exp, benchmark, fit_id=fit_id)
-        info = reg.experiment(fit.experiment)
-        runs = reg.runs(fit.experiment, status="done")
-    config = parse_config(info.config, source=f"registry config of {fit.experiment}") if info.config else None
-    return with_decisions(summary_of(fit, fid), fit, runs, config)
+    loaded = load_runs(registry, fit.experiment)
+    return with_decisions(summary_of(fit, fid), fit, loaded.runs, loaded.config)
