@@ -79,7 +79,8 @@ def _register_fit(sub: argparse._SubParsersAction) -> None:
                    help="a cross-domain fit: one law form over these experiments with shared exponents and "
                         "per-experiment constants, against each experiment's own fit (BIC, held-out error); "
                         "--benchmark then takes one name, or one per experiment (BENCH or BENCH/METRIC), default "
-                        "each config's first benchmark; not stored")
+                        "each config's first benchmark; the form is --law, or the first experiment's auto choice "
+                        "(with its data axes, or none) for all; not stored")
     _add_fit_args(p, benchmark_required=False)  # --list-laws needs none; checked in _fit
     p.add_argument("--list-laws", action="store_true", help="list the registered laws and exit")
     p.add_argument("--no-store", action="store_true", help="do not store the fit in the registry")
