@@ -89,22 +89,20 @@ class Ensemble:
         return int(self.gains.shape[0])
 
 
-def effect_gains(ens: Ensemble, max_n: np.ndarray | float) -> np.ndarray:
-    """Gains with the effect error for a largest fitted size ``max_n`` (shape ``(L,)`` -> ``(L, B)``)."""
-    m = np.atleast_1d(np.asarray(max_n, dtype=float))
-    g = np.broadcast_to(ens.gains, (m.size, ens.n_draws))
-    if not ens.effect_sd or not ens.max_fitted_n or ens.z is None:
-        return np.array(g)
-    top = np.maximum(m, ens.max_fitted_n)
-    dec = np.maximum(0.0, np.log10(ens.target_n / top))
-    return g * (1.0 + ens.effect_sd * dec[:, None] * ens.z[None, :])
-
-
 def _decades(ens: Ensemble, max_n: np.ndarray) -> np.ndarray:
     """Decades of the effect error's extrapolation for largest fitted sizes ``max_n`` (0 where there is none)."""
     if not ens.effect_sd or not ens.max_fitted_n or ens.z is None:
         return np.zeros_like(max_n, dtype=float)
     return np.maximum(0.0, np.log10(ens.target_n / np.maximum(max_n, ens.max_fitted_n)))
+
+
+def effect_gains(ens: Ensemble, max_n: np.ndarray | float) -> np.ndarray:
+    """Gains with the effect error for a largest fitted size ``max_n`` (shape ``(L,)`` -> ``(L, B)``)."""
+    m = np.atleast_1d(np.asarray(max_n, dtype=float))
+    g = np.broadcast_to(ens.gains, (m.size, ens.n_draws))
+    if ens.z is None:
+        return np.array(g)
+    return g * (1.0 + ens.effect_sd * _decades(ens, m)[:, None] * ens.z[None, :])
 
 
 def gaussian_width(ens: Ensemble, var_g: np.ndarray, max_n: np.ndarray | float) -> np.ndarray:

@@ -24,7 +24,7 @@ from fit.targets import target_runs
 from grid.models import RunRecord
 from toolscale.config import ExperimentConfig
 
-__all__ = ["LOSS_CANDIDATES", "fit_experiment", "loss_candidates", "sized_choice", "stored_fraction", "with_extrapolation", "with_forms"]
+__all__ = ["LOSS_CANDIDATES", "fit_experiment", "has_data_axes", "loss_candidates", "sized_choice", "stored_fraction", "with_extrapolation", "with_forms"]
 
 
 def stored_fraction(config: ExperimentConfig | None) -> float:
@@ -62,7 +62,7 @@ def fit_experiment(runs: Sequence[RunRecord], request: FitRequest, *, config: Ex
     runs, point_target = target_runs(runs, benchmark=request.benchmark, metric=metric, target=request.target,
                                      validation=request.validation)
     law = law_for_runs(name, runs, config, request.axes, repetition=request.repetition or request.law == "auto")
-    loss_auto = request.law == "auto" and generic.target == "loss" and _has_axes(law)
+    loss_auto = request.law == "auto" and generic.target == "loss" and has_data_axes(law)
     inter = ("L", request.stage1_metric) if law.stages is not None else None
     fixed = _held(law, request)
     names = law.stages[0].axes if law.stages is not None else law.axes
@@ -224,7 +224,8 @@ def sized_choice(points: Points, law: Law, **fit_kw: Any) -> tuple[Law, LawSelec
     return cands[selection.chosen], selection
 
 
-def _has_axes(law: Law) -> bool:
+def has_data_axes(law: Law) -> bool:
+    """Whether ``law`` reads a data axis (diversity, quality or unique tokens), not N and D alone."""
     return any(i.kind in ("diversity", "quality", "unique_tokens") for i in law.inputs)
 
 

@@ -33,13 +33,10 @@ def benchmarks_of(args: argparse.Namespace, names: list[str], configs: list[Any]
     return out
 
 
-_AXIS_KINDS = ("diversity", "quality", "unique_tokens", "stage")
-
-
 def fit_joint_command(args: argparse.Namespace, load: Callable[..., Any]) -> int:
     """Fit every experiment with one form (``--law``, or the first experiment's ``auto`` choice), then jointly. Each
     experiment's checkpoints are chosen on its own validation split (``--validation``, else its ``[eval] validation``)."""
-    from fit.experiment import fit_experiment
+    from fit.experiment import fit_experiment, has_data_axes
     from fit.laws import law_of
     from fit.joint import DomainRuns, fit_joint
     from fit.models import FitRequest
@@ -64,14 +61,15 @@ def fit_joint_command(args: argparse.Namespace, load: Callable[..., Any]) -> int
                               validation=validation_of(config, getattr(args, "validation", None)))
 
         own = fit_experiment(runs, request(form or "auto"), config=config)
-        chosen = own.fit.law
+        chosen, law = own.fit.law, law_of(own.fit)
         if form is None:  # the first experiment's choice is the common form, with or without data axes
             form = chosen
-            if axes is None and not any(i.kind in _AXIS_KINDS for i in own.fit.inputs):
+            if axes is None and not has_data_axes(law):
                 axes = []  # --law auto chose the form on N and D alone (chinchilla_ND): so for every experiment
-        elif chosen != form or (axes == [] and any(i.kind in _AXIS_KINDS for i in own.fit.inputs)):
+        elif chosen != form or (axes == [] and has_data_axes(law)):
             own = fit_experiment(runs, request(form), config=config)  # its own choice differs: the common form too
-        domains.append(DomainRuns(name, f"{bench}/{metric}", law_of(own.fit), own.points, own.fit, chosen))
+            law = law_of(own.fit)
+        domains.append(DomainRuns(name, f"{bench}/{metric}", law, own.points, own.fit, chosen))
     result = fit_joint(domains, n_bootstrap=args.bootstrap, n_starts=args.starts, seed=args.seed, n_jobs=args.jobs)
     if args.json:
         emit_json(result.model_dump(mode="json"))
