@@ -143,12 +143,13 @@ def tempered(logw: np.ndarray, ess_min: float, iters: int = 20) -> np.ndarray:
 
 def weighted_measures(logw: np.ndarray, gains: np.ndarray, scores: np.ndarray, best: np.ndarray
                       ) -> dict[str, np.ndarray]:
-    """Width, regret, resolved share and effective sample size of re-weighted draws.
+    """Regret, resolved share and effective sample size of re-weighted draws (the width is not read from the
+    weights: :func:`gaussian_width`).
 
     ``logw`` (L, M, B): log weights per batch ``l`` and simulation ``m``; ``gains`` (L, B); ``scores``
-    (B, P); ``best`` (B,). Returns arrays of shape (L,) averaged over simulations: ``width`` (weighted
-    5th-95th percentile range of the gains), ``regret`` (``sum w best - max_p sum w V_p``),
-    ``p_resolved`` (share of simulations whose 5th percentile is above 0) and ``ess`` (``1 / sum w^2``).
+    (B, P); ``best`` (B,). Returns arrays of shape (L,) averaged over simulations: ``regret``
+    (``sum w best - max_p sum w V_p``), ``p_resolved`` (share of simulations whose weighted 5th percentile of
+    the gains is above 0) and ``ess`` (``1 / sum w^2``).
     """
     w = np.exp(logw - logw.max(axis=-1, keepdims=True))
     w /= w.sum(axis=-1, keepdims=True)
@@ -156,13 +157,10 @@ def weighted_measures(logw: np.ndarray, gains: np.ndarray, scores: np.ndarray, b
     gs = np.take_along_axis(gains, order, axis=-1)
     cw = np.cumsum(np.take_along_axis(w, order[:, None, :], axis=-1), axis=-1)
     last = gains.shape[-1] - 1
-    lo_i = np.minimum((cw < 0.05).sum(axis=-1), last)
-    hi_i = np.minimum((cw < 0.95).sum(axis=-1), last)
-    lo = np.take_along_axis(gs, lo_i, axis=-1)
-    hi = np.take_along_axis(gs, hi_i, axis=-1)
+    lo = np.take_along_axis(gs, np.minimum((cw < 0.05).sum(axis=-1), last), axis=-1)
     ev = w @ scores
     regret = np.maximum(w @ best - ev.max(axis=-1), 0.0)
-    return {"width": (hi - lo).mean(axis=-1), "regret": regret.mean(axis=-1),
+    return {"regret": regret.mean(axis=-1),
             "p_resolved": (lo > 0).mean(axis=-1), "ess": (1.0 / (w * w).sum(axis=-1)).mean(axis=-1)}
 
 

@@ -28,11 +28,15 @@ def _toy(b: int = 400, seed: int = 0, noise: float = 0.01) -> Ensemble:
                     cand_n=np.full(3, 1e6), target_n=1e6)
 
 
-def test_uniform_weights_give_the_percentile_width_and_the_mean_regret() -> None:
+def test_uniform_weights_give_the_percentile_resolution_and_the_mean_regret() -> None:
     ens = _toy()
     m = weighted_measures(np.zeros((1, 1, ens.n_draws)), ens.gains[None], ens.scores, ens.scores.max(axis=1))
-    lo, hi = np.percentile(ens.gains, [5, 95])
-    assert m["width"][0] == pytest.approx(hi - lo, rel=0.03)
+    assert m["p_resolved"][0] == float(np.percentile(ens.gains, 5) > 0)
+    shifted = ens.gains - np.percentile(ens.gains, 5) + 1e-3   # 5th percentile just above 0: resolved
+    assert weighted_measures(np.zeros((1, 1, ens.n_draws)), shifted[None], ens.scores, ens.scores.max(axis=1)
+                             )["p_resolved"][0] == 1.0
+    assert weighted_measures(np.zeros((1, 1, ens.n_draws)), (shifted - 2e-3)[None], ens.scores,
+                             ens.scores.max(axis=1))["p_resolved"][0] == 0.0
     # the plan (mean g > 0) is kept; regret = mean over draws of max(0, -g)
     assert m["regret"][0] == pytest.approx(np.mean(np.maximum(-ens.gains, 0.0)), rel=1e-9)
     assert m["ess"][0] == pytest.approx(ens.n_draws)
