@@ -97,12 +97,14 @@ def golden_rows(samples: Sequence[Any]) -> list[dict[str, Any]]:
 
 def warm_start(samples: Sequence[Any], model_dir: str | Path, size: Any, out_dir: str | Path, *, steps: int,
                seed: int = 0, threads: int | None = None, learning_rate: float | None = None,
-               label: str | None = None, **interrupt: Any) -> TrainStats:
+               label: str | None = None, loss_on: str = "assistant", **interrupt: Any) -> TrainStats:
     """SFT on the golden episodes of ``samples`` (environments disjoint from the RL ones), from ``model_dir``.
 
     Rows whose golden episode does not earn F1 = 1 are left out. The data lands in ``out_dir/data/train.jsonl``
     and the model in ``out_dir`` (:func:`train.sft.train_sft`, resumable; a proxy rung starts from ``model_dir``
-    with its tokenizer, a pretrained rung loads ``model_dir`` as its checkpoint). ``interrupt``: the
+    with its tokenizer, a pretrained rung loads ``model_dir`` as its checkpoint). ``loss_on``: ``assistant``
+    (the policy's turns) or ``all`` (every token of the episode: the prompt's ids and the observations that echo
+    them carry the loss too). ``interrupt``: the
     ``checkpoint_every_s``, ``should_stop`` and ``keep_checkpoints`` of :func:`train.sft.train_sft`.
     """
     from train.sft import train_sft
@@ -122,7 +124,7 @@ def warm_start(samples: Sequence[Any], model_dir: str | Path, size: Any, out_dir
     else:
         init = model_dir
     return train_sft(data, size, out_dir, max_steps=steps, seed=seed, threads=threads, resume=True, save_steps=0,
-                     learning_rate=learning_rate, label=label, init=init, **interrupt)
+                     learning_rate=learning_rate, label=label, init=init, loss_on=loss_on, **interrupt)
 
 
 WARM_SEED_OFFSET = 7919

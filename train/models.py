@@ -73,6 +73,9 @@ class TrainSpec(_Frozen):
     GRPO; runs whenever ``grpo`` is a stage, also in arms whose ``grpo_steps`` level is 0. 0: no warm start."""
     warmstart_steps: int = Field(default=100, ge=0)
     """Optimizer steps of the warm start (0: none)."""
+    warmstart_loss: Literal["assistant", "all"] = "assistant"
+    """Tokens of the golden episodes that carry the warm start's loss: the policy's turns, or every token
+    (prompt and observations too: more of the id-copying that a tiny proxy lacks, docs/results/rl/)."""
     grpo_vllm: Literal["server", "colocate"] | None = None
     """GRPO generation on GPUs through TRL's vLLM integration: ``server`` (``trl vllm-serve`` on GPUs of its own)
     or ``colocate`` (inside the training processes); needs ``vllm`` importable in the training environment.

@@ -246,7 +246,8 @@ def train_sft(data_dir: str | Path, size: ModelSize, out_dir: str | Path, *, max
               schedule: str = "cosine", wsd_decay: float = 0.2, snapshots: int = 0, train: TrainSpec | None = None,
               checkpoint_every_s: float | None = None, keep_checkpoints: bool = True,
               save_dtype: str | None = None, should_stop: StopCheck | None = None,
-              cache_dir: str | Path | None = None, report_to: str = "none") -> TrainStats:
+              cache_dir: str | Path | None = None, report_to: str = "none",
+              loss_on: str = "assistant") -> TrainStats:
     """Train one model with SFT on a synthesised dataset; write it to ``out_dir``.
 
     Parameters
@@ -310,6 +311,9 @@ def train_sft(data_dir: str | Path, size: ModelSize, out_dir: str | Path, *, max
     cache_dir
         Folder of the tokenised-dataset cache (:mod:`train.tokenized`): runs sharing this dataset and
         tokenizer (and ``max_seq_len`` and seed) tokenise it once. None tokenises every time.
+    loss_on
+        ``assistant`` (the loss on assistant turns only, the default) or ``all`` (on every token: system, user
+        and tool turns too, as in language modelling); part of the run's identity when ``all``.
 
     A loss that turns NaN or infinite stops the run with :class:`DivergedError` (step and last losses).
 
@@ -324,6 +328,8 @@ def train_sft(data_dir: str | Path, size: ModelSize, out_dir: str | Path, *, max
     from train.distributed import barrier, is_main
 
     steps = _steps(size, max_steps, threads)
+    if loss_on not in LOSS_ON:
+        raise UsageError(f"loss_on must be one of {', '.join(LOSS_ON)}, got {loss_on!r}")
     out = Path(out_dir)
     rows = _lazy_rows(data_dir)  # read (and validated) only when needed: a cache hit does not
     name = label or str(out)
@@ -332,6 +338,8 @@ def train_sft(data_dir: str | Path, size: ModelSize, out_dir: str | Path, *, max
     data_id = dataset_id(data_dir)
     identity = _full_identity(data_id, steps, seed, size, weight_decay=weight_decay, schedule=schedule,
                               wsd_decay=wsd_decay, snapshots=snapshots, tokenizer_dir=tokenizer_dir, init=init)
+    if loss_on != "assistant":
+        identity["loss_on"] = loss_on
     finished = _finished(out, identity) if resume and (out / RUN_FILE).is_file() else None
     if finished is not None:
         return finished
@@ -350,7 +358,7 @@ def train_sft(data_dir: str | Path, size: ModelSize, out_dir: str | Path, *, max
         tokenizer = _tokenizer_for(size, out, rows(), resume)
         data = _tokenized(rows, tokenizer, size, seed, data_id, cache_dir, data_dir)
     model = _model_for(size, init, tokenizer, seed)
-    dataset = data.dataset()
+    dataset = data.dataset(all_tokens=loss_on == "all")
     every = max(10, steps // 4) if save_steps is None else save_steps
     spec = train or TrainSpec()
     config = sft_config(size, checkpoint_dir(out), max_steps=steps, seed=seed, save_steps=every, train=spec,
@@ -430,6 +438,10 @@ def _train_stats(size: ModelSize, model: Any, state: Any, curve: list[dict[str, 
                       train_flops_6nd=training_flops(params_nonemb, tokens), wall_s=wall_s,
                       final_loss=final_loss if final_loss is None or math.isfinite(final_loss) else None,
                       steps=int(state.global_step))
+
+
+LOSS_ON = ("assistant", "all")
+"""Which tokens carry the SFT loss: the assistant turns, or every token of the conversation."""
 
 
 def _lazy_rows(data_dir: str | Path) -> Callable[[], list[dict[str, Any]]]:
@@ -515,7 +527,7 @@ def _finished(out: Path, identity: dict[str, Any]) -> TrainStats | None:
     run_file = out / RUN_FILE
     before = json.loads(run_file.read_text(encoding="utf-8"))
     if before != identity:
-        changed = sorted(k for k in identity if before.get(k) != identity[k])
+        changed = sorted(k for k in identity.keys() | before.keys() if before.get(k) != identity.get(k))
         raise UsageError(f"{str(out)!r} holds a run with a different {', '.join(changed)}; pass resume=False "
                          "(--no-resume) to replace it, or use another output folder")
     previous = read_stats(out)

@@ -70,16 +70,18 @@ class TokenizedArrays:
         return [{"input_ids": self.ids[a:b].tolist(), "assistant_masks": self.masks[a:b].tolist()}
                 for a, b in zip(self.offsets[:-1], self.offsets[1:])]
 
-    def dataset(self) -> Any:
+    def dataset(self, *, all_tokens: bool = False) -> Any:
         """A ``datasets.Dataset`` with ``input_ids`` and ``labels`` (the id under the mask, else
-        :data:`IGNORE_INDEX`): what TRL's dataset preparation makes of pre-tokenised, truncated rows."""
+        :data:`IGNORE_INDEX`): what TRL's dataset preparation makes of pre-tokenised, truncated rows.
+        ``all_tokens``: every label is its id (the loss on every token, as in language modelling)."""
         import numpy as np
         import pyarrow as pa
         from datasets import Dataset
         from datasets.table import InMemoryTable
 
         offsets = pa.array(self.offsets, type=pa.int32())  # < 2^31 tokens in a training set
-        labels = np.where(self.masks.astype(bool), self.ids, np.int32(IGNORE_INDEX)).astype(np.int32)
+        keep = np.ones_like(self.masks, dtype=bool) if all_tokens else self.masks.astype(bool)
+        labels = np.where(keep, self.ids, np.int32(IGNORE_INDEX)).astype(np.int32)
         table = pa.table({"input_ids": pa.ListArray.from_arrays(offsets, pa.array(self.ids)),
                           "labels": pa.ListArray.from_arrays(offsets, pa.array(labels))})
         return Dataset(InMemoryTable(table))

@@ -115,7 +115,7 @@ def test_seeded_runs_are_deterministic(tiny_data, tmp_path):
     size = SIZE.model_copy(update={"max_steps": 6})
     a = train_sft(tiny_data, size, tmp_path / "a", seed=3, save_steps=0)
     b = train_sft(tiny_data, size, tmp_path / "b", seed=3, save_steps=0)
-    c = train_sft(tiny_data, size, tmp_path / "c", seed=4, save_steps=0)
+    train_sft(tiny_data, size, tmp_path / "c", seed=4, save_steps=0)
     curve = lambda p: [x["loss"] for x in read_stats(p)["loss_curve"]]  # noqa: E731
     assert curve(tmp_path / "a") == curve(tmp_path / "b") != curve(tmp_path / "c")
     assert a.train_tokens == b.train_tokens
@@ -372,3 +372,21 @@ def test_the_final_model_is_saved_in_the_requested_dtype(run, tiny_data, tmp_pat
     assert all(torch.equal(half[k], full[k].to(torch.bfloat16)) for k in full)
     assert json.loads((tmp_path / "bf16" / "config.json").read_text())["dtype"] == "bfloat16"
     assert load_model(tmp_path / "bf16") is not None
+
+
+def test_loss_on_every_token_labels_the_prompt_and_is_part_of_the_identity(rows, tokenizer, tiny_data, tmp_path):
+    """``loss_on="all"`` (the warm start's language-modelling option): every token is a label, system, user and
+    tool turns included; the run records it, so a folder of the other kind is refused."""
+    from train.tokenized import IGNORE_INDEX, TokenizedArrays
+
+    arrays = TokenizedArrays.of(tokenize_rows(rows, tokenizer, 512))
+    masked, every = arrays.dataset(), arrays.dataset(all_tokens=True)
+    assert every[7]["labels"] == every[7]["input_ids"]
+    assert IGNORE_INDEX in masked[7]["labels"]  # the default keeps the prompt out of the loss
+    assert sum(lab != IGNORE_INDEX for lab in masked[7]["labels"]) < len(every[7]["labels"])
+    stats = train_sft(tiny_data, SIZE, tmp_path / "m", max_steps=2, save_steps=0, loss_on="all")
+    assert stats.steps == 2 and json.loads((tmp_path / "m" / "run.json").read_text())["loss_on"] == "all"
+    with pytest.raises(UsageError, match="different loss_on"):
+        train_sft(tiny_data, SIZE, tmp_path / "m", max_steps=2, save_steps=0)
+    with pytest.raises(UsageError, match="loss_on must be one of assistant, all, got 'prompt'"):
+        train_sft(tiny_data, SIZE, tmp_path / "m3", max_steps=2, loss_on="prompt")
