@@ -328,8 +328,6 @@ def train_sft(data_dir: str | Path, size: ModelSize, out_dir: str | Path, *, max
     from train.distributed import barrier, is_main
 
     steps = _steps(size, max_steps, threads)
-    if loss_on not in LOSS_ON:
-        raise UsageError(f"loss_on must be one of {', '.join(LOSS_ON)}, got {loss_on!r}")
     out = Path(out_dir)
     rows = _lazy_rows(data_dir)  # read (and validated) only when needed: a cache hit does not
     name = label or str(out)
@@ -337,9 +335,8 @@ def train_sft(data_dir: str | Path, size: ModelSize, out_dir: str | Path, *, max
                          learning_rate=learning_rate, tokenizer_dir=tokenizer_dir)
     data_id = dataset_id(data_dir)
     identity = _full_identity(data_id, steps, seed, size, weight_decay=weight_decay, schedule=schedule,
-                              wsd_decay=wsd_decay, snapshots=snapshots, tokenizer_dir=tokenizer_dir, init=init)
-    if loss_on != "assistant":
-        identity["loss_on"] = loss_on
+                              wsd_decay=wsd_decay, snapshots=snapshots, tokenizer_dir=tokenizer_dir, init=init,
+                              loss_on=loss_on)
     finished = _finished(out, identity) if resume and (out / RUN_FILE).is_file() else None
     if finished is not None:
         return finished
@@ -505,8 +502,11 @@ def _checked_size(size: ModelSize, data_dir: str | Path, steps: int, name: str, 
 
 def _full_identity(data_id: str, steps: int, seed: int, size: ModelSize, *, weight_decay: float, schedule: str,
                    wsd_decay: float, snapshots: int, tokenizer_dir: str | Path | None,
-                   init: str | Path | None) -> dict[str, Any]:
-    """The run's identity (:func:`_identity`) with the shared tokenizer's hash and the initial model's identity."""
+                   init: str | Path | None, loss_on: str = "assistant") -> dict[str, Any]:
+    """The run's identity (:func:`_identity`) with the shared tokenizer's hash, the initial model's identity and
+    a loss on every token (``loss_on="all"``); a ``loss_on`` outside :data:`LOSS_ON` is a UsageError."""
+    if loss_on not in LOSS_ON:
+        raise UsageError(f"loss_on must be one of {', '.join(LOSS_ON)}, got {loss_on!r}")
     identity = _identity(data_id, steps, seed, size, weight_decay=weight_decay, schedule=schedule,
                          wsd_decay=wsd_decay, snapshots=snapshots)
     if tokenizer_dir is not None:
@@ -518,6 +518,8 @@ def _full_identity(data_id: str, steps: int, seed: int, size: ModelSize, *, weig
         if not init_run.is_file():
             raise TrainError(f"init folder {str(init)!r} holds no finished toolscale run ({RUN_FILE} missing)")
         identity["init"] = json.loads(init_run.read_text(encoding="utf-8"))
+    if loss_on != "assistant":
+        identity["loss_on"] = loss_on
     return identity
 
 
