@@ -34,7 +34,6 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-import numpy as np  # noqa: E402
 
 from fit.decision import wilson  # noqa: E402
 from fit.fitting import fit_law  # noqa: E402

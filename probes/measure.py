@@ -18,7 +18,7 @@ from probes.cost import probe_cost
 from probes.kinds import ProbeRun, Progress, get_probe
 from probes.masking import get_mask_strategy
 from probes.coverage import coverage
-from probes.models import ProbeSummary, RepairRecord
+from probes.models import ActionScore, ProbeSummary, RepairRecord, TrajectoryProvenance
 from probes.provenance import ParsedRow, exact_derivable, parse_row, trace_trajectory
 from toolscale.config import ProbeSpec
 from toolscale.errors import UsageError

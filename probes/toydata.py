@@ -85,8 +85,8 @@ def make_trajectory(seed: int, *, structure: str | None = None, inject: bool = F
     b.messages.append(_msg("system", "You are an order-support agent. Use the tools."))
     if structure == "chain":
         b.messages.append(_msg("user", f"Customer {name} ({cus}) asks what their last order contains."))
-        c = b.call("get_customer", {"customer_id": cus}, {"customer_id": cus, "name": name, "last_order": o1},
-                   "customer_id" if bad == 0 else None)
+        b.call("get_customer", {"customer_id": cus}, {"customer_id": cus, "name": name, "last_order": o1},
+               "customer_id" if bad == 0 else None)
         b.call("get_order", {"order_id": o1}, {"order_id": o1, "item_id": item, "status": rng.choice(_STATUS)},
                "order_id" if bad == 1 else None)
         b.call("get_item", {"item_id": item}, {"item_id": item, "price": rng.randrange(5, 500)},

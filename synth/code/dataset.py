@@ -26,7 +26,7 @@ from typing import Any
 
 from synth.code.models import CodeManifest, CodeRecipe, CodeRejected, CodeTask, SuiteResult
 from synth.code.render import module_path, repo_files, tests_source
-from synth.code.runner import Suite, run_suites
+from synth.code.runner import run_suites
 from synth.code.tasks import TaskPlan, plan_tasks
 from synth.code.trajectory import TOOLS_JSON, Coder, EpisodePlan, Rollout, episode_suites, plan_episode, roll_out
 from synth.code.workspace import TOOL_NAMES, SuiteCache, Workspace

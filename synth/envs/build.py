@@ -18,8 +18,8 @@ from synth.envs.compile import merge_tools
 from synth.envs.distractors import candidate_pool, pick_distractors
 from synth.envs.generate import DbProfile, profile_database, sample_plan
 from synth.envs.io import parse_row, sample_to_row
-from synth.envs.models import (CheckResult, Distractor, DistractorSpec, EnvSample, QANode, SandboxLimits,
-                               Structure, ToolSource)
+from synth.envs.models import (CheckResult, Distractor, DistractorSpec, EnvSample, SandboxLimits,
+                               Structure)
 from toolscale.errors import UsageError
 
 __all__ = ["build_envs", "build_envs_report", "assemble"]

@@ -34,7 +34,7 @@ def _tool_fn(domain: str, db: dict[str, list[dict]], tool: ToolDef) -> Callable[
 
     def fn(**kwargs: Any) -> str:
         try:
-            return json.dumps(call_tool(domain, db, tool.name, kwargs), sort_keys=True)
+            return json.dumps(call_tool(domain, db, tool.name, kwargs))  # the emulator's key order
         except ToolCallError as err:  # an anticipated failure: the message reaches the client
             raise ToolError(str(err)) from None
 
