@@ -34,7 +34,6 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-
 from fit.decision import wilson  # noqa: E402
 from fit.fitting import fit_law  # noqa: E402
 from fit.interaction import ALPHA, lr_bootstrap, lr_statistic  # noqa: E402

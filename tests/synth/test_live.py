@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 
@@ -31,7 +32,9 @@ def test_stdio_round_trip_matches_in_process_logic():
         db = make_database("travel", 5, 1)
         f = db["flights"][2]
         args = {"origin": f["origin"], "destination": f["destination"]}
-        assert sessions.call("travel", "search_flights", args) == call_tool("travel", db, "search_flights", args)
+        live, emulated = sessions.call("travel", "search_flights", args), call_tool("travel", db, "search_flights", args)
+        assert live == emulated
+        assert json.dumps(live) == json.dumps(emulated)  # the same key order: answers state fields in that order
         booked = sessions.call("travel", "book_flight", {"flight_id": f["flight_id"], "passenger": "Ana Costa"})
         assert sessions.call("travel", "get_booking", {"booking_id": booked["booking_id"]})["status"] == "confirmed"
         with pytest.raises(ToolCallError, match="no record with flight_id 'nope'"):
