@@ -257,7 +257,7 @@ FIGURES = (("extrapolation", "The metric against compute, with the law's 90% ban
            ("residual_panels", "Residuals by model size and by axis"),
            ("residuals", "Residuals against training FLOPs"),
            ("allocation", "The allocation: spend per axis and the plan across budgets"),
-           ("hypotheses", "Hypothesis comparison"))
+           ("hypotheses", "The forms compared: the interaction test's hypotheses, or `--law auto`'s candidates"))
 
 
 def render_markdown(d: dict[str, Any], figures: dict[str, str] | None = None) -> str:
@@ -476,19 +476,31 @@ def residuals_figure(result: ExperimentFit) -> bytes | None:
 
 
 def hypotheses_figure(result: ExperimentFit) -> bytes | None:
-    """BIC and held-out MAE of each hypothesis form."""
-    if result.interaction is None:
+    """The forms the fit chose among: the interaction test's hypotheses (BIC and held-out MAE), or else
+    ``--law auto``'s candidates (BIC and relative error one rung up); None when neither was run."""
+    if result.interaction is not None:
+        fits = result.interaction.fits
+        names = list(fits)
+        bics = [fits[n].bic for n in names]
+        errs = [fits[n].heldout_mae if fits[n].heldout_mae is not None else 0.0 for n in names]
+        err_title, title = "held-out MAE", f"{result.interaction.verdict}: {result.interaction.supported}"
+    elif result.fit.selection is not None:
+        sel = result.fit.selection
+        names = [c.label for c in sel.candidates]
+        bics = [c.bic for c in sel.candidates]
+        errs = [c.cv_relative_mae if c.cv_relative_mae is not None else 0.0 for c in sel.candidates]
+        err_title, title = "relative MAE one rung up (rung CV)", f"law choice ({sel.criterion}): {sel.chosen}"
+    else:
         return None
     plt = _pyplot()
-    fits = result.interaction.fits
-    names = list(fits)
     fig, axs = plt.subplots(1, 2, figsize=(8, 3.2))
-    axs[0].bar(names, [fits[n].bic for n in names], color="#64748b")
+    axs[0].bar(names, bics, color="#64748b")
     axs[0].set_title("BIC (lower is better)", fontsize=10)
-    maes = [fits[n].heldout_mae if fits[n].heldout_mae is not None else 0.0 for n in names]
-    axs[1].bar(names, maes, color="#0f766e")
-    axs[1].set_title("held-out MAE", fontsize=10)
-    fig.suptitle(f"{result.interaction.verdict}: {result.interaction.supported}{_tag(result)}")
+    axs[1].bar(names, errs, color="#0f766e")
+    axs[1].set_title(err_title, fontsize=10)
+    for ax in axs:
+        ax.tick_params(axis="x", labelsize=7, labelrotation=20)
+    fig.suptitle(f"{title}{_tag(result)}")
     return _png(fig)
 
 

@@ -134,18 +134,25 @@ def test_one_function_per_figure(result):
     no_heldout = result.model_copy(update={"fit": result.fit.model_copy(update={"heldout": None}),
                                            "interaction": None})
     assert FIGURE_MAKERS["heldout"](no_heldout) is None and FIGURE_MAKERS["hypotheses"](no_heldout) is None
+    # a loss fit has no interaction test; --law auto's choice among forms is what it compared
+    chosen = no_heldout.model_copy(update={"fit": no_heldout.fit.model_copy(update={"selection": _selection()})})
+    assert FIGURE_MAKERS["hypotheses"](chosen).startswith(b"\x89PNG")
+
+
+def _selection():
+    from fit.models import LawCandidate, LawSelection
+
+    return LawSelection(criterion="rung_cv", predicted_size=4.2e4, fit_sizes=[4.7e3, 1.3e4], chosen="chinchilla_unique",
+                        extrapolation_sd=0.2, cv_rms=0.16, cv_noise_sd=0.05, effect_slope=1.8,
+                        effect_slope_se=0.1, effect_sd=1.5,
+                        candidates=[LawCandidate(label="chinchilla_ND", law="chinchilla", n_params=5, cv_mae=0.3,
+                                                 cv_relative_mae=0.18, bic=-80.0),
+                                    LawCandidate(label="chinchilla_unique", law="chinchilla_unique", n_params=12,
+                                                 cv_mae=0.14, cv_relative_mae=0.081, bic=-115.0)])
 
 
 def test_auto_law_choice_is_in_the_report_when_made():
-    from fit.models import LawCandidate, LawSelection
-
-    sel = LawSelection(criterion="rung_cv", predicted_size=4.2e4, fit_sizes=[4.7e3, 1.3e4], chosen="chinchilla_unique",
-                       extrapolation_sd=0.2, cv_rms=0.16, cv_noise_sd=0.05, effect_slope=1.8,
-                       effect_slope_se=0.1, effect_sd=1.5,
-                       candidates=[LawCandidate(label="chinchilla_ND", law="chinchilla", n_params=5, cv_mae=0.3,
-                                                cv_relative_mae=0.18, bic=-80.0),
-                                   LawCandidate(label="chinchilla_unique", law="chinchilla_unique", n_params=12,
-                                                cv_mae=0.14, cv_relative_mae=0.081, bic=-115.0)])
+    sel = _selection()
     d = {"selection": sel.model_dump()}
     from fit.report import _selection_lines
 
