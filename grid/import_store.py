@@ -268,7 +268,8 @@ class ImportStore(RunStore):
                          [now(), source, SCHEMA_VERSION])
         sets = ", ".join([f"{f} = s.{f}" for f in RUN_FIELDS if f != "experiment"]
                          + [f"{_q(axis_column(a))} = s.{_q(axis_column(a))}" for a in axes]
-                         + ["recipe = s.recipe", "metadata = s.metadata"])
+                         + ["recipe = json_merge_patch(runs.recipe, s.recipe)",  # an axis the file lacks stays
+                            "metadata = json_merge_patch(runs.metadata, s.metadata)"])
         self.con.execute(f"UPDATE runs SET {sets} FROM _s_runs s WHERE runs.run_id = s.run_id AND "
                          "runs.run_id IN (SELECT run_id FROM _conflicts)")
         self.con.execute("UPDATE metrics SET score = s.score, stderr = s.stderr, n_items = s.n_items, "

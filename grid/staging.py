@@ -304,10 +304,16 @@ def _check_numbers(m: duckdb.DuckDBPyConnection, target: str, col: str) -> None:
     bad = _first(m, f"SELECT _line, {_q(col)} FROM raw WHERE NOT isfinite({_num(col)})")
     if bad:
         raise TableImportError(f"row {bad[0]}: column {col!r} ({target}) must be finite, got {bad[1]!r}")
-    if target in (*POSITIVE_TARGETS, "weight"):
+    if target in (*POSITIVE_TARGETS, "weight", "unique_tokens"):
         bad = _first(m, f"SELECT _line, {_q(col)} FROM raw WHERE {_num(col)} <= 0")
         if bad:
             raise TableImportError(f"row {bad[0]}: column {col!r} ({target}) must be > 0, got {bad[1]!r}")
+    if target == "seed":  # stored as a 32-bit integer
+        bad = _first(m, f"SELECT _line, {_q(col)} FROM raw WHERE {_num(col)} <> round({_num(col)}) OR "
+                        f"{_num(col)} NOT BETWEEN 0 AND {2**31 - 1}")
+        if bad:
+            raise TableImportError(f"row {bad[0]}: column {col!r} (seed) must be a whole number in [0, "
+                                   f"{2**31 - 1}], got {bad[1]!r}")
     if target in _METRICS:
         bad = _first(m, f"SELECT _line, {_q(col)} FROM raw WHERE abs({_num(col)}) > {MAX_ABS_METRIC}")
         if bad:

@@ -19,24 +19,37 @@ __all__ = ["atomic_write_bytes", "atomic_write_text", "atomic_write_json"]
 
 
 def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> Path:
-    """Write ``data`` to ``path`` whole or not at all; creates missing parent folders; returns the path."""
+    """Write ``data`` to ``path`` whole or not at all; creates missing parent folders; returns the path.
+
+    A symlink is written through (its target is replaced, the link stays). The file keeps the mode of the one it
+    replaces, or gets the umask's default for a new file (a temporary file is created 0600)."""
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name[:64]}.", suffix=".tmp")
+    target = Path(os.path.realpath(path)) if path.is_symlink() else path
+    target.parent.mkdir(parents=True, exist_ok=True)
+    mode = target.stat().st_mode & 0o7777 if target.exists() else 0o666 & ~_umask()
+    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name[:64]}.", suffix=".tmp")
     try:
+        os.fchmod(fd, mode)
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
             fh.flush()
             os.fsync(fh.fileno())
-        os.replace(tmp, path)
+        os.replace(tmp, target)
     except OSError as err:
         Path(tmp).unlink(missing_ok=True)
         raise OSError(err.errno, err.strerror or str(err), str(path)) from None
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
-    _fsync_dir(path.parent)
+    _fsync_dir(target.parent)
     return path
+
+
+def _umask() -> int:
+    """The process umask (read by setting it and putting it back)."""
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
 
 
 def atomic_write_text(path: str | os.PathLike, text: str) -> Path:

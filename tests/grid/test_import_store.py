@@ -39,6 +39,21 @@ def test_stage_derives_flops_split_ids_and_missing_metrics(tmp_path) -> None:
     assert staged.metrics.num_rows == 3  # the empty cell of run c is a missing value, not an error
 
 
+@pytest.mark.parametrize(("target", "cells", "needle"), [
+    ("seed", "0,3000000000", "row 3: column 'x' (seed) must be a whole number in [0, 2147483647], got '3000000000'"),
+    ("seed", "1,1.5", "row 3: column 'x' (seed)"),  # was stored as 2
+    ("seed", "-1,0", "row 2: column 'x' (seed)"),
+    ("unique_tokens", "1e9,-5", "row 3: column 'x' (unique_tokens) must be > 0"),
+])
+def test_stage_refuses_seeds_a_registry_cannot_hold_and_negative_unique_tokens(tmp_path, target, cells,
+                                                                                needle) -> None:
+    a, b = cells.split(",")
+    text = f"id,model,tokens,acc,x\na,1e6,1e9,0.5,{a}\nb,2e6,1e9,0.6,{b}\n"
+    with pytest.raises(TableImportError) as err:
+        stage_table(_file(tmp_path, text), {**MAP, target: "x"}, experiment="byo", benchmark="b")
+    assert needle in str(err.value)
+
+
 def test_the_bulk_ids_match_the_row_by_row_importer(tmp_path) -> None:
     from grid.importer import parse_column_map, rows_to_runs
 
@@ -176,3 +191,19 @@ def test_an_import_killed_inside_its_transaction_leaves_no_runs(tmp_path) -> Non
     with Registry(db, read_only=True) as reg:
         assert reg.con.execute("SELECT count(*) FROM runs").fetchall() == [(0,)]
         assert reg.con.execute("SELECT count(*) FROM metrics").fetchall() == [(0,)]
+
+
+def test_an_update_from_a_file_without_an_axis_keeps_the_stored_axis_values(tmp_path) -> None:
+    db = str(tmp_path / "r.duckdb")
+    _store(db, _file(tmp_path))
+    no_axis = _file(tmp_path, "id,model,tokens,acc\na,1e6,1e9,0.52\n", "scores.csv")
+    staged = stage_table(no_axis, MAP, experiment="byo", benchmark="b")
+    with Registry(db) as reg:
+        report = reg.store_staged(staged, "byo", on_conflict="update")
+        recipe, column = reg.con.execute("SELECT recipe, axis_tool_diversity FROM runs WHERE run_id = 'a'").fetchone()
+        history = reg.con.execute("SELECT field, old_value, new_value FROM run_history").fetchall()
+    assert report.conflicts == 1 and history == [("b/score", "0.5", "0.52")]  # the score, and only it, changed
+    assert json.loads(recipe) == {"tool_diversity": 4.0} and column == 4.0  # the file said nothing of the axis
+    with Registry(db, read_only=True) as reg:
+        (run,) = [r for r in reg.runs("byo") if r.run_id == "a"]
+    assert run.recipe == {"tool_diversity": 4.0}

@@ -146,6 +146,18 @@ CASES = [
     ("allocate-unknown-experiment", ["allocate", "--budget", "5000", "--benchmark", "simulated", "--experiment",
                                      "zzz"], 2, "zzz"),
     # predict
+    ("predict-input-given-twice", ["predict", "--experiment", "sim", "--benchmark", "simulated", "--at",
+                                   "model_size=1e6,tool_diversity=8,task_count=128,repair_rate=0.5,model_size=5"], 2,
+     "model_size is given twice (as N)"),
+    ("predict-size-suffix", ["predict", "--experiment", "sim", "--benchmark", "simulated", "--at",
+                             "model_size=1.4X,tool_diversity=8,task_count=128,repair_rate=0.5"], 2,
+     "model_size must be a number (1.3e10, 70M, 2.8B), got '1.4X'"),
+    ("fit-negative-seed", ["fit", "--experiment", "sim", "--benchmark", "simulated", "--seed", "-1"], 2,
+     "--seed: must be a seed in [0, 4294967295], got -1"),
+    ("fit-axis-twice", ["fit", "--experiment", "sim", "--benchmark", "simulated", "--axes",
+                        "tool_diversity,tool_diversity"], 2, "names 'tool_diversity' twice"),
+    ("simulate-negative-seed", ["simulate", "--config", str(SMALL), "--experiment", "s2", "--seed", "-1"], 2,
+     "--seed"),
     ("predict-fraction-above-one", ["predict", "--experiment", "sim", "--benchmark", "simulated", "--at",
                                     "model_size=2e6,tool_diversity=8,task_count=128,repair_rate=1.5"], 2,
      "repair_rate is a fraction and must be in [0, 1], got 1.5"),
@@ -198,6 +210,20 @@ CASES = [
     # export and status
     ("export-out-unwritable", ["export", "--experiment", "sim", "--out", "{d}/good.csv/runs.csv"], 2, "--out"),
     ("export-out-is-folder", ["export", "--experiment", "sim", "--out", "{d}"], 2, "is a folder"),
+    ("export-out-is-the-registry", ["export", "--experiment", "sim", "--out", "{reg}"], 2,
+     "this command reads; writing would replace it"),
+    ("export-out-wrong-suffix", ["export", "--experiment", "sim", "--out", "{d}/runs.xlsx"], 2,
+     "suffix '.xlsx' is not one of .csv"),
+    ("export-out-a-device", ["export", "--experiment", "sim", "--out", "{d}/null.csv"], 2, "not a regular file"),
+    ("export-out-in-proc", ["export", "--experiment", "sim", "--out", "/proc/runs.csv"], 2, "/proc/runs.csv"),
+    ("report-out-in-proc", ["report", "--experiment", "sim", "--benchmark", "simulated", "--out", "/proc/rep"], 2,
+     "/proc/rep"),
+    ("allocate-plot-without-sweep", ["allocate", "--experiment", "sim", "--benchmark", "simulated", "--budget",
+                                     "5000", "--plot", "{d}/p.png"], 2, "add --sweep or drop --plot"),
+    ("allocate-plot-bad-suffix", ["allocate", "--experiment", "sim", "--benchmark", "simulated", "--budget",
+                                  "5000", "--sweep", "1000:5000:2", "--plot", "{d}/p.txt"], 2, "suffix '.txt'"),
+    ("next-out-not-json", ["next", "--experiment", "sim", "--benchmark", "simulated", "--budget", "5000",
+                           "--runs", "2", "--out", "{d}/n.txt"], 2, "suffix '.txt' is not one of .json"),
     ("export-parquet-no-out", ["export", "--format", "parquet"], 2, "--out"),
     ("export-unknown-experiment", ["export", "--experiment", "zzz"], 2, "unknown experiment"),
     ("status-missing-registry", ["status", "--registry", "{d}/none.duckdb"], 2, "registry not found"),
@@ -265,6 +291,7 @@ def _setup(tmp_path: Path, base: Path) -> Path:
     for name, text in FILES.items():
         (tmp_path / name).write_text(text)
     (tmp_path / "nothing").mkdir()
+    (tmp_path / "null.csv").symlink_to("/dev/null")  # an output path that is a device, not a file
     reg = tmp_path / "reg.duckdb"
     shutil.copy(base, reg)
     return reg

@@ -229,13 +229,16 @@ def test_imported_repeated_data_fits_with_repetition_and_predicts(datablations_r
     assert far["extrapolation_factor"] == pytest.approx(8.7 * 178 / (4.2 * 84), rel=0.01)
     assert far["lo"] < far["predicted"] < far["hi"] and far["predicted"] < near["predicted"]
     assert abs(far["predicted"] - 2.339) / 2.339 < 0.03  # the 8.7B single-epoch run's measured final loss
+    assert main(["predict", "--registry", db, "--experiment", "dbl", "--benchmark", "c4",  # the same, with suffixes
+                 "--at", "model_size=8.7B,train_tokens=178B,unique_tokens=178B", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["points"][0]["predicted"] == pytest.approx(far["predicted"])
 
 
 @pytest.mark.parametrize("at,needle", [
     (["model_size=8.7e9,train_tokens=1.78e11"], "--at #1 (model_size=8.7e9,train_tokens=1.78e11) lacks input "
                                                "'unique_tokens'; law 'chinchilla' needs model_size, train_tokens, "
                                                "unique_tokens"),
-    (["model_size=big"], "--at 'model_size=big': model_size must be a number, got 'big'"),
+    (["model_size=big"], "--at 'model_size=big': model_size must be a number (1.3e10, 70M, 2.8B), got 'big'"),
     (["model_size"], "each input is NAME=VALUE"),
 ])
 def test_predict_bad_input_is_one_line(datablations_registry, capsys, at, needle):

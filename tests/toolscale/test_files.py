@@ -41,3 +41,24 @@ def test_an_interrupted_write_leaves_no_temp(tmp_path, monkeypatch):
     with pytest.raises(KeyboardInterrupt):
         atomic_write_text(tmp_path / "x.txt", "data")
     assert list(tmp_path.iterdir()) == []
+
+
+def test_a_symlink_is_written_through_and_modes_follow_the_umask_or_the_old_file(tmp_path):
+    import os
+    import stat
+
+    real = tmp_path / "real.csv"
+    real.write_text("old")
+    link = tmp_path / "link.csv"
+    link.symlink_to(real)
+    atomic_write_text(link, "new")
+    assert link.is_symlink() and real.read_text() == "new"
+    os.chmod(real, 0o640)
+    atomic_write_text(real, "newer")
+    assert stat.S_IMODE(real.stat().st_mode) == 0o640  # the replaced file's mode is kept
+    old = os.umask(0o027)
+    try:
+        atomic_write_text(tmp_path / "fresh.csv", "x")
+    finally:
+        os.umask(old)
+    assert stat.S_IMODE((tmp_path / "fresh.csv").stat().st_mode) == 0o640  # 0666 & ~umask, not mkstemp's 0600

@@ -7,6 +7,7 @@ import json
 import math
 import sys
 from pathlib import Path
+from collections.abc import Sequence
 from typing import Any
 
 from toolscale.config import ExperimentConfig, load_config
@@ -101,6 +102,17 @@ def positive_float(text: str) -> float:
     return x
 
 
+def seed_int(text: str) -> int:
+    """argparse type: a seed, an integer in [0, 2**32 - 1] (numpy's and torch's range; the error names it)."""
+    try:
+        n = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be an integer seed, got {text!r}") from None
+    if not 0 <= n < 2**32:
+        raise argparse.ArgumentTypeError(f"must be a seed in [0, 4294967295], got {n}")
+    return n
+
+
 def nonneg_int(text: str) -> int:
     """argparse type: an integer >= 0 (the error names the value)."""
     try:
@@ -174,29 +186,50 @@ def open_fraction(text: str) -> float:
 
 
 def _unwritable(path: Path, what: str) -> str:
-    """Why ``path`` cannot be written (empty when it can): checked before any work starts."""
+    """Why ``path`` cannot be written (empty when it can): checked before any work starts. The nearest folder
+    that exists is tried with a real temporary file (root passes every ``os.access`` check, /proc refuses)."""
     import os
+    import tempfile
 
+    if what == "file" and path.exists() and not path.resolve().is_file():
+        return f"{what} {path} exists and is not a regular file"
     if path.exists() and not os.access(path, os.W_OK):
         return f"{what} {path} is not writable"
-    parent = path if what == "folder" and path.is_dir() else path.parent
-    probe = parent
+    probe = path.resolve() if what == "folder" and path.is_dir() else path.resolve().parent
     while not probe.exists():
         probe = probe.parent
     if not probe.is_dir():
         return f"{what} {path}: {probe} is not a folder"
-    if not os.access(probe, os.W_OK | os.X_OK):
-        return f"cannot write {what} {path}: folder {probe} is not writable"
+    try:
+        fd, tmp = tempfile.mkstemp(dir=probe, prefix=".toolscale-probe.")
+    except OSError as err:
+        return f"cannot write {what} {path}: folder {probe}: {err.strerror or err}"
+    os.close(fd)
+    os.unlink(tmp)
     return ""
 
 
-def writable_file(path: str | Path, flag: str = "--out") -> Path:
-    """``path`` as a Path, or UsageError (exit 2) naming ``flag`` when the file cannot be written there."""
+PLOT_SUFFIXES = (".png", ".pdf", ".svg", ".jpg", ".jpeg")
+"""What ``--plot`` may be named (the formats matplotlib writes that a person opens)."""
+
+
+def writable_file(path: str | Path, flag: str = "--out", *, suffixes: Sequence[str] = (),
+                  protect: Sequence[str | Path | None] = ()) -> Path:
+    """``path`` as a Path, or UsageError (exit 2) naming ``flag`` when the file cannot be written there, its
+    suffix is not one of ``suffixes`` (lower case, with the dot; empty: any), or it is one of the ``protect``
+    files (the registry, the config: a write would replace them)."""
     from toolscale.errors import UsageError
 
     p = Path(path)
+    if not str(path).strip():
+        raise UsageError(f"{flag} is empty; give a file name")
     if p.is_dir():
         raise UsageError(f"{flag} {p} is a folder; give a file name")
+    for other in protect:
+        if other is not None and p.exists() and Path(other).exists() and p.resolve() == Path(other).resolve():
+            raise UsageError(f"{flag} {p} is the file {other} this command reads; writing would replace it")
+    if suffixes and p.suffix.lower() not in suffixes:
+        raise UsageError(f"{flag} {p}: suffix {p.suffix or '(none)'!r} is not one of {', '.join(suffixes)}")
     problem = _unwritable(p, "file")
     if problem:
         raise UsageError(f"{flag}: {problem}")
@@ -208,6 +241,8 @@ def writable_dir(path: str | Path, flag: str = "--out") -> Path:
     from toolscale.errors import UsageError
 
     p = Path(path)
+    if not str(path).strip():
+        raise UsageError(f"{flag} is empty; give a folder")
     if p.exists() and not p.is_dir():
         raise UsageError(f"{flag} {p} exists and is not a folder")
     problem = _unwritable(p, "folder")

@@ -6,7 +6,7 @@ import argparse
 import math
 
 from toolscale.cli._common import (Formatter, add_registry_args, config_of, emit_json, positive_float, positive_int,
-                                   print_table, registry_path, writable_file)
+                                   print_table, registry_path, writable_file, PLOT_SUFFIXES)
 from toolscale.errors import UsageError
 
 __all__ = ["register"]
@@ -42,7 +42,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--fit-id", help="use this stored fit (toolscale fits list)")
     p.add_argument("--draws", type=positive_int, help="bootstrap draws to use, >= 1 (default: all stored)")
     p.add_argument("--sweep", metavar="MIN:MAX:STEPS", help="plans over a budget range (log-spaced); writes a plot")
-    p.add_argument("--plot", default="allocation_sweep.png", help="where --sweep writes its plot")
+    p.add_argument("--plot", help="where --sweep writes its plot (.png, .pdf, .svg, .jpg; default "
+                                  "allocation_sweep.png)")
     p.add_argument("--json", action="store_true", help="machine-readable output")
     add_registry_args(p)
     p.set_defaults(func=_allocate)
@@ -101,6 +102,8 @@ def _allocate(args: argparse.Namespace) -> int:
     cfg = config_of(args)
     if args.sweep:
         return _sweep(args, cfg)
+    if args.plot:
+        raise UsageError(f"--plot {args.plot} draws the plans of --sweep MIN:MAX:STEPS; add --sweep or drop --plot")
     report = plan_allocation(_query(args, cfg, args.budget))
     if args.json:
         emit_json(report.model_dump(mode="json"))
@@ -114,7 +117,7 @@ def _sweep(args: argparse.Namespace, cfg) -> int:
     from pipeline.allocate import plan_allocation
 
     budgets = _sweep_budgets(args.sweep)
-    writable_file(args.plot, "--plot")
+    args.plot = str(writable_file(args.plot or "allocation_sweep.png", "--plot", suffixes=PLOT_SUFFIXES))
     plans, warm = [], []
     for budget in budgets:
         report = plan_allocation(_query(args, cfg, budget, redraws=0), warm=warm)

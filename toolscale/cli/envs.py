@@ -7,7 +7,7 @@ import math
 import sys
 from pathlib import Path
 
-from toolscale.cli._common import Formatter, emit_json, nonneg_int
+from toolscale.cli._common import Formatter, seed_int, emit_json, nonneg_int
 from toolscale.errors import UsageError
 
 __all__ = ["register"]
@@ -38,7 +38,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                              "--distractors high=1,medium=2,low=2")
     b.add_argument("--out", required=True, metavar="DIR", help="output folder (envs.jsonl is written there)")
     b.add_argument("--n", type=nonneg_int, default=50, help="number of environments (default 50)")
-    b.add_argument("--seed", type=int, default=0, help="database and sampling seed (default 0)")
+    b.add_argument("--seed", type=seed_int, default=0, help="database and sampling seed (default 0)")
     b.add_argument("--domains", help="comma-separated server domains (default: the training domains)")
     b.add_argument("--heldout", action="store_true", help="use the held-out domains (for evaluation)")
     b.add_argument("--hop-budget", type=int, default=3, metavar="H", help="max tool hops per graph (default 3)")

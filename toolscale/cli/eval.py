@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from toolscale.cli._common import Formatter, emit_json, positive_int, print_table
+from toolscale.cli._common import Formatter, seed_int, emit_json, positive_int, print_table
 
 __all__ = ["register"]
 
@@ -26,7 +26,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                         "with --backend openai")
     p.add_argument("--benchmark", metavar="NAME", help="benchmark name (see --list)")
     p.add_argument("--limit", type=positive_int, metavar="N", help="score N items (stratified, seeded); default all")
-    p.add_argument("--seed", type=int, default=0, help="seed of the item selection (default 0)")
+    p.add_argument("--seed", type=seed_int, default=0, help="seed of the item selection (default 0)")
     p.add_argument("--backend", choices=["transformers", "openai", "vllm"], default="transformers",
                    help="generation backend (default transformers, on the CPU)")
     p.add_argument("--endpoint", metavar="URL", help="OpenAI-compatible base URL for --backend openai")

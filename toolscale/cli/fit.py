@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from toolscale.cli._common import (Formatter, add_registry_args, config_of, emit_json, open_fraction, print_table,
-                                   registry_path, writable_dir)
+                                   registry_path, seed_int, writable_dir)
 from toolscale.config import ExperimentConfig, parse_config
 from toolscale.errors import UsageError
 
@@ -31,7 +31,7 @@ def _add_fit_args(p: argparse.ArgumentParser, benchmark_required: bool = True) -
     p.add_argument("--huber-delta", type=float, metavar="X", help="Huber threshold (default: the law's)")
     p.add_argument("--starts", type=int, default=8, metavar="K", help="minimiser runs from the best grid starts")
     p.add_argument("--method", choices=["trf", "lbfgsb"], default="trf", help="minimiser (default trf)")
-    p.add_argument("--seed", type=int, default=0, help="seed of the bootstrap and grid subsampling")
+    p.add_argument("--seed", type=seed_int, default=0, help="seed of the bootstrap and grid subsampling")
     p.add_argument("--jobs", type=int, metavar="N", help="bootstrap worker processes (default: every core)")
     p.add_argument("--no-interaction", action="store_true", help="skip the additive vs multiplicative test")
     p.add_argument("--floor", type=float, metavar="ACC",
@@ -177,7 +177,7 @@ def _register_simulate(sub: argparse._SubParsersAction) -> None:
                    help="built-in truth's law (default multiplicative)")
     p.add_argument("--noise", type=float, metavar="SD", help="noise SD in score points (default: the truth's)")
     p.add_argument("--benchmark", help="benchmark name to store the scores under (default: the truth's)")
-    p.add_argument("--seed", type=int, default=0, help="noise seed")
+    p.add_argument("--seed", type=seed_int, default=0, help="noise seed")
     p.add_argument("--replace", action="store_true",
                    help="overwrite an existing simulated experiment's results (old values kept in run_history; "
                         "its fits become stale); without it a simulation that changes stored scores is refused")
@@ -206,6 +206,9 @@ def _request(args: argparse.Namespace, experiment: str):
         raise UsageError(f"--skip-first must be in [0, 1), got {args.skip_first:g}")
     axes = None if not args.axes else [] if args.axes == "none" else [a.strip() for a in args.axes.split(",")
                                                                           if a.strip()]
+    twice = sorted({a for a in axes or [] if axes.count(a) > 1})
+    if twice:
+        raise UsageError(f"--axes {args.axes!r} names {twice[0]!r} twice; name each axis once")
     from fit.holdout import parse_holdout
     from fit.laws import get_law
 
@@ -327,8 +330,11 @@ _ALIASES = {"model_size": "N", "model_params": "N", "params": "N", "train_tokens
 
 
 def parse_at(text: str) -> dict[str, float]:
-    """``"model_size=1.3e10,train_tokens=5e12,tool_diversity=64"`` -> ``{"N": 1.3e10, "D": 5e12, ...}``."""
+    """``"model_size=1.3e10,train_tokens=5e12,tool_diversity=64"`` -> ``{"N": 1.3e10, "D": 5e12, ...}`` (counts
+    may carry a size suffix: ``model_size=1.4B``)."""
     import math
+
+    from grid.importer import parse_count
 
     out: dict[str, float] = {}
     for part in (p.strip() for p in text.split(",")):
@@ -339,11 +345,14 @@ def parse_at(text: str) -> dict[str, float]:
         if not sep or not key:
             raise UsageError(f"--at {text!r}: each input is NAME=VALUE, got {part!r}")
         try:
-            v = float(value)
+            v = parse_count(value)
         except ValueError:
-            raise UsageError(f"--at {text!r}: {key} must be a number, got {value.strip()!r}") from None
+            raise UsageError(f"--at {text!r}: {key} must be a number (1.3e10, 70M, 2.8B), got {value.strip()!r}") \
+                from None
         if not math.isfinite(v):
             raise UsageError(f"--at {text!r}: {key} must be finite, got {value.strip()!r}")
+        if _ALIASES.get(key, key) in out:
+            raise UsageError(f"--at {text!r}: {key} is given twice (as {_ALIASES.get(key, key)}); give each input once")
         out[_ALIASES.get(key, key)] = v
     if not out:
         raise UsageError(f"--at {text!r} names no input (e.g. --at model_size=1.3e10,train_tokens=5e12)")
@@ -455,11 +464,11 @@ def _report(args: argparse.Namespace) -> int:
 
     if args.compare_stages and args.compare_axes:
         raise UsageError("use --compare-stages or --compare-axes, not both")
+    writable_dir(args.out)
     if args.compare_stages:
         return _compare_stages(args)
     if args.compare_axes:
         return _compare_axes(args)
-    writable_dir(args.out)
     from toolscale.cli.fit_report import report_allocations, report_config, run_table, stored_result, target_n
 
     if args.refit:

@@ -55,15 +55,16 @@ def _next(args: argparse.Namespace) -> int:
     from pipeline.next_runs import propose_next_runs
 
     cfg = config_of(args)
-    out = writable_file(args.out, "--out") if args.out else None
+    out = writable_file(args.out, "--out", suffixes=(".json",),
+                        protect=(registry_path(args, cfg), getattr(args, "config", None))) if args.out else None
     query = AllocationQuery.of(registry=registry_path(args, cfg), budget=args.budget, benchmark=args.benchmark,
                                unit=args.unit, experiment=args.experiment, model_size=args.model_size, config=cfg)
     proposal = propose_next_runs(query, runs=args.runs, max_cost=args.max_cost, progress=_progress)
     data = proposal.model_dump(mode="json")
     if out is not None:
-        import json
+        from toolscale.files import atomic_write_json
 
-        out.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
+        atomic_write_json(out, data, indent=2, sort_keys=False)
     if args.json:
         emit_json(data)
     else:

@@ -203,7 +203,8 @@ def _export(args: argparse.Namespace) -> int:
     if fmt == "parquet" and not args.out:
         raise UsageError("--format parquet needs --out FILE")
     if args.out:
-        writable_file(args.out)
+        writable_file(args.out, suffixes=(".parquet", ".pq") if fmt == "parquet" else (".csv",),
+                      protect=(registry_path(args), getattr(args, "config", None)))
     with Registry(registry_path(args), read_only=True) as reg:
         if args.experiment:
             reg.experiment(args.experiment)

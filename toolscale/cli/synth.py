@@ -6,7 +6,8 @@ import argparse
 import sys
 from typing import Any
 
-from toolscale.cli._common import Formatter, add_registry_args, config_of, emit_json, print_table, registry_path
+from toolscale.cli._common import (Formatter, add_registry_args, config_of, emit_json, print_table, registry_path,
+                                   seed_int)
 from toolscale.errors import UsageError
 
 __all__ = ["register"]
@@ -50,7 +51,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--out", metavar="DIR", help="output folder for train.jsonl and manifest.json")
     p.add_argument("--set", action="append", default=[], metavar="KNOB=VALUE",
                    help="override a recipe knob (repeatable), e.g. --set task_count=64")
-    p.add_argument("--seed", type=int, help="override the recipe's seed")
+    p.add_argument("--seed", type=seed_int, help="override the recipe's seed")
     p.add_argument("--with-collected", action="store_true",
                    help="also draw from document-only servers stored in the registry (emulated)")
     p.add_argument("--server", action="append", default=[], metavar="'COMMAND [ARGS...]'",

@@ -7,7 +7,7 @@ import os
 import sys
 from importlib import resources
 
-from toolscale.cli._common import Formatter, emit_json, positive_int
+from toolscale.cli._common import Formatter, seed_int, emit_json, positive_int
 from toolscale.config import ExperimentConfig, load_config, parse_config
 from toolscale.errors import UsageError
 
@@ -32,7 +32,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--out", required=True, metavar="MODEL_DIR", help="where the trained model and tokenizer go")
     p.add_argument("--config", metavar="CONFIG", help="experiment config (TOML) with the ladder (default: micro)")
     p.add_argument("--max-steps", type=positive_int, metavar="N", help="optimizer steps (default: the rung's)")
-    p.add_argument("--seed", type=int, default=0, help="seed of init and data order (default 0)")
+    p.add_argument("--seed", type=seed_int, default=0, help="seed of init and data order (default 0)")
     p.add_argument("--threads", type=positive_int, help="torch CPU threads (default: the config's train.threads)")
     p.add_argument("--no-resume", action="store_true", help="ignore checkpoints in --out and start over")
     p.add_argument("--objective", choices=["sft", "grpo"], default="sft",

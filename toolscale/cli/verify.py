@@ -13,7 +13,7 @@ import argparse
 import sys
 
 from toolscale.cli._common import (Formatter, add_registry_args, config_of, emit_json, positive_float, positive_int,
-                                   print_table, registry_path)
+                                   print_table, registry_path, writable_file, PLOT_SUFFIXES)
 from toolscale.errors import UsageError
 
 __all__ = ["register", "run_verification"]
@@ -192,6 +192,8 @@ def _gain_line(other: str, gain, ci, predicted, piv: str, comp, inside) -> str:
 
 
 def _verify(args: argparse.Namespace) -> int:
+    if args.plot:  # checked before hours of training, not after
+        writable_file(args.plot, "--plot", suffixes=PLOT_SUFFIXES)
     report = run_verification(args)
     if args.json:
         emit_json(report.model_dump(mode="json"))
