@@ -86,6 +86,9 @@ def paired_effects(runs: Sequence[RunRecord], axis: str, metric: str, level: flo
     if not 0.0 < level < 1.0:
         raise FitInputError(f"level must be in (0, 1), got {level!r}")
     levels = sorted({float(r.recipe[axis]) for r in runs if axis in r.recipe})
+    if not levels:
+        known = sorted({a for r in runs for a in r.recipe})
+        raise FitInputError(f"unknown axis {axis!r}: no run has it; axes of these runs: {', '.join(known) or 'none'}")
     if len(levels) < 2:
         raise FitInputError(f"axis {axis!r} needs at least two levels among the runs, found {levels}")
     low = levels[0]

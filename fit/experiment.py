@@ -254,7 +254,10 @@ def _auto_law(runs: Sequence[RunRecord], request: FitRequest, config: Experiment
 
     kinds = axis_kinds(config, runs)
     chosen = request.axes if request.axes is not None else list(kinds)
-    present = {kinds[a]["kind"] for a in chosen if a in kinds}
+    unknown = [a for a in chosen if a not in kinds]
+    if unknown:
+        raise FitInputError(f"unknown axis {unknown[0]!r}; axes of this experiment: {', '.join(kinds) or 'none'}")
+    present = {kinds[a]["kind"] for a in chosen}
     if not present:
         raise FitInputError("law auto needs data axes for a score; use --law chinchilla with --metric loss, "
                             "or import axis columns")

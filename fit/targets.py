@@ -80,7 +80,8 @@ def _at(run: Any, step: int, key: str, suffix: str = "") -> Any:
                                   "train_tokens": d, "train_flops": c, "metadata": meta})
 
 
-def _envelope(runs: Sequence[RunRecord], key: str, metric: str, validation: str) -> list[RunRecord]:
+def _envelope(runs: Sequence[RunRecord], key: str, metric: str, validation: str,
+              target: str = "envelope") -> list[RunRecord]:
     missing, out = [], []
     for r in runs:
         step = envelope_step(r, metric, validation)
@@ -90,7 +91,7 @@ def _envelope(runs: Sequence[RunRecord], key: str, metric: str, validation: str)
         out.append(_at(r, step, key))
     if missing:
         shown = ", ".join(missing[:5]) + (f" and {len(missing) - 5} more" if len(missing) > 5 else "")
-        raise FitInputError(f"--target envelope needs checkpoints scored on {validation} and {key} at the chosen "
+        raise FitInputError(f"--target {target} needs checkpoints scored on {validation} and {key} at the chosen "
                             f"one; {len(missing)} run(s) have none: {shown} (fit them with --target final)")
     return out
 
@@ -105,7 +106,7 @@ def target_runs(runs: Sequence[RunRecord], *, benchmark: str, metric: str, targe
         return list(runs), chosen
     relevant = [r for r in runs if r.metrics.get(key) is not None
                 or any(key in v for v in (r.checkpoints or {}).values())]
-    env = _envelope(relevant, key, metric, validation)
+    env = _envelope(relevant, key, metric, validation, chosen)
     if chosen == "envelope":
         return env, chosen
     out = [e for e in env if e.split != "fit"]

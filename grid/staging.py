@@ -119,8 +119,26 @@ def _read(m: duckdb.DuckDBPyConnection, p: Path) -> list[str]:
     try:
         m.execute(f"CREATE TABLE raw AS SELECT row_number() OVER () + 1 AS _line, * FROM {reader}")
     except duckdb.Error as err:
-        raise TableImportError(f"{p}: cannot read: {str(err).strip().splitlines()[0]}") from None
-    return [r[0] for r in m.execute("DESCRIBE raw").fetchall()][1:]
+        lines = str(err).strip().splitlines()
+        why = "".join(f"; {line.strip()}" for line in lines[1:] if "not utf-8" in line.lower())
+        raise TableImportError(f"{p}: cannot read: {lines[0]}{why}") from None
+    columns = [r[0] for r in m.execute("DESCRIBE raw").fetchall()][1:]
+    if suffix == ".csv" and len(columns) == 1 and "," in columns[0]:
+        _refuse_ragged(p)  # DuckDB's sniffer falls back to one column when rows differ in length
+    return columns
+
+
+def _refuse_ragged(p: Path) -> None:
+    """:class:`TableImportError` naming the first row whose field count differs from the header's."""
+    import csv
+
+    with p.open(newline="", encoding="utf-8", errors="replace") as fh:
+        rows = csv.reader(fh)
+        width = len(next(rows, []))
+        for line, row in enumerate(rows, start=2):
+            if row and len(row) != width:
+                raise TableImportError(f"{p}: row {line} has {len(row)} fields, the header {width}; every row needs "
+                                       "one cell per column (an empty cell is a missing value)")
 
 
 def _typed_view(m: duckdb.DuckDBPyConnection, columns: list[str]) -> None:

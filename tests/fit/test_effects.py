@@ -50,7 +50,7 @@ def test_cells_of_other_axes_are_kept_apart_and_bad_axes_refused():
         paired_effects(runs, "midtrain_tokens", "b/loss")
 
 
-def test_effect_cli_refuses_an_axis_with_one_level(tmp_path, capsys):
+def test_effect_cli_refuses_an_unknown_axis_naming_it(tmp_path, capsys):
     from pathlib import Path
 
     from toolscale.cli import main
@@ -62,4 +62,4 @@ def test_effect_cli_refuses_an_axis_with_one_level(tmp_path, capsys):
     assert main(["effect", "--registry", db, "--experiment", "sim", "--axis", "not_an_axis",
                  "--benchmark", "simulated"]) == 2
     err = capsys.readouterr().err
-    assert "needs at least two levels" in err and err.strip().count("\n") == 0
+    assert "unknown axis 'not_an_axis'" in err and "tool_diversity" in err and err.strip().count("\n") == 0

@@ -49,6 +49,8 @@ def test_envelope_on_runs_without_checkpoints_names_them():
         target_runs(runs, benchmark="test", metric="bpb", target="envelope")
     with pytest.raises(FitInputError, match="r-no-ckpt"):  # auto too, once any run has checkpoints
         target_runs(runs, benchmark="test", metric="bpb")
+    with pytest.raises(FitInputError, match="^--target checkpoints needs checkpoints"):  # names the target given
+        target_runs(runs, benchmark="test", metric="bpb", target="checkpoints")
 
 
 def test_checkpoints_drop_the_first_tenth_and_keep_heldout_runs_at_their_envelope():

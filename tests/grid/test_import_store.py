@@ -207,3 +207,13 @@ def test_an_update_from_a_file_without_an_axis_keeps_the_stored_axis_values(tmp_
     with Registry(db, read_only=True) as reg:
         (run,) = [r for r in reg.runs("byo") if r.run_id == "a"]
     assert run.recipe == {"tool_diversity": 4.0}
+
+
+def test_a_ragged_or_non_utf8_csv_is_named_for_what_it_is(tmp_path) -> None:
+    ragged = _file(tmp_path, "id,model,tokens,acc,tools\na,1e6,1e9,0.5,4\nb,2e6,1e9,0.6\n", "ragged.csv")
+    with pytest.raises(TableImportError, match="row 3 has 4 fields, the header 5"):
+        stage_table(ragged, {**MAP, "tool_diversity": "tools"}, experiment="byo", benchmark="b")
+    latin = tmp_path / "latin.csv"
+    latin.write_bytes("id,model,tokens,acc,tools\na,1e6,1e9,0.5,4\nb,2e6,1e9,0.6,4,caf\xe9\n".encode("latin-1"))
+    with pytest.raises(TableImportError, match="not utf-8 encoded"):
+        stage_table(latin, {**MAP, "tool_diversity": "tools"}, experiment="byo", benchmark="b")

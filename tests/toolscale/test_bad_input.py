@@ -8,6 +8,7 @@ and an imported one); an exception escaping ``main`` is the traceback the user w
 from __future__ import annotations
 
 import hashlib
+import json
 import shutil
 from pathlib import Path
 
@@ -227,6 +228,19 @@ CASES = [
     ("export-parquet-no-out", ["export", "--format", "parquet"], 2, "--out"),
     ("export-unknown-experiment", ["export", "--experiment", "zzz"], 2, "unknown experiment"),
     ("status-missing-registry", ["status", "--registry", "{d}/none.duckdb"], 2, "registry not found"),
+    ("status-unknown-experiment", ["status", "--experiment", "nope"], 2, "unknown experiment 'nope'; known:"),
+    ("fit-unknown-axis-auto-law", ["fit", "--experiment", "sim", "--benchmark", "simulated", "--axes", "nope"], 2,
+     "unknown axis 'nope'; axes of this experiment: tool_diversity"),
+    ("fit-unknown-validation", ["fit", "--experiment", "sim", "--benchmark", "simulated", "--validation", "nope"],
+     2, "--validation 'nope': no run of 'sim' was scored on it; benchmarks: simulated"),
+    ("fit-infinite-huber", ["fit", "--experiment", "sim", "--benchmark", "simulated", "--huber-delta", "inf"], 2,
+     "--huber-delta must be > 0 and finite, got inf"),
+    ("simulate-infinite-noise", ["simulate", "--config", str(SMALL), "--experiment", "s2", "--noise", "inf"], 2,
+     "--noise must be >= 0 and finite"),
+    ("report-unfitted-metric", ["report", "--experiment", "sim", "--benchmark", "simulated", "--metric", "nope",
+                                "--out", "{d}/rep"], 2, "no fit of metric 'nope' for sim/simulated"),
+    ("effect-unknown-axis", ["effect", "--experiment", "sim", "--benchmark", "simulated", "--axis", "nope"], 2,
+     "unknown axis 'nope': no run has it"),
     ("registry-check-missing", ["registry", "check", "--registry", "{d}/none.duckdb"], 2, "registry not found"),
     # simulate
     ("simulate-no-config", ["simulate", "--experiment", "s2"], 2, "--config"),
@@ -339,3 +353,21 @@ def test_broken_registry_is_one_line_naming_the_file(argv, needle, base, tmp_pat
 
 def test_the_suite_has_at_least_40_cases():
     assert len(CASES) + len(BROKEN) >= 40
+
+
+def test_a_stored_fit_named_with_another_law_or_metric_is_refused(base, tmp_path, capsys):
+    reg = _setup(tmp_path, base)
+    assert main(["fits", "list", "--registry", str(reg), "--experiment", "sim", "--json"]) == 0
+    listed = json.loads(capsys.readouterr().out)
+    fit = (listed if isinstance(listed, list) else listed["fits"])[0]
+    other = "chinchilla" if fit["law"] != "chinchilla" else "additive"
+    for argv in (["predict", "--fit-id", fit["fit_id"], "--law", other, "--at", "model_size=1e9"],
+                 ["report", "--fit-id", fit["fit_id"], "--benchmark", "simulated", "--law", other, "--out",
+                  str(tmp_path / "rep")],
+                 ["report", "--fit-id", fit["fit_id"], "--benchmark", "simulated", "--metric", "loss", "--out",
+                  str(tmp_path / "rep")]):
+        before = _digest(reg)
+        assert main([*argv, "--registry", str(reg)]) == 2
+        line = _one_line_error(capsys)
+        assert f"fit {fit['fit_id']} is of" in line and ("not 'loss'" in line or f"not {other!r}" in line), line
+        assert _digest(reg) == before

@@ -503,7 +503,8 @@ def test_the_envelope_is_chosen_on_the_experiments_own_validation_split(tmp_path
     actual = {p["run_id"]: p["actual"] for p in out["heldout_predictions"]}
     assert actual["r30"] == pytest.approx(1.8 + 400 * 6e8 ** -0.34 + 2000 * (10 * 6e8 * 2 / 4) ** -0.36)
     assert main([*argv, "--validation", "valid-calls"]) == 2
-    assert "needs checkpoints scored on valid-calls" in capsys.readouterr().err
+    assert "--validation 'valid-calls': no run of 'c' was scored on it; benchmarks: code-indist, code-valid" in \
+        capsys.readouterr().err
     # `report` renders the stored fit on the same split (it used to rebuild the points on valid-calls and refuse)
     stored = [a for a in argv if a != "--no-store"]
     assert main(stored) == 0

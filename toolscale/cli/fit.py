@@ -192,8 +192,8 @@ def _request(args: argparse.Namespace, experiment: str):
         raise UsageError(f"--bootstrap must be >= 0, got {args.bootstrap}")
     if args.starts < 1:
         raise UsageError(f"--starts must be >= 1, got {args.starts}")
-    if args.huber_delta is not None and not args.huber_delta > 0:
-        raise UsageError(f"--huber-delta must be > 0, got {args.huber_delta}")
+    if args.huber_delta is not None and not 0 < args.huber_delta < float("inf"):
+        raise UsageError(f"--huber-delta must be > 0 and finite, got {args.huber_delta}")
     if args.floor is not None and not 0.0 <= args.floor < 1.0:
         raise UsageError(f"--floor must be in [0, 1) (an accuracy floor such as chance, 0.25), got {args.floor:g}")
     if args.jobs is not None and args.jobs < 1:
@@ -254,6 +254,16 @@ def _validation(args: argparse.Namespace, config: ExperimentConfig | None) -> st
     return validation_of(config, getattr(args, "validation", None))
 
 
+def _check_validation(name: str, runs, experiment: str) -> None:
+    """UsageError when no run of ``experiment`` has a value on benchmark ``name`` (``--validation``)."""
+    prefix = f"{name}/"
+    keys = {k for r in runs for k in (*r.metrics, *(k for v in (r.checkpoints or {}).values() for k in v))}
+    if not any(k.startswith(prefix) for k in keys):
+        known = sorted({k.split("/")[0] for k in keys})
+        raise UsageError(f"--validation {name!r}: no run of {experiment!r} was scored on it; benchmarks: "
+                         f"{', '.join(known) or 'none'}")
+
+
 def _run(args: argparse.Namespace, experiment: str | None):
     from pipeline.fit import LoadedRuns, fit_loaded
 
@@ -261,6 +271,8 @@ def _run(args: argparse.Namespace, experiment: str | None):
         _stages(args.stages)  # a bad value fails before the registry is opened
     loaded = LoadedRuns(*_load(args, experiment))
     request = _request(args, loaded.experiment).model_copy(update={"validation": _validation(args, loaded.config)})
+    if getattr(args, "validation", None):
+        _check_validation(args.validation, loaded.runs, loaded.experiment)
     status = None
     if sys.stderr.isatty():
         from rich.console import Console
@@ -512,8 +524,8 @@ def _simulate(args: argparse.Namespace) -> int:
     from fit.simulate import simulate_experiment
 
     config = config_of(args)
-    if args.noise is not None and not args.noise >= 0:
-        raise UsageError(f"--noise must be >= 0, got {args.noise}")
+    if args.noise is not None and not 0 <= args.noise < float("inf"):
+        raise UsageError(f"--noise must be >= 0 and finite, got {args.noise}")
     from grid.registry import Registry
 
     with Registry(registry_path(args, config)) as reg:

@@ -35,7 +35,8 @@ def stored_result(args: argparse.Namespace) -> tuple[Any, str]:
             if len(names) == 1:
                 experiment = names[0]
         fit_id, fit = stored_fit(reg, fit_id=args.fit_id, experiment=experiment, benchmark=args.benchmark,
-                                 law=None if args.law == "auto" else args.law, allow_stale=True)
+                                 law=None if args.law == "auto" else args.law, allow_stale=True,
+                                 metric=getattr(args, "metric", None))
     from pipeline.fit import load_runs, validation_of
 
     loaded = load_runs(registry_path(args, config_of(args)), fit.experiment)

@@ -43,9 +43,9 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def stored_fit(reg: Any, *, fit_id: str | None, experiment: str | None, benchmark: str | None,
-               law: str | None = None, allow_stale: bool = False) -> tuple[str, Any]:
+               law: str | None = None, allow_stale: bool = False, metric: str | None = None) -> tuple[str, Any]:
     """``(fit_id, FitResult)``: the fit ``fit_id``, else the newest fit of ``experiment``/``benchmark`` (of
-    ``law`` when given); UsageError for none, and for a stale one unless ``allow_stale``."""
+    ``law`` and ``metric`` when given); UsageError for none, and for a stale one unless ``allow_stale``."""
     from fit.models import FitResult
 
     if fit_id is not None:
@@ -54,14 +54,21 @@ def stored_fit(reg: Any, *, fit_id: str | None, experiment: str | None, benchmar
                 row.benchmark != benchmark:
             raise UsageError(f"fit {fit_id} is of {row.experiment}/{row.benchmark}, not of "
                              f"{experiment or row.experiment}/{benchmark or row.benchmark}")
+        if law is not None and law != "auto" and row.law != law:
+            raise UsageError(f"fit {fit_id} is of law {row.law!r}, not {law!r}; drop --law or name a fit of that law")
+        if metric is not None and row.metric != metric:
+            raise UsageError(f"fit {fit_id} is of metric {row.metric!r}, not {metric!r}; drop --metric or name a fit "
+                             "of that metric")
     else:
         if experiment is None or benchmark is None:
             raise UsageError("name the fit: --fit-id ID, or --experiment NAME and --benchmark NAME (its newest)")
-        rows = [r for r in reg.fits(experiment, benchmark) if law is None or r.law == law]
+        rows = [r for r in reg.fits(experiment, benchmark) if (law is None or r.law == law)
+                and (metric is None or r.metric == metric)]
         if not rows:
-            laws = sorted({r.law for r in reg.fits(experiment, benchmark)})
-            raise UsageError(f"no fit{f' of law {law!r}' if law else ''} for {experiment}/{benchmark}; laws fitted: "
-                             f"{', '.join(laws) or 'none (run toolscale fit)'}")
+            fitted = sorted({f"{r.law} ({r.metric})" for r in reg.fits(experiment, benchmark)})
+            what = "".join(f" of {k} {v!r}" for k, v in (("law", law), ("metric", metric)) if v)
+            raise UsageError(f"no fit{what} for {experiment}/{benchmark}; laws fitted: "
+                             f"{', '.join(fitted) or 'none (run toolscale fit)'}")
         row = rows[0]
     if row.stale_reason and not allow_stale:
         raise UsageError(f"fit {row.fit_id} of {row.experiment}/{row.benchmark} is stale: {row.stale_reason}; refit "

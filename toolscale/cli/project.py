@@ -174,6 +174,8 @@ def _status(args: argparse.Namespace) -> int:
     from grid.registry import Registry
 
     with Registry(registry_path(args), read_only=True) as reg:
+        if args.experiment:
+            reg.experiment(args.experiment)  # an unknown name is refused, naming the known ones
         counts = reg.status_counts(args.experiment)
         running = [r for r in reg.runs(args.experiment, status=["submitted", "running"])]
         failures = reg.last_failures(5, args.experiment)

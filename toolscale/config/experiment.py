@@ -25,7 +25,7 @@ class ExperimentSpec(_Frozen):
     """Experiment name, unique in the registry."""
     registry: str = "./toolscale.duckdb"
     """Path of the DuckDB registry file."""
-    seeds: list[int] = Field(default_factory=lambda: [0])
+    seeds: list[int] = Field(default_factory=lambda: [0], min_length=1)
     """Base seeds; replicates draw from these."""
     budget_unit: Literal["usd", "gpu_hours"] = "usd"
     """Unit of every cost and budget."""
