@@ -132,6 +132,9 @@ def read_table(path: str | Path) -> list[dict[str, Any]]:
     import pandas as pd
 
     p = Path(path)
+    if p.is_dir():
+        raise TableImportError(f"{p} is a folder; give a .csv or .parquet file (a folder of lm-eval results: "
+                               "--from lm-eval)")
     if not p.is_file():
         raise TableImportError(f"file not found: {p}")
     suffix = p.suffix.lower()

@@ -213,6 +213,9 @@ def stage_table(path: str | Path, mapping: dict[str, str], *, experiment: str, b
     weight : a column of standard errors stored with the score (else the loss) and used as fit weights.
     """
     p = Path(path)
+    if p.is_dir():
+        raise TableImportError(f"{p} is a folder; give a .csv or .parquet file (a folder of lm-eval results: "
+                               "--from lm-eval)")
     if not p.is_file():
         raise TableImportError(f"file not found: {p}")
     suffix = p.suffix.lower()

@@ -218,6 +218,12 @@ def _notes(m: duckdb.DuckDBPyConnection, mapping: dict[str, str], notes: list[st
         labels = [r[0] for r in m.execute("SELECT DISTINCT model_size FROM r LIMIT 3").fetchall()]
         notes.append(f"no run has a parameter count (model sizes such as {', '.join(map(repr, labels))} are labels): "
                      "fit and allocate need N; map a column of counts to model_params (70M, 2.8B are read)")
+    elif with_n < n_runs:
+        labels = [r[0] for r in m.execute("SELECT DISTINCT model_size FROM r WHERE model_params IS NULL "
+                                          "LIMIT 3").fetchall()]
+        notes.append(f"{n_runs - with_n} of {n_runs} runs have no parameter count (model sizes such as "
+                     f"{', '.join(map(repr, labels))} are labels): fit needs one for every run; give a count (70M, "
+                     "2.8B) or leave those rows out with --where")
     elif with_c < n_runs:
         notes.append(f"{n_runs - with_c} of {n_runs} runs have no training tokens or FLOPs: laws over D and the "
                      "top-FLOPs split need them (map train_tokens or train_flops)")

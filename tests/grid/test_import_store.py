@@ -217,3 +217,10 @@ def test_a_ragged_or_non_utf8_csv_is_named_for_what_it_is(tmp_path) -> None:
     latin.write_bytes("id,model,tokens,acc,tools\na,1e6,1e9,0.5,4\nb,2e6,1e9,0.6,4,caf\xe9\n".encode("latin-1"))
     with pytest.raises(TableImportError, match="not utf-8 encoded"):
         stage_table(latin, {**MAP, "tool_diversity": "tools"}, experiment="byo", benchmark="b")
+
+
+def test_a_size_that_is_only_a_label_on_some_rows_is_named_in_a_note(tmp_path) -> None:
+    text = "id,model,tokens,acc,tools\na,1e6,1e9,0.5,4\nb,--1B,1e9,0.6,4\n"
+    staged = stage_table(_file(tmp_path, text), {**MAP, "tool_diversity": "tools"}, experiment="byo", benchmark="b")
+    assert any(n.startswith("1 of 2 runs have no parameter count (model sizes such as '--1B' are labels)")
+               for n in staged.notes), staged.notes

@@ -134,7 +134,8 @@ def test_report_refit_fits_anew_without_storing(simulated_registry, tmp_path, ca
     (["--holdout", "top:0.3"], 2, "--holdout must be top-flops:F"),
     (["--benchmark", "nope"], 2, "no done run has metric 'nope/score'; metrics present: simulated/score"),
     (["--axes", "tool_diversity,foo"], 2, "unknown axis 'foo'"),
-    (["--bootstrap", "-1"], 2, "--bootstrap must be >= 0"),
+    (["--bootstrap", "-1"], 2, "--bootstrap must be in [0, 10000], got -1"),
+    (["--starts", "100000"], 2, "--starts must be in [1, 256]"),  # ran for hours
     (["--floor", "1.5"], 2, "--floor must be in [0, 1) (an accuracy floor such as chance, 0.25), got 1.5"),
     (["--floor", "-0.1"], 2, "--floor must be in [0, 1)"),
     (["--holdout", "rungs:4"], 2, "--holdout rungs:4 needs at least 5 model sizes (fit 4, predict the next); "

@@ -33,6 +33,20 @@ def test_ingest_json_is_the_ingest_report(tmp_path, capsys) -> None:
     assert "ingested 0 results (1 already in, 1 unknown runs, 2 problems)" in capsys.readouterr().out
 
 
+
+def test_ingest_refuses_a_missing_registry_and_a_folder_of_only_broken_results(tmp_path, capsys) -> None:
+    folder = tmp_path / "results"
+    folder.mkdir()
+    (folder / "a.result.json").write_text("{not json")
+    typo = tmp_path / "typo.duckdb"
+    assert main(["ingest", str(folder), "--registry", str(typo)]) == 2
+    assert "registry not found" in capsys.readouterr().err and not typo.exists()  # no empty registry made
+    _, db = _one_run(tmp_path)
+    assert main(["ingest", str(folder), "--registry", str(db)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "no readable result among 1 file(s)" in err[0] and "a.result.json" in err[0]
+
+
 def _one_run(tmp_path):
     recipe = {"tool_diversity": 4.0}
     spec = RunSpec(run_id=run_id_for("e1", "v1", recipe, "m", 0), experiment="e1", design_version="v1",

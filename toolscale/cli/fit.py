@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 from pathlib import Path
 from typing import Any
@@ -13,6 +14,12 @@ from toolscale.config import ExperimentConfig, parse_config
 from toolscale.errors import UsageError
 
 __all__ = ["register", "fit_summary", "parse_at"]
+
+
+MAX_BOOTSTRAP = 10_000
+"""Most bootstrap refits one fit runs (the 90% interval's ends settle within a few hundred)."""
+MAX_STARTS = 256
+"""Most minimiser starts (each is a full minimisation; the default 8 finds the optimum on the benchmark truths)."""
 
 
 def _add_fit_args(p: argparse.ArgumentParser, benchmark_required: bool = True) -> None:
@@ -188,10 +195,11 @@ def _register_simulate(sub: argparse._SubParsersAction) -> None:
 def _request(args: argparse.Namespace, experiment: str):
     from fit.models import FitRequest
 
-    if args.bootstrap < 0:
-        raise UsageError(f"--bootstrap must be >= 0, got {args.bootstrap}")
-    if args.starts < 1:
-        raise UsageError(f"--starts must be >= 1, got {args.starts}")
+    if not 0 <= args.bootstrap <= MAX_BOOTSTRAP:
+        raise UsageError(f"--bootstrap must be in [0, {MAX_BOOTSTRAP}], got {args.bootstrap}")
+    if not 1 <= args.starts <= MAX_STARTS:
+        raise UsageError(f"--starts must be in [1, {MAX_STARTS}] (each start is a full minimisation), got "
+                         f"{args.starts}")
     if args.huber_delta is not None and not 0 < args.huber_delta < float("inf"):
         raise UsageError(f"--huber-delta must be > 0 and finite, got {args.huber_delta}")
     if args.floor is not None and not 0.0 <= args.floor < 1.0:
@@ -526,6 +534,9 @@ def _simulate(args: argparse.Namespace) -> int:
     config = config_of(args)
     if args.noise is not None and not 0 <= args.noise < float("inf"):
         raise UsageError(f"--noise must be >= 0 and finite, got {args.noise}")
+    if args.benchmark is not None and not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.-]*", args.benchmark):
+        raise UsageError(f"--benchmark {args.benchmark!r}: a benchmark name is letters, digits, '_', '.' and '-' "
+                         "(a '/' separates benchmark and metric elsewhere)")
     from grid.registry import Registry
 
     with Registry(registry_path(args, config)) as reg:

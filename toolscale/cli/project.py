@@ -323,6 +323,11 @@ def _ingest(args: argparse.Namespace) -> int:
     if not Path(args.folder).is_dir():
         raise UsageError(f"{args.folder}: no such folder (expected the folder jobs write *.result.json files to)")
     results, problems = read_results(args.folder)
+    if not Path(registry_path(args)).exists():  # results belong to runs a registry already holds
+        raise UsageError(f"registry not found: {registry_path(args)} (ingest adds results to the runs of an existing "
+                         "registry; check --registry or the config's experiment.registry)")
+    if not results and problems:
+        raise UsageError(f"{args.folder}: no readable result among {len(problems)} file(s); first: {problems[0]}")
     with Registry(registry_path(args)) as reg:
         report = reg.ingest(results, on_conflict="update" if args.update else "refuse")
     report = report.model_copy(update={"problems": problems + report.problems})

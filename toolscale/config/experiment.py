@@ -272,6 +272,8 @@ def read_toml(path: str | Path, *, kind: str, error: type[Exception] = ConfigErr
     to the not-found message (e.g. how to write one).
     """
     p = Path(path)
+    if p.is_dir():
+        raise error(f"{kind} {p} is a folder; give the {kind} file (TOML) in it")
     if not p.is_file():
         raise error(f"{kind} file not found: {p}{hint}")
     try:
