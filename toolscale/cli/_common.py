@@ -6,8 +6,8 @@ import argparse
 import json
 import math
 import sys
-from pathlib import Path
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 from toolscale.config import ExperimentConfig, load_config

@@ -54,11 +54,10 @@ def stored_fit(reg: Any, *, fit_id: str | None, experiment: str | None, benchmar
                 row.benchmark != benchmark:
             raise UsageError(f"fit {fit_id} is of {row.experiment}/{row.benchmark}, not of "
                              f"{experiment or row.experiment}/{benchmark or row.benchmark}")
-        if law is not None and law != "auto" and row.law != law:
-            raise UsageError(f"fit {fit_id} is of law {row.law!r}, not {law!r}; drop --law or name a fit of that law")
-        if metric is not None and row.metric != metric:
-            raise UsageError(f"fit {fit_id} is of metric {row.metric!r}, not {metric!r}; drop --metric or name a fit "
-                             "of that metric")
+        for what, want, got in (("law", None if law == "auto" else law, row.law), ("metric", metric, row.metric)):
+            if want is not None and got != want:
+                raise UsageError(f"fit {fit_id} is of {what} {got!r}, not {want!r}; drop --{what} or name a fit of "
+                                 f"that {what}")
     else:
         if experiment is None or benchmark is None:
             raise UsageError("name the fit: --fit-id ID, or --experiment NAME and --benchmark NAME (its newest)")
