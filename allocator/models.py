@@ -34,7 +34,7 @@ class Budget(_Frozen):
     """``usd`` (dollars) or ``gpu_hours``."""
 
     def __str__(self) -> str:
-        return f"{self.value:,.0f} {self.unit}"
+        return f"{self.value:,.0f} {self.unit}" if self.value < 1e15 else f"{self.value:.4g} {self.unit}"
 
 
 class AxisBounds(_Frozen):

@@ -20,7 +20,7 @@ from allocator.errors import AllocatorUsageError
 from allocator.models import AllocationRequest, AxisBounds, Budget
 from allocator.solver import Surface
 from fit.models import FitResult
-from grid import cost_model_from_config
+from grid import cost_model_from_config, parse_count
 from toolscale.config import ExperimentConfig, training_flops
 
 __all__ = ["MAX_EXTRAPOLATION", "make_surface", "build_request", "form_weights", "Target", "plan_target",
@@ -159,14 +159,10 @@ def _rung_target(config: ExperimentConfig, size, why: str) -> Target:
                   f"{size.max_seq_len} tokens)")
 
 
-_SUFFIX = {"K": 1e3, "M": 1e6, "B": 1e9, "G": 1e9, "T": 1e12}
-
-
 def _count(text: str, flag: str) -> float:
     """A count such as ``1.4e9``, ``70M``, ``1.4B`` or ``300B``; AllocatorUsageError naming ``flag`` otherwise."""
-    t = str(text).strip()
     try:
-        x = float(t[:-1]) * _SUFFIX[t[-1].upper()] if t and t[-1].upper() in _SUFFIX else float(t)
+        x = parse_count(text)
     except ValueError:
         x = math.nan
     if not math.isfinite(x) or x <= 0:

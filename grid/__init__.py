@@ -13,6 +13,7 @@ _EXPORTS: dict[str, str] = {
     'candidate_cells': 'grid.augment',
     'candidate_recipes': 'grid.augment',
     'heldout_mask': 'grid.split',
+    'parse_count': 'grid.importer',
     'read_results': 'grid.results',
     'recipe_key': 'grid.augment',
     'result_path': 'grid.results',

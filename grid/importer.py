@@ -31,7 +31,7 @@ from grid.split import heldout_mask
 from toolscale.config import DOMAIN_KNOBS, FLOPS_PER_PARAM_TOKEN, training_flops
 
 __all__ = ["FIXED_TARGETS", "SPLITS", "MAX_ABS_METRIC", "POSITIVE_TARGETS", "parse_column_map", "read_table",
-           "rows_to_runs", "self_mapped", "check_metric_mapped", "parse_count", "KNOWN_AXES", "PRESET_AXES", "check_axis_names"]
+           "rows_to_runs", "self_mapped", "check_metric_mapped", "parse_count", "SUFFIXES", "KNOWN_AXES", "PRESET_AXES", "check_axis_names"]
 
 FIXED_TARGETS = ("run_id", "model_size", "model_params", "train_tokens", "train_flops", "score", "loss",
                  "benchmark", "seed", "split", "step")
@@ -109,7 +109,8 @@ def _missing(value: Any) -> bool:
         (isinstance(value, str) and value.strip().lower() in ("", "nan", "null", "none"))
 
 
-_SUFFIXES = {"K": 1e3, "M": 1e6, "B": 1e9, "G": 1e9, "T": 1e12}
+SUFFIXES = {"K": 1e3, "M": 1e6, "B": 1e9, "G": 1e9, "T": 1e12}
+"""Size suffixes of counts (parameters, tokens, FLOPs, axis levels): ``70M`` is 7e7, ``2.8B`` 2.8e9 (``G`` = ``B``)."""
 _SIZED = re.compile(r"^([+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?)\s*([A-Za-z]+)$")
 
 
@@ -121,9 +122,9 @@ def parse_count(value: Any) -> float:
     text = str(value).strip()
     m = _SIZED.match(text)
     if m:
-        if m.group(2).upper() not in _SUFFIXES:
+        if m.group(2).upper() not in SUFFIXES:
             raise ValueError(f"cannot parse the size suffix of {text!r} (a number, or one ending in K, M, B or T)")
-        return float(m.group(1)) * _SUFFIXES[m.group(2).upper()]
+        return float(m.group(1)) * SUFFIXES[m.group(2).upper()]
     return float(text)
 
 

@@ -38,14 +38,13 @@ from typing import Any, Literal
 import duckdb
 
 from grid.errors import TableImportError
-from grid.importer import FIXED_TARGETS, MAX_ABS_METRIC, POSITIVE_TARGETS, SPLITS, check_metric_mapped, self_mapped
+from grid.importer import (FIXED_TARGETS, MAX_ABS_METRIC, POSITIVE_TARGETS, SPLITS, SUFFIXES, check_metric_mapped,
+                           self_mapped)
 from grid.staging_runs import _first, _lit, _num, _q, build_runs
 
 __all__ = ["StagedTable", "stage_table", "SUFFIXES", "STAGE_PREFIX", "new_stage", "release_stage",
            "sweep_stale_stages"]
 
-SUFFIXES = {"K": 1e3, "M": 1e6, "B": 1e9, "G": 1e9, "T": 1e12}
-"""Size suffixes of counts (parameters, tokens, FLOPs, axis levels): ``70M`` is 7e7, ``2.8B`` 2.8e9."""
 _NUMBER = r"[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?"
 
 

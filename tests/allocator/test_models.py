@@ -52,3 +52,10 @@ def test_a_good_query_keeps_its_values_and_is_frozen() -> None:
         q.budget = 1.0  # type: ignore[misc]
     with pytest.raises(AllocatorUsageError, match="Extra inputs are not permitted"):
         AllocationQuery.of(**BASE, budget=5000.0, save=False)
+
+
+def test_a_huge_budget_prints_as_one_short_figure() -> None:
+    from allocator.models import Budget
+
+    assert str(Budget(value=1e300)) == "1e+300 usd"
+    assert str(Budget(value=50000)) == "50,000 usd"

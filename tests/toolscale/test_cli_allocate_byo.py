@@ -84,6 +84,10 @@ def test_allocate_says_what_it_assumed_unspent_budget_and_caps(byo, capsys):
     text = capsys.readouterr().out
     assert "planned for a model of N = 1.4e+09 parameters (--model-size) and 3e+11 training tokens (--tokens)" in text
     assert "unspent" in text and "cap: tool_diversity at 20 tools (1.25 x its largest tested level 16" in text
+    assert main(["allocate", "--budget", "1e300", "--benchmark", "bfcl", "--registry", db, "--config", cfg,
+                 "--model-size", "1.4B", "--tokens", "300B"]) == 0
+    text = capsys.readouterr().out
+    assert "Allocation of 1e+300 usd" in text and " of 1e+300 usd; unspent 1e+300 usd" in text  # not 300 digits
     assert main(["allocate", "--budget", "1e9", "--benchmark", "bfcl", "--registry", db, "--config", cfg,
                  "--model-size", "1.4B", "--tokens-per-param", "20", "--json"]) == 0
     out = json.loads(capsys.readouterr().out)

@@ -15,7 +15,7 @@ from toolscale.errors import UsageError
 
 __all__ = ["add_registry_args", "registry_path", "config_of", "emit_json", "print_table", "Formatter",
            "positive_float", "positive_int", "nonneg_int", "check_tool_axis", "check_grpo_budget", "open_fraction",
-           "writable_file", "writable_dir"]
+           "writable_file", "writable_dir", "amount"]
 
 Formatter = argparse.RawDescriptionHelpFormatter
 DEFAULT_REGISTRY = "./toolscale.duckdb"
@@ -207,6 +207,11 @@ def _unwritable(path: Path, what: str) -> str:
     os.close(fd)
     os.unlink(tmp)
     return ""
+
+
+def amount(x: float, decimals: int = 2) -> str:
+    """``x`` with thousands separators and ``decimals`` places; ``%.4g`` from 1e15 up (not 300 digits)."""
+    return f"{x:,.{decimals}f}" if abs(x) < 1e15 else f"{x:.4g}"
 
 
 PLOT_SUFFIXES = (".png", ".pdf", ".svg", ".jpg", ".jpeg")

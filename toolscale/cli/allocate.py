@@ -6,7 +6,7 @@ import argparse
 import math
 
 from toolscale.cli._common import (Formatter, add_registry_args, config_of, emit_json, positive_float, positive_int,
-                                   print_table, registry_path, writable_file, PLOT_SUFFIXES)
+                                   print_table, registry_path, writable_file, PLOT_SUFFIXES, amount)
 from toolscale.errors import UsageError
 
 __all__ = ["register"]
@@ -158,7 +158,7 @@ def _render(plan) -> None:
     lower = " (lower is better; gains below are reductions)" if plan.target == "loss" else ""
     print(f"predicted {metric}: {plan.metric_value(plan.plan.predicted_score):.4f}{iv}{lower} (predictive: a run's "
           "noise, law forms, and extrapolation error included); "
-          f"total cost {plan.plan.total_cost:,.2f} {unit}")
+          f"total cost {amount(plan.plan.total_cost)} {unit}")
     giv = (f" (90% interval {plan.gain_interval[0]:+.4f} to {plan.gain_interval[1]:+.4f} for one run of each; "
            f"{plan.expected_gain_interval[0]:+.4f} to {plan.expected_gain_interval[1]:+.4f} for the expected gain)"
            if plan.gain_interval and plan.expected_gain_interval else "")
@@ -192,7 +192,7 @@ def _render(plan) -> None:
     open_axes = {k: v for k, v in plan.marginal_value.items() if k not in capped and math.isfinite(v)}
     if open_axes:
         print(_next_dollar_line(open_axes, unit, metric))
-    print(f"spent {plan.plan.total_cost:,.2f} of {plan.budget.value:,.2f} {unit}; unspent {plan.unspent:,.2f} {unit}"
+    print(f"spent {amount(plan.plan.total_cost)} of {amount(plan.budget.value)} {unit}; unspent {amount(plan.unspent)} {unit}"
           + (" (every axis the law values is at its cap)" if plan.unspent > 0.01 * plan.budget.value else ""))
     for name, why in sorted(plan.caps.items()):
         print(f"cap: {name} at {why}")

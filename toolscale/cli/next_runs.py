@@ -56,7 +56,7 @@ def _next(args: argparse.Namespace) -> int:
 
     cfg = config_of(args)
     out = writable_file(args.out, "--out", suffixes=(".json",),
-                        protect=(registry_path(args, cfg), getattr(args, "config", None))) if args.out else None
+                        protect=(registry_path(args, cfg), getattr(args, "config", None))) if args.out is not None else None
     query = AllocationQuery.of(registry=registry_path(args, cfg), budget=args.budget, benchmark=args.benchmark,
                                unit=args.unit, experiment=args.experiment, model_size=args.model_size, config=cfg)
     proposal = propose_next_runs(query, runs=args.runs, max_cost=args.max_cost, progress=_progress)

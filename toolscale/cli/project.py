@@ -204,7 +204,7 @@ def _export(args: argparse.Namespace) -> int:
     fmt = args.format or ("parquet" if args.out and Path(args.out).suffix.lower() in (".parquet", ".pq") else "csv")
     if fmt == "parquet" and not args.out:
         raise UsageError("--format parquet needs --out FILE")
-    if args.out:
+    if args.out is not None:  # "" is refused, not read as stdout
         writable_file(args.out, suffixes=(".parquet", ".pq") if fmt == "parquet" else (".csv",),
                       protect=(registry_path(args), getattr(args, "config", None)))
     with Registry(registry_path(args), read_only=True) as reg:
