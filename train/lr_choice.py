@@ -164,7 +164,7 @@ def carry_rates(best: dict[str, float], widths: dict[str, int], rule: str = "pow
     if rule == "power" and len(set(xs)) > 1:
         mx, my = sum(xs) / len(xs), sum(ys) / len(ys)
         slope = sum((x - mx) * (y - my) for x, y in zip(xs, ys)) / sum((x - mx) ** 2 for x in xs)
-        k = min(max(-slope, 0.0), MAX_EXPONENT)
+        k = min(max(0.0, -slope), MAX_EXPONENT)  # 0.0 first: equal rates give k = 0.0, not -0.0
         lr_a = math.exp(my + k * mx - k * math.log(widths[a]))  # the fitted line at h_a
     else:
         lr_a = best[a]

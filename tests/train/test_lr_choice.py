@@ -74,3 +74,11 @@ def test_inverse_width_rule_and_one_scanned_width():
     with pytest.raises(ValueError, match="unknown learning-rate rule 'sqrt'"):
         carry_rates({"m": 0.01}, widths, "sqrt")
     assert math.isfinite(carry_rates({"xs": 0.03, "m": 0.01}, widths)[0])
+
+
+def test_equal_best_rates_give_a_positive_zero_exponent():
+    # equal best rates have slope 0.0; max(-0.0, 0.0) kept -0.0, which lr-scan printed as "(h / 8)^--0.000"
+    k, _, rates = carry_rates({"xs": 0.048, "s": 0.048, "m": 0.048}, {"xs": 8, "s": 12, "m": 16, "l": 24}, "power")
+    assert k == 0.0 and math.copysign(1.0, k) == 1.0
+    assert f"^-{k:.3f}" == "^-0.000"
+    assert rates["l"] == pytest.approx(0.048)
