@@ -150,6 +150,20 @@ def test_bad_input_is_one_line(simulated_registry, capsys, argv, code, needle):
         assert reg.fits() == []  # nothing stored
 
 
+def test_fit_takes_the_experiment_from_config(tmp_path, capsys):
+    # README (code domain): `toolscale fit --config code.toml --benchmark code-indist ...` without --experiment
+    db = str(tmp_path / "r.duckdb")
+    assert main(["simulate", "--config", str(SMALL), "--registry", db, "--experiment", "fit-small", "--noise",
+                 "0.01", "--seed", "2", "--json"]) == 0
+    capsys.readouterr()
+    assert main(["fit", "--config", str(SMALL), "--registry", db, "--benchmark", "simulated", "--law", "saturating",
+                 "--holdout", "none", "--bootstrap", "0", "--starts", "2", "--no-store"]) == 0
+    assert "saturating on 108 runs of fit-small" in capsys.readouterr().out
+    assert main(["fit", "--registry", db, "--benchmark", "simulated"]) == 2
+    err = capsys.readouterr().err
+    assert "needs --experiment NAME (or --config CONFIG)" in err and err.strip().count("\n") == 0
+
+
 def test_unknown_experiment_and_list_laws(tmp_path, simulated_registry, capsys):
     assert main(["fit", "--registry", simulated_registry, "--experiment", "zzz", "--benchmark", "b"]) == 2
     assert "unknown experiment 'zzz'; known: sim" in capsys.readouterr().err

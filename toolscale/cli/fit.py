@@ -81,7 +81,7 @@ def _register_fit(sub: argparse._SubParsersAction) -> None:
                "--holdout none\n  toolscale fit --list-laws\n"
                "  toolscale fit --experiments tools-exp,code-exp --benchmark indist-calls,code-indist --metric bpb "
                "--holdout split   # one law, shared exponents")
-    p.add_argument("--experiment", help="experiment name")
+    p.add_argument("--experiment", help="experiment name (default: the --config file's)")
     p.add_argument("--experiments", metavar="A,B",
                    help="a cross-domain fit: one law form over these experiments with shared exponents and "
                         "per-experiment constants, against each experiment's own fit (BIC, held-out error); "
@@ -323,9 +323,12 @@ def _fit(args: argparse.Namespace) -> int:
         from toolscale.cli.fit_joint import fit_joint_command
 
         return fit_joint_command(args, _load)
-    if not args.experiment or not args.benchmark:
-        raise UsageError("toolscale fit needs --experiment NAME and --benchmark NAME (or --list-laws)")
-    result = _run(args, args.experiment)
+    cfg = config_of(args)
+    experiment = args.experiment or (cfg.experiment.name if cfg else None)  # --config alone names its experiment
+    if not experiment or not args.benchmark:
+        raise UsageError("toolscale fit needs --experiment NAME (or --config CONFIG) and --benchmark NAME "
+                         "(or --list-laws)")
+    result = _run(args, experiment)
     f = result.fit
     if not f.converged and not args.keep_unconverged:
         raise FitError(f"fit of law {f.law!r} did not converge, not stored: {f.message}; parameters at bounds: "
