@@ -232,6 +232,19 @@ def test_next_dollar_names_every_axis_tied_at_the_optimum() -> None:
         "the next usd buys the most on: a (2e-07 points of score per usd)"
 
 
+def test_a_law_without_data_axes_says_no_axis_buys_anything() -> None:
+    # chinchilla over N and D (what `fit --law auto` may choose): every axis's marginal value is 0; the lines
+    # said "the plan is balanced" and "every axis the law values is at its cap" with no axis capped
+    from toolscale.cli.allocate import _next_dollar_line, _unspent_reason
+
+    line = _next_dollar_line({"tool_diversity": 0.0, "task_count": 0.0}, "usd", "bpb")
+    assert line == ("the next usd buys nothing on task_count, tool_diversity: the law's prediction of bpb does not "
+                    "improve with any of them")
+    assert _unspent_reason(set(), {"tool_diversity": 0.0, "task_count": 0.0}) == \
+        "no axis improves the law's prediction: more of any buys nothing"
+    assert _unspent_reason({"task_count"}, {"tool_diversity": 0.0}) == "every axis the law values is at its cap"
+
+
 def test_baseline_is_a_diversity_only_law_and_quality_pinned_is_kept(registry) -> None:
     plan = plan_allocation(_query(registry), save=False)
     assert plan.baseline_method.startswith("diversity-only law (saturating over N and tool_diversity")

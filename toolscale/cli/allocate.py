@@ -60,11 +60,22 @@ def _next_dollar_line(open_axes: dict[str, float], unit: str, metric: str) -> st
     """Where the next budget unit goes; axes within 1% of the best marginal value are named together
     (at an interior optimum every axis that gets spend buys the same: the KKT condition)."""
     best = max(open_axes.values())
+    if best <= 0:  # a law without data axes (chinchilla over N and D): no axis moves the prediction
+        return (f"the next {unit} buys nothing on {', '.join(sorted(open_axes))}: the law's prediction of {metric} "
+                "does not improve with any of them")
     tied = sorted(k for k, v in open_axes.items() if v >= best - 0.01 * abs(best))
     rate = f"{best:.3g} points of {metric} per {unit}"
     if len(tied) == 1:
         return f"the next {unit} buys the most on: {tied[0]} ({rate})"
     return f"the next {unit} buys the same on {', '.join(tied)} ({rate} each: the plan is balanced)"
+
+
+def _unspent_reason(capped: set[str], open_axes: dict[str, float]) -> str:
+    """Why a plan leaves budget unspent: axes at their caps, or (a law without data axes) no axis that buys
+    anything."""
+    if capped or any(v > 0 for v in open_axes.values()):
+        return "every axis the law values is at its cap"
+    return "no axis improves the law's prediction: more of any buys nothing"
 
 
 MAX_SWEEP_STEPS = 200
@@ -193,7 +204,7 @@ def _render(plan) -> None:
     if open_axes:
         print(_next_dollar_line(open_axes, unit, metric))
     print(f"spent {amount(plan.plan.total_cost)} of {amount(plan.budget.value)} {unit}; unspent {amount(plan.unspent)} {unit}"
-          + (" (every axis the law values is at its cap)" if plan.unspent > 0.01 * plan.budget.value else ""))
+          + (f" ({_unspent_reason(capped, open_axes)})" if plan.unspent > 0.01 * plan.budget.value else ""))
     for name, why in sorted(plan.caps.items()):
         print(f"cap: {name} at {why}")
     for arm, detail in (("plan", plan.extrapolation_detail), ("diversity-only baseline", plan.baseline_extrapolation),
