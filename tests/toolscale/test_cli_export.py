@@ -24,3 +24,28 @@ def test_export_infers_parquet_and_the_long_table_loads_as_a_dataset(tmp_path, c
     assert set(ds["benchmark"]) == {"simulated"} and set(ds["split"]) == {"fit", "heldout"}
     assert main(["export", "--registry", db, "--experiment", "sim", "--out", str(tmp_path / "runs.csv")]) == 0
     assert (tmp_path / "runs.csv").read_text().startswith("run_id,")
+
+
+def test_export_counts_runs_not_checkpoint_rows(tmp_path, capsys):
+    # a pipeline run's scored checkpoints are rows of their own (with a step); "wrote 3 runs" counted them as runs
+    from datetime import UTC, datetime
+
+    from grid.models import MetricResult, RunResult, RunSpec, run_id_for
+    from grid.registry import Registry
+
+    db = str(tmp_path / "r.duckdb")
+    recipe = {"tool_diversity": 4.0}
+    spec = RunSpec(run_id=run_id_for("e1", "v1", recipe, "m", 0), experiment="e1", design_version="v1", recipe=recipe,
+                   model_size="m", model_params=1e5, train_tokens=1e6, train_flops=6e11, seed=0)
+    metrics = [MetricResult(benchmark="b", metric="bpb", score=2.0),
+               MetricResult(benchmark="b", metric="bpb", score=2.5, step=10),
+               MetricResult(benchmark="b", metric="bpb", score=2.0, step=20)]
+    with Registry(db) as reg:
+        reg.ensure_experiment("e1", axes=["tool_diversity"])
+        reg.add_runs([spec], code="c")
+        reg.ingest([(RunResult(run_id=spec.run_id, experiment="e1", status="done", metrics=metrics,
+                               finished_at=datetime(2026, 1, 1, tzinfo=UTC)), "h", "r.json")])
+    out = tmp_path / "runs.csv"
+    assert main(["export", "--registry", db, "--out", str(out)]) == 0
+    assert f"wrote 3 rows (1 run) to {out}" in capsys.readouterr().err
+    assert len(out.read_text().strip().splitlines()) == 4  # header, the run, its two checkpoints

@@ -68,7 +68,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.set_defaults(func=_status)
 
-    p = sub.add_parser("export", help="write every run with its axes and metrics as CSV or Parquet",
+    p = sub.add_parser("export", help="write every run (and scored checkpoint) with axes and metrics as CSV/Parquet",
                        formatter_class=Formatter,
                        epilog="examples:\n  toolscale export --experiment E --out runs.parquet   # Parquet by its suffix\n"
                               "  toolscale export --experiment E --long --out runs.parquet\n"
@@ -226,7 +226,8 @@ def _export(args: argparse.Namespace) -> int:
     else:
         frame.to_csv(sys.stdout, index=False)
     if args.out:
-        print(f"wrote {len(frame)} runs to {args.out}", file=sys.stderr)
+        runs = frame["run_id"].nunique() if len(frame) else 0  # the wide table adds a row per scored checkpoint
+        print(f"wrote {len(frame)} rows ({runs} run{'s' if runs != 1 else ''}) to {args.out}", file=sys.stderr)
     return 0
 
 
