@@ -109,7 +109,8 @@ def _weights(runs: Sequence[RunRecord], key: str) -> list[float]:
     missing = next((r.run_id for r, e in zip(runs, errs) if e is None or not e > 0), None)
     if missing is not None:
         raise FitInputError(f"run {missing} has no standard error for {key} while others do; weights need one for "
-                            "every fitted run (re-import with --weight, or without it for none)")
+                            "every fitted run (re-import the runs without one with --weight COLUMN --update, or those with one "
+                            "without --weight and with --update, for none)")
     return [float(e) for e in errs]
 
 

@@ -252,6 +252,10 @@ class ImportStore(RunStore):
         parts.append("SELECT s.run_id, s.benchmark || '/' || s.metric, CAST(m.score AS VARCHAR), "
                      "CAST(s.score AS VARCHAR) FROM _s_metrics s JOIN (SELECT * FROM metrics WHERE step IS NULL) m USING (run_id, benchmark, metric) "
                      "WHERE m.score IS DISTINCT FROM s.score")
+        # a standard error is a stored value too (fit weights by it): added, changed or dropped is a conflict
+        parts.append("SELECT s.run_id, s.benchmark || '/' || s.metric || ' stderr', CAST(m.stderr AS VARCHAR), "
+                     "CAST(s.stderr AS VARCHAR) FROM _s_metrics s JOIN (SELECT * FROM metrics WHERE step IS NULL) m "
+                     "USING (run_id, benchmark, metric) WHERE m.stderr IS DISTINCT FROM s.stderr")
         return " UNION ALL ".join(parts)
 
     def _conflicts(self, axes: Sequence[str]) -> tuple[list[Conflict], int, int]:
@@ -275,7 +279,7 @@ class ImportStore(RunStore):
         self.con.execute("UPDATE metrics SET score = s.score, stderr = s.stderr, n_items = s.n_items, "
                          "benchmark_version = s.version FROM _s_metrics s WHERE metrics.run_id = s.run_id AND "
                          "metrics.benchmark = s.benchmark AND metrics.metric = s.metric AND metrics.step IS NULL AND "
-                         "metrics.score IS DISTINCT FROM s.score")
+                         "(metrics.score IS DISTINCT FROM s.score OR metrics.stderr IS DISTINCT FROM s.stderr)")
 
     def _insert_new(self, axes: Sequence[str], source: str) -> int:
         from grid.connection import code_version, now

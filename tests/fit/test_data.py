@@ -41,6 +41,14 @@ def test_missing_input_names_the_run():
         points_from_runs([r], benchmark="b", inputs=["N"])
 
 
+def test_runs_with_and_without_a_standard_error_name_a_remedy_that_works():
+    # "re-import without --weight" changed nothing: a re-import applies a changed standard error only with --update
+    with_err, without = _run(1, {"x": 1.0}), _run(2, {"x": 2.0})
+    with_err.stderrs, without.stderrs = {"b/score": 0.01}, {}
+    with pytest.raises(FitInputError, match=r"run r2 has no standard error for b/score while others do; .*--update"):
+        points_from_runs([with_err, without], benchmark="b", inputs=["N"])
+
+
 def test_axis_kinds_from_config_or_inferred():
     runs = [_run(0, {"tools": 4.0, "repair_rate": 0.0, "z": 0.0}), _run(1, {"tools": 8.0, "repair_rate": 1.0, "z": 2.0})]
     inferred = axis_kinds(None, runs)

@@ -106,6 +106,32 @@ def test_reimport_identical_is_a_no_op_and_changed_values_are_refused_then_updat
     assert fits[0].stale_reason and "changed 3 stored values" in fits[0].stale_reason
 
 
+def test_a_standard_error_added_or_dropped_on_reimport_is_a_conflict(tmp_path) -> None:
+    # runs imported without --weight beside runs with one cannot be fitted together; re-importing them with
+    # --weight (or the others without it) changed nothing and said nothing, so fit's advice could not be followed
+    db = str(tmp_path / "r.duckdb")
+    text = "id,model,tokens,acc,err\na,1e6,1e9,0.50,0.01\nb,2e6,2e9,0.55,0.02\n"
+    path = _file(tmp_path, text)
+
+    def store(weight, on_conflict="refuse"):
+        staged = stage_table(path, MAP, experiment="byo", benchmark="b", weight=weight)
+        with Registry(db) as reg:
+            return reg.store_staged(staged, "byo", on_conflict=on_conflict)
+
+    assert store(None).new_metrics == 2
+    with pytest.raises(RegistryConflictError, match=r"run a b/score stderr: None -> 0.01"):
+        store("err")
+    assert store("err", "update").conflicts == 2
+    assert store("err").conflicts == 0  # the same values again: a no-op
+    with Registry(db, read_only=True) as reg:
+        assert {r.run_id: r.stderrs.get("b/score") for r in reg.runs("byo")} == {"a": 0.01, "b": 0.02}
+        history = reg.con.execute("SELECT field, old_value, new_value FROM run_history ORDER BY run_id").fetchall()
+    assert history[0] == ("b/score stderr", None, "0.01")
+    assert store(None, "update").conflicts == 2  # dropped again: no weights
+    with Registry(db, read_only=True) as reg:
+        assert all(not r.stderrs for r in reg.runs("byo"))
+
+
 def test_stale_fits_are_refused_by_allocate(tmp_path) -> None:
     from allocator.errors import AllocatorError
     from pipeline.allocate import load_fit
