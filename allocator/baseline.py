@@ -111,7 +111,8 @@ def best_observed(runs: Sequence[RunRecord], config: ExperimentConfig, *, key: s
     runs; the rung is the one with the largest N among them, and its cell with the most training FLOPs per
     run; a recipe's value is the mean over its seeds there of ``values[run_id]`` (the fit's own target, e.g.
     the early-stopped envelope) or the stored metric ``key``. Recipes whose cost (``cost.total`` at
-    ``model_params``) exceeds the budget are not candidates. None when no observed recipe fits.
+    ``model_params``) exceeds the budget, or that lack one of the config's axes (runs imported without it), are
+    not candidates. None when no observed recipe fits.
     """
     import json
 
@@ -136,6 +137,8 @@ def best_observed(runs: Sequence[RunRecord], config: ExperimentConfig, *, key: s
     cands = []
     for group in by.values():
         levels = {k: float(group[0].recipe[k]) for k in names if k in group[0].recipe}
+        if len(levels) < len(names):  # imported runs without one of the config's axes: their cost is unknown
+            continue
         if cost.total(levels, model_params) > budget * (1 + 1e-9):
             continue
         cands.append((float(np.mean([value(r) for r in group])), levels, len(group)))

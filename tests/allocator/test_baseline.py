@@ -50,6 +50,18 @@ def test_the_best_recipe_within_budget_at_the_largest_fitted_rung():
     assert levels == {"tool_diversity": 8.0, "repair_rate": 0.0}
 
 
+def test_runs_without_a_config_axis_are_no_candidates():
+    # imported runs that carry tool_diversity only, planned with a config that also has repair_rate: the cost
+    # model raised KeyError 'repair_rate' (a traceback from `allocate`)
+    runs = [SimpleNamespace(**{**vars(r), "recipe": {"tool_diversity": r.recipe["tool_diversity"]}}) for r in RUNS]
+    assert best_observed(runs, CFG, key="b/bpb", lower_is_better=True, cost=COST, budget=6000.0,
+                         model_params=1e5) is None
+    mixed = runs[:4] + RUNS[4:]  # the runs that carry both axes are still candidates
+    levels, _ = best_observed(mixed, CFG, key="b/bpb", lower_is_better=True, cost=COST, budget=6000.0,
+                              model_params=1e5)
+    assert levels == {"tool_diversity": 40.0, "repair_rate": 1.0}
+
+
 def test_a_plan_that_does_not_beat_the_best_observed_recipe_is_no_decision():
     ok = Decision(verdict="recommend", reason="gain +0.1")
     fields = {"gain_over_best_observed": 0.02, "best_observed_gain_interval": (-0.01, 0.05),
