@@ -38,6 +38,17 @@ def test_usage_error_exit_code_two(capsys) -> None:
     assert main(["no-such-command"]) == 2
 
 
+def test_a_stray_argument_points_at_its_own_commands_help(capsys) -> None:
+    # `toolscale eval gold ...` said "(see `toolscale --help`)", the umbrella's help, which has no eval options
+    assert main(["eval", "gold", "--benchmark", "indist-calls"]) == 2
+    assert capsys.readouterr().err == ("toolscale eval: error: unrecognized arguments: gold "
+                                       "(see `toolscale eval --help`)\n")
+    assert main(["registry", "check", "--registry", "r.duckdb", "extra"]) == 2
+    assert "(see `toolscale registry check --help`)" in capsys.readouterr().err
+    assert main(["--bogus"]) == 2
+    assert "toolscale: error: unrecognized arguments: --bogus (see `toolscale --help`)" in capsys.readouterr().err
+
+
 @pytest.mark.parametrize(("value", "text"), [(98464.0, "9.846e4"), (2.904e11, "2.904e11"), (1e-5, "1e-5"),
                                              (12.3456, "12.35"), (3.0, "3"), (None, "")])
 def test_table_cells_are_short(value, text):

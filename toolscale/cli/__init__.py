@@ -45,6 +45,19 @@ class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> NoReturn:
         self.exit(2, f"{self.prog}: error: {message} (see `{self.prog} --help`)\n")
 
+    def parse_args(self, args=None, namespace=None):  # type: ignore[override]
+        """As argparse's, but arguments left over are refused by the (sub)command they were given to, so the
+        line points at that command's help (`toolscale eval --help`), not the umbrella's."""
+        ns, extras = self.parse_known_args(args, namespace)
+        if extras:
+            parser: argparse.ArgumentParser = self
+            for token in sys.argv[1:] if args is None else args:
+                subs = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+                if subs and token in subs[0].choices:
+                    parser = subs[0].choices[token]
+            parser.error(f"unrecognized arguments: {' '.join(extras)}")
+        return ns
+
 
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(
