@@ -120,6 +120,20 @@ def test_report_renders_the_stored_fit(simulated_registry, tmp_path, capsys):
     assert html.count("data:image/png;base64,") == 8 and "<img" in html
 
 
+def test_report_of_a_fit_id_needs_no_benchmark(simulated_registry, tmp_path, capsys):
+    # README: `--fit-id` on report; its --benchmark was required though the stored fit names its own
+    assert main(["fit", "--registry", simulated_registry, "--experiment", "sim", "--benchmark", "simulated",
+                 "--law", "saturating", "--bootstrap", "0", "--starts", "2", "--no-interaction", "--json"]) == 0
+    fit_id = json.loads(capsys.readouterr().out)["fit_id"]
+    assert main(["report", "--registry", simulated_registry, "--fit-id", fit_id, "--out", str(tmp_path / "rep"),
+                 "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["fit_id"] == fit_id and out["benchmark"] == "simulated"
+    assert main(["report", "--registry", simulated_registry, "--out", str(tmp_path / "rep")]) == 2
+    err = capsys.readouterr().err
+    assert "report needs --benchmark NAME" in err and err.strip().count("\n") == 0
+
+
 def test_report_refit_fits_anew_without_storing(simulated_registry, tmp_path, capsys):
     assert main(["report", "--registry", simulated_registry, "--benchmark", "simulated", "--refit", "--law",
                  "saturating", "--no-interaction", "--bootstrap", "0", "--starts", "2", "--out",

@@ -129,7 +129,7 @@ def _register_report(sub: argparse._SubParsersAction) -> None:
                "  toolscale report --benchmark indist-calls --experiment E --metric bpb "
                "--compare-axes tool_diversity,repair_rate --compare-axes tool_diversity,measured_groundedness")
     p.add_argument("--experiment", help="experiment name (default: the only one in the registry)")
-    _add_fit_args(p)
+    _add_fit_args(p, benchmark_required=False)  # --fit-id names it; checked in _report
     p.add_argument("--compare-stages", action="append", metavar="S[,S]",
                    help="fit the runs of each stage set separately (repeat: sft, then sft,grpo) and write "
                         "stages.md / stages.json side by side instead of the full report")
@@ -487,6 +487,8 @@ def _report(args: argparse.Namespace) -> int:
 
     if args.compare_stages and args.compare_axes:
         raise UsageError("use --compare-stages or --compare-axes, not both")
+    if not args.benchmark and (args.fit_id is None or args.refit or args.compare_stages or args.compare_axes):
+        raise UsageError("toolscale report needs --benchmark NAME (a stored fit's --fit-id ID names its own)")
     writable_dir(args.out)
     if args.compare_stages:
         return _compare_stages(args)
