@@ -10,6 +10,8 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 
+import numpy as np
+
 from allocator.errors import AllocatorError, AllocatorUsageError
 from allocator.models import AllocationQuery, NextRuns
 from allocator.preposterior import select_runs
@@ -58,6 +60,16 @@ def check_fit_current(reg: Registry, experiment: str | None, benchmark: str) -> 
     return exp
 
 
+def _check_plans_differ(ens, report) -> None:
+    """AllocatorUsageError when every draw scores every plan alike (a law without data axes, such as the form on
+    N and D alone that ``--law auto`` may choose): no run can then narrow the gain or lower the regret."""
+    if np.any(np.abs(ens.gains) > 1e-12) or not np.allclose(ens.scores, ens.scores[:, :1], rtol=0.0, atol=1e-12):
+        return
+    raise AllocatorUsageError(f"the fit {report.fit_id} ({report.law}) scores every plan alike in all its draws: the "
+                              "law values no data axis, so no run can change this allocation under it; fit a law "
+                              "with data axes (`toolscale fit --law LAW`, see `toolscale fit --list-laws`) first")
+
+
 def propose_next_runs(query: AllocationQuery, *, runs: int, max_cost: float | None = None, sims: int = 128,
                       redraws: int = 30, seed: int = 0, progress: Callable[[str], None] | None = None) -> NextRuns:
     """Propose ``runs`` new runs that make the allocation of ``query`` surest per unit of cost (see
@@ -91,6 +103,7 @@ def propose_next_runs(query: AllocationQuery, *, runs: int, max_cost: float | No
     if space.size == 0:
         raise AllocatorUsageError("no candidate run: the design's constraints leave no recipe of the axes' levels")
     ens, point = ensemble_of(ld.surface, ld.fit, space, plans, ld.request.model_params)
+    _check_plans_differ(ens, report)
     book = cost_book(space, all_runs)
     say(f"{space.size} candidate runs x {ens.n_draws} draws; choosing {runs}")
     try:

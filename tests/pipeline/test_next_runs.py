@@ -142,6 +142,19 @@ def test_bad_input_is_refused(registry, fields, kwargs, error, needle) -> None:
         propose_next_runs(_query(registry, **fields), **kwargs, **FAST)
 
 
+def test_a_law_that_values_no_data_axis_is_refused_naming_the_fit(registry) -> None:
+    """With every diversity coefficient 0 the law (like the form on N and D alone) scores every plan alike:
+    no run can change the allocation, so next says so instead of proposing runs with expected width 0."""
+    fit = _fit(_config())
+    flat = lambda p: {k: (0.0 if k.startswith("G_") else v) for k, v in p.items()}  # noqa: E731
+    fit = fit.model_copy(update={"params": flat(fit.params), "bootstrap": [flat(d) for d in fit.bootstrap]})
+    with Registry(registry) as reg:
+        reg.save_fit(experiment="exp", benchmark="bench", metric="score", law=fit.law, converged=True,
+                     n_points=fit.n_points, data_hash="test", payload=fit.model_dump(mode="json"))
+    with pytest.raises(AllocatorUsageError, match=r"scores every plan alike .* no run can change this allocation"):
+        propose_next_runs(_query(registry), runs=2, **FAST)
+
+
 def test_an_experiment_without_a_fit_or_with_a_stale_one_names_the_command(registry) -> None:
     cfg = _config()
     with Registry(registry) as reg:
