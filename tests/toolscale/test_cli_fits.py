@@ -85,3 +85,19 @@ def test_unknown_fit_id_is_one_line(two_fits, capsys):
     db, _, _ = two_fits
     assert main(["fits", "show", "f-nope", "--registry", db]) == 2
     assert "unknown fit id 'f-nope'" in capsys.readouterr().err
+
+
+def test_allocate_takes_the_benchmark_from_the_fit_id(two_fits, capsys):
+    db, sat, _ = two_fits
+    capsys.readouterr()
+    common = ["allocate", "--registry", db, "--budget", "5000", "--fit-id", sat, "--json"]
+    assert main([*common, "--benchmark", "simulated"]) == 0
+    named = json.loads(capsys.readouterr().out)
+    assert main(common) == 0
+    implied = json.loads(capsys.readouterr().out)
+    assert implied["benchmark"] == "simulated" and implied["fit_id"] == named["fit_id"] == sat
+    assert implied["plan"]["levels"] == named["plan"]["levels"]
+    assert main(["allocate", "--registry", db, "--budget", "5000"]) == 2
+    assert "allocate needs --benchmark NAME (a stored fit's --fit-id ID names its own)" in capsys.readouterr().err
+    assert main(["allocate", "--registry", db, "--budget", "5000", "--fit-id", "f-nope"]) == 2
+    assert "unknown fit id 'f-nope'" in capsys.readouterr().err

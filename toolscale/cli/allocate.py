@@ -25,7 +25,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                                    "diversity-only allocation at the same budget.",
                        formatter_class=Formatter, epilog=EXAMPLES)
     p.add_argument("--budget", type=positive_float, required=True, help="total budget, in --unit")
-    p.add_argument("--benchmark", required=True, help="target benchmark (one with a stored fit)")
+    p.add_argument("--benchmark", help="target benchmark (one with a stored fit; --fit-id names its own)")
     p.add_argument("--unit", help="budget unit: usd or gpu_hours (default: the experiment's)")
     p.add_argument("--experiment", help="experiment whose fit to use (default: the only one with a fit)")
     p.add_argument("--model-size", help="ladder rung name or parameter count such as 1.4e9 or 1.4B (default: the "
@@ -107,10 +107,23 @@ def _query(args: argparse.Namespace, cfg, budget: float, **extra):
                               extrapolate=args.extrapolate, **extra)
 
 
+def _benchmark(args: argparse.Namespace, cfg) -> str:
+    """``--benchmark``, else the benchmark of the stored fit ``--fit-id`` (UsageError, exit 2, for neither)."""
+    if args.benchmark:
+        return args.benchmark
+    if args.fit_id is None:
+        raise UsageError("allocate needs --benchmark NAME (a stored fit's --fit-id ID names its own)")
+    from grid.registry import Registry
+
+    with Registry(registry_path(args, cfg), read_only=True) as reg:
+        return reg.fit(args.fit_id).benchmark
+
+
 def _allocate(args: argparse.Namespace) -> int:
     from pipeline.allocate import plan_allocation
 
     cfg = config_of(args)
+    args.benchmark = _benchmark(args, cfg)
     if args.sweep:
         return _sweep(args, cfg)
     if args.plot:
