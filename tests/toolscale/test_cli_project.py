@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from datetime import UTC, datetime
+from pathlib import Path
 
 from grid.models import IngestReport, MetricResult, RunResult, RunSpec, run_id_for
 from grid.registry import Registry
@@ -136,3 +137,12 @@ def test_ingest_of_a_missing_folder_is_exit_2(tmp_path, capsys) -> None:
     _, db = _one_run(tmp_path)
     assert main(["ingest", str(tmp_path / "nope"), "--registry", str(db)]) == 2
     assert "no such folder" in capsys.readouterr().err
+
+
+def test_validate_counts_one_axis_in_the_singular(tmp_path, capsys) -> None:
+    src = (Path(__file__).resolve().parents[1] / "fit" / "small.toml").read_text()
+    start, end = src.index('[[axes]]\nname = "task_count"'), src.index('[[axes]]\nname = "repair_rate"')
+    cfg = tmp_path / "one.toml"
+    cfg.write_text(src[:src.index("[[axes]]")] + src[start:end] + src[src.index("[[ladder]]"):])
+    assert main(["validate", str(cfg)]) == 0
+    assert "valid — experiment 'fit-small', 1 axis (task_count), 4 model sizes" in capsys.readouterr().out

@@ -165,8 +165,8 @@ def _validate(args: argparse.Namespace) -> int:
     if args.json:
         emit_json(cfg)
     else:
-        print(f"{args.config}: valid — experiment {cfg.experiment.name!r}, {len(cfg.axes)} axes "
-              f"({', '.join(a.name for a in cfg.axes)}), {len(cfg.ladder)} model sizes, executor {cfg.executor.kind}")
+        print(f"{args.config}: valid — experiment {cfg.experiment.name!r}, {_count(len(cfg.axes), 'axis', 'axes')} "
+              f"({', '.join(a.name for a in cfg.axes)}), {_count(len(cfg.ladder), 'model size', 'model sizes')}, executor {cfg.executor.kind}")
     return 0
 
 
@@ -194,6 +194,11 @@ def _status(args: argparse.Namespace) -> int:
                       "error": (f["error"] or "").strip().splitlines()[-1][:100] if f["error"] else ""}
                      for f in failures], title="last failures")
     return 0
+
+
+def _count(n: int, one: str, many: str) -> str:
+    """``1 axis``, ``3 axes``."""
+    return f"{n} {one if n == 1 else many}"
 
 
 def _export(args: argparse.Namespace) -> int:
