@@ -100,6 +100,17 @@ def pooled_seed_sd(values: Mapping[str, Sequence[float]]) -> float | None:
     return math.sqrt(ss / df) if df else None
 
 
+def _size_label(label: str) -> str:
+    """A rung's name as it is; a count (``70M``, ``7e+07``) in one form, so that runs from two sources that write
+    the same size differently share a cell."""
+    from grid import parse_count
+
+    try:
+        return f"{parse_count(label):.4g}"
+    except (TypeError, ValueError):
+        return label
+
+
 def _cells(runs: Sequence[RunRecord], key: str, values: Mapping[str, float] | None
            ) -> tuple[dict[str, list[float]], dict[tuple[str, float], dict[str, list[float]]], dict[tuple[str, float], float]]:
     """``(held-out values by recipe, fitted cell -> recipe -> values, cell -> its largest FLOPs)``.
@@ -119,7 +130,7 @@ def _cells(runs: Sequence[RunRecord], key: str, values: Mapping[str, float] | No
             held.setdefault(k, []).append(float(v))
         elif r.split == "fit":
             meta = r.metadata or {}
-            cell = (r.model_size, float(meta.get("tokens_per_param", meta.get("token_multiplier", 1.0))))
+            cell = (_size_label(r.model_size), float(meta.get("tokens_per_param", meta.get("token_multiplier", 1.0))))
             cells.setdefault(cell, {}).setdefault(k, []).append(float(v))
             flops[cell] = max(flops.get(cell, 0.0), float(r.train_flops or 0.0))
     return held, cells, flops

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from fit.decision import (compute_curve, decision_accuracy, pairwise_accuracy, pooled_seed_sd, recipe_key,
-                          small_scale_values, wilson)
+                          small_scale_values, wilson, _size_label)
 
 
 def _key(**levels):
@@ -120,3 +120,13 @@ def test_compute_curve_scores_each_fitted_rung_against_the_heldout_one():
     assert [p.model_size for p in curve] == ["xs", "s", "m"]
     assert [p.accuracy for p in curve] == pytest.approx([0.0, 5 / 6, 1.0])
     assert all(p.pairs == 6 and p.lo <= p.accuracy <= p.hi for p in curve)
+
+
+def test_one_size_written_two_ways_is_one_cell():
+    """lm-eval's reader labels a size 7e+07 and a W&B table 70M: one cell, not two."""
+    a, b = {"tool_diversity": 4.0}, {"tool_diversity": 40.0}
+    runs = [_run(a, "70M", 20, 1e9, "fit", 3.0), _run(b, "7e+07", 20, 1e9, "fit", 2.0),
+            _run(a, "1B", 20, 1e11, "heldout", 1.5), _run(b, "1B", 20, 1e11, "heldout", 1.0)]
+    large, small, label, _ = small_scale_values(runs, "b/bpb")
+    assert small == {recipe_key(a): 3.0, recipe_key(b): 2.0} and label.startswith("7e+07")
+    assert _size_label("p-s") == "p-s" and _size_label("1.4B") == _size_label("1.4e9") == "1.4e+09"
