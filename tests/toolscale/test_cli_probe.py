@@ -141,3 +141,12 @@ def test_probe_keeps_the_experiment_synth_stored(setup, capsys):
     with Registry(reg, read_only=True) as r:
         row = r.dataset("d-1")
     assert row.experiment == "from-synth" and row.seed == 3 and "probe" in row.manifest
+
+
+def test_a_missing_figure_and_interval_print_as_n_a_without_a_stray_space() -> None:
+    from types import SimpleNamespace
+
+    from toolscale.cli.probe import _ci, _f
+
+    assert f"agreement {_f(None)}{_ci(None)}, kappa" == "agreement n/a, kappa"
+    assert f"{_f(0.81234)}{_ci(SimpleNamespace(low=0.7, high=0.9))}," == "0.812 [0.700, 0.900],"

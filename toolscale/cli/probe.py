@@ -139,10 +139,10 @@ def _probe(args: argparse.Namespace) -> int:
         cm, iv = cal.confusion, cal.intervals
         print(f"against {cal.reference} labels (threshold from {cal.n_calibration} actions, figures on the other "
               f"{cal.n_evaluation}): TP {cm.tp}  FP {cm.fp}  TN {cm.tn}  FN {cm.fn}")
-        print(f"  agreement {_f(cal.agreement)} {_ci(iv and iv.agreement)} (always-grounded baseline "
-              f"{_f(cal.baseline_agreement)}), balanced accuracy {_f(cal.balanced_accuracy)} "
-              f"{_ci(iv and iv.balanced_accuracy)}, kappa {_f(cal.kappa)} {_ci(iv and iv.kappa)}, "
-              f"AUC {_f(cal.auc)} {_ci(iv and iv.auc)}")
+        print(f"  agreement {_f(cal.agreement)}{_ci(iv and iv.agreement)} (always-grounded baseline "
+              f"{_f(cal.baseline_agreement)}), balanced accuracy {_f(cal.balanced_accuracy)}"
+              f"{_ci(iv and iv.balanced_accuracy)}, kappa {_f(cal.kappa)}{_ci(iv and iv.kappa)}, "
+              f"AUC {_f(cal.auc)}{_ci(iv and iv.auc)}")
         if summary.exact_match_balanced_accuracy is not None:
             print(f"  provenance on the same split: exact match balanced accuracy "
                   f"{_f(summary.exact_match_balanced_accuracy)}, with normalised matches "
@@ -165,7 +165,7 @@ def _f(x: float | None, digits: int = 3) -> str:
 
 
 def _ci(iv: Any) -> str:
-    return f"[{iv.low:.3f}, {iv.high:.3f}]" if iv else ""
+    return f" [{iv.low:.3f}, {iv.high:.3f}]" if iv else ""
 
 
 def _target(args: argparse.Namespace, config: Any) -> tuple[float, str]:
@@ -232,7 +232,7 @@ def _import(args: argparse.Namespace, spec: Any) -> int:
         return 0
     cm = rep.confusion
     print(f"against human labels ({rep.file}): {rep.n_labelled} labelled, {rep.n_unsure} unsure")
-    print(f"  probe agreement {_f(rep.agreement)} {_ci(rep.agreement_ci)}, weighted to the dataset "
+    print(f"  probe agreement {_f(rep.agreement)}{_ci(rep.agreement_ci)}, weighted to the dataset "
           f"{_f(rep.weighted_agreement)}, balanced accuracy {_f(rep.balanced_accuracy)}, kappa {_f(rep.kappa)}; "
           f"TP {cm.tp}  FP {cm.fp}  TN {cm.tn}  FN {cm.fn}")
     if rep.injected_agreement is not None:
