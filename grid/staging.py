@@ -42,7 +42,7 @@ from grid.importer import (FIXED_TARGETS, MAX_ABS_METRIC, POSITIVE_TARGETS, SPLI
                            self_mapped)
 from grid.staging_runs import _first, _lit, _num, _q, build_runs
 
-__all__ = ["StagedTable", "stage_table", "SUFFIXES", "STAGE_PREFIX", "new_stage", "release_stage",
+__all__ = ["StagedTable", "stage_table", "STAGE_PREFIX", "new_stage", "release_stage",
            "sweep_stale_stages"]
 
 _NUMBER = r"[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?"
