@@ -139,7 +139,8 @@ class AllocationInputs:
 
 def load_inputs(reg: Registry, query: AllocationQuery) -> AllocationInputs:
     """The fit, config, request and surface of ``query`` read from the open registry ``reg``."""
-    exp = resolve_experiment(reg, query.benchmark, query.experiment)
+    named = query.experiment or (reg.fit(query.fit_id).experiment if query.fit_id else None)
+    exp = resolve_experiment(reg, query.benchmark, named)
     fit_id, fit = load_fit(reg, exp, query.benchmark, query.law, query.fit_id)
     cfg = config_for(reg, exp, query.config)
     ranges = _fitted_ranges(reg, exp)

@@ -29,28 +29,37 @@ def _fit_command(experiment: str, benchmark: str) -> str:
     return f"toolscale fit --experiment {experiment} --benchmark {benchmark}"
 
 
-def check_fit_current(reg: Registry, experiment: str | None, benchmark: str) -> str:
-    """The experiment to plan from, refusing one without a fit, whose newest fit is stale, or that has fewer than
-    :data:`MIN_DRAWS` bootstrap draws (naming the command to run).
+def check_fit_current(reg: Registry, experiment: str | None, benchmark: str, fit_id: str | None = None) -> str:
+    """The experiment to plan from, refusing one without a fit, whose newest fit (the stored fit ``fit_id``, when
+    given) is stale, or that has fewer than :data:`MIN_DRAWS` bootstrap draws (naming the command to run).
 
     Stale: marked so by the registry (its data changed), or older than a run that finished after it
-    (runs added since, e.g. by ``grid design --augment``, are not in it).
+    (runs added since, e.g. by ``grid design --augment``, are not in it). ``fit_id`` names the experiment when
+    ``experiment`` is None; an unknown id is :class:`grid.errors.UnknownNameError` (exit 2).
     """
-    if experiment is not None and not reg.fits(experiment, benchmark):
-        known = {e.name for e in reg.experiments()}
-        if experiment not in known:
-            raise AllocatorUsageError(f"unknown experiment {experiment!r}; experiments: {', '.join(sorted(known))}")
-        raise AllocatorUsageError(f"experiment {experiment!r} has no fit for {benchmark!r}; run "
-                                  f"`{_fit_command(experiment, benchmark)}` first")
-    exp = resolve_experiment(reg, benchmark, experiment)
-    row = reg.fits(exp, benchmark)[0]
+    if fit_id is not None:
+        row = reg.fit(fit_id)
+        if row.benchmark != benchmark or experiment not in (None, row.experiment):
+            raise AllocatorUsageError(f"fit {fit_id} is of {row.experiment}/{row.benchmark}, not of "
+                                      f"{experiment or row.experiment}/{benchmark}")
+        exp, which = row.experiment, "fit"
+    else:
+        if experiment is not None and not reg.fits(experiment, benchmark):
+            known = {e.name for e in reg.experiments()}
+            if experiment not in known:
+                raise AllocatorUsageError(f"unknown experiment {experiment!r}; experiments: "
+                                          f"{', '.join(sorted(known))}")
+            raise AllocatorUsageError(f"experiment {experiment!r} has no fit for {benchmark!r}; run "
+                                      f"`{_fit_command(experiment, benchmark)}` first")
+        exp = resolve_experiment(reg, benchmark, experiment)
+        row, which = reg.fits(exp, benchmark)[0], "newest fit"
     if row.stale_reason:
-        raise AllocatorError(f"the newest fit {row.fit_id} of {exp}/{benchmark} is stale ({row.stale_reason}); "
+        raise AllocatorError(f"the {which} {row.fit_id} of {exp}/{benchmark} is stale ({row.stale_reason}); "
                              f"run `{_fit_command(exp, benchmark)}` first")
     newer = [r for r in reg.runs(exp, status="done") if r.finished_at is not None and row.created_at is not None
              and r.finished_at > row.created_at]
     if newer:
-        raise AllocatorError(f"the newest fit {row.fit_id} of {exp}/{benchmark} is stale: {len(newer)} run(s) "
+        raise AllocatorError(f"the {which} {row.fit_id} of {exp}/{benchmark} is stale: {len(newer)} run(s) "
                              f"finished after it; run `{_fit_command(exp, benchmark)}` first")
     draws = len(row.payload.get("bootstrap") or [])
     if draws < MIN_DRAWS:
@@ -88,7 +97,7 @@ def propose_next_runs(query: AllocationQuery, *, runs: int, max_cost: float | No
         raise AllocatorUsageError(f"--max-cost must be a positive number, got {max_cost:g}")
     say = progress or (lambda _msg: None)
     with Registry(query.registry, read_only=True) as reg:
-        exp = check_fit_current(reg, query.experiment, query.benchmark)
+        exp = check_fit_current(reg, query.experiment, query.benchmark, query.fit_id)
     query = query.model_copy(update={"experiment": exp, "redraws": 0})
     report = plan_allocation(query, save=False)
     with Registry(query.registry, read_only=True) as reg:

@@ -11,6 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from allocator.errors import AllocatorUsageError
 from allocator.models import AllocationQuery, AllocationReport
 from fit.laws import get_law
 from fit.models import FitResult
@@ -92,6 +93,20 @@ def test_plan_from_registry_respects_budget_and_truth(registry) -> None:
     assert plan.interval[0] <= plan.plan.predicted_score <= plan.interval[1]
     with Registry(registry, read_only=True) as reg:
         assert reg.allocations("exp")[0]["payload"]["budget"]["value"] == 5000.0
+
+
+def test_fit_id_names_the_experiment_when_several_have_fits(registry) -> None:
+    """With two experiments fitted on one benchmark, a plan needs --experiment; --fit-id names its own."""
+    cfg = _config()
+    fit = _fit_result(cfg).model_copy(update={"experiment": "exp2"})
+    with Registry(registry) as reg:
+        reg.ensure_experiment("exp2", config=cfg.model_dump(mode="json"))
+        fid = reg.save_fit(experiment="exp2", benchmark="bench", metric="token_prob", law=fit.law, converged=True,
+                           n_points=fit.n_points, data_hash="test", payload=fit.model_dump(mode="json"))
+    with pytest.raises(AllocatorUsageError, match="several experiments have fits for 'bench'"):
+        plan_allocation(_query(registry), save=False)
+    plan = plan_allocation(_query(registry, fit_id=fid), save=False)
+    assert plan.experiment == "exp2" and plan.fit_id == fid
 
 
 def test_score_intervals_are_predictive_like_predicts(registry) -> None:

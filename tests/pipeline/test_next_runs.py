@@ -170,6 +170,44 @@ def test_an_experiment_without_a_fit_or_with_a_stale_one_names_the_command(regis
         propose_next_runs(_query(registry), runs=2)
 
 
+def _newest_fit_id(registry: str) -> str:
+    with Registry(registry, read_only=True) as reg:
+        return reg.fits("exp", "bench")[0].fit_id
+
+
+def test_fit_id_plans_from_that_fit_not_the_newest(registry) -> None:
+    """A stored fit other than the newest is planned from when named; the newest (here one that values no data
+    axis) would be refused. A fit of another benchmark is refused naming both."""
+    first = _newest_fit_id(registry)
+    fit = _fit(_config())
+    flat = lambda p: {k: (0.0 if k.startswith("G_") else v) for k, v in p.items()}  # noqa: E731
+    fit = fit.model_copy(update={"params": flat(fit.params), "bootstrap": [flat(d) for d in fit.bootstrap]})
+    with Registry(registry) as reg:
+        reg.save_fit(experiment="exp", benchmark="bench", metric="score", law=fit.law, converged=True,
+                     n_points=fit.n_points, data_hash="test", payload=fit.model_dump(mode="json"))
+    with pytest.raises(AllocatorUsageError, match="scores every plan alike"):
+        propose_next_runs(_query(registry), runs=2, **FAST)
+    got = propose_next_runs(_query(registry, fit_id=first), runs=2, **FAST)
+    assert got.fit_id == first and len(got.runs) == 2
+    with pytest.raises(AllocatorUsageError, match=f"fit {first} is of exp/bench, not of exp/other"):
+        propose_next_runs(AllocationQuery.of(registry=registry, budget=5000.0, benchmark="other", fit_id=first),
+                          runs=2, **FAST)
+
+
+def test_cli_fit_id_names_the_benchmark_and_an_unknown_id_is_exit_2(registry, capsys) -> None:
+    first = _newest_fit_id(registry)
+    base = ["next", "--registry", registry, "--budget", "5000", "--runs", "2"]
+    assert main(base + ["--fit-id", first, "--json"]) == 0
+    got = NextRuns.model_validate_json(capsys.readouterr().out)
+    assert got.fit_id == first and got.benchmark == "bench"
+    before = _digest(registry)
+    for extra, needle in ((["--fit-id", "f-nope"], "f-nope"), ([], "next needs --benchmark NAME")):
+        assert main(base + extra) == 2
+        err = capsys.readouterr().err
+        assert needle in err and len(err.strip().splitlines()) == 1, err
+    assert _digest(registry) == before
+
+
 @pytest.mark.parametrize(("argv", "needle"), [
     (["--runs", "0"], "argument --runs: must be a positive integer, got 0"),
     (["--runs", "3", "--max-cost", "-1"], "argument --max-cost: must be a positive number, got -1"),
@@ -246,6 +284,7 @@ def test_augment_bad_file_exit_2(registry, tmp_path, capsys, proposal, content, 
 
 
 def test_mcp_next_runs_over_stdio(registry, tmp_path) -> None:
+    fit_id = _newest_fit_id(registry)
     from mcp import Client
     from mcp.client.stdio import StdioServerParameters, stdio_client
 
@@ -256,12 +295,13 @@ def test_mcp_next_runs_over_stdio(registry, tmp_path) -> None:
         with open(tmp_path / "server.err", "w") as errlog:
             async with Client(stdio_client(params, errlog=errlog)) as client:
                 tools = {t.name for t in (await client.list_tools()).tools}
-                good = await client.call_tool("next_runs", {"budget": 5000, "benchmark": "bench", "runs": 2})
+                good = await client.call_tool("next_runs", {"budget": 5000, "benchmark": "bench", "runs": 2,
+                                                            "fit_id": fit_id})
                 bad = await client.call_tool("next_runs", {"budget": 5000, "benchmark": "bench", "runs": 0})
                 return tools, good, bad
 
     tools, good, bad = asyncio.run(talk())
     assert "next_runs" in tools
     got = NextRuns.model_validate(good.structured_content)
-    assert len(got.runs) == 2 and got.experiment == "exp"
+    assert len(got.runs) == 2 and got.experiment == "exp" and got.fit_id == fit_id
     assert bad.is_error and "--runs must be a positive integer, got 0" in bad.content[0].text

@@ -141,6 +141,25 @@ def test_bad_input_is_one_line_and_stores_nothing(setup, capsys, extra, needle) 
     assert _snapshot(cfg.experiment.registry) == before
 
 
+@pytest.mark.parametrize("which, extra, needle", [
+    ("stored", ["--budget", "100"], "below the cheapest feasible plan (612.80 usd"),  # planned from its benchmark
+    ("unknown", [], "f-nope"),
+    (None, [], "verify needs --benchmark NAME"),
+])
+def test_fit_id_names_the_benchmark_and_experiment(setup, capsys, which, extra, needle) -> None:
+    """--fit-id plans from that fit, its benchmark and experiment (a budget below the cheapest plan shows the plan
+    was reached without training); an unknown id and neither flag are one line, exit 2, nothing stored."""
+    path, cfg = setup
+    with Registry(cfg.experiment.registry, read_only=True) as reg:
+        stored = reg.fits("exp")[0].fit_id
+    before = _snapshot(cfg.experiment.registry)
+    ids = {"stored": ["--fit-id", stored], "unknown": ["--fit-id", "f-nope"], None: []}[which]
+    assert main(["verify", "--budget", "1500", "--config", str(path), *ids, *extra]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert needle in err[-1] and len(err) == 1, err
+    assert _snapshot(cfg.experiment.registry) == before
+
+
 @pytest.mark.slow
 @pytest.mark.integration
 def test_verify_trains_the_three_plans_and_a_rerun_trains_nothing(setup, capsys, tmp_path) -> None:

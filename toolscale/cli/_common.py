@@ -13,7 +13,7 @@ from typing import Any
 from toolscale.config import ExperimentConfig, load_config
 from toolscale.errors import UsageError
 
-__all__ = ["add_registry_args", "registry_path", "config_of", "emit_json", "print_table", "Formatter",
+__all__ = ["add_registry_args", "benchmark_of", "registry_path", "config_of", "emit_json", "print_table", "Formatter",
            "positive_float", "positive_int", "nonneg_int", "check_tool_axis", "check_grpo_budget", "open_fraction",
            "writable_file", "writable_dir", "amount"]
 
@@ -40,6 +40,19 @@ def registry_path(args: argparse.Namespace, config: ExperimentConfig | None = No
         return args.registry
     config = config or config_of(args)
     return config.experiment.registry if config else DEFAULT_REGISTRY
+
+
+def benchmark_of(args: argparse.Namespace, config: ExperimentConfig | None, command: str) -> str:
+    """``--benchmark``, else the benchmark of the stored fit ``--fit-id`` (UsageError, exit 2, for neither; an
+    unknown id is :class:`grid.errors.UnknownNameError`, exit 2)."""
+    if args.benchmark:
+        return args.benchmark
+    if args.fit_id is None:
+        raise UsageError(f"{command} needs --benchmark NAME (a stored fit's --fit-id ID names its own)")
+    from grid.registry import Registry
+
+    with Registry(registry_path(args, config), read_only=True) as reg:
+        return reg.fit(args.fit_id).benchmark
 
 
 def _clean(obj: Any) -> Any:

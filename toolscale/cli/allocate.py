@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import math
 
-from toolscale.cli._common import (Formatter, add_registry_args, config_of, emit_json, positive_float, positive_int,
+from toolscale.cli._common import (Formatter, add_registry_args, benchmark_of, config_of, emit_json, positive_float, positive_int,
                                    print_table, registry_path, writable_file, PLOT_SUFFIXES, amount)
 from toolscale.errors import UsageError
 
@@ -107,23 +107,11 @@ def _query(args: argparse.Namespace, cfg, budget: float, **extra):
                               extrapolate=args.extrapolate, **extra)
 
 
-def _benchmark(args: argparse.Namespace, cfg) -> str:
-    """``--benchmark``, else the benchmark of the stored fit ``--fit-id`` (UsageError, exit 2, for neither)."""
-    if args.benchmark:
-        return args.benchmark
-    if args.fit_id is None:
-        raise UsageError("allocate needs --benchmark NAME (a stored fit's --fit-id ID names its own)")
-    from grid.registry import Registry
-
-    with Registry(registry_path(args, cfg), read_only=True) as reg:
-        return reg.fit(args.fit_id).benchmark
-
-
 def _allocate(args: argparse.Namespace) -> int:
     from pipeline.allocate import plan_allocation
 
     cfg = config_of(args)
-    args.benchmark = _benchmark(args, cfg)
+    args.benchmark = benchmark_of(args, cfg, "allocate")
     if args.sweep:
         return _sweep(args, cfg)
     if args.plot:

@@ -119,15 +119,16 @@ def _next_tools(server: Any, registry: str, cfg: Callable[[str | None], Experime
     @_user_errors
     def next_runs(budget: float, benchmark: str, runs: int, experiment: str | None = None,
                   max_cost: float | None = None, model_size: str | None = None,
-                  unit: str | None = None, config: str | None = None) -> dict[str, Any]:
+                  unit: str | None = None, fit_id: str | None = None, config: str | None = None) -> dict[str, Any]:
         """The `runs` new runs (recipe x model size x tokens) that make the allocation at `budget` surest per
         unit of training cost, with their cost and the expected gain-interval width and regret after them
-        (the same object as `toolscale next --json`)."""
+        (the same object as `toolscale next --json`), from the newest fit (or `fit_id`)."""
         from allocator.models import AllocationQuery
         from pipeline.next_runs import propose_next_runs
 
         query = AllocationQuery.of(registry=registry, budget=budget, benchmark=benchmark, unit=unit,
-                                   experiment=experiment, model_size=model_size, config=cfg(config))
+                                   experiment=experiment, model_size=model_size, config=cfg(config),
+                                   fit_id=fit_id)
         return propose_next_runs(query, runs=runs, max_cost=max_cost).model_dump(mode="json")
 
 

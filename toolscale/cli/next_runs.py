@@ -6,8 +6,8 @@ import argparse
 import sys
 
 from toolscale.errors import UsageError
-from toolscale.cli._common import (Formatter, add_registry_args, config_of, emit_json, positive_float, positive_int,
-                                   print_table, registry_path, writable_file)
+from toolscale.cli._common import (Formatter, add_registry_args, benchmark_of, config_of, emit_json, positive_float,
+                                   positive_int, print_table, registry_path, writable_file)
 
 __all__ = ["register", "augment"]
 
@@ -16,6 +16,7 @@ examples:
   toolscale next --experiment E --benchmark heldout-calls --budget 4000 --runs 12
   toolscale next --experiment E --benchmark heldout-calls --budget 4000 --runs 12 --max-cost 5000 --json > next.json
   toolscale next --experiment E --benchmark heldout-calls --budget 4000 --runs 6 --out next.json
+  toolscale next --fit-id f-1a2b3c4d5e6f --budget 4000 --runs 12     # a stored fit other than the newest
 then:
   toolscale grid design my.toml --augment next.json     # the runs as pending rows of their own group
   toolscale launch --config my.toml --wait && toolscale fit --experiment E --benchmark heldout-calls
@@ -33,7 +34,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                                    "decision at --budget becomes sure at the least training cost.",
                        formatter_class=Formatter, epilog=EXAMPLES)
     p.add_argument("--experiment", help="experiment whose fit to use (default: the only one with a fit)")
-    p.add_argument("--benchmark", required=True, help="target benchmark (one with a stored fit)")
+    p.add_argument("--benchmark", help="target benchmark (one with a stored fit; --fit-id names its own)")
+    p.add_argument("--fit-id", help="plan from this stored fit (toolscale fits list; default: the newest)")
     p.add_argument("--budget", type=positive_float, required=True, help="the allocation budget the decision is about")
     p.add_argument("--runs", type=positive_int, required=True, help="runs to propose, >= 1")
     p.add_argument("--max-cost", type=positive_float, metavar="C",
@@ -55,10 +57,12 @@ def _next(args: argparse.Namespace) -> int:
     from pipeline.next_runs import propose_next_runs
 
     cfg = config_of(args)
+    args.benchmark = benchmark_of(args, cfg, "next")
     out = writable_file(args.out, "--out", suffixes=(".json",),
                         protect=(registry_path(args, cfg), getattr(args, "config", None))) if args.out is not None else None
     query = AllocationQuery.of(registry=registry_path(args, cfg), budget=args.budget, benchmark=args.benchmark,
-                               unit=args.unit, experiment=args.experiment, model_size=args.model_size, config=cfg)
+                               unit=args.unit, experiment=args.experiment, model_size=args.model_size, config=cfg,
+                               fit_id=args.fit_id)
     proposal = propose_next_runs(query, runs=args.runs, max_cost=args.max_cost, progress=_progress)
     data = proposal.model_dump(mode="json")
     if out is not None:

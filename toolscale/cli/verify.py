@@ -12,8 +12,8 @@ from __future__ import annotations
 import argparse
 import sys
 
-from toolscale.cli._common import (Formatter, add_registry_args, config_of, emit_json, positive_float, positive_int,
-                                   print_table, registry_path, writable_file, PLOT_SUFFIXES)
+from toolscale.cli._common import (Formatter, add_registry_args, benchmark_of, config_of, emit_json, positive_float,
+                                   positive_int, print_table, registry_path, writable_file, PLOT_SUFFIXES)
 from toolscale.errors import UsageError
 
 __all__ = ["register", "run_verification"]
@@ -23,6 +23,7 @@ examples:
   toolscale verify --budget 20000 --benchmark heldout-calls --config my.toml
   toolscale verify --budget 20000 --benchmark heldout-calls --config my.toml --seeds 3 --model-size tiny-l --json
   toolscale verify --budget 20000 --benchmark heldout-calls --config my.toml --executor slurm --plot v.png
+  toolscale verify --budget 20000 --fit-id f-1a2b3c4d5e6f --config my.toml   # a stored fit other than the newest
 A rerun with the same arguments reuses the runs already done (nothing is retrained)."""
 
 
@@ -33,7 +34,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                                    "rung, score them, and report realised against predicted.",
                        formatter_class=Formatter, epilog=EXAMPLES)
     p.add_argument("--budget", type=positive_float, required=True, help="total budget, in the experiment's unit")
-    p.add_argument("--benchmark", required=True, help="benchmark with a stored fit (it is also what runs are scored on)")
+    p.add_argument("--benchmark", help="benchmark with a stored fit (it is also what runs are scored on; --fit-id "
+                                       "names its own)")
+    p.add_argument("--fit-id", help="plan from this stored fit (toolscale fits list; default: the newest)")
     p.add_argument("--seeds", type=positive_int, default=3, help="seeds per plan (default 3)")
     p.add_argument("--arms", default="allocator,diversity_only,equal_spend,best_observed", metavar="A[,A]",
                    help="plans to train (default all four; the allocator's is always trained): allocator, "
@@ -81,7 +84,7 @@ def _plans(reg_path: str, cfg, args, rung: str):
     from pipeline.allocate import equal_spend_plan, plan_allocation
 
     query = AllocationQuery.of(registry=reg_path, budget=args.budget, benchmark=args.benchmark,
-                               experiment=args.experiment, model_size=rung, config=cfg)
+                               experiment=args.experiment, model_size=rung, config=cfg, fit_id=args.fit_id)
     equal, equal_iv = equal_spend_plan(query)  # read-only: fails before anything is stored
     # not stored as an allocation of the experiment: the group's design record holds it (the experiment's
     # newest allocation stays the one its user asked for)
@@ -155,6 +158,10 @@ def run_verification(args: argparse.Namespace):
 
     cfg = config_of(args)
     reg_path = registry_path(args, cfg)
+    args.benchmark = benchmark_of(args, cfg, "verify")
+    if args.fit_id is not None and args.experiment is None:
+        with Registry(reg_path, read_only=True) as reg:
+            args.experiment = reg.fit(args.fit_id).experiment
     if cfg is None:
         from pipeline.allocate import config_for, resolve_experiment
 
