@@ -1,4 +1,4 @@
-"""How wrong the law is past an axis's tested maximum: a leave-the-top-doubling-out check per data axis.
+"""How wrong the law is past an axis's tested maximum: a leave-the-top-doubling-out check per diversity axis.
 
 The law is refitted on the fitted runs at or below half an axis's largest tested level and predicts the runs
 above it (the top doubling), each ``d_i = log2(x_i / m)`` doublings past the refit's tested maximum ``m``. The
@@ -9,8 +9,7 @@ levels (a Latin hypercube's 970 and 1,024) would otherwise divide the noise by a
 ``allocate`` adds ``sd x log2(level / tested max)`` to the prediction error of any arm that goes past an axis's
 tested maximum, so an interval that extrapolates says so in its width. This is the rung cross-validation of
 :mod:`fit.selection` applied along a data axis instead of model size; :func:`fit.experiment.fit_experiment`
-stores it as :attr:`fit.models.FitResult.axis_extrapolation_sd` for every diversity and quality axis: ``allocate``
-takes either past its tested maximum, up to ``[allocate] max_extrapolation`` (a fraction stops at 1).
+stores it as :attr:`fit.models.FitResult.axis_extrapolation_sd`.
 """
 
 from __future__ import annotations

@@ -50,26 +50,3 @@ def test_a_truth_that_bends_past_the_middle_levels_shows_an_error_per_doubling()
 def test_an_axis_without_two_levels_below_half_its_top_is_left_out() -> None:
     pts = _points([12, 19, 30], lambda X: LAW.predict(TRUE, X))
     assert axis_extrapolation_sd(pts, LAW, ["tool_diversity"]) == {}
-
-
-def _quality_points(levels: list[float], score, seed: int = 0, noise: float = 0.01) -> Points:
-    """Every repair_rate level x 3 sizes x 2 tool counts, scores from ``score(X)`` plus noise."""
-    rows = [(n, t, q) for n in (1e5, 4e5, 1.6e6) for t in (4.0, 16.0) for q in levels]
-    X = {"N": [r[0] for r in rows], "tool_diversity": [r[1] for r in rows], "repair_rate": [r[2] for r in rows]}
-    y = score({k: np.array(v) for k, v in X.items()}) + np.random.default_rng(seed).normal(0, noise, len(rows))
-    return Points(inputs=X, y=list(y), target="score", split=["fit"] * len(rows),
-                  run_ids=[f"r{i}" for i in range(len(rows))], experiment="e", benchmark="b", metric="score")
-
-
-def test_a_quality_axis_is_checked_like_a_diversity_axis() -> None:
-    """allocate takes a quality axis past its tested maximum as it does a diversity axis. A truth whose repair
-    rate helps more above 0.4 than the law's saturating term allows shows an error per doubling when the law,
-    fitted up to 0.4, predicts 0.8."""
-    def steeper(X):
-        return LAW.predict(TRUE, X) + 0.15 * np.maximum(X["repair_rate"] - 0.4, 0.0) / 0.4
-
-    levels = [0.0, 0.1, 0.2, 0.3, 0.4, 0.8]
-    sd = axis_extrapolation_sd(_quality_points(levels, steeper), LAW, ["repair_rate"])["repair_rate"]
-    flat = axis_extrapolation_sd(_quality_points(levels, lambda X: LAW.predict(TRUE, X)), LAW,
-                                 ["repair_rate"])["repair_rate"]
-    assert sd > 0.02 and sd > 3 * flat, (sd, flat)
