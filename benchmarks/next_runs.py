@@ -154,8 +154,10 @@ def _policy_rows(policy: str, k: int, ctx: dict) -> tuple[list[dict], float]:
 
 
 def experiment(name: str, seed: int, folder: Path, *, n_boot: int, inter_boot: int, refit_boot: int,
-               ks=KS, policies=POLICIES, detail: str | None = None) -> list[dict]:
-    """One truth and seed: the thin design, its fit, the four policies at each K, refits and judgements."""
+               ks=KS, policies=POLICIES, detail: str | None = None, keep: Path | None = None) -> list[dict]:
+    """One truth and seed: the thin design, its fit, the four policies at each K, refits and judgements.
+
+    ``keep``: a folder that gets each refitted registry (``{policy}-{k}.duckdb``), for `next_diagnose.py`."""
     cfg = thin_config()
     design = list(build_design(cfg).runs)
     all_truths = truths(law_inputs_for_config(cfg), min(r.train_tokens for r in design))
@@ -193,6 +195,8 @@ def experiment(name: str, seed: int, folder: Path, *, n_boot: int, inter_boot: i
                    "next_mean_ess_at_max_k": nxt.mean_ess,
                    "sizes": sorted({r["model_size"] for r in spec_rows})}
             rows.append(row)
+            if keep is not None:
+                shutil.copy(path, keep / Path(path).name)
             Path(path).unlink(missing_ok=True)
             if detail:
                 with open(detail, "a", encoding="utf-8") as f:

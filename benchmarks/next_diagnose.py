@@ -1,0 +1,160 @@
+"""Why a gain interval after `toolscale next` misses its truth: one experiment of `next_runs.py`, taken apart.
+
+Runs one truth and seed as ``next_runs.py`` does (the thin design, its fit, K runs by one policy, the refit),
+keeps the refitted registry, and prints what the miss is made of:
+
+- the plan and the fair baseline against the tested range of each axis (an arm past it, and the error per
+  doubling the fit measured there, or none);
+- each law form mixed into the interval: its weight, its gain at the plan and the 5-95% range of its draws,
+  beside the true gain;
+- the law's gain error at the plan against its error over random recipes within the tested ranges (the same
+  baseline): an error at the plan far above the others is the optimizer's curse (the plan was chosen where the
+  law's errors are largest), a shared offset is the law's error at the baseline;
+- the bootstrap's own estimate of that optimism: over the draws, each draw's gain at its own optimum minus the
+  point estimate's gain there. When it is much smaller than the error at the plan, the draws cannot see what
+  the interval misses (the truth lies outside the law forms, or the draws are narrower than the law's error).
+
+Examples::
+
+    python benchmarks/next_diagnose.py --truth logistic --seed 10
+    python benchmarks/next_diagnose.py --truth "interaction- (discounts)" --seed 10 --policy random --json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import tempfile
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import next_runs as nr  # noqa: E402
+from _next_policies import target_tokens, truth_score  # noqa: E402
+from allocator.models import AllocationQuery  # noqa: E402
+from allocator.solver import score_at, solve_levels  # noqa: E402
+from fit.models import FitResult  # noqa: E402
+from fit.predict import law_of  # noqa: E402
+from grid.design import build_design  # noqa: E402
+from grid.registry import Registry  # noqa: E402
+from pipeline.allocate import load_inputs, plan_allocation  # noqa: E402
+
+
+def _truth(name: str):
+    """``(full name, truth score)``: the first of next_runs' truths whose name starts with ``name``."""
+    cfg = nr.thin_config()
+    d_ref = min(r.train_tokens for r in build_design(cfg).runs)
+    all_truths = nr.truths(nr.law_inputs_for_config(cfg), d_ref)
+    full = next((n for n in all_truths if n.startswith(name)), None)
+    if full is None:
+        raise SystemExit(f"unknown truth {name!r}; truths: {', '.join(all_truths)}")
+    law, params = all_truths[full]
+    return full, truth_score(law, params, target_tokens(cfg))
+
+
+def _forms(fit: FitResult, plan: dict, base: dict, n: float) -> list[dict]:
+    """Each mixed form's weight, point gain at ``plan`` over ``base`` and its draws' 5-95% range."""
+    out = []
+    for f in [fit, *fit.forms]:
+        law = law_of(f)
+
+        def gain(p, law=law):
+            X = lambda lv: {**{i.name: np.array([lv[i.name]]) for i in law.inputs if i.name in lv},  # noqa: E731
+                            "N": np.array([n])}
+            return float(law.predict(p, X(plan))[0] - law.predict(p, X(base))[0])
+
+        draws = [gain(d) for d in f.draws()]
+        out.append({"law": f.law, "weight": f.form_weight if fit.forms else 1.0, "gain": gain(f.params),
+                    "draws_5_95": [float(np.percentile(draws, 5)), float(np.percentile(draws, 95))] if draws else None})
+    return out
+
+
+def diagnose(path: str, truth, *, recipes: int = 300, redraws: int = 30, seed: int = 0) -> dict:
+    """The parts of one allocation's miss (module docstring) from the refitted registry at ``path``."""
+    query = AllocationQuery.of(registry=path, budget=nr.BUDGET, benchmark=nr.BENCH, redraws=0)
+    rep = plan_allocation(query, save=False)
+    with Registry(path, read_only=True) as reg:
+        ld = load_inputs(reg, query)
+    n, plan, base, score = rep.model_params, rep.plan.levels, rep.baseline.levels, ld.surface.score
+
+    def error(lv):  # the law's gain error over the baseline at lv
+        return (score_at(score, lv, n) - score_at(score, base, n)) - (score_at(truth, lv, n) - score_at(truth, base, n))
+
+    rng = np.random.default_rng(seed)
+    errs = np.array([error({a.name: float(np.exp(rng.uniform(np.log(a.fitted_min), np.log(a.fitted_max))) if a.log
+                                          else rng.uniform(a.fitted_min, a.fitted_max)) for a in ld.request.axes})
+                     for _ in range(recipes)])
+    optimism = []
+    for d in list(ld.surface.draws)[:redraws]:
+        lv = solve_levels(ld.request, d, warm=[plan], starts=0)
+        optimism.append((score_at(d, lv, n) - score_at(d, base, n)) - (score_at(score, lv, n) - score_at(score, base, n)))
+    at_plan = error(plan)
+    return {
+        "law": rep.law, "gain": rep.gain_over_baseline, "gain_interval": rep.gain_interval,
+        "true_gain": score_at(truth, plan, n) - score_at(truth, base, n), "model_params": n,
+        "axes": [{"axis": a.name, "kind": a.kind, "plan": plan[a.name], "baseline": base[a.name],
+                  "tested": [a.fitted_min, a.fitted_max], "error_per_doubling": ld.surface.axis_sd.get(a.name)}
+                 for a in ld.request.axes],
+        "forms": _forms(ld.fit, plan, base, n),
+        "error_at_plan": at_plan, "error_random_mean": float(errs.mean()), "error_random_sd": float(errs.std()),
+        "optimism_mean": float(np.mean(optimism)) if optimism else None,
+        "optimism_sd": float(np.std(optimism)) if optimism else None,
+    }
+
+
+def _print(d: dict) -> None:
+    lo, hi = d["gain_interval"] or (float("nan"), float("nan"))
+    print(f"law {d['law']}: gain {d['gain']:+.4f}, 90% interval [{lo:+.4f}, {hi:+.4f}]; true gain "
+          f"{d['true_gain']:+.4f} ({'inside' if lo <= d['true_gain'] <= hi else 'OUTSIDE'})")
+    for a in d["axes"]:
+        past = a["plan"] > a["tested"][1] * (1 + 1e-9)
+        sd = a["error_per_doubling"]
+        print(f"  {a['axis']:16s} {a['kind']:9s} plan {a['plan']:9.3f}  baseline {a['baseline']:9.3f}  tested "
+              f"[{a['tested'][0]:g}, {a['tested'][1]:g}]" + (f"  PAST it; error per doubling {sd:.4f}" if past and sd
+                                                           else "  PAST it; no error measured" if past else ""))
+    for f in d["forms"]:
+        r = f["draws_5_95"]
+        print(f"  form {f['law']:16s} weight {f['weight']:.2f}  gain {f['gain']:+.4f}"
+              + (f"  draws 5-95% [{r[0]:+.4f}, {r[1]:+.4f}]" if r else ""))
+    z = (d["error_at_plan"] - d["error_random_mean"]) / d["error_random_sd"] if d["error_random_sd"] else float("nan")
+    print(f"  gain error at the plan {d['error_at_plan']:+.4f}; over random tested recipes {d['error_random_mean']:+.4f}"
+          f" (SD {d['error_random_sd']:.4f}; the plan's z {z:+.1f})")
+    if d["optimism_mean"] is not None:
+        print(f"  the draws' own optimism at their optima {d['optimism_mean']:+.4f} (SD {d['optimism_sd']:.4f})")
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0],
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--truth", required=True, help="a truth of next_runs.py (a prefix of its name)")
+    p.add_argument("--seed", type=int, required=True)
+    p.add_argument("--policy", choices=("next", "random"), default="next")
+    p.add_argument("--k", type=int, default=12)
+    p.add_argument("--bootstrap", type=int, default=100)
+    p.add_argument("--refit-bootstrap", type=int, default=40)
+    p.add_argument("--interaction-bootstrap", type=int, default=15)
+    p.add_argument("--keep", help="folder for the refitted registry (default: a temporary one)")
+    p.add_argument("--json", action="store_true")
+    args = p.parse_args(argv)
+    full, truth = _truth(args.truth)
+    with tempfile.TemporaryDirectory() as tmp:
+        keep = Path(args.keep or tmp)
+        keep.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryDirectory() as work:
+            nr.experiment(full, args.seed, Path(work), n_boot=args.bootstrap, inter_boot=args.interaction_bootstrap,
+                          refit_boot=args.refit_bootstrap, ks=(args.k,), policies=(args.policy,), keep=keep)
+        out = {"truth": full, "seed": args.seed, "policy": args.policy, "k": args.k,
+               **diagnose(str(keep / f"{args.policy}-{args.k}.duckdb"), truth)}
+    if args.json:
+        print(json.dumps(out))
+    else:
+        print(f"{full}, seed {args.seed}, {args.policy} K = {args.k}")
+        _print(out)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
