@@ -120,7 +120,7 @@ def experiment(cfg, cfg_path: Path, name: str, truth_law: str, params: dict, see
     return out
 
 
-def run(seeds: int, n_boot: int, only: str | None) -> list[dict]:
+def run(seeds: int, n_boot: int, only: list[str] | None) -> list[dict]:
     text = example_config_text("default")
     cfg = parse_config(tomllib.loads(text))
     truths = _truths(law_inputs_for_config(cfg))
@@ -129,7 +129,7 @@ def run(seeds: int, n_boot: int, only: str | None) -> list[dict]:
         cfg_path = Path(tmp) / "mine.toml"
         cfg_path.write_text(text)
         for i, (name, (law, params)) in enumerate(truths.items()):
-            if only and only not in name:
+            if only and not any(t in name for t in only):
                 continue
             for seed in range(seeds):
                 folder = Path(tmp) / f"t{i}"
@@ -167,7 +167,7 @@ def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--seeds", type=int, default=2, help="imported experiments per truth (default 2)")
     p.add_argument("--bootstrap", type=int, default=100, help="bootstrap refits per fit (default 100)")
-    p.add_argument("--truth", help="only the truths whose name holds this text")
+    p.add_argument("--truth", action="append", help="only the truths whose name holds this text (repeatable)")
     p.add_argument("--json", action="store_true")
     args = p.parse_args()
     t0 = time.time()

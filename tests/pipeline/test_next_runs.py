@@ -142,15 +142,20 @@ def test_bad_input_is_refused(registry, fields, kwargs, error, needle) -> None:
         propose_next_runs(_query(registry, **fields), **kwargs, **FAST)
 
 
-def test_a_law_that_values_no_data_axis_is_refused_naming_the_fit(registry) -> None:
-    """With every diversity coefficient 0 the law (like the form on N and D alone) scores every plan alike:
-    no run can change the allocation, so next says so instead of proposing runs with expected width 0."""
+def _save_flat_fit(registry: str) -> None:
+    """Store, as the newest fit, the law with every diversity coefficient 0 (it scores every plan alike)."""
     fit = _fit(_config())
     flat = lambda p: {k: (0.0 if k.startswith("G_") else v) for k, v in p.items()}  # noqa: E731
     fit = fit.model_copy(update={"params": flat(fit.params), "bootstrap": [flat(d) for d in fit.bootstrap]})
     with Registry(registry) as reg:
         reg.save_fit(experiment="exp", benchmark="bench", metric="score", law=fit.law, converged=True,
                      n_points=fit.n_points, data_hash="test", payload=fit.model_dump(mode="json"))
+
+
+def test_a_law_that_values_no_data_axis_is_refused_naming_the_fit(registry) -> None:
+    """With every diversity coefficient 0 the law (like the form on N and D alone) scores every plan alike:
+    no run can change the allocation, so next says so instead of proposing runs with expected width 0."""
+    _save_flat_fit(registry)
     with pytest.raises(AllocatorUsageError, match=r"scores every plan alike .* no run can change this allocation"):
         propose_next_runs(_query(registry), runs=2, **FAST)
 
@@ -179,12 +184,7 @@ def test_fit_id_plans_from_that_fit_not_the_newest(registry) -> None:
     """A stored fit other than the newest is planned from when named; the newest (here one that values no data
     axis) would be refused. A fit of another benchmark is refused naming both."""
     first = _newest_fit_id(registry)
-    fit = _fit(_config())
-    flat = lambda p: {k: (0.0 if k.startswith("G_") else v) for k, v in p.items()}  # noqa: E731
-    fit = fit.model_copy(update={"params": flat(fit.params), "bootstrap": [flat(d) for d in fit.bootstrap]})
-    with Registry(registry) as reg:
-        reg.save_fit(experiment="exp", benchmark="bench", metric="score", law=fit.law, converged=True,
-                     n_points=fit.n_points, data_hash="test", payload=fit.model_dump(mode="json"))
+    _save_flat_fit(registry)
     with pytest.raises(AllocatorUsageError, match="scores every plan alike"):
         propose_next_runs(_query(registry), runs=2, **FAST)
     got = propose_next_runs(_query(registry, fit_id=first), runs=2, **FAST)
