@@ -55,3 +55,18 @@ def test_table_cells_are_short(value, text):
     from toolscale.cli._common import _fmt
 
     assert _fmt(value) == text
+
+
+@pytest.mark.parametrize("cells", [["3"], ["a column text so wide that the whole table is wider than its title, which then heads it as before"]])
+def test_a_table_title_is_never_wrapped(cells):
+    """A title wider than its table (a registry's path) is printed whole on its own line; a narrower one heads
+    the table as before."""
+    import io
+
+    from toolscale.cli._common import print_table
+
+    title = "/some/long/folder/of/a/team/registry.duckdb (schema v7, 1,234,567 bytes)"
+    buf = io.StringIO()
+    print_table([{"table": "runs", "rows": c} for c in cells], title=title, file=buf)
+    lines = buf.getvalue().splitlines()
+    assert sum(title in line for line in lines) == 1, lines

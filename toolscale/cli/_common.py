@@ -85,11 +85,15 @@ def print_table(rows: list[dict[str, Any]], title: str | None = None, file=None)
     if not rows:
         console.print(f"{title}: (none)" if title else "(none)")
         return
-    table = Table(title=title)
+    table = Table()
     for key in rows[0]:
         table.add_column(str(key))
     for row in rows:
         table.add_row(*[_fmt(v) for v in row.values()])
+    if title and len(title) > console.measure(table).maximum:  # a title wider than the table is not wrapped
+        console.print(title, style="italic", soft_wrap=True, highlight=False)
+    else:
+        table.title = title
     console.print(table)
 
 
