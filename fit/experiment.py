@@ -104,7 +104,7 @@ def fit_experiment(runs: Sequence[RunRecord], request: FitRequest, *, config: Ex
     if law.stages is not None and selection is None:
         fit = _two_step_extrapolation(fit, points, law, request)
     fit = fit.model_copy(update={"options": _options(request, law), "axis_extrapolation_sd": axis_extrapolation_sd(
-        points, law, [i.name for i in law.inputs if i.kind == "diversity"], fixed=fixed)})
+        points, law, [i.name for i in law.inputs if i.kind in ("diversity", "quality")], fixed=fixed)})
     kind, k = parse_holdout(request.holdout)
     if kind == "rungs":
         steps = rolling_steps(points, law, int(k), n_bootstrap=min(request.n_bootstrap, 50), seed=request.seed,

@@ -50,3 +50,37 @@ def test_a_truth_that_bends_past_the_middle_levels_shows_an_error_per_doubling()
 def test_an_axis_without_two_levels_below_half_its_top_is_left_out() -> None:
     pts = _points([12, 19, 30], lambda X: LAW.predict(TRUE, X))
     assert axis_extrapolation_sd(pts, LAW, ["tool_diversity"]) == {}
+
+
+def _quality_points(levels: list[float], score, seed: int = 0, noise: float = 0.01) -> Points:
+    """Every repair_rate level x 3 sizes x 2 tool counts, scores from ``score(X)`` plus noise."""
+    rows = [(n, t, q) for n in (1e5, 4e5, 1.6e6) for t in (4.0, 16.0) for q in levels]
+    X = {"N": [r[0] for r in rows], "tool_diversity": [r[1] for r in rows], "repair_rate": [r[2] for r in rows]}
+    y = score({k: np.array(v) for k, v in X.items()}) + np.random.default_rng(seed).normal(0, noise, len(rows))
+    return Points(inputs=X, y=list(y), target="score", split=["fit"] * len(rows),
+                  run_ids=[f"r{i}" for i in range(len(rows))], experiment="e", benchmark="b", metric="score")
+
+
+def test_a_quality_axis_is_checked_past_its_top_fifth() -> None:
+    """allocate takes a quality axis past its tested maximum as it does a diversity axis. A truth whose repair
+    rate helps more above 0.4 than the law's saturating term allows shows an error per doubling when the law,
+    refitted up to 0.8 / 1.25 (levels 0-0.4 here), predicts 0.8; the law's own truth shows about none."""
+    def steeper(X):
+        return LAW.predict(TRUE, X) + 0.15 * np.maximum(X["repair_rate"] - 0.4, 0.0) / 0.4
+
+    levels = [0.0, 0.1, 0.2, 0.3, 0.4, 0.8]
+    sd = axis_extrapolation_sd(_quality_points(levels, steeper), LAW, ["repair_rate"])["repair_rate"]
+    flat = [axis_extrapolation_sd(_quality_points(levels, lambda X: LAW.predict(TRUE, X), seed=s), LAW,
+                                  ["repair_rate"])["repair_rate"] for s in range(3)]
+    assert sd > 0.02 and sd > 3 * max(flat) and max(flat) < 0.02, (sd, flat)
+
+
+def test_a_quality_axis_keeps_all_but_its_top_fifth_in_the_refit() -> None:
+    """Levels 0.1-1.0: the refit keeps those up to 0.8 (not up to 0.5, as a diversity axis's top doubling would),
+    so a truth that turns only between 0.5 and 0.8 is fitted, not extrapolated, and shows no error past 0.8."""
+    def turns(X):
+        return LAW.predict(TRUE, X) + 0.1 * np.clip(X["repair_rate"] - 0.5, 0.0, 0.3)
+
+    levels = [0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 1.0]
+    sd = axis_extrapolation_sd(_quality_points(levels, turns), LAW, ["repair_rate"])["repair_rate"]
+    assert sd < 0.03, sd

@@ -38,6 +38,8 @@ def test_auto_with_both_kinds_runs_the_interaction_test(sim, truths):
     res = fit_experiment(runs, req)
     assert res.interaction is not None and res.fit.law == res.interaction.supported == "multiplicative"
     assert res.fit.simulated
+    # allocate takes quality axes past their tested maximum too: each gets the check a diversity axis gets
+    assert set(res.fit.axis_extrapolation_sd) == {"tool_diversity", "task_count", "repair_rate", "support_depth"}
 
 
 def test_stored_fraction_and_no_runs():
