@@ -44,9 +44,9 @@ def axis_extrapolation_sd(points: Points, law: Law, axes: Sequence[str], *,
     (residual units: score points, log units for log residuals); axes where the check cannot run (fewer levels,
     a refit that fails) are left out. Held-out points are never used.
     """
-    kinds = {i.name: i.kind for i in law.inputs}
     if law.stages is not None:
         return {}
+    kinds = {i.name: i.kind for i in law.inputs}
     fitted = points.subset(points.split_array() == "fit")
     if fitted.final:
         fitted = fitted.subset(fitted.final)

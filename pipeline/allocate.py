@@ -25,7 +25,7 @@ from grid import Registry
 from grid.models import RunRecord
 from toolscale.config import ExperimentConfig, parse_config
 
-__all__ = ["plan_allocation", "equal_spend_plan", "AllocationInputs", "load_inputs", "resolve_experiment",
+__all__ = ["plan_allocation", "equal_spend_plan", "AllocationInputs", "load_inputs", "named_experiment", "resolve_experiment",
            "load_fit", "config_for", "other_forms", "benchmarks_with_fits"]
 
 
@@ -137,10 +137,14 @@ class AllocationInputs:
         return self.target.d
 
 
+def named_experiment(reg: Registry, experiment: str | None, fit_id: str | None) -> str | None:
+    """The experiment given, else the one the stored fit ``fit_id`` is of, else None (the only one with a fit)."""
+    return experiment or (reg.fit(fit_id).experiment if fit_id else None)
+
+
 def load_inputs(reg: Registry, query: AllocationQuery) -> AllocationInputs:
     """The fit, config, request and surface of ``query`` read from the open registry ``reg``."""
-    named = query.experiment or (reg.fit(query.fit_id).experiment if query.fit_id else None)
-    exp = resolve_experiment(reg, query.benchmark, named)
+    exp = resolve_experiment(reg, query.benchmark, named_experiment(reg, query.experiment, query.fit_id))
     fit_id, fit = load_fit(reg, exp, query.benchmark, query.law, query.fit_id)
     cfg = config_for(reg, exp, query.config)
     ranges = _fitted_ranges(reg, exp)

@@ -5,8 +5,8 @@ from __future__ import annotations
 import argparse
 import math
 
-from toolscale.cli._common import (Formatter, add_registry_args, benchmark_of, config_of, emit_json, positive_float, positive_int,
-                                   print_table, registry_path, writable_file, PLOT_SUFFIXES, amount)
+from toolscale.cli._common import (Formatter, add_registry_args, benchmark_of, config_of, emit_json, positive_float,
+                                   positive_int, print_table, registry_path, writable_file, PLOT_SUFFIXES, amount)
 from toolscale.errors import UsageError
 
 __all__ = ["register"]

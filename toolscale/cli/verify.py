@@ -155,17 +155,14 @@ def run_verification(args: argparse.Namespace):
     from allocator.plots import verification_plot
     from allocator.verification import summarise
     from grid.registry import Registry
+    from pipeline.allocate import config_for, named_experiment, resolve_experiment
 
     cfg = config_of(args)
     reg_path = registry_path(args, cfg)
     args.benchmark = benchmark_of(args, cfg, "verify")
-    if args.fit_id is not None and args.experiment is None:
-        with Registry(reg_path, read_only=True) as reg:
-            args.experiment = reg.fit(args.fit_id).experiment
-    if cfg is None:
-        from pipeline.allocate import config_for, resolve_experiment
-
-        with Registry(reg_path, read_only=True) as reg:
+    with Registry(reg_path, read_only=True) as reg:
+        args.experiment = named_experiment(reg, args.experiment, args.fit_id)
+        if cfg is None:
             cfg = config_for(reg, resolve_experiment(reg, args.benchmark, args.experiment), None)
     rung = _rung(cfg, args.model_size)
     plan, arms, group, specs = _plans(reg_path, cfg, args, rung)
