@@ -79,6 +79,7 @@ def make_surface(fit: FitResult, *, tokens: float, others: Sequence[FitResult] =
         weights = form_weights(forms)
         comps = [(f, law if f is fit else law_of(f), weights[f.law]) for f in forms]
     effect = {"effect_sd": fit.effect_sd or 0.0, "max_fitted_n": fit.max_fitted_n,
+              "max_compared_n": fit.max_compared_n,
               "noise_sd": fit.residual_sd, "noise_log": fit.residual_scale == "log",
               "extrapolation_sd": fit.extrapolation_sd or 0.0, "axis_sd": dict(axis_sd or {})}
     if len(comps) <= 1 or not fit.bootstrap:

@@ -34,8 +34,8 @@ width is not read from the weights at all: it is the linear-Gaussian (ensemble K
 width of the gain, ``2 x 1.645 x sqrt(var(g | S) + effect_sd^2 x decades^2 x E[g^2])``, whose
 ``var(g | S)`` does not depend on the results. A plan above the fitted sizes has its gains scaled by
 ``1 + effect_sd x decades x z_b`` as ``allocate`` does (:func:`allocator.solver.with_effect_error`),
-with ``decades`` counted from the largest of the fitted sizes and the batch's: a run at the plan's
-own size removes that term. The benchmark (``benchmarks/next_runs.py``) measured the untempered
+with ``decades`` counted from the largest fitted rung (a size with 3+ fitted runs), or a size where the
+batch's runs make one: three runs at the plan's own size remove that term, a lone run does not. The benchmark (``benchmarks/next_runs.py``) measured the untempered
 weighted percentile 4.1x narrower than the refit's interval (median of 7 truths, K = 12).
 
 Selection
@@ -70,7 +70,10 @@ class Ensemble:
     ``preds`` (B, C): each draw's prediction of each candidate run, on the fit's residual scale.
     ``noise_var`` (C,): variance of one run's result around a draw's prediction (same scale).
     ``cand_n`` (C,): model size N of each candidate. ``target_n``: N the allocation plans for.
-    ``effect_sd``, ``max_fitted_n``, ``z`` (B,): the effect error (``allocate``'s; ``z`` its normals).
+    ``effect_sd``, ``max_fitted_n``, ``z`` (B,): the effect error (``allocate``'s; ``z`` its normals), counted in
+    decades above the largest fitted rung ``max_compared_n`` (None: ``max_fitted_n``). A candidate's size becomes
+    a rung once ``rung_runs`` runs are fitted there: ``sparse_runs`` (N -> runs) are those the fit already has at
+    sizes that are not rungs yet, and the batch adds its own.
     """
 
     gains: np.ndarray
@@ -82,6 +85,9 @@ class Ensemble:
     effect_sd: float = 0.0
     max_fitted_n: float | None = None
     z: np.ndarray | None = None
+    max_compared_n: float | None = None
+    sparse_runs: dict[float, int] = field(default_factory=dict)
+    rung_runs: int = 1
 
     @property
     def n_draws(self) -> int:
@@ -91,9 +97,10 @@ class Ensemble:
 
 def _decades(ens: Ensemble, max_n: np.ndarray) -> np.ndarray:
     """Decades of the effect error's extrapolation for largest fitted sizes ``max_n`` (0 where there is none)."""
-    if not ens.effect_sd or not ens.max_fitted_n or ens.z is None:
+    top = ens.max_compared_n or ens.max_fitted_n
+    if not ens.effect_sd or not top or ens.z is None:
         return np.zeros_like(max_n, dtype=float)
-    return np.maximum(0.0, np.log10(ens.target_n / np.maximum(max_n, ens.max_fitted_n)))
+    return np.maximum(0.0, np.log10(ens.target_n / np.maximum(max_n, top)))
 
 
 def effect_gains(ens: Ensemble, max_n: np.ndarray | float) -> np.ndarray:
@@ -372,6 +379,18 @@ def _outcomes(ens: Ensemble, truth: np.ndarray, cands: np.ndarray, picks: dict[i
     return ens.preds[truth][:, cands] + np.sqrt(ens.noise_var[cands])[None, :] * e
 
 
+def _rung_if_chosen(ens: Ensemble, st: _State, cands: np.ndarray) -> np.ndarray:
+    """(L,) each candidate's N where one more run there makes that size a rung (``rung_runs`` runs among the fit's
+    sparse runs and the batch's), else 0."""
+    n = ens.cand_n[cands]
+    sizes, counts = np.unique(ens.cand_n[list(st.picks)], return_counts=True) if st.picks else ([], [])
+    picked = {float(x): int(c) for x, c in zip(sizes, counts)}
+    for c, k in st.picks.items():  # replicate picks of one candidate count each
+        picked[float(ens.cand_n[c])] += k - 1
+    have = np.array([ens.sparse_runs.get(float(x), 0) + picked.get(float(x), 0) for x in n])
+    return np.where(have + 1 >= ens.rung_runs, n, 0.0)
+
+
 def _choose(ens: Ensemble, su: _Setup, st: _State, costs: np.ndarray, feasible: np.ndarray, cell_of: np.ndarray,
             screen: int, per_cell: int) -> tuple[int, dict[str, float]]:
     """One greedy choice: screen, evaluate the shortlist by the preposterior, update the state; the candidate and
@@ -381,7 +400,7 @@ def _choose(ens: Ensemble, su: _Setup, st: _State, costs: np.ndarray, feasible: 
     cands = _shortlist(lin, feasible, cell_of, screen, per_cell)
     y = _outcomes(ens, su.truth, cands, st.picks, su.noise, su.seed)
     logw = st.logw[None] + _increments(ens, y, cands)
-    top = np.maximum(st.max_n, ens.cand_n[cands])
+    top = np.maximum(st.max_n, _rung_if_chosen(ens, st, cands))
     m = weighted_measures(tempered(logw, su.ess_min), effect_gains(ens, top), ens.scores, su.best)
     m["width"] = gaussian_width(ens, _posterior_var(st, ens, cands), top)
     m["ess"] = _ess(logw).mean(axis=-1)
@@ -389,7 +408,7 @@ def _choose(ens: Ensemble, su: _Setup, st: _State, costs: np.ndarray, feasible: 
     j = int(np.argmax((st.u - u) / np.maximum(costs[cands], floor)))
     c = int(cands[j])
     st.logw, st.u = logw[j], float(u[j])
-    st.max_n = max(st.max_n, float(ens.cand_n[c]))
+    st.max_n = max(st.max_n, float(_rung_if_chosen(ens, st, np.array([c]))[0]))
     st.picks[c] = st.picks.get(c, 0) + 1
     _ensrf(st, c, float(ens.noise_var[c]))
     return c, {k: float(v[j]) for k, v in m.items()}

@@ -18,6 +18,7 @@ import numpy as np
 from allocator.models import COMPUTE, AllocationReport, NextRuns, ProposedRun
 from allocator.preposterior import CostBook, Ensemble, Selection
 from allocator.solver import Surface, solve_levels
+from fit import MIN_RUNG_RUNS
 from grid import CandidateCell, candidate_cells, candidate_recipes, recipe_key
 from grid.models import RunRecord
 
@@ -90,9 +91,11 @@ def _on_scale(score: np.ndarray, sign: float, scale: str) -> np.ndarray:
     return np.log(np.maximum(metric, 1e-300)) if scale == "log" else metric
 
 
-def ensemble_of(surface: Surface, fit: Any, space: Space, plans: list[dict[str, float]], n_target: float
-                ) -> tuple[Ensemble, np.ndarray]:
-    """The draws over the plans and the candidates; also the point prediction of each candidate (metric units)."""
+def ensemble_of(surface: Surface, fit: Any, space: Space, plans: list[dict[str, float]], n_target: float,
+                fitted_n: Sequence[float] = ()) -> tuple[Ensemble, np.ndarray]:
+    """The draws over the plans and the candidates; also the point prediction of each candidate (metric units).
+
+    ``fitted_n``: N of each fitted run, so that a size above the fit's largest rung counts its runs toward one."""
     sign = -1.0 if fit.target == "loss" else 1.0
     x = space.inputs()
     pl = {k: np.array([p[k] for p in plans], dtype=float) for k in plans[0]}
@@ -107,8 +110,16 @@ def ensemble_of(surface: Surface, fit: Any, space: Space, plans: list[dict[str, 
     z = np.random.default_rng(0).standard_normal(scores.shape[0])  # allocate's effect-error normals
     ens = Ensemble(gains=scores[:, 0] - scores[:, 1], scores=scores, preds=preds,
                    noise_var=np.maximum(noise, 1e-12), cand_n=x["N"], target_n=n_target,
-                   effect_sd=surface.effect_sd, max_fitted_n=surface.max_fitted_n, z=z)
+                   effect_sd=surface.effect_sd, max_fitted_n=surface.max_fitted_n, z=z,
+                   max_compared_n=surface.max_compared_n, sparse_runs=_sparse(fitted_n, surface.max_compared_n),
+                   rung_runs=MIN_RUNG_RUNS)
     return ens, point
+
+
+def _sparse(fitted_n: Sequence[float], rung: float | None) -> dict[float, int]:
+    """Fitted runs per size above the largest rung ``rung`` (every size when there is none)."""
+    sizes, counts = np.unique(np.asarray(fitted_n, dtype=float), return_counts=True)
+    return {float(x): int(c) for x, c in zip(sizes, counts) if rung is None or x > rung}
 
 
 def rival_plans(request: Any, surface: Surface, plan: dict[str, float], redraws: int) -> list[dict[str, float]]:

@@ -39,8 +39,9 @@ class Surface:
 
     ``labels[i]`` names the law form of ``draws[i]`` (empty: unnamed); ``own`` is how the
     law was chosen, for a baseline surface. ``effect_sd`` is the relative error of a predicted
-    gain per decade of model size above ``max_fitted_n`` (the fit's rung CV,
-    :attr:`fit.models.FitResult.effect_sd`; 0: gain intervals carry the draws only).
+    gain per decade of model size above ``max_compared_n`` (the fit's rung CV,
+    :attr:`fit.models.FitResult.effect_sd`; 0: gain intervals carry the draws only), the largest fitted rung
+    (:attr:`fit.models.FitResult.max_compared_n`; None: ``max_fitted_n``).
 
     The prediction error of one run, as ``predict`` adds it: ``noise_sd`` (the fit's residual SD; log units
     when ``noise_log``, multiplicative), ``extrapolation_sd`` per decade of N above ``max_fitted_n``, and
@@ -53,6 +54,7 @@ class Surface:
     own: str = ""
     effect_sd: float = 0.0
     max_fitted_n: float | None = None
+    max_compared_n: float | None = None
     noise_sd: float = 0.0
     noise_log: bool = False
     extrapolation_sd: float = 0.0
@@ -411,12 +413,14 @@ def _gains(surface: Surface, a: Mapping[str, float], b: Mapping[str, float], n: 
 def with_effect_error(gains: Sequence[float], surface: Surface, n: float, *, seed: int = 0) -> list[float]:
     """Gain draws scaled by ``1 + effect_sd x decades x z``, ``z`` standard normal (fixed seed).
 
-    ``decades = max(0, log10(n / max_fitted_n))``: a plan for a fitted size keeps its draws; one for a
-    size above them carries the error the rung CV measured in the law's differences between runs.
+    ``decades = max(0, log10(n / max_compared_n))``: a plan for a fitted rung keeps its draws; one for a
+    size above them carries the error the rung CV measured in the law's differences between runs. A lone run
+    at a larger size does not remove it: it fits one recipe's level there, not the differences.
     """
-    if not gains or not surface.effect_sd or not surface.max_fitted_n:
+    top = surface.max_compared_n or surface.max_fitted_n
+    if not gains or not surface.effect_sd or not top:
         return list(gains)
-    decades = max(0.0, math.log10(n / surface.max_fitted_n))
+    decades = max(0.0, math.log10(n / top))
     z = np.random.default_rng(seed).standard_normal(len(gains))
     return [float(g) for g in np.asarray(gains, dtype=float) * (1.0 + surface.effect_sd * decades * z)]
 

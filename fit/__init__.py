@@ -18,6 +18,7 @@ from toolscale.exports import lazy_exports
 
 _EXPORTS: dict[str, str] = {
     'FitError': 'fit.errors',
+    'MIN_RUNG_RUNS': 'fit.selection',
     'bic_weights': 'fit.predict',
     'check_point': 'fit.predict',
     'components': 'fit.predict',

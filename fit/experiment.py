@@ -19,7 +19,7 @@ from fit.laws import Law, get_law
 from fit.models import ExperimentFit, FitRequest, FitResult, LawSelection, Points
 from fit.predict import bic_weights
 from fit.rolling import rolling_steps
-from fit.selection import select_law
+from fit.selection import rung_sizes, select_law
 from fit.targets import target_runs
 from grid.models import RunRecord
 from toolscale.config import ExperimentConfig
@@ -204,8 +204,10 @@ def with_extrapolation(fit: FitResult, selection: LawSelection, points: Points, 
                        level: float = 0.90) -> FitResult:
     """``fit`` with the selection and its extrapolation error attached, held-out metrics recomputed with it."""
     fitted = points.subset(points.split_array() == "fit")
+    rungs = rung_sizes(fitted)
     fit = fit.model_copy(update={"selection": selection, "extrapolation_sd": selection.extrapolation_sd,
-                                 "effect_sd": selection.effect_sd, "max_fitted_n": float(max(fitted.inputs["N"]))})
+                                 "effect_sd": selection.effect_sd, "max_fitted_n": float(max(fitted.inputs["N"])),
+                                 "max_compared_n": rungs[-1] if rungs else None})
     test = _heldout_final(points)
     if test.n and selection.extrapolation_sd is not None:
         fit = fit.model_copy(update={"heldout": heldout_metrics(fit, law, test, train_flops=fitted.flops,

@@ -31,6 +31,11 @@ pooled error is therefore corrected for the selection (Varma and Simon 2006; Caw
 * ``runner_up``: with a single fold (3 fitted sizes) there is nothing to nest, so each fold's error is
   the larger of the chosen and the runner-up form's (the runner-up did not win on these folds).
 
+A rung is a fitted size with at least :data:`MIN_RUNG_RUNS` runs. A size with fewer (one verification
+run at a larger size, a proposal's lone run at the target size) is fitted like any other, but it is not a
+fold's predicted size: a CV error of one run has no standard error, so the one-SE rule could not weigh it,
+and it says nothing about the differences between runs.
+
 The same CV step measures how well the law gets the *differences* between runs one rung up,
 which is what a gain between two plans is: the slope ``b`` of the observed on the predicted
 differences at the largest fold (:func:`effect_slope`). ``effect_sd = sqrt(max(0, (b - 1)^2 -
@@ -51,7 +56,22 @@ from fit.fitting import fit_law
 from fit.laws import Law
 from fit.models import CVFold, LawCandidate, LawSelection, Points
 
-__all__ = ["effect_slope", "one_se_choice", "select_law", "choose"]
+__all__ = ["effect_slope", "one_se_choice", "select_law", "choose", "rung_sizes", "MIN_RUNG_RUNS"]
+
+MIN_RUNG_RUNS = 3
+"""Fitted runs a size needs to be a rung: a rung-CV fold's predicted size, and a size whose differences between
+runs the law was fitted on (:attr:`fit.models.FitResult.max_compared_n`). Three is the fewest with a slope of
+the differences and its standard error (:func:`effect_slope`)."""
+
+
+def rung_sizes(points: Points) -> list[float]:
+    """The sizes ``N`` (ascending) with at least :data:`MIN_RUNG_RUNS` of ``points``' ``fit`` points at final
+    checkpoints."""
+    fitted = points.subset(points.split_array() == "fit")
+    if fitted.final:
+        fitted = fitted.subset(fitted.final)
+    sizes, counts = np.unique(np.asarray(fitted.inputs["N"], dtype=float), return_counts=True)
+    return [float(x) for x, c in zip(sizes, counts) if c >= MIN_RUNG_RUNS]
 
 
 def effect_slope(actual: np.ndarray, predicted: np.ndarray) -> tuple[float | None, float | None]:
@@ -187,13 +207,13 @@ def _corrected(labels: list[str], scores: list[dict[str, _Score | None]], decade
     return ("runner_up" if runner else "none"), folds, _pooled(excess, decades)
 
 
-def _fittable(candidates: Mapping[str, Law], fitted: Points, sizes: list[float]) -> dict[str, Law]:
+def _fittable(candidates: Mapping[str, Law], fitted: Points, rungs: list[float]) -> dict[str, Law]:
     """The candidates with fewer parameters than the runs of the smallest fit they get (the first rung-CV fold:
-    the two smallest sizes; every fitted run with fewer than 3 sizes). A form too large for it cannot be scored
+    every size below the third rung; every fitted run with fewer than 3 rungs). A form too large for it cannot be scored
     on every fold, so it cannot be chosen (the demo's 5 recipes a width give 10 runs there). FitInputError when
     none is left."""
     n = np.asarray(fitted.inputs["N"], dtype=float)
-    smallest = int(np.sum(n <= sizes[1])) if len(sizes) >= 3 else fitted.n
+    smallest = int(np.sum(n < rungs[2])) if len(rungs) >= 3 else fitted.n
     usable = {lb: law for lb, law in candidates.items() if law.n_params + 1 <= smallest}
     if not usable:
         from fit.errors import FitInputError
@@ -223,8 +243,9 @@ def select_law(points: Points, candidates: Mapping[str, Law], *, n_starts: int =
     fitted = points.subset(points.split_array() == "fit")
     sizes = sorted(set(np.asarray(fitted.inputs["N"], dtype=float).tolist()))
     fit_kw = dict(n_starts=n_starts, max_grid=max_grid, seed=seed, huber_delta=huber_delta)
-    candidates = _fittable(candidates, fitted, sizes)
-    if len(sizes) < 3:
+    rungs = rung_sizes(fitted)
+    candidates = _fittable(candidates, fitted, rungs)
+    if len(rungs) < 3:
         rows = []
         for label, law in candidates.items():
             res = fit_law(fitted, law, **fit_kw)
@@ -232,7 +253,7 @@ def select_law(points: Points, candidates: Mapping[str, Law], *, n_starts: int =
                                      converged=res.converged))
         best = min((r for r in rows if r.converged), key=lambda r: r.bic, default=rows[0])
         return LawSelection(criterion="bic", predicted_size=None, fit_sizes=sizes, candidates=rows, chosen=best.label)
-    tops = sizes[2:]
+    tops = rungs[2:]
     labels = list(candidates)
     scores: list[dict[str, _Score | None]] = [{} for _ in tops]
     bics: dict[str, float] = {}
@@ -257,7 +278,7 @@ def select_law(points: Points, candidates: Mapping[str, Law], *, n_starts: int =
     chosen = one_se_choice(scored).label if scored else None
     if chosen is None:  # no candidate extrapolated on every fold: the lowest BIC of the largest fold's fits
         best = min((r for r in rows if r.converged), key=lambda r: r.bic, default=rows[0])
-        return LawSelection(criterion="rung_cv", predicted_size=tops[-1], fit_sizes=sizes[:-1], candidates=rows,
+        return LawSelection(criterion="rung_cv", predicted_size=tops[-1], fit_sizes=[x for x in sizes if x < tops[-1]], candidates=rows,
                             chosen=best.label)
     decades = [math.log10(top / sizes[sizes.index(top) - 1]) for top in tops]
     correction, folds, sd = _corrected(labels, scores, decades, chosen, {lb: law.n_params for lb, law in candidates.items()})
@@ -268,7 +289,7 @@ def select_law(points: Points, candidates: Mapping[str, Law], *, n_starts: int =
     own = _pooled([s[chosen].excess for s in scores], decades)  # type: ignore[union-attr]
     slope, se = effect_slope(last.actual, last.predicted)
     effect = _beyond(slope - 1.0, se) / decades[-1] if slope is not None and se is not None else None
-    return LawSelection(criterion="rung_cv", predicted_size=tops[-1], fit_sizes=sizes[:-1], candidates=rows,
+    return LawSelection(criterion="rung_cv", predicted_size=tops[-1], fit_sizes=[x for x in sizes if x < tops[-1]], candidates=rows,
                         chosen=chosen, extrapolation_sd=sd, cv_rms=last.rms, cv_noise_sd=last.noise,
                         effect_slope=slope, effect_slope_se=se, effect_sd=effect, folds=folds,
                         correction=correction, extrapolation_sd_chosen=own)

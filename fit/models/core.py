@@ -390,7 +390,11 @@ class FitResult(_Frozen):
     """Largest fitted model size N (where ``extrapolation_sd`` starts to count)."""
     effect_sd: float | None = None
     """Relative error of a predicted difference between runs (a gain) per decade of N above
-    ``max_fitted_n`` (:attr:`LawSelection.effect_sd`); None: gain intervals carry parameter draws only."""
+    ``max_compared_n`` (:attr:`LawSelection.effect_sd`); None: gain intervals carry parameter draws only."""
+    max_compared_n: float | None = None
+    """Largest fitted rung: a size with at least :data:`fit.selection.MIN_RUNG_RUNS` fitted runs, so the law's
+    differences between runs were fitted there (``effect_sd`` counts decades from it). A lone run at a larger
+    size moves ``max_fitted_n``, not this. None (a fit stored before it): ``max_fitted_n``."""
     max_fitted_flops: float | None = None
     """Training FLOPs of the largest fitted run (None when unknown): ``predict`` measures extrapolation by it."""
     fitted_ranges: dict[str, tuple[float, float]] = Field(default_factory=dict)

@@ -145,6 +145,9 @@ def test_the_rung_cv_effect_error_widens_gain_intervals_only_above_the_fitted_si
     s = replace(plain, effect_sd=0.3, max_fitted_n=1e4)
     assert with_effect_error([0.1, 0.2], s, 1e6) == with_effect_error([0.1, 0.2], s, 1e6)
     assert with_effect_error([0.0, 0.0], s, 1e6) == [0.0, 0.0]
+    # a lone run at 1e6 moved max_fitted_n there; the differences were fitted up to the rung at 1e4 only
+    lone = replace(s, max_fitted_n=1e6, max_compared_n=1e4)
+    assert with_effect_error([0.1, 0.2], lone, 1e6) == with_effect_error([0.1, 0.2], s, 1e6) != [0.1, 0.2]
 
 
 def test_budget_below_cheapest_plan_names_the_minimum() -> None:

@@ -253,3 +253,52 @@ def test_a_form_with_more_parameters_than_the_smallest_folds_runs_is_left_out_no
     assert sel.chosen == "chinchilla_ND"
     with pytest.raises(FitInputError, match="needs at least 11 fitted runs in its smallest fit; got 10"):
         select_law(thin, {"chinchilla_unique": cands["chinchilla_unique"]}, n_starts=2, max_grid=256)
+
+
+def _with_lone_run(pts: Points, n: float, y: float) -> Points:
+    """``pts`` plus one fitted run at size ``n`` (a verification run above the ladder), loss ``y``."""
+    X = {k: list(v) + [v[-1] if k not in ("N", "D") else (n if k == "N" else 20.0 * n)] for k, v in pts.inputs.items()}
+    return pts.model_copy(update={"inputs": X, "y": list(pts.y) + [y], "split": list(pts.split) + ["fit"],
+                                  "flops": list(pts.flops) + [6 * n * 20 * n]})
+
+
+def test_rung_sizes_need_three_fitted_final_runs():
+    from fit.selection import MIN_RUNG_RUNS, rung_sizes
+
+    pts = _points()
+    assert MIN_RUNG_RUNS == 3
+    assert rung_sizes(pts) == [2000.0, 6000.0, 18000.0, 54000.0]  # the held-out size is not fitted
+    lone = _with_lone_run(pts, 162000.0, 2.0)
+    assert rung_sizes(lone) == rung_sizes(pts)
+    two = _with_lone_run(lone, 162000.0, 2.1)
+    assert rung_sizes(two) == rung_sizes(pts)
+    three = _with_lone_run(two, 162000.0, 2.2)
+    assert rung_sizes(three)[-1] == 162000.0
+
+
+def test_a_lone_run_above_the_rungs_is_fitted_but_never_a_folds_predicted_size():
+    """One run at a larger size must not decide the form (its CV error has no SE) nor erase the error of differences:
+    the folds, the choice and the errors are those of the rungs, whatever that run's value."""
+    pts = _points(noise=0.03)
+    cands = {"chinchilla_ND": get_law("chinchilla"), "chinchilla_unique": get_law("chinchilla_unique", INPUTS)}
+    sel = select_law(pts, cands, n_starts=4, max_grid=1024)
+    for y in (0.5, 50.0):  # a run far off either way
+        lone = select_law(_with_lone_run(pts, 162000.0, y), cands, n_starts=4, max_grid=1024)
+        assert [f.predicted_size for f in lone.folds] == [18000.0, 54000.0]
+        assert lone.predicted_size == 54000.0 and lone.fit_sizes == [2000.0, 6000.0, 18000.0]
+        assert lone.chosen == sel.chosen
+        assert lone.effect_sd == pytest.approx(sel.effect_sd, rel=1e-9, abs=1e-12)
+        assert lone.extrapolation_sd == pytest.approx(sel.extrapolation_sd, rel=1e-9)
+
+
+def test_the_fit_counts_the_error_of_differences_from_its_largest_rung_not_a_lone_run():
+    from fit.experiment import with_extrapolation
+    from fit.fitting import fit_law
+
+    pts = _with_lone_run(_points(noise=0.03), 162000.0, 2.0)
+    law = get_law("chinchilla_unique", INPUTS)
+    sel = select_law(pts, {"chinchilla_unique": law}, n_starts=4, max_grid=1024)
+    fit = with_extrapolation(fit_law(pts, law, n_starts=4, max_grid=1024), sel, pts, law)
+    assert fit.max_fitted_n == 162000.0  # the level's extrapolation starts at the largest fitted run
+    assert fit.max_compared_n == 54000.0  # the differences' at the largest rung
+    assert fit.effect_sd == sel.effect_sd
