@@ -14,6 +14,17 @@ keeps the refitted registry, and prints what the miss is made of:
   point estimate's gain there. When it is much smaller than the error at the plan, the draws cannot see what
   the interval misses (the truth lies outside the law forms, or the draws are narrower than the law's error).
 
+With ``--probes``, two candidate remedies are tried on the kept registry (neither is in the product; see
+``latest_issue37.txt``):
+
+- **within the fitted sizes**: at the largest fitted size with 6+ recipes, recipes are left out 5 folds at a
+  time (all their sizes), the law is refitted on the rest and predicts them; the slope ``b`` of the observed on
+  the predicted differences (:func:`fit.selection.effect_slope`, centred per fold) gives a relative error of a
+  difference at a fitted size, ``sqrt(max(0, (b - 1)^2 - SE^2))``. The interval is then redone two ways, as a
+  normal approximation: widened by that relative error, or calibrated (centre times ``b``, SE added);
+- **an anchor run**: one run at the plan's recipe (clipped to the config's ranges) at a named size, simulated
+  from the truth, and a refit: does a run where the plan sits pull the law's gain to the truth?
+
 Examples::
 
     python benchmarks/next_diagnose.py --truth logistic --seed 10
@@ -24,6 +35,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import shutil
 import sys
 import tempfile
 from pathlib import Path
@@ -36,8 +48,12 @@ import next_runs as nr  # noqa: E402
 from _next_policies import target_tokens, truth_score  # noqa: E402
 from allocator.models import AllocationQuery  # noqa: E402
 from allocator.solver import score_at, solve_levels  # noqa: E402
-from fit.models import FitResult  # noqa: E402
+from fit.data import points_from_runs  # noqa: E402
+from fit.fitting import fit_law  # noqa: E402
+from fit.models import FitResult, Points  # noqa: E402
 from fit.predict import law_of  # noqa: E402
+from fit.selection import effect_slope  # noqa: E402
+from grid.augment import augment_runs  # noqa: E402
 from grid.design import build_design  # noqa: E402
 from grid.registry import Registry  # noqa: E402
 from pipeline.allocate import load_inputs, plan_allocation  # noqa: E402
@@ -105,6 +121,75 @@ def diagnose(path: str, truth, *, recipes: int = 300, redraws: int = 30, seed: i
     }
 
 
+def _recipe_folds(fitted: Points, axes: list[str], folds: int, seed: int
+                  ) -> tuple[np.ndarray, float, np.ndarray, int]:
+    """``(fold per point, or -1; the size whose recipes are left out; that size's mask; its recipes)``: the
+    largest fitted size with 6+ recipes, its recipes dealt into ``folds`` folds in a seeded random order."""
+    n = np.asarray(fitted.inputs["N"], dtype=float)
+    keys = [tuple(round(float(fitted.inputs[a][i]), 9) for a in axes) for i in range(n.size)]
+    top = max(x for x in set(n.tolist()) if len({k for k, m in zip(keys, n) if m == x}) >= 6)
+    recipes = sorted({k for k, m in zip(keys, n) if m == top})
+    order = np.random.default_rng(seed).permutation(len(recipes))
+    fold_of = {recipes[j]: i % folds for i, j in enumerate(order)}
+    return np.array([fold_of.get(k, -1) for k in keys]), top, n == top, len(recipes)
+
+
+def within_rung(path: str, *, folds: int = 5, seed: int = 0) -> dict:
+    """The law's relative error of a difference between recipes at a fitted size (module docstring)."""
+    with Registry(path, read_only=True) as reg:
+        fit = FitResult.model_validate(reg.fits("sim")[0].payload)
+        runs = reg.runs("sim", status="done")
+    law = law_of(fit)
+    pts = points_from_runs(runs, benchmark=nr.BENCH, metric="score", inputs=law.axes, experiment="sim")
+    fitted = pts.subset(pts.split_array() == "fit")
+    axes = [i.name for i in law.inputs if i.kind in ("diversity", "quality", "unique_tokens")]
+    fold, top, at_top, n_recipes = _recipe_folds(fitted, axes, folds, seed)
+    obs, pred = [], []
+    for f in range(folds):
+        held = (fold == f) & at_top
+        keep = (fold != f) | held
+        sub = fitted.subset(keep)
+        res = fit_law(sub.model_copy(update={"split": ["heldout" if h else "fit" for h in held[keep]]}), law,
+                      n_starts=2, max_grid=512, n_bootstrap=0, maxiter=500)
+        if not res.converged or res.heldout is None:
+            continue
+        y = np.array([p.actual for p in res.heldout.points])
+        p = np.array([p.predicted for p in res.heldout.points])
+        obs.append(y - y.mean())
+        pred.append(p - p.mean())
+    b, se = effect_slope(np.concatenate(obs), np.concatenate(pred))
+    rel = float(np.sqrt(max(0.0, (b - 1.0) ** 2 - se ** 2))) if b is not None and se is not None else None
+    return {"size": top, "recipes": n_recipes, "slope": b,
+            "slope_se": se, "relative_error": rel}
+
+
+def redone_intervals(interval: list[float], w: dict) -> dict:
+    """The 90% interval widened by the within-rung relative error, and calibrated by its slope (normal approx.)."""
+    lo, hi = interval
+    c, h = (lo + hi) / 2, (hi - lo) / 2
+    wide = float(np.hypot(h, 1.645 * (w["relative_error"] or 0.0) * c))
+    cal_c, cal_h = w["slope"] * c, float(np.hypot(w["slope"] * h, 1.645 * w["slope_se"] * c))
+    return {"widened": [c - wide, c + wide], "calibrated": [cal_c - cal_h, cal_c + cal_h]}
+
+
+def anchor(path: str, truth_name: str, size: str, work: Path) -> dict:
+    """One run at the plan's recipe (clipped to the config's ranges) at ``size``, simulated, refitted, judged."""
+    cfg = nr.thin_config()
+    d_ref = min(r.train_tokens for r in build_design(cfg).runs)
+    tlaw, params = nr.truths(nr.law_inputs_for_config(cfg), d_ref)[truth_name]
+    rep = plan_allocation(AllocationQuery.of(registry=path, budget=nr.BUDGET, benchmark=nr.BENCH, redraws=0),
+                          save=False)
+    spec = {a.name: a for a in cfg.axes}
+    recipe = {k: (round if spec[k].integer else float)(min(max(v, spec[k].min), spec[k].max))
+              for k, v in rep.plan.levels.items()}
+    out = str(work / "anchored.duckdb")
+    shutil.copy(path, out)
+    nr.store_runs(out, cfg, augment_runs(cfg, [{"recipe": recipe, "model_size": size, "token_multiplier": 1.0,
+                                                 "seed": 900}], group="anchor"), tlaw, params, noise_seed=4242)
+    nr.fit_and_store(out, cfg, 40, 40, 0)
+    return {"size": size, "recipe": recipe, **nr.evaluate(out, cfg, tlaw, params)}
+
+
 def _print(d: dict) -> None:
     lo, hi = d["gain_interval"] or (float("nan"), float("nan"))
     print(f"law {d['law']}: gain {d['gain']:+.4f}, 90% interval [{lo:+.4f}, {hi:+.4f}]; true gain "
@@ -124,6 +209,16 @@ def _print(d: dict) -> None:
           f" (SD {d['error_random_sd']:.4f}; the plan's z {z:+.1f})")
     if d["optimism_mean"] is not None:
         print(f"  the draws' own optimism at their optima {d['optimism_mean']:+.4f} (SD {d['optimism_sd']:.4f})")
+    if "within_rung" in d:
+        w, r, t = d["within_rung"], d["redone"], d["true_gain"]
+        print(f"  within the fitted sizes (N = {w['size']:.3g}): slope {w['slope']:.2f} (SE {w['slope_se']:.2f}), "
+              f"relative error of a difference {w['relative_error']:.2f}")
+        for how, (lo, hi) in r.items():
+            print(f"    interval {how:10s} [{lo:+.4f}, {hi:+.4f}] ({'inside' if lo <= t <= hi else 'OUTSIDE'})")
+    for a in d.get("anchors", []):
+        lo, hi = a["gain_interval"] or (float("nan"), float("nan"))
+        print(f"  anchored at the plan, {a['size']}: gain {a['predicted_gain']:+.4f}, [{lo:+.4f}, {hi:+.4f}], true "
+              f"{a['true_gain']:+.4f} ({'inside' if a['inside'] else 'OUTSIDE'})")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -137,17 +232,27 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--refit-bootstrap", type=int, default=40)
     p.add_argument("--interaction-bootstrap", type=int, default=15)
     p.add_argument("--keep", help="folder for the refitted registry (default: a temporary one)")
+    p.add_argument("--probes", nargs="*", metavar="SIZE",
+                   help="also try the two remedies (module docstring), anchoring at each SIZE (e.g. tiny-m tiny-l)")
+    p.add_argument("--registry", help="diagnose this kept registry instead of running the experiment")
     p.add_argument("--json", action="store_true")
     args = p.parse_args(argv)
     full, truth = _truth(args.truth)
     with tempfile.TemporaryDirectory() as tmp:
         keep = Path(args.keep or tmp)
         keep.mkdir(parents=True, exist_ok=True)
-        with tempfile.TemporaryDirectory() as work:
-            nr.experiment(full, args.seed, Path(work), n_boot=args.bootstrap, inter_boot=args.interaction_bootstrap,
-                          refit_boot=args.refit_bootstrap, ks=(args.k,), policies=(args.policy,), keep=keep)
-        out = {"truth": full, "seed": args.seed, "policy": args.policy, "k": args.k,
-               **diagnose(str(keep / f"{args.policy}-{args.k}.duckdb"), truth)}
+        path = args.registry or str(keep / f"{args.policy}-{args.k}.duckdb")
+        if not args.registry:
+            with tempfile.TemporaryDirectory() as work:
+                nr.experiment(full, args.seed, Path(work), n_boot=args.bootstrap,
+                              inter_boot=args.interaction_bootstrap, refit_boot=args.refit_bootstrap, ks=(args.k,),
+                              policies=(args.policy,), keep=keep)
+        out = {"truth": full, "seed": args.seed, "policy": args.policy, "k": args.k, **diagnose(path, truth)}
+        if args.probes is not None:
+            out["within_rung"] = within_rung(path)
+            out["redone"] = redone_intervals(out["gain_interval"], out["within_rung"])
+            with tempfile.TemporaryDirectory() as work:
+                out["anchors"] = [anchor(path, full, size, Path(work)) for size in args.probes]
     if args.json:
         print(json.dumps(out))
     else:
