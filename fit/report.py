@@ -237,7 +237,8 @@ def _selection_lines(d: dict[str, Any]) -> list[str]:
         rows += ["", f"The differences between the runs it predicted came out {_f(sel['effect_slope'])} x the "
                      f"predicted ones (SE {_f(sel.get('effect_slope_se'))}); beyond that noise a predicted gain is "
                      f"off by {_f(sel.get('effect_sd'))} of itself per decade of N, which widens `allocate`'s gain "
-                     "intervals above the largest fitted size."]
+                     f"intervals above the largest fitted rung (N = {_f(sel.get('predicted_size'))}; a rung is a size "
+                     "with 3 or more fitted runs: a lone run above it is fitted, but it does not check differences)."]
     return rows
 
 
