@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 
 from allocator.solver import Surface
+from fit import MIN_RUNG_RUNS
 from toolscale.config import ExperimentConfig
 from grid.models import RunRecord
 
@@ -101,6 +102,20 @@ def diversity_only_law(runs: Sequence[RunRecord], config: ExperimentConfig, *, b
     return out
 
 
+def _rung_cell(scored: Sequence[Any]) -> list[Any]:
+    """The runs of the largest rung's decision cell (:func:`best_observed`); ``scored`` is not empty."""
+    by_n: dict[float, list[Any]] = {}
+    for r in scored:
+        by_n.setdefault(float(r.model_params), []).append(r)
+    rungs = [n for n, rs in by_n.items() if len(rs) >= MIN_RUNG_RUNS]
+    at_top = by_n[max(rungs or by_n)]
+    cells: dict[float, list[Any]] = {}
+    for r in at_top:
+        cells.setdefault(float(r.train_flops or 0.0), []).append(r)
+    full = [c for c, rs in cells.items() if len(rs) >= MIN_RUNG_RUNS]
+    return cells[max(full)] if full else max(cells.values(), key=lambda rs: (len(rs), float(rs[0].train_flops or 0)))
+
+
 def best_observed(runs: Sequence[RunRecord], config: ExperimentConfig, *, key: str, lower_is_better: bool,
                   cost: Any, budget: float, model_params: float,
                   values: dict[str, float] | None = None) -> tuple[dict[str, float], str] | None:
@@ -108,8 +123,9 @@ def best_observed(runs: Sequence[RunRecord], config: ExperimentConfig, *, key: s
 
     DataDecide's single-scale baseline (Magnusson et al. 2025): rank the recipes by what they scored at the
     largest model trained before the decision, and take the best. ``runs`` are the experiment's done, fitted
-    runs; the rung is the one with the largest N among them, and its cell with the most training FLOPs per
-    run; a recipe's value is the mean over its seeds there of ``values[run_id]`` (the fit's own target, e.g.
+    runs; the rung is the largest N with at least :data:`fit.MIN_RUNG_RUNS` of them (a lone verification or
+    proposed run at a larger size ranks nothing), and its cell with the most training FLOPs per run among
+    those with that many runs (else its cell with the most runs); a recipe's value is the mean over its seeds there of ``values[run_id]`` (the fit's own target, e.g.
     the early-stopped envelope) or the stored metric ``key``. Recipes whose cost (``cost.total`` at
     ``model_params``) exceeds the budget, or that lack one of the config's axes (runs imported without it), are
     not candidates. None when no observed recipe fits.
@@ -126,10 +142,7 @@ def best_observed(runs: Sequence[RunRecord], config: ExperimentConfig, *, key: s
     scored = [r for r in runs if r.split == "fit" and value(r) is not None and r.model_params]
     if not scored:
         return None
-    top_n = max(float(r.model_params) for r in scored)
-    at_top = [r for r in scored if float(r.model_params) == top_n]
-    top_c = max(float(r.train_flops or 0.0) for r in at_top)
-    cell = [r for r in at_top if float(r.train_flops or 0.0) >= top_c * (1 - 1e-6)]
+    cell = _rung_cell(scored)
     by: dict[str, list[Any]] = {}
     for r in cell:
         by.setdefault(recipe_key(r.recipe), []).append(r)

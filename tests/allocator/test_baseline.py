@@ -50,6 +50,20 @@ def test_the_best_recipe_within_budget_at_the_largest_fitted_rung():
     assert levels == {"tool_diversity": 8.0, "repair_rate": 0.0}
 
 
+def test_lone_runs_at_a_larger_size_or_cell_rank_nothing():
+    """A verification or proposed run above the ladder, or at a new token count, is one recipe: not a ranking."""
+    lone = RUNS + [_run("v", 8, 0.0, 2e5, 9e10, 0.2),  # one run at a larger size
+                   _run("t", 8, 0.0, 4e4, 8e9, 0.3)]  # one run at a larger cell of the rung
+    levels, source = best_observed(lone, CFG, key="b/bpb", lower_is_better=True, cost=COST, budget=6000.0,
+                                   model_params=1e5)
+    assert levels == {"tool_diversity": 40.0, "repair_rate": 1.0} and "of 3 recipes" in source
+    # three runs make a rung: then it is the one read
+    rung = lone + [_run("v2", 40, 0.0, 2e5, 9e10, 0.4), _run("v3", 40, 1.0, 2e5, 9e10, 0.3)]
+    levels, source = best_observed(rung, CFG, key="b/bpb", lower_is_better=True, cost=COST, budget=6000.0,
+                                   model_params=1e5)
+    assert levels == {"tool_diversity": 8.0, "repair_rate": 0.0} and "b/bpb 0.2" in source
+
+
 def test_runs_without_a_config_axis_are_no_candidates():
     # imported runs that carry tool_diversity only, planned with a config that also has repair_rate: the cost
     # model raised KeyError 'repair_rate' (a traceback from `allocate`)
