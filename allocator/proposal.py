@@ -145,6 +145,23 @@ def _proposed(sel: Selection, space: Space, ens: Ensemble, point: np.ndarray, sc
     return out
 
 
+def _lone_sizes(ns: Sequence[float], names: Sequence[str], ens: Ensemble) -> list[str]:
+    """A note per size above the largest rung where the proposed runs (``ns``, named ``names``) and the fit's own
+    leave fewer than ``ens.rung_runs`` runs: they are fitted, but that size is not a rung after them."""
+    out = []
+    for n in sorted(set(ns)):
+        if ens.max_compared_n is not None and n <= ens.max_compared_n:
+            continue
+        mine = sum(1 for x in ns if x == n)
+        have = ens.sparse_runs.get(float(n), 0)
+        if mine + have < ens.rung_runs:
+            name = names[list(ns).index(n)]
+            out.append(f"{mine + have} run(s) at {name} after these ({mine} proposed): fewer than {ens.rung_runs}, "
+                       f"so {name} is not a rung; they are fitted, but the gain interval keeps its error of "
+                       "differences above the largest rung")
+    return out
+
+
 CRITERION = ("preposterior, greedy: each run the one that most lowers the 90% gain-interval width/now + "
              "E[regret]/now per unit of cost; the width is the law draws' linear-Gaussian (ensemble Kalman) "
              "posterior width, the regret an expectation over simulated results re-weighting the draws by "
@@ -162,6 +179,7 @@ def next_runs_report(report: AllocationReport, sel: Selection, space: Space, ens
     proposed = _proposed(sel, space, ens, point, scale)
     last = sel.steps[-1]
     notes = list(sel.notes)
+    notes += _lone_sizes([r.model_params for r in proposed], [r.model_size for r in proposed], ens)
     if space.subsampled:
         notes.append(f"the design levels' full factorial is larger than the candidates considered: a seeded subset "
                      f"of {len(space.recipes)} recipes (plus the experiment's own and the plans)")

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
-from allocator.proposal import _sparse
+import numpy as np
+
+from allocator.preposterior import Ensemble
+from allocator.proposal import _lone_sizes, _sparse
 
 
 def test_the_runs_at_sizes_above_the_largest_rung_are_counted_toward_one() -> None:
@@ -10,3 +13,13 @@ def test_the_runs_at_sizes_above_the_largest_rung_are_counted_toward_one() -> No
     assert _sparse(fitted, 1e6) == {1e7: 2, 1e8: 1}  # the rungs' own runs are not sparse
     assert _sparse(fitted, None) == {1e5: 6, 1e6: 4, 1e7: 2, 1e8: 1}  # no rung yet: every size counts toward one
     assert _sparse([], 1e6) == {}
+
+
+def test_a_proposal_that_leaves_a_size_short_of_a_rung_says_so() -> None:
+    ens = Ensemble(gains=np.zeros(2), scores=np.zeros((2, 2)), preds=np.zeros((2, 1)), noise_var=np.ones(1),
+                   cand_n=np.ones(1), target_n=1e8, max_compared_n=1e6, sparse_runs={1e7: 1}, rung_runs=3)
+    notes = _lone_sizes([1e5, 1e7, 1e8], ["xs", "l", "xl"], ens)
+    assert len(notes) == 2  # the rung's runs are fine; l has 1 + 1, xl 1
+    assert notes[0].startswith("2 run(s) at l after these (1 proposed): fewer than 3, so l is not a rung")
+    assert notes[1].startswith("1 run(s) at xl")
+    assert _lone_sizes([1e7, 1e7, 1e8, 1e8, 1e8], ["l", "l", "xl", "xl", "xl"], ens) == []  # both become rungs
