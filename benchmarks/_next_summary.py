@@ -24,6 +24,28 @@ def ratios(rows: list[dict], policy: str, k: int, key: str) -> dict[str, float]:
     return out
 
 
+def median_ratio_interval(rows: list[dict], policy: str, k: int, key: str, *, draws: int = 2000,
+                          seed: int = 0) -> list[float] | None:
+    """90% bootstrap interval of the median over truths of :func:`ratios`: each truth's seeds are resampled with
+    replacement, ``policy`` and ``random`` together (they share a seed's first fit). None with one seed or none."""
+    pairs: dict[str, list[tuple[float, float]]] = {}
+    for r in _by(rows, policy=policy, k=k):
+        twin = _by(rows, truth=r["truth"], seed=r["seed"], policy="random", k=k)
+        if twin and r[key] is not None and twin[0][key] is not None:
+            pairs.setdefault(r["truth"], []).append((float(r[key]), float(twin[0][key])))
+    if not pairs or min(len(v) for v in pairs.values()) < 2:
+        return None
+    rng = np.random.default_rng(seed)
+    meds = []
+    for _ in range(draws):
+        per = []
+        for v in pairs.values():
+            a = np.array(v)[rng.integers(0, len(v), len(v))]
+            per.append(a[:, 0].mean() / a[:, 1].mean() if a[:, 1].mean() > 0 else np.inf)
+        meds.append(float(np.median(per)))
+    return [float(np.percentile(meds, 5)), float(np.percentile(meds, 95))]
+
+
 def _ratio_record(rows: list[dict], policy: str, k: int, key: str, what: str, target: str) -> dict:
     per = ratios(rows, policy, k, key)
     vals = np.array(list(per.values()), dtype=float)
@@ -33,7 +55,8 @@ def _ratio_record(rows: list[dict], policy: str, k: int, key: str, what: str, ta
     return {**REC, "figure": f"{what}, {policy} / random at equal cost, K = {k}: median over {len(per)} truths; "
             f"min; max; pooled over experiments", "value": [float(np.median(vals)), float(vals.min()),
                                                             float(vals.max()), pooled] if vals.size else None,
-            "unit": "ratio", "target": target, "per_truth": per}
+            "unit": "ratio", "target": target, "per_truth": per,
+            "interval_90": median_ratio_interval(rows, policy, k, key)}
 
 
 def _policy_records(rows: list[dict]) -> list[dict]:

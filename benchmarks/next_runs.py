@@ -289,7 +289,9 @@ def main(argv: list[str] | None = None) -> int:
         print(json.dumps(recs))
     else:
         for r in recs:
-            print(f"{r['figure']}: {r['value']} (target {r['target']})")
+            iv = r.get("interval_90")
+            extra = f"; the median's 90% bootstrap interval over seeds [{iv[0]:.2f}, {iv[1]:.2f}]" if iv else ""
+            print(f"{r['figure']}: {r['value']} (target {r['target']}){extra}")
     return 0
 
 
