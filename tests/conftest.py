@@ -187,3 +187,19 @@ class Golden:
 def golden(request) -> Golden:
     """The golden-file helper; ``--regen-golden`` (``make golden``) rewrites the files before comparing."""
     return Golden(bool(request.config.getoption("--regen-golden")))
+
+
+@pytest.fixture
+def benchmark_module():
+    """A loader of a script in ``benchmarks/`` by file name (they are scripts, not a package)."""
+    import importlib.util
+    from pathlib import Path
+
+    def load(name: str):
+        path = Path(__file__).resolve().parent.parent / "benchmarks" / f"{name}.py"
+        spec = importlib.util.spec_from_file_location(name, path)
+        mod = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(mod)
+        return mod
+
+    return load

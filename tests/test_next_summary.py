@@ -2,19 +2,7 @@
 
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
-
 import pytest
-
-ROOT = Path(__file__).resolve().parent.parent
-
-
-def _module():
-    spec = importlib.util.spec_from_file_location("_next_summary", ROOT / "benchmarks" / "_next_summary.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
 
 
 def _rows(ratio_by_seed: list[float], truths: int = 3) -> list[dict]:
@@ -26,8 +14,8 @@ def _rows(ratio_by_seed: list[float], truths: int = 3) -> list[dict]:
     return rows
 
 
-def test_the_median_ratio_interval_holds_the_estimate_and_shrinks_with_agreeing_seeds():
-    mod = _module()
+def test_the_median_ratio_interval_holds_the_estimate_and_shrinks_with_agreeing_seeds(benchmark_module):
+    mod = benchmark_module("_next_summary")
     noisy = _rows([0.5, 0.9, 0.7, 0.6, 0.8])
     lo, hi = mod.median_ratio_interval(noisy, "next", 12, "width")
     est = float(mod._ratio_record(noisy, "next", 12, "width", "w", "x")["value"][0])

@@ -2,22 +2,14 @@
 
 from __future__ import annotations
 
-import importlib.util
 import re
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def _module():
-    spec = importlib.util.spec_from_file_location("reliability", ROOT / "benchmarks" / "reliability.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
-
-
-def test_every_case_names_existing_tests():
-    mod = _module()
+def test_every_case_names_existing_tests(benchmark_module):
+    mod = benchmark_module("reliability")
     cases = mod.load_cases()
     assert len(cases) >= 30 and len({c["case"] for c in cases}) == len(cases)
     for c in cases:
@@ -28,8 +20,8 @@ def test_every_case_names_existing_tests():
             assert re.search(rf"^def {re.escape(name)}\(", text, re.M), f"{c['case']}: {node} is not a test"
 
 
-def test_a_case_holds_only_when_every_test_passed():
-    mod = _module()
+def test_a_case_holds_only_when_every_test_passed(benchmark_module):
+    mod = benchmark_module("reliability")
     cases = [{"case": "a", "category": "c", "issue": "1", "tests": "f.py::t1 f.py::t2"},
              {"case": "b", "category": "c", "issue": "1", "tests": "f.py::t3"},
              {"case": "d", "category": "c", "issue": "1", "tests": "f.py::t4"}]
