@@ -381,14 +381,15 @@ def _outcomes(ens: Ensemble, truth: np.ndarray, cands: np.ndarray, picks: dict[i
 
 def _rung_if_chosen(ens: Ensemble, st: _State, cands: np.ndarray) -> np.ndarray:
     """(L,) each candidate's N where one more run there makes that size a rung (``rung_runs`` runs among the fit's
-    sparse runs and the batch's), else 0."""
+    sparse runs and the batch's distinct candidates: a replicate of a chosen run adds no difference to check),
+    else 0."""
     n = ens.cand_n[cands]
-    sizes, counts = np.unique(ens.cand_n[list(st.picks)], return_counts=True) if st.picks else ([], [])
-    picked = {float(x): int(c) for x, c in zip(sizes, counts)}
-    for c, k in st.picks.items():  # replicate picks of one candidate count each
-        picked[float(ens.cand_n[c])] += k - 1
+    picked: dict[float, int] = {}
+    for c in st.picks:
+        picked[float(ens.cand_n[c])] = picked.get(float(ens.cand_n[c]), 0) + 1
     have = np.array([ens.sparse_runs.get(float(x), 0) + picked.get(float(x), 0) for x in n])
-    return np.where(have + 1 >= ens.rung_runs, n, 0.0)
+    new = np.array([int(c) not in st.picks for c in cands], dtype=int)
+    return np.where(have + new >= ens.rung_runs, n, 0.0)
 
 
 def _choose(ens: Ensemble, su: _Setup, st: _State, costs: np.ndarray, feasible: np.ndarray, cell_of: np.ndarray,

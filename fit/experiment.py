@@ -207,7 +207,7 @@ def with_extrapolation(fit: FitResult, selection: LawSelection, points: Points, 
     rungs = rung_sizes(fitted)
     fit = fit.model_copy(update={"selection": selection, "extrapolation_sd": selection.extrapolation_sd,
                                  "effect_sd": selection.effect_sd, "max_fitted_n": float(max(fitted.inputs["N"])),
-                                 "max_compared_n": rungs[-1] if rungs else None})
+                                 "max_compared_n": selection.effect_size or (rungs[-1] if rungs else None)})
     test = _heldout_final(points)
     if test.n and selection.extrapolation_sd is not None:
         fit = fit.model_copy(update={"heldout": heldout_metrics(fit, law, test, train_flops=fitted.flops,

@@ -207,6 +207,18 @@ def _corrected(labels: list[str], scores: list[dict[str, _Score | None]], decade
     return ("runner_up" if runner else "none"), folds, _pooled(excess, decades)
 
 
+def _effect(scores: list[dict[str, _Score | None]], chosen: str, decades: list[float], tops: list[float]
+            ) -> tuple[float | None, float | None, float | None, float | None]:
+    """``(slope, SE, effect_sd, predicted size)`` of the differences on the largest fold with a slope (a fold of
+    replicates of one recipe has none), all None when no fold has one."""
+    for j in range(len(scores) - 1, -1, -1):
+        s = scores[j][chosen]
+        slope, se = effect_slope(s.actual, s.predicted) if s is not None else (None, None)
+        if slope is not None and se is not None:
+            return slope, se, _beyond(slope - 1.0, se) / decades[j], tops[j]
+    return None, None, None, None
+
+
 def _fittable(candidates: Mapping[str, Law], fitted: Points, rungs: list[float]) -> dict[str, Law]:
     """The candidates with fewer parameters than the runs of the smallest fit they get (the first rung-CV fold:
     every size below the third rung; every fitted run with fewer than 3 rungs). A form too large for it cannot be scored
@@ -287,9 +299,8 @@ def select_law(points: Points, candidates: Mapping[str, Law], *, n_starts: int =
     last = scores[-1][chosen]
     assert last is not None  # noqa: S101 - a chosen form scored on every fold
     own = _pooled([s[chosen].excess for s in scores], decades)  # type: ignore[union-attr]
-    slope, se = effect_slope(last.actual, last.predicted)
-    effect = _beyond(slope - 1.0, se) / decades[-1] if slope is not None and se is not None else None
+    slope, se, effect, at = _effect(scores, chosen, decades, tops)
     return LawSelection(criterion="rung_cv", predicted_size=tops[-1], fit_sizes=[x for x in sizes if x < tops[-1]], candidates=rows,
                         chosen=chosen, extrapolation_sd=sd, cv_rms=last.rms, cv_noise_sd=last.noise,
-                        effect_slope=slope, effect_slope_se=se, effect_sd=effect, folds=folds,
+                        effect_slope=slope, effect_slope_se=se, effect_sd=effect, effect_size=at, folds=folds,
                         correction=correction, extrapolation_sd_chosen=own)

@@ -277,6 +277,9 @@ class LawSelection(_Frozen):
     effect_sd: float | None = None
     """Relative error of a predicted difference between runs per decade of N, beyond the slope's noise:
     ``sqrt(max(0, (effect_slope - 1)^2 - effect_slope_se^2)) / decades``; None for ``bic``."""
+    effect_size: float | None = None
+    """The predicted size of the fold the slope was read on: the largest whose runs' predictions differ
+    (replicates of one recipe have no differences to check); None when no fold has any."""
     folds: list[CVFold] = Field(default_factory=list)
     """Every rolling CV fold (fit the sizes below one fitted size, predict it), smallest predicted size first."""
     correction: Literal["nested", "runner_up", "none"] | None = None
@@ -392,9 +395,10 @@ class FitResult(_Frozen):
     """Relative error of a predicted difference between runs (a gain) per decade of N above
     ``max_compared_n`` (:attr:`LawSelection.effect_sd`); None: gain intervals carry parameter draws only."""
     max_compared_n: float | None = None
-    """Largest fitted rung: a size with at least :data:`fit.selection.MIN_RUNG_RUNS` fitted runs, so the law's
-    differences between runs were fitted there (``effect_sd`` counts decades from it). A lone run at a larger
-    size moves ``max_fitted_n``, not this. None (a fit stored before it): ``max_fitted_n``."""
+    """Largest rung where the law's differences between runs were checked (``effect_sd`` counts decades from
+    it): a size with at least :data:`fit.selection.MIN_RUNG_RUNS` fitted runs whose predictions differ
+    (:attr:`LawSelection.effect_size`; the largest rung when there is none). A lone run at a larger size
+    moves ``max_fitted_n``, not this. None (a fit stored before it): ``max_fitted_n``."""
     max_fitted_flops: float | None = None
     """Training FLOPs of the largest fitted run (None when unknown): ``predict`` measures extrapolation by it."""
     fitted_ranges: dict[str, tuple[float, float]] = Field(default_factory=dict)

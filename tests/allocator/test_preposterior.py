@@ -112,10 +112,11 @@ def test_a_run_at_the_plans_size_removes_the_effect_error() -> None:
     assert sel.steps[0].index == 1 and sel.steps[0].width < 0.5 * sel.width_now
 
 
-def _sized(rng: np.random.Generator, **rung) -> Ensemble:
+def _sized(rng: np.random.Generator, sizes=(1e6, 1e8), **rung) -> Ensemble:
     g = rng.normal(0.05, 0.005, 300)
-    return Ensemble(gains=g, scores=np.column_stack([g, np.zeros(300)]), preds=rng.normal(0.5, 0.01, (300, 2)),
-                    noise_var=np.full(2, 1e-4), cand_n=np.array([1e6, 1e8]), target_n=1e8, effect_sd=0.5,
+    c = len(sizes)
+    return Ensemble(gains=g, scores=np.column_stack([g, np.zeros(300)]), preds=rng.normal(0.5, 0.01, (300, c)),
+                    noise_var=np.full(c, 1e-4), cand_n=np.array(sizes), target_n=1e8, effect_sd=0.5,
                     max_fitted_n=1e8, z=rng.standard_normal(300), max_compared_n=1e6, rung_runs=3, **rung)
 
 
@@ -123,12 +124,14 @@ def test_the_effect_error_stays_until_the_plans_size_has_three_runs() -> None:
     """A size becomes a rung with 3 fitted runs: a lone run there fits one recipe's level, not the differences."""
     from allocator.preposterior import _rung_if_chosen, _State
 
-    ens = _sized(np.random.default_rng(1), sparse_runs={1e8: 1})  # the fit has one run at the target already
-    st = _State(logw=np.zeros((1, 300)), max_n=0.0, picks={}, ya=np.zeros((300, 1)), fa=np.zeros((300, 2)),
+    ens = _sized(np.random.default_rng(1), (1e6, 1e8, 1e8), sparse_runs={1e8: 1})  # one fitted run at the target
+    st = _State(logw=np.zeros((1, 300)), max_n=0.0, picks={}, ya=np.zeros((300, 1)), fa=np.zeros((300, 3)),
                 ga=np.zeros(300), u=0.0)
-    assert _rung_if_chosen(ens, st, np.array([0, 1])).tolist() == [0.0, 0.0]  # 1 + 1 runs: not yet
+    assert _rung_if_chosen(ens, st, np.array([0, 1, 2])).tolist() == [0.0, 0.0, 0.0]  # 1 + 1 runs: not yet
     st.picks = {1: 1}
-    assert _rung_if_chosen(ens, st, np.array([0, 1])).tolist() == [0.0, 1e8]  # the third makes the rung
+    assert _rung_if_chosen(ens, st, np.array([0, 1, 2])).tolist() == [0.0, 0.0, 1e8]  # a third, distinct run
+    st.picks = {1: 2}  # a replicate adds no difference to check
+    assert _rung_if_chosen(ens, st, np.array([1])).tolist() == [0.0]
     # the effect error counts from the largest rung, not from the lone run that set max_fitted_n
     now = effect_gains(ens, 0.0)[0]
     assert np.std(now) > 2 * np.std(ens.gains)

@@ -302,3 +302,25 @@ def test_the_fit_counts_the_error_of_differences_from_its_largest_rung_not_a_lon
     assert fit.max_fitted_n == 162000.0  # the level's extrapolation starts at the largest fitted run
     assert fit.max_compared_n == 54000.0  # the differences' at the largest rung
     assert fit.effect_sd == sel.effect_sd
+
+
+def test_a_rung_of_replicates_is_a_fold_but_the_differences_are_read_below_it():
+    """Three seeds of one recipe at a new size make a rung (its level is checked), but there is no difference
+    between them to check: the slope comes from the largest fold whose predictions differ, and the error of
+    differences counts from there."""
+    from fit.experiment import with_extrapolation
+    from fit.fitting import fit_law
+
+    base = _points(noise=0.03)
+    law = get_law("chinchilla_unique", INPUTS)
+    plain = select_law(base, {"x": law}, n_starts=4, max_grid=1024)
+    pts = base
+    for y in (2.0, 2.02, 1.98):
+        pts = _with_lone_run(pts, 162000.0, y)
+    sel = select_law(pts, {"x": law}, n_starts=4, max_grid=1024)
+    assert [f.predicted_size for f in sel.folds] == [18000.0, 54000.0, 162000.0]
+    assert sel.effect_size == 54000.0 == plain.effect_size
+    assert sel.effect_slope == pytest.approx(plain.effect_slope, rel=1e-9)
+    assert sel.effect_sd == pytest.approx(plain.effect_sd, rel=1e-9, abs=1e-12)
+    fit = with_extrapolation(fit_law(pts, law, n_starts=4, max_grid=1024), sel, pts, law)
+    assert fit.max_fitted_n == 162000.0 and fit.max_compared_n == 54000.0
