@@ -35,10 +35,7 @@ width of the gain, ``2 x 1.645 x sqrt(var(g | S) + effect_sd^2 x decades^2 x E[g
 ``var(g | S)`` does not depend on the results. A plan above the fitted sizes has its gains scaled by
 ``1 + effect_sd x decades x z_b`` as ``allocate`` does (:func:`allocator.solver.with_effect_error`),
 with ``decades`` counted from the largest fitted rung (a size with 3+ fitted runs), or a size where the
-batch's runs make one: three runs at the plan's own size remove that term, a lone run does not. The
-width also carries ``allocate``'s error of each arm past an axis's tested maximum
-(:func:`axis_var`, ``axis_sd x log2(level / tested max)`` per axis); a run at or past the arm's level on
-that axis makes it tested and removes that part. The benchmark (``benchmarks/next_runs.py``) measured the untempered
+batch's runs make one: three runs at the plan's own size remove that term, a lone run does not. The benchmark (``benchmarks/next_runs.py``) measured the untempered
 weighted percentile 4.1x narrower than the refit's interval (median of 7 truths, K = 12).
 
 Selection
