@@ -47,14 +47,6 @@ two terms ranks highest per unit of cost, plus the best few of every cell (rung 
 The approximation only screens; each choice is made by the preposterior criterion. The ensemble is
 updated after each choice (serial ensemble square-root filter, Whitaker & Hamill 2002), so the
 screen sees what the runs already chosen will tell.
-
-Blocks. A greedy that looks one run ahead never starts a rung: the first two runs at a new size earn
-no rung credit, so they are judged only by what they tell about the level there. So each step also
-weighs, for every size above the largest rung that lacks 2 or more runs of being one, the block of the
-distinct runs that would complete it (its best unchosen candidates by the screen's score per cost), by
-its drop of ``U`` per unit of the block's cost. When a block beats the best single run it is taken
-whole, one step per run, the rung's credit arriving with its last run. The proposal's prefixes keep this
-order, so a prefix may end inside a block (the ``next`` output notes a size left short of a rung).
 """
 
 from __future__ import annotations
@@ -66,7 +58,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 __all__ = ["Ensemble", "CostBook", "Step", "Selection", "select_runs", "weighted_measures", "effect_gains",
-           "tempered", "gaussian_width", "axis_var"]
+           "tempered", "gaussian_width"]
 
 
 @dataclass(frozen=True)
@@ -82,11 +74,6 @@ class Ensemble:
     decades above the largest fitted rung ``max_compared_n`` (None: ``max_fitted_n``). A candidate's size becomes
     a rung once ``rung_runs`` runs are fitted there: ``sparse_runs`` (N -> runs) are those the fit already has at
     sizes that are not rungs yet, and the batch adds its own.
-    The axis extrapolation error (``allocate``'s, :func:`allocator.solver._arm_error`): ``axis_sd`` (A,) the fit's
-    error per doubling past each data axis's tested maximum ``axis_max`` (A,) (0 where it has none);
-    ``arm_levels`` (2, A) the plan's and the baseline's levels; ``cand_levels`` (C, A) each candidate's; a run
-    raises the tested maximum of every axis to its level. ``arm_scale`` (2,): each arm's score where the error is
-    relative (log residuals), else ones.
     """
 
     gains: np.ndarray
@@ -101,11 +88,6 @@ class Ensemble:
     max_compared_n: float | None = None
     sparse_runs: dict[float, int] = field(default_factory=dict)
     rung_runs: int = 1
-    axis_sd: np.ndarray | None = None
-    axis_max: np.ndarray | None = None
-    arm_levels: np.ndarray | None = None
-    cand_levels: np.ndarray | None = None
-    arm_scale: np.ndarray | None = None
 
     @property
     def n_draws(self) -> int:
@@ -130,29 +112,13 @@ def effect_gains(ens: Ensemble, max_n: np.ndarray | float) -> np.ndarray:
     return g * (1.0 + ens.effect_sd * _decades(ens, m)[:, None] * ens.z[None, :])
 
 
-def axis_var(ens: Ensemble, axis_max: np.ndarray | None = None) -> np.ndarray:
-    """Variance of the gain from the arms' extrapolation past the tested maxima ``axis_max`` ((L, A) or (A,);
-    default the fit's), ``sum_arm sum_a (scale_arm x axis_sd_a x log2(level / max))^2`` over levels above the
-    maximum (score points^2, shape (L,))."""
-    if ens.axis_sd is None or ens.arm_levels is None or not np.any(ens.axis_sd > 0):
-        return np.zeros(1 if axis_max is None else np.atleast_2d(axis_max).shape[0])
-    top = np.atleast_2d(ens.axis_max if axis_max is None else axis_max)  # (L, A)
-    safe = np.where(top > 0, top, np.inf)
-    past = np.log2(np.maximum(ens.arm_levels[None, :, :] / safe[:, None, :], 1.0))  # (L, 2, A)
-    scale = np.ones(2) if ens.arm_scale is None else ens.arm_scale
-    per_arm = ((ens.axis_sd[None, None, :] * past) ** 2).sum(axis=-1)  # (L, 2)
-    return (per_arm * scale[None, :] ** 2).sum(axis=-1)
-
-
-def gaussian_width(ens: Ensemble, var_g: np.ndarray, max_n: np.ndarray | float,
-                   axis_max: np.ndarray | None = None) -> np.ndarray:
+def gaussian_width(ens: Ensemble, var_g: np.ndarray, max_n: np.ndarray | float) -> np.ndarray:
     """The 90% gain-interval width of a Gaussian gain with variance ``var_g`` (shape (L,)), plus the effect error
-    for largest sizes ``max_n`` and the arms' error past the tested maxima ``axis_max`` (:func:`axis_var`):
-    ``2 x 1.645 x sqrt(var_g + effect_sd^2 x decades^2 x E[g^2] + axis_var)``, ``E[g^2]`` over the draws
-    (score points)."""
+    for largest sizes ``max_n``: ``2 x 1.645 x sqrt(var_g + effect_sd^2 x decades^2 x E[g^2])``, ``E[g^2]``
+    over the draws (score points)."""
     dec = _decades(ens, np.atleast_1d(np.asarray(max_n, dtype=float)))
     g2 = float(np.mean(ens.gains * ens.gains))
-    return 2 * 1.645 * np.sqrt(np.maximum(var_g, 0.0) + (ens.effect_sd * dec) ** 2 * g2 + axis_var(ens, axis_max))
+    return 2 * 1.645 * np.sqrt(np.maximum(var_g, 0.0) + (ens.effect_sd * dec) ** 2 * g2)
 
 
 def _ess(logw: np.ndarray) -> np.ndarray:
@@ -317,8 +283,6 @@ class _State:
     """(B,) anomalies of the gains without the effect error (the Gaussian width's)."""
     u: float
     """The criterion's value for the runs chosen so far."""
-    axis_max: np.ndarray | None = None
-    """(A,) each axis's tested maximum with the runs chosen so far."""
 
 
 @dataclass(frozen=True)
@@ -359,7 +323,6 @@ def _setup(ens: Ensemble, sims: int, seed: int) -> tuple[_Setup, _State]:
                    rival_w=rival_w, now=now, seed=seed, ess_min=min(30.0, b / 4))
     state = _State(logw=logw0, max_n=0.0, picks={}, ya=ycols - ycols.mean(axis=0),
                    fa=ens.preds - ens.preds.mean(axis=0), ga=ens.gains - ens.gains.mean(), u=0.0)
-    state.axis_max = None if ens.axis_max is None else np.array(ens.axis_max, dtype=float)
     state.u = float(setup.u(now)[0])
     return setup, state
 
@@ -451,16 +414,9 @@ def _evaluate(ens: Ensemble, su: _Setup, st: _State, cands: np.ndarray) -> tuple
     logw = st.logw[None] + _increments(ens, y, cands)
     top = np.maximum(st.max_n, _rung_if_chosen(ens, st, cands))
     m = weighted_measures(tempered(logw, su.ess_min), effect_gains(ens, top), ens.scores, su.best)
-    m["width"] = gaussian_width(ens, _posterior_var(st, ens, cands), top, _axis_max_if_chosen(ens, st, cands))
+    m["width"] = gaussian_width(ens, _posterior_var(st, ens, cands), top)
     m["ess"] = _ess(logw).mean(axis=-1)
     return su.u(m), m, logw
-
-
-def _axis_max_if_chosen(ens: Ensemble, st: _State, cands: np.ndarray) -> np.ndarray | None:
-    """(L, A) each axis's tested maximum once each of ``cands`` is run (None without the axis error)."""
-    if st.axis_max is None or ens.cand_levels is None:
-        return None
-    return np.maximum(st.axis_max[None, :], ens.cand_levels[cands])
 
 
 def _commit(ens: Ensemble, st: _State, c: int, logw: np.ndarray, u: float) -> None:
@@ -468,8 +424,6 @@ def _commit(ens: Ensemble, st: _State, c: int, logw: np.ndarray, u: float) -> No
     st.logw, st.u = logw, u
     st.max_n = max(st.max_n, float(_rung_if_chosen(ens, st, np.array([c]))[0]))
     st.picks[c] = st.picks.get(c, 0) + 1
-    if st.axis_max is not None and ens.cand_levels is not None:
-        st.axis_max = np.maximum(st.axis_max, ens.cand_levels[c])
     _ensrf(st, c, float(ens.noise_var[c]))
 
 
@@ -520,7 +474,7 @@ def _next_choice(ens: Ensemble, su: _Setup, st: _State, book: "CostBook", costs:
 def _block_gain(ens: Ensemble, su: _Setup, st: _State, block: list[int], book: "CostBook") -> tuple[float, float]:
     """A block's drop of ``U`` per unit of its cost (the cost book's, taking the runs in turn) and its cost."""
     trial = _State(logw=st.logw, max_n=st.max_n, picks=dict(st.picks), ya=st.ya.copy(), fa=st.fa.copy(),
-                   ga=st.ga.copy(), u=st.u, axis_max=None if st.axis_max is None else st.axis_max.copy())
+                   ga=st.ga.copy(), u=st.u)
     cost, u = 0.0, st.u
     for c in block:
         uu, _m, logw = _evaluate(ens, su, trial, np.array([c]))

@@ -92,12 +92,10 @@ def _on_scale(score: np.ndarray, sign: float, scale: str) -> np.ndarray:
 
 
 def ensemble_of(surface: Surface, fit: Any, space: Space, plans: list[dict[str, float]], n_target: float,
-                fitted_n: Sequence[float] = (), axes: Sequence[Any] = ()) -> tuple[Ensemble, np.ndarray]:
+                fitted_n: Sequence[float] = ()) -> tuple[Ensemble, np.ndarray]:
     """The draws over the plans and the candidates; also the point prediction of each candidate (metric units).
 
-    ``fitted_n``: N of each fitted run, so that a size above the fit's largest rung counts its runs toward one.
-    ``axes``: the request's axes (:class:`allocator.models.AxisBounds`, their tested maxima), so that a run that
-    reaches a plan's level past one removes that arm's extrapolation error there."""
+    ``fitted_n``: N of each fitted run, so that a size above the fit's largest rung counts its runs toward one."""
     sign = -1.0 if fit.target == "loss" else 1.0
     x = space.inputs()
     pl = {k: np.array([p[k] for p in plans], dtype=float) for k in plans[0]}
@@ -114,22 +112,8 @@ def ensemble_of(surface: Surface, fit: Any, space: Space, plans: list[dict[str, 
                    noise_var=np.maximum(noise, 1e-12), cand_n=x["N"], target_n=n_target,
                    effect_sd=surface.effect_sd, max_fitted_n=surface.max_fitted_n, z=z,
                    max_compared_n=surface.max_compared_n, sparse_runs=_sparse(fitted_n, surface.max_compared_n),
-                   rung_runs=MIN_RUNG_RUNS, **_axis_terms(surface, axes, plans[:2], x, scores))
+                   rung_runs=MIN_RUNG_RUNS)
     return ens, point
-
-
-def _axis_terms(surface: Surface, axes: Sequence[Any], arms: list[dict[str, float]], x: dict[str, np.ndarray],
-                scores: np.ndarray) -> dict[str, Any]:
-    """The :class:`Ensemble` fields of the arms' error past the tested maxima (none without such an error)."""
-    names = [a.name for a in axes if surface.axis_sd.get(a.name) and a.name in x]
-    if not names:
-        return {}
-    top = {a.name: a.fitted_max for a in axes}
-    scale = np.abs(scores[:, :2]).mean(axis=0) if surface.noise_log else np.ones(2)
-    return {"axis_sd": np.array([float(surface.axis_sd[a]) for a in names]),
-            "axis_max": np.array([max(float(top[a]), 0.0) for a in names]),
-            "arm_levels": np.array([[float(arm.get(a, 0.0)) for a in names] for arm in arms]),
-            "cand_levels": np.column_stack([x[a] for a in names]), "arm_scale": scale}
 
 
 def _sparse(fitted_n: Sequence[float], rung: float | None) -> dict[float, int]:
@@ -181,8 +165,7 @@ def _lone_sizes(ns: Sequence[float], names: Sequence[str], ens: Ensemble) -> lis
 CRITERION = ("preposterior, greedy: each run the one that most lowers the 90% gain-interval width/now + "
              "E[regret]/now per unit of cost; the width is the law draws' linear-Gaussian (ensemble Kalman) "
              "posterior width, the regret an expectation over simulated results re-weighting the draws by "
-             "their likelihood, tempered to keep at least min(30, draws/4) effective draws; a block of distinct runs "
-             "that completes a rung above the fitted ones is weighed as one choice, per unit of its cost "
+             "their likelihood, tempered to keep at least min(30, draws/4) effective draws "
              "(allocator/preposterior.py)")
 
 

@@ -113,8 +113,7 @@ def propose_next_runs(query: AllocationQuery, *, runs: int, max_cost: float | No
         raise AllocatorUsageError("no candidate run: the design's constraints leave no recipe of the axes' levels")
     fitted_n = [r.model_params for r in all_runs
                 if r.status == "done" and r.split == "fit" and r.model_params is not None]
-    ens, point = ensemble_of(ld.surface, ld.fit, space, plans, ld.request.model_params, fitted_n,
-                             axes=ld.request.axes)
+    ens, point = ensemble_of(ld.surface, ld.fit, space, plans, ld.request.model_params, fitted_n)
     _check_plans_differ(ens, report)
     book = cost_book(space, all_runs)
     say(f"{space.size} candidate runs x {ens.n_draws} draws; choosing {runs}")

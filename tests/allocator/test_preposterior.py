@@ -208,25 +208,3 @@ def test_a_block_respects_max_cost() -> None:
     ens = _sized(np.random.default_rng(1), (1e6, 1e8, 1e8, 1e8))
     sel = select_runs(ens, _book(4), 3, sims=100, max_cost=2.5)  # three runs of cost 1 do not fit
     assert len(sel.steps) == 2 and sel.steps[-1].width > 0.9 * sel.width_now
-
-
-def test_a_run_at_the_plans_level_past_the_tested_maximum_removes_that_arms_extrapolation_error() -> None:
-    """The plan sits 1 doubling past an axis's tested maximum, with an error of 0.05 per doubling there: a run at
-    the plan's level makes it tested (the term goes), a run inside the tested range leaves it."""
-    from allocator.preposterior import axis_var, gaussian_width
-
-    rng = np.random.default_rng(2)
-    g = rng.normal(0.05, 0.005, 300)
-    ens = Ensemble(gains=g, scores=np.column_stack([g, np.zeros(300)]), preds=rng.normal(0.5, 0.01, (300, 2)),
-                   noise_var=np.full(2, 1e-4), cand_n=np.full(2, 1e6), target_n=1e6,
-                   axis_sd=np.array([0.05]), axis_max=np.array([0.2]), arm_levels=np.array([[0.4], [0.0]]),
-                   cand_levels=np.array([[0.1], [0.4]]))
-    assert axis_var(ens)[0] == pytest.approx(0.05 ** 2)  # one arm, one doubling
-    assert axis_var(ens, np.array([[0.4]]))[0] == 0.0
-    now = gaussian_width(ens, np.var(g, ddof=1), 0.0)[0]
-    assert now == pytest.approx(2 * 1.645 * math.sqrt(np.var(g, ddof=1) + 0.05 ** 2))
-    sel = select_runs(ens, _book(2), 1, sims=100)
-    assert sel.width_now == pytest.approx(now)
-    assert sel.steps[0].index == 1 and sel.steps[0].width < 0.5 * now
-    inside = select_runs(Ensemble(**{**ens.__dict__, "cand_levels": np.array([[0.1], [0.2]])}), _book(2), 1, sims=100)
-    assert inside.steps[0].width > 0.9 * now
