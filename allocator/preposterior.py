@@ -205,15 +205,6 @@ class CostBook:
         """(C,) cost of each candidate's next run, in the budget unit."""
         return self.compute_cost + np.where(self.free > 0, 0.0, self.data_cost[self.recipe_of])
 
-    def copy(self) -> "CostBook":
-        """An independent book in the same state (to price a block of runs without taking them)."""
-        book = CostBook.__new__(CostBook)
-        book.recipe_of, book.cell_of = self.recipe_of, self.cell_of
-        book.data_cost, book.compute_cost = self.data_cost, self.compute_cost
-        book.datasets = {r: list(s) for r, s in self.datasets.items()}
-        book.used, book.next_seed, book.free = set(self.used), self.next_seed, self.free.copy()
-        return book
-
     def take(self, c: int) -> tuple[int, bool, float, float]:
         """Propose candidate ``c``'s next run: ``(seed, new_dataset, data_cost, compute_cost)``."""
         r, k = int(self.recipe_of[c]), int(self.cell_of[c])
@@ -401,90 +392,27 @@ def _rung_if_chosen(ens: Ensemble, st: _State, cands: np.ndarray) -> np.ndarray:
     return np.where(have + new >= ens.rung_runs, n, 0.0)
 
 
-def _floor(costs: np.ndarray) -> float:
-    """The cost floor: 1e-3 of the median positive cost, so that free runs come first without dividing by 0."""
-    return 1e-3 * float(np.median(costs[costs > 0])) if np.any(costs > 0) else 1e-9
-
-
-def _evaluate(ens: Ensemble, su: _Setup, st: _State, cands: np.ndarray) -> tuple[np.ndarray, dict[str, np.ndarray],
-                                                                                  np.ndarray]:
-    """The preposterior of one more run at each of ``cands`` (L,): ``U`` (L,), the measures (L,) and the log
-    weights (L, M, B)."""
+def _choose(ens: Ensemble, su: _Setup, st: _State, costs: np.ndarray, feasible: np.ndarray, cell_of: np.ndarray,
+            screen: int, per_cell: int) -> tuple[int, dict[str, float]]:
+    """One greedy choice: screen, evaluate the shortlist by the preposterior, update the state; the candidate and
+    its measures (``width``, ``regret``, ``p_resolved``, ``ess``)."""
+    floor = 1e-3 * float(np.median(costs[costs > 0])) if np.any(costs > 0) else 1e-9
+    lin = _screen_scores(st, ens, su.rival_w) / np.maximum(costs, floor)
+    cands = _shortlist(lin, feasible, cell_of, screen, per_cell)
     y = _outcomes(ens, su.truth, cands, st.picks, su.noise, su.seed)
     logw = st.logw[None] + _increments(ens, y, cands)
     top = np.maximum(st.max_n, _rung_if_chosen(ens, st, cands))
     m = weighted_measures(tempered(logw, su.ess_min), effect_gains(ens, top), ens.scores, su.best)
     m["width"] = gaussian_width(ens, _posterior_var(st, ens, cands), top)
     m["ess"] = _ess(logw).mean(axis=-1)
-    return su.u(m), m, logw
-
-
-def _commit(ens: Ensemble, st: _State, c: int, logw: np.ndarray, u: float) -> None:
-    """Take candidate ``c`` into the state: its weights, its rung credit, its replicate count, the screen."""
-    st.logw, st.u = logw, u
+    u = su.u(m)
+    j = int(np.argmax((st.u - u) / np.maximum(costs[cands], floor)))
+    c = int(cands[j])
+    st.logw, st.u = logw[j], float(u[j])
     st.max_n = max(st.max_n, float(_rung_if_chosen(ens, st, np.array([c]))[0]))
     st.picks[c] = st.picks.get(c, 0) + 1
     _ensrf(st, c, float(ens.noise_var[c]))
-
-
-def _choose(ens: Ensemble, su: _Setup, st: _State, costs: np.ndarray, lin: np.ndarray, cands: np.ndarray
-            ) -> tuple[int, float, tuple]:
-    """The best single run of the shortlist ``cands`` by the preposterior. Returns the candidate, its drop of ``U``
-    per unit of cost, and what :func:`_commit` and the step need (log weights, ``U``, measures)."""
-    floor = _floor(costs)
-    u, m, logw = _evaluate(ens, su, st, cands)
-    gain = (st.u - u) / np.maximum(costs[cands], floor)
-    j = int(np.argmax(gain))
-    return int(cands[j]), float(gain[j]), (logw[j], float(u[j]), {k: float(v[j]) for k, v in m.items()})
-
-
-def _blocks(ens: Ensemble, st: _State, score: np.ndarray, feasible: np.ndarray, room: int) -> list[list[int]]:
-    """Candidate blocks that complete a rung: for each size above the largest rung so far that needs 2 to
-    ``room`` more distinct runs, the best of its feasible unchosen candidates by ``score`` (the screen's, per cost).
-    A greedy that looks one run ahead never starts a rung, since the first runs at a size get no credit."""
-    if not ens.effect_sd or ens.z is None or ens.rung_runs <= 1:
-        return []
-    top = max(st.max_n, ens.max_compared_n or ens.max_fitted_n or 0.0)
-    out = []
-    for n in np.unique(ens.cand_n[ens.cand_n > top]):
-        have = ens.sparse_runs.get(float(n), 0) + sum(1 for c in st.picks if ens.cand_n[c] == n)
-        need = ens.rung_runs - have
-        pool = np.flatnonzero((ens.cand_n == n) & feasible)
-        pool = np.array([c for c in pool if int(c) not in st.picks], dtype=int)
-        if need < 2 or need > room or pool.size < need:
-            continue  # one run short: the single-run greedy already credits it
-        out.append([int(c) for c in pool[np.argsort(-score[pool], kind="stable")[:need]]])
-    return out
-
-
-def _next_choice(ens: Ensemble, su: _Setup, st: _State, book: "CostBook", costs: np.ndarray, feasible: np.ndarray,
-                 screen: int, per_cell: int, room: int, left: float | None) -> list[int]:
-    """The next run, or the next block of runs that completes a rung when its drop of ``U`` per unit of cost beats
-    the best single run's (``room`` runs and ``left`` cost remain)."""
-    lin = _screen_scores(st, ens, su.rival_w) / np.maximum(costs, _floor(costs))
-    c, best, _ = _choose(ens, su, st, costs, lin, _shortlist(lin, feasible, book.cell_of, screen, per_cell))
-    choice = [c]
-    for block in _blocks(ens, st, lin, feasible, room):
-        gain, cost = _block_gain(ens, su, st, block, book)
-        if gain > best and (left is None or cost <= left + 1e-9):
-            choice, best = block, gain
-    return choice
-
-
-def _block_gain(ens: Ensemble, su: _Setup, st: _State, block: list[int], book: "CostBook") -> tuple[float, float]:
-    """A block's drop of ``U`` per unit of its cost (the cost book's, taking the runs in turn) and its cost."""
-    trial = _State(logw=st.logw, max_n=st.max_n, picks=dict(st.picks), ya=st.ya.copy(), fa=st.fa.copy(),
-                   ga=st.ga.copy(), u=st.u)
-    cost, u = 0.0, st.u
-    for c in block:
-        uu, _m, logw = _evaluate(ens, su, trial, np.array([c]))
-        u = float(uu[0])
-        _commit(ens, trial, c, logw[0], u)
-    probe = book.copy()
-    for c in block:
-        _seed, _new, data, comp = probe.take(c)
-        cost += data + comp
-    return (st.u - u) / max(cost, _floor(book.costs())), cost
+    return c, {k: float(v[j]) for k, v in m.items()}
 
 
 def select_runs(ens: Ensemble, book: CostBook, k: int, *, max_cost: float | None = None, sims: int = 128,
@@ -499,7 +427,6 @@ def select_runs(ens: Ensemble, book: CostBook, k: int, *, max_cost: float | None
     su, st = _setup(ens, sims, seed)
     steps: list[Step] = []
     notes: list[str] = []
-    queue: list[int] = []
     spent = 0.0
     for _ in range(k):
         costs = book.costs()
@@ -510,16 +437,10 @@ def select_runs(ens: Ensemble, book: CostBook, k: int, *, max_cost: float | None
             notes.append(f"stopped after {len(steps)} of {k} runs: no further run fits the remaining "
                          f"{max_cost - spent:,.2f} of max cost {max_cost:,.2f} (cheapest {costs.min():,.2f})")
             break
-        if not queue:
-            queue = _next_choice(ens, su, st, book, costs, feasible, screen, per_cell, k - len(steps),
-                                 None if max_cost is None else max_cost - spent)
-        c = queue.pop(0)
-        u, m, logw = _evaluate(ens, su, st, np.array([c]))
-        _commit(ens, st, c, logw[0], float(u[0]))
+        c, m = _choose(ens, su, st, costs, feasible, book.cell_of, screen, per_cell)
         seed_c, new, data, comp = book.take(c)
         spent += data + comp
-        steps.append(Step(index=c, seed=seed_c, new_dataset=new, data_cost=data, compute_cost=comp,
-                          **{key: float(v[0]) for key, v in m.items()}))
+        steps.append(Step(index=c, seed=seed_c, new_dataset=new, data_cost=data, compute_cost=comp, **m))
         if progress is not None:
             progress(len(steps))
     return Selection(steps=steps, width_now=su.w0, regret_now=su.r0, p_resolved_now=float(su.now["p_resolved"][0]),

@@ -183,28 +183,3 @@ def test_a_noiseless_candidate_that_all_draws_predict_alike_is_harmless() -> Non
     sel = select_runs(flat, _book(2), 2, sims=50)
     assert all(np.isfinite([s.width, s.regret]).all() for s in sel.steps)
     assert sel.steps[0].index == 0
-
-
-def test_a_block_of_three_distinct_runs_starts_a_rung_that_single_steps_never_start() -> None:
-    """With no run at the plan's size, one run there earns nothing by itself; the greedy looks at the block of
-    three distinct runs that makes the size a rung, and takes it when its drop per unit of cost is the best."""
-    ens = _sized(np.random.default_rng(1), (1e6, 1e8, 1e8, 1e8))
-    sel = select_runs(ens, _book(4), 3, sims=100)
-    assert sorted(s.index for s in sel.steps) == [1, 2, 3]
-    assert sel.steps[0].width > 0.9 * sel.width_now  # the first two runs earn no credit yet
-    assert sel.steps[-1].width < 0.5 * sel.width_now  # the third makes the rung
-    # too few runs left for a block: the single-step greedy is all there is
-    assert select_runs(ens, _book(4), 2, sims=100).steps[-1].width > 0.9 * sel.width_now
-    # a block that costs more than its drop is worth loses to a cheap run that measures the gain itself
-    preds = ens.preds.copy()
-    preds[:, 0] = 0.5 + ens.gains
-    told = Ensemble(**{**ens.__dict__, "preds": preds})
-    dear = select_runs(told, _book(4, data=[1.0, 1e6, 1e6, 1e6]), 3, sims=100)
-    assert dear.steps[0].index == 0
-    assert sorted(s.index for s in select_runs(told, _book(4), 3, sims=100).steps) == [1, 2, 3]
-
-
-def test_a_block_respects_max_cost() -> None:
-    ens = _sized(np.random.default_rng(1), (1e6, 1e8, 1e8, 1e8))
-    sel = select_runs(ens, _book(4), 3, sims=100, max_cost=2.5)  # three runs of cost 1 do not fit
-    assert len(sel.steps) == 2 and sel.steps[-1].width > 0.9 * sel.width_now
