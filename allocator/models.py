@@ -552,8 +552,8 @@ class NextRuns(_Frozen):
     max_cost: float | None = None
     """The cap on ``total_cost`` asked for (None: none)."""
     expected_width_after: float
-    """Width of the 90% gain interval expected after all proposed runs: ``width_now`` x the linear-Gaussian
-    shrink of the law's draws (score points)."""
+    """Width of the 90% gain interval expected after all proposed runs (score points): ``width_now`` with only
+    the criterion's part shrunk (:func:`allocator.proposal.width_after`)."""
     expected_regret_after: float
     """Expected regret after all proposed runs (score points)."""
     p_resolved_after: float

@@ -9,6 +9,7 @@ plus training compute ``[cost].per_pflop x 6 N D / 1e15`` of the run's planned N
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -22,7 +23,8 @@ from fit import MIN_RUNG_RUNS
 from grid import CandidateCell, candidate_cells, candidate_recipes, recipe_key
 from grid.models import RunRecord
 
-__all__ = ["Space", "candidate_space", "cost_book", "ensemble_of", "rival_plans", "next_runs_report", "CRITERION"]
+__all__ = ["Space", "candidate_space", "cost_book", "ensemble_of", "rival_plans", "next_runs_report", "width_after",
+           "CRITERION"]
 
 
 @dataclass(frozen=True)
@@ -127,8 +129,24 @@ def rival_plans(request: Any, surface: Surface, plan: dict[str, float], redraws:
     return [solve_levels(request, d, warm=[plan], starts=0) for d in list(surface.draws)[:redraws]]
 
 
-def _proposed(sel: Selection, space: Space, ens: Ensemble, point: np.ndarray, scale: float) -> list[ProposedRun]:
-    """The chosen runs as rows; expected widths are the criterion's shrink applied to ``allocate``'s (``scale``)."""
+def width_after(width_now: float, model_now: float, model_after: float) -> float:
+    """``allocate``'s gain-interval width expected after runs that take the criterion's width from ``model_now``
+    to ``model_after`` (score points): ``sqrt(width_now^2 - model_now^2 + model_after^2)``.
+
+    ``allocate``'s width holds parts the criterion's does not model and no run removes: one run's noise in each
+    arm (its interval is predictive) and each arm's error past an axis's tested maximum. They stay; only the
+    criterion's part shrinks. Where the criterion's width exceeds ``allocate``'s (nothing left over), the
+    shrink is a ratio instead: ``width_now x model_after / model_now``."""
+    if model_now <= 0:
+        return width_now
+    if width_now <= model_now:
+        return width_now * model_after / model_now
+    return math.sqrt(width_now ** 2 - model_now ** 2 + model_after ** 2)
+
+
+def _proposed(sel: Selection, space: Space, ens: Ensemble, point: np.ndarray, width_now: float) -> list[ProposedRun]:
+    """The chosen runs as rows; expected widths are ``allocate``'s now with the criterion's part shrunk
+    (:func:`width_after`)."""
     out, total = [], 0.0
     sd = ens.preds.std(axis=0)
     for i, s in enumerate(sel.steps):
@@ -141,7 +159,8 @@ def _proposed(sel: Selection, space: Space, ens: Ensemble, point: np.ndarray, sc
             train_tokens=cell.train_tokens, train_flops=cell.train_flops, new_dataset=s.new_dataset,
             data_cost=s.data_cost, compute_cost=s.compute_cost, cost=s.data_cost + s.compute_cost,
             cumulative_cost=total, predicted=float(point[c]), predicted_sd=float(sd[c]),
-            expected_width_after=s.width * scale, expected_regret_after=s.regret, p_resolved_after=s.p_resolved))
+            expected_width_after=width_after(width_now, sel.width_now, s.width), expected_regret_after=s.regret,
+            p_resolved_after=s.p_resolved))
     return out
 
 
@@ -175,8 +194,7 @@ def next_runs_report(report: AllocationReport, sel: Selection, space: Space, ens
     expected to do."""
     iv = report.gain_interval
     width_now = float(iv[1] - iv[0]) if iv else sel.width_now
-    scale = width_now / sel.width_now if sel.width_now > 0 else 1.0
-    proposed = _proposed(sel, space, ens, point, scale)
+    proposed = _proposed(sel, space, ens, point, width_now)
     last = sel.steps[-1]
     notes = list(sel.notes)
     notes += _lone_sizes([r.model_params for r in proposed], [r.model_size for r in proposed], ens)
@@ -195,6 +213,6 @@ def next_runs_report(report: AllocationReport, sel: Selection, space: Space, ens
         gain_over_baseline=report.gain_over_baseline, gain_interval=iv, decision=report.decision,
         width_now=width_now, expected_regret_now=sel.regret_now,
         runs=proposed, total_cost=proposed[-1].cumulative_cost, max_cost=max_cost,
-        expected_width_after=last.width * scale, expected_regret_after=last.regret, p_resolved_after=last.p_resolved,
+        expected_width_after=proposed[-1].expected_width_after, expected_regret_after=last.regret, p_resolved_after=last.p_resolved,
         criterion=CRITERION, candidates=space.size, draws=ens.n_draws, simulations=sims, mean_ess=last.ess,
         cost_rule=rule, notes=notes)
