@@ -13,9 +13,8 @@ from grid import COMPUTE, AxisCost, CostModel
 from toolscale.config import ExperimentConfig
 
 __all__ = ["Unit", "UNITS", "Budget", "AxisCost", "CostModel", "COMPUTE", "AxisBounds", "AllocationRequest",
-           "AllocationQuery", "Plan",
-           "Optimality", "Decision", "AllocationPlan", "AllocationReport", "ARMS", "VerificationArm", "VerificationReport",
-           "signed_interval", "ProposedRun", "NextRuns", "EarlierInterval"]
+           "AllocationQuery", "Plan", "Optimality", "Decision", "AllocationPlan", "AllocationReport", "ARMS",
+           "VerificationArm", "VerificationReport", "signed_interval", "ProposedRun", "NextRuns", "EarlierInterval"]
 
 Unit = Literal["usd", "gpu_hours"]
 UNITS: tuple[str, ...] = ("usd", "gpu_hours")
@@ -552,8 +551,9 @@ class NextRuns(_Frozen):
     max_cost: float | None = None
     """The cap on ``total_cost`` asked for (None: none)."""
     expected_width_after: float
-    """Width of the 90% gain interval expected after all proposed runs (score points): ``width_now`` with only
-    the criterion's part shrunk (:func:`allocator.proposal.width_after`)."""
+    """Width of the 90% gain interval expected after all proposed runs (:func:`allocator.proposal.width_after`)."""
+    width_floor: float = 0.0
+    """The part of ``width_now`` no run removes: a run's noise per arm, the error past tested maxima (score points)."""
     expected_regret_after: float
     """Expected regret after all proposed runs (score points)."""
     p_resolved_after: float

@@ -213,6 +213,8 @@ def next_runs_report(report: AllocationReport, sel: Selection, space: Space, ens
         gain_over_baseline=report.gain_over_baseline, gain_interval=iv, decision=report.decision,
         width_now=width_now, expected_regret_now=sel.regret_now,
         runs=proposed, total_cost=proposed[-1].cumulative_cost, max_cost=max_cost,
-        expected_width_after=proposed[-1].expected_width_after, expected_regret_after=last.regret, p_resolved_after=last.p_resolved,
+        expected_width_after=proposed[-1].expected_width_after,
+        width_floor=width_after(width_now, sel.width_now, 0.0), expected_regret_after=last.regret,
+        p_resolved_after=last.p_resolved,
         criterion=CRITERION, candidates=space.size, draws=ens.n_draws, simulations=sims, mean_ess=last.ess,
         cost_rule=rule, notes=notes)

@@ -114,6 +114,8 @@ def test_proposal_runs_are_new_priced_and_expected_to_narrow_the_interval(regist
     assert proposal.total_cost == pytest.approx(total)
     assert proposal.width_now == pytest.approx(proposal.gain_interval[1] - proposal.gain_interval[0])
     assert proposal.expected_width_after < proposal.width_now
+    # the predictive interval holds a run's noise per arm, which no run removes
+    assert 0.0 < proposal.width_floor <= proposal.expected_width_after
     assert proposal.expected_regret_after <= proposal.expected_regret_now
     assert "per_pflop is 0" in proposal.cost_rule
     assert NextRuns.model_validate(proposal.model_dump(mode="json")) == proposal
@@ -305,3 +307,13 @@ def test_mcp_next_runs_over_stdio(registry, tmp_path) -> None:
     got = NextRuns.model_validate(good.structured_content)
     assert len(got.runs) == 2 and got.experiment == "exp" and got.fit_id == fit_id
     assert bad.is_error and "--runs must be a positive integer, got 0" in bad.content[0].text
+
+
+def test_the_text_says_how_low_no_runs_take_the_width(proposal, capsys) -> None:
+    """`toolscale next` prints the width's floor beside the expected width, from the same proposal."""
+    from toolscale.cli.next_runs import _render
+
+    _render(proposal, None)
+    text = capsys.readouterr().out
+    assert f"expected gain-interval width {proposal.expected_width_after:.4f}" in text
+    assert f"no runs take it below {proposal.width_floor:.4f}" in text

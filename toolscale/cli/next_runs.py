@@ -94,7 +94,8 @@ def _render(p, out) -> None:
     print_table([{"#": r.rank, **r.recipe} for r in p.runs], title="their recipes")
     ratio = p.expected_width_after / p.width_now if p.width_now > 0 else float("nan")
     print(f"after these {len(p.runs)} runs ({p.total_cost:,.2f} {unit}): expected gain-interval width "
-          f"{p.expected_width_after:.4f} ({ratio:.2f}x now), expected regret {p.expected_regret_after:.4f}; "
+          f"{p.expected_width_after:.4f} ({ratio:.2f}x now; no runs take it below {p.width_floor:.4f}, one run's "
+          f"noise per arm and the error past tested maxima), expected regret {p.expected_regret_after:.4f}; "
           f"P(the gain's 90% interval lies above 0) = {p.p_resolved_after:.2f}")
     print(f"criterion: {p.criterion}; {p.candidates} candidates, {p.draws} draws, {p.simulations} simulated "
           f"outcomes; mean effective sample size after the runs {p.mean_ess:.1f} of {p.draws} draws before tempering"
