@@ -33,14 +33,12 @@ def rows(detail: str, first: int, n: int):
     """One row per truth and seed: next's expected width now and the stored one, and the realised width."""
     stored = {(r["truth"], r["seed"]): r for r in map(json.loads, open(detail, encoding="utf-8"))
               if r["policy"] == "next" and r["k"] == 12}
-    cfg = nr.thin_config()
-    design = list(nr.build_design(cfg).runs)
-    all_truths = nr.truths(nr.law_inputs_for_config(cfg), min(r.train_tokens for r in design))
+    names = list(dict.fromkeys(name for name, _seed in stored))
     for seed in range(first, first + n):
-        for i, (name, (tlaw, params)) in enumerate(all_truths.items()):
+        for name in names:
             with tempfile.TemporaryDirectory() as d:
                 base = str(Path(d) / "base.duckdb")
-                nr.store_runs(base, cfg, design, tlaw, params, noise_seed=7919 * (i + 1) + seed)
+                cfg, _law, _params, _tag = nr.thin_experiment(name, seed, base)
                 nr.fit_and_store(base, cfg, 100, 15, seed)
                 query = nr.AllocationQuery.of(registry=base, budget=nr.BUDGET, benchmark=nr.BENCH, experiment="sim")
                 nxt = nr.propose_next_runs(query, runs=24)

@@ -153,18 +153,25 @@ def _policy_rows(policy: str, k: int, ctx: dict) -> tuple[list[dict], float]:
     return rows[:k], costs[k - 1]
 
 
+def thin_experiment(name: str, seed: int, path: str):
+    """The thin design's runs of truth ``name`` and ``seed``, stored at ``path``, not yet fitted: the config, the
+    truth's law and parameters, and the noise tag (the added runs' noise streams derive from it)."""
+    cfg = thin_config()
+    design = list(build_design(cfg).runs)
+    all_truths = truths(law_inputs_for_config(cfg), min(r.train_tokens for r in design))
+    tlaw, params = all_truths[name]
+    tag = 7919 * (list(all_truths).index(name) + 1) + seed
+    store_runs(path, cfg, design, tlaw, params, noise_seed=tag)
+    return cfg, tlaw, params, tag
+
+
 def experiment(name: str, seed: int, folder: Path, *, n_boot: int, inter_boot: int, refit_boot: int,
                ks=KS, policies=POLICIES, detail: str | None = None, keep: Path | None = None) -> list[dict]:
     """One truth and seed: the thin design, its fit, the four policies at each K, refits and judgements.
 
     ``keep``: a folder that gets each refitted registry (``{policy}-{k}.duckdb``), for `next_diagnose.py`."""
-    cfg = thin_config()
-    design = list(build_design(cfg).runs)
-    all_truths = truths(law_inputs_for_config(cfg), min(r.train_tokens for r in design))
-    tlaw, params = all_truths[name]
     base = str(folder / "base.duckdb")
-    tag = 7919 * (list(all_truths).index(name) + 1) + seed
-    store_runs(base, cfg, design, tlaw, params, noise_seed=tag)
+    cfg, tlaw, params, tag = thin_experiment(name, seed, base)
     t0 = time.perf_counter()
     fit_and_store(base, cfg, n_boot, inter_boot, seed)
     before = {**evaluate(base, cfg, tlaw, params), "fit_s": time.perf_counter() - t0}
