@@ -1,17 +1,19 @@
 """Probe: GRPO from a warm-started probe model on its 12 RL envs (rl.toml's settings, draw cap 8).
-usage: grpo.py DIR STEPS [SEED]"""
+usage: [LR=5e-4] [TAG=] grpo.py DIR STEPS [SEED]  (writes DIR/grpo-SEED+TAG)"""
 import json, sys, time
 from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[4]))
 from train.grpo import train_grpo
 from train.rollout import Sampling
+import os
+TAG, LR = os.environ.get("TAG", ""), float(os.environ.get("LR", "5e-4"))
 d, steps = Path(sys.argv[1]), int(sys.argv[2])
 seed = int(sys.argv[3]) if len(sys.argv) > 3 else 0
 t0 = time.time()
-st = train_grpo(d / "rl_envs.jsonl", d / "model", d / f"grpo-{seed}", max_steps=steps, num_generations=4,
-                prompts_per_step=1, max_completion_length=256, learning_rate=5e-4, seed=seed, threads=1,
+st = train_grpo(d / "rl_envs.jsonl", d / "model", d / f"grpo-{seed}{TAG}", max_steps=steps, num_generations=4,
+                prompts_per_step=1, max_completion_length=256, learning_rate=LR, seed=seed, threads=1,
                 sampling=Sampling(temperature=1.0, top_k=10), abf=True, draw_cap=8, reward="f1")
-rows = [json.loads(l) for l in (d / f"grpo-{seed}" / "grpo_steps.jsonl").read_text().splitlines()]
+rows = [json.loads(l) for l in (d / f"grpo-{seed}{TAG}" / "grpo_steps.jsonl").read_text().splitlines()]
 for r in rows:
     print(r["step"], "phase", r["phase"], "draws", r["draws"], "kept", r["kept"], "fill", r["fill_rate"],
           "f1", round(r["f1"], 3), "partial", round(r["partial"], 3), flush=True)
