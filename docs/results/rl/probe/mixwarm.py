@@ -1,8 +1,8 @@
 """Probe (issue 32): keep copies dense throughout. A plain-torch warm start from scratch: every step is one batch of
 4 golden episodes of SRC_PROBE (loss on every token, cut at 2,048) plus, when COPY = 1, one batch of 16 repeated id
 lists (32 + 32 tokens, the ``ind5.py ids`` task); the two losses are summed. AdamW at LR, 5% warm-up, cosine.
-usage: mixwarm.py OUT SRC_PROBE STEPS COPY(0|1) LR"""
-import json, math, random, shutil, string, sys, time
+usage: [SEED=0] mixwarm.py OUT SRC_PROBE STEPS COPY(0|1) LR (SEED sets the weights, the episode order and the ids)"""
+import json, math, os, random, shutil, string, sys, time
 from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[4]))
 import torch
@@ -12,7 +12,8 @@ from train.chat import normalize_messages, render
 from train.proxy import build_model
 out, src, steps, copy, lr = Path(sys.argv[1]), Path(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]), float(sys.argv[5])
 out.mkdir(parents=True, exist_ok=True)
-torch.set_num_threads(1); torch.manual_seed(0)
+SEED = int(os.environ.get("SEED", "0"))
+torch.set_num_threads(1); torch.manual_seed(SEED)
 for f in ("rl_envs.jsonl", "rl_envs_1.jsonl"):
     shutil.copy(src / f, out / f)
 tok = AutoTokenizer.from_pretrained(src / "tok")
@@ -20,10 +21,10 @@ rows = [json.loads(l) for l in (src / "data" / "train.jsonl").read_text().splitl
 eps = [tok(render(normalize_messages(r["messages"]), json.loads(r["tools"])))["input_ids"][:2048] for r in rows]
 size = ModelSize(name="probe", hidden_size=64, num_layers=4, num_heads=2, vocab_size=1024, max_seq_len=2048,
                  max_steps=steps, batch_size=4, learning_rate=lr)
-m = build_model(size); opt = torch.optim.AdamW(m.parameters(), lr=lr, weight_decay=0.0)
+m = build_model(size, seed=SEED); opt = torch.optim.AdamW(m.parameters(), lr=lr, weight_decay=0.0)
 warm = max(1, steps // 20)
 sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: min(1.0, (s + 1) / warm) * 0.5 * (1 + math.cos(math.pi * min(1.0, s / steps))))
-rng = random.Random(0)
+rng = random.Random(SEED)
 def rid():
     p = "".join(rng.choice(string.ascii_uppercase) for _ in range(2)); sep = rng.choice(["-", "/", "_", ""])
     return (p.lower() if sep == "_" else p) + sep + "".join(rng.choice(string.digits) for _ in range(rng.choice([3, 4, 4, 5])))
@@ -46,4 +47,4 @@ for step in range(1, steps + 1):
     if step % 100 == 0:
         print(f"step {step}/{steps} loss {loss.item():.3f} copy {lc.item() if lc is not None else '-'} {time.time() - t0:.0f}s", flush=True)
 m.save_pretrained(out / "model"); tok.save_pretrained(out / "model")
-print(json.dumps({"steps": steps, "copy": copy, "lr": lr, "loss_on": "all", "train_s": round(time.time() - t0)}), flush=True)
+print(json.dumps({"steps": steps, "copy": copy, "seed": SEED, "lr": lr, "loss_on": "all", "train_s": round(time.time() - t0)}), flush=True)
