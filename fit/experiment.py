@@ -7,6 +7,7 @@ config model; the CLI reads them (parsing the stored config) and stores the resu
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any
 
 from fit.axis_extrapolation import axis_extrapolation_sd
@@ -65,6 +66,10 @@ def fit_experiment(runs: Sequence[RunRecord], request: FitRequest, *, config: Ex
     loss_auto = request.law == "auto" and generic.target == "loss" and has_data_axes(law)
     inter = ("L", request.stage1_metric) if law.stages is not None else None
     fixed = _held(law, request)
+    if request.ideal_point is not None:
+        if law.stages is None:
+            raise FitInputError(f"--ideal-point adds a point to stage 2 of a two-step law; law {law.name!r} has none")
+        law = replace(law, ideal_point=(0.0, request.ideal_point))
     names = law.stages[0].axes if law.stages is not None else law.axes
     points = points_from_runs(runs, benchmark=request.benchmark, metric=metric, inputs=names,
                               experiment=request.experiment, simulated=simulated, intermediate=inter)
@@ -175,6 +180,8 @@ def _options(request: FitRequest, law: Law) -> dict[str, float | str]:
             out["ceiling"] = request.ceiling
         if request.floor is not None:
             out["floor"] = request.floor
+        if request.ideal_point is not None:
+            out["ideal_point"] = request.ideal_point
     return out
 
 

@@ -46,6 +46,8 @@ class Law:
         None: ``log`` for a loss, ``raw`` for a score. The fitter sets it per data set
         (:func:`fit.fitting.choose_residual_scale`) and :func:`law_of` restores it.
     residual_unit : divisor of ``relative`` residuals (the metric's SD over the fitted runs).
+    ideal_point : for a two-step law, ``(intermediate, score)`` added to stage 2's data in every fit (the OLMo
+        ladder's "ideal point", a loss of 0 at accuracy 1); the ceiling stays free, unlike a held ``hi``.
     """
 
     name: str
@@ -61,6 +63,7 @@ class Law:
     stages: tuple["Law", "Law", str] | None = field(default=None, repr=False)
     residual_scale: str | None = None
     residual_unit: float = 1.0
+    ideal_point: tuple[float, float] | None = None
 
     def __post_init__(self) -> None:
         names = set(self.param_names)

@@ -257,8 +257,8 @@ def fit_any(law: Law, points: Points, *, huber_delta: float | None, n_starts: in
 
     Two-step laws (OLMo model ladder): stage 1 (intermediate loss from N and D) is fitted on
     the runs' final checkpoints only (``points.final``); stage 2 (score from the observed
-    loss) on every checkpoint, which widens the loss range it sees. ``fixed`` parameters are
-    held in whichever stage has them (e.g. the accuracy floor ``lo``).
+    loss) on every checkpoint, which widens the loss range it sees, plus ``law.ideal_point`` when set.
+    ``fixed`` parameters are held in whichever stage has them (e.g. the accuracy floor ``lo``).
     """
     X = points.X()
     y = points.y_array()
@@ -277,8 +277,12 @@ def fit_any(law: Law, points: Points, *, huber_delta: float | None, n_starts: in
     s1 = fit_params(stage1, X1, X1[inter], n_starts=n_starts, max_grid=max_grid, seed=seed, method=method,
                     maxiter=maxiter, fixed={k: v for k, v in fixed.items() if k in stage1.param_names} or None,
                     starts=None if starts is None else [{k: s[k] for k in stage1.param_names} for s in starts])
-    s2 = fit_params(stage2, X, y, huber_delta=huber_delta, n_starts=n_starts, max_grid=max_grid, seed=seed,
-                    method=method, maxiter=maxiter, weights=w,
+    X2, y2, w2 = {inter: X[inter]}, y, w
+    if law.ideal_point is not None:  # the OLMo ladder's ideal point: one more stage-2 point, weight 1
+        X2, y2 = {inter: np.append(X[inter], law.ideal_point[0])}, np.append(y, law.ideal_point[1])
+        w2 = None if w is None else np.append(w, 1.0)
+    s2 = fit_params(stage2, X2, y2, huber_delta=law.huber_delta if huber_delta is None else huber_delta, n_starts=n_starts, max_grid=max_grid, seed=seed,
+                    method=method, maxiter=maxiter, weights=w2,
                     fixed={k: v for k, v in fixed.items() if k in stage2.param_names} or None,
                     starts=None if starts is None else [{k: s[k] for k in stage2.param_names} for s in starts])
     pred = law.predict({**s1.params, **s2.params}, X)

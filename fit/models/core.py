@@ -410,7 +410,7 @@ class FitResult(_Frozen):
     refit without the runs at that level (:mod:`fit.axis_extrapolation`); ``allocate`` widens the intervals of
     plans that go past it. Empty: not measured (fewer than 3 levels, or a fit made before it was)."""
     options: dict[str, float | str] = Field(default_factory=dict)
-    """Fit options that shape the data or the law (``smooth``, ``skip_first``, ``ceiling``, ``floor``,
+    """Fit options that shape the data or the law (``smooth``, ``skip_first``, ``ceiling``, ``floor``, ``ideal_point``,
     ``repetition``, ``stage1_metric``)."""
 
     def warnings(self) -> list[str]:

@@ -119,7 +119,10 @@ class FitRequest(_Frozen):
     """``chinchilla``: add the repetition term of runs with ``unique_tokens`` (Muennighoff et al. 2023); without
     it ``--law chinchilla`` fits exactly ``E + A / N^alpha + B / D^beta`` (and the experiment's data axes)."""
     ceiling: float | None = Field(default=None, gt=0.0, le=1.0)
-    """Two-step laws: accuracy ceiling ``hi`` held fixed (1.0: the OLMo ladder's ideal point)."""
+    """Two-step laws: accuracy ceiling ``hi`` held fixed (a hard bound; the OLMo ladder uses ``ideal_point``)."""
+    ideal_point: float | None = Field(default=None, gt=0.0, le=1.0)
+    """Two-step laws: add the point (loss 0, this accuracy) to stage 2's data, as the OLMo ladder does (its
+    "ideal point", 1.0; allenai/OLMo-ladder ``src/scripts/step2.py``); ``hi`` stays free."""
     smooth: int = Field(default=1, ge=1)
     """Two-step laws: moving average over this many consecutive checkpoints of a run (stage 1 sees the mean of
     a run's last ``smooth`` checkpoints); 1: none."""

@@ -237,6 +237,10 @@ class FitSummary(_Frozen):
     per parameter (:func:`fit_warnings`)."""
     weighted: bool = False
     """True when the fit weighted runs by their standard errors."""
+    fixed: dict[str, float] = Field(default_factory=dict)
+    """Parameters held fixed (``--floor``, ``--ceiling``, an unidentified size exponent), natural units."""
+    options: dict[str, float | str] = Field(default_factory=dict)
+    """Fit options that shaped the data or the law (:attr:`FitResult.options`: ``smooth``, ``ideal_point``...)."""
 
     @classmethod
     def of(cls, fit: "FitResult", fit_id: str | None = None, formula: str = "") -> "FitSummary":
@@ -271,7 +275,8 @@ class FitSummary(_Frozen):
                    extrapolation_factor=h.extrapolation_factor if h else None,
                    heldout_predictions=list(h.points) if h else [], rolling=list(fit.rolling),
                    selection=fit.selection, fit_seconds=fit.fit_seconds, interaction=inter,
-                   warnings=fit_warnings(fit), weighted=fit.weighted)
+                   warnings=fit_warnings(fit), weighted=fit.weighted, fixed=dict(fit.fixed or {}),
+                   options=dict(fit.options))
 
 
 class ReportSummary(FitSummary):

@@ -367,6 +367,53 @@ def test_two_step_scores_heldout_runs_that_have_an_accuracy_but_no_loss(tmp_path
     assert all(p["lo"] <= p["predicted"] <= p["hi"] for p in out["heldout_predictions"])
 
 
+def test_ideal_point_is_a_stage_two_point_and_is_recorded(tmp_path, capsys):
+    """``--ideal-point`` (the OLMo ladder's recipe) adds (loss 0, ACC) to stage 2's data: ``hi`` stays free (not
+    held, unlike ``--ceiling``) and the option is stored with the fit; a value outside (0, 1], or the flag on a
+    law without two steps, is one line and exit 2."""
+    import numpy as np
+    import pandas as pd
+
+    rng = np.random.default_rng(2)
+    rows = []
+    for n in (2e7, 6e7, 2e8, 6e8):
+        for mult in (10, 20, 40):
+            for step in range(1, 6):
+                d = mult * n * step / 5
+                loss = 1.8 + 400 * n ** -0.34 + 2000 * d ** -0.36
+                acc = 0.25 + 0.6 / (1 + np.exp(4.0 * (loss - 3.0))) + rng.normal(0, 0.01)
+                rows.append({"run": f"n{n:g}-x{mult}", "step": step, "params": n, "tokens": d, "loss": loss,
+                             "acc": float(np.clip(acc, 0, 1))})
+    path = tmp_path / "ladder.csv"
+    pd.DataFrame(rows).to_csv(path, index=False)
+    db = str(tmp_path / "r.duckdb")
+    assert main(["import-runs", str(path), "--experiment", "ladder", "--benchmark", "mmlu", "--registry", db,
+                 "--map", "run=run_id", "--map", "step=step", "--map", "params=model_params",
+                 "--map", "tokens=train_tokens", "--map", "loss=loss", "--map", "acc=score",
+                 "--checkpoints", "all"]) == 0
+    capsys.readouterr()
+    base = ["fit", "--registry", db, "--experiment", "ladder", "--benchmark", "mmlu", "--law", "two_step",
+            "--holdout", "none", "--bootstrap", "0", "--json", "--no-store"]
+    assert main([*base, "--ideal-point", "1", "--huber-delta", "1"]) == 0
+    with_point = json.loads(capsys.readouterr().out)
+    assert main([*base, "--huber-delta", "1"]) == 0
+    without = json.loads(capsys.readouterr().out)
+    assert with_point["options"]["ideal_point"] == 1.0 and "ideal_point" not in without["options"]
+    assert "hi" not in (with_point.get("fixed") or {})
+    assert with_point["params"]["hi"]["estimate"] > without["params"]["hi"]["estimate"] + 0.02
+    before = (tmp_path / "r.duckdb").read_bytes()
+    for bad, needle in ((["--ideal-point", "1.5"], "--ideal-point must be in (0, 1]"),
+                        (["--ideal-point", "0"], "--ideal-point must be in (0, 1]")):
+        assert main([*base, *bad]) == 2
+        err = capsys.readouterr().err.strip()
+        assert needle in err and len(err.splitlines()) == 1
+    assert main(["fit", "--registry", db, "--experiment", "ladder", "--benchmark", "mmlu", "--law", "chinchilla",
+                 "--metric", "loss", "--ideal-point", "1", "--bootstrap", "0", "--no-store"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "--ideal-point" in err and "'chinchilla'" in err and len(err.splitlines()) == 1
+    assert (tmp_path / "r.duckdb").read_bytes() == before
+
+
 def test_fit_skips_runs_without_the_metric_and_says_how_many(tmp_path, capsys):
     import pandas as pd
 

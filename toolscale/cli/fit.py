@@ -47,7 +47,10 @@ def _add_fit_args(p: argparse.ArgumentParser, benchmark_required: bool = True) -
                    help="two-step laws: the intermediate stage 1 predicts (a metric of the benchmark, or "
                         "other-benchmark/metric such as a task loss in bits per byte; default loss)")
     p.add_argument("--ceiling", type=float, metavar="ACC",
-                   help="two-step laws: accuracy ceiling held fixed, in (0, 1] (1.0: the OLMo ladder's ideal point)")
+                   help="two-step laws: accuracy ceiling held fixed, in (0, 1] (a hard bound)")
+    p.add_argument("--ideal-point", type=float, metavar="ACC",
+                   help="two-step laws: add the point (loss 0, accuracy ACC) to stage 2's data, in (0, 1]; the "
+                        "OLMo ladder's recipe uses 1.0 (the ceiling stays free)")
     p.add_argument("--smooth", type=int, default=1, metavar="K",
                    help="two-step laws: moving average over K checkpoints of each run (default 1: none)")
     p.add_argument("--skip-first", type=float, default=0.0, metavar="F",
@@ -208,6 +211,9 @@ def _request(args: argparse.Namespace, experiment: str):
         raise UsageError(f"--jobs must be >= 1, got {args.jobs}")
     if args.ceiling is not None and not 0.0 < args.ceiling <= 1.0:
         raise UsageError(f"--ceiling must be in (0, 1] (an accuracy ceiling such as 1.0), got {args.ceiling:g}")
+    if args.ideal_point is not None and not 0.0 < args.ideal_point <= 1.0:
+        raise UsageError(f"--ideal-point must be in (0, 1] (an accuracy at loss 0, such as 1.0), got "
+                         f"{args.ideal_point:g}")
     if args.smooth < 1:
         raise UsageError(f"--smooth must be >= 1 checkpoints, got {args.smooth}")
     if not 0.0 <= args.skip_first < 1.0:
@@ -227,7 +233,7 @@ def _request(args: argparse.Namespace, experiment: str):
                       holdout=args.holdout, n_bootstrap=args.bootstrap, huber_delta=args.huber_delta,
                       n_starts=args.starts, method=args.method, seed=args.seed, n_jobs=args.jobs,
                       interaction_test=not args.no_interaction, floor=args.floor, stage1_metric=args.stage1_metric,
-                      train_stages=_stages(args.stages) if args.stages else None, ceiling=args.ceiling,
+                      train_stages=_stages(args.stages) if args.stages else None, ceiling=args.ceiling, ideal_point=args.ideal_point,
                       smooth=args.smooth, skip_first=args.skip_first, repetition=args.repetition,
                       target=getattr(args, "target", "auto"),
                       validation=getattr(args, "validation", None) or "valid-calls")
