@@ -1,5 +1,4 @@
-"""Contracts of the allocator: queries, budgets, requests, plans. Imports only pydantic, numpy, the standard library,
-the grid's cost model (:class:`grid.cost.CostModel`, shared with ``grid design``) and the experiment config."""
+"""Contracts of the allocator: queries, budgets, requests, plans (pydantic, the grid's cost model, the config)."""
 
 from __future__ import annotations
 
@@ -300,8 +299,8 @@ class AllocationReport(AllocationPlan):
     """The answer of ``allocate``: the :class:`AllocationPlan` plus where it came from.
 
     ``model_dump(mode="json")`` is the contract of ``allocate --json`` and of the MCP
-    ``allocate`` tool (``allocate --sweep --json`` lists one per budget). The registry stores
-    the :class:`AllocationPlan` part; ``allocation_id`` names that row.
+    ``allocate`` tool (``allocate --sweep --json`` lists one per budget). The registry stores the
+    :class:`AllocationPlan` part, ``tokens``, ``model_source``, ``tokens_source``; ``allocation_id`` names the row.
     """
 
     experiment: str
@@ -325,8 +324,9 @@ class AllocationReport(AllocationPlan):
     model_source: str = ""
     """Where ``model_params`` came from (``--model-size``, a ladder rung, the config's target size)."""
     tokens_source: str = ""
-    """Where ``tokens`` came from (``--tokens``, ``--tokens-per-param``, a rung's planned tokens, the design's
-    tokens per parameter)."""
+    """Where ``tokens`` came from (``--tokens``, ``--tokens-per-param``, a rung's or the design's tokens)."""
+    size_extrapolation: dict[str, float] = Field(default_factory=dict)
+    """``N``/``D`` outside the fitted runs' range: value / fitted max, or fitted min / value (``predict``'s)."""
     earlier: EarlierInterval | None = None
     """The interval before the newest `toolscale next` runs at this budget, once a refit includes them."""
 

@@ -189,7 +189,7 @@ def plan_target(config: ExperimentConfig, model_size: str | None, *, tokens: str
     elif model_size in {m.name for m in config.ladder}:
         target = _rung_target(config, config.model_size(model_size), "--model-size")
     else:
-        if not (model_size[:1].isdigit() or model_size[:1] == "."):
+        if config.ladder and not (model_size[:1].isdigit() or model_size[:1] == "."):
             config.model_size(model_size)  # an unknown rung: ConfigError naming the known ones
         n = _count(model_size, "--model-size")
         if tokens is None and tokens_per_param is None:

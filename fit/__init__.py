@@ -19,6 +19,7 @@ from toolscale.exports import lazy_exports
 _EXPORTS: dict[str, str] = {
     'FitError': 'fit.errors',
     'MIN_RUNG_RUNS': 'fit.selection',
+    'beyond_fitted': 'fit.predict',
     'bic_weights': 'fit.predict',
     'check_point': 'fit.predict',
     'components': 'fit.predict',

@@ -72,8 +72,10 @@ def check_points(points: Points, law: Law) -> None:
                                 "cannot fit its size term, so held-out runs of other sizes cannot be predicted; "
                                 "fit 2+ sizes (a ladder that leaves 2+ rungs in the fit split) or use --holdout none")
         if inp.kind != "metric" and np.unique(x).size < 2:
+            hint = ("fit a law without D (e.g. --law saturating) or import runs at 2+ token counts" if
+                    inp.kind == "tokens" else "vary it in the design or drop it from the law")
             raise FitInputError(f"axis {inp.name!r} has a single level ({x[0]:g}) in the fitted runs; "
-                                "a law cannot learn its effect (vary it in the design or drop it from the law)")
+                                f"a law cannot learn its effect ({hint})")
     if points.n < law.n_params + 1:
         raise FitInputError(f"law {law.name!r} has {law.n_params} parameters and needs at least "
                             f"{law.n_params + 1} fitted runs; got {points.n}")

@@ -81,6 +81,12 @@ def predict_points(fit: FitResult, X: Mapping[str, Any], *, level: float = 0.90,
     missing = [a for a in need if a not in X]
     if missing:
         raise FitInputError(f"prediction needs input {missing[0]!r} (law {fit.law!r} reads {', '.join(need)})")
+    with np.errstate(invalid="ignore", divide="ignore", over="ignore"):  # undefined points come back non-finite
+        return _predict_points(fit, X, own, level=level, seed=seed)
+
+
+def _predict_points(fit: FitResult, X: Mapping[str, Any], own: Law, *, level: float, seed: int
+                    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     pred = np.atleast_1d(own.predict(fit.params, X))
     rng = np.random.default_rng(seed)
     sims = []
@@ -160,6 +166,20 @@ def beyond_fitted(fit: FitResult, point: Mapping[str, float]) -> dict[str, float
     return out
 
 
+def undefined(fit: FitResult, points: Sequence[Mapping[str, float]], *arrays: np.ndarray) -> None:
+    """FitInputError naming the first point whose prediction or interval is not finite (the law is undefined
+    there, e.g. an effective-data multiplier below 0 under an axis's tested minimum), and the inputs below the
+    fitted range that explain it."""
+    bad = ~np.all(np.isfinite(np.stack([np.atleast_1d(a) for a in arrays])), axis=0)
+    if not bad.any():
+        return
+    i = int(np.argmax(bad))
+    below = [k for k in beyond_fitted(fit, points[i]) if points[i][k] < fit.fitted_ranges[k][0]]
+    where = ", ".join(f"{k}={points[i][k]:g} (fitted minimum {fit.fitted_ranges[k][0]:g})" for k in below)
+    raise FitInputError(f"--at #{i + 1}: law {fit.law!r} has no finite prediction there" +
+                        (f"; {where} lies below the fitted range: predict at or above it" if below else ""))
+
+
 def predict_at(fit: FitResult, points: Sequence[Mapping[str, float]], *, level: float = 0.90,
                max_fitted_flops: float | None = None, fit_id: str | None = None, seed: int = 0,
                units: Mapping[str, str] | None = None) -> Prediction:
@@ -182,6 +202,7 @@ def predict_at(fit: FitResult, points: Sequence[Mapping[str, float]], *, level: 
     for i, p in enumerate(points):
         check_point(fit, p, units=units, label=f"#{i + 1}")
     pred, lo, hi = predict_points(fit, {k: X[k] for k in need}, level=level, seed=seed)
+    undefined(fit, points, pred, lo, hi)
     out = []
     for i, p in enumerate(points):
         flops = training_flops(p["N"], p["D"]) if "N" in p and "D" in p else None

@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 
 from fit.laws import law_of
-from fit.models import ExperimentFit
+from fit.models import AllocationBasis, ExperimentFit
 from toolscale.files import atomic_write_bytes
 
 __all__ = ["report_data", "render_markdown", "render_html", "make_figures", "write_report", "report_stem",
@@ -261,6 +261,11 @@ FIGURES = (("extrapolation", "The metric against compute, with the law's 90% ban
            ("hypotheses", "The forms compared: the interaction test's hypotheses, or `--law auto`'s candidates"))
 
 
+def _figure_note(d: dict[str, Any], key: str) -> list[str]:
+    """The line under a figure: for the allocation chart, which model its plans are for (``allocation_note``)."""
+    return [d["allocation_note"]] if key == "allocation" and d.get("allocation_note") else []
+
+
 def render_markdown(d: dict[str, Any], figures: dict[str, str] | None = None) -> str:
     """The Markdown report; ``figures`` maps figure keys to relative PNG paths; ``d["run_table"]`` (Markdown
     lines, :func:`fit.run_table.diagnostics_lines`) adds a section on every run's diagnostics."""
@@ -278,7 +283,7 @@ def render_markdown(d: dict[str, Any], figures: dict[str, str] | None = None) ->
             "## Additive vs multiplicative (research plan, seed 003)", *_interaction_lines(d), ""]
     for key, caption in FIGURES:
         if key in figures:
-            out += [f"### {caption}", f"![{caption}]({figures[key]})", ""]
+            out += [f"### {caption}", f"![{caption}]({figures[key]})", *_figure_note(d, key), ""]
     if d.get("run_table"):
         out += ["## Every run: baselines, seen and unseen tools, bits by span type", *d["run_table"], ""]
     out += [f"Data hash `{d['data_hash']}`; every number is in the JSON file next to this report."]
@@ -342,7 +347,7 @@ def render_html(d: dict[str, Any], pngs: dict[str, bytes] | None = None) -> str:
         if key in pngs:
             b64 = base64.b64encode(pngs[key]).decode("ascii")
             body.append(f"<h3>{html.escape(caption)}</h3><img alt=\"{html.escape(caption)}\" "
-                        f"src=\"data:image/png;base64,{b64}\">")
+                        f"src=\"data:image/png;base64,{b64}\">" + _md_to_html_lines(_figure_note(d, key)))
     style = ("body{font-family:sans-serif;max-width:1000px;margin:2em auto;}table{border-collapse:collapse}"
              "td,th{border:1px solid #999;padding:2px 6px;text-align:right}img{max-width:100%}"
              ".sim{background:#fde68a;border:2px solid #b45309;padding:.6em;font-weight:bold}")
@@ -519,17 +524,19 @@ FIGURE_MAKERS = {"axes": axes_figure, "heldout": heldout_figure, "residuals": re
 
 
 def make_figures(result: ExperimentFit, *, target_n: float | None = None,
-                 allocations: list[dict[str, Any]] | None = None, unit: str = "usd") -> dict[str, bytes]:
+                 allocations: list[dict[str, Any]] | None = None, basis: AllocationBasis | None = None
+                 ) -> dict[str, bytes]:
     """The report's PNGs (matplotlib, Agg backend), by figure key (one function per figure).
 
     ``target_n``: the model size the extrapolation band reaches; ``allocations``: plans across budgets for the
-    allocation chart (:func:`fit.report_figures.allocation_figure`)."""
+    allocation chart (:func:`fit.report_figures.allocation_figure`), for the N, D and unit of ``basis``."""
     from fit.report_figures import allocation_figure, extrapolation_figure
 
     out = {}
     makers = {**FIGURE_MAKERS, "extrapolation": lambda r: extrapolation_figure(r, target_n),
-              "allocation": lambda r: allocation_figure(allocations or [], unit=unit, metric=r.fit.metric,
-                                                        simulated=r.fit.simulated)}
+              "allocation": lambda r: allocation_figure(allocations or [], unit=basis.unit if basis else "usd",
+                                                        metric=r.fit.metric, simulated=r.fit.simulated,
+                                                        at=basis.label() if basis else "")}
     for key, maker in makers.items():
         blob = maker(result)
         if blob is not None:
@@ -539,9 +546,11 @@ def make_figures(result: ExperimentFit, *, target_n: float | None = None,
 
 def write_report(result: ExperimentFit, out_dir: Path, run_table: list[str] | None = None, *,
                  fit_id: str | None = None, target_n: float | None = None,
-                 allocations: list[dict[str, Any]] | None = None, unit: str = "usd") -> dict[str, Path]:
+                 allocations: list[dict[str, Any]] | None = None, basis: AllocationBasis | None = None
+                 ) -> dict[str, Path]:
     """Write ``<stem>.md`` (+ PNGs in ``<stem>_plots/``), ``<stem>.html`` and ``<stem>.json`` under ``out_dir``;
-    ``run_table`` (Markdown lines) is the every-run diagnostics section."""
+    ``run_table`` (Markdown lines) is the every-run diagnostics section; ``basis`` says which model the
+    ``allocations`` plan for (:meth:`fit.models.AllocationBasis.describe`, under the chart)."""
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     stem = report_stem(result)
@@ -550,7 +559,9 @@ def write_report(result: ExperimentFit, out_dir: Path, run_table: list[str] | No
         data["run_table"] = list(run_table)
     if allocations:
         data["allocations"] = allocations
-    pngs = make_figures(result, target_n=target_n, allocations=allocations, unit=unit)
+        if basis is not None:
+            data["allocation_basis"], data["allocation_note"] = basis.model_dump(mode="json"), basis.describe()
+    pngs = make_figures(result, target_n=target_n, allocations=allocations, basis=basis)
     plot_dir = out_dir / f"{stem}_plots"
     plot_dir.mkdir(exist_ok=True)
     rel = {}

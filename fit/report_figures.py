@@ -174,11 +174,12 @@ def coverage_figure(result: ExperimentFit) -> bytes | None:
 
 
 def allocation_figure(plans: Sequence[dict[str, Any]], *, unit: str = "usd", metric: str = "score",
-                      simulated: bool = False) -> bytes | None:
+                      simulated: bool = False, at: str = "") -> bytes | None:
     """Spend per axis (stacked) and the predicted metric of the plan and the baseline across budgets.
 
     ``plans``: dicts with ``budget``, ``spend`` (axis -> spend), ``score``, ``interval`` (or None),
-    ``baseline`` and ``unspent``, one per budget.
+    ``baseline`` and ``unspent``, one per budget, all for one model; ``at`` names it in the titles
+    (``N = 1.4e+09, D = 2e+10``: :meth:`fit.models.AllocationBasis.label`).
     """
     plans = sorted((p for p in plans if p.get("spend") is not None), key=lambda p: p["budget"])
     if not plans:
@@ -198,7 +199,8 @@ def allocation_figure(plans: Sequence[dict[str, Any]], *, unit: str = "usd", met
     a1.set_xticks(x, [f"{p['budget']:.3g}" for p in plans], rotation=30)
     a1.set_xlabel(f"budget ({unit})")
     a1.set_ylabel(f"spend ({unit})")
-    a1.set_title("Spend per axis", fontsize=10)
+    tag = f" ({at})" if at else ""
+    a1.set_title(f"Spend per axis{tag}", fontsize=10)
     a1.legend(fontsize=7)
     b = [p["budget"] for p in plans]
     a2.plot(b, [p["score"] for p in plans], marker="o", label="plan")
@@ -209,7 +211,7 @@ def allocation_figure(plans: Sequence[dict[str, Any]], *, unit: str = "usd", met
     a2.set_xscale("log")
     a2.set_xlabel(f"budget ({unit})")
     a2.set_ylabel(metric)
-    a2.set_title("The plan across budgets", fontsize=10)
+    a2.set_title(f"The plan across budgets{tag}", fontsize=10)
     a2.legend(fontsize=7)
     if simulated:
         fig.suptitle("[SIMULATED]", fontsize=9)

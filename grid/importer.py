@@ -230,7 +230,7 @@ def rows_to_runs(rows: Sequence[dict[str, Any]], mapping: dict[str, str], *, exp
             splits.append(value)
         meta = {str(k): (v if not isinstance(v, float) or math.isfinite(v) else None)
                 for k, v in row.items() if k not in used}
-        key = str(row[mapping["run_id"]]).strip() if "run_id" in mapping else hashlib.sha256(
+        key = str(row[mapping["run_id"]]) if "run_id" in mapping else hashlib.sha256(
             json.dumps(row, sort_keys=True, default=str).encode()).hexdigest()[:16]
         extra_meta: dict[str, Any] = {}
         if "step" in mapping:

@@ -488,14 +488,17 @@ class RunStore(Connection):
 
     # ---- export ----------------------------------------------------------
     def export_rows(self, experiment: str | None = None) -> list[dict[str, Any]]:
-        """One flat row per run: ids, axes (``axis_*``), N, D, FLOPs, status, split, and ``bench/metric`` columns;
-        then one row per scored checkpoint of the run (its ``step`` and that checkpoint's metrics)."""
+        """One flat row per run: ids, axes (``axis_*``), N, D, FLOPs, status, split, and ``bench/metric`` columns
+        (``step`` too for a run imported with a step column, ``metadata.step``); then one row per scored
+        checkpoint of the run (its ``step`` and that checkpoint's metrics)."""
         out = []
         for r in self.runs(experiment):
             row: dict[str, Any] = {"run_id": r.run_id, "experiment": r.experiment, "design_version": r.design_version,
                                    "model_size": r.model_size, "model_params": r.model_params,
                                    "train_tokens": r.train_tokens, "train_flops": r.train_flops, "seed": r.seed,
                                    "status": r.status, "split": r.split, "source": r.source}
+            if r.metadata.get("step") is not None:  # imported with a step column (<id>@<step>: --checkpoints all)
+                row["step"] = r.metadata["step"]
             row.update({axis_column(k): v for k, v in r.recipe.items()})
             row.update(r.metrics)
             out.append(row)

@@ -65,8 +65,8 @@ def split_sql(m: duckdb.DuckDBPyConnection, table: str, heldout_fraction: float,
 
 def _key(mapping: dict[str, str], axes: Sequence[str], columns: Sequence[str]) -> str:
     """SQL of a row's run key (text) before any checkpoint suffix."""
-    if "run_id" in mapping:
-        return f"trim({_q(mapping['run_id'])})"
+    if "run_id" in mapping:  # verbatim: " run-2 " is the user's id, spaces included
+        return _q(mapping["run_id"])
     if "benchmark" not in mapping and "step" not in mapping:
         cells = ", ".join(f"coalesce({_q(c)}, '')" for c in columns)
         return f"left(sha256(concat_ws(chr(31), {cells})), 16)"

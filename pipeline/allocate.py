@@ -211,14 +211,24 @@ def plan_allocation(query: AllocationQuery, *, save: bool = True, warm: Sequence
             plan = plan.model_copy(update={"baseline_method": base_method})
         earlier = earlier_proposal(reg, ld.experiment, benchmark, budget, ld.fit_id)  # `toolscale next`'s runs
         allocation_id = None
-        if save:
+        if save:  # the plan, and the N and D it is for (the report draws one model's plans as a line)
             allocation_id = reg.save_allocation(
                 experiment=ld.experiment, benchmark=benchmark, budget=budget, unit=ld.request.budget.unit,
-                fit_id=ld.fit_id, payload=plan.model_dump(mode="json"))
+                fit_id=ld.fit_id, payload={**plan.model_dump(mode="json"), "tokens": ld.target.d,
+                                           "model_source": ld.target.n_source, "tokens_source": ld.target.d_source})
     return AllocationReport(**{**dict(plan), "max_extrapolation": ld.max_extrapolation}, experiment=ld.experiment,
                             law=ld.fit.law, fit_id=ld.fit_id, metric=ld.fit.metric, target=ld.fit.target,
                             simulated=ld.fit.simulated, allocation_id=allocation_id, tokens=ld.target.d,
-                            model_source=ld.target.n_source, tokens_source=ld.target.d_source, earlier=earlier)
+                            model_source=ld.target.n_source, tokens_source=ld.target.d_source, earlier=earlier,
+                            size_extrapolation=_size_extrapolation(ld.fit, ld.request.model_params, ld.target.d))
+
+
+def _size_extrapolation(fit: FitResult, n: float, d: float | None) -> dict[str, float]:
+    """``N`` and ``D`` of the plan outside the fitted runs' range (:func:`fit.beyond_fitted`): a plan for a model
+    far smaller or larger than any fitted one is an extrapolation the reader must see."""
+    from fit import beyond_fitted
+
+    return beyond_fitted(fit, {"N": n, **({"D": d} if d else {})})
 
 
 def equal_spend_plan(query: AllocationQuery) -> tuple[Plan, tuple[float, float] | None]:

@@ -34,6 +34,7 @@ from fit.models.interaction import (  # noqa: F401
     RollingStep,
 )
 from fit.models.summaries import (  # noqa: F401
+    AllocationBasis,
     AxisDecision,
     DecisionAccuracy,
     DecisionPoint,
@@ -55,6 +56,7 @@ from fit.models.predictions import (  # noqa: F401
 )
 
 __all__ = [
+    "AllocationBasis",
     "AxisDecision",
     "CVFold",
     "DecisionAccuracy",

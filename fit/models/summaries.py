@@ -8,7 +8,7 @@ from pydantic import Field
 from fit.models.core import FitResult, HeldoutPoint, LawSelection, ResidualScale, _Frozen, fit_warnings
 from fit.models.interaction import LackOfFit, RollingStep
 
-__all__ = ["AxisDecision", "DecisionAccuracy", "DecisionPoint", "FitDiff", "FitList", "FitRow", "FitSummary", "InteractionSummary", "ParamDiff", "ReportSummary", "SummaryParam"]
+__all__ = ["AllocationBasis", "AxisDecision", "DecisionAccuracy", "DecisionPoint", "FitDiff", "FitList", "FitRow", "FitSummary", "InteractionSummary", "ParamDiff", "ReportSummary", "SummaryParam"]
 
 
 class SummaryParam(_Frozen):
@@ -279,11 +279,56 @@ class FitSummary(_Frozen):
                    options=dict(fit.options))
 
 
+class AllocationBasis(_Frozen):
+    """The model a report's allocation chart plans for: ``report --sweep``'s plans, made now, or the fit's stored
+    allocations at the newest one's N, D and unit (one line across budgets compares plans for one model)."""
+
+    swept: bool
+    """True: planned now for the report (``--sweep``, not stored); False: stored allocations."""
+    model_params: float
+    """Parameters N of the model planned for."""
+    tokens: float | None = None
+    """Training tokens D planned for (None: allocations stored before D was recorded)."""
+    model_source: str = ""
+    """Where N came from (``--model-size``, a ladder rung, the config's target size); empty when not recorded."""
+    tokens_source: str = ""
+    """Where D came from (``--tokens``, ``--tokens-per-param``, a rung's tokens); empty when not recorded."""
+    unit: str = "usd"
+    """Budget unit of the chart."""
+    plans: int
+    """Budgets on the chart."""
+    left_out: int = 0
+    """Stored allocations of the fit at another N, D or unit, not drawn."""
+
+    def describe(self) -> str:
+        """One paragraph for the report: which plans the chart shows, at which N and D, and what it left out."""
+        n = f"N = {self.model_params:.3g} parameters" + (f" ({self.model_source})" if self.model_source else "")
+        d = (f"D = {self.tokens:.3g} training tokens" + (f" ({self.tokens_source})" if self.tokens_source else "")
+             if self.tokens is not None else "D not recorded (allocations stored before D was)")
+        if self.swept:
+            return f"Planned now for this report (`--sweep`, not stored) at {self._budgets()}, for {n} and {d}."
+        out = f"The fit's stored allocations at {self._budgets()}, for the newest one's {n} and {d}."
+        if self.left_out:
+            out += (f" Left out: {self.left_out} stored allocation(s) at another N, D or unit; `toolscale report "
+                    "--sweep MIN:MAX:STEPS --model-size N --tokens D` plans at another model.")
+        return out
+
+    def _budgets(self) -> str:
+        """``1 budget (usd)``, ``12 budgets (usd)``."""
+        return f"{self.plans} budget{'s' if self.plans != 1 else ''} ({self.unit})"
+
+    def label(self) -> str:
+        """The chart's short tag: ``N = 1.4e+09, D = 2e+10``."""
+        return f"N = {self.model_params:.3g}" + (f", D = {self.tokens:.3g}" if self.tokens is not None else "")
+
+
 class ReportSummary(FitSummary):
     """What ``toolscale report --json`` prints: the fit summary and the files written."""
 
     files: dict[str, str] = Field(default_factory=dict)
     """``markdown``, ``html``, ``json`` -> path written."""
+    allocation: AllocationBasis | None = None
+    """The model the allocation chart plans for (None: no allocation chart)."""
 
 
 class FitRow(_Frozen):

@@ -231,3 +231,14 @@ def test_lack_of_fit_is_flagged_when_the_form_misses_structure():
     wiggle = smooth + 0.03 * np.sin(np.log2(n)) + noise  # structure no saturating power law has
     bad = fit_law(Points(inputs={"N": list(n)}, y=list(wiggle), groups=groups), law, n_starts=4)
     assert bad.lack_of_fit.flagged and bad.lack_of_fit.ratio > 2 and bad.lack_of_fit.p_value < 1e-3
+
+
+def test_a_single_token_count_names_the_law_that_fits_without_it():
+    """An lm-eval folder where every model stops at the same step has one D: the refusal says what to do."""
+    from fit.models import Points
+
+    n = [1e8, 2e8, 4e8, 8e8, 1.6e9, 3.2e9, 6.4e9]
+    pts = Points(inputs={"N": n, "D": [8e9] * len(n)}, y=[3.0 - 0.1 * i for i in range(len(n))], target="loss")
+    with pytest.raises(FitInputError, match=r"axis 'D' has a single level \(8e\+09\).*fit a law without D "
+                                            r"\(e\.g\. --law saturating\) or import runs at 2\+ token counts"):
+        fit_law(pts, get_law("chinchilla"))

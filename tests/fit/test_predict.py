@@ -46,3 +46,28 @@ def test_mixed_intervals_cover_every_supported_form(sim, truths):
     assert pred.points[0].flops is None and set(pred.form_weights) == {"additive", "multiplicative", "interaction"}
     with pytest.raises(FitInputError, match="lacks input 'support_depth'"):
         predict_at(again, [{k: v[0] for k, v in X.items() if k != "support_depth"}])
+
+
+def test_a_point_where_the_law_is_undefined_is_refused_not_predicted_as_nan():
+    """Under an axis's tested minimum an effective-data multiplier ``1 + c (1 - t^-gamma)`` can fall below 0: the
+    law has no value there. ``predict_at`` says so, naming the input below the fitted range, instead of returning
+    NaN with exit 0; at the minimum itself the prediction is finite."""
+    from fit.fitting import fit_law
+    from fit.models import LawInput, Points
+
+    rng = np.random.default_rng(0)
+    inputs = (LawInput(name="N", kind="size", ref=1e7), LawInput(name="D", kind="tokens", ref=1e8),
+              LawInput(name="tool_diversity", kind="diversity", ref=4.0))
+    law = get_law("effective", inputs)
+    n, d, t = np.meshgrid([1e7, 3e7, 1e8], [1e8, 4e8], [4.0, 8.0, 16.0])
+    y = 0.9 - 0.3 * (n / 1e7) ** -0.3 - 0.3 * (d * (1 + 0.5 * (1 - (t / 4) ** -0.5)) / 1e8) ** -0.3
+    pts = Points(inputs={"N": n.ravel().tolist(), "D": d.ravel().tolist(), "tool_diversity": t.ravel().tolist()},
+                 y=(y.ravel() + rng.normal(0, 0.003, y.size)).tolist())
+    fit = fit_law(pts, law, n_bootstrap=0, n_starts=2, max_grid=256)
+    c = next(k for k in fit.params if k.startswith("c_"))
+    steep = fit.model_copy(update={"params": {**fit.params, c: 1000.0}})
+    ok = predict_at(steep, [{"N": 3e7, "D": 2e8, "tool_diversity": 4.0}])
+    assert np.isfinite(ok.points[0].predicted)
+    with pytest.raises(FitInputError, match=r"--at #2: law 'effective' has no finite prediction there; "
+                                            r"tool_diversity=2 \(fitted minimum 4\) lies below the fitted range"):
+        predict_at(steep, [{"N": 3e7, "D": 2e8, "tool_diversity": 4.0}, {"N": 3e7, "D": 2e8, "tool_diversity": 2.0}])

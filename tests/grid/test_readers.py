@@ -115,3 +115,25 @@ def test_wandb_api_export_expands_config_and_summary(tmp_path):
     rows = read_wandb(f)
     assert rows[0]["run_id"] == "x" and rows[0]["params"] == "70000000.0" and rows[1]["acc"] == "0.5"
     assert rows[0]["config.lr"] == "0.001" and rows[0]["summary.lr"] == "0.0"  # a key in both keeps its prefix
+
+
+@pytest.mark.parametrize("source", ["csv", "wandb"])
+def test_import_keeps_the_users_run_ids_verbatim_spaces_included(tmp_path, source):
+    """`--map id=run_id` stores each cell as it is: " run-2 " (unquoted) and "  run-3" (quoted) keep their spaces,
+    and the row-by-row importer agrees with the bulk one."""
+    from grid.importer import parse_column_map, rows_to_runs
+
+    f = tmp_path / "runs.csv"
+    f.write_text('id,params,tokens,acc\nrun-1,70M,20B,0.41\n run-2 ,160M,20B,0.47\n"  run-3",410M,20B,0.55\n')
+    db = str(tmp_path / "r.duckdb")
+    assert main(["import-runs", str(f), "--from", source, "--experiment", "e", "--benchmark", "bfcl", "--registry", db,
+                 "--map", "id=run_id", "--map", "params=model_size", "--map", "tokens=train_tokens",
+                 "--map", "acc=score"]) == 0
+    with Registry(db, read_only=True) as reg:
+        runs = {r.run_id: r for r in reg.runs("e")}
+    assert set(runs) == {"run-1", " run-2 ", "  run-3"}
+    assert runs[" run-2 "].model_params == 1.6e8 and runs["  run-3"].metrics["bfcl/score"] == 0.55
+    rows = [{"id": " run-2 ", "params": "160M", "tokens": "20B", "acc": 0.47}]
+    _, specs, _ = rows_to_runs(rows, parse_column_map(["id=run_id", "params=model_size", "tokens=train_tokens",
+                                                       "acc=score"]), experiment="e", benchmark="bfcl")
+    assert specs[0].run_id == " run-2 "

@@ -306,7 +306,7 @@ def test_mcp_next_runs_over_stdio(registry, tmp_path) -> None:
     assert "next_runs" in tools
     got = NextRuns.model_validate(good.structured_content)
     assert len(got.runs) == 2 and got.experiment == "exp" and got.fit_id == fit_id
-    assert bad.is_error and "--runs must be a positive integer, got 0" in bad.content[0].text
+    assert bad.is_error and "runs must be a positive integer, got 0" in bad.content[0].text  # the parameter, not --runs
 
 
 def test_the_text_says_how_low_no_runs_take_the_width(proposal, capsys) -> None:

@@ -100,6 +100,24 @@ def test_allocate_says_what_it_assumed_unspent_budget_and_caps(byo, capsys):
                for v in out[k].values())
 
 
+def test_a_model_outside_the_fitted_sizes_is_flagged_in_text_and_json(byo, capsys):
+    """Planning for a model 10x smaller or larger than any fitted run says so, with the factor (the issue's 6.8M
+    model planned from 70M-1.4B runs, with no warning); a model inside the fitted sizes says nothing."""
+    db, cfg = byo
+    common = ["allocate", "--budget", "5000", "--benchmark", "bfcl", "--registry", db, "--config", cfg,
+              "--tokens", "20B"]
+    capsys.readouterr()
+    factors = {}
+    for size in ("160M", "7M", "4.1B"):  # fitted: 70M-410M (1.4B held out)
+        assert main([*common, "--model-size", size, "--json"]) == 0
+        factors[size] = json.loads(capsys.readouterr().out)["size_extrapolation"]
+    assert factors["160M"] == {}
+    assert factors["7M"] == {"N": pytest.approx(10.0)} and factors["4.1B"] == {"N": pytest.approx(10.0)}
+    assert main([*common, "--model-size", "7M"]) == 0
+    text = capsys.readouterr().out
+    assert "WARNING: the plan's model lies outside the fitted runs (model size x10" in text
+
+
 def test_extrapolate_allows_more_and_widens_the_interval(byo, capsys):
     db, cfg = byo
     common = ["allocate", "--budget", "1e9", "--benchmark", "bfcl", "--registry", db, "--config", cfg,
@@ -150,3 +168,46 @@ def test_an_lm_eval_results_folder_end_to_end_to_allocate(tmp_path, capsys):
                  "--model-size", "1.4B", "--tokens", "300B", "--json"]) == 0
     plan = json.loads(capsys.readouterr().out)
     assert plan["model_params"] == 1.4e9 and plan["tokens"] == 3e11 and plan["plan"]["total_cost"] <= 500
+
+
+def _readme_lmeval_commands() -> list[list[str]]:
+    """The README's lm-eval commands (its first ``sh`` block under "Bring your own runs"), each as argv."""
+    import shlex
+
+    text = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
+    block = text.split("## Bring your own runs", 1)[1].split("```sh\n", 1)[1].split("```", 1)[0]
+    joined = block.replace("\\\n", " ")
+    return [shlex.split(line) for line in joined.splitlines() if line.strip() and not line.startswith("#")]
+
+
+def test_the_readme_lm_eval_recipe_runs_end_to_end_on_models_with_one_final_step(tmp_path, monkeypatch, capsys):
+    """The README's lm-eval commands, verbatim, on a folder where every model stops at the same step (one D):
+    import-runs, fit and allocate each exit 0 and allocate prints a plan for the model the README names."""
+    commands = _readme_lmeval_commands()
+    assert [c[:2] for c in commands] == [["toolscale", "import-runs"], ["toolscale", "fit"],
+                                         ["toolscale", "allocate"]]
+    rng = np.random.default_rng(5)
+    for n, label in ((7e7, "70m"), (1.6e8, "160m"), (4.1e8, "410m"), (1.0e9, "1b")):
+        for tools in (4, 8, 16):
+            model = f"org/agent-{label}-tools-{tools}"
+            for step in (71000, 143000):  # every model's last checkpoint is step 143000
+                acc = 0.85 - 0.3 * (n / 7e7) ** -0.3 - 0.15 * (tools / 4) ** -0.6 - 0.1 * (step / 1e3) ** -0.3
+                res = {"results": {"arc_easy": {"alias": "arc_easy", "acc,none": float(acc + rng.normal(0, 0.004)),
+                                                "acc_stderr,none": 0.004}},
+                       "config": {"model": "hf", "model_args": f"pretrained={model},revision=step{step}",
+                                  "model_num_parameters": n}}
+                sub = tmp_path / "results" / model.replace("/", "__")
+                sub.mkdir(parents=True, exist_ok=True)
+                (sub / f"results_step{step}.json").write_text(json.dumps(res))
+    (tmp_path / "my.toml").write_text(CONFIG.split("[[axes]]\nname = \"repair_rate\"")[0])
+    monkeypatch.chdir(tmp_path)  # the README's commands use the default registry, ./toolscale.duckdb
+    for argv in commands:
+        assert main(argv[1:]) == 0, f"{' '.join(argv)}: {capsys.readouterr().err}"
+    out = capsys.readouterr().out
+    assert "imported 12 runs into 'mine'" in out and "axes: tool_diversity" in out  # the last step of each model
+    assert "Allocation of 50,000 usd for arc_easy" in out
+    assert "planned for a model of N = 1.4e+09 parameters (--model-size) and 3e+11 training tokens (--tokens)" in out
+    assert main([*commands[2][1:], "--json"]) == 0
+    plan = json.loads(capsys.readouterr().out)
+    assert plan["experiment"] == "mine" and plan["model_params"] == 1.4e9 and plan["tokens"] == 3e11
+    assert plan["plan"]["levels"]["tool_diversity"] > 0 and 0 < plan["plan"]["total_cost"] <= 50000

@@ -49,3 +49,46 @@ def test_export_counts_runs_not_checkpoint_rows(tmp_path, capsys):
     assert main(["export", "--registry", db, "--out", str(out)]) == 0
     assert f"wrote 3 rows (1 run) to {out}" in capsys.readouterr().err
     assert len(out.read_text().strip().splitlines()) == 4  # header, the run, its two checkpoints
+
+
+def _lmeval_checkpoints(folder: Path) -> None:
+    """lm-eval results of two models at steps 1000 and 2000 (one JSON per model and step)."""
+    import json
+
+    for i, (model, n) in enumerate((("org/m-70m", 7e7), ("org/m-160m", 1.6e8))):
+        for step in (1000, 2000):
+            res = {"results": {"arc_easy": {"acc,none": 0.4 + 0.05 * i + step / 1e5, "acc_stderr,none": 0.01}},
+                   "config": {"model_args": f"pretrained={model},revision=step{step}", "model_num_parameters": n}}
+            sub = folder / model.replace("/", "__")
+            sub.mkdir(parents=True, exist_ok=True)
+            (sub / f"results_step{step}.json").write_text(json.dumps(res))
+
+
+def test_export_has_the_step_of_runs_imported_with_checkpoints_all(tmp_path, capsys):
+    """Each `<id>@<step>` run of `import-runs --checkpoints all` exports its step, in the wide and the long table,
+    as CSV and as Parquet; an experiment without steps has no step column."""
+    import io
+
+    import pandas as pd
+
+    _lmeval_checkpoints(tmp_path / "results")
+    db = str(tmp_path / "r.duckdb")
+    assert main(["import-runs", str(tmp_path / "results"), "--from", "lm-eval", "--experiment", "lm", "--registry", db,
+                 "--map", "acc=score", "--checkpoints", "all"]) == 0
+    assert main(["simulate", "--config", str(SMALL), "--registry", db, "--experiment", "sim"]) == 0
+    for form in ([], ["--long"]):
+        for name in ("runs.csv", "runs.parquet"):
+            out = tmp_path / name
+            assert main(["export", "--registry", db, "--experiment", "lm", *form, "--out", str(out)]) == 0
+            frame = pd.read_parquet(out) if name.endswith(".parquet") else pd.read_csv(out)
+            assert list(frame.columns[:2]) == ["run_id", "step"] and len(frame) == 4
+            assert [f"{s}" for s in frame["step"]] == [r.rpartition("@")[2] for r in frame["run_id"]]
+            assert set(frame["step"]) == {1000, 2000}
+        assert (tmp_path / "runs.parquet").read_bytes()[:4] == b"PAR1"
+        assert main(["export", "--registry", db, "--experiment", "sim", *form, "--out", str(tmp_path / "s.csv")]) == 0
+        assert "step" not in pd.read_csv(tmp_path / "s.csv").columns
+    capsys.readouterr()
+    assert main(["export", "--registry", db, "--long"]) == 0  # both: the step is empty for runs without one
+    both = pd.read_csv(io.StringIO(capsys.readouterr().out))
+    assert both.loc[both["experiment"] == "sim", "step"].isna().all()
+    assert both.loc[both["experiment"] == "lm", "step"].notna().all()

@@ -101,3 +101,19 @@ def test_allocate_takes_the_benchmark_from_the_fit_id(two_fits, capsys):
     assert "allocate needs --benchmark NAME (a stored fit's --fit-id ID names its own)" in capsys.readouterr().err
     assert main(["allocate", "--registry", db, "--budget", "5000", "--fit-id", "f-nope"]) == 2
     assert "unknown fit id 'f-nope'" in capsys.readouterr().err
+
+
+def test_the_header_says_converged_at_a_bound(capsys):
+    """``converged=True`` beside a parameter stuck at its bound reads as a clean fit: the header says how many
+    free parameters sit at a bound (a held one does not count)."""
+    from fit.models import FitResult, FitSummary
+    from toolscale.cli.fits import render_fit
+
+    base = dict(law="saturating", inputs=[], params={"a": 1.0, "b": 0.5, "c": 2.0}, target="score", loss=0.01,
+                converged=True, n_points=40, n_params=3, data_hash="h", huber_delta=1.0, n_starts=4, residual_sd=0.01,
+                log_likelihood=0.0, aic=0.0, bic=0.0, experiment="e", benchmark="b", metric="score")
+    for update, header in (({}, "converged=True; stored as f-1"),
+                           ({"at_bounds": ["b", "c"], "fixed": {"c": 2.0}}, "converged=True (1 at a bound: b); stored")):
+        f = FitResult(**{**base, **update})
+        render_fit(f, FitSummary.of(f, "f-1"), "f-1")
+        assert header in capsys.readouterr().out.splitlines()[0]

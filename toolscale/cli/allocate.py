@@ -9,7 +9,7 @@ from toolscale.cli._common import (Formatter, add_registry_args, benchmark_of, c
                                    positive_int, print_table, registry_path, writable_file, PLOT_SUFFIXES, amount)
 from toolscale.errors import UsageError
 
-__all__ = ["register"]
+__all__ = ["register", "add_target_args"]
 
 EXAMPLES = """\
 examples:
@@ -28,12 +28,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--benchmark", help="target benchmark (one with a stored fit; --fit-id names its own)")
     p.add_argument("--unit", help="budget unit: usd or gpu_hours (default: the experiment's)")
     p.add_argument("--experiment", help="experiment whose fit to use (default: the only one with a fit)")
-    p.add_argument("--model-size", help="ladder rung name or parameter count such as 1.4e9 or 1.4B (default: the "
-                                        "config's target size; imported runs without a ladder need it)")
-    p.add_argument("--tokens", metavar="D", help="training tokens of the planned model, e.g. 300B (default: the "
-                                                  "rung's; imported runs without a ladder need it or "
-                                                  "--tokens-per-param)")
-    p.add_argument("--tokens-per-param", type=positive_float, metavar="R", help="training tokens as R x N")
+    add_target_args(p)
     p.add_argument("--extrapolate", type=positive_float, metavar="X",
                    help="let plans put an axis up to X times its largest tested level (default: the config's "
                         "[allocate] max_extrapolation, 1.25); how far each arm goes is printed and widens its "
@@ -54,6 +49,18 @@ def register(sub: argparse._SubParsersAction) -> None:
                               "# then connect any MCP client over stdio")
     add_registry_args(p)
     p.set_defaults(func=_serve)
+
+
+def add_target_args(p: argparse.ArgumentParser, what: str = "") -> None:
+    """``--model-size``, ``--tokens`` and ``--tokens-per-param``: the N and D plans are made at (``allocate`` and
+    ``report --sweep``), parsed and checked by :func:`allocator.planning.plan_target` (1.4B, 300B, a rung name);
+    ``what`` prefixes each help."""
+    p.add_argument("--model-size", help=f"{what}ladder rung name or parameter count such as 1.4e9 or 1.4B "
+                                        "(default: the config's target size; imported runs without a ladder need it)")
+    p.add_argument("--tokens", metavar="D", help=f"{what}training tokens of the planned model, e.g. 300B (default: "
+                                                  "the rung's; imported runs without a ladder need it or "
+                                                  "--tokens-per-param)")
+    p.add_argument("--tokens-per-param", type=positive_float, metavar="R", help=f"{what}training tokens as R x N")
 
 
 def _next_dollar_line(open_axes: dict[str, float], unit: str, metric: str) -> str:
@@ -153,6 +160,11 @@ def _render(plan) -> None:
           f"(fit {plan.fit_id}){label}")
     d = f"{plan.tokens:.3g} training tokens ({plan.tokens_source})" if plan.tokens else "tokens not recorded"
     print(f"planned for a model of N = {plan.model_params:.3g} parameters ({plan.model_source}) and {d}")
+    if plan.size_extrapolation:
+        outside = ", ".join(f"{'model size' if k == 'N' else 'training tokens'} x{v:.3g}"
+                            for k, v in plan.size_extrapolation.items())
+        print(f"WARNING: the plan's model lies outside the fitted runs ({outside}: value / largest fitted, or "
+              "smallest fitted / value); every prediction below extrapolates the law there")
     capped = {k for k, why in plan.optimality.at_bound.items() if why.startswith("upper")}
     rows = []
     for name, level in plan.plan.levels.items():

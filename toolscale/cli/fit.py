@@ -10,6 +10,7 @@ from typing import Any
 
 from toolscale.cli._common import (Formatter, add_registry_args, config_of, emit_json, open_fraction, print_table,
                                    registry_path, seed_int, writable_dir)
+from toolscale.cli.allocate import add_target_args
 from toolscale.config import ExperimentConfig, parse_config
 from toolscale.errors import UsageError
 
@@ -147,7 +148,8 @@ def _register_report(sub: argparse._SubParsersAction) -> None:
                                                       "(default: the config's target size, else the largest run)")
     p.add_argument("--sweep", metavar="MIN:MAX:STEPS",
                    help="plan allocations over these budgets for the allocation chart (default: the allocations "
-                        "stored for the fit)")
+                        "stored for the fit, at the newest one's model size and tokens)")
+    add_target_args(p, "with --sweep: ")
     p.add_argument("--json", action="store_true", help="print the report's JSON summary on stdout")
     p.set_defaults(func=_report)
 
@@ -507,14 +509,15 @@ def _report(args: argparse.Namespace) -> int:
     else:
         result, fit_id = stored_result(args)
     config = report_config(args, result.fit.experiment, _load)
-    allocations, unit = report_allocations(args, fit_id, result.fit, config)
+    allocations, basis = report_allocations(args, fit_id, result.fit, config)
     paths = write_report(result, Path(args.out), run_table=run_table(args, result.fit, _load), fit_id=fit_id,
-                         target_n=target_n(args, config), allocations=allocations, unit=unit)
+                         target_n=target_n(args, config), allocations=allocations, basis=basis)
     if args.json:
         from fit.models import ReportSummary
 
         summary = fit_summary(result, fit_id)
-        emit_json(ReportSummary(**dict(summary), files={k: str(v) for k, v in paths.items()}).model_dump(mode="json"))
+        emit_json(ReportSummary(**dict(summary), files={k: str(v) for k, v in paths.items()},
+                                allocation=basis).model_dump(mode="json"))
     else:
         what = f"fit {fit_id}" if fit_id else "a new fit (not stored)"
         print(f"wrote {paths['markdown']}, {paths['html']} and {paths['json']} ({what})")

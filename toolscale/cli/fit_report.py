@@ -6,11 +6,14 @@ from __future__ import annotations
 import argparse
 import math
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from toolscale.cli._common import config_of, registry_path
 from toolscale.config import ExperimentConfig
 from toolscale.errors import UsageError
+
+if TYPE_CHECKING:
+    from fit.models import AllocationBasis
 
 __all__ = ["stored_result", "report_config", "target_n", "report_allocations", "run_table"]
 
@@ -82,39 +85,86 @@ def target_n(args: argparse.Namespace, config: ExperimentConfig | None) -> float
 
 
 def report_allocations(args: argparse.Namespace, fit_id: str | None, fit: Any,
-                        config: ExperimentConfig | None) -> tuple[list[dict[str, Any]], str]:
-    """Plans for the allocation chart: ``--sweep`` planned now (not stored), else the fit's stored allocations."""
-    def row(p: dict[str, Any], budget: float) -> dict[str, Any]:
-        sign = -1.0 if fit.target == "loss" else 1.0
-        iv = p.get("interval")
-        return {"budget": budget, "spend": p["plan"]["spend"], "score": sign * p["plan"]["predicted_score"],
-                "interval": sorted(sign * x for x in iv) if iv else None,
-                "baseline": sign * p["baseline"]["predicted_score"], "unspent": p.get("unspent", 0.0)}
-
+                        config: ExperimentConfig | None) -> tuple[list[dict[str, Any]], AllocationBasis | None]:
+    """Plans for the allocation chart and the :class:`fit.models.AllocationBasis` they share (None: no plans):
+    ``--sweep`` planned now at ``--model-size``/``--tokens`` (not stored), else the fit's stored allocations at
+    the newest one's N, D and unit."""
     if args.sweep:
-        from allocator.models import AllocationQuery
-        from pipeline.allocate import plan_allocation
-        from toolscale.cli.allocate import _sweep_budgets
-
-        out, unit = [], "usd"
-        for budget in _sweep_budgets(args.sweep):
-            query = AllocationQuery.of(registry=registry_path(args, config), budget=budget, benchmark=fit.benchmark,
-                                       experiment=fit.experiment, config=config, fit_id=fit_id, redraws=0)
-            rep = plan_allocation(query, save=False)
-            out.append(row(rep.model_dump(mode="json"), budget))
-            unit = rep.budget.unit
-        return out, unit
+        return _swept(args, fit_id, fit, config)
+    given = [f for f, v in (("--model-size", args.model_size), ("--tokens", args.tokens),
+                            ("--tokens-per-param", args.tokens_per_param)) if v is not None]
+    if given:
+        raise UsageError(f"{given[0]} sets the model of --sweep's plans; add --sweep MIN:MAX:STEPS or drop {given[0]}")
     if fit_id is None:
-        return [], "usd"
+        return [], None
+    return _stored(args, fit_id, fit, config)
+
+
+def _row(p: dict[str, Any], budget: float, fit: Any) -> dict[str, Any]:
+    """One budget of the chart from a plan's JSON (a loss is planned as its negation: turned back here)."""
+    sign = -1.0 if fit.target == "loss" else 1.0
+    iv = p.get("interval")
+    return {"budget": budget, "spend": p["plan"]["spend"], "score": sign * p["plan"]["predicted_score"],
+            "interval": sorted(sign * x for x in iv) if iv else None,
+            "baseline": sign * p["baseline"]["predicted_score"], "unspent": p.get("unspent", 0.0)}
+
+
+def _swept(args: argparse.Namespace, fit_id: str | None, fit: Any,
+           config: ExperimentConfig | None) -> tuple[list[dict[str, Any]], AllocationBasis | None]:
+    """``--sweep``'s plans (:func:`toolscale.cli.allocate._sweep_budgets`), at ``--model-size`` and ``--tokens``
+    or ``--tokens-per-param`` (AllocatorUsageError, exit 2, naming a bad value), none stored."""
+    from allocator.models import AllocationQuery
+    from fit.models import AllocationBasis
+    from pipeline.allocate import plan_allocation
+    from toolscale.cli.allocate import _sweep_budgets
+
+    out, warm, rep = [], [], None
+    for budget in _sweep_budgets(args.sweep):
+        query = AllocationQuery.of(registry=registry_path(args, config), budget=budget, benchmark=fit.benchmark,
+                                   experiment=fit.experiment, config=config, fit_id=fit_id, redraws=0,
+                                   model_size=args.model_size, tokens=args.tokens,
+                                   tokens_per_param=args.tokens_per_param)
+        rep = plan_allocation(query, save=False, warm=warm)
+        warm = [rep.plan.levels]
+        out.append(_row(rep.model_dump(mode="json"), budget, fit))
+    assert rep is not None  # _sweep_budgets gives >= 2 budgets
+    return out, AllocationBasis(swept=True, model_params=rep.model_params, tokens=rep.tokens,
+                                model_source=rep.model_source, tokens_source=rep.tokens_source,
+                                unit=rep.budget.unit, plans=len(out))
+
+
+def _model_of(a: dict[str, Any]) -> tuple[float, float | None, str]:
+    """The N, D and unit of a stored allocation (D None: stored before allocations kept it)."""
+    return float(a["payload"]["model_params"]), a["payload"].get("tokens"), a["unit"]
+
+
+def _same_model(a: tuple[float, float | None, str], b: tuple[float, float | None, str]) -> bool:
+    """Whether two allocations plan for the same N, D and unit (counts equal to 1e-9 relative)."""
+    close = lambda x, y: (x is None) == (y is None) and (x is None or math.isclose(x, y, rel_tol=1e-9))  # noqa: E731
+    return close(a[0], b[0]) and close(a[1], b[1]) and a[2] == b[2]
+
+
+def _stored(args: argparse.Namespace, fit_id: str, fit: Any,
+            config: ExperimentConfig | None) -> tuple[list[dict[str, Any]], AllocationBasis | None]:
+    """The fit's stored allocations at the newest one's N, D and unit, newest per budget; the others are counted
+    as left out (a line across budgets compares plans for one model)."""
+    from fit.models import AllocationBasis
     from grid.registry import Registry
 
     with Registry(registry_path(args, config), read_only=True) as reg:
-        stored = [a for a in reg.allocations(fit.experiment) if a["fit_id"] == fit_id]
+        stored = [a for a in reg.allocations(fit.experiment) if a["fit_id"] == fit_id]  # newest first
+    if not stored:
+        return [], None
+    head = stored[0]
+    same = [a for a in stored if _same_model(_model_of(a), _model_of(head))]
     newest: dict[float, dict[str, Any]] = {}
-    for a in stored:  # newest first: keep the newest plan per budget
+    for a in same:  # keep the newest plan per budget
         newest.setdefault(float(a["budget"]), a)
-    unit = stored[0]["unit"] if stored else "usd"
-    return [row(a["payload"], b) for b, a in newest.items()], unit
+    n, d, unit = _model_of(head)
+    basis = AllocationBasis(swept=False, model_params=n, tokens=d, unit=unit, plans=len(newest),
+                            model_source=head["payload"].get("model_source", ""),
+                            tokens_source=head["payload"].get("tokens_source", ""), left_out=len(stored) - len(same))
+    return [_row(a["payload"], b, fit) for b, a in newest.items()], basis
 
 
 def run_table(args: argparse.Namespace, fit: Any, load: Loader) -> list[str]:

@@ -108,12 +108,20 @@ def _decisions(summary: Any) -> None:
                       "close pairs": p.close_pairs} for p in dec.curve], title="decision accuracy against compute")
 
 
+def _stuck(f: Any) -> str:
+    """`` (N at a bound)`` beside ``converged=``: a fit whose free parameters sit at a bound converged to an edge,
+    not to an estimate (held parameters do not count)."""
+    stuck = [p for p in f.at_bounds if p not in (f.fixed or {})]
+    return f" ({len(stuck)} at a bound: {', '.join(stuck)})" if stuck else ""
+
+
 def render_fit(f: Any, summary: Any, fit_id: str | None) -> None:
     """The text of a fit (``fit`` and ``fits show``): formula, parameters, held-out check, verdicts, warnings."""
     tag = " [SIMULATED DATA]" if f.simulated else ""
     what = {"envelope": " (early-stopped envelope)", "checkpoints": " (checkpoints)"}.get(f.point_target, "")
     print(f"{f.law} on {f.n_points} runs{what} of {f.experiment} / {f.benchmark}/{f.metric}{tag}; "
-          f"converged={f.converged}; stored as {fit_id or '(not stored)'}")
+          f"converged={f.converged}{_stuck(f)}; "
+          f"stored as {fit_id or '(not stored)'}")
     print(f"formula: {summary.formula}" + (" (weighted by the runs' standard errors)" if f.weighted else ""))
     if f.n_skipped:
         print(f"skipped {f.n_skipped} done runs without {f.benchmark}/{f.metric}")

@@ -19,15 +19,23 @@ from typing import Any
 from toolscale.config import ExperimentConfig
 from toolscale.errors import ToolscaleError
 
-__all__ = ["build_server", "MCP_REDRAWS"]
+__all__ = ["build_server", "MCP_REDRAWS", "mcp_words"]
 
 MCP_REDRAWS = 10
 """Draws the ``allocate`` tool re-solves for the spend ranges and the regret (``allocate`` re-solves 30; an
 agent's question is answered sooner). With a fit of at most this many draws the two answers are the same."""
 
 
+def mcp_words(message: str) -> str:
+    """A CLI message in the tools' words: a flag ``--model-size`` becomes the parameter ``model_size``."""
+    import re
+
+    return re.sub(r"(?<![\w-])--([a-z][a-z0-9-]*)", lambda m: m.group(1).replace("-", "_"), message)
+
+
 def _user_errors(fn: Callable) -> Callable:
-    """Report a ToolscaleError's one-line message to the client (other exceptions stay crashes)."""
+    """Report a ToolscaleError's one-line message to the client, flags named as parameters (other exceptions stay
+    crashes)."""
     from mcp.server.mcpserver.exceptions import ToolError
 
     @functools.wraps(fn)
@@ -35,7 +43,7 @@ def _user_errors(fn: Callable) -> Callable:
         try:
             return fn(*args, **kwargs)
         except ToolscaleError as err:
-            raise ToolError(str(err)) from None
+            raise ToolError(mcp_words(str(err))) from None
 
     return wrapper
 

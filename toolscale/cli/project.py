@@ -216,7 +216,7 @@ def _export(args: argparse.Namespace) -> int:
         if args.experiment:
             reg.experiment(args.experiment)
         rows = _long_rows(reg, args.experiment) if args.long else reg.export_rows(args.experiment)
-    frame = pd.DataFrame(rows)
+    frame = _step_column(pd.DataFrame(rows))
     if args.out:  # whole or not at all: a full disk names the file and leaves no empty or cut one
         import io
 
@@ -236,13 +236,30 @@ def _export(args: argparse.Namespace) -> int:
     return 0
 
 
+def _step_column(frame):
+    """``frame`` with its ``step`` column, if any row has one, next to ``run_id`` (whole numbers as a nullable
+    integer column, empty for rows without a step)."""
+    if "step" not in frame.columns:
+        return frame
+    step = frame["step"].astype("float64")
+    values = step.dropna()
+    if len(values) and (values == values.round()).all():
+        step = step.astype("Int64")
+    out = frame.drop(columns="step")
+    out.insert(list(out.columns).index("run_id") + 1 if "run_id" in out.columns else 0, "step", step)
+    return out
+
+
 def _long_rows(reg, experiment: str | None) -> list[dict]:
-    """One row per run, benchmark and metric: the run's fields and axes, then the metric's value and stderr."""
+    """One row per run, benchmark and metric: the run's fields and axes (its ``step`` when it was imported with
+    one), then the metric's value and stderr."""
     out = []
     for r in reg.runs(experiment):
         base = {"run_id": r.run_id, "experiment": r.experiment, "split": r.split, "model_size": r.model_size,
                 "model_params": r.model_params, "train_tokens": r.train_tokens, "train_flops": r.train_flops,
                 "seed": r.seed, "status": r.status, "source": r.source, **{k: float(v) for k, v in r.recipe.items()}}
+        if r.metadata.get("step") is not None:  # imported with a step column (<id>@<step>: --checkpoints all)
+            base["step"] = r.metadata["step"]
         for key, value in r.metrics.items():
             bench, _, metric = key.rpartition("/")
             out.append({**base, "benchmark": bench, "metric": metric, "value": value, "stderr": r.stderrs.get(key)})
