@@ -8,59 +8,14 @@ import json
 from pathlib import Path
 
 import numpy as np
-import pandas as pd
 import pytest
 
 from toolscale.cli import main
 
-CONFIG = """
-[experiment]
-name = "byo"
-
-[[axes]]
-name = "tool_diversity"
-kind = "diversity"
-unit = "tools"
-min = 4
-max = 16
-levels = 3
-integer = true
-cost_per_unit = 10.0
-
-[[axes]]
-name = "repair_rate"
-kind = "quality"
-unit = "fraction"
-min = 0.0
-max = 1.0
-levels = 2
-spacing = "linear"
-cost_per_unit = 100.0
-"""
-
-
 @pytest.fixture(scope="module")
-def byo(tmp_path_factory) -> tuple[str, str]:
-    """Imported runs (a W&B-shaped table with sizes as 70M, 160M...) with a stored saturating fit."""
-    d = tmp_path_factory.mktemp("byo")
-    rng = np.random.default_rng(0)
-    rows = []
-    for n, label in ((7e7, "70M"), (1.6e8, "160M"), (4.1e8, "410M"), (1.4e9, "1.4B")):
-        for tools in (4, 8, 16):
-            for rr in (0.0, 1.0):
-                acc = 0.8 - 0.3 * (n / 7e7) ** -0.3 - 0.15 * (tools / 4) ** -0.6 + 0.03 * rr + rng.normal(0, 0.004)
-                rows.append({"ID": f"r-{label}-{tools}-{rr:g}", "params": label, "tokens": "20B", "n_tools": tools,
-                             "repair": rr, "acc": round(acc, 4), "State": "finished"})
-    path = d / "wandb.csv"
-    pd.DataFrame(rows).to_csv(path, index=False)
-    (d / "byo.toml").write_text(CONFIG)
-    db = str(d / "r.duckdb")
-    assert main(["import-runs", str(path), "--from", "wandb", "--experiment", "byo", "--benchmark", "bfcl",
-                 "--registry", db, "--map", "params=model_size", "--map", "tokens=train_tokens",
-                 "--map", "n_tools=tool_diversity", "--map", "repair=repair_rate", "--map", "acc=score"]) == 0
-    assert main(["fit", "--registry", db, "--experiment", "byo", "--benchmark", "bfcl", "--law", "saturating",
-                 "--bootstrap", "16", "--jobs", "1", "--no-interaction"]) == 0
-    return db, str(d / "byo.toml")
+def byo(tmp_path_factory, make_byo) -> tuple[str, str]:
+    """The imported experiment of ``conftest.make_byo``, with 16 bootstrap draws."""
+    return make_byo(tmp_path_factory.mktemp("byo"), 16)
 
 
 def test_imported_runs_without_a_model_size_or_tokens_are_refused_and_change_nothing(byo, capsys):
@@ -133,7 +88,7 @@ def test_extrapolate_allows_more_and_widens_the_interval(byo, capsys):
     assert width[1] > width[0]  # two doublings past the tested maximum instead of a third of one
 
 
-def test_an_lm_eval_results_folder_end_to_end_to_allocate(tmp_path, capsys):
+def test_an_lm_eval_results_folder_end_to_end_to_allocate(tmp_path, capsys, byo_config):
     """The README's lm-eval path, one command each: import the folder (the recipe read from the model name),
     fit, allocate for a model the runs do not include."""
     rng = np.random.default_rng(3)
@@ -152,7 +107,7 @@ def test_an_lm_eval_results_folder_end_to_end_to_allocate(tmp_path, capsys):
                 sub.mkdir(parents=True, exist_ok=True)
                 (sub / f"results_{step}.json").write_text(json.dumps(res))
     cfg = tmp_path / "agent.toml"
-    cfg.write_text(CONFIG.split("[[axes]]\nname = \"repair_rate\"")[0])
+    cfg.write_text(byo_config.split("[[axes]]\nname = \"repair_rate\"")[0])
     db = str(tmp_path / "r.duckdb")
     assert main(["import-runs", str(folder), "--from", "lm-eval", "--experiment", "mine", "--registry", db,
                  "--map", "acc=score", "--weight", "acc_stderr", "--set", "tokens=step*2097152",
@@ -180,7 +135,8 @@ def _readme_lmeval_commands() -> list[list[str]]:
     return [shlex.split(line) for line in joined.splitlines() if line.strip() and not line.startswith("#")]
 
 
-def test_the_readme_lm_eval_recipe_runs_end_to_end_on_models_with_one_final_step(tmp_path, monkeypatch, capsys):
+def test_the_readme_lm_eval_recipe_runs_end_to_end_on_models_with_one_final_step(tmp_path, monkeypatch, capsys,
+                                                                                 byo_config):
     """The README's lm-eval commands, verbatim, on a folder where every model stops at the same step (one D):
     import-runs, fit and allocate each exit 0 and allocate prints a plan for the model the README names."""
     commands = _readme_lmeval_commands()
@@ -199,7 +155,7 @@ def test_the_readme_lm_eval_recipe_runs_end_to_end_on_models_with_one_final_step
                 sub = tmp_path / "results" / model.replace("/", "__")
                 sub.mkdir(parents=True, exist_ok=True)
                 (sub / f"results_step{step}.json").write_text(json.dumps(res))
-    (tmp_path / "my.toml").write_text(CONFIG.split("[[axes]]\nname = \"repair_rate\"")[0])
+    (tmp_path / "my.toml").write_text(byo_config.split("[[axes]]\nname = \"repair_rate\"")[0])
     monkeypatch.chdir(tmp_path)  # the README's commands use the default registry, ./toolscale.duckdb
     for argv in commands:
         assert main(argv[1:]) == 0, f"{' '.join(argv)}: {capsys.readouterr().err}"
