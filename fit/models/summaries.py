@@ -299,6 +299,8 @@ class AllocationBasis(_Frozen):
     """Budgets on the chart."""
     left_out: int = 0
     """Stored allocations of the fit at another N, D or unit, not drawn."""
+    size_extrapolation: dict[str, float] = Field(default_factory=dict)
+    """``N``/``D`` outside the fitted runs' range: value / fitted max, or fitted min / value (``allocate``'s)."""
 
     def describe(self) -> str:
         """One paragraph for the report: which plans the chart shows, at which N and D, and what it left out."""
@@ -306,8 +308,13 @@ class AllocationBasis(_Frozen):
         d = (f"D = {self.tokens:.3g} training tokens" + (f" ({self.tokens_source})" if self.tokens_source else "")
              if self.tokens is not None else "D not recorded (allocations stored before D was)")
         if self.swept:
-            return f"Planned now for this report (`--sweep`, not stored) at {self._budgets()}, for {n} and {d}."
-        out = f"The fit's stored allocations at {self._budgets()}, for the newest one's {n} and {d}."
+            out = f"Planned now for this report (`--sweep`, not stored) at {self._budgets()}, for {n} and {d}."
+        else:
+            out = f"The fit's stored allocations at {self._budgets()}, for the newest one's {n} and {d}."
+        if self.size_extrapolation:
+            far = ", ".join(f"{'model size' if k == 'N' else 'training tokens'} x{v:.3g}"
+                            for k, v in self.size_extrapolation.items())
+            out += f" This model lies outside the fitted runs ({far}): every plan extrapolates the law there."
         if self.left_out:
             out += (f" Left out: {self.left_out} stored allocation(s) at another N, D or unit; `toolscale report "
                     "--sweep MIN:MAX:STEPS --model-size N --tokens D` plans at another model.")

@@ -52,6 +52,23 @@ def test_sweep_on_imported_runs_plans_at_the_model_size_and_tokens_given(byo, tm
     assert hashlib.sha256(Path(db).read_bytes()).hexdigest() == before  # the sweep's plans are not stored
 
 
+def test_a_sweep_for_a_model_outside_the_fitted_sizes_says_so(byo, tmp_path, capsys):
+    """The chart's plans for a model 10x smaller than any fitted run (70M-410M fitted) are extrapolations, and
+    the report says so beside the chart; a model inside the fitted sizes gets no such sentence."""
+    db, cfg = byo
+    capsys.readouterr()
+    said = {}
+    for size in ("160M", "7M"):
+        out = tmp_path / size
+        assert _report(db, cfg, out, "--sweep", "1000:10000:2", "--model-size", size, "--tokens", "20B",
+                       "--json") == 0
+        said[size] = (json.loads(capsys.readouterr().out)["allocation"]["size_extrapolation"], _written(out)[1])
+    assert said["160M"][0] == {} and "outside the fitted runs" not in said["160M"][1]
+    assert said["7M"][0] == {"N": pytest.approx(10.0)}
+    assert "This model lies outside the fitted runs (model size x10): every plan extrapolates the law there." \
+        in said["7M"][1]
+
+
 def test_sweep_on_imported_runs_without_a_model_still_says_what_to_pass(byo, tmp_path, capsys):
     db, cfg = byo
     capsys.readouterr()
@@ -98,12 +115,14 @@ def test_stored_allocations_are_drawn_only_at_the_newest_ones_model(byo, tmp_pat
     assert _report(db, cfg, tmp_path / "a", "--json") == 0
     basis = json.loads(capsys.readouterr().out)["allocation"]
     assert basis == {"swept": False, "model_params": 7e9, "tokens": 3e11, "model_source": "--model-size",
-                     "tokens_source": "--tokens", "unit": "usd", "plans": 1, "left_out": 2}
+                     "tokens_source": "--tokens", "unit": "usd", "plans": 1, "left_out": 2,
+                     "size_extrapolation": {"N": pytest.approx(7e9 / 4.1e8)}}  # fitted: 70M-410M
     data, md = _written(tmp_path / "a")
     assert [a["budget"] for a in data["allocations"]] == [20000.0]
     assert ("The fit's stored allocations at 1 budget (usd), for the newest one's N = 7e+09 parameters "
-            "(--model-size) and D = 3e+11 training tokens (--tokens). Left out: 2 stored allocation(s) at another "
-            "N, D or unit") in md
+            "(--model-size) and D = 3e+11 training tokens (--tokens). This model lies outside the fitted runs (model "
+            "size x17.1): every plan extrapolates the law there. Left out: 2 stored allocation(s) at another N, D "
+            "or unit") in md
     assert "Left out: 2 stored allocation(s)" in (tmp_path / "a" / "byo__bfcl.html").read_text()
 
     _allocate(db, cfg, "2000", "1.4B", "20B")  # now the newest is at 1.4B and 20B again
@@ -113,4 +132,5 @@ def test_stored_allocations_are_drawn_only_at_the_newest_ones_model(byo, tmp_pat
     assert (basis["model_params"], basis["tokens"], basis["plans"], basis["left_out"]) == (1.4e9, 2e10, 3, 1)
     data, md = _written(tmp_path / "b")
     assert sorted(a["budget"] for a in data["allocations"]) == [1000.0, 2000.0, 5000.0]
-    assert "N = 1.4e+09 parameters (--model-size) and D = 2e+10 training tokens (--tokens). Left out: 1" in md
+    assert "N = 1.4e+09 parameters (--model-size) and D = 2e+10 training tokens (--tokens). This model" in md
+    assert "(model size x3.41): every plan extrapolates the law there. Left out: 1" in md

@@ -130,7 +130,7 @@ def _swept(args: argparse.Namespace, fit_id: str | None, fit: Any,
     assert rep is not None  # _sweep_budgets gives >= 2 budgets
     return out, AllocationBasis(swept=True, model_params=rep.model_params, tokens=rep.tokens,
                                 model_source=rep.model_source, tokens_source=rep.tokens_source,
-                                unit=rep.budget.unit, plans=len(out))
+                                unit=rep.budget.unit, plans=len(out), size_extrapolation=rep.size_extrapolation)
 
 
 def _model_of(a: dict[str, Any]) -> tuple[float, float | None, str]:
@@ -148,6 +148,7 @@ def _stored(args: argparse.Namespace, fit_id: str, fit: Any,
             config: ExperimentConfig | None) -> tuple[list[dict[str, Any]], AllocationBasis | None]:
     """The fit's stored allocations at the newest one's N, D and unit, newest per budget; the others are counted
     as left out (a line across budgets compares plans for one model)."""
+    from fit import beyond_fitted
     from fit.models import AllocationBasis
     from grid.registry import Registry
 
@@ -163,7 +164,8 @@ def _stored(args: argparse.Namespace, fit_id: str, fit: Any,
     n, d, unit = _model_of(head)
     basis = AllocationBasis(swept=False, model_params=n, tokens=d, unit=unit, plans=len(newest),
                             model_source=head["payload"].get("model_source", ""),
-                            tokens_source=head["payload"].get("tokens_source", ""), left_out=len(stored) - len(same))
+                            tokens_source=head["payload"].get("tokens_source", ""), left_out=len(stored) - len(same),
+                            size_extrapolation=beyond_fitted(fit, {"N": n, **({"D": d} if d else {})}))
     return [_row(a["payload"], b, fit) for b, a in newest.items()], basis
 
 
