@@ -25,7 +25,7 @@ from grid import Registry
 from grid.models import RunRecord
 from toolscale.config import ExperimentConfig, parse_config
 
-__all__ = ["plan_allocation", "equal_spend_plan", "AllocationInputs", "load_inputs", "named_experiment", "resolve_experiment",
+__all__ = ["plan_allocation", "equal_spend_plan", "size_extrapolation", "AllocationInputs", "load_inputs", "named_experiment", "resolve_experiment",
            "load_fit", "config_for", "other_forms", "benchmarks_with_fits"]
 
 
@@ -220,11 +220,11 @@ def plan_allocation(query: AllocationQuery, *, save: bool = True, warm: Sequence
                             law=ld.fit.law, fit_id=ld.fit_id, metric=ld.fit.metric, target=ld.fit.target,
                             simulated=ld.fit.simulated, allocation_id=allocation_id, tokens=ld.target.d,
                             model_source=ld.target.n_source, tokens_source=ld.target.d_source, earlier=earlier,
-                            size_extrapolation=_size_extrapolation(ld.fit, ld.request.model_params, ld.target.d))
+                            size_extrapolation=size_extrapolation(ld.fit, ld.request.model_params, ld.target.d))
 
 
-def _size_extrapolation(fit: FitResult, n: float, d: float | None) -> dict[str, float]:
-    """``N`` and ``D`` of the plan outside the fitted runs' range (:func:`fit.beyond_fitted`): a plan for a model
+def size_extrapolation(fit: FitResult, n: float, d: float | None) -> dict[str, float]:
+    """``N`` and ``D`` of a plan outside the fitted runs' range (:func:`fit.beyond_fitted`): a plan for a model
     far smaller or larger than any fitted one is an extrapolation the reader must see."""
     from fit import beyond_fitted
 

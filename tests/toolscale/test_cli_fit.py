@@ -294,10 +294,26 @@ def test_fit_stages_bad_value_one_line(capsys, value, needle):
     assert needle in err and err.strip().count("\n") <= 1
 
 
+def _import_ladder(rows: list[dict], tmp_path, capsys) -> str:
+    """Checkpoint rows of a model ladder (run, step, params, tokens, loss, acc, and a ``part`` split when given)
+    imported with ``--checkpoints all`` as experiment ``ladder``, benchmark ``mmlu``; the registry's path."""
+    import pandas as pd
+
+    path = tmp_path / "ladder.csv"
+    pd.DataFrame(rows).to_csv(path, index=False)
+    db = str(tmp_path / "r.duckdb")
+    split = ["--map", "part=split"] if "part" in rows[0] else []
+    assert main(["import-runs", str(path), "--experiment", "ladder", "--benchmark", "mmlu", "--registry", db,
+                 "--map", "run=run_id", "--map", "step=step", "--map", "params=model_params",
+                 "--map", "tokens=train_tokens", "--map", "loss=loss", "--map", "acc=score", *split,
+                 "--checkpoints", "all"]) == 0
+    capsys.readouterr()
+    return db
+
+
 def test_two_step_from_checkpoints_with_a_chance_floor(tmp_path, capsys):
     """A ladder of runs with 5 checkpoints each: stage 1 on final checkpoints, stage 2 on all, floor held at 0.25."""
     import numpy as np
-    import pandas as pd
 
     rng = np.random.default_rng(0)
     rows = []
@@ -311,14 +327,7 @@ def test_two_step_from_checkpoints_with_a_chance_floor(tmp_path, capsys):
                 acc = 0.25 + 0.7 / (1 + np.exp(4.0 * (loss - 3.0))) + rng.normal(0, 0.01)
                 rows.append({"run": run, "step": step, "params": n, "tokens": d, "loss": loss,
                              "acc": float(np.clip(acc, 0, 1)), "part": "heldout" if n > 1e9 else "fit"})
-    path = tmp_path / "ladder.csv"
-    pd.DataFrame(rows).to_csv(path, index=False)
-    db = str(tmp_path / "r.duckdb")
-    assert main(["import-runs", str(path), "--experiment", "ladder", "--benchmark", "mmlu", "--registry", db,
-                 "--map", "run=run_id", "--map", "step=step", "--map", "params=model_params",
-                 "--map", "tokens=train_tokens", "--map", "loss=loss", "--map", "acc=score",
-                 "--map", "part=split", "--checkpoints", "all"]) == 0
-    capsys.readouterr()
+    db = _import_ladder(rows, tmp_path, capsys)
     assert main(["fit", "--registry", db, "--experiment", "ladder", "--benchmark", "mmlu", "--law", "two_step",
                  "--floor", "0.25", "--bootstrap", "0", "--json", "--no-store"]) == 0
     out = json.loads(capsys.readouterr().out)
@@ -334,7 +343,6 @@ def test_two_step_scores_heldout_runs_that_have_an_accuracy_but_no_loss(tmp_path
     scored; checkpoints are skipped and smoothed as the OLMo ladder does, the ceiling held, and the rung CV's
     extrapolation error enters the intervals."""
     import numpy as np
-    import pandas as pd
 
     rng = np.random.default_rng(1)
     rows = []
@@ -347,14 +355,7 @@ def test_two_step_scores_heldout_runs_that_have_an_accuracy_but_no_loss(tmp_path
                 rows.append({"run": f"n{n:g}-x{mult}", "step": step, "params": n, "tokens": d,
                              "loss": "" if n > 1e9 else loss, "acc": float(np.clip(acc, 0, 1)),
                              "part": "heldout" if n > 1e9 else "fit"})
-    path = tmp_path / "ladder.csv"
-    pd.DataFrame(rows).to_csv(path, index=False)
-    db = str(tmp_path / "r.duckdb")
-    assert main(["import-runs", str(path), "--experiment", "ladder", "--benchmark", "mmlu", "--registry", db,
-                 "--map", "run=run_id", "--map", "step=step", "--map", "params=model_params",
-                 "--map", "tokens=train_tokens", "--map", "loss=loss", "--map", "acc=score",
-                 "--map", "part=split", "--checkpoints", "all"]) == 0
-    capsys.readouterr()
+    db = _import_ladder(rows, tmp_path, capsys)
     assert main(["fit", "--registry", db, "--experiment", "ladder", "--benchmark", "mmlu", "--law", "two_step",
                  "--ceiling", "1.0", "--smooth", "3", "--skip-first", "0.2", "--bootstrap", "8", "--jobs", "1",
                  "--json", "--no-store"]) == 0
@@ -372,7 +373,6 @@ def test_ideal_point_is_a_stage_two_point_and_is_recorded(tmp_path, capsys):
     held, unlike ``--ceiling``) and the option is stored with the fit; a value outside (0, 1], or the flag on a
     law without two steps, is one line and exit 2."""
     import numpy as np
-    import pandas as pd
 
     rng = np.random.default_rng(2)
     rows = []
@@ -384,14 +384,7 @@ def test_ideal_point_is_a_stage_two_point_and_is_recorded(tmp_path, capsys):
                 acc = 0.25 + 0.6 / (1 + np.exp(4.0 * (loss - 3.0))) + rng.normal(0, 0.01)
                 rows.append({"run": f"n{n:g}-x{mult}", "step": step, "params": n, "tokens": d, "loss": loss,
                              "acc": float(np.clip(acc, 0, 1))})
-    path = tmp_path / "ladder.csv"
-    pd.DataFrame(rows).to_csv(path, index=False)
-    db = str(tmp_path / "r.duckdb")
-    assert main(["import-runs", str(path), "--experiment", "ladder", "--benchmark", "mmlu", "--registry", db,
-                 "--map", "run=run_id", "--map", "step=step", "--map", "params=model_params",
-                 "--map", "tokens=train_tokens", "--map", "loss=loss", "--map", "acc=score",
-                 "--checkpoints", "all"]) == 0
-    capsys.readouterr()
+    db = _import_ladder(rows, tmp_path, capsys)
     base = ["fit", "--registry", db, "--experiment", "ladder", "--benchmark", "mmlu", "--law", "two_step",
             "--holdout", "none", "--bootstrap", "0", "--json", "--no-store"]
     assert main([*base, "--ideal-point", "1", "--huber-delta", "1"]) == 0

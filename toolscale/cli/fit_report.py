@@ -148,9 +148,9 @@ def _stored(args: argparse.Namespace, fit_id: str, fit: Any,
             config: ExperimentConfig | None) -> tuple[list[dict[str, Any]], AllocationBasis | None]:
     """The fit's stored allocations at the newest one's N, D and unit, newest per budget; the others are counted
     as left out (a line across budgets compares plans for one model)."""
-    from fit import beyond_fitted
     from fit.models import AllocationBasis
     from grid.registry import Registry
+    from pipeline.allocate import size_extrapolation
 
     with Registry(registry_path(args, config), read_only=True) as reg:
         stored = [a for a in reg.allocations(fit.experiment) if a["fit_id"] == fit_id]  # newest first
@@ -165,7 +165,7 @@ def _stored(args: argparse.Namespace, fit_id: str, fit: Any,
     basis = AllocationBasis(swept=False, model_params=n, tokens=d, unit=unit, plans=len(newest),
                             model_source=head["payload"].get("model_source", ""),
                             tokens_source=head["payload"].get("tokens_source", ""), left_out=len(stored) - len(same),
-                            size_extrapolation=beyond_fitted(fit, {"N": n, **({"D": d} if d else {})}))
+                            size_extrapolation=size_extrapolation(fit, n, d))
     return [_row(a["payload"], b, fit) for b, a in newest.items()], basis
 
 
