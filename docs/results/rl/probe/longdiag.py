@@ -1,7 +1,8 @@
 """Probe: does a model copy a 32-token id list across a 0-960-token episode slice? NLL of the first and the
-repeated list (mixwarm.py LONG's sequences, fresh ids) after gaps of 0, 240 and 960 tokens, 16 lists each.
-usage: longdiag.py DIR SRC_PROBE"""
-import json, random, string, sys
+repeated list (mixwarm.py LONG's sequences, fresh ids) after gaps of 0, 240 and 960 tokens (or GAPS), 16 lists each. The repeat starts 32 + gap tokens after the list;
+in the RL environments the call writes an id 49-84 tokens after the id's place in the question (gaps 17-52).
+usage: [GAPS=0,240,960] longdiag.py DIR SRC_PROBE"""
+import json, os, random, string, sys
 from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[4]))
 import torch
@@ -17,7 +18,7 @@ def rid():
     p = "".join(rng.choice(string.ascii_uppercase) for _ in range(2)); sep = rng.choice(["-", "/", "_", ""])
     return (p.lower() if sep == "_" else p) + sep + "".join(rng.choice(string.digits) for _ in range(rng.choice([3, 4, 4, 5])))
 out = {}
-for gap in (0, 240, 960):
+for gap in map(int, os.environ.get("GAPS", "0,240,960").split(",")):
     a_, b_ = [], []
     for _ in range(16):
         ids = tok(" " + " ".join(rid() for _ in range(12)), add_special_tokens=False)["input_ids"][:32]
