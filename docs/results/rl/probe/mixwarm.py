@@ -6,7 +6,9 @@ With LONG = 1 (2026-12-07) the copies are long-range instead: each of 8 sequence
 to its call. LONG = 2 draws the slice's length log-uniformly instead (many short gaps, some long ones), so
 that a copy circuit can form on short gaps and must match content, not a fixed offset, to work on all of them.
 LONG = 3 is a curriculum: no gap for the first quarter of the steps (the fixed-offset copy that LONG = 0 teaches),
-then gaps drawn uniformly up to a bound that grows linearly to 960 tokens at the last step.
+then gaps drawn uniformly up to a bound that grows linearly to 960 tokens at the last step. LONG = 4 draws gaps
+uniformly from 17 to 52 tokens (the RL environments' copy distances), 16 sequences per step as with LONG = 0.
+THREADS (default 1) sets torch's threads.
 usage: [SEED=0] [LONG=0] mixwarm.py OUT SRC_PROBE STEPS COPY(0|1) LR (SEED sets the weights, the episode order and
 the ids)"""
 import json, math, os, random, shutil, string, sys, time
@@ -20,7 +22,7 @@ from train.proxy import build_model
 out, src, steps, copy, lr = Path(sys.argv[1]), Path(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]), float(sys.argv[5])
 out.mkdir(parents=True, exist_ok=True)
 SEED = int(os.environ.get("SEED", "0")); LONG = int(os.environ.get("LONG", "0"))
-torch.set_num_threads(1); torch.manual_seed(SEED)
+torch.set_num_threads(int(os.environ.get("THREADS", "1"))); torch.manual_seed(SEED)
 for f in ("rl_envs.jsonl", "rl_envs_1.jsonl"):
     shutil.copy(src / f, out / f)
 tok = AutoTokenizer.from_pretrained(src / "tok")
@@ -39,6 +41,8 @@ def id_list():
     ids = tok(" " + " ".join(rid() for _ in range(12)), add_special_tokens=False)["input_ids"][:32]
     return ids + [ids[-1]] * (32 - len(ids))
 def gap(e):
+    if LONG == 4:
+        return min(len(e), rng.randint(17, 52))
     if LONG == 3:
         return min(len(e), rng.randint(0, int(960 * max(0.0, (step / steps - 0.25) / 0.75))))
     return min(len(e), rng.randint(0, 960) if LONG == 1 else int(math.exp(rng.uniform(0, math.log(961)))) - 1)
@@ -46,7 +50,7 @@ def copy_batch():
     if not LONG:
         return torch.tensor([ids + ids for ids in (id_list() for _ in range(16))]), None
     seqs = []
-    for _ in range(8):
+    for _ in range(16 if LONG == 4 else 8):
         ids, e = id_list(), rng.choice(eps); k = gap(e); a = rng.randint(0, len(e) - k)
         seqs.append(ids + e[a:a + k] + ids)
     n = max(map(len, seqs))
