@@ -108,7 +108,8 @@ def _pre_rl_key(cfg: ExperimentConfig, size: ModelSize, run: RunSpec, data_dir: 
         "size": size.model_dump(mode="json", exclude={"gpus", "cpus", "mem_gb", "timeout_min"}),
         "options": {k: v for k, v in sft_options.items() if k in ("learning_rate", "max_epochs", "weight_decay",
                                                                    "schedule", "wsd_decay", "save_dtype")},
-        "warm": [t.warmstart_n_envs, t.warmstart_steps] + ([t.warmstart_loss] if t.warmstart_loss != "assistant" else []),
+        "warm": [t.warmstart_n_envs, t.warmstart_steps] + ([t.warmstart_loss] if t.warmstart_loss != "assistant" else [])
+        + ([f"drills={t.warmstart_copy_drills}"] if t.warmstart_copy_drills else []),
         "envs": _env_key(cfg, run)})
 
 
@@ -130,7 +131,8 @@ def _rl_stages(cfg: ExperimentConfig, size: ModelSize, run: RunSpec, workdir: Pa
         done["warmstart"] = warm_start(load_envs(warm), model_dir, size, workdir / "warmstart",
                                        steps=t.warmstart_steps, seed=run.seed, threads=t.threads,
                                        learning_rate=sft_options.get("learning_rate"), label=run.run_id,
-                                       loss_on=t.warmstart_loss, **interrupt)
+                                       loss_on=t.warmstart_loss, copy_drills=t.warmstart_copy_drills,
+                                       **interrupt)
         model_dir = workdir / "warmstart"
         if pre_key is not None:
             from pipeline.reuse import publish

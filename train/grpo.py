@@ -97,14 +97,16 @@ def golden_rows(samples: Sequence[Any]) -> list[dict[str, Any]]:
 
 def warm_start(samples: Sequence[Any], model_dir: str | Path, size: Any, out_dir: str | Path, *, steps: int,
                seed: int = 0, threads: int | None = None, learning_rate: float | None = None,
-               label: str | None = None, loss_on: str = "assistant", **interrupt: Any) -> TrainStats:
+               label: str | None = None, loss_on: str = "assistant", copy_drills: int = 0,
+               **interrupt: Any) -> TrainStats:
     """SFT on the golden episodes of ``samples`` (environments disjoint from the RL ones), from ``model_dir``.
 
     Rows whose golden episode does not earn F1 = 1 are left out. The data lands in ``out_dir/data/train.jsonl``
     and the model in ``out_dir`` (:func:`train.sft.train_sft`, resumable; a proxy rung starts from ``model_dir``
     with its tokenizer, a pretrained rung loads ``model_dir`` as its checkpoint). ``loss_on``: ``assistant``
     (the policy's turns) or ``all`` (every token of the episode: the prompt's ids and the observations that echo
-    them carry the loss too). ``interrupt``: the
+    them carry the loss too). ``copy_drills`` > 0 adds one row of that many copy-drill turns per episode
+    (:func:`train.drills.drill_rows`, ids repeated at the episodes' own copy distances). ``interrupt``: the
     ``checkpoint_every_s``, ``should_stop`` and ``keep_checkpoints`` of :func:`train.sft.train_sft`.
     """
     from train.sft import train_sft
@@ -114,6 +116,8 @@ def warm_start(samples: Sequence[Any], model_dir: str | Path, size: Any, out_dir
     rows = [r for r in golden_rows(samples) if json.loads(r["meta"])["env_reward"] >= 1.0 - 1e-9]
     if not rows:
         raise TrainError("warm start: no environment's golden episode earns reward 1")
+    if copy_drills:
+        rows += _drills(rows, model_dir, copy_drills, seed)
     data = Path(out_dir) / "data"
     data.mkdir(parents=True, exist_ok=True)
     text = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows)
@@ -125,6 +129,20 @@ def warm_start(samples: Sequence[Any], model_dir: str | Path, size: Any, out_dir
         init = model_dir
     return train_sft(data, size, out_dir, max_steps=steps, seed=seed, threads=threads, resume=True, save_steps=0,
                      learning_rate=learning_rate, label=label, init=init, loss_on=loss_on, **interrupt)
+
+
+def _drills(rows: list[dict[str, Any]], model_dir: str | Path, turns: int, seed: int) -> list[dict[str, Any]]:
+    """Copy-drill rows for the warm start, tokenized with ``model_dir``'s tokenizer (:mod:`train.drills`)."""
+    from transformers import AutoTokenizer
+
+    from train.drills import drill_rows
+
+    if isinstance(turns, bool) or not isinstance(turns, int) or turns < 0:
+        raise UsageError(f"warm-start copy drills must be a non-negative integer, got {turns!r}")
+    try:
+        return drill_rows(rows, AutoTokenizer.from_pretrained(str(model_dir)), turns=turns, seed=seed)
+    except ValueError as err:
+        raise TrainError(f"warm start: {err}") from None
 
 
 WARM_SEED_OFFSET = 7919

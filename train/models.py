@@ -76,6 +76,10 @@ class TrainSpec(_Frozen):
     warmstart_loss: Literal["assistant", "all"] = "assistant"
     """Tokens of the golden episodes that carry the warm start's loss: the policy's turns, or every token
     (prompt and observations too: more of the id-copying that a tiny proxy lacks, docs/results/rl/)."""
+    warmstart_copy_drills: int = Field(default=0, ge=0)
+    """Copy-drill turns per warm-start episode (0: none): one extra row per golden episode in which the
+    assistant repeats fresh ids at the episodes' own copy distances (:mod:`train.drills`), the copy a tiny
+    proxy does not learn from episodes alone (docs/results/rl/)."""
     grpo_vllm: Literal["server", "colocate"] | None = None
     """GRPO generation on GPUs through TRL's vLLM integration: ``server`` (``trl vllm-serve`` on GPUs of its own)
     or ``colocate`` (inside the training processes); needs ``vllm`` importable in the training environment.

@@ -183,6 +183,7 @@ MIDTRAIN_AXIS = {"name": "midtrain_tokens", "kind": "stage", "unit": "tokens", "
         ({"stages": ["sft", "grpo"], "grpo_reward": "shaped"}, {}, None, "train.grpo_reward"),
         ({"stages": ["sft", "grpo"], "grpo_top_p": 0}, {}, None, "train.grpo_top_p"),
         ({"stages": ["sft", "grpo"], "warmstart_loss": "prompt"}, {}, None, "train.warmstart_loss"),
+        ({"stages": ["sft", "grpo"], "warmstart_copy_drills": -1}, {}, None, "train.warmstart_copy_drills"),
     ],
 )
 def test_stage_config_errors(train, synth, axis, needle) -> None:

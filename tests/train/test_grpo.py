@@ -232,6 +232,14 @@ def test_warm_start_trains_on_the_golden_episodes_that_earn_one(envs, start_mode
     assert json.loads((tmp_path / "warm" / "run.json").read_text())["init"]["steps"] == 2   # started from the SFT run
     with pytest.raises(UsageError, match="warm-start steps must be a positive integer"):
         warm_start(envs, sft, SIZE, tmp_path / "w2", steps=0)
+    # copy drills: one row of 3 turns per episode, beside the episodes, in the data the warm start trains on
+    warm_start(envs, sft, SIZE.model_copy(update={"batch_size": 1}), tmp_path / "drilled", steps=1, copy_drills=3)
+    rows = [json.loads(line) for line in (tmp_path / "drilled" / "data" / "train.jsonl").read_text().splitlines()]
+    drills = [r for r in rows if json.loads(r["meta"]).get("drill")]
+    assert len(drills) == len(envs) == len(rows) - len(drills)
+    assert all(len(r["messages"]) == 6 for r in drills)
+    with pytest.raises(UsageError, match="copy drills must be a non-negative integer"):
+        warm_start(envs, sft, SIZE, tmp_path / "w3", steps=1, copy_drills=-1)
 
 
 @pytest.mark.slow
