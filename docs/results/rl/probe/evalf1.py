@@ -1,5 +1,6 @@
 """Probe: mean F1 of a model folder on N fresh RL envs (seed 5: neither the RL nor the warm-start ones),
-G episodes each at T=1, top-k 10. usage: evalf1.py MODEL_DIR N [G]"""
+G episodes each at T=1, top-k 10. ENVS=path plays the first N environments of that file instead (e.g. a probe's own
+RL environments, to see whether GRPO raised the reward where it trained). usage: [ENVS=path] evalf1.py MODEL_DIR N [G]"""
 import json, sys
 from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[4]))
@@ -11,7 +12,9 @@ m, n = Path(sys.argv[1]), int(sys.argv[2])
 g = int(sys.argv[3]) if len(sys.argv) > 3 else 4
 torch.manual_seed(0); torch.set_num_threads(1)
 tok = AutoTokenizer.from_pretrained(m); model = AutoModelForCausalLM.from_pretrained(m).eval()
-envs = rl_envs(n, 5)
+import os
+from synth.envs.io import load_envs
+envs = load_envs(os.environ["ENVS"])[:n] if os.environ.get("ENVS") else rl_envs(n, 5)
 ro = MultiTurnRollout(envs, tok, num_generations=g, max_completion_length=256, max_context=2048,
                       sampling=Sampling(temperature=1.0, top_k=10))
 groups = ro.play(model, envs, g)
