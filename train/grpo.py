@@ -190,9 +190,9 @@ def env_reward(prompts=None, completions=None, env_reward=None, **kwargs) -> lis
 
 def grpo_config(output_dir: str | Path, *, max_steps: int, learning_rate: float, num_generations: int,
                 prompts_per_step: int, max_completion_length: int, seed: int = 0, save_steps: int = 0,
-                sampling: Sampling | None = None, **overrides: Any):
-    """The ``GRPOConfig`` of one run, with CPU-appropriate settings (float32, no gradient checkpointing,
-    no reference model: ``beta=0``)."""
+                sampling: Sampling | None = None, beta: float = 0.0, **overrides: Any):
+    """The ``GRPOConfig`` of one run, with CPU-appropriate settings (float32, no gradient checkpointing). ``beta``
+    weighs the per-token KL to the starting model (0: no reference model is loaded)."""
     import torch
     from trl import GRPOConfig
 
@@ -204,7 +204,7 @@ def grpo_config(output_dir: str | Path, *, max_steps: int, learning_rate: float,
         weight_decay=0.0, max_grad_norm=1.0, max_steps=max_steps,
         per_device_train_batch_size=num_generations * prompts_per_step, num_generations=num_generations,
         max_completion_length=max_completion_length, temperature=s.temperature, top_k=s.top_k, top_p=s.top_p,
-        beta=0.0, seed=seed, data_seed=seed,
+        beta=beta, seed=seed, data_seed=seed,
         logging_steps=1, save_strategy="steps" if save_steps else "no", save_steps=save_steps or 500,
         save_total_limit=1, report_to="none", disable_tqdm=True, dataloader_num_workers=0,
         log_completions=False)
@@ -218,7 +218,8 @@ def train_grpo(envs: str | Path | Sequence[Any], model_dir: str | Path, out_dir:
                threads: int | None = None, resume: bool = True, save_steps: int = 0,
                rollout: str = "multi-turn", on_step: Callable[[int, int, float | None], None] | None = None,
                sampling: Sampling | None = None, abf: bool = True, draw_cap: int = 8, reward: str = "f1",
-               partial_weight: float = 0.5, vllm_mode: str | None = None, checkpoint_every_s: float | None = None,
+               partial_weight: float = 0.5, beta: float = 0.0, vllm_mode: str | None = None,
+               checkpoint_every_s: float | None = None,
                should_stop: Callable[[], str | None] | None = None, keep_checkpoints: bool = True,
                report_to: str = "none", run_name: str | None = None) -> TrainStats:
     """GRPO on executable environments, starting from a trained model folder (usually an SFT run).
@@ -246,6 +247,9 @@ def train_grpo(envs: str | Path | Sequence[Any], model_dir: str | Path, out_dir:
         Adaptive Batch Filling and the most groups drawn per step before the step is skipped (multi-turn).
     reward, partial_weight
         ``f1``, or ``f1+partial``: F1 plus ``partial_weight`` x partial credit (logged apart either way).
+    beta
+        Weight of the per-token KL to ``model_dir``'s policy, which TRL loads again as the reference (>= 0;
+        0 loads none). An anchor against drift when the groups' gradients are mostly noise.
     vllm_mode
         Generate with vLLM through TRL: ``"server"`` (a ``trl vllm-serve`` process on its own GPUs) or
         ``"colocate"`` (in the training processes); None generates with ``model.generate``. Needs ``vllm``
@@ -270,6 +274,7 @@ def train_grpo(envs: str | Path | Sequence[Any], model_dir: str | Path, out_dir:
 
     _check_args(max_steps=max_steps, num_generations=num_generations, prompts_per_step=prompts_per_step,
                 max_completion_length=max_completion_length, rollout=rollout, draw_cap=draw_cap, reward=reward)
+    _check_beta(beta)
     _check_vllm(vllm_mode, abf and rollout == "multi-turn")
     if threads is not None:
         torch.set_num_threads(threads)
@@ -289,7 +294,7 @@ def train_grpo(envs: str | Path | Sequence[Any], model_dir: str | Path, out_dir:
     config = grpo_config(checkpoint_dir(out), max_steps=max_steps, learning_rate=learning_rate,
                          num_generations=num_generations, prompts_per_step=prompts_per_step,
                          max_completion_length=max_completion_length, seed=seed, save_steps=save_steps,
-                         sampling=sampling, **({"use_vllm": True, "vllm_mode": vllm_mode} if vllm_mode else {}),
+                         sampling=sampling, beta=beta, **({"use_vllm": True, "vllm_mode": vllm_mode} if vllm_mode else {}),
                          **({} if report_to == "none" else {"report_to": report_to,
                                                            **({"run_name": run_name} if run_name else {})}))
     checkpoint = last_checkpoint(out) if resume else None
@@ -318,13 +323,14 @@ def train_grpo(envs: str | Path | Sequence[Any], model_dir: str | Path, out_dir:
         trainer.model.save_pretrained(out)
         tokenizer.padding_side = "right"
         tokenizer.save_pretrained(out)
-    stats, payload = _accounting(trainer.state, roll, params, params_nonemb, accounting.wall_s)
+    stats, payload = _accounting(trainer.state, roll, params, params_nonemb, accounting.wall_s, beta)
     payload.update({"objective": "grpo", "rollout": rollout,
                     "generation": f"vllm-{vllm_mode}" if vllm_mode else "transformers", "n_envs": len(samples),
                     "over_context": roll.over_context if roll else 0, "num_generations": num_generations,
                     "prompts_per_step": prompts_per_step, "max_completion_length": max_completion_length,
                     "sampling": (sampling or Sampling()).__dict__, "abf": abf, "draw_cap": draw_cap, "reward": reward,
-                    "start_model": str(model_dir), "seed": seed, "resumed_from": checkpoint and checkpoint.name})
+                    "beta": beta, "start_model": str(model_dir), "seed": seed,
+                    "resumed_from": checkpoint and checkpoint.name})
     atomic_write_text(out / STATS_FILE, json.dumps(payload, indent=1))
     if not keep_checkpoints:
         clear_checkpoints(out)
@@ -332,10 +338,12 @@ def train_grpo(envs: str | Path | Sequence[Any], model_dir: str | Path, out_dir:
 
 
 def _accounting(state: Any, roll: MultiTurnRollout | None, params: float, params_nonemb: float,
-                wall_s: float) -> tuple[TrainStats, dict[str, Any]]:
+                wall_s: float, beta: float = 0.0) -> tuple[TrainStats, dict[str, Any]]:
     """The run's :class:`TrainStats` and the curves of ``train_stats.json``: every rollout's FLOPs from the step
-    log (multi-turn), or ``2 N`` + ``6 N`` per token TRL processed (single-turn)."""
+    log (multi-turn), or ``2 N`` + ``6 N`` per token TRL processed (single-turn); with ``beta`` > 0 also the
+    reference model's forward pass, ``2 N`` per optimized token, and the KL curve."""
     curve = loss_curve(state.log_history)
+    kl = [{"step": int(e["step"]), "kl": float(e["kl"])} for e in state.log_history if "kl" in e and "step" in e]
     rewards = [{"step": int(e["step"]), "reward": float(e["reward"])} for e in state.log_history
                if "reward" in e and "step" in e]
     if not rewards:
@@ -349,13 +357,15 @@ def _accounting(state: Any, roll: MultiTurnRollout | None, params: float, params
         steps_log = []
         tokens = float(state.num_input_tokens_seen)
         flops = {"generation": 2.0 * params * tokens, "optimization": training_flops(params, tokens)}
+    if beta > 0:
+        flops["reference"] = 2.0 * params * tokens
     final = curve[-1]["loss"] if curve else None
     stats = TrainStats(params=float(params), params_nonembedding=float(params_nonemb), train_tokens=tokens,
-                       train_flops=flops["generation"] + flops["optimization"], wall_s=wall_s,
+                       train_flops=sum(flops.values()), wall_s=wall_s,
                        final_loss=final if final is not None and math.isfinite(final) else None,
                        steps=int(state.global_step))
     return stats, {"train": stats.model_dump(mode="json"), "loss_curve": curve, "reward_curve": rewards,
-                   "steps": steps_log, "flops": flops, "skipped_steps": sum(1 for r in steps_log if r["skipped"])}
+                   **({"kl_curve": kl} if beta > 0 else {}), "steps": steps_log, "flops": flops, "skipped_steps": sum(1 for r in steps_log if r["skipped"])}
 
 
 def _check_args(*, rollout: str, reward: str, **positive: int) -> None:
@@ -372,6 +382,13 @@ def _check_args(*, rollout: str, reward: str, **positive: int) -> None:
     if positive["draw_cap"] < positive["prompts_per_step"]:
         raise UsageError(f"draw_cap ({positive['draw_cap']}) must be >= prompts_per_step "
                          f"({positive['prompts_per_step']}): fewer draws can never fill a step")
+
+
+def _check_beta(beta: float) -> None:
+    import math
+
+    if isinstance(beta, bool) or not isinstance(beta, int | float) or not math.isfinite(beta) or beta < 0:
+        raise UsageError(f"beta (the KL weight) must be a finite number >= 0, got {beta!r}")
 
 
 def _check_vllm(vllm_mode: str | None, abf: bool) -> None:

@@ -53,6 +53,8 @@ class TrainSpec(_Frozen):
     """Policy tokens per episode; observations do not count against it (only against the context)."""
     grpo_learning_rate: float = Field(default=1e-4, gt=0)
     """GRPO learning rate (constant)."""
+    grpo_beta: float = Field(default=0.0, ge=0, allow_inf_nan=False)
+    """Weight of the per-token KL to the warm-started policy (0: none, and no reference model is loaded)."""
     grpo_temperature: float = Field(default=1.0, gt=0)
     """Sampling temperature of the rollouts."""
     grpo_top_k: int = Field(default=0, ge=0)

@@ -184,6 +184,8 @@ MIDTRAIN_AXIS = {"name": "midtrain_tokens", "kind": "stage", "unit": "tokens", "
         ({"stages": ["sft", "grpo"], "grpo_top_p": 0}, {}, None, "train.grpo_top_p"),
         ({"stages": ["sft", "grpo"], "warmstart_loss": "prompt"}, {}, None, "train.warmstart_loss"),
         ({"stages": ["sft", "grpo"], "warmstart_copy_drills": -1}, {}, None, "train.warmstart_copy_drills"),
+        ({"stages": ["sft", "grpo"], "grpo_beta": -0.1}, {}, None, "train.grpo_beta"),
+        ({"stages": ["sft", "grpo"], "grpo_beta": float("nan")}, {}, None, "train.grpo_beta"),
     ],
 )
 def test_stage_config_errors(train, synth, axis, needle) -> None:

@@ -96,6 +96,9 @@ def test_bad_arguments(envs, start_model, tmp_path):
         train_grpo(envs, start_model, tmp_path, draw_cap=1, prompts_per_step=2)
     with pytest.raises(UsageError, match="reward must be one of f1, f1\\+partial"):
         train_grpo(envs, start_model, tmp_path, reward="shaped")
+    for beta in (-0.1, float("nan"), True):
+        with pytest.raises(UsageError, match=r"beta \(the KL weight\) must be a finite number >= 0"):
+            train_grpo(envs, start_model, tmp_path, beta=beta)
     with pytest.raises(UsageError, match="vllm_mode must be 'server' or 'colocate', got 'local'"):
         train_grpo(envs, start_model, tmp_path, vllm_mode="local")
     with pytest.raises(UsageError, match="does not exist"):
@@ -149,6 +152,22 @@ def test_multi_turn_smoke_run(envs, start_model, tmp_path):
     assert saved["flops"]["optimization"] == pytest.approx(6 * stats.params * stats.train_tokens)
     assert stats.train_flops == pytest.approx(sum(saved["flops"].values()))
     assert (tmp_path / "grpo_steps.jsonl").read_text().count("\n") == 1
+    assert saved["beta"] == 0.0 and "kl_curve" not in saved and "reference" not in saved["flops"]
+
+
+def test_kl_anchor_loads_the_start_policy_and_counts_its_pass(envs, start_model, tmp_path):
+    """beta > 0: TRL loads the start model again as the reference, logs the KL at every step, and its forward
+    pass over the optimized tokens (2 N per token) is in the FLOPs."""
+    torch.set_num_threads(1)
+    stats = train_grpo(envs, start_model, tmp_path, max_steps=2, num_generations=2, prompts_per_step=1,
+                       abf=False, max_completion_length=16, beta=0.5)
+    saved = read_stats(tmp_path)
+    assert saved["beta"] == 0.5
+    assert [e["step"] for e in saved["kl_curve"]] == [1, 2]
+    assert saved["kl_curve"][0]["kl"] == pytest.approx(0.0, abs=1e-6)   # step 1: the policy is the reference
+    assert all(e["kl"] >= 0 for e in saved["kl_curve"])
+    assert saved["flops"]["reference"] == pytest.approx(2 * stats.params * stats.train_tokens)
+    assert stats.train_flops == pytest.approx(sum(saved["flops"].values()))
 
 
 def test_grpo_saves_at_a_stop_request_and_resumes(envs, start_model, tmp_path):
