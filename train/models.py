@@ -130,6 +130,17 @@ class TrainSpec(_Frozen):
                              f"{self.warmstart_steps}: set both to 0 (no warm start) or both above 0")
 
     @property
+    def abf_warning(self) -> str | None:
+        """Why Adaptive Batch Filling may skip most GRPO steps, or None: a draw cap equal to the groups per step
+        trains a step only when every group drawn has reward variance (a probe with P = cap = 8 skipped all 20
+        steps with 3-7 of the 8 groups varying; ``docs/results/rl/README.md``)."""
+        if "grpo" not in self.stages or not self.grpo_abf or self.grpo_draw_cap != self.grpo_prompts_per_step:
+            return None
+        return (f"train.grpo_draw_cap = train.grpo_prompts_per_step = {self.grpo_draw_cap}: a GRPO step trains only "
+                "when every group drawn has reward variance, and is skipped otherwise; a cap of 2-4 times the groups "
+                "per step leaves room to draw")
+
+    @property
     def objective(self) -> str:
         """The last stage's objective (``sft`` or ``grpo``): SFT and RL laws are fitted separately."""
         return "grpo" if "grpo" in self.stages else "sft"

@@ -146,3 +146,13 @@ def test_validate_counts_one_axis_in_the_singular(tmp_path, capsys) -> None:
     cfg.write_text(src[:src.index("[[axes]]")] + src[start:end] + src[src.index("[[ladder]]"):])
     assert main(["validate", str(cfg)]) == 0
     assert "valid — experiment 'fit-small', 1 axis (task_count), 4 model sizes" in capsys.readouterr().out
+
+
+def test_validate_warns_when_the_draw_cap_leaves_no_room(tmp_path, capsys) -> None:
+    src = (Path(__file__).resolve().parents[1] / "fit" / "small.toml").read_text()
+    cfg = tmp_path / "abf.toml"
+    cfg.write_text(src.replace("[[ladder]]\n", "[[ladder]]\nmax_seq_len = 2048\n")  # the parallel phase's prompts
+                   + '\n[train]\nstages = ["sft", "grpo"]\ngrpo_n_envs = 3\ngrpo_prompts_per_step = 4\n'
+                   'grpo_draw_cap = 4\n')
+    assert main(["validate", str(cfg)]) == 0
+    assert "warning: train.grpo_draw_cap = train.grpo_prompts_per_step = 4" in capsys.readouterr().err

@@ -325,3 +325,18 @@ def test_config_hash_and_differences_name_what_changes_runs() -> None:
     changed.setdefault("train", {})["weight_decay"] = 0.07
     assert config_differences(stored, parse_config(changed)) == ["synth.error_rate", "train.weight_decay"]
     assert config_hash(parse_config(changed)) != config_hash(cfg)
+
+
+@pytest.mark.parametrize(("train", "warns"), [
+    ({"stages": ["sft", "grpo"], "grpo_prompts_per_step": 8, "grpo_draw_cap": 8}, True),
+    ({"stages": ["sft", "grpo"], "grpo_prompts_per_step": 2, "grpo_draw_cap": 8}, False),
+    ({"stages": ["sft", "grpo"], "grpo_prompts_per_step": 8, "grpo_draw_cap": 8, "grpo_abf": False}, False),
+    ({"stages": ["sft"], "grpo_prompts_per_step": 8, "grpo_draw_cap": 8}, False),
+])
+def test_abf_warning_when_the_draw_cap_leaves_no_room(train, warns) -> None:
+    data = _base()
+    data.setdefault("train", {}).update(train)
+    warning = parse_config(data, source="x.toml").train.abf_warning
+    assert (warning is not None) == warns
+    if warns:
+        assert "grpo_draw_cap = train.grpo_prompts_per_step = 8" in warning and "skipped" in warning

@@ -159,9 +159,9 @@ def _validate(args: argparse.Namespace) -> int:
     from eval.benchmarks import check_validation
 
     check_validation(cfg.eval.validation, list(cfg.eval.benchmarks))
-    for m in cfg.ladder:
-        if m.copy_warning:
-            print(f"warning: {m.copy_warning}", file=sys.stderr)
+    for warning in [m.copy_warning for m in cfg.ladder] + [cfg.train.abf_warning]:
+        if warning:
+            print(f"warning: {warning}", file=sys.stderr)
     if args.json:
         emit_json(cfg)
     else:
