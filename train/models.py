@@ -82,7 +82,7 @@ class TrainSpec(_Frozen):
     """Copy-drill turns per warm-start episode (0: none): one extra row per golden episode in which the
     assistant repeats fresh ids at the episodes' own copy distances (:mod:`train.drills`), the copy a tiny
     proxy does not learn from episodes alone. Experimental: on the probe proxy, 6,000 steps of 8-turn drills formed
-    no copy on the two seeds tried (docs/results/rl/)."""
+    no copy on any of the 3 seeds tried (docs/results/rl/)."""
     grpo_vllm: Literal["server", "colocate"] | None = None
     """GRPO generation on GPUs through TRL's vLLM integration: ``server`` (``trl vllm-serve`` on GPUs of its own)
     or ``colocate`` (inside the training processes); needs ``vllm`` importable in the training environment.
