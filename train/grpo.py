@@ -293,8 +293,8 @@ def train_grpo(envs: str | Path | Sequence[Any], model_dir: str | Path, out_dir:
     rows = grpo_prompts(samples, tokenizer)
     config = grpo_config(checkpoint_dir(out), max_steps=max_steps, learning_rate=learning_rate,
                          num_generations=num_generations, prompts_per_step=prompts_per_step,
-                         max_completion_length=max_completion_length, seed=seed, save_steps=save_steps,
-                         sampling=sampling, beta=beta, **({"use_vllm": True, "vllm_mode": vllm_mode} if vllm_mode else {}),
+                         max_completion_length=max_completion_length, seed=seed, save_steps=save_steps, beta=beta,
+                         sampling=sampling, **({"use_vllm": True, "vllm_mode": vllm_mode} if vllm_mode else {}),
                          **({} if report_to == "none" else {"report_to": report_to,
                                                            **({"run_name": run_name} if run_name else {})}))
     checkpoint = last_checkpoint(out) if resume else None
@@ -343,7 +343,6 @@ def _accounting(state: Any, roll: MultiTurnRollout | None, params: float, params
     log (multi-turn), or ``2 N`` + ``6 N`` per token TRL processed (single-turn); with ``beta`` > 0 also the
     reference model's forward pass, ``2 N`` per optimized token, and the KL curve."""
     curve = loss_curve(state.log_history)
-    kl = [{"step": int(e["step"]), "kl": float(e["kl"])} for e in state.log_history if "kl" in e and "step" in e]
     rewards = [{"step": int(e["step"]), "reward": float(e["reward"])} for e in state.log_history
                if "reward" in e and "step" in e]
     if not rewards:
@@ -364,8 +363,12 @@ def _accounting(state: Any, roll: MultiTurnRollout | None, params: float, params
                        train_flops=sum(flops.values()), wall_s=wall_s,
                        final_loss=final if final is not None and math.isfinite(final) else None,
                        steps=int(state.global_step))
-    return stats, {"train": stats.model_dump(mode="json"), "loss_curve": curve, "reward_curve": rewards,
-                   **({"kl_curve": kl} if beta > 0 else {}), "steps": steps_log, "flops": flops, "skipped_steps": sum(1 for r in steps_log if r["skipped"])}
+    payload = {"train": stats.model_dump(mode="json"), "loss_curve": curve, "reward_curve": rewards,
+               "steps": steps_log, "flops": flops, "skipped_steps": sum(1 for r in steps_log if r["skipped"])}
+    if beta > 0:
+        payload["kl_curve"] = [{"step": int(e["step"]), "kl": float(e["kl"])} for e in state.log_history
+                               if "kl" in e and "step" in e]
+    return stats, payload
 
 
 def _check_args(*, rollout: str, reward: str, **positive: int) -> None:
