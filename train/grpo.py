@@ -218,7 +218,8 @@ def train_grpo(envs: str | Path | Sequence[Any], model_dir: str | Path, out_dir:
                threads: int | None = None, resume: bool = True, save_steps: int = 0,
                rollout: str = "multi-turn", on_step: Callable[[int, int, float | None], None] | None = None,
                sampling: Sampling | None = None, abf: bool = True, draw_cap: int = 8, reward: str = "f1",
-               partial_weight: float = 0.5, beta: float = 0.0, vllm_mode: str | None = None,
+               partial_weight: float = 0.5, beta: float = 0.0, negative_weight: float = 1.0,
+               vllm_mode: str | None = None,
                checkpoint_every_s: float | None = None,
                should_stop: Callable[[], str | None] | None = None, keep_checkpoints: bool = True,
                report_to: str = "none", run_name: str | None = None) -> TrainStats:
@@ -250,6 +251,9 @@ def train_grpo(envs: str | Path | Sequence[Any], model_dir: str | Path, out_dir:
     beta
         Weight of the per-token KL to ``model_dir``'s policy, which TRL loads again as the reference (>= 0;
         0 loads none). An anchor against drift when the groups' gradients are mostly noise.
+    negative_weight
+        Factor on negative advantages, in [0, 1] (1: GRPO; 0: only the episodes better than their group's mean
+        are reinforced, so no sampled token is pushed down).
     vllm_mode
         Generate with vLLM through TRL: ``"server"`` (a ``trl vllm-serve`` process on its own GPUs) or
         ``"colocate"`` (in the training processes); None generates with ``model.generate``. Needs ``vllm``
@@ -275,6 +279,7 @@ def train_grpo(envs: str | Path | Sequence[Any], model_dir: str | Path, out_dir:
     _check_args(max_steps=max_steps, num_generations=num_generations, prompts_per_step=prompts_per_step,
                 max_completion_length=max_completion_length, rollout=rollout, draw_cap=draw_cap, reward=reward)
     _check_beta(beta)
+    _check_weight(negative_weight)
     _check_vllm(vllm_mode, abf and rollout == "multi-turn")
     if threads is not None:
         torch.set_num_threads(threads)
@@ -311,10 +316,10 @@ def train_grpo(envs: str | Path | Sequence[Any], model_dir: str | Path, out_dir:
                                     params=float(params), log_path=out / STEPS_FILE,
                                     resume_step=_checkpoint_step(checkpoint))
             trainer = _trainer(model, tokenizer, Dataset.from_list(rows), config, env_reward,
-                               [accounting, stopper, skip_callback(roll)], roll)
+                               [accounting, stopper, skip_callback(roll)], roll, negative_weight)
         else:
             trainer = _trainer(model, tokenizer, Dataset.from_list(rows), config, make_reward_fn(samples),
-                               [accounting, stopper])
+                               [accounting, stopper], negative_weight=negative_weight)
         trainer.train(resume_from_checkpoint=str(checkpoint) if checkpoint else None)
         if stopper.stopped_at is not None and trainer.state.global_step < max_steps:
             raise Interrupted(f"GRPO in {out}: {stopper.reason}; checkpoint saved at step {trainer.state.global_step} "
@@ -329,7 +334,7 @@ def train_grpo(envs: str | Path | Sequence[Any], model_dir: str | Path, out_dir:
                     "over_context": roll.over_context if roll else 0, "num_generations": num_generations,
                     "prompts_per_step": prompts_per_step, "max_completion_length": max_completion_length,
                     "sampling": (sampling or Sampling()).__dict__, "abf": abf, "draw_cap": draw_cap, "reward": reward,
-                    "beta": beta, "start_model": str(model_dir), "seed": seed,
+                    "beta": beta, "negative_weight": negative_weight, "start_model": str(model_dir), "seed": seed,
                     "resumed_from": checkpoint and checkpoint.name})
     atomic_write_text(out / STATS_FILE, json.dumps(payload, indent=1))
     if not keep_checkpoints:
@@ -394,6 +399,14 @@ def _check_beta(beta: float) -> None:
         raise UsageError(f"beta (the KL weight) must be a finite number >= 0, got {beta!r}")
 
 
+def _check_weight(weight: float) -> None:
+    import math
+
+    if isinstance(weight, bool) or not isinstance(weight, int | float) or not math.isfinite(weight) \
+            or not 0 <= weight <= 1:
+        raise UsageError(f"negative_weight must be a number in [0, 1], got {weight!r}")
+
+
 def _check_vllm(vllm_mode: str | None, abf: bool) -> None:
     import os
 
@@ -408,15 +421,22 @@ def _checkpoint_step(checkpoint: Path | None) -> int:
     return int(checkpoint.name.rsplit("-", 1)[1]) if checkpoint is not None else 0
 
 
-def _trainer(model, tokenizer, dataset, config, reward_fn, callbacks, rollout_func=None):
+def _trainer(model, tokenizer, dataset, config, reward_fn, callbacks, rollout_func=None, negative_weight=1.0):
     import warnings
 
     from transformers import PrinterCallback, ProgressCallback
     from trl import GRPOTrainer
 
+    class Trainer(GRPOTrainer):
+        def _compute_loss(self, model, inputs):
+            if negative_weight != 1.0:
+                a = inputs["advantages"]
+                inputs = {**inputs, "advantages": a.where(a >= 0, a * negative_weight)}
+            return super()._compute_loss(model, inputs)
+
     with warnings.catch_warnings():  # TRL marks rollout_func experimental; we pin TRL's version
         warnings.filterwarnings("ignore", message=".*rollout_func.*experimental.*")
-        trainer = GRPOTrainer(model=model, reward_funcs=[reward_fn], args=config, train_dataset=dataset,
+        trainer = Trainer(model=model, reward_funcs=[reward_fn], args=config, train_dataset=dataset,
                               processing_class=tokenizer, callbacks=list(callbacks), rollout_func=rollout_func)
     for cb in (PrinterCallback, ProgressCallback):
         trainer.remove_callback(cb)

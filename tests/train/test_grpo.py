@@ -189,7 +189,7 @@ def test_grpo_saves_at_a_stop_request_and_resumes(envs, start_model, tmp_path):
     assert [r["step"] for r in saved["steps"]] == [1, 2, 3]
 
 
-def _scripted_run(envs, start_model, folder, *, with_skip: bool):
+def _scripted_run(envs, start_model, folder, *, with_skip: bool, negative_weight: float = 1.0):
     """Three real TRL steps whose rollouts are scripted: steps 1 and 3 hold a group with a win and a loss,
     step 2 only losses. Returns the lm_head weights before training and after each step, and the step log."""
     from datasets import Dataset
@@ -220,7 +220,8 @@ def _scripted_run(envs, start_model, folder, *, with_skip: bool):
     config = grpo_config(folder / "ck", max_steps=3, learning_rate=1e-2, num_generations=2, prompts_per_step=1,
                          max_completion_length=64)
     callbacks = [Watch()] + ([skip_callback(roll)] if with_skip else [])
-    trainer = _trainer(model, tok, Dataset.from_list(grpo_prompts(envs, tok)), config, env_reward, callbacks, roll)
+    trainer = _trainer(model, tok, Dataset.from_list(grpo_prompts(envs, tok)), config, env_reward, callbacks, roll,
+                       negative_weight)
     before = model.lm_head.weight.detach().clone()
     trainer.train()
     return before, snaps, roll.read_log()
@@ -234,6 +235,29 @@ def test_a_skipped_step_moves_no_weight(envs, start_model, tmp_path):
     assert not torch.equal(before, snaps[0]) and torch.equal(snaps[0], snaps[1]) and not torch.equal(snaps[1], snaps[2])
     _, moved, _ = _scripted_run(envs, start_model, tmp_path / "noskip", with_skip=False)
     assert not torch.equal(moved[0], moved[1])
+
+
+def test_negative_weight_scales_only_the_advantages_below_zero(envs, start_model, tmp_path, monkeypatch):
+    """negative_weight = 0: the loss sees the wins' advantages unchanged and the losses' as 0; 1 is GRPO."""
+    from trl import GRPOTrainer
+
+    seen = []
+    original = GRPOTrainer._compute_loss
+
+    def record(self, model, inputs):
+        seen.append(inputs["advantages"].detach().clone())
+        return original(self, model, inputs)
+
+    monkeypatch.setattr(GRPOTrainer, "_compute_loss", record)
+    _scripted_run(envs, start_model, tmp_path / "grpo", with_skip=True)
+    grpo = torch.cat(seen)
+    seen.clear()
+    _scripted_run(envs, start_model, tmp_path / "pos", with_skip=True, negative_weight=0.0)
+    pos = torch.cat(seen)
+    assert (grpo < 0).any() and (grpo > 0).any()
+    assert torch.equal(pos, grpo.clamp(min=0))
+    with pytest.raises(UsageError, match=r"negative_weight must be a number in \[0, 1\], got 1.5"):
+        train_grpo(envs, start_model, tmp_path / "bad", negative_weight=1.5)
 
 
 def test_warm_start_trains_on_the_golden_episodes_that_earn_one(envs, start_model, tmp_path):
