@@ -295,7 +295,7 @@ def train_grpo(envs: str | Path | Sequence[Any], model_dir: str | Path, out_dir:
 
     from datasets import Dataset
 
-    rows = grpo_prompts(samples, tokenizer)
+    rows = _enough_rows(grpo_prompts(samples, tokenizer), prompts_per_step, rollout)
     config = grpo_config(checkpoint_dir(out), max_steps=max_steps, learning_rate=learning_rate,
                          num_generations=num_generations, prompts_per_step=prompts_per_step,
                          max_completion_length=max_completion_length, seed=seed, save_steps=save_steps, beta=beta,
@@ -397,6 +397,17 @@ def _check_beta(beta: float) -> None:
 
     if isinstance(beta, bool) or not isinstance(beta, int | float) or not math.isfinite(beta) or beta < 0:
         raise UsageError(f"beta (the KL weight) must be a finite number >= 0, got {beta!r}")
+
+
+def _enough_rows(rows: list[dict[str, Any]], prompts_per_step: int, rollout: str) -> list[dict[str, Any]]:
+    """TRL's sampler needs ``prompts_per_step`` distinct rows per step, or it yields no batch at all. Multi-turn
+    rollouts draw their environments themselves (the rows only count), so the rows are cycled up to that number;
+    single-turn rows are the prompts, so too few of them is refused."""
+    if not rows or len(rows) >= prompts_per_step:
+        return rows
+    if rollout == "multi-turn":
+        return [rows[i % len(rows)] for i in range(prompts_per_step)]
+    raise UsageError(f"prompts_per_step = {prompts_per_step} needs as many environments; got {len(rows)}")
 
 
 def _check_weight(weight: float) -> None:

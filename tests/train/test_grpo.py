@@ -155,6 +155,19 @@ def test_multi_turn_smoke_run(envs, start_model, tmp_path):
     assert saved["beta"] == 0.0 and "kl_curve" not in saved and "reference" not in saved["flops"]
 
 
+def test_more_groups_per_step_than_environments(envs, start_model, tmp_path):
+    """Multi-turn draws its own environments, so 3 groups per step from 2 environments train (TRL's sampler
+    alone would yield no batch and stop at step 0); single-turn rows are the prompts, so it is refused."""
+    torch.set_num_threads(1)
+    stats = train_grpo(envs, start_model, tmp_path / "multi", max_steps=1, num_generations=2, prompts_per_step=3,
+                       abf=False, draw_cap=3, max_completion_length=8)
+    (row,) = read_stats(tmp_path / "multi")["steps"]
+    assert stats.steps == 1 and row["draws"] == 3 and row["episodes"] == 6
+    with pytest.raises(UsageError, match="prompts_per_step = 3 needs as many environments; got 2"):
+        train_grpo(envs, start_model, tmp_path / "single", max_steps=1, num_generations=2, prompts_per_step=3,
+                   draw_cap=3, rollout="single-turn")
+
+
 def test_kl_anchor_loads_the_start_policy_and_counts_its_pass(envs, start_model, tmp_path):
     """beta > 0: TRL loads the start model again as the reference, logs the KL at every step, and its forward
     pass over the optimized tokens (2 N per token) is in the FLOPs."""
