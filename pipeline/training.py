@@ -146,7 +146,8 @@ def _rl_stages(cfg: ExperimentConfig, size: ModelSize, run: RunSpec, workdir: Pa
                                   sampling=Sampling(temperature=t.grpo_temperature, top_k=t.grpo_top_k,
                                                     top_p=t.grpo_top_p),
                                   abf=t.grpo_abf, draw_cap=t.grpo_draw_cap, reward=t.grpo_reward,
-                                  beta=t.grpo_beta, vllm_mode=t.grpo_vllm,
+                                  beta=t.grpo_beta, negative_weight=t.grpo_negative_weight,
+                                  vllm_mode=t.grpo_vllm,
                                   save_steps=max(1, grpo_steps // 4) if t.save_checkpoints else 0,
                                   report_to=t.report_to, run_name=run.run_id, **interrupt)
         model_dir = workdir / "grpo"

@@ -55,6 +55,9 @@ class TrainSpec(_Frozen):
     """GRPO learning rate (constant)."""
     grpo_beta: float = Field(default=0.0, ge=0, allow_inf_nan=False)
     """Weight of the per-token KL to the warm-started policy (0: none, and no reference model is loaded)."""
+    grpo_negative_weight: float = Field(default=1.0, ge=0, le=1, allow_inf_nan=False)
+    """Factor on negative advantages (1: GRPO; 0: only the episodes better than their group's mean are
+    reinforced, so no sampled token is pushed down)."""
     grpo_temperature: float = Field(default=1.0, gt=0)
     """Sampling temperature of the rollouts."""
     grpo_top_k: int = Field(default=0, ge=0)

@@ -114,7 +114,7 @@ def test_grpo_steps_axis_zero_is_the_sft_only_arm(tmp_path):
             'spacing = "linear"\ninteger = true\n')
     train = ('stages = ["sft", "grpo"]\ngrpo_n_envs = 3\ngrpo_generations = 2\ngrpo_prompts_per_step = 1\n'
              'grpo_draw_cap = 1\ngrpo_max_completion_length = 24\nwarmstart_n_envs = 3\nwarmstart_steps = 2\n'
-             'warmstart_loss = "all"\nwarmstart_copy_drills = 1')
+             'warmstart_loss = "all"\nwarmstart_copy_drills = 1\ngrpo_negative_weight = 0.5')
     runs = _launch(tmp_path, train,
                    {"sft": {"task_count": 24.0, "grpo_steps": 0.0}, "rl": {"task_count": 24.0, "grpo_steps": 1.0}},
                    axis)
@@ -123,6 +123,8 @@ def test_grpo_steps_axis_zero_is_the_sft_only_arm(tmp_path):
     warm_rows = [json.loads(line) for p in (tmp_path / "runs").rglob("warmstart/data/train.jsonl")
                  for line in p.read_text().splitlines()]
     assert sum(json.loads(r["meta"]).get("drill", False) for r in warm_rows) * 2 == len(warm_rows)  # copy drills
+    (grpo_stats,) = [json.loads(p.read_text()) for p in (tmp_path / "runs").rglob("grpo/train_stats.json")]
+    assert grpo_stats["negative_weight"] == 0.5  # [train].grpo_negative_weight reaches the stage
     sft, rl = runs["sft"].metadata, runs["rl"].metadata
     # both arms are warm-started on environment episodes; only the RL arm runs GRPO; the law sees sft / sft,grpo
     assert set(sft["stages"]) == {"sft", "warmstart"} and set(rl["stages"]) == {"sft", "warmstart", "grpo"}

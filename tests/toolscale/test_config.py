@@ -186,6 +186,8 @@ MIDTRAIN_AXIS = {"name": "midtrain_tokens", "kind": "stage", "unit": "tokens", "
         ({"stages": ["sft", "grpo"], "warmstart_copy_drills": -1}, {}, None, "train.warmstart_copy_drills"),
         ({"stages": ["sft", "grpo"], "grpo_beta": -0.1}, {}, None, "train.grpo_beta"),
         ({"stages": ["sft", "grpo"], "grpo_beta": float("nan")}, {}, None, "train.grpo_beta"),
+        ({"stages": ["sft", "grpo"], "grpo_negative_weight": 1.5}, {}, None, "train.grpo_negative_weight"),
+        ({"stages": ["sft", "grpo"], "grpo_negative_weight": -0.5}, {}, None, "train.grpo_negative_weight"),
     ],
 )
 def test_stage_config_errors(train, synth, axis, needle) -> None:

@@ -71,7 +71,7 @@ def _train(args: argparse.Namespace) -> int:
         knobs = dict(num_generations=args.num_generations or t.grpo_generations,
                      prompts_per_step=t.grpo_prompts_per_step, max_completion_length=t.grpo_max_completion_length,
                      learning_rate=t.grpo_learning_rate, abf=t.grpo_abf, draw_cap=t.grpo_draw_cap, reward=t.grpo_reward,
-                     beta=t.grpo_beta, vllm_mode=t.grpo_vllm,
+                     beta=t.grpo_beta, negative_weight=t.grpo_negative_weight, vllm_mode=t.grpo_vllm,
                      sampling=Sampling(temperature=t.grpo_temperature, top_k=t.grpo_top_k, top_p=t.grpo_top_p))
         run = lambda **kw: train_grpo(args.envs, args.init, args.out, max_steps=total,  # noqa: E731
                                       **knobs, **kwargs, **kw)
