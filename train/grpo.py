@@ -219,8 +219,7 @@ def train_grpo(envs: str | Path | Sequence[Any], model_dir: str | Path, out_dir:
                rollout: str = "multi-turn", on_step: Callable[[int, int, float | None], None] | None = None,
                sampling: Sampling | None = None, abf: bool = True, draw_cap: int = 8, reward: str = "f1",
                partial_weight: float = 0.5, beta: float = 0.0, negative_weight: float = 1.0,
-               vllm_mode: str | None = None,
-               checkpoint_every_s: float | None = None,
+               vllm_mode: str | None = None, checkpoint_every_s: float | None = None,
                should_stop: Callable[[], str | None] | None = None, keep_checkpoints: bool = True,
                report_to: str = "none", run_name: str | None = None) -> TrainStats:
     """GRPO on executable environments, starting from a trained model folder (usually an SFT run).
@@ -278,8 +277,7 @@ def train_grpo(envs: str | Path | Sequence[Any], model_dir: str | Path, out_dir:
 
     _check_args(max_steps=max_steps, num_generations=num_generations, prompts_per_step=prompts_per_step,
                 max_completion_length=max_completion_length, rollout=rollout, draw_cap=draw_cap, reward=reward)
-    _check_beta(beta)
-    _check_weight(negative_weight)
+    _check_weights(beta, negative_weight)
     _check_vllm(vllm_mode, abf and rollout == "multi-turn")
     if threads is not None:
         torch.set_num_threads(threads)
@@ -392,11 +390,15 @@ def _check_args(*, rollout: str, reward: str, **positive: int) -> None:
                          f"({positive['prompts_per_step']}): fewer draws can never fill a step")
 
 
-def _check_beta(beta: float) -> None:
+def _check_weights(beta: float, negative_weight: float) -> None:
+    """The KL weight (finite, >= 0) and the factor on negative advantages (in [0, 1]), refused in one line."""
     import math
 
-    if isinstance(beta, bool) or not isinstance(beta, int | float) or not math.isfinite(beta) or beta < 0:
+    number = lambda x: not isinstance(x, bool) and isinstance(x, int | float) and math.isfinite(x)  # noqa: E731
+    if not number(beta) or beta < 0:
         raise UsageError(f"beta (the KL weight) must be a finite number >= 0, got {beta!r}")
+    if not number(negative_weight) or not 0 <= negative_weight <= 1:
+        raise UsageError(f"negative_weight must be a number in [0, 1], got {negative_weight!r}")
 
 
 def _enough_rows(rows: list[dict[str, Any]], prompts_per_step: int, rollout: str) -> list[dict[str, Any]]:
@@ -408,14 +410,6 @@ def _enough_rows(rows: list[dict[str, Any]], prompts_per_step: int, rollout: str
     if rollout == "multi-turn":
         return [rows[i % len(rows)] for i in range(prompts_per_step)]
     raise UsageError(f"prompts_per_step = {prompts_per_step} needs as many environments; got {len(rows)}")
-
-
-def _check_weight(weight: float) -> None:
-    import math
-
-    if isinstance(weight, bool) or not isinstance(weight, int | float) or not math.isfinite(weight) \
-            or not 0 <= weight <= 1:
-        raise UsageError(f"negative_weight must be a number in [0, 1], got {weight!r}")
 
 
 def _check_vllm(vllm_mode: str | None, abf: bool) -> None:
