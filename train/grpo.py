@@ -442,7 +442,7 @@ def _trainer(model, tokenizer, dataset, config, reward_fn, callbacks, rollout_fu
     with warnings.catch_warnings():  # TRL marks rollout_func experimental; we pin TRL's version
         warnings.filterwarnings("ignore", message=".*rollout_func.*experimental.*")
         trainer = Trainer(model=model, reward_funcs=[reward_fn], args=config, train_dataset=dataset,
-                              processing_class=tokenizer, callbacks=list(callbacks), rollout_func=rollout_func)
+                          processing_class=tokenizer, callbacks=list(callbacks), rollout_func=rollout_func)
     for cb in (PrinterCallback, ProgressCallback):
         trainer.remove_callback(cb)
     return trainer
