@@ -1,12 +1,15 @@
-"""Copy drills for the RL warm start: random ids repeated across the episodes' own copy distances (issue 32).
+"""Copy drills for the RL warm start: fresh id lists repeated across a slice of episode text (issue 32).
 
 A policy earns F1 only if its calls copy ids (an order number, an event id) from the question or an observation
-into the arguments. A tiny proxy learns that copy from episodes alone too slowly to use it, and a drill at one fixed
-offset teaches a copy that works only at that offset. :func:`drill_rows` writes SFT rows that train the copy at the
-distances the golden episodes need: each turn gives a list of fresh ids shaped like the episodes' copied values,
-then a slice of episode text, and the assistant repeats the list. :func:`copy_distances` measures those distances.
+into the arguments. A tiny proxy learns that copy from episodes alone too slowly to use it. :class:`CopyDrills` is
+an auxiliary loss that the warm start adds at every optimizer step: a fresh batch of sequences, each a list of ids
+shaped like the episodes' copied values (:func:`shaped_like`), then a short slice of a golden episode's tokens, then
+the same list again; the loss is the mean next-token loss over the batch, summed with the episodes' own loss.
+This is the recipe the issue-32 probes measured to form a copy (``docs/results/rl/probe/mixwarm.py`` with
+``LONG=4``: 16 sequences, 32 id tokens, gaps of 17-52 tokens); rows of drill turns inside the SFT data, the option's
+first form, formed no copy on any of 3 seeds. :func:`copy_distances` measures the episodes' own copy distances.
 
-Pure: rows and a tokenizer in, numbers and rows out.
+Pure but for :meth:`CopyDrills.loss`, which runs the model: rows and a tokenizer in, token batches out.
 """
 
 from __future__ import annotations
@@ -18,14 +21,17 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-from train.chat import render
+from train.chat import normalize_messages, render
 
-__all__ = ["copied_values", "copy_distances", "drill_rows", "shaped_like", "DRILL_PREFIX", "IDS_PER_DRILL"]
+__all__ = ["CopyDrills", "copied_values", "copy_distances", "shaped_like", "IDS_PER_LIST", "LIST_TOKENS", "GAP"]
 
-DRILL_PREFIX = "drill-"
-"""``meta.task_id`` prefix of a drill row."""
-IDS_PER_DRILL = 8
-"""Fresh ids in one drill's list."""
+IDS_PER_LIST = 12
+"""Fresh ids drawn for one drill's list (then cut to :data:`LIST_TOKENS` tokens)."""
+LIST_TOKENS = 32
+"""Tokens of a drill's list; a shorter list repeats its last token up to this length."""
+GAP = (17, 52)
+"""Tokens of episode text between the list and its repeat, drawn uniformly (inclusive): the RL environments'
+copy distances in the probes that formed a copy."""
 _CALL = re.compile(r"<tool_call>.*?</tool_call>", re.S)
 
 
@@ -72,59 +78,75 @@ def shaped_like(value: str, rng: random.Random) -> str:
     return "".join(one(c) for c in value)
 
 
-def drill_rows(rows: Sequence[dict[str, Any]], tokenizer: Any, *, turns: int, seed: int = 0) -> list[dict[str, Any]]:
-    """One drill row per row of ``rows`` (golden episodes), each of ``turns`` user/assistant turns.
+class CopyDrills:
+    """The warm start's copy-drill loss: ``sequences`` fresh drills per optimizer step (issue 32).
 
-    Each turn: the user gives :data:`IDS_PER_DRILL` fresh ids shaped like the episodes' copied values
-    (:func:`shaped_like`), then a slice of the episodes' text (at a random place); the assistant repeats the ids. The slice is
-    sized so that the repeat starts a distance drawn from the episodes' :func:`copy_distances` after the list's
-    start (within a token or two; right after the list when the list alone is longer). Deterministic in ``seed``. Rows are pinned-interface-1 trajectory rows with no
-    tools and ``meta.task_id`` starting with :data:`DRILL_PREFIX`. Raises ``ValueError`` if no episode copies a
-    value (nothing to drill) or ``turns`` < 1.
+    Each drill is ``list + slice + list``: :data:`LIST_TOKENS` tokens of fresh ids shaped like the golden
+    episodes' copied values, then :data:`GAP` tokens of one episode (a random slice), then the list again. The
+    batch of a step depends only on ``seed`` and the step, so a resumed run draws the same drills. Raises
+    ``ValueError`` when ``sequences`` < 1 or when no episode copies a value (nothing to shape the ids on).
+
+    ``rows``: golden-episode trajectory rows (pinned interface 1); ``tokenizer``: the model's tokenizer.
     """
-    if isinstance(turns, bool) or not isinstance(turns, int) or turns < 1:
-        raise ValueError(f"copy drills need turns >= 1, got {turns!r}")
-    values = [v for r in rows for v in copied_values(r)]
-    distances = [d for r in rows for d in copy_distances(r, tokenizer)]
-    if not values or not distances:
-        raise ValueError("no golden episode copies a value into a call: nothing to drill")
-    encode = lambda r: tokenizer(render(r["messages"], r.get("tools")), add_special_tokens=False)["input_ids"]  # noqa: E731
-    stream = [t for r in rows for t in encode(r)]
-    rng = random.Random(f"drills:{seed}")
-    out = []
-    for n in range(len(rows)):
-        messages = []
-        for _ in range(turns):
-            ids = " ".join(shaped_like(rng.choice(values), rng) for _ in range(IDS_PER_DRILL))
-            user = _padded(ids, rng.choice(distances), stream, rng, tokenizer)
-            messages += [_msg("user", user), _msg("assistant", ids)]
-        out.append({"messages": messages, "tools": "[]",
-                    "meta": json.dumps({"task_id": f"{DRILL_PREFIX}{seed}-{n:05d}", "drill": True})})
-    return out
 
+    def __init__(self, rows: Sequence[dict[str, Any]], tokenizer: Any, *, sequences: int, seed: int = 0):
+        if isinstance(sequences, bool) or not isinstance(sequences, int) or sequences < 1:
+            raise ValueError(f"copy drills need sequences >= 1, got {sequences!r}")
+        self.values = [v for r in rows for v in copied_values(r)]
+        if not self.values:
+            raise ValueError("no golden episode copies a value into a call: nothing to drill")
+        self.tokenizer, self.sequences, self.seed = tokenizer, sequences, seed
+        encode = lambda r: tokenizer(render(normalize_messages(r["messages"]), r.get("tools")),  # noqa: E731
+                                     add_special_tokens=False)["input_ids"]
+        self.episodes = [ids for ids in map(encode, rows) if ids]
+        self.nll: list[tuple[int, float, float]] = []
+        """(step, first list, repeat): mean next-token loss in nats over each half, one entry per step drilled."""
 
-def _msg(role: str, content: str) -> dict[str, Any]:
-    return {"role": role, "content": content, "tool_calls": None, "tool_call_id": None, "name": None}
+    @property
+    def identity(self) -> dict[str, Any]:
+        """What the drills add to a run's identity (``run.json``)."""
+        return {"sequences": self.sequences, "list_tokens": LIST_TOKENS, "gap": list(GAP)}
 
+    def batch(self, step: int) -> list[list[int]]:
+        """The drills of optimizer step ``step``: ``sequences`` token lists, each ``list + slice + list``."""
+        rng = random.Random(f"drills:{self.seed}:{step}")
+        out = []
+        for _ in range(self.sequences):
+            text = " " + " ".join(shaped_like(rng.choice(self.values), rng) for _ in range(IDS_PER_LIST))
+            ids = self.tokenizer(text, add_special_tokens=False)["input_ids"][:LIST_TOKENS]
+            ids += [ids[-1]] * (LIST_TOKENS - len(ids))
+            episode = rng.choice(self.episodes)
+            k = min(len(episode), rng.randint(*GAP))
+            at = rng.randint(0, len(episode) - k)
+            out.append(ids + episode[at:at + k] + ids)
+        return out
 
-def _padded(ids: str, distance: int, text: list[int], rng: random.Random, tokenizer: Any) -> str:
-    """The user turn: ``ids``, then a slice of ``text`` (token ids) that puts the repeat ``distance`` tokens after
-    the list's start, within a token or two (decoding a slice can merge tokens: grown up to 3 times to make up)."""
-    start, size, user = None, 0, ids
-    for _ in range(4):
-        short = distance - _repeat_distance(user, ids, tokenizer)
-        if short <= 0:
-            break
-        size += short
-        start = rng.randint(0, max(0, len(text) - size)) if start is None else min(start, max(0, len(text) - size))
-        filler = tokenizer.decode(text[start:start + size], skip_special_tokens=True)
-        user = f"{ids}\n{filler}" if filler else ids
-    return user
+    def loss(self, model: Any, step: int) -> Any:
+        """The mean next-token loss of step ``step``'s drills under ``model`` (a scalar tensor with its graph);
+        records the first list's and the repeat's mean loss in :attr:`nll`."""
+        import torch
+        import torch.nn.functional as F
 
+        seqs = self.batch(step)
+        n, device = max(map(len, seqs)), next(model.parameters()).device
+        pad = lambda q, fill: q + [fill] * (n - len(q))  # noqa: E731
+        ids = torch.tensor([pad(q, 0) for q in seqs], device=device)
+        mask = torch.tensor([pad([1] * len(q), 0) for q in seqs], device=device)
+        logits = model(input_ids=ids, attention_mask=mask).logits[:, :-1].float()
+        nll = F.cross_entropy(logits.transpose(1, 2), ids[:, 1:], reduction="none") * mask[:, 1:]
+        first = nll[:, :LIST_TOKENS - 1].mean()
+        ends = torch.tensor([len(q) - 1 for q in seqs], device=device)
+        cols = torch.arange(nll.shape[1], device=device)
+        repeat = (cols >= (ends - LIST_TOKENS)[:, None]) & (cols < ends[:, None])
+        self.nll.append((int(step), float(first.detach()), float(nll[repeat].detach().mean())))
+        return nll.sum() / mask[:, 1:].sum()
 
-def _repeat_distance(user: str, ids: str, tokenizer: Any) -> int:
-    """Tokens from the start of ``ids`` (which opens the ``user`` turn) to its repeat in the assistant's reply."""
-    text = render([_msg("user", user), _msg("assistant", ids)])
-    starts = [a for a, _ in tokenizer(text, add_special_tokens=False, return_offsets_mapping=True)["offset_mapping"]]
-    first = text.index(ids)
-    return bisect.bisect_right(starts, text.rindex(ids)) - bisect.bisect_right(starts, first)
+    def summary(self, tail: int = 50) -> dict[str, Any]:
+        """The drills' record for ``copy_drills.json``: the settings, the first list's and the repeat's mean
+        loss (nats per token) over the last ``tail`` steps drilled, and every tenth step's pair. A repeat far
+        below the first list means the model copies; equal ones, that no copy formed."""
+        last = self.nll[-tail:]
+        mean = lambda i: sum(e[i] for e in last) / len(last) if last else None  # noqa: E731
+        return {**self.identity, "steps_drilled": len(self.nll), "first_list_nll": mean(1), "repeat_nll": mean(2),
+                "curve": [{"step": s, "first_list_nll": round(a, 4), "repeat_nll": round(b, 4)}
+                          for s, a, b in self.nll if s % 10 == 0]}

@@ -105,9 +105,11 @@ def warm_start(samples: Sequence[Any], model_dir: str | Path, size: Any, out_dir
     and the model in ``out_dir`` (:func:`train.sft.train_sft`, resumable; a proxy rung starts from ``model_dir``
     with its tokenizer, a pretrained rung loads ``model_dir`` as its checkpoint). ``loss_on``: ``assistant``
     (the policy's turns) or ``all`` (every token of the episode: the prompt's ids and the observations that echo
-    them carry the loss too). ``copy_drills`` > 0 adds one row of that many copy-drill turns per episode
-    (:func:`train.drills.drill_rows`, ids repeated at the episodes' own copy distances). ``interrupt``: the
-    ``checkpoint_every_s``, ``should_stop`` and ``keep_checkpoints`` of :func:`train.sft.train_sft`.
+    them carry the loss too). ``copy_drills`` > 0 adds a loss on that many fresh copy drills at every step
+    (:class:`train.drills.CopyDrills`: an id list, a slice of an episode, the list again), and writes
+    ``out_dir/copy_drills.json`` (the first list's and the repeat's loss: a repeat far below means the model
+    copies). ``interrupt``: the ``checkpoint_every_s``, ``should_stop`` and ``keep_checkpoints`` of
+    :func:`train.sft.train_sft`.
     """
     from train.sft import train_sft
 
@@ -116,8 +118,7 @@ def warm_start(samples: Sequence[Any], model_dir: str | Path, size: Any, out_dir
     rows = [r for r in golden_rows(samples) if json.loads(r["meta"])["env_reward"] >= 1.0 - 1e-9]
     if not rows:
         raise TrainError("warm start: no environment's golden episode earns reward 1")
-    if copy_drills:
-        rows += _drills(rows, model_dir, copy_drills, seed)
+    drills = _drills(rows, model_dir, copy_drills, seed) if copy_drills else None
     data = Path(out_dir) / "data"
     data.mkdir(parents=True, exist_ok=True)
     text = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows)
@@ -127,20 +128,23 @@ def warm_start(samples: Sequence[Any], model_dir: str | Path, size: Any, out_dir
         size, init = size.model_copy(update={"pretrained": str(model_dir)}), None
     else:
         init = model_dir
-    return train_sft(data, size, out_dir, max_steps=steps, seed=seed, threads=threads, resume=True, save_steps=0,
-                     learning_rate=learning_rate, label=label, init=init, loss_on=loss_on, **interrupt)
+    stats = train_sft(data, size, out_dir, max_steps=steps, seed=seed, threads=threads, resume=True, save_steps=0,
+                      learning_rate=learning_rate, label=label, init=init, loss_on=loss_on, aux_loss=drills, **interrupt)
+    if drills is not None and drills.nll:
+        (Path(out_dir) / "copy_drills.json").write_text(json.dumps(drills.summary(), indent=1), encoding="utf-8")
+    return stats
 
 
-def _drills(rows: list[dict[str, Any]], model_dir: str | Path, turns: int, seed: int) -> list[dict[str, Any]]:
-    """Copy-drill rows for the warm start, tokenized with ``model_dir``'s tokenizer (:mod:`train.drills`)."""
+def _drills(rows: list[dict[str, Any]], model_dir: str | Path, sequences: int, seed: int) -> Any:
+    """The warm start's copy drills (:class:`train.drills.CopyDrills`), with ``model_dir``'s tokenizer."""
     from transformers import AutoTokenizer
 
-    from train.drills import drill_rows
+    from train.drills import CopyDrills
 
-    if isinstance(turns, bool) or not isinstance(turns, int) or turns < 0:
-        raise UsageError(f"warm-start copy drills must be a non-negative integer, got {turns!r}")
+    if isinstance(sequences, bool) or not isinstance(sequences, int) or sequences < 0:
+        raise UsageError(f"warm-start copy drills must be a non-negative integer, got {sequences!r}")
     try:
-        return drill_rows(rows, AutoTokenizer.from_pretrained(str(model_dir)), turns=turns, seed=seed)
+        return CopyDrills(rows, AutoTokenizer.from_pretrained(str(model_dir)), sequences=sequences, seed=seed)
     except ValueError as err:
         raise TrainError(f"warm start: {err}") from None
 

@@ -46,68 +46,15 @@ from train.distributed import save_final
 from train.errors import TrainError
 from train.interrupt import Interrupted, StopCheck, interrupt_callback
 from train.templates import template_name
+from train.callbacks import DivergedError, divergence_callback, snapshot_callback
 
 __all__ = ["train_sft", "sft_config", "schedule_options", "read_stats", "make_trainer", "quiet_progress",
            "divergence_callback", "snapshot_callback", "planned_epochs", "DivergedError"]
 
 
-class DivergedError(TrainError):
-    """The training loss became NaN or infinite; the message holds the step and the log's last losses."""
-
-
 def planned_epochs(steps: int, batch_size: int, rows: int) -> float:
     """Passes over a dataset of ``rows`` sequences: ``steps x batch_size / rows``."""
     return steps * batch_size / max(rows, 1)
-
-
-def divergence_callback(tail: int = 5):
-    """A ``TrainerCallback`` that stops a run whose logged loss is not finite, raising :class:`DivergedError`
-    with the step and the last ``tail`` logged losses (the log tail a failed learning-rate scan run keeps)."""
-    from transformers import TrainerCallback
-
-    class DivergenceCallback(TrainerCallback):
-        def __init__(self):
-            self.losses: list[tuple[int, float]] = []
-
-        def on_log(self, args, state, control, logs=None, **kwargs):
-            if not logs or "loss" not in logs:
-                return
-            loss = float(logs["loss"])
-            self.losses.append((int(state.global_step), loss))
-            if not math.isfinite(loss):
-                shown = ", ".join(f"step {st}: {lo:.4g}" for st, lo in self.losses[-tail:])
-                raise DivergedError(f"training loss diverged ({loss}) at step {state.global_step} of "
-                                    f"{state.max_steps}; last logged losses: {shown}")
-
-    return DivergenceCallback()
-
-
-def snapshot_callback(out_dir: Path, steps: list[int], tokenizer: Any):
-    """A ``TrainerCallback`` that keeps the model (and tokenizer) at each of ``steps`` but the last under
-    ``out_dir/snapshots/step-<s>`` with ``snapshot.json`` (step, tokens seen); ``seen`` records every step's
-    tokens, the last included (the final model is ``out_dir`` itself). Rank 0 alone writes."""
-    from transformers import TrainerCallback
-
-    from train.checkpoint import snapshot_dir
-    from train.distributed import is_main
-
-    class SnapshotCallback(TrainerCallback):
-        def __init__(self):
-            self.seen: dict[int, float] = {}
-
-        def on_step_end(self, args, state, control, model=None, **kwargs):
-            step = int(state.global_step)
-            if step not in steps:
-                return
-            self.seen[step] = float(state.num_input_tokens_seen)
-            if step == steps[-1] or model is None or not is_main():
-                return
-            folder = snapshot_dir(out_dir, step)
-            model.save_pretrained(folder)
-            tokenizer.save_pretrained(folder)
-            _write_json(folder / "snapshot.json", {"step": step, "tokens": self.seen[step]})
-
-    return SnapshotCallback()
 
 
 _RESOURCE_FIELDS = {"gpus", "cpus", "mem_gb", "timeout_min", "micro_batch_size"}
@@ -170,24 +117,28 @@ def _reporting(report_to: str, name: str | None) -> dict[str, Any]:
     return {"report_to": report_to, **({"run_name": name} if name else {})}
 
 
-def make_trainer(model, tokenizer, dataset, config, *, plain_loss: bool = True, callbacks=()):
+def make_trainer(model, tokenizer, dataset, config, *, plain_loss: bool = True, callbacks=(), aux_loss=None):
     """An ``SFTTrainer`` over a pre-tokenized dataset (``input_ids`` + ``assistant_masks``).
 
     ``plain_loss=True`` computes the model's own causal-LM loss on the labels TRL built
     (assistant tokens only) instead of TRL's fused LM head; TRL's token-accuracy and entropy
-    metrics are then not logged.
+    metrics are then not logged. ``aux_loss``: an object whose ``loss(model, step)`` (a scalar tensor) is added
+    to every training micro-batch's loss (:class:`train.drills.CopyDrills`).
     """
     from transformers import PrinterCallback, ProgressCallback, Trainer
     from trl import SFTTrainer
 
-    class _PlainLossSFTTrainer(SFTTrainer):
+    class _SFTTrainer(SFTTrainer):
         def compute_loss(self, model, inputs, return_outputs=False, num_items_in_batch=None):
-            return Trainer.compute_loss(self, model, inputs, return_outputs=return_outputs,
-                                        num_items_in_batch=num_items_in_batch)
+            out = (Trainer if plain_loss else SFTTrainer).compute_loss(
+                self, model, inputs, return_outputs=return_outputs, num_items_in_batch=num_items_in_batch)
+            if aux_loss is None or not model.training:
+                return out
+            extra = aux_loss.loss(model, self.state.global_step)
+            return (out[0] + extra, *out[1:]) if return_outputs else out + extra
 
-    cls = _PlainLossSFTTrainer if plain_loss else SFTTrainer
-    trainer = cls(model=model, args=config, train_dataset=dataset, processing_class=tokenizer,
-                  callbacks=list(callbacks))
+    trainer = _SFTTrainer(model=model, args=config, train_dataset=dataset, processing_class=tokenizer,
+                          callbacks=list(callbacks))
     for cb in (PrinterCallback, ProgressCallback):  # both print to stdout; the CLI draws its own bar
         trainer.remove_callback(cb)
     return trainer
@@ -247,7 +198,7 @@ def train_sft(data_dir: str | Path, size: ModelSize, out_dir: str | Path, *, max
               checkpoint_every_s: float | None = None, keep_checkpoints: bool = True,
               save_dtype: str | None = None, should_stop: StopCheck | None = None,
               cache_dir: str | Path | None = None, report_to: str = "none",
-              loss_on: str = "assistant") -> TrainStats:
+              loss_on: str = "assistant", aux_loss: Any = None) -> TrainStats:
     """Train one model with SFT on a synthesised dataset; write it to ``out_dir``.
 
     Parameters
@@ -314,6 +265,9 @@ def train_sft(data_dir: str | Path, size: ModelSize, out_dir: str | Path, *, max
     loss_on
         ``assistant`` (the loss on assistant turns only, the default) or ``all`` (on every token: system, user
         and tool turns too, as in language modelling); part of the run's identity when ``all``.
+    aux_loss
+        An auxiliary loss added at every step (:func:`make_trainer`), e.g. the warm start's
+        :class:`train.drills.CopyDrills`; its ``identity`` (a dict) is part of the run's identity.
 
     A loss that turns NaN or infinite stops the run with :class:`DivergedError` (step and last losses).
 
@@ -336,7 +290,7 @@ def train_sft(data_dir: str | Path, size: ModelSize, out_dir: str | Path, *, max
     data_id = dataset_id(data_dir)
     identity = _full_identity(data_id, steps, seed, size, weight_decay=weight_decay, schedule=schedule,
                               wsd_decay=wsd_decay, snapshots=snapshots, tokenizer_dir=tokenizer_dir, init=init,
-                              loss_on=loss_on)
+                              loss_on=loss_on) | ({"aux_loss": aux_loss.identity} if aux_loss is not None else {})
     finished = _finished(out, identity) if resume and (out / RUN_FILE).is_file() else None
     if finished is not None:
         return finished
@@ -368,7 +322,7 @@ def train_sft(data_dir: str | Path, size: ModelSize, out_dir: str | Path, *, max
     keep = snapshot_steps(steps, snapshots)
     snaps = snapshot_callback(out, keep, tokenizer)
     with quiet_progress():
-        trainer = make_trainer(model, tokenizer, dataset, config, plain_loss=not chunked,
+        trainer = make_trainer(model, tokenizer, dataset, config, plain_loss=not chunked, aux_loss=aux_loss,
                                callbacks=[accounting, divergence_callback(), stopper, *([snaps] if keep else [])])
         trainer.train(resume_from_checkpoint=str(checkpoint) if checkpoint else None)
         if stopper.stopped_at is not None and trainer.state.global_step < steps:

@@ -120,9 +120,8 @@ def test_grpo_steps_axis_zero_is_the_sft_only_arm(tmp_path):
                    axis)
     warm_runs = [json.loads(p.read_text()) for p in (tmp_path / "runs").rglob("warmstart/run.json")]
     assert warm_runs and all(r["loss_on"] == "all" for r in warm_runs)  # [train].warmstart_loss reaches the stage
-    warm_rows = [json.loads(line) for p in (tmp_path / "runs").rglob("warmstart/data/train.jsonl")
-                 for line in p.read_text().splitlines()]
-    assert sum(json.loads(r["meta"]).get("drill", False) for r in warm_rows) * 2 == len(warm_rows)  # copy drills
+    drills = [json.loads(p.read_text()) for p in (tmp_path / "runs").rglob("warmstart/copy_drills.json")]
+    assert drills and all(d["sequences"] == 1 and d["steps_drilled"] == 2 for d in drills)  # copy drills
     (grpo_stats,) = [json.loads(p.read_text()) for p in (tmp_path / "runs").rglob("grpo/train_stats.json")]
     assert grpo_stats["negative_weight"] == 0.5  # [train].grpo_negative_weight reaches the stage
     sft, rl = runs["sft"].metadata, runs["rl"].metadata

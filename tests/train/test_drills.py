@@ -1,4 +1,5 @@
-"""Copy drills for the RL warm start: distances measured on the episodes, fresh ids repeated at those distances."""
+"""Copy drills for the RL warm start: copy distances measured on the episodes; fresh id lists repeated across a
+slice of an episode, and their loss."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import re
 import pytest
 
 from train.chat import render
-from train.drills import DRILL_PREFIX, IDS_PER_DRILL, copied_values, copy_distances, drill_rows, shaped_like
+from train.drills import GAP, LIST_TOKENS, copied_values, copy_distances, shaped_like
 
 
 def _msg(role, content="", tool_calls=None):
@@ -67,42 +68,59 @@ def test_shaped_like_keeps_the_shape_and_draws_fresh_characters():
     assert len(set(fresh)) == 20
 
 
-def test_drill_rows_repeat_fresh_ids_at_the_episodes_distances(episodes, tok):
-    drills = drill_rows(episodes, tok, turns=3, seed=1)
-    assert len(drills) == len(episodes)
-    distances = sorted(d for r in episodes for d in copy_distances(r, tok))
+def _drills(episodes, tok, **kw):
+    from train.drills import CopyDrills
+
+    return CopyDrills(episodes, tok, **{"sequences": 6, "seed": 1, **kw})
+
+
+def test_a_drill_is_a_fresh_id_list_a_slice_of_an_episode_and_the_list_again(episodes, tok):
+    drills = _drills(episodes, tok)
+    streams = [tok(render(r["messages"], r["tools"]), add_special_tokens=False)["input_ids"] for r in episodes]
     gaps = []
-    for row in drills:
-        assert json.loads(row["meta"])["task_id"].startswith(DRILL_PREFIX) and row["tools"] == "[]"
-        assert [m["role"] for m in row["messages"]] == ["user", "assistant"] * 3
-        text = render(row["messages"], row["tools"])
-        for user, reply in zip(row["messages"][::2], row["messages"][1::2], strict=True):
-            ids = reply["content"]
-            assert user["content"].startswith(ids) and len(ids.split()) == IDS_PER_DRILL
-            assert all(re.fullmatch(r"[A-Z]{2}-\d{4}|[a-z]{4}", i) for i in ids.split())
-            assert not set(ids.split()) & {v for r in episodes for v in copied_values(r)} - {"full"}
-            at = text.index(ids)
-            gap = _tokens_before(tok, text, text.index(ids, at + 1)) - _tokens_before(tok, text, at)
-            bare = render([_msg("user", ids), _msg("assistant", ids)])
-            unpadded = _tokens_before(tok, bare, bare.rindex(ids)) - _tokens_before(tok, bare, bare.index(ids))
-            # at a measured distance (within decoding's token or two), or right after a list longer than it
-            assert min(abs(gap - d) for d in distances) <= 2 or (gap == unpadded and unpadded > distances[0])
-            gaps.append(gap)
-    assert len(set(gaps)) >= 4   # the distances are drawn, not one offset
-    assert drill_rows(episodes, tok, turns=3, seed=1) == drills
-    assert drill_rows(episodes, tok, turns=3, seed=2) != drills
+    for seq in drills.batch(3):
+        first, middle, repeat = seq[:LIST_TOKENS], seq[LIST_TOKENS:-LIST_TOKENS], seq[-LIST_TOKENS:]
+        assert first == repeat
+        ids = tok.decode(first).split()
+        assert all(re.fullmatch(r"([A-Z]{2}-\d{0,4}|[a-z]{0,4})", i) for i in ids)   # shaped like OR-1000, full
+        assert not set(ids) & {v for r in episodes for v in copied_values(r)}       # fresh, not the episodes'
+        assert any(middle == s[a:a + len(middle)] for s in streams for a in range(len(s)))   # a real slice
+        gaps.append(len(middle))
+    assert all(GAP[0] <= g <= GAP[1] for g in gaps) and len(set(gaps)) >= 3
+    assert drills.batch(3) == _drills(episodes, tok).batch(3)      # a step's drills depend on seed and step only
+    assert drills.batch(4) != drills.batch(3) and _drills(episodes, tok, seed=2).batch(3) != drills.batch(3)
 
 
-def test_drill_rows_at_long_distances_carry_episode_text_between_list_and_repeat(tok):
-    far = [_row("q", "OR-4242", 120)]
-    (row,) = drill_rows(far, tok, turns=2, seed=0)
-    user = row["messages"][0]["content"]
-    assert "\n" in user and len(user.split("\n", 1)[1].split()) > 40   # the filler is a slice of the episode
+def test_the_drill_loss_is_the_batch_mean_and_records_each_half(episodes, tok):
+    import torch
+    import torch.nn.functional as F
+
+    from toolscale.config import ModelSize
+    from train.proxy import build_model
+
+    model = build_model(ModelSize(name="d", hidden_size=16, num_layers=1, num_heads=2, vocab_size=len(tok),
+                                  max_seq_len=256), seed=0)
+    drills = _drills(episodes, tok, sequences=3)
+    loss = drills.loss(model, 7)
+    seqs = drills.batch(7)
+    per_seq = []
+    with torch.no_grad():
+        for q in seqs:   # each sequence alone, no padding: an independent computation
+            logits = model(input_ids=torch.tensor([q])).logits[0, :-1]
+            per_seq.append(F.cross_entropy(logits, torch.tensor(q[1:]), reduction="none"))
+    want = torch.cat(per_seq).mean()
+    assert loss.requires_grad and float(loss.detach()) == pytest.approx(float(want), rel=1e-4)
+    step, first, repeat = drills.nll[-1]
+    assert step == 7
+    assert first == pytest.approx(float(torch.cat([s[:LIST_TOKENS - 1] for s in per_seq]).mean()), rel=1e-4)
+    assert repeat == pytest.approx(float(torch.cat([s[-LIST_TOKENS:] for s in per_seq]).mean()), rel=1e-4)
+    summary = drills.summary()
+    assert summary["steps_drilled"] == 1 and summary["repeat_nll"] == pytest.approx(repeat)
 
 
-def test_drill_rows_refuse_what_they_cannot_drill(episodes, tok):
-    with pytest.raises(ValueError, match="turns >= 1"):
-        drill_rows(episodes, tok, turns=0)
+def test_drills_refuse_what_they_cannot_drill(episodes, tok):
+    with pytest.raises(ValueError, match="sequences >= 1"):
+        _drills(episodes, tok, sequences=0)
     silent = [{"messages": [_msg("user", "hi"), _msg("assistant", "Done.")], "tools": "[]", "meta": "{}"}]
     with pytest.raises(ValueError, match="nothing to drill"):
-        drill_rows(silent, tok, turns=1)
+        _drills(silent, tok)

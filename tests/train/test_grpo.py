@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 import torch
@@ -273,6 +274,12 @@ def test_negative_weight_scales_only_the_advantages_below_zero(envs, start_model
         train_grpo(envs, start_model, tmp_path / "bad", negative_weight=1.5)
 
 
+def _weights(folder):
+    from safetensors.torch import load_file
+
+    return load_file(str(Path(folder) / "model.safetensors"))
+
+
 def test_warm_start_trains_on_the_golden_episodes_that_earn_one(envs, start_model, tmp_path):
     from train.grpo import warm_start
     from train.sft import train_sft
@@ -288,12 +295,16 @@ def test_warm_start_trains_on_the_golden_episodes_that_earn_one(envs, start_mode
     assert json.loads((tmp_path / "warm" / "run.json").read_text())["init"]["steps"] == 2   # started from the SFT run
     with pytest.raises(UsageError, match="warm-start steps must be a positive integer"):
         warm_start(envs, sft, SIZE, tmp_path / "w2", steps=0)
-    # copy drills: one row of 3 turns per episode, beside the episodes, in the data the warm start trains on
-    warm_start(envs, sft, SIZE.model_copy(update={"batch_size": 1}), tmp_path / "drilled", steps=1, copy_drills=3)
-    rows = [json.loads(line) for line in (tmp_path / "drilled" / "data" / "train.jsonl").read_text().splitlines()]
-    drills = [r for r in rows if json.loads(r["meta"]).get("drill")]
-    assert len(drills) == len(envs) == len(rows) - len(drills)
-    assert all(len(r["messages"]) == 6 for r in drills)
+    # copy drills: an auxiliary loss at every step, on the episodes' data unchanged; its record is written
+    warm_start(envs, sft, SIZE.model_copy(update={"batch_size": 1}), tmp_path / "drilled", steps=2, copy_drills=3)
+    assert (tmp_path / "drilled" / "data" / "train.jsonl").read_text() == (
+        tmp_path / "warm" / "data" / "train.jsonl").read_text()
+    record = json.loads((tmp_path / "drilled" / "copy_drills.json").read_text())
+    assert record["sequences"] == 3 and record["steps_drilled"] == 2
+    assert record["first_list_nll"] > 0 and record["repeat_nll"] > 0
+    assert json.loads((tmp_path / "drilled" / "run.json").read_text())["aux_loss"]["sequences"] == 3
+    drilled, plain = _weights(tmp_path / "drilled"), _weights(tmp_path / "warm")   # same data, seed and steps
+    assert any(not torch.equal(drilled[k], plain[k]) for k in drilled)   # the drill loss moved the weights
     with pytest.raises(UsageError, match="copy drills must be a non-negative integer"):
         warm_start(envs, sft, SIZE, tmp_path / "w3", steps=1, copy_drills=-1)
 

@@ -3,6 +3,9 @@ drill format? NLL per token (nats) of the ids where the user gives them (the fir
 where the assistant repeats them, on fresh drill rows (seed 99) built from the first 32 golden episodes of the
 model's own warm-start data, by turn. A copy shows as repeat NLL far below the first list's.
 EPS=path takes the episodes from another train.jsonl (a model trained without the product's data folder).
+It measured the option's first form, drill rows (``train.drills.drill_rows``), which the second form
+(``train.drills.CopyDrills``, 2026-12-07) replaced: it runs against the code of that date's earlier commits only.
+The second form records the same two figures itself, in the warm start's ``copy_drills.json``.
 usage: [EPS=path] drillnll.py DIR   (DIR/model from prodwarm.py)"""
 import json, os, sys
 from pathlib import Path

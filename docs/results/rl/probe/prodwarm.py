@@ -1,10 +1,12 @@
-"""Probe (issue 32): the product's warm start with copy drills (``train.grpo.warm_start(copy_drills=TURNS)``,
+"""Probe (issue 32): the product's warm start with copy drills (``train.grpo.warm_start(copy_drills=N)``,
 ``[train].warmstart_copy_drills``), from scratch, on the golden episodes of ``warm_envs(3000, 0)``: does the
 product path give the copying policy that ``mixwarm.py LONG=4`` gave? A fresh 4-layer, hidden-64 proxy with the
-probe tokenizer of SRC_PROBE (a 1-step run at lr 1e-12 as the init that warm_start needs), batch 4 rows (episodes and drill rows mixed 1:1 by TRL's shuffle), loss on every
-token, AdamW at LR with the product's schedule. Writes OUT/model, OUT/rl_envs*.jsonl (for copyprob.py) and a JSON
-line with the timing.
-usage: [SEED=0] [THREADS=1] prodwarm.py OUT SRC_PROBE STEPS TURNS LR"""
+probe tokenizer of SRC_PROBE (a 1-step run at lr 1e-12 as the init that warm_start needs), batch 4 episodes, loss
+on every token, AdamW at LR with the product's schedule. N: until 2026-12-07 (first form) one row of N drill turns
+per episode, mixed into the data; since the second form, N fresh drills per step under their own loss
+(``train.drills.CopyDrills``), summed with the episodes' (``drill_rows`` below is 0 then). Writes OUT/model,
+OUT/rl_envs*.jsonl (for copyprob.py) and a JSON line with the timing.
+usage: [SEED=0] [THREADS=1] prodwarm.py OUT SRC_PROBE STEPS N LR"""
 import json, os, shutil, sys, time
 from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[4]))
@@ -27,7 +29,8 @@ warm = warm_envs(3000, 0, rl_envs(12, 0))
 print(f"warm envs {len(warm)} in {time.time() - t0:.0f}s", flush=True)
 t1 = time.time()
 stats = warm_start(warm, init, size, out / "model", steps=steps, seed=SEED, threads=THREADS, learning_rate=lr,
-                   loss_on="all", copy_drills=turns)
+                   loss_on="all", copy_drills=turns, on_step=lambda s, m, loss: s % 100 or print(
+                       f"step {s}/{m} loss {loss} {time.time() - t1:.0f}s", flush=True))
 rows = (out / "model" / "data" / "train.jsonl").read_text().splitlines()
 print(json.dumps({"steps": steps, "turns": turns, "seed": SEED, "lr": lr, "rows": len(rows),
                   "drill_rows": sum(json.loads(json.loads(r)["meta"]).get("drill", False) for r in rows), "final_loss": stats.final_loss,
