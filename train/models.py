@@ -82,10 +82,11 @@ class TrainSpec(_Frozen):
     """Tokens of the golden episodes that carry the warm start's loss: the policy's turns, or every token
     (prompt and observations too: more of the id-copying that a tiny proxy lacks, docs/results/rl/)."""
     warmstart_copy_drills: int = Field(default=0, ge=0)
-    """Copy-drill turns per warm-start episode (0: none): one extra row per golden episode in which the
-    assistant repeats fresh ids at the episodes' own copy distances (:mod:`train.drills`), the copy a tiny
-    proxy does not learn from episodes alone. Experimental: on the probe proxy, 6,000 steps of 8-turn drills formed
-    no copy on any of the 3 seeds tried (docs/results/rl/)."""
+    """Copy drills per warm-start step (0: none): that many fresh sequences (an id list shaped like the episodes'
+    copied values, 17-52 tokens of an episode, the list again) under their own loss, summed with the episodes'
+    at every step (:class:`train.drills.CopyDrills`): the copy a tiny proxy does not learn from episodes alone.
+    The warm start's ``copy_drills.json`` says whether the copy formed (the repeat's loss against the first
+    list's). Experimental; 16 is the probes' setting (docs/results/rl/)."""
     grpo_vllm: Literal["server", "colocate"] | None = None
     """GRPO generation on GPUs through TRL's vLLM integration: ``server`` (``trl vllm-serve`` on GPUs of its own)
     or ``colocate`` (inside the training processes); needs ``vllm`` importable in the training environment.

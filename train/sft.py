@@ -38,6 +38,7 @@ from grid.models import TrainStats
 from toolscale.config import ModelSize, TrainSpec, training_flops
 from toolscale.errors import UsageError
 from train.accounting import accounting_callback, loss_curve, read_accounting
+from train.callbacks import DivergedError, divergence_callback, snapshot_callback
 from train.checkpoint import RUN_FILE, STATS_FILE, checkpoint_dir, clear_checkpoints, last_checkpoint, snapshot_steps
 from train.data import count_rows, dataset_id, read_rows, render_corpus
 from train.tokenized import cached_tokenize
@@ -46,7 +47,6 @@ from train.distributed import save_final
 from train.errors import TrainError
 from train.interrupt import Interrupted, StopCheck, interrupt_callback
 from train.templates import template_name
-from train.callbacks import DivergedError, divergence_callback, snapshot_callback
 
 __all__ = ["train_sft", "sft_config", "schedule_options", "read_stats", "make_trainer", "quiet_progress",
            "divergence_callback", "snapshot_callback", "planned_epochs", "DivergedError"]
