@@ -86,7 +86,8 @@ class TrainSpec(_Frozen):
     copied values, 17-52 tokens of an episode, the list again) under their own loss, summed with the episodes'
     at every step (:class:`train.drills.CopyDrills`): the copy a tiny proxy does not learn from episodes alone.
     The warm start's ``copy_drills.json`` says whether the copy formed (the repeat's loss against the first
-    list's). Experimental; 16 is the probes' setting (docs/results/rl/)."""
+    list's); that is the drills' copy only, which carried over to episodes on 2 of 3 probe seeds. Experimental;
+    16 is the probes' setting (docs/results/rl/)."""
     grpo_vllm: Literal["server", "colocate"] | None = None
     """GRPO generation on GPUs through TRL's vLLM integration: ``server`` (``trl vllm-serve`` on GPUs of its own)
     or ``colocate`` (inside the training processes); needs ``vllm`` importable in the training environment.
