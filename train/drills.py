@@ -7,23 +7,21 @@ shaped like the episodes' copied values (:func:`shaped_like`), then a short slic
 the same list again; the loss is the mean next-token loss over the batch, summed with the episodes' own loss.
 This is the recipe the issue-32 probes measured to form a copy (``docs/results/rl/probe/mixwarm.py`` with
 ``LONG=4``: 16 sequences, 32 id tokens, gaps of 17-52 tokens); rows of drill turns inside the SFT data, the option's
-first form, formed no copy on any of 3 seeds. :func:`copy_distances` measures the episodes' own copy distances.
+first form, formed no copy on any of 3 seeds.
 
 Pure but for :meth:`CopyDrills.loss`, which runs the model: rows and a tokenizer in, token batches out.
 """
 
 from __future__ import annotations
 
-import bisect
 import json
 import random
-import re
 from collections.abc import Sequence
 from typing import Any
 
 from train.chat import normalize_messages, render
 
-__all__ = ["CopyDrills", "copied_values", "copy_distances", "shaped_like", "IDS_PER_LIST", "LIST_TOKENS", "GAP"]
+__all__ = ["CopyDrills", "copied_values", "shaped_like", "IDS_PER_LIST", "LIST_TOKENS", "GAP"]
 
 IDS_PER_LIST = 12
 """Fresh ids drawn for one drill's list (then cut to :data:`LIST_TOKENS` tokens)."""
@@ -32,7 +30,6 @@ LIST_TOKENS = 32
 GAP = (17, 52)
 """Tokens of episode text between the list and its repeat, drawn uniformly (inclusive): the RL environments'
 copy distances in the probes that formed a copy."""
-_CALL = re.compile(r"<tool_call>.*?</tool_call>", re.S)
 
 
 def copied_values(row: dict[str, Any]) -> list[str]:
@@ -43,26 +40,6 @@ def copied_values(row: dict[str, Any]) -> list[str]:
             args = call["function"].get("arguments") or {}
             args = json.loads(args) if isinstance(args, str) else args
             out += [v for v in args.values() if isinstance(v, str) and len(v) >= 3]
-    return out
-
-
-def copy_distances(row: dict[str, Any], tokenizer: Any) -> list[int]:
-    """Token distances, one per copied value, from the value's nearest earlier occurrence (the question, an
-    observation, an earlier call) to where a tool call writes it, both measured at the value's first token.
-
-    Values that a call writes before they appear anywhere are not copies and give no distance. The text is the
-    row under the chat template (:func:`train.chat.render`); ``tokenizer`` must be a fast tokenizer (offsets).
-    """
-    text = render(row["messages"], row.get("tools"))
-    starts = [a for a, _ in tokenizer(text, add_special_tokens=False, return_offsets_mapping=True)["offset_mapping"]]
-    token_at = lambda c: bisect.bisect_right(starts, c) - 1  # noqa: E731 - index of the token holding char c
-    out = []
-    for span in _CALL.finditer(text):
-        for value in dict.fromkeys(copied_values(row)):
-            at = text.find(value, span.start(), span.end())
-            source = text.rfind(value, 0, span.start())
-            if at >= 0 and source >= 0:
-                out.append(token_at(at) - token_at(source))
     return out
 
 

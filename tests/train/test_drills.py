@@ -1,5 +1,4 @@
-"""Copy drills for the RL warm start: copy distances measured on the episodes; fresh id lists repeated across a
-slice of an episode, and their loss."""
+"""Copy drills for the RL warm start: fresh id lists repeated across a slice of an episode, and their loss."""
 
 from __future__ import annotations
 
@@ -10,7 +9,7 @@ import re
 import pytest
 
 from train.chat import render
-from train.drills import GAP, LIST_TOKENS, copied_values, copy_distances, shaped_like
+from train.drills import GAP, LIST_TOKENS, copied_values, shaped_like
 
 
 def _msg(role, content="", tool_calls=None):
@@ -41,24 +40,9 @@ def tok(episodes):
     return train_tokenizer([render(r["messages"], r["tools"]) for r in episodes] * 8, 300)
 
 
-def _tokens_before(tok, text, char):
-    """Tokens of ``text[:char]``: an independent count (the prefixes here end on word boundaries)."""
-    return len(tok(text[:char], add_special_tokens=False)["input_ids"])
-
-
 def test_copied_values_are_the_calls_string_arguments(episodes):
     assert copied_values(episodes[0]) == ["OR-1000", "full"]
     assert copied_values({"messages": [_msg("assistant", tool_calls=_call("f", n=12, s="ab"))]}) == []
-
-
-def test_copy_distance_is_the_tokens_from_the_question_to_the_call(episodes, tok):
-    for row in episodes:
-        text = render(row["messages"], row["tools"])
-        value = copied_values(row)[0]
-        want = _tokens_before(tok, text, text.rindex(value)) - _tokens_before(tok, text, text.index(value))
-        assert copy_distances(row, tok) == [want]   # "full" appears nowhere before the call: not a copy
-    far = [copy_distances(r, tok)[0] for r in episodes]
-    assert far == sorted(far) and far[-1] - far[0] >= 40   # longer questions, longer copies
 
 
 def test_shaped_like_keeps_the_shape_and_draws_fresh_characters():
