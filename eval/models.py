@@ -186,6 +186,11 @@ class EvalSpec(_Settings):
     """Checkpoints kept and scored per run, evenly spaced, the last at the final step: each on the validation
     benchmark, and the best one and the last on the test benchmarks (``checkpoint_tests``); 0: the final model
     only. A run with fewer steps than checkpoints is refused before it trains."""
+    checkpoint_spacing: Literal["linear", "log"] = "linear"
+    """How the kept checkpoints are spaced (:func:`toolscale.config.kept_steps`): ``linear``, evenly; ``log``, each
+    at half the next one's step (for K = 6: 1/32, 1/16, 1/8, 1/4, 1/2 and all of training), for runs whose
+    validation loss is lowest early: ``fit`` warns when many runs are best at their first kept checkpoint. A run
+    too short for K distinct steps is refused before it trains."""
     checkpoint_tests: Literal["chosen", "all"] = "chosen"
     """Which checkpoints the test benchmarks score: ``chosen`` (the one best on validation, and the last),
     or ``all`` (every checkpoint: ``fit --target checkpoints`` on a test benchmark needs it; costs K test

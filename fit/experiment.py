@@ -21,7 +21,7 @@ from fit.models import ExperimentFit, FitRequest, FitResult, LawSelection, Point
 from fit.predict import bic_weights
 from fit.rolling import rolling_steps
 from fit.selection import rung_sizes, select_law
-from fit.targets import target_runs
+from fit.targets import at_first_checkpoint, target_runs
 from grid.models import RunRecord
 from toolscale.config import ExperimentConfig
 
@@ -103,7 +103,7 @@ def fit_experiment(runs: Sequence[RunRecord], request: FitRequest, *, config: Ex
     if interaction is not None:
         fit = with_forms(fit, [f for name, f in forms.items() if name != fit.law], points, law, seed=request.seed)
         fit = fit.model_copy(update={"interaction": interaction})
-    fit = fit.model_copy(update={"point_target": point_target})
+    fit = fit.model_copy(update={"point_target": point_target, "envelope_at_first": _early(runs, points)})
     if selection is not None:
         fit = with_extrapolation(fit, selection, points, law, seed=request.seed)
     if law.stages is not None and selection is None:
@@ -117,6 +117,16 @@ def fit_experiment(runs: Sequence[RunRecord], request: FitRequest, *, config: Ex
                               n_jobs=request.n_jobs, method=request.method)
         fit = fit.model_copy(update={"rolling": steps})
     return ExperimentFit(request=request, fit=fit, interaction=interaction, points=points)
+
+
+def _early(runs: Sequence[RunRecord], points: Points) -> dict[str, int]:
+    """``split -> points`` whose envelope is their run's first kept checkpoint (:func:`fit.targets.at_first_checkpoint`)."""
+    early = at_first_checkpoint(runs)
+    out: dict[str, int] = {}
+    for rid, split in zip(points.run_ids, points.split_array()):
+        if rid in early:
+            out[str(split)] = out.get(str(split), 0) + 1
+    return out
 
 
 def _heldout_final(points: Points) -> Points:

@@ -30,7 +30,7 @@ from fit.errors import FitInputError
 from grid.models import RunRecord
 
 __all__ = ["TARGETS", "TOKENS_KEY", "VALIDATION", "CHECKPOINT_BURN_IN", "resolve_target", "envelope_step",
-           "target_runs", "target_values"]
+           "target_runs", "target_values", "at_first_checkpoint"]
 
 TARGETS = ("auto", "envelope", "final", "checkpoints")
 """``fit --target`` choices (module docstring)."""
@@ -129,3 +129,19 @@ def target_values(runs: Sequence[RunRecord], *, benchmark: str, metric: str, tar
         chosen = "envelope"
     view, _ = target_runs(runs, benchmark=benchmark, metric=metric, target=chosen, validation=validation)
     return {r.run_id: float(r.metrics[key]) for r in view if r.metrics.get(key) is not None}
+
+
+def at_first_checkpoint(runs: Sequence[RunRecord]) -> set[str]:
+    """Ids of the runs (as :func:`target_runs` returns them) whose envelope is their first kept checkpoint, of two
+    or more: validation was still falling at the earliest model kept, or was already rising, so the run's optimum
+    may lie earlier and its envelope overstates its best loss (and its D). Points of ``--target checkpoints``
+    (one per checkpoint) are not envelopes and are left out."""
+    out = set()
+    for r in runs:
+        meta = r.metadata or {}
+        step = meta.get("target_step")
+        if step is None or "checkpoint_point" in meta or len(r.checkpoints or {}) < 2:
+            continue
+        if step == min(r.checkpoints):
+            out.add(r.run_id)
+    return out

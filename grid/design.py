@@ -37,7 +37,7 @@ from grid.levels import apply_constraints, coded_to_real, level_values, parse_co
 from grid.models import Cell, DesignRecorded, DesignSummary, EstimatedCost, RunSpec, run_id_for
 from grid.split import SPLIT_RULE, heldout_mask
 from grid.storage import storage_estimate
-from toolscale.config import ExperimentConfig, ModelSize, training_flops
+from toolscale.config import ExperimentConfig, ModelSize, min_kept_steps, training_flops
 
 __all__ = ["Design", "Cell", "DesignReport", "build_design", "design_version", "planned_epochs", "ALGORITHM_VERSION"]
 
@@ -508,10 +508,13 @@ def _check_epochs(config: ExperimentConfig, runs: list[RunSpec]) -> None:
 def _check_checkpoints(config: ExperimentConfig, runs: list[RunSpec]) -> None:
     """DesignError naming a run with fewer steps than ``[eval] checkpoints`` (before anything trains)."""
     k = config.eval.checkpoints if config.eval.validation is not None else 0
-    short = [r for r in runs if int(r.metadata["max_steps"]) < k]
+    spacing = config.eval.checkpoint_spacing
+    need = min_kept_steps(k, spacing)
+    short = [r for r in runs if int(r.metadata["max_steps"]) < need]
     if short:
         r = min(short, key=lambda r: int(r.metadata["max_steps"]))
-        raise DesignError(f"{len(short)} run(s) train fewer steps than eval.checkpoints = {k}, the fewest run "
+        rule = f"eval.checkpoints = {k}" + ("" if spacing == "linear" else f" ({spacing}-spaced: {need} steps)")
+        raise DesignError(f"{len(short)} run(s) train fewer steps than {rule}, the fewest run "
                           f"{r.run_id} ({r.model_size}, {r.metadata['max_steps']} steps); keep fewer checkpoints "
                           "or plan more tokens")
 

@@ -318,7 +318,8 @@ def run_pipeline(run: RunSpec, workdir: Path, checkpoint: dict[str, Any] | None)
     trained = train_stages(cfg, size, run, data_dir, Path(workdir), steps=steps, cache=Path(ctx["dataset_cache"]),
                            tokenizer_dir=tok_dir,
                            learning_rate=float(lr) if lr is not None else None, max_epochs=cfg.train.max_epochs,
-                           label=run.run_id, snapshots=keep, cache_dir=train_cache_dir(ctx["dataset_cache"]),
+                           label=run.run_id, snapshots=keep, snapshot_spacing=cfg.eval.checkpoint_spacing,
+                           cache_dir=train_cache_dir(ctx["dataset_cache"]),
                            **train_options(cfg, size))
     stats, model_dir = trained.total, trained.model_dir
     stage_s["train"] = time.monotonic() - t0 - stage_s["dataset"]

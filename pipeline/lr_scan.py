@@ -54,7 +54,7 @@ def _train_one(cfg_json: dict[str, Any], rung: str, lr: float, data_dir: str, to
     beside which the dataset is tokenised once for all scan runs and the validation items encoded once
     (:func:`pipeline.job.train_cache_dir`, :func:`pipeline.job.eval_cache_dir`)."""
     from pipeline.job import eval_cache_dir, train_cache_dir
-    from toolscale.config import ExperimentConfig
+    from toolscale.config import ExperimentConfig, min_kept_steps
 
     cfg = ExperimentConfig.model_validate(cfg_json)
     size = cfg.model_size(rung)
@@ -64,10 +64,12 @@ def _train_one(cfg_json: dict[str, Any], rung: str, lr: float, data_dir: str, to
         from train.sft import read_stats, train_sft
 
         keep = min(cfg.eval.checkpoints, steps) or 1
+        fits = steps >= min_kept_steps(keep, cfg.eval.checkpoint_spacing)  # the runs' spacing, if it fits
         stats = train_sft(data_dir, size, out_dir, max_steps=steps, seed=cfg.lr_scan.seed, threads=cfg.train.threads,
                           tokenizer_dir=tok_dir, learning_rate=lr, label=f"lr-scan {rung} lr={lr:g}",
                           weight_decay=cfg.train.weight_decay, schedule=cfg.train.schedule,
                           wsd_decay=cfg.train.wsd_decay, snapshots=keep,
+                          snapshot_spacing=cfg.eval.checkpoint_spacing if fits else "linear",
                           cache_dir=None if cache is None else train_cache_dir(cache))
         saved = read_stats(out_dir) or {}
         loss = scan_loss(saved.get("loss_curve") or [])

@@ -19,6 +19,8 @@ import re
 import shutil
 from pathlib import Path
 
+from toolscale.config import kept_steps
+
 __all__ = ["CHECKPOINT_DIR", "SNAPSHOT_DIR", "STATS_FILE", "RUN_FILE", "checkpoint_dir", "last_checkpoint",
            "clear_checkpoints", "snapshot_steps", "snapshot_dir"]
 
@@ -64,14 +66,11 @@ def clear_checkpoints(out_dir: str | Path) -> None:
         shutil.rmtree(root)
 
 
-def snapshot_steps(max_steps: int, k: int) -> list[int]:
-    """The ``k`` steps whose checkpoints a run keeps: evenly spaced, the last at ``max_steps``,
-    ``round(i max_steps / k)`` for ``i = 1 .. k`` (``[]`` for ``k = 0``). ValueError when ``k > max_steps``."""
-    if k <= 0:
-        return []
-    if k > max_steps:
-        raise ValueError(f"{k} checkpoints exceed the run's {max_steps} steps")
-    return sorted({max(1, round(i * max_steps / k)) for i in range(1, k + 1)})
+def snapshot_steps(max_steps: int, k: int, spacing: str = "linear") -> list[int]:
+    """The ``k`` steps whose checkpoints a run keeps, the last at ``max_steps``: evenly spaced (``linear``,
+    ``round(i max_steps / k)`` for ``i = 1 .. k``) or each half the next (``log``); ``[]`` for ``k = 0``
+    (:func:`toolscale.config.kept_steps`). ValueError when the run is too short for ``k`` of them."""
+    return kept_steps(max_steps, k, spacing)
 
 
 def snapshot_dir(out_dir: str | Path, step: int) -> Path:

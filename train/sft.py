@@ -194,7 +194,8 @@ def train_sft(data_dir: str | Path, size: ModelSize, out_dir: str | Path, *, max
               on_step: Callable[[int, int, float | None], None] | None = None, tokenizer_dir: str | Path | None = None,
               learning_rate: float | None = None, max_epochs: float | None = None,
               label: str | None = None, init: str | Path | None = None, weight_decay: float = 0.0,
-              schedule: str = "cosine", wsd_decay: float = 0.2, snapshots: int = 0, train: TrainSpec | None = None,
+              schedule: str = "cosine", wsd_decay: float = 0.2, snapshots: int = 0, snapshot_spacing: str = "linear",
+              train: TrainSpec | None = None,
               checkpoint_every_s: float | None = None, keep_checkpoints: bool = True,
               save_dtype: str | None = None, should_stop: StopCheck | None = None,
               cache_dir: str | Path | None = None, report_to: str = "none",
@@ -243,7 +244,10 @@ def train_sft(data_dir: str | Path, size: ModelSize, out_dir: str | Path, *, max
     snapshots
         Keep the model at this many evenly spaced steps, the last the final one (checkpoints as data,
         :func:`train.checkpoint.snapshot_steps`): ``train_stats.json`` lists them (``snapshots``: step, tokens
-        seen, folder). More than the run's steps is refused before training, naming ``label``.
+        seen, folder). A run too short for that many is refused before training, naming ``label``.
+    snapshot_spacing
+        ``linear`` (evenly spaced) or ``log`` (each at half the next one's step): ``[eval] checkpoint_spacing``;
+        part of the run's identity when ``log``.
     train
         ``[train]`` settings of the parallel layout (:func:`train.distributed.parallel_settings`); default
         :class:`~toolscale.config.TrainSpec`'s. Under torch distributed (``torchrun``, or SLURM tasks after
@@ -285,11 +289,12 @@ def train_sft(data_dir: str | Path, size: ModelSize, out_dir: str | Path, *, max
     out = Path(out_dir)
     rows = _lazy_rows(data_dir)  # read (and validated) only when needed: a cache hit does not
     name = label or str(out)
-    size = _checked_size(size, data_dir, steps, name, max_epochs=max_epochs, snapshots=snapshots,
+    size = _checked_size(size, data_dir, steps, name, max_epochs=max_epochs, snapshots=(snapshots, snapshot_spacing),
                          learning_rate=learning_rate, tokenizer_dir=tokenizer_dir)
     data_id = dataset_id(data_dir)
     identity = _full_identity(data_id, steps, seed, size, weight_decay=weight_decay, schedule=schedule,
-                              wsd_decay=wsd_decay, snapshots=snapshots, tokenizer_dir=tokenizer_dir, init=init,
+                              wsd_decay=wsd_decay, snapshots=(snapshots, snapshot_spacing),
+                              tokenizer_dir=tokenizer_dir, init=init,
                               loss_on=loss_on) | ({"aux_loss": aux_loss.identity} if aux_loss is not None else {})
     finished = _finished(out, identity) if resume and (out / RUN_FILE).is_file() else None
     if finished is not None:
@@ -319,7 +324,7 @@ def train_sft(data_dir: str | Path, size: ModelSize, out_dir: str | Path, *, max
     accounting = accounting_callback(read_accounting(checkpoint).get("wall_s", 0.0), on_step=on_step)
     stopper = interrupt_callback(checkpoint_every_s, should_stop)
     chunked = spec.chunked_loss if spec.chunked_loss is not None else torch.cuda.is_available()
-    keep = snapshot_steps(steps, snapshots)
+    keep = snapshot_steps(steps, snapshots, snapshot_spacing)
     snaps = snapshot_callback(out, keep, tokenizer)
     with quiet_progress():
         trainer = make_trainer(model, tokenizer, dataset, config, plain_loss=not chunked, aux_loss=aux_loss,
@@ -431,7 +436,8 @@ def _steps(size: ModelSize, max_steps: int | None, threads: int | None) -> int:
 
 
 def _checked_size(size: ModelSize, data_dir: str | Path, steps: int, name: str, *, max_epochs: float | None,
-                  snapshots: int, learning_rate: float | None, tokenizer_dir: str | Path | None) -> ModelSize:
+                  snapshots: tuple[int, str], learning_rate: float | None,
+                  tokenizer_dir: str | Path | None) -> ModelSize:
     """``size`` with the run's learning rate, after the checks that refuse a run before it trains (epochs over the
     data, more snapshots than steps, a bad rate, a tokenizer for a pretrained rung), each naming the run."""
     if max_epochs is not None:
@@ -441,9 +447,11 @@ def _checked_size(size: ModelSize, data_dir: str | Path, steps: int, name: str, 
             raise UsageError(f"run {name}: {epochs:.2f} epochs ({steps} steps x {size.batch_size} sequences over "
                              f"{n_rows} rows) exceed train.max_epochs = {max_epochs:g}; synthesise more tasks "
                              "or train fewer steps")
-    if snapshots > steps:
-        raise UsageError(f"run {name}: [eval] checkpoints = {snapshots} exceeds its {steps} training steps; "
-                         "keep fewer checkpoints or train more steps")
+    try:
+        snapshot_steps(steps, *snapshots)
+    except ValueError as e:
+        raise UsageError(f"run {name}: [eval] checkpoints = {snapshots[0]} ({snapshots[1]}): {e}; keep fewer "
+                         "checkpoints or train more steps") from None
     if learning_rate is not None:
         if not (isinstance(learning_rate, float | int) and math.isfinite(learning_rate) and learning_rate > 0):
             raise UsageError(f"learning_rate must be a positive number, got {learning_rate!r}")
@@ -455,7 +463,7 @@ def _checked_size(size: ModelSize, data_dir: str | Path, steps: int, name: str, 
 
 
 def _full_identity(data_id: str, steps: int, seed: int, size: ModelSize, *, weight_decay: float, schedule: str,
-                   wsd_decay: float, snapshots: int, tokenizer_dir: str | Path | None,
+                   wsd_decay: float, snapshots: tuple[int, str], tokenizer_dir: str | Path | None,
                    init: str | Path | None, loss_on: str = "assistant") -> dict[str, Any]:
     """The run's identity (:func:`_identity`) with the shared tokenizer's hash, the initial model's identity and
     a loss on every token (``loss_on="all"``); a ``loss_on`` outside :data:`LOSS_ON` is a UsageError."""
@@ -493,7 +501,7 @@ def _finished(out: Path, identity: dict[str, Any]) -> TrainStats | None:
 
 
 def _identity(data_id: str, steps: int, seed: int, size: ModelSize, *, weight_decay: float, schedule: str,
-              wsd_decay: float, snapshots: int) -> dict[str, Any]:
+              wsd_decay: float, snapshots: tuple[int, str]) -> dict[str, Any]:
     """What a run folder holds (``run.json``): a resume refuses a folder with another identity. Options added
     after the first runs enter only when set, so older runs keep their identity."""
     identity: dict[str, Any] = {"dataset_id": data_id, "steps": steps, "seed": seed,
@@ -501,8 +509,10 @@ def _identity(data_id: str, steps: int, seed: int, size: ModelSize, *, weight_de
     if weight_decay or schedule != "cosine":
         identity["optimiser"] = {"weight_decay": weight_decay, "schedule": schedule,
                                  **({"wsd_decay": wsd_decay} if schedule == "wsd" else {})}
-    if snapshots:
-        identity["keep_checkpoints"] = snapshots  # the key older runs were written with
+    if snapshots[0]:
+        identity["keep_checkpoints"] = snapshots[0]  # the key older runs were written with
+        if snapshots[1] != "linear":
+            identity["keep_spacing"] = snapshots[1]
     return identity
 
 

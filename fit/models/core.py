@@ -409,6 +409,10 @@ class FitResult(_Frozen):
     """Per diversity axis, the law's error per doubling past its largest tested level (residual units), from a
     refit without the runs at that level (:mod:`fit.axis_extrapolation`); ``allocate`` widens the intervals of
     plans that go past it. Empty: not measured (fewer than 3 levels, or a fit made before it was)."""
+    envelope_at_first: dict[str, int] = Field(default_factory=dict)
+    """``split -> points`` (``fit``, ``heldout``) fitted at the early-stopped envelope whose chosen checkpoint is
+    their run's first kept one (:func:`fit.targets.at_first_checkpoint`): their optimum may lie earlier, so the
+    envelope overstates their best loss. Empty: none, or not an envelope fit."""
     options: dict[str, float | str] = Field(default_factory=dict)
     """Fit options that shape the data or the law (``smooth``, ``skip_first``, ``ceiling``, ``floor``, ``ideal_point``,
     ``repetition``, ``stage1_metric``)."""
@@ -461,6 +465,13 @@ def fit_warnings(fit: "FitResult") -> list[str]:
         lof = fit.lack_of_fit
         out.append(f"lack of fit: residual SD is {lof.ratio:.1f}x the replicate SD (p = {lof.p_value:.2g}): the "
                    "law misses structure the runs have")
+    early = fit.envelope_at_first
+    if early:
+        n_held = h.n if h is not None else 0
+        held = f" and {early.get('heldout', 0)} of {n_held} held out" if n_held else ""
+        out.append(f"{early.get('fit', 0)} of {fit.n_points} fitted runs{held} are best on validation at their first "
+                   "kept checkpoint: their optimum may lie earlier, so the envelope overstates their best loss; keep "
+                   "earlier checkpoints ([eval] checkpoint_spacing = \"log\", or more checkpoints)")
     if fit.n_params and fit.n_points < MIN_POINTS_PER_PARAM * fit.n_params:
         out.append(f"{fit.n_params} parameters on {fit.n_points} runs ({fit.n_points / fit.n_params:.1f} per "
                    f"parameter, fewer than {MIN_POINTS_PER_PARAM}): the fit is weakly determined")

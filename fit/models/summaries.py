@@ -201,6 +201,8 @@ class FitSummary(_Frozen):
     """Where the split came from."""
     point_target: str = "final"
     """What each run contributed: ``final``, ``envelope`` or ``checkpoints`` (:mod:`fit.targets`)."""
+    envelope_at_first: dict[str, int] = Field(default_factory=dict)
+    """``split -> points`` whose envelope is their run's first kept checkpoint (:attr:`FitResult.envelope_at_first`)."""
     heldout_n: int
     """Held-out runs."""
     heldout_mae: float | None
@@ -267,7 +269,8 @@ class FitSummary(_Frozen):
                    residual_scale=fit.residual_scale, huber_delta=fit.huber_delta, residual_sd=fit.residual_sd,
                    replicate_sd=fit.replicate_sd, lack_of_fit=fit.lack_of_fit, aic=fit.aic, bic=fit.bic,
                    n_bootstrap=len(fit.bootstrap), form_weights=weights, holdout_rule=fit.holdout_rule,
-                   holdout_source=fit.holdout_source, point_target=fit.point_target, heldout_n=h.n if h else 0, heldout_mae=h.mae if h else None,
+                   holdout_source=fit.holdout_source, point_target=fit.point_target,
+                   envelope_at_first=dict(fit.envelope_at_first), heldout_n=h.n if h else 0, heldout_mae=h.mae if h else None,
                    heldout_relative_mae=h.are_seed_means if h else None,
                    heldout_mae_over_mean=h.relative_mae if h else None,
                    heldout_max_error=h.max_error if h else None,

@@ -32,6 +32,11 @@ def test_each_warning_names_what_it_found():
     (lof,) = fit_warnings(_fit(lack_of_fit=LackOfFit(residual_sd=0.03, replicate_sd=0.01, ratio=3.0, p_value=1e-4,
                                                    flagged=True)))
     assert lof.startswith("lack of fit: residual SD is 3.0x the replicate SD")
+    (early,) = fit_warnings(_fit(envelope_at_first={"fit": 3, "heldout": 6}, heldout=_heldout(8, 9)))
+    assert early.startswith("3 of 40 fitted runs and 6 of 9 held out are best on validation at their first kept "
+                            "checkpoint") and 'checkpoint_spacing = "log"' in early
+    (early,) = fit_warnings(_fit(envelope_at_first={"fit": 2}))  # no held-out runs: none named
+    assert early.startswith("2 of 40 fitted runs are best")
     (few,) = fit_warnings(_fit(n_points=9, n_params=2))
     assert few.startswith("2 parameters on 9 runs (4.5 per parameter, fewer than 5)") and MIN_POINTS_PER_PARAM == 5
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from fit.errors import FitInputError
-from fit.targets import envelope_step, resolve_target, target_runs, target_values
+from fit.targets import at_first_checkpoint, envelope_step, resolve_target, target_runs, target_values
 from grid.models import RunRecord
 
 
@@ -62,3 +62,15 @@ def test_checkpoints_drop_the_first_tenth_and_keep_heldout_runs_at_their_envelop
     assert ids == ["f@10", "f@20", "f@50", "h"]  # step 3 is within the first 10% of 50 steps
     by = {r.run_id: r for r in runs}
     assert by["f@10"].train_tokens == 2e4 and by["h"].metrics["test/bpb"] == 2.4
+
+
+def test_runs_best_at_their_first_kept_checkpoint_are_named_and_checkpoint_points_are_not():
+    early = {10: {"valid-calls/bpb": 1.5, "test/bpb": 1.6, "train/tokens": 2e4},  # rising after the first
+             20: {"valid-calls/bpb": 1.8, "test/bpb": 1.9, "train/tokens": 4e4}}
+    runs = [_run("late", 2.2, CKPTS), _run("early", 1.9, early), _run("held", 1.9, early, split="heldout"),
+            _run("lone", 1.9, {20: early[20]})]  # one checkpoint: no earlier one to miss
+    view, _ = target_runs(runs, benchmark="test", metric="bpb", target="envelope")
+    assert at_first_checkpoint(view) == {"early", "held"}
+    view, _ = target_runs(runs, benchmark="test", metric="bpb", target="checkpoints")
+    assert at_first_checkpoint(view) == {"held"}  # the fitted runs enter as one point per checkpoint
+    assert at_first_checkpoint(runs) == set()  # final values: no envelope chosen

@@ -343,3 +343,7 @@ def test_a_run_with_fewer_steps_than_checkpoints_is_refused_naming_it():
                                           r"\(s, 5 steps\)"):
         build_design(c)
     build_design(cfg({"token_multipliers": [0.5, 1.0], "center_points": 0}, evals={"validation": None}))  # none kept
+    # log spacing needs more steps for the same count (6: 1/32 .. 1 of training): the rule is named
+    with pytest.raises(DesignError, match=r"train fewer steps than eval.checkpoints = 6 \(log-spaced: 24 steps\), "
+                                          r"the fewest run r-[0-9a-f]+ \(s, 10 steps\)"):
+        build_design(cfg({"center_points": 0}, evals={"checkpoint_spacing": "log"}))

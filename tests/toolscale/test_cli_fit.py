@@ -547,7 +547,7 @@ def test_the_envelope_is_chosen_on_the_experiments_own_validation_split(tmp_path
             spec = RunSpec(run_id=f"r{i}{j}", experiment="c", design_version="v", recipe={}, model_size=f"s{i}",
                            split="heldout" if i == 3 else "fit")
             test = [1.8 + 400 * n ** -0.34 + 2000 * (d * k / 4) ** -0.36 for k in (1, 2, 3, 4)]
-            valid = [3.0, 2.0, 4.0, 5.0]  # code-valid is best at step 2 of 4 for every run
+            valid = [3.0, 2.0, 4.0, 5.0] if (i, j) != (0, 0) else [1.0, 2.0, 4.0, 5.0]  # best at step 2 but r00
             rows = [MetricResult(benchmark="code-indist", metric="bpb", score=test[-1])]
             for k in (1, 2, 3, 4):
                 rows += [MetricResult(benchmark="code-indist", metric="bpb", score=test[k - 1], step=k),
@@ -569,6 +569,10 @@ def test_the_envelope_is_chosen_on_the_experiments_own_validation_split(tmp_path
     assert main(argv) == 0
     out = json.loads(capsys.readouterr().out)
     assert out["point_target"] == "envelope" and out["n_points"] == 9 and out["heldout_n"] == 3
+    # r00 is best on code-valid at its first kept checkpoint: counted, and the fit says what it means
+    assert out["envelope_at_first"] == {"fit": 1}
+    assert any(w.startswith("1 of 9 fitted runs and 0 of 3 held out are best on validation at their first kept")
+               for w in out["warnings"])
     actual = {p["run_id"]: p["actual"] for p in out["heldout_predictions"]}
     assert actual["r30"] == pytest.approx(1.8 + 400 * 6e8 ** -0.34 + 2000 * (10 * 6e8 * 2 / 4) ** -0.36)
     assert main([*argv, "--validation", "valid-calls"]) == 2

@@ -342,3 +342,21 @@ def test_abf_warning_when_the_draw_cap_leaves_no_room(train, warns) -> None:
     assert (warning is not None) == warns
     if warns:
         assert "grpo_draw_cap = train.grpo_prompts_per_step = 8" in warning and "skipped" in warning
+
+
+def test_kept_steps_are_even_or_halving_and_a_run_too_short_is_refused() -> None:
+    from toolscale.config import kept_steps, min_kept_steps
+
+    assert kept_steps(741, 5) == [148, 296, 445, 593, 741]
+    assert kept_steps(741, 5, "log") == [46, 93, 185, 370, 741]  # each about half the next
+    assert kept_steps(10, 0, "log") == [] and min_kept_steps(0, "log") == 0
+    for k in range(1, 8):  # the fewest steps that give k distinct checkpoints, and one fewer does not
+        for spacing in ("linear", "log"):
+            n = min_kept_steps(k, spacing)
+            assert len(kept_steps(n, k, spacing)) == k and kept_steps(n, k, spacing)[-1] == n
+            with pytest.raises(ValueError, match=f"{k} {spacing}-spaced checkpoints need at least {n} steps; "
+                                                  f"the run has {n - 1}"):
+                kept_steps(n - 1, k, spacing)
+    assert [min_kept_steps(k, "log") for k in (4, 5, 6)] == [6, 12, 24]
+    with pytest.raises(ValueError, match="checkpoint spacing must be one of linear, log, got 'cubic'"):
+        kept_steps(10, 2, "cubic")

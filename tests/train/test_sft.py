@@ -259,8 +259,12 @@ def test_too_many_epochs_are_refused_before_training_naming_the_run(tiny_data, t
 
 
 def test_more_checkpoints_than_steps_are_refused_before_training_naming_the_run(tiny_data, tmp_path):
-    with pytest.raises(UsageError, match=r"run r-18: \[eval\] checkpoints = 6 exceeds its 3 training steps"):
+    with pytest.raises(UsageError, match=r"run r-18: \[eval\] checkpoints = 6 \(linear\): 6 linear-spaced "
+                                         r"checkpoints need at least 6 steps; the run has 3; keep fewer"):
         train_sft(tiny_data, SIZE, tmp_path / "m", max_steps=3, snapshots=6, label="r-18")
+    with pytest.raises(UsageError, match=r"run r-19: \[eval\] checkpoints = 4 \(log\): 4 log-spaced checkpoints "
+                                         r"need at least 6 steps; the run has 5"):  # 5 steps are enough for 4 linear
+        train_sft(tiny_data, SIZE, tmp_path / "m", max_steps=5, snapshots=4, snapshot_spacing="log", label="r-19")
     assert not (tmp_path / "m").exists()
 
 
@@ -279,6 +283,14 @@ def test_kept_checkpoints_are_snapshots_with_their_tokens_and_wsd_and_weight_dec
     with pytest.raises(UsageError, match="different optimiser"):  # the run's identity includes the optimiser
         train_sft(tiny_data, SIZE, tmp_path / "m", max_steps=4, save_steps=0, snapshots=2, weight_decay=0.0,
                   schedule="wsd")
+    # log spacing: each kept step half the next ([1, 2, 4], not [1, 3, 4]); the spacing is part of the identity
+    assert snapshot_steps(4, 3) == [1, 3, 4] and snapshot_steps(4, 3, "log") == [1, 2, 4]
+    train_sft(tiny_data, SIZE, tmp_path / "g", max_steps=4, save_steps=0, snapshots=3, snapshot_spacing="log")
+    assert [s["step"] for s in read_stats(tmp_path / "g")["snapshots"]] == [1, 2, 4]
+    assert json.loads((tmp_path / "g" / "run.json").read_text())["keep_spacing"] == "log"
+    assert "keep_spacing" not in json.loads((tmp_path / "m" / "run.json").read_text())  # linear: as before
+    with pytest.raises(UsageError, match="different keep_spacing"):
+        train_sft(tiny_data, SIZE, tmp_path / "g", max_steps=4, save_steps=0, snapshots=3)
 
 
 def test_shared_tokenizer_and_learning_rate_override(tiny_data, tmp_path):

@@ -21,9 +21,12 @@ from __future__ import annotations
 
 from toolscale.config.base import (  # noqa: F401
     BUDGET_UNITS,
+    CHECKPOINT_SPACINGS,
     COPY_MIN_HEAD,
     COPY_MIN_LAYERS,
     FLOPS_PER_PARAM_TOKEN,
+    kept_steps,
+    min_kept_steps,
     model_flops,
     training_flops,
 )
@@ -78,6 +81,7 @@ from toolscale.errors import ConfigError  # noqa: F401  (re-exported: configs ra
 __all__ = [
     "AxisSpec",
     "BUDGET_UNITS",
+    "CHECKPOINT_SPACINGS",
     "COPY_MIN_HEAD",
     "COPY_MIN_LAYERS",
     "AllocateSpec",
@@ -112,7 +116,9 @@ __all__ = [
     "config_differences",
     "config_hash",
     "format_validation_error",
+    "kept_steps",
     "load_config",
+    "min_kept_steps",
     "model_flops",
     "parse_config",
     "read_toml",

@@ -7,7 +7,8 @@ from pydantic import BaseModel, ConfigDict
 
 
 
-__all__ = ["BUDGET_UNITS", "COPY_MIN_HEAD", "COPY_MIN_LAYERS", "FLOPS_PER_PARAM_TOKEN", "model_flops", "training_flops"]
+__all__ = ["BUDGET_UNITS", "CHECKPOINT_SPACINGS", "COPY_MIN_HEAD", "COPY_MIN_LAYERS", "FLOPS_PER_PARAM_TOKEN", "kept_steps",
+           "min_kept_steps", "model_flops", "training_flops"]
 
 
 BUDGET_UNITS = ("usd", "gpu_hours")
@@ -60,3 +61,41 @@ COPY_MIN_HEAD = 16
 
 class _Frozen(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid", use_attribute_docstrings=True)
+
+
+CHECKPOINT_SPACINGS = ("linear", "log")
+"""How a run's kept checkpoints are spaced (``[eval] checkpoint_spacing``, :func:`kept_steps`)."""
+
+
+def kept_steps(max_steps: int, k: int, spacing: str = "linear") -> list[int]:
+    """The ``k`` optimizer steps at which a run keeps its model, the last at ``max_steps`` (``[]`` for ``k = 0``).
+
+    ``linear``: evenly spaced, ``round(i max_steps / k)`` for ``i = 1 .. k``. ``log``: each one half of the next,
+    ``round(max_steps 2^(i - k))``, so that a run whose validation loss is lowest early (a large model on
+    little unique data) still has checkpoints near its optimum. ValueError when the steps are fewer than ``k``
+    distinct ones (a run too short for ``k`` checkpoints) or the spacing is unknown."""
+    if spacing not in CHECKPOINT_SPACINGS:
+        raise ValueError(f"checkpoint spacing must be one of {', '.join(CHECKPOINT_SPACINGS)}, got {spacing!r}")
+    if k <= 0:
+        return []
+    if spacing == "linear":
+        steps = {round(i * max_steps / k) for i in range(1, k + 1)}
+    else:
+        steps = {round(max_steps * 2.0 ** (i - k)) for i in range(1, k + 1)}
+    steps.discard(0)
+    if len(steps) < k:
+        raise ValueError(f"{k} {spacing}-spaced checkpoints need at least {min_kept_steps(k, spacing)} steps; "
+                         f"the run has {max_steps}")
+    return sorted(steps)
+
+
+def min_kept_steps(k: int, spacing: str = "linear") -> int:
+    """The fewest steps a run needs for ``k`` distinct checkpoints under ``spacing`` (:func:`kept_steps`)."""
+    if k <= 0:
+        return 0
+    if spacing == "linear":
+        return k
+    n = max(k, 2 ** (k - 1) - 2 ** (k - 2)) if k > 1 else 1
+    while len({round(n * 2.0 ** (i - k)) for i in range(1, k + 1)} - {0}) < k:
+        n += 1
+    return n

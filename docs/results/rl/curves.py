@@ -33,7 +33,7 @@ def collect(root: Path, runs_csv: Path) -> list[dict]:
             warm, grpo, sft = (_stats(work / d / "train_stats.json") for d in ("warmstart", "grpo", "model"))
             steps = int(float(row["axis_grpo_steps"]))
             out.append({"run_id": row["run_id"], "model_size": row["model_size"], "seed": int(row["seed"]),
-                        "task_count": int(float(row["axis_task_count"])), "grpo_steps": steps,
+                        "task_count": int(float(row.get("axis_task_count") or 0)), "grpo_steps": steps,
                         "flops": {"sft": (sft or {}).get("train", {}).get("train_flops"),
                                   "warmstart": (warm or {}).get("train", {}).get("train_flops"),
                                   "grpo": (grpo or {}).get("flops") if steps else None},
