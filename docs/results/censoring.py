@@ -17,6 +17,9 @@ ROOT = Path(__file__).resolve().parents[2]
 DOMAINS = {  # runs.csv, validation metric, fits
     "tools": ("docs/results/runs.csv", "valid-calls/bpb",
               ["docs/results/fit-indist-calls.json", "docs/results/fit-heldout-servers.json"]),
+    "tools, log-spaced checkpoints": ("docs/results/logspaced/runs.csv", "valid-calls/bpb",
+                                      ["docs/results/logspaced/fit-indist-calls.json",
+                                       "docs/results/logspaced/fit-heldout-servers.json"]),
     "code": ("docs/results/code/runs.csv", "code-valid/bpb",
              ["docs/results/code/fit-code-indist.json", "docs/results/code/fit-code-heldout-apis.json"]),
 }
