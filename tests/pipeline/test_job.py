@@ -116,9 +116,9 @@ folder = "{root}/runs"
 """
 
 
-def _pipe(tmp_path: Path, sizes: tuple[str, ...]):
+def _pipe(tmp_path: Path, sizes: tuple[str, ...], checkpoints: str = "checkpoints = 2"):
     path = tmp_path / "pipe.toml"
-    path.write_text(PIPE_CONFIG.format(root=tmp_path))
+    path.write_text(PIPE_CONFIG.format(root=tmp_path).replace("checkpoints = 2", checkpoints))
     cfg = load_config(path)
     with Registry(cfg.experiment.registry) as reg:
         reg.ensure_experiment("pipe", axes=["tool_diversity", "task_count"])
@@ -183,15 +183,8 @@ def test_pipeline_end_to_end_shares_the_dataset_across_sizes(tmp_path):
 def test_log_spaced_checkpoints_reach_the_run_and_its_rows(tmp_path):
     """One real run with ``[eval] checkpoint_spacing = "log"``: 3 kept of 4 steps at 1, 2, 4 (linear: 1, 3, 4),
     each scored on validation and stored as the run's checkpoint rows."""
-    path = tmp_path / "pipe.toml"
-    path.write_text(PIPE_CONFIG.format(root=tmp_path).replace("checkpoints = 2",
-                                                              'checkpoints = 3\ncheckpoint_spacing = "log"'))
-    cfg = load_config(path)
+    cfg = _pipe(tmp_path, ("t1",), 'checkpoints = 3\ncheckpoint_spacing = "log"')
     assert cfg.eval.checkpoint_spacing == "log"
-    with Registry(cfg.experiment.registry) as reg:
-        reg.ensure_experiment("pipe", axes=["tool_diversity", "task_count"])
-        reg.add_runs([RunSpec(run_id="p-t1", experiment="pipe", design_version="v",
-                              recipe={"tool_diversity": 6.0, "task_count": 16.0}, model_size="t1")])
     launch(cfg, cfg.experiment.registry, executor="debug")
     with Registry(cfg.experiment.registry, read_only=True) as reg:
         (run,) = reg.runs("pipe")
