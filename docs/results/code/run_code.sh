@@ -9,6 +9,8 @@
 #
 # Usage (from the repository root, after `make install`):
 #   bash docs/results/code/run_code.sh [TOOL_RESULTS_DIR]   # default docs/results (the tool domain's proxy runs)
+# CFG and OUT override the config and the results folder (the registry is the config's); GOLDEN=0 skips the
+# golden replay (e.g. logspaced/: the same datasets as this folder's run).
 # TOOL_RESULTS_DIR must hold the tool domain's fit-indist-calls.json, fit-heldout-servers.json and runs.csv
 # from docs/results/run_proxy.sh on the same protocol. Budget: not measured; the tool domain's proxy.toml takes
 # about 75 minutes on 2 idle cores, and code tasks add a jailed test replay per task. Reuses finished runs.
@@ -16,12 +18,12 @@ set -euo pipefail
 cd "$(dirname "$0")/../../.."
 TS=${TS:-.venv/bin/toolscale}
 PY=${PY:-.venv/bin/python}
-CFG=docs/results/code/code.toml
-OUT=docs/results/code
+CFG=${CFG:-docs/results/code/code.toml}
+OUT=${OUT:-docs/results/code}
 TOOLS=${1:-docs/results}
 EXP=$(grep -m1 '^name = ' "$CFG" | cut -d'"' -f2)
-REG=runs/code/toolscale.duckdb
-mkdir -p "$OUT" runs/code
+REG=$(sed -n 's/^registry = "\.\/\([^"]*\)".*/\1/p' "$CFG" | head -1)
+mkdir -p "$OUT" "$(dirname "$REG")"
 t0=$(date +%s)
 stamp() { echo "[$(( ($(date +%s) - t0) / 60 )) min] $*"; }
 FIT=(--config "$CFG" --experiment "$EXP" --holdout split --bootstrap 100)
@@ -40,7 +42,9 @@ stamp "fit code-indist/token_prob (score laws: the additive vs multiplicative te
 $TS fit "${FIT[@]}" --benchmark code-indist --metric token_prob --law auto --json > "$OUT/fit-code-indist-token_prob.json"
 $TS export --config "$CFG" --experiment "$EXP" --out "$OUT/runs.csv"
 stamp "golden replay of every dataset"
-$PY benchmarks/code_golden.py runs/code/datasets --out "$OUT/golden_replay.txt" || echo "golden replay: not 100% (see above)"
+if [ "${GOLDEN:-1}" = 1 ]; then
+  $PY benchmarks/code_golden.py "$(dirname "$REG")/datasets" --out "$OUT/golden_replay.txt" || echo "golden replay: not 100% (see above)"
+fi
 stamp "cross-domain fits: both domains' runs at their envelope, shared exponents, per-domain constants"
 CODE_RUNS="$OUT/runs.csv" bash docs/results/code/joint.sh "$OUT" "$TOOLS"
 stamp "analysis"
