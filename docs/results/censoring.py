@@ -22,6 +22,9 @@ DOMAINS = {  # runs.csv, validation metric, fits
                                        "docs/results/logspaced/fit-heldout-servers.json"]),
     "code": ("docs/results/code/runs.csv", "code-valid/bpb",
              ["docs/results/code/fit-code-indist.json", "docs/results/code/fit-code-heldout-apis.json"]),
+    "code, log-spaced checkpoints": ("docs/results/code/logspaced/runs.csv", "code-valid/bpb",
+                                     ["docs/results/code/logspaced/fit-code-indist.json",
+                                      "docs/results/code/logspaced/fit-code-heldout-apis.json"]),
 }
 
 
