@@ -40,6 +40,9 @@ def best_index(runs: pd.DataFrame, valid: str) -> dict[str, tuple[str, str, int,
 
 def main() -> None:
     for name, (csv, valid, fits) in DOMAINS.items():
+        if not (ROOT / csv).is_file() or not all((ROOT / f).is_file() for f in fits):
+            print(f"## {name}: not run ({csv} or its fits missing)")
+            continue
         best = best_index(pd.read_csv(ROOT / csv), valid)
         print(f"## {name}: index of the checkpoint best on {valid.split('/')[0]} (0 = the first kept), runs per index")
         cells: dict[tuple[str, str], list[int]] = {}
