@@ -95,7 +95,7 @@ def min_kept_steps(k: int, spacing: str = "linear") -> int:
         return 0
     if spacing == "linear":
         return k
-    n = max(k, 2 ** (k - 1) - 2 ** (k - 2)) if k > 1 else 1
+    n = k
     while len({round(n * 2.0 ** (i - k)) for i in range(1, k + 1)} - {0}) < k:
         n += 1
     return n

@@ -3,13 +3,16 @@
 # 2 task counts x 3 seeds (24 real runs), held-out environments, effects with 90% CIs, SFT and RL laws side by
 # side. Reuses finished runs when rerun.
 # Usage (from the repository root, after `make install`):  bash docs/results/rl/run.sh
+# CFG and OUT override the config and the results folder (e.g. deep/: CFG=docs/results/rl/deep/rl4.toml
+# OUT=docs/results/rl/deep); the experiment and the runs folder are the config's.
 set -euo pipefail
 cd "$(dirname "$0")/../../.."
 TS=${TS:-.venv/bin/toolscale}
 PY=${PY:-.venv/bin/python}
-CFG=docs/results/rl/rl.toml
-OUT=docs/results/rl
-EXP=rl-cpu
+CFG=${CFG:-docs/results/rl/rl.toml}
+OUT=${OUT:-docs/results/rl}
+EXP=$(grep -m1 '^name = ' "$CFG" | cut -d'"' -f2)
+RUNS=$(sed -n 's/^folder = "\.\/\([^"]*\)".*/\1/p' "$CFG" | head -1)
 start=$(date +%s)
 
 $TS validate "$CFG"
@@ -33,7 +36,7 @@ for metric in f1 token_prob; do
       || echo "stage comparison on $metric failed (see above)"
 done
 $TS export --config "$CFG" --experiment "$EXP" --out "$OUT/runs.csv"
-$PY "$OUT/curves.py" runs/rl "$OUT"      # reward curves, fill rates, variance shares, FLOPs per stage
+$PY docs/results/rl/curves.py "$RUNS" "$OUT"      # reward curves, fill rates, variance shares, FLOPs per stage
 {
   echo "code_version: $(git rev-parse HEAD 2>/dev/null || cat .code_version)"
   echo "date: $(date -u +%Y-%m-%dT%H:%M:%SZ)"
