@@ -3,8 +3,11 @@ the exponents across domains, the cross-domain fit. Reads the fit files ``run_co
 
     python docs/results/code/analyse.py --tools docs/results --registry runs/code/toolscale.duckdb \\
         --experiment code-proxy > docs/results/code/analysis.md
+    python docs/results/code/analyse.py --tools docs/results/logspaced --code docs/results/code/logspaced \\
+        --registry runs/code-log/toolscale.duckdb --experiment code-proxy-log > docs/results/code/logspaced/analysis.md
 
-Writes ``docs/results/code/comparison.json`` (every number of the tables) and prints Markdown.
+Reads the code domain's fit and joint-fit files from ``--code`` (default: this folder), writes
+``comparison.json`` (every number of the tables) there, and prints Markdown.
 """
 
 from __future__ import annotations
@@ -85,16 +88,17 @@ def spec_effect(registry: str, experiment: str, benchmark: str) -> dict[str, Any
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--tools", default="docs/results", help="folder of the tool domain's fit files")
+    ap.add_argument("--code", default=str(HERE), help="folder of the code domain's fit and joint-fit files")
     ap.add_argument("--registry", default="runs/code/toolscale.duckdb")
     ap.add_argument("--experiment", default="code-proxy")
     args = ap.parse_args()
-    tools_dir = Path(args.tools)
-    report: dict[str, Any] = {"tools_results": str(tools_dir), "pairs": []}
+    tools_dir, code_dir = Path(args.tools), Path(args.code)
+    report: dict[str, Any] = {"tools_results": str(tools_dir), "code_results": str(code_dir), "pairs": []}
     print("## The code law beside the tool law (bits per byte, held-out rung, same protocol)\n")
     lines = ["| benchmarks | form chosen (rung CV) | parameters | residual SD (log bpb) | held-out relative MAE "
              "| 90% coverage | extrapolation |", "|---|---|---|---|---|---|---|"]
     for tool_b, code_b, joint in PAIRS:
-        t, c = _load(tools_dir / f"fit-{tool_b}.json"), _load(HERE / f"fit-{code_b}.json")
+        t, c = _load(tools_dir / f"fit-{tool_b}.json"), _load(code_dir / f"fit-{code_b}.json")
         pair: dict[str, Any] = {"tools": law_row(t) if t else None, "code": law_row(c) if c else None}
         for side, row in (("tools", pair["tools"]), ("code", pair["code"])):
             if row:
@@ -105,7 +109,7 @@ def main() -> int:
             pair["residual_sd_code_le_tools"] = pair["code"]["residual_sd"] <= pair["tools"]["residual_sd"]
             a, b = pair["code"]["heldout_relative_mae"], pair["tools"]["heldout_relative_mae"]
             pair["heldout_code_le_tools"] = None if a is None or b is None else a <= b
-        jf = _load(HERE / joint)
+        jf = _load(code_dir / joint)
         pair["joint"] = jf
         report["pairs"].append(pair)
     print("\n".join(lines))
@@ -137,7 +141,7 @@ def main() -> int:
     except Exception as err:  # noqa: BLE001 - the registry is not committed: say why the effect is missing
         eff = {"error": f"{type(err).__name__}: {err}"}
     report["spec_dependency_effect"] = eff
-    inter = _load(HERE / "fit-code-indist-token_prob.json")
+    inter = _load(code_dir / "fit-code-indist-token_prob.json")
     report["interaction_token_prob"] = (inter or {}).get("interaction")
     print("## spec_dependency\n")
     for b, e in eff.items():
@@ -153,7 +157,7 @@ def main() -> int:
         print(f"- interaction test (token_prob, score laws): {i.get('verdict')} -> {i.get('supported')} "
               f"({i.get('strength')}); gain ratio {_num(i.get('gain_ratio'))} "
               f"[{_num(i.get('gain_ratio_lo'))}, {_num(i.get('gain_ratio_hi'))}], LR p = {_num(i.get('lr_p'))}")
-    (HERE / "comparison.json").write_text(json.dumps(report, indent=1, default=lambda o: None) + "\n")
+    (code_dir / "comparison.json").write_text(json.dumps(report, indent=1, default=lambda o: None) + "\n")
     return 0
 
 
