@@ -10,6 +10,11 @@ the FLOPs of every stage it depends on; only the wall time is saved (``plan.reus
 
 The key hashes everything the stages depend on (dataset, shared tokenizer, rung, steps, seed, learning rate,
 the environment and warm-start settings); nothing about the stage axis whose arms share the folders.
+
+Arms that run at the same time (a cluster, ``max_parallel`` > 1) would each train the shared stages before
+either publishes. :func:`producing` serialises them: a run holds the key's lock (``cache/<key>.lock``,
+:func:`slurm.locks.exclusive`: heartbeat, broken when its holder dies) while it reuses or trains and publishes
+the shared stages, so a second arm waits and then reuses what the first published.
 """
 
 from __future__ import annotations
@@ -18,11 +23,14 @@ import hashlib
 import json
 import os
 import shutil
+import sys
 import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-__all__ = ["stage_key", "reuse", "publish", "file_digest"]
+__all__ = ["stage_key", "reuse", "publish", "file_digest", "producing"]
 
 COMPLETE = ".complete"
 
@@ -76,3 +84,24 @@ def publish(cache: Path | None, key: str, names: list[str], workdir: Path) -> No
     finally:
         if tmp.exists():
             shutil.rmtree(tmp, ignore_errors=True)
+
+
+@contextmanager
+def producing(cache: Path | None, key: str | None) -> Iterator[None]:
+    """Hold ``cache/<key>.lock`` for the block: one run at a time produces (or reuses) the stages of ``key``.
+
+    No lock without a cache or a key. A run that has to wait says so once on stderr, naming the holder.
+    """
+    if cache is None or key is None:
+        yield
+        return
+    from slurm.locks import exclusive, owner_of
+
+    lock = Path(cache) / f"{key}.lock"
+    holder = owner_of(lock)
+    if holder is not None:
+        print(f"waiting for the shared stages {key}: produced by job {holder.get('job')} on {holder.get('host')} "
+              f"(pid {holder.get('pid')})", file=sys.stderr, flush=True)
+    with exclusive(lock, what=f"shared stages {key}"):
+        yield
+

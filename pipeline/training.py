@@ -113,31 +113,44 @@ def _pre_rl_key(cfg: ExperimentConfig, size: ModelSize, run: RunSpec, data_dir: 
         "envs": _env_key(cfg, run)})
 
 
-def _rl_stages(cfg: ExperimentConfig, size: ModelSize, run: RunSpec, workdir: Path, model_dir: Path,
-               done: dict[str, TrainStats], sft_options: dict[str, Any], cache: Path | None,
-               pre_key: str | None) -> tuple[Path, int]:
-    """The warm start (whenever ``grpo`` is a stage) and GRPO (when its steps are > 0); returns the final model
-    folder and the GRPO steps. Both take the job's wall-clock checkpoints, stop requests and clean-up from
-    ``sft_options``; the warm start also its learning rate."""
+def _interrupt(sft_options: dict[str, Any]) -> dict[str, Any]:
+    """The job's wall-clock checkpoints, stop requests and clean-up, for the warm start and GRPO."""
+    return {k: sft_options[k] for k in ("checkpoint_every_s", "should_stop", "keep_checkpoints") if k in sft_options}
+
+
+def _warm_stage(cfg: ExperimentConfig, size: ModelSize, run: RunSpec, workdir: Path, model_dir: Path,
+                done: dict[str, TrainStats], sft_options: dict[str, Any], cache: Path | None,
+                pre_key: str | None) -> tuple[Path, Path]:
+    """The RL environments and the warm start (whenever ``grpo`` is a stage), published under ``pre_key``;
+    returns the RL environments' file and the model GRPO starts from. The warm start takes its learning rate
+    from ``sft_options``."""
     from synth.envs.io import load_envs
-    from train.grpo import Sampling, train_grpo, warm_start
+    from train.grpo import warm_start
 
     t = cfg.train
-    grpo_steps = int(round(run.recipe.get("grpo_steps", t.grpo_steps)))
     envs, warm = _grpo_envs(cfg, run, workdir, cache)
-    interrupt = {k: sft_options[k] for k in ("checkpoint_every_s", "should_stop", "keep_checkpoints")
-                 if k in sft_options}
     if warm is not None and t.warmstart_steps:
         done["warmstart"] = warm_start(load_envs(warm), model_dir, size, workdir / "warmstart",
                                        steps=t.warmstart_steps, seed=run.seed, threads=t.threads,
                                        learning_rate=sft_options.get("learning_rate"), label=run.run_id,
                                        loss_on=t.warmstart_loss, copy_drills=t.warmstart_copy_drills,
-                                       **interrupt)
+                                       **_interrupt(sft_options))
         model_dir = workdir / "warmstart"
         if pre_key is not None:
             from pipeline.reuse import publish
 
             publish(cache, pre_key, ["model", "warmstart"], workdir)
+    return envs, model_dir
+
+
+def _grpo_stage(cfg: ExperimentConfig, run: RunSpec, workdir: Path, model_dir: Path, envs: Path,
+                done: dict[str, TrainStats], sft_options: dict[str, Any]) -> tuple[Path, int]:
+    """GRPO from ``model_dir`` when the run's ``grpo_steps`` level is > 0; returns the final model folder and
+    the GRPO steps."""
+    from train.grpo import Sampling, train_grpo
+
+    t = cfg.train
+    grpo_steps = int(round(run.recipe.get("grpo_steps", t.grpo_steps)))
     if grpo_steps > 0:
         done["grpo"] = train_grpo(envs, model_dir, workdir / "grpo", max_steps=grpo_steps,
                                   num_generations=t.grpo_generations, prompts_per_step=t.grpo_prompts_per_step,
@@ -149,7 +162,7 @@ def _rl_stages(cfg: ExperimentConfig, size: ModelSize, run: RunSpec, workdir: Pa
                                   beta=t.grpo_beta, negative_weight=t.grpo_negative_weight,
                                   vllm_mode=t.grpo_vllm,
                                   save_steps=max(1, grpo_steps // 4) if t.save_checkpoints else 0,
-                                  report_to=t.report_to, run_name=run.run_id, **interrupt)
+                                  report_to=t.report_to, run_name=run.run_id, **_interrupt(sft_options))
         model_dir = workdir / "grpo"
     return model_dir, grpo_steps
 
@@ -163,7 +176,7 @@ def train_stages(cfg: ExperimentConfig, size: ModelSize, run: RunSpec, data_dir:
     :func:`pipeline.job.train_options`: layout, wall-clock checkpoints, clean-up, saved dtype). With ``cache``
     (the experiment's dataset cache), the environments, the SFT model and the warm start are shared between runs
     that differ only in a stage level (:mod:`pipeline.reuse`)."""
-    from pipeline.reuse import reuse
+    from pipeline.reuse import producing, reuse
 
     from train.sft import train_sft
     from train.stages import plan_stages
@@ -193,12 +206,15 @@ def train_stages(cfg: ExperimentConfig, size: ModelSize, run: RunSpec, data_dir:
     if cfg.train.report_to != "none":
         sft_options = {"label": run.run_id, **sft_options, "report_to": cfg.train.report_to}
     pre_key = _pre_rl_key(cfg, size, run, data_dir, sft_steps, sft_options)
-    reused = pre_key is not None and reuse(cache, pre_key, ["model", "warmstart"], workdir)
-    done["sft"] = train_sft(data_dir, size, model_dir, max_steps=sft_steps, seed=run.seed, threads=cfg.train.threads,
-                            resume=True, init=init, **sft_options)
+    with producing(cache, pre_key):  # arms running at once: one trains the shared stages, the others reuse them
+        reused = pre_key is not None and reuse(cache, pre_key, ["model", "warmstart"], workdir)
+        done["sft"] = train_sft(data_dir, size, model_dir, max_steps=sft_steps, seed=run.seed,
+                                threads=cfg.train.threads, resume=True, init=init, **sft_options)
+        if "grpo" in stages:
+            envs, model_dir = _warm_stage(cfg, size, run, workdir, model_dir, done, sft_options, cache, pre_key)
     grpo_steps = 0
     if "grpo" in stages:
-        model_dir, grpo_steps = _rl_stages(cfg, size, run, workdir, model_dir, done, sft_options, cache, pre_key)
+        model_dir, grpo_steps = _grpo_stage(cfg, run, workdir, model_dir, envs, done, sft_options)
     from train.distributed import release_devices
 
     release_devices()  # the GPUs go to evaluation next
