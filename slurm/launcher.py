@@ -8,6 +8,7 @@ cancels runs (``scancel`` on SLURM, SIGINT for local jobs).
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -24,7 +25,7 @@ from slurm.process import same_process
 from slurm.submit import ACTIVE, LOCAL_JOBS, launch_plan, read_manifests, submit_runs
 from toolscale.config import ExperimentConfig
 
-__all__ = ["launch", "preview", "cancel"]
+__all__ = ["launch", "preview", "cancel", "distinct_groups_first"]
 
 
 def launch(config: ExperimentConfig, registry_path: str | Path, *, executor: ExecutorKind | None = None,
@@ -56,14 +57,41 @@ def launch(config: ExperimentConfig, registry_path: str | Path, *, executor: Exe
         if kind == "local":
             # longest first (planned training FLOPs): the slots then finish together, not on one long tail
             runs = sorted(runs, key=lambda r: -(r.train_flops or 0.0))
-            active = len(reg.runs(experiment, status=list(ACTIVE)))
-            room = max(0, parallel - active)
+            active = reg.runs(experiment, status=list(ACTIVE))
+            runs = distinct_groups_first(runs, active, {a.name for a in config.axes if a.kind == "stage"})
+            room = max(0, parallel - len(active))
             runs, left = runs[:room], [r.run_id for r in runs[room:]]
         report = submit_runs(reg, config, runs, executor=kind, paths=paths, job_kind=job_kind,
                              max_parallel=parallel, signal_delay_s=signal_delay_s)
     if kind == "debug" and report.submitted:
         sync(registry_path, config=config, folder=paths.root, retry=False)
     return report.model_copy(update={"left_pending": left})
+
+
+def _group(run: Any, stage_axes: set[str]) -> tuple:
+    """What the arms of one shared-stage group have in common: the recipe without its stage axes, rung, seed,
+    tokens (:func:`pipeline.training` shares their SFT and warm start)."""
+    recipe = {k: v for k, v in run.recipe.items() if k not in stage_axes}
+    return json.dumps(recipe, sort_keys=True), run.model_size, run.seed, run.train_tokens
+
+
+def distinct_groups_first(runs: Sequence[Any], active: Sequence[Any], stage_axes: set[str]) -> list[Any]:
+    """``runs`` reordered, stably, so that no run starts beside a sibling while a run of another group waits.
+
+    Arms that differ only in a stage axis (``stage_axes``) share their SFT model and warm start, and one of
+    them trains those while the others wait for it in their slots (:func:`pipeline.reuse.producing`). So the
+    first run of each group comes before any second one, and a group with an ``active`` run counts as
+    started. Without stage axes the order is unchanged.
+    """
+    if not stage_axes:
+        return list(runs)
+    seen = {_group(r, stage_axes) for r in active}
+    first, later = [], []
+    for r in runs:
+        g = _group(r, stage_axes)
+        (later if g in seen else first).append(r)
+        seen.add(g)
+    return first + later
 
 
 def preview(config: ExperimentConfig, registry_path: str | Path, *, max_parallel: int | None = None,

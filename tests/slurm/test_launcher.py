@@ -385,3 +385,21 @@ def test_launcher_killed_between_two_arrays_loses_neither(make, rows, monkeypatc
     again = launch(env.config, env.registry, job_kind="succeed")
     assert sorted(again.submitted) == sorted(k for k in env.run_ids if k not in first)
     assert wait(env.registry, config=env.config, poll_s=0.3, timeout_s=60).counts["done"] == 4
+
+
+def test_arms_sharing_stages_start_one_per_group_first():
+    """Arms that differ only in a stage axis share SFT and the warm start; a second arm started beside the first
+    would wait for it in its slot, so the first arm of every group goes first."""
+    from slurm.launcher import distinct_groups_first
+
+    def run(rid, tools, grpo, seed=0):
+        return RunSpec(run_id=rid, experiment="e", design_version="v1", recipe={"tool_diversity": tools,
+                       "grpo_steps": grpo}, model_size="s", seed=seed, train_tokens=1e6)
+
+    a0, a1, b0, b1, c0 = run("a0", 1, 0), run("a1", 1, 60), run("b0", 2, 0), run("b1", 2, 60), run("c0", 1, 0, 1)
+    order = distinct_groups_first([a0, a1, b0, b1, c0], [], {"grpo_steps"})
+    assert [r.run_id for r in order] == ["a0", "b0", "c0", "a1", "b1"]
+    # a group whose arm is already running waits behind the groups that have not started
+    assert [r.run_id for r in distinct_groups_first([a1, b0, b1], [a0], {"grpo_steps"})] == ["b0", "a1", "b1"]
+    # no stage axis: every run is its own group, the order is kept
+    assert [r.run_id for r in distinct_groups_first([a0, a1, b0], [b1], set())] == ["a0", "a1", "b0"]
